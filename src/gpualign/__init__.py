@@ -1,0 +1,29 @@
+"""gpualign: GPU sequence comparison for Python, with CPU fallbacks.
+
+Examples
+--------
+>>> import gpualign
+>>> gpualign.edit_distance(["ACGTACGT"], ["ACGTTCGT"], backend="cpu").distance.tolist()
+[1]
+"""
+
+from .backend import BackendUnavailableError, resolve_backend
+from .edit import EditMatrix, EditResult, edit_distance, edit_distance_matrix
+from .io import SequenceFileError
+from .sequences import Alphabet, InvalidSymbolError, SequenceSet, get_alphabet
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Alphabet",
+    "BackendUnavailableError",
+    "EditMatrix",
+    "EditResult",
+    "InvalidSymbolError",
+    "SequenceFileError",
+    "SequenceSet",
+    "edit_distance",
+    "edit_distance_matrix",
+    "get_alphabet",
+    "resolve_backend",
+]

@@ -1,0 +1,318 @@
+"""CPU backend of edit distance: Myers' bit-vector algorithm (Hyyrö's block form) in Numba.
+
+The query is cut into 64-row blocks. Each block keeps its vertical delta vectors (``pv``/``mv``:
+rows where the score goes up/down by one from the row above) and passes the horizontal delta of
+its bottom row (``hout`` in {-1, 0, +1}) to the block below. Information only flows from low
+bits to high bits, so the junk in the unused high bits of the last block never reaches a used
+bit. Pairs run in parallel over all cores (``prange``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .. import config
+
+GLOBAL, PREFIX, INFIX = 0, 1, 2
+OP_MATCH, OP_MISMATCH, OP_INSERTION, OP_DELETION = 0, 1, 2, 3
+_OP_CHARS = np.frombuffer(b"=XID", dtype=np.uint8)
+
+_ZERO = np.uint64(0)
+_ONE = np.uint64(1)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_HIGH = np.uint64(1 << 63)
+
+
+@njit(inline="always")
+def _popcount(x):
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@njit(inline="always")
+def _block(pv, mv, eq, hin, high):
+    """Advance one 64-row block by one target column; return (pv, mv, hout)."""
+    hin_neg = _ONE if hin < 0 else _ZERO
+    hin_pos = _ONE if hin > 0 else _ZERO
+    xv = eq | mv
+    eq = eq | hin_neg  # a negative carry in acts like a match in the row above the block
+    xh = (((eq & pv) + pv) ^ pv) | eq
+    ph = mv | ~(xh | pv)
+    mh = pv & xh
+    hout = 0
+    if ph & high:
+        hout = 1
+    elif mh & high:
+        hout = -1
+    ph = (ph << _ONE) | hin_pos
+    mh = (mh << _ONE) | hin_neg
+    return mh | ~(xv | ph), ph & xv, hout
+
+
+@njit(cache=True, nogil=True)
+def _match_table(query, n_codes, match_codes):
+    """Peq: bit i of ``table[c, i // 64]`` is set when query[i] == c (codes that match)."""
+    words = (query.shape[0] + 63) >> 6
+    table = np.zeros((n_codes, words), dtype=np.uint64)
+    for i in range(query.shape[0]):
+        c = query[i]
+        if c < match_codes:
+            table[c, i >> 6] |= _ONE << np.uint64(i & 63)
+    return table
+
+
+@njit(cache=True, nogil=True)
+def _scan(table, m, target, top_delta, tie_last, cutoff):
+    """Run the query (as ``table``) over ``target``.
+
+    Returns ``(score, best, best_end)``: the last-row score after the whole target, the minimum
+    last-row score over columns 0..n and the first (or with ``tie_last`` the last) column where
+    it occurs. ``top_delta`` is the horizontal delta of row 0 (1 global/prefix, 0 infix).
+    With ``cutoff >= 0`` (global mode only) the scan stops once the final score must exceed it,
+    returning ``cutoff + 1``.
+    """
+    words = table.shape[1]
+    n = target.shape[0]
+    pv = np.full(words, _ALL, dtype=np.uint64)
+    mv = np.zeros(words, dtype=np.uint64)
+    last_bit = _ONE << np.uint64((m - 1) & 63)
+    score = m
+    best = m
+    best_end = 0
+    for j in range(n):
+        c = target[j]
+        hin = top_delta
+        for w in range(words):
+            high = last_bit if w == words - 1 else _HIGH
+            pv[w], mv[w], hin = _block(pv[w], mv[w], table[c, w], hin, high)
+        score += hin
+        if score < best or (tie_last and score == best):
+            best = score
+            best_end = j + 1
+        if cutoff >= 0 and score - (n - 1 - j) > cutoff:
+            return cutoff + 1, best, best_end
+    return score, best, best_end
+
+
+@njit(cache=True, nogil=True)
+def _pair(query, target, mode, k, want_start, n_codes, match_codes):
+    """Distance, target start and end (half-open) of one pair; -1s when over ``k``."""
+    m = query.shape[0]
+    n = target.shape[0]
+    if m == 0:
+        distance, start, end = (n, 0, n) if mode == GLOBAL else (0, 0, 0)
+    elif n == 0:
+        distance, start, end = m, 0, 0
+    elif mode == GLOBAL:
+        if k >= 0 and abs(m - n) > k:
+            return -1, -1, -1
+        table = _match_table(query, n_codes, match_codes)
+        distance, _, _ = _scan(table, m, target, 1, False, k)
+        start, end = 0, n
+    else:
+        table = _match_table(query, n_codes, match_codes)
+        _, distance, end = _scan(table, m, target, 1 if mode == PREFIX else 0, False, -1)
+        start = 0 if mode == PREFIX else -1
+        if mode == INFIX and want_start and (k < 0 or distance <= k):
+            # The leftmost start of an optimal alignment ending at ``end``: the longest reversed
+            # target prefix that the reversed query matches at the same cost (as edlib does).
+            reversed_table = _match_table(query[::-1].copy(), n_codes, match_codes)
+            _, _, length = _scan(reversed_table, m, target[:end][::-1].copy(), 1, True, -1)
+            start = end - length
+    if k >= 0 and distance > k:
+        return -1, -1, -1
+    return distance, start, end
+
+
+@njit(cache=True, parallel=True)
+def _distance_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, mode, k,
+                    want_start, n_codes, match_codes, distance, start, end):
+    for p in prange(q_index.shape[0]):
+        qi = q_index[p]
+        ti = t_index[p]
+        distance[p], start[p], end[p] = _pair(
+            q_codes[q_offsets[qi]:q_offsets[qi + 1]], t_codes[t_offsets[ti]:t_offsets[ti + 1]],
+            mode, k, want_start, n_codes, match_codes)
+
+
+@njit(cache=True, nogil=True)
+def _column_value(pvs, mvs, j, i):
+    """D[i][j] of a global alignment from the stored vertical deltas of column ``j``."""
+    value = j
+    full = i >> 6
+    for w in range(full):
+        value += _popcount(pvs[j, w]) - _popcount(mvs[j, w])
+    rest = i & 63
+    if rest:
+        mask = (_ONE << np.uint64(rest)) - _ONE
+        value += _popcount(pvs[j, full] & mask) - _popcount(mvs[j, full] & mask)
+    return value
+
+
+@njit(cache=True, nogil=True)
+def _vertical_delta(pvs, mvs, j, i):
+    """D[i][j] - D[i-1][j]."""
+    bit = _ONE << np.uint64((i - 1) & 63)
+    w = (i - 1) >> 6
+    if pvs[j, w] & bit:
+        return 1
+    if mvs[j, w] & bit:
+        return -1
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _global_ops(query, target, n_codes, match_codes, ops):
+    """Write the operations of an optimal global alignment into ``ops`` (last operation first)
+    and return their number. Stores every column's delta vectors, then walks back from (m, n)
+    preferring diagonal moves, then insertions (query only), then deletions (target only)."""
+    m = query.shape[0]
+    n = target.shape[0]
+    count = 0
+    if m == 0 or n == 0:
+        for _ in range(n):
+            ops[count] = OP_DELETION
+            count += 1
+        for _ in range(m):
+            ops[count] = OP_INSERTION
+            count += 1
+        return count
+    table = _match_table(query, n_codes, match_codes)
+    words = table.shape[1]
+    pvs = np.empty((n + 1, words), dtype=np.uint64)
+    mvs = np.empty((n + 1, words), dtype=np.uint64)
+    pvs[0, :] = _ALL
+    mvs[0, :] = _ZERO
+    for j in range(n):
+        c = target[j]
+        hin = 1
+        for w in range(words):
+            pvs[j + 1, w], mvs[j + 1, w], hin = _block(pvs[j, w], mvs[j, w], table[c, w], hin,
+                                                        _HIGH)
+    i = m
+    j = n
+    current = _column_value(pvs, mvs, j, i)
+    left = _column_value(pvs, mvs, j - 1, i)  # D[i][j-1], kept up to date while walking
+    while i > 0 or j > 0:
+        if i > 0 and j > 0:
+            diagonal = left - _vertical_delta(pvs, mvs, j - 1, i)
+            same = query[i - 1] == target[j - 1] and query[i - 1] < match_codes
+            if current == diagonal + (0 if same else 1):
+                ops[count] = OP_MATCH if same else OP_MISMATCH
+                count += 1
+                i -= 1
+                j -= 1
+                current = diagonal
+                left = _column_value(pvs, mvs, j - 1, i) if j > 0 else 0
+                continue
+        if i > 0:
+            up = current - _vertical_delta(pvs, mvs, j, i)
+            if current == up + 1:
+                ops[count] = OP_INSERTION
+                count += 1
+                i -= 1
+                current = up
+                left = left - _vertical_delta(pvs, mvs, j - 1, i + 1) if j > 0 else 0
+                continue
+        # Only a deletion is left; in a consistent matrix current == left + 1 here.
+        ops[count] = OP_DELETION
+        count += 1
+        j -= 1
+        current = left
+        left = _column_value(pvs, mvs, j - 1, i) if j > 0 else 0
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _write_cigar(ops, count, out):
+    """Run-length encode ``ops[count-1] .. ops[0]`` as extended CIGAR text into ``out``."""
+    written = 0
+    p = count - 1
+    digits = np.empty(20, dtype=np.uint8)
+    while p >= 0:
+        op = ops[p]
+        run = 0
+        while p >= 0 and ops[p] == op:
+            run += 1
+            p -= 1
+        nd = 0
+        while run > 0:
+            digits[nd] = 48 + run % 10
+            run //= 10
+            nd += 1
+        for d in range(nd - 1, -1, -1):
+            out[written] = digits[d]
+            written += 1
+        out[written] = _OP_CHARS[op]
+        written += 1
+    return written
+
+
+@njit(cache=True, parallel=True)
+def _cigar_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, start, end,
+                 n_codes, match_codes, char_offsets, chars, char_counts):
+    for p in prange(q_index.shape[0]):
+        if start[p] < 0:
+            char_counts[p] = -1
+            continue
+        qi = q_index[p]
+        ti = t_index[p]
+        query = q_codes[q_offsets[qi]:q_offsets[qi + 1]]
+        target = t_codes[t_offsets[ti] + start[p]:t_offsets[ti] + end[p]]
+        ops = np.empty(query.shape[0] + target.shape[0], dtype=np.uint8)
+        count = _global_ops(query, target, n_codes, match_codes, ops)
+        char_counts[p] = _write_cigar(ops, count, chars[char_offsets[p]:char_offsets[p + 1]])
+
+
+def distance_batch(queries, targets, q_index, t_index, mode, k, want_start):
+    """Distances and (half-open) target ranges of pairs ``(queries[q_index[p]],
+    targets[t_index[p]])`` on the CPU; -1s for pairs over ``k`` (``k < 0``: no cutoff)."""
+    count = len(q_index)
+    distance = np.empty(count, dtype=np.int32)
+    start = np.empty(count, dtype=np.int32)
+    end = np.empty(count, dtype=np.int32)
+    step = max(1, config.CPU_BATCH_PAIRS)
+    for lo in range(0, count, step):
+        hi = min(count, lo + step)
+        _distance_batch(queries.codes, queries.offsets, targets.codes, targets.offsets,
+                        q_index[lo:hi], t_index[lo:hi], mode, k, want_start,
+                        queries.alphabet.size, queries.alphabet.match_codes,
+                        distance[lo:hi], start[lo:hi], end[lo:hi])
+    return distance, start, end
+
+
+def cigar_batch(queries, targets, q_index, t_index, start, end):
+    """Extended CIGARs of the global alignments of queries with their target ranges (None where
+    ``start < 0``); CPU threads, so it can overlap GPU work of the next batch."""
+    q_len = queries.lengths[q_index]
+    span = np.where(start >= 0, end - start, 0)
+    words = (q_len + 63) // 64
+    matrix_bytes = (span + 1) * words * 16
+    worst = int(np.argmax(matrix_bytes)) if len(matrix_bytes) else 0
+    if len(matrix_bytes) and matrix_bytes[worst] > config.PATH_MAX_BYTES_PER_PAIR:
+        raise MemoryError(
+            f"pair #{worst} needs {matrix_bytes[worst] / 2**30:.1f} GiB for its traceback "
+            f"(query {q_len[worst]} x target range {span[worst]}), over "
+            "gpualign.config.PATH_MAX_BYTES_PER_PAIR")
+    cigars: list[str | None] = []
+    step = max(1, config.CPU_BATCH_PAIRS)
+    for lo in range(0, len(q_index), step):
+        hi = min(len(q_index), lo + step)
+        room = 2 * (q_len[lo:hi] + span[lo:hi])  # a run of L ops takes at most L + 1 <= 2L chars
+        char_offsets = np.zeros(hi - lo + 1, dtype=np.int64)
+        np.cumsum(room, out=char_offsets[1:])
+        chars = np.empty(int(char_offsets[-1]), dtype=np.uint8)
+        char_counts = np.empty(hi - lo, dtype=np.int64)
+        _cigar_batch(queries.codes, queries.offsets, targets.codes, targets.offsets,
+                     q_index[lo:hi], t_index[lo:hi], start[lo:hi], end[lo:hi],
+                     queries.alphabet.size, queries.alphabet.match_codes, char_offsets, chars,
+                     char_counts)
+        text = chars.tobytes()
+        for p in range(hi - lo):
+            n = char_counts[p]
+            cigars.append(None if n < 0 else
+                          text[char_offsets[p]:char_offsets[p] + n].decode("ascii"))
+    return cigars

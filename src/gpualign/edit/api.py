@@ -1,0 +1,233 @@
+"""Public edit-distance API: pairwise batches and query x target matrices."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import config
+from ..backend import resolve_backend
+from ..sequences import Alphabet, SequenceSet, as_sequence_set
+from . import _cpu
+
+__all__ = ["EditMatrix", "EditResult", "edit_distance", "edit_distance_matrix"]
+
+_MODES = {"global": _cpu.GLOBAL, "nw": _cpu.GLOBAL, "prefix": _cpu.PREFIX, "shw": _cpu.PREFIX,
+          "infix": _cpu.INFIX, "hw": _cpu.INFIX}
+_MODE_NAMES = {_cpu.GLOBAL: "global", _cpu.PREFIX: "prefix", _cpu.INFIX: "infix"}
+_TASKS = ("distance", "locations", "path")
+
+
+@dataclass
+class EditResult:
+    """Results of :func:`edit_distance`, one entry per pair.
+
+    Attributes
+    ----------
+    distance : np.ndarray of int32
+        Edit distance, or -1 where it exceeds ``k``.
+    target_start, target_end : np.ndarray of int32
+        0-based half-open target range of an optimal alignment (``task`` "locations" or
+        "path"; -1 otherwise and for pairs over ``k``). For infix mode the end is the leftmost
+        optimal end, the start the leftmost start of an optimal alignment ending there.
+    cigar : list of str or None
+        Extended CIGAR (``=``, ``X``, ``I`` consumes the query, ``D`` the target) of the
+        alignment of the query with ``target[target_start:target_end]`` (``task="path"``);
+        None otherwise and for pairs over ``k``.
+    """
+
+    distance: np.ndarray
+    target_start: np.ndarray
+    target_end: np.ndarray
+    cigar: list[str | None] | None
+    mode: str
+    task: str
+    k: int | None = None
+    query_index: np.ndarray | None = field(default=None, repr=False)
+    target_index: np.ndarray | None = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.distance)
+
+
+@dataclass
+class EditMatrix:
+    """Sparse result of :func:`edit_distance_matrix` with a cutoff: the pairs within ``k``.
+
+    Attributes
+    ----------
+    query_index, target_index : np.ndarray of int64
+        Row and column of each pair, sorted by query then target.
+    distance : np.ndarray of int32
+    shape : (number of queries, number of targets)
+    """
+
+    query_index: np.ndarray
+    target_index: np.ndarray
+    distance: np.ndarray
+    shape: tuple[int, int]
+    k: int
+
+    def __len__(self) -> int:
+        return len(self.distance)
+
+    def to_dense(self, fill: int = -1) -> np.ndarray:
+        """Dense int32 matrix with ``fill`` where the distance exceeds ``k``."""
+        dense = np.full(self.shape, fill, dtype=np.int32)
+        dense[self.query_index, self.target_index] = self.distance
+        return dense
+
+
+def _normalize_mode(mode: str) -> int:
+    try:
+        return _MODES[mode.lower()]
+    except (KeyError, AttributeError):
+        raise ValueError(f"mode={mode!r}: expected global/NW, infix/HW or prefix/SHW") from None
+
+
+def _normalize_k(k: int | None) -> int:
+    if k is None:
+        return -1
+    if isinstance(k, (bool, float)) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"k must be an integer or None, got {k!r}")
+    if k < 0:
+        raise ValueError(f"k must be >= 0 (got {k}); use k=None for no cutoff")
+    return int(k)
+
+
+def _inputs(queries: Any, targets: Any, alphabet: str | Alphabet,
+            invalid: str) -> tuple[SequenceSet, SequenceSet]:
+    qset = as_sequence_set(queries, alphabet, invalid=invalid, role="queries")
+    tset = as_sequence_set(targets, alphabet, invalid=invalid, role="targets")
+    if qset.alphabet.name != tset.alphabet.name:
+        raise ValueError(f"queries are {qset.alphabet.name} but targets are "
+                         f"{tset.alphabet.name}; encode both with one alphabet")
+    return qset, tset
+
+
+def _engine(backend: str) -> Callable[..., Any]:
+    if resolve_backend(backend) == "cuda":
+        from . import _cuda
+
+        return _cuda.edit_pairs
+    return _cpu_pairs
+
+
+def _cpu_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False):
+    distance, start, end = _cpu.distance_batch(qset, tset, q_index, t_index, mode, k,
+                                               task != "distance")
+    cigar = _cpu.cigar_batch(qset, tset, q_index, t_index, start, end) if task == "path" else None
+    return distance, start, end, cigar
+
+
+def _compare_pairs(qset, tset, q_index, t_index, mode, k, task, backend, progress=False):
+    """Run the chosen backend on index pairs; the engine behind both public functions."""
+    distance, start, end, cigar = _engine(backend)(qset, tset, q_index, t_index, mode, k, task,
+                                                   progress=progress)
+    if task == "distance":
+        start = np.full(len(distance), -1, dtype=np.int32)
+        end = start.copy()
+    return distance, start, end, cigar
+
+
+def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | None = None,
+                  task: str = "distance", alphabet: str | Alphabet = "dna",
+                  invalid: str = "error", backend: str = "auto",
+                  progress: bool = False) -> EditResult:
+    """Levenshtein distance of ``queries[i]`` with ``targets[i]`` for every ``i``.
+
+    Parameters
+    ----------
+    queries, targets : SequenceSet, pathlib.Path to FASTA/FASTQ, or list of str/bytes
+        Equal numbers of sequences. Plain inputs are encoded with ``alphabet``.
+    mode : {"global", "infix", "prefix"} or edlib's {"NW", "HW", "SHW"}
+        ``global`` aligns both ends to ends; ``infix`` finds the query anywhere in the target
+        (target ends free); ``prefix`` aligns the query with a prefix of the target.
+    k : int, optional
+        Cutoff: pairs whose distance exceeds ``k`` report -1 (and may stop early).
+    task : {"distance", "locations", "path"}
+        ``locations`` adds the target range of an optimal alignment; ``path`` adds its CIGAR.
+    alphabet : {"dna", "protein", "bytes"}
+        For plain inputs. In DNA, ``N`` matches nothing, not even ``N``.
+    invalid : {"error", "wildcard"}
+        Symbols outside the alphabet raise an error naming record and position, or become the
+        wildcard (``N``/``X``).
+    backend : {"auto", "cpu", "cuda"}
+    progress : bool
+        Show a progress bar on stderr for long runs.
+
+    Returns
+    -------
+    EditResult
+
+    Examples
+    --------
+    >>> r = edit_distance(["ACGT", "ACGT"], ["AGT", "TTACCTTT"], mode="infix",
+    ...                   task="path", backend="cpu")
+    >>> r.distance.tolist(), r.target_start.tolist(), r.target_end.tolist(), r.cigar
+    ([1, 1], [0, 2], [3, 5], ['1=1I2=', '3=1X'])
+    """
+    mode_code = _normalize_mode(mode)
+    cutoff = _normalize_k(k)
+    if task not in _TASKS:
+        raise ValueError(f"task={task!r}: expected one of {', '.join(_TASKS)}")
+    resolve_backend(backend)  # fail on a bad backend before the inputs are encoded
+    qset, tset = _inputs(queries, targets, alphabet, invalid)
+    if len(qset) != len(tset):
+        raise ValueError(f"{len(qset)} queries but {len(tset)} targets: edit_distance compares "
+                         "queries[i] with targets[i]; use edit_distance_matrix for all pairs")
+    index = np.arange(len(qset), dtype=np.int64)
+    distance, start, end, cigar = _compare_pairs(qset, tset, index, index, mode_code, cutoff,
+                                                 task, backend, progress)
+    return EditResult(distance, start, end, cigar, _MODE_NAMES[mode_code], task, k, index, index)
+
+
+def edit_distance_matrix(queries: Any, targets: Any, *, mode: str = "global",
+                         k: int | None = None, alphabet: str | Alphabet = "dna",
+                         invalid: str = "error", backend: str = "auto",
+                         progress: bool = False) -> np.ndarray | EditMatrix:
+    """Edit distance of every query with every target.
+
+    Without ``k`` returns a dense ``(len(queries), len(targets))`` int32 matrix. With ``k``
+    returns an :class:`EditMatrix` holding only the pairs within ``k``, computed row block by row
+    block so that large sets never need a dense matrix.
+
+    Examples
+    --------
+    >>> edit_distance_matrix(["ACGT", "TTTT"], ["ACG", "TTT", "ACGT"], backend="cpu").tolist()
+    [[1, 3, 0], [4, 1, 3]]
+    >>> m = edit_distance_matrix(["ACGT", "TTTT"], ["ACG", "TTT", "ACGT"], k=1, backend="cpu")
+    >>> m.query_index.tolist(), m.target_index.tolist(), m.distance.tolist()
+    ([0, 0, 1], [0, 2, 1], [1, 0, 1])
+    """
+    mode_code = _normalize_mode(mode)
+    cutoff = _normalize_k(k)
+    resolve_backend(backend)
+    qset, tset = _inputs(queries, targets, alphabet, invalid)
+    n_queries, n_targets = len(qset), len(tset)
+    rows_per_block = max(1, config.MATRIX_BLOCK_PAIRS // max(1, n_targets))
+    dense = np.empty((n_queries, n_targets), dtype=np.int32) if cutoff < 0 else None
+    kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for row in range(0, n_queries, rows_per_block):
+        rows = np.arange(row, min(n_queries, row + rows_per_block), dtype=np.int64)
+        q_index = np.repeat(rows, n_targets)
+        t_index = np.tile(np.arange(n_targets, dtype=np.int64), len(rows))
+        distance, _, _, _ = _compare_pairs(qset, tset, q_index, t_index, mode_code, cutoff,
+                                           "distance", backend, progress)
+        if dense is not None:
+            dense[rows] = distance.reshape(len(rows), n_targets)
+        else:
+            within = distance >= 0
+            kept.append((q_index[within], t_index[within], distance[within]))
+    if dense is not None:
+        return dense
+    if kept:
+        q_all, t_all, d_all = (np.concatenate(parts) for parts in zip(*kept))
+    else:
+        q_all = t_all = np.zeros(0, dtype=np.int64)
+        d_all = np.zeros(0, dtype=np.int32)
+    return EditMatrix(q_all, t_all, d_all, (n_queries, n_targets), cutoff)
+

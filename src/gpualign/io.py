@@ -1,0 +1,56 @@
+"""Sequence files in (FASTA/FASTQ through dnaio, compressed or not) and result tables out."""
+
+from __future__ import annotations
+
+import gzip
+import lzma
+import os
+import zlib
+from collections.abc import Iterator, Sequence
+from typing import IO, Any
+
+import dnaio
+import numpy as np
+
+__all__ = ["SequenceFileError", "read_records", "write_tsv"]
+
+
+class SequenceFileError(ValueError):
+    """A sequence file is missing, truncated, corrupt or not FASTA/FASTQ."""
+
+
+def read_records(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
+    """Yield ``(name, sequence)`` for every record of a FASTA or FASTQ file.
+
+    The format and compression (.gz, .bz2, .xz) are detected from the content; records are
+    streamed, so memory does not grow with the file. The name is the header up to the first
+    white space, as in SAM and MUMmer output.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise SequenceFileError(f"{path}: no such file")
+    index = -1
+    try:
+        with dnaio.open(path) as reader:
+            for index, record in enumerate(reader):
+                yield record.name.split(None, 1)[0] if record.name else "", record.sequence
+    except (dnaio.FileFormatError, EOFError, OSError, gzip.BadGzipFile, zlib.error,
+            lzma.LZMAError, UnicodeDecodeError) as exc:
+        where = f"after record #{index}" if index >= 0 else "before the first record"
+        raise SequenceFileError(f"{path}: cannot read {where}: {exc}") from exc
+
+
+def write_tsv(out: IO[str], header: Sequence[str], columns: Sequence[Any]) -> None:
+    """Write a header and rows taken column-wise (NumPy arrays or lists of equal length).
+
+    ``None`` and the empty string are written as ``*`` (SAM's "not available").
+    """
+    out.write("\t".join(header) + "\n")
+    if not columns:
+        return
+    text_columns = []
+    for column in columns:
+        values = column.tolist() if isinstance(column, np.ndarray) else column
+        text_columns.append(["*" if v is None or v == "" else str(v) for v in values])
+    for row in zip(*text_columns):
+        out.write("\t".join(row) + "\n")

@@ -1,0 +1,300 @@
+"""Alphabets, encoding, and :class:`SequenceSet`, the packed form every capability works on.
+
+Sequences are encoded once into small integer codes, concatenated into one ``uint8`` array with
+``int64`` offsets, and moved to the GPU once (:meth:`SequenceSet.to_device`). Work is then
+described by index arrays into sets, never by Python strings per pair.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "ALPHABETS",
+    "Alphabet",
+    "InvalidSymbolError",
+    "SequenceSet",
+    "as_sequence_set",
+    "get_alphabet",
+]
+
+
+class InvalidSymbolError(ValueError):
+    """A sequence holds a symbol outside its alphabet; the message names record and position."""
+
+
+@dataclass(frozen=True)
+class Alphabet:
+    """A mapping from symbols to codes ``0 .. size-1``.
+
+    Codes below ``match_codes`` compare equal when equal. Codes from ``match_codes`` up (DNA's
+    ``N``) match nothing, not even themselves.
+    """
+
+    name: str
+    symbols: bytes
+    match_codes: int
+    wildcard: int | None
+    lookup: np.ndarray = field(repr=False, compare=False)
+
+    @property
+    def size(self) -> int:
+        return len(self.symbols)
+
+    def decode(self, codes: np.ndarray) -> str:
+        """Return the text of ``codes`` (canonical upper-case symbols)."""
+        table = np.frombuffer(self.symbols, dtype=np.uint8)
+        return table[np.asarray(codes)].tobytes().decode("latin-1")
+
+
+def _make_alphabet(name: str, symbols: bytes, *, match_codes: int, wildcard: int | None,
+                   fold_case: bool) -> Alphabet:
+    lookup = np.full(256, -1, dtype=np.int16)
+    for code, symbol in enumerate(symbols):
+        lookup[symbol] = code
+        if fold_case:
+            lookup[ord(chr(symbol).lower())] = code
+    return Alphabet(name, symbols, match_codes, wildcard, lookup)
+
+
+ALPHABETS: dict[str, Alphabet] = {
+    # N is the last code so that the bit-vector match tables simply have no row for it.
+    "dna": _make_alphabet("dna", b"ACGTN", match_codes=4, wildcard=4, fold_case=True),
+    # The 24 symbols of the NCBI BLOSUM/PAM matrices, in their order.
+    "protein": _make_alphabet("protein", b"ARNDCQEGHILKMFPSTWYVBZX*", match_codes=24,
+                              wildcard=22, fold_case=True),
+    "bytes": _make_alphabet("bytes", bytes(range(256)), match_codes=256, wildcard=None,
+                            fold_case=False),
+}
+
+
+def get_alphabet(alphabet: str | Alphabet) -> Alphabet:
+    """Return the :class:`Alphabet` called ``alphabet`` (``"dna"``, ``"protein"``, ``"bytes"``)."""
+    if isinstance(alphabet, Alphabet):
+        return alphabet
+    try:
+        return ALPHABETS[alphabet.lower()]
+    except (KeyError, AttributeError):
+        raise ValueError(
+            f"unknown alphabet {alphabet!r}: expected one of {', '.join(ALPHABETS)}"
+        ) from None
+
+
+def _raw_bytes(sequence: Any) -> np.ndarray:
+    if isinstance(sequence, str):
+        # latin-1 keeps one byte per character, so positions in errors are character positions;
+        # characters beyond latin-1 become '?', which no biological alphabet accepts.
+        return np.frombuffer(sequence.encode("latin-1", errors="replace"), dtype=np.uint8)
+    if isinstance(sequence, (bytes, bytearray, memoryview)):
+        return np.frombuffer(bytes(sequence), dtype=np.uint8)
+    if isinstance(sequence, np.ndarray):
+        if sequence.dtype == np.uint8 and sequence.ndim == 1:
+            return sequence
+        if sequence.dtype.kind == "S" and sequence.ndim == 0:
+            return np.frombuffer(sequence.tobytes(), dtype=np.uint8)
+        raise TypeError(f"sequence arrays must be 1-D uint8 (ASCII bytes), got {sequence.dtype}"
+                        f" with shape {sequence.shape}")
+    raise TypeError(f"cannot encode a {type(sequence).__name__} as a sequence; "
+                    "pass str, bytes or a uint8 array")
+
+
+def encode(sequence: Any, alphabet: str | Alphabet = "dna", *, name: str = "",
+           index: int = 0, invalid: str = "error") -> np.ndarray:
+    """Encode one sequence into ``uint8`` codes of ``alphabet``.
+
+    Parameters
+    ----------
+    sequence : str, bytes or uint8 array of ASCII
+    alphabet : alphabet name or :class:`Alphabet`
+    name, index : record name and 0-based record index, used in error messages
+    invalid : ``"error"`` raises :class:`InvalidSymbolError` at the first symbol outside the
+        alphabet; ``"wildcard"`` maps such symbols to the wildcard (``N`` for DNA, ``X`` for
+        protein).
+
+    Examples
+    --------
+    >>> encode("ACGTN").tolist()
+    [0, 1, 2, 3, 4]
+    """
+    alpha = get_alphabet(alphabet)
+    raw = _raw_bytes(sequence)
+    codes = alpha.lookup[raw]
+    bad = np.flatnonzero(codes < 0)
+    if bad.size:
+        if invalid == "wildcard" and alpha.wildcard is not None:
+            codes[bad] = alpha.wildcard
+        elif invalid in ("error", "wildcard"):
+            position = int(bad[0])
+            symbol = chr(raw[position])
+            label = f"{name!r} " if name else ""
+            hint = ("; use invalid='wildcard' to read it as "
+                    f"{chr(alpha.symbols[alpha.wildcard])}" if alpha.wildcard is not None else "")
+            raise InvalidSymbolError(
+                f"record {label}(#{index}): symbol {symbol!r} at position {position} is not in "
+                f"the {alpha.name} alphabet ({bad.size} invalid symbol(s) in this record)"
+                f"{hint}, or choose alphabet='protein'/'bytes'"
+            )
+        else:
+            raise ValueError(f"invalid={invalid!r}: expected 'error' or 'wildcard'")
+    return codes.astype(np.uint8)
+
+
+class SequenceSet:
+    """Encoded sequences packed into one array with offsets and names.
+
+    Build one with :meth:`from_sequences` or :meth:`from_file`; every API also accepts plain lists
+    and converts them with :func:`as_sequence_set`.
+
+    Attributes
+    ----------
+    codes : np.ndarray of uint8
+        All sequences' codes, concatenated.
+    offsets : np.ndarray of int64
+        ``codes[offsets[i]:offsets[i+1]]`` is sequence ``i``; ``len(offsets) == len(self) + 1``.
+    names : list of str
+    alphabet : Alphabet
+
+    Examples
+    --------
+    >>> s = SequenceSet.from_sequences(["ACGT", "GGN"], names=["a", "b"])
+    >>> len(s), s.lengths.tolist(), s[1]
+    (2, [4, 3], 'GGN')
+    """
+
+    def __init__(self, codes: np.ndarray, offsets: np.ndarray, names: Sequence[str],
+                 alphabet: str | Alphabet = "dna"):
+        self.codes = np.ascontiguousarray(codes, dtype=np.uint8)
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        self.names = list(names)
+        self.alphabet = get_alphabet(alphabet)
+        if self.offsets.ndim != 1 or len(self.offsets) != len(self.names) + 1:
+            raise ValueError("offsets must have one entry more than names")
+        if self.offsets[0] != 0 or self.offsets[-1] != len(self.codes):
+            raise ValueError("offsets must start at 0 and end at len(codes)")
+        if np.any(np.diff(self.offsets) < 0):
+            raise ValueError("offsets must be non-decreasing")
+        self._device: dict[int, tuple[Any, Any]] = {}
+
+    @classmethod
+    def from_sequences(cls, sequences: Iterable[Any], alphabet: str | Alphabet = "dna", *,
+                       names: Sequence[str] | None = None,
+                       invalid: str = "error") -> SequenceSet:
+        """Encode an iterable of str/bytes/uint8 arrays (see :func:`encode`)."""
+        alpha = get_alphabet(alphabet)
+        encoded = [encode(seq, alpha, name=(names[i] if names is not None else ""), index=i,
+                          invalid=invalid) for i, seq in enumerate(sequences)]
+        if names is None:
+            names = [str(i) for i in range(len(encoded))]
+        elif len(names) != len(encoded):
+            raise ValueError(f"{len(names)} names for {len(encoded)} sequences")
+        return cls._concatenate(encoded, names, alpha)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,
+                  invalid: str = "error") -> SequenceSet:
+        """Read a FASTA or FASTQ file (plain, .gz, .bz2, .xz), streamed record by record."""
+        from .io import read_records
+
+        alpha = get_alphabet(alphabet)
+        names: list[str] = []
+        encoded: list[np.ndarray] = []
+        for index, (name, sequence) in enumerate(read_records(path)):
+            encoded.append(encode(sequence, alpha, name=name, index=index, invalid=invalid))
+            names.append(name)
+        return cls._concatenate(encoded, names, alpha)
+
+    @classmethod
+    def iter_file(cls, path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,
+                  batch_residues: int = 1 << 26, invalid: str = "error",
+                  ) -> Iterator[SequenceSet]:
+        """Yield consecutive sets of records from a file, each holding about ``batch_residues``
+        symbols, so that host memory stays bounded whatever the file size."""
+        from .io import read_records
+
+        alpha = get_alphabet(alphabet)
+        names: list[str] = []
+        encoded: list[np.ndarray] = []
+        residues = 0
+        for index, (name, sequence) in enumerate(read_records(path)):
+            encoded.append(encode(sequence, alpha, name=name, index=index, invalid=invalid))
+            names.append(name)
+            residues += len(encoded[-1])
+            if residues >= batch_residues:
+                yield cls._concatenate(encoded, names, alpha)
+                names, encoded, residues = [], [], 0
+        if encoded:
+            yield cls._concatenate(encoded, names, alpha)
+
+    @classmethod
+    def _concatenate(cls, encoded: list[np.ndarray], names: Sequence[str],
+                     alphabet: Alphabet) -> SequenceSet:
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        codes = np.concatenate(encoded) if encoded else np.zeros(0, dtype=np.uint8)
+        return cls(codes, offsets, names, alphabet)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __repr__(self) -> str:
+        return (f"SequenceSet({len(self)} sequences, {len(self.codes)} symbols, "
+                f"alphabet={self.alphabet.name!r})")
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Length of every sequence (int64)."""
+        return np.diff(self.offsets)
+
+    def codes_of(self, index: int) -> np.ndarray:
+        """The codes of sequence ``index`` (a view)."""
+        return self.codes[self.offsets[index]:self.offsets[index + 1]]
+
+    def __getitem__(self, index: int) -> str:
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        return self.alphabet.decode(self.codes_of(index % len(self)))
+
+    def take(self, indices: np.ndarray) -> SequenceSet:
+        """A new set holding the sequences ``indices`` (in that order)."""
+        indices = np.asarray(indices, dtype=np.int64)
+        lengths = self.lengths[indices]
+        offsets = np.zeros(len(indices) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        # Gather all residues at once: position p of the new set comes from source offset + rank.
+        starts = np.repeat(self.offsets[indices] - offsets[:-1], lengths)
+        codes = self.codes[starts + np.arange(offsets[-1], dtype=np.int64)]
+        return SequenceSet(codes, offsets, [self.names[i] for i in indices], self.alphabet)
+
+    def to_device(self, device: int | None = None) -> tuple[Any, Any]:
+        """Return ``(codes, offsets)`` as CuPy arrays on ``device``; copied once, then cached."""
+        import cupy
+
+        device_id = cupy.cuda.Device().id if device is None else device
+        if device_id not in self._device:
+            with cupy.cuda.Device(device_id):
+                self._device[device_id] = (cupy.asarray(self.codes), cupy.asarray(self.offsets))
+        return self._device[device_id]
+
+
+def as_sequence_set(sequences: Any, alphabet: str | Alphabet = "dna", *,
+                    invalid: str = "error", role: str = "sequences") -> SequenceSet:
+    """Accept a :class:`SequenceSet`, a :class:`os.PathLike` to a FASTA/FASTQ file, or an
+    iterable of str/bytes/uint8 arrays, and return a :class:`SequenceSet`.
+
+    A plain ``str`` is refused because it is ambiguous (one sequence, or a file name?): wrap a
+    single sequence in a list, or a file name in :class:`pathlib.Path`.
+    """
+    alpha = get_alphabet(alphabet)
+    if isinstance(sequences, SequenceSet):
+        return sequences
+    if isinstance(sequences, (str, bytes)):
+        raise TypeError(f"{role}: pass a list of sequences, a SequenceSet or a pathlib.Path, "
+                        f"not a single {type(sequences).__name__}")
+    if isinstance(sequences, os.PathLike):
+        return SequenceSet.from_file(sequences, alpha, invalid=invalid)
+    return SequenceSet.from_sequences(sequences, alpha, invalid=invalid)
