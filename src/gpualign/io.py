@@ -32,7 +32,7 @@ def read_records(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
     index = -1
     try:
         with dnaio.open(path) as reader:
-            for index, record in enumerate(reader):
+            for index, record in enumerate(reader):  # noqa: B007 (read in the handler)
                 yield record.name.split(None, 1)[0] if record.name else "", record.sequence
     except (dnaio.FileFormatError, EOFError, OSError, gzip.BadGzipFile, zlib.error,
             lzma.LZMAError, UnicodeDecodeError) as exc:
@@ -52,5 +52,5 @@ def write_tsv(out: IO[str], header: Sequence[str], columns: Sequence[Any]) -> No
     for column in columns:
         values = column.tolist() if isinstance(column, np.ndarray) else column
         text_columns.append(["*" if v is None or v == "" else str(v) for v in values])
-    for row in zip(*text_columns):
+    for row in zip(*text_columns, strict=True):
         out.write("\t".join(row) + "\n")

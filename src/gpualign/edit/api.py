@@ -225,7 +225,7 @@ def edit_distance_matrix(queries: Any, targets: Any, *, mode: str = "global",
     if dense is not None:
         return dense
     if kept:
-        q_all, t_all, d_all = (np.concatenate(parts) for parts in zip(*kept))
+        q_all, t_all, d_all = (np.concatenate(parts) for parts in zip(*kept, strict=True))
     else:
         q_all = t_all = np.zeros(0, dtype=np.int64)
         d_all = np.zeros(0, dtype=np.int32)
