@@ -127,7 +127,7 @@ def _pair(query, target, mode, k, want_start, n_codes, match_codes):
     return distance, start, end
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _distance_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, mode, k,
                     want_start, n_codes, match_codes, distance, start, end):
     for p in prange(q_index.shape[0]):
@@ -251,7 +251,7 @@ def _write_cigar(ops, count, out):
     return written
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _cigar_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, start, end,
                  n_codes, match_codes, char_offsets, chars, char_counts):
     for p in prange(q_index.shape[0]):

@@ -1,0 +1,1 @@
+"""Shared GPU plumbing: the kernel loader and batching by free device memory."""

@@ -1,0 +1,166 @@
+// Myers/Hyyro bit-vector edit distance for batches of (query, target) pairs.
+//
+// A query is cut into 64-row words. Each word keeps its vertical delta vectors (pv/mv) in
+// registers and hands the horizontal delta of its bottom row (-1, 0, +1) to the word below.
+//
+// LANES == 1 is the task-parallel kernel: one thread owns a pair and all of its WPL words.
+// LANES > 1 is the thread-cooperative kernel: a group of LANES lanes of one warp shares a pair,
+// lane l owning words [l*WPL, (l+1)*WPL). The lanes form a wavefront: at step s lane l works on
+// target column s - l, using the carry that lane l-1 produced for that column one step earlier
+// (passed with __shfl_up_sync), so no lane ever waits inside a step.
+//
+// DNA (codes 0..3 match, 4 = N matches nothing) keeps its match table (Peq) in registers; other
+// alphabets read it from a table in global memory built by build_match_table.
+
+typedef unsigned long long u64;
+typedef long long i64;
+
+#define HIGH_BIT 0x8000000000000000ull
+
+// Advances one word by one target column; returns the horizontal delta at the row `high`.
+__device__ __forceinline__ int advance_word(u64& pv, u64& mv, u64 eq, int hin, u64 high) {
+    const u64 hin_neg = (u64)(hin < 0);
+    const u64 hin_pos = (u64)(hin > 0);
+    const u64 xv = eq | mv;
+    eq |= hin_neg;  // a negative carry acts like a match just above the word
+    const u64 xh = (((eq & pv) + pv) ^ pv) | eq;
+    u64 ph = mv | ~(xh | pv);
+    u64 mh = pv & xh;
+    const int hout = (int)((ph & high) != 0) - (int)((mh & high) != 0);
+    ph = (ph << 1) | hin_pos;
+    mh = (mh << 1) | hin_neg;
+    pv = mh | ~(xv | ph);
+    mv = ph & xv;
+    return hout;
+}
+
+// Query symbol i, read forwards or backwards.
+__device__ __forceinline__ int symbol_at(const unsigned char* s, int length, int i, int reverse) {
+    return reverse ? s[length - 1 - i] : s[i];
+}
+
+// One thread per (pair, word): sets the bits of that word in table[pair][code][word_stride].
+// The table must be zeroed first.
+extern "C" __global__ void build_match_table(
+    const unsigned char* __restrict__ q_codes, const i64* __restrict__ q_offsets,
+    const i64* __restrict__ q_index, const int n_pairs, const int word_stride, const int n_codes,
+    const int match_codes, const int reverse, u64* __restrict__ table) {
+    const i64 gid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (gid >= (i64)n_pairs * word_stride) return;
+    const i64 pair = gid / word_stride;
+    const int word = (int)(gid % word_stride);
+    const i64 qi = q_index[pair];
+    const unsigned char* q = q_codes + q_offsets[qi];
+    const int m = (int)(q_offsets[qi + 1] - q_offsets[qi]);
+    u64* row = table + pair * n_codes * word_stride + word;
+    for (int b = 0; b < 64; ++b) {
+        const int i = word * 64 + b;
+        if (i >= m) break;
+        const int c = symbol_at(q, m, i, reverse);
+        if (c < match_codes) row[(i64)c * word_stride] |= 1ull << b;
+    }
+}
+
+template <int LANES, int WPL, bool DNA>
+__global__ void __launch_bounds__(128) myers_edit(
+    const unsigned char* __restrict__ q_codes, const i64* __restrict__ q_offsets,
+    const unsigned char* __restrict__ t_codes, const i64* __restrict__ t_offsets,
+    const i64* __restrict__ q_index, const i64* __restrict__ t_index,
+    const int* __restrict__ t_length,  // symbols of each target to use (all, or the end found)
+    const u64* __restrict__ table, const int n_codes, const int word_stride,
+    const int n_pairs, const int top_delta, const int reverse, const int tie_last,
+    const int global_mode, const int cutoff,
+    int* __restrict__ out_distance, int* __restrict__ out_end) {
+    const int group_lane = LANES == 1 ? 0 : (int)(threadIdx.x % LANES);
+    const i64 pair = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
+    const bool active = pair < n_pairs;
+
+    const unsigned char* q = q_codes;
+    const unsigned char* t = t_codes;
+    int m = 1, n = 0;
+    if (active) {
+        const i64 qi = q_index[pair];
+        const i64 ti = t_index[pair];
+        q = q_codes + q_offsets[qi];
+        m = (int)(q_offsets[qi + 1] - q_offsets[qi]);
+        t = t_codes + t_offsets[ti];
+        n = t_length[pair];
+    }
+    const int words = (m + 63) >> 6;
+    const int first_word = group_lane * WPL;
+    const int last_word = words - 1;
+    const u64 last_bit = 1ull << ((m - 1) & 63);
+    const bool owns_last = first_word <= last_word && last_word < first_word + WPL;
+
+    u64 pv[WPL], mv[WPL];
+    u64 peq_a[DNA ? WPL : 1], peq_c[DNA ? WPL : 1], peq_g[DNA ? WPL : 1], peq_t[DNA ? WPL : 1];
+#pragma unroll
+    for (int w = 0; w < WPL; ++w) {
+        pv[w] = ~0ull;
+        mv[w] = 0ull;
+        if constexpr (DNA) {
+            u64 a = 0, c = 0, g = 0, tt = 0;
+            const int base = (first_word + w) * 64;
+            for (int b = 0; b < 64 && base + b < m; ++b) {
+                const int s = symbol_at(q, m, base + b, reverse);
+                const u64 bit = 1ull << b;
+                a |= s == 0 ? bit : 0ull;
+                c |= s == 1 ? bit : 0ull;
+                g |= s == 2 ? bit : 0ull;
+                tt |= s == 3 ? bit : 0ull;
+            }
+            peq_a[w] = a;
+            peq_c[w] = c;
+            peq_g[w] = g;
+            peq_t[w] = tt;
+        }
+    }
+    const u64* pair_table = DNA ? table : table + pair * n_codes * word_stride;
+
+    int score = m, best = m, best_end = 0;
+    int carry = 0;
+    int steps = active ? n + LANES - 1 : 0;
+    if (LANES > 1) steps = __reduce_max_sync(0xffffffffu, (unsigned)steps);
+    for (int s = 0; s < steps; ++s) {
+        int from_above = 0;
+        if (LANES > 1) from_above = __shfl_up_sync(0xffffffffu, carry, 1, LANES);
+        const int j = s - group_lane;
+        if (active && j >= 0 && j < n && first_word < words) {
+            int hin = group_lane == 0 ? top_delta : from_above;
+            const int c = reverse ? t[n - 1 - j] : t[j];
+#pragma unroll
+            for (int w = 0; w < WPL; ++w) {
+                const int word = first_word + w;
+                if (word < words) {
+                    u64 eq;
+                    if constexpr (DNA) {
+                        eq = c == 0 ? peq_a[w] : c == 1 ? peq_c[w] : c == 2 ? peq_g[w]
+                                                 : c == 3 ? peq_t[w] : 0ull;
+                    } else {
+                        eq = __ldg(pair_table + (i64)c * word_stride + word);
+                    }
+                    hin = advance_word(pv[w], mv[w], eq, hin, word == last_word ? last_bit
+                                                                                : HIGH_BIT);
+                }
+            }
+            carry = hin;
+            if (owns_last) {
+                score += hin;
+                if (score < best || (tie_last && score == best)) {
+                    best = score;
+                    best_end = j + 1;
+                }
+            }
+        }
+    }
+    if (active && owns_last) {
+        int distance = global_mode ? score : best;
+        int end = global_mode ? n : best_end;
+        if (cutoff >= 0 && distance > cutoff) {
+            distance = -1;
+            end = -1;
+        }
+        out_distance[pair] = distance;
+        out_end[pair] = end;
+    }
+}
