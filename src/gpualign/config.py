@@ -18,13 +18,23 @@ EDIT_THREADS_PER_BLOCK = 128
 #: warp (the thread-cooperative kernel). Queries longer than the last bin are processed in
 #: slices of that many words, passing the horizontal deltas of the slice border through memory.
 EDIT_KERNEL_BINS: tuple[tuple[int, int, int], ...] = (
+    # Measured on an H100 (benchmarks/results): one pair per thread is fastest up to 4 words
+    # (19-21 TCUPS kernel-only for 64-150 bp vs 1 kb, against 5-11 with 4 lanes a pair); above
+    # that 4 lanes x 4 words beat 8 x 2, 16 x 1 and 1 x 16 at 1,000 bp (22 vs 20, 18, 12 TCUPS);
+    # and idle words cost in proportion (10 kb: 32 x 5 words, 20 TCUPS; 32 x 8, 13 TCUPS).
     (1, 1, 1),
     (2, 1, 2),
+    (3, 1, 3),
     (4, 1, 4),
+    (8, 4, 2),
     (16, 4, 4),
     (32, 8, 4),
     (64, 16, 4),
+    (96, 32, 3),
     (128, 32, 4),
+    (160, 32, 5),
+    (192, 32, 6),
+    (224, 32, 7),
     (256, 32, 8),
 )
 

@@ -24,6 +24,10 @@ __all__ = [
 ]
 
 
+#: Bytes of zeros after the codes of a set on the GPU (see :meth:`SequenceSet.to_device`).
+DEVICE_PADDING = 16
+
+
 class InvalidSymbolError(ValueError):
     """A sequence holds a symbol outside its alphabet; the message names record and position."""
 
@@ -271,13 +275,18 @@ class SequenceSet:
         return SequenceSet(codes, offsets, [self.names[i] for i in indices], self.alphabet)
 
     def to_device(self, device: int | None = None) -> tuple[Any, Any]:
-        """Return ``(codes, offsets)`` as CuPy arrays on ``device``; copied once, then cached."""
+        """Return ``(codes, offsets)`` as CuPy arrays on ``device``; copied once, then cached.
+
+        ``codes`` is followed by ``DEVICE_PADDING`` zero bytes on the device."""
         import cupy
 
         device_id = cupy.cuda.Device().id if device is None else device
         if device_id not in self._device:
             with cupy.cuda.Device(device_id):
-                self._device[device_id] = (cupy.asarray(self.codes), cupy.asarray(self.offsets))
+                # Zero padding lets kernels read aligned 16-byte words that hold the last symbol.
+                codes = cupy.zeros(len(self.codes) + DEVICE_PADDING, dtype=cupy.uint8)
+                codes[:len(self.codes)] = cupy.asarray(self.codes)
+                self._device[device_id] = (codes, cupy.asarray(self.offsets))
         return self._device[device_id]
 
 

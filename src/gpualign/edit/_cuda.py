@@ -41,9 +41,8 @@ class _Batch:
         else:
             q_unique, q_index = np.unique(q_index, return_inverse=True)
             t_unique, t_index = np.unique(t_index, return_inverse=True)
-            q_sub, t_sub = qset.take(q_unique), tset.take(t_unique)
-            self.q_codes, self.q_offsets = cupy.asarray(q_sub.codes), cupy.asarray(q_sub.offsets)
-            self.t_codes, self.t_offsets = cupy.asarray(t_sub.codes), cupy.asarray(t_sub.offsets)
+            self.q_codes, self.q_offsets = qset.take(q_unique).to_device()
+            self.t_codes, self.t_offsets = tset.take(t_unique).to_device()
         self.q_index = cupy.asarray(q_index, dtype=cupy.int64)
         self.t_index = cupy.asarray(t_index, dtype=cupy.int64)
         self.size = len(q_index)
@@ -130,8 +129,13 @@ def edit_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False):
     if resident:
         budget -= resident_bytes
     gpu_pairs = np.flatnonzero(~on_cpu)
-    # Bin, then longest targets first so that the lanes of a warp finish together.
-    gpu_pairs = gpu_pairs[np.lexsort((-t_len[gpu_pairs], bins[gpu_pairs]))]
+    gpu_bins = bins[gpu_pairs]
+    if gpu_bins.size and gpu_bins.min() != gpu_bins.max():
+        order = np.argsort(gpu_bins.astype(np.uint8), kind="stable")  # a radix sort: O(n)
+        gpu_pairs, gpu_bins = gpu_pairs[order], gpu_bins[order]
+    bin_sizes = np.bincount(gpu_bins, minlength=len(config.EDIT_KERNEL_BINS))
+    bin_ids = np.flatnonzero(bin_sizes)
+    bin_bounds = np.concatenate(([0], np.cumsum(bin_sizes)))
 
     cigar: list[str | None] | None = [None] * count if task == "path" else None
     tracer = ThreadPoolExecutor(max_workers=1) if task == "path" else None
@@ -139,14 +143,18 @@ def edit_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False):
     bar = tqdm(total=count, disable=not progress, unit="pair", desc="edit", leave=False)
     bar.update(len(cpu_pairs))
     try:
-        for bin_id in np.unique(bins[gpu_pairs]):
-            members = gpu_pairs[bins[gpu_pairs] == bin_id]
+        for bin_id in bin_ids:
+            members = gpu_pairs[bin_bounds[bin_id]:bin_bounds[bin_id + 1]]
             _, lanes, words_per_lane = config.EDIT_KERNEL_BINS[bin_id]
             table_bytes = (0 if alphabet.name == "dna"
                            else alphabet.size * lanes * words_per_lane * 8)
-            cost = 48 + table_bytes + (0 if resident else q_len[members] + t_len[members] + 16)
-            cost = np.broadcast_to(cost, members.shape)
-            pending = [members[s] for s in _split_by_budget(cost, budget)]
+            per_pair = 48 + table_bytes
+            if resident:  # every pair costs the same: no per-pair arithmetic over large arrays
+                step = max(1, budget // per_pair)
+                pending = [members[lo:lo + step] for lo in range(0, len(members), step)]
+            else:
+                cost = per_pair + q_len[members] + t_len[members] + 16
+                pending = [members[s] for s in _split_by_budget(cost, budget)]
             while pending:
                 pairs = pending.pop(0)
                 try:

@@ -119,37 +119,65 @@ __global__ void __launch_bounds__(128) myers_edit(
 
     int score = m, best = m, best_end = 0;
     int carry = 0;
-    int steps = active ? n + LANES - 1 : 0;
-    if (LANES > 1) steps = __reduce_max_sync(0xffffffffu, (unsigned)steps);
-    for (int s = 0; s < steps; ++s) {
-        int from_above = 0;
-        if (LANES > 1) from_above = __shfl_up_sync(0xffffffffu, carry, 1, LANES);
-        const int j = s - group_lane;
-        if (active && j >= 0 && j < n && first_word < words) {
-            int hin = group_lane == 0 ? top_delta : from_above;
-            const int c = reverse ? t[n - 1 - j] : t[j];
+    // Advances this lane's words by target column j (symbol c); the lane holding the last word
+    // keeps the last-row score and its best column.
+    auto advance_column = [&](int c, int j, int hin) {
 #pragma unroll
-            for (int w = 0; w < WPL; ++w) {
-                const int word = first_word + w;
-                if (word < words) {
-                    u64 eq;
-                    if constexpr (DNA) {
-                        eq = c == 0 ? peq_a[w] : c == 1 ? peq_c[w] : c == 2 ? peq_g[w]
-                                                 : c == 3 ? peq_t[w] : 0ull;
-                    } else {
-                        eq = __ldg(pair_table + (i64)c * word_stride + word);
-                    }
-                    hin = advance_word(pv[w], mv[w], eq, hin, word == last_word ? last_bit
-                                                                                : HIGH_BIT);
+        for (int w = 0; w < WPL; ++w) {
+            const int word = first_word + w;
+            if (word < words) {
+                u64 eq;
+                if constexpr (DNA) {
+                    eq = c == 0 ? peq_a[w] : c == 1 ? peq_c[w] : c == 2 ? peq_g[w]
+                                             : c == 3 ? peq_t[w] : 0ull;
+                } else {
+                    eq = __ldg(pair_table + (i64)c * word_stride + word);
+                }
+                hin = advance_word(pv[w], mv[w], eq, hin, word == last_word ? last_bit
+                                                                            : HIGH_BIT);
+            }
+        }
+        carry = hin;
+        if (owns_last) {
+            score += hin;
+            if (score < best || (tie_last && score == best)) {
+                best = score;
+                best_end = j + 1;
+            }
+        }
+    };
+
+    if constexpr (LANES == 1) {
+        if (!active) return;
+        int j = 0;
+        if (reverse) {
+            for (; j < n; ++j) advance_column(t[n - 1 - j], j, top_delta);
+        } else {
+            // Each thread reads a different target, so a warp's byte loads would touch 32 cache
+            // lines per column; 16-byte aligned loads touch them once per 16 columns. The
+            // device arrays are padded so that the last aligned load stays inside them.
+            for (; j < n && ((unsigned long long)(t + j) & 15); ++j)
+                advance_column(t[j], j, top_delta);
+            for (; j + 16 <= n; j += 16) {
+                const uint4 v = __ldg(reinterpret_cast<const uint4*>(t + j));
+#pragma unroll
+                for (int u = 0; u < 16; ++u) {
+                    const unsigned bytes = u < 4 ? v.x : u < 8 ? v.y : u < 12 ? v.z : v.w;
+                    advance_column((bytes >> ((u & 3) * 8)) & 0xffu, j + u, top_delta);
                 }
             }
-            carry = hin;
-            if (owns_last) {
-                score += hin;
-                if (score < best || (tie_last && score == best)) {
-                    best = score;
-                    best_end = j + 1;
-                }
+            for (; j < n; ++j) advance_column(t[j], j, top_delta);
+        }
+    } else {
+        // Wavefront: lane l handles column s - l, taking the carry lane l-1 made for it one
+        // step earlier. Every lane of the warp runs the same number of steps for the shuffle.
+        const int steps = __reduce_max_sync(0xffffffffu, active ? n + LANES - 1 : 0);
+        for (int s = 0; s < steps; ++s) {
+            const int from_above = __shfl_up_sync(0xffffffffu, carry, 1, LANES);
+            const int j = s - group_lane;
+            if (active && j >= 0 && j < n && first_word < words) {
+                advance_column(reverse ? t[n - 1 - j] : t[j], j,
+                               group_lane == 0 ? top_delta : from_above);
             }
         }
     }
