@@ -17,21 +17,24 @@ typedef long long i64;
 
 #define HIGH_BIT 0x8000000000000000ull
 
-// Advances one word by one target column; returns the horizontal delta at the row `high`.
-__device__ __forceinline__ int advance_word(u64& pv, u64& mv, u64 eq, int hin, u64 high) {
-    const u64 hin_neg = (u64)(hin < 0);
-    const u64 hin_pos = (u64)(hin > 0);
+// Advances one word by one target column. The horizontal delta entering the word's top row is
+// carried as two 0/1 words (hp: +1, hn: -1) and replaced by the delta leaving row `out_row` of
+// the word (63 for a full word, the query's last row for the last word).
+__device__ __forceinline__ void advance_word(u64& pv, u64& mv, u64 eq, u64& hp, u64& hn,
+                                             unsigned out_row) {
     const u64 xv = eq | mv;
-    eq |= hin_neg;  // a negative carry acts like a match just above the word
+    eq |= hn;  // a negative carry acts like a match just above the word
     const u64 xh = (((eq & pv) + pv) ^ pv) | eq;
     u64 ph = mv | ~(xh | pv);
     u64 mh = pv & xh;
-    const int hout = (int)((ph & high) != 0) - (int)((mh & high) != 0);
-    ph = (ph << 1) | hin_pos;
-    mh = (mh << 1) | hin_neg;
+    const u64 out_p = (ph >> out_row) & 1ull;
+    const u64 out_n = (mh >> out_row) & 1ull;
+    ph = (ph << 1) | hp;
+    mh = (mh << 1) | hn;
     pv = mh | ~(xv | ph);
     mv = ph & xv;
-    return hout;
+    hp = out_p;
+    hn = out_n;
 }
 
 // Query symbol i, read forwards or backwards.
@@ -89,8 +92,8 @@ __global__ void __launch_bounds__(128) myers_edit(
     const int words = (m + 63) >> 6;
     const int first_word = group_lane * WPL;
     const int last_word = words - 1;
-    const u64 last_bit = 1ull << ((m - 1) & 63);
-    const bool owns_last = first_word <= last_word && last_word < first_word + WPL;
+    const int local_last = last_word - first_word;  // in [0, WPL) for the lane that owns it
+    const bool owns_last = 0 <= local_last && local_last < WPL;
 
     u64 pv[WPL], mv[WPL];
     u64 peq_a[DNA ? WPL : 1], peq_c[DNA ? WPL : 1], peq_g[DNA ? WPL : 1], peq_t[DNA ? WPL : 1];
@@ -117,34 +120,38 @@ __global__ void __launch_bounds__(128) myers_edit(
     }
     const u64* pair_table = DNA ? table : table + pair * n_codes * word_stride;
 
+    unsigned out_row[WPL];
+#pragma unroll
+    for (int w = 0; w < WPL; ++w) out_row[w] = w == local_last ? (unsigned)((m - 1) & 63) : 63u;
+
     int score = m, best = m, best_end = 0;
     int carry = 0;
-    // Advances this lane's words by target column j (symbol c); the lane holding the last word
-    // keeps the last-row score and its best column.
+    // Advances all of this lane's words by target column j (symbol c). Words past the query's
+    // end compute junk that only flows upwards, into nothing that is read: the last-row delta is
+    // taken from the last word itself.
     auto advance_column = [&](int c, int j, int hin) {
+        u64 hp = (u64)(hin > 0), hn = (u64)(hin < 0);
+        u64 last_p = 0, last_n = 0;
 #pragma unroll
         for (int w = 0; w < WPL; ++w) {
-            const int word = first_word + w;
-            if (word < words) {
-                u64 eq;
-                if constexpr (DNA) {
-                    eq = c == 0 ? peq_a[w] : c == 1 ? peq_c[w] : c == 2 ? peq_g[w]
-                                             : c == 3 ? peq_t[w] : 0ull;
-                } else {
-                    eq = __ldg(pair_table + (i64)c * word_stride + word);
-                }
-                hin = advance_word(pv[w], mv[w], eq, hin, word == last_word ? last_bit
-                                                                            : HIGH_BIT);
+            u64 eq;
+            if constexpr (DNA) {
+                eq = c == 0 ? peq_a[w] : c == 1 ? peq_c[w] : c == 2 ? peq_g[w]
+                                         : c == 3 ? peq_t[w] : 0ull;
+            } else {
+                eq = __ldg(pair_table + (i64)c * word_stride + first_word + w);
+            }
+            advance_word(pv[w], mv[w], eq, hp, hn, out_row[w]);
+            if (w == local_last) {
+                last_p = hp;
+                last_n = hn;
             }
         }
-        carry = hin;
-        if (owns_last) {
-            score += hin;
-            if (score < best || (tie_last && score == best)) {
-                best = score;
-                best_end = j + 1;
-            }
-        }
+        carry = (int)hp - (int)hn;
+        score += (int)last_p - (int)last_n;
+        const bool better = tie_last ? score <= best : score < best;
+        best = better ? score : best;
+        best_end = better ? j + 1 : best_end;
     };
 
     if constexpr (LANES == 1) {
@@ -175,7 +182,7 @@ __global__ void __launch_bounds__(128) myers_edit(
         for (int s = 0; s < steps; ++s) {
             const int from_above = __shfl_up_sync(0xffffffffu, carry, 1, LANES);
             const int j = s - group_lane;
-            if (active && j >= 0 && j < n && first_word < words) {
+            if (active && j >= 0 && j < n && first_word < words) {  // lanes past the query idle
                 advance_column(reverse ? t[n - 1 - j] : t[j], j,
                                group_lane == 0 ? top_delta : from_above);
             }
