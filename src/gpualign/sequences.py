@@ -89,8 +89,11 @@ def get_alphabet(alphabet: str | Alphabet) -> Alphabet:
         ) from None
 
 
-def _raw_bytes(sequence: Any) -> np.ndarray:
+def _raw_bytes(sequence: Any, alphabet: Alphabet) -> np.ndarray:
     if isinstance(sequence, str):
+        if alphabet.name == "bytes":
+            # Every byte is a symbol: keep every character distinct through UTF-8.
+            return np.frombuffer(sequence.encode("utf-8"), dtype=np.uint8)
         # latin-1 keeps one byte per character, so positions in errors are character positions;
         # characters beyond latin-1 become '?', which no biological alphabet accepts.
         return np.frombuffer(sequence.encode("latin-1", errors="replace"), dtype=np.uint8)
@@ -125,16 +128,18 @@ def encode(sequence: Any, alphabet: str | Alphabet = "dna", *, name: str = "",
     >>> encode("ACGTN").tolist()
     [0, 1, 2, 3, 4]
     """
+    if invalid not in ("error", "wildcard"):
+        raise ValueError(f"invalid={invalid!r}: expected 'error' or 'wildcard'")
     alpha = get_alphabet(alphabet)
-    raw = _raw_bytes(sequence)
+    raw = _raw_bytes(sequence, alpha)
     codes = alpha.lookup[raw]
     bad = np.flatnonzero(codes < 0)
     if bad.size:
         if invalid == "wildcard" and alpha.wildcard is not None:
             codes[bad] = alpha.wildcard
-        elif invalid in ("error", "wildcard"):
+        else:
             position = int(bad[0])
-            symbol = chr(raw[position])
+            symbol = sequence[position] if isinstance(sequence, str) else chr(raw[position])
             label = f"{name!r} " if name else ""
             hint = ("; use invalid='wildcard' to read it as "
                     f"{chr(alpha.symbols[alpha.wildcard])}" if alpha.wildcard is not None else "")
@@ -143,8 +148,6 @@ def encode(sequence: Any, alphabet: str | Alphabet = "dna", *, name: str = "",
                 f"the {alpha.name} alphabet ({bad.size} invalid symbol(s) in this record)"
                 f"{hint}, or choose alphabet='protein'/'bytes'"
             )
-        else:
-            raise ValueError(f"invalid={invalid!r}: expected 'error' or 'wildcard'")
     return codes.astype(np.uint8)
 
 
@@ -190,12 +193,13 @@ class SequenceSet:
                        invalid: str = "error") -> SequenceSet:
         """Encode an iterable of str/bytes/uint8 arrays (see :func:`encode`)."""
         alpha = get_alphabet(alphabet)
-        encoded = [encode(seq, alpha, name=(names[i] if names is not None else ""), index=i,
-                          invalid=invalid) for i, seq in enumerate(sequences)]
+        sequences = list(sequences)
         if names is None:
-            names = [str(i) for i in range(len(encoded))]
-        elif len(names) != len(encoded):
-            raise ValueError(f"{len(names)} names for {len(encoded)} sequences")
+            names = [str(i) for i in range(len(sequences))]
+        elif len(names) != len(sequences):
+            raise ValueError(f"{len(names)} names for {len(sequences)} sequences")
+        encoded = [encode(seq, alpha, name=names[i], index=i, invalid=invalid)
+                   for i, seq in enumerate(sequences)]
         return cls._concatenate(encoded, names, alpha)
 
     @classmethod

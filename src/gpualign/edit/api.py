@@ -168,7 +168,7 @@ def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | 
     >>> r = edit_distance(["ACGT", "ACGT"], ["AGT", "TTACCTTT"], mode="infix",
     ...                   task="path", backend="cpu")
     >>> r.distance.tolist(), r.target_start.tolist(), r.target_end.tolist(), r.cigar
-    ([1, 1], [0, 2], [3, 5], ['1=1I2=', '3=1X'])
+    ([1, 1], [0, 2], [3, 6], ['1=1I2=', '2=1X1='])
     """
     mode_code = _normalize_mode(mode)
     cutoff = _normalize_k(k)

@@ -1,0 +1,172 @@
+"""Extended CIGAR strings (``=``, ``X``, ``I``, ``D``): parse, measure and re-score.
+
+SAM convention: ``=`` and ``X`` consume one query and one target symbol, ``I`` consumes a
+query symbol only (an insertion into the reference), ``D`` a target symbol only. Alignments are
+re-scored by walking the CIGAR rather than by comparing CIGAR strings, because optimal
+alignments tie.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["CIGAR_OPS", "cigar_edit_cost", "cigar_lengths", "parse_cigar"]
+
+#: The operations of an extended CIGAR, in the order of the backends' operation codes.
+CIGAR_OPS = "=XID"
+
+_RUN = re.compile(r"([0-9]+)([=XID])")
+_WHOLE = re.compile(r"(?:[0-9]+[=XID])*")
+
+
+def parse_cigar(text: str) -> list[tuple[int, str]]:
+    """Split an extended CIGAR into ``(length, op)`` runs.
+
+    Parameters
+    ----------
+    text : str
+        Runs of a positive decimal length followed by one of ``=XID``; the empty string is the
+        alignment of two empty sequences.
+
+    Returns
+    -------
+    list of (int, str)
+
+    Raises
+    ------
+    ValueError
+        If ``text`` is not a well-formed extended CIGAR (unknown operation, missing or zero
+        length, stray characters).
+
+    Examples
+    --------
+    >>> parse_cigar("3=1X2I10D")
+    [(3, '='), (1, 'X'), (2, 'I'), (10, 'D')]
+    >>> parse_cigar("")
+    []
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"a CIGAR is a str, not {type(text).__name__}")
+    if _WHOLE.fullmatch(text) is None:
+        raise ValueError(f"malformed CIGAR {text!r}: expected runs of <length><op> with op in "
+                         f"{CIGAR_OPS!r}")
+    runs = [(int(length), op) for length, op in _RUN.findall(text)]
+    for position, (length, op) in enumerate(runs):
+        if length == 0:
+            raise ValueError(f"malformed CIGAR {text!r}: run #{position} ({length}{op}) has "
+                             "length 0")
+    return runs
+
+
+def _runs(cigar: str | Sequence[tuple[int, str]]) -> list[tuple[int, str]]:
+    if isinstance(cigar, str):
+        return parse_cigar(cigar)
+    runs = [(int(length), str(op)) for length, op in cigar]
+    for length, op in runs:
+        if length <= 0 or op not in CIGAR_OPS or len(op) != 1:
+            raise ValueError(f"malformed CIGAR run ({length}, {op!r})")
+    return runs
+
+
+def cigar_lengths(cigar: str | Sequence[tuple[int, str]]) -> tuple[int, int]:
+    """Return ``(query_length, target_length)``: the symbols a CIGAR consumes on each side.
+
+    Examples
+    --------
+    >>> cigar_lengths("3=1X2I10D")
+    (6, 14)
+    """
+    query_length = target_length = 0
+    for length, op in _runs(cigar):
+        if op in "=XI":
+            query_length += length
+        if op in "=XD":
+            target_length += length
+    return query_length, target_length
+
+
+def _as_codes(sequence: Any) -> Sequence[int]:
+    if isinstance(sequence, str):
+        return [ord(c) for c in sequence]
+    if isinstance(sequence, (bytes, bytearray, memoryview)):
+        return list(bytes(sequence))
+    return [int(c) for c in sequence]
+
+
+def cigar_edit_cost(query_codes: Any, target_codes: Any,
+                    cigar: str | Sequence[tuple[int, str]],
+                    match_codes: int | None = None) -> int:
+    """Check an alignment of ``query_codes`` with ``target_codes`` and return its edit cost.
+
+    Walks the CIGAR column by column: every ``=`` must pair equal symbols that can match,
+    every ``X`` symbols that do not match, and the CIGAR must consume the query and the target
+    exactly (pass the aligned target range, e.g. ``target[start:end]``).
+
+    Parameters
+    ----------
+    query_codes, target_codes : sequence of int (list, NumPy array), or str/bytes
+        Encoded symbols (str and bytes are compared by code point/byte value).
+    cigar : str or list of (length, op)
+        Extended CIGAR, SAM convention: ``I`` consumes the query, ``D`` the target.
+    match_codes : int, optional
+        Codes from ``match_codes`` up match nothing, not even themselves (DNA's ``N`` is code 4
+        with ``match_codes=4``). None: equal codes always match.
+
+    Returns
+    -------
+    int
+        The number of ``X``, ``I`` and ``D`` columns.
+
+    Raises
+    ------
+    ValueError
+        If the CIGAR is malformed, claims a match that is not one (or a mismatch that is a
+        match) at some column, or does not consume both sequences exactly.
+
+    Examples
+    --------
+    >>> cigar_edit_cost([0, 1, 2, 3], [0, 2, 3], "1=1I2=")
+    1
+    >>> cigar_edit_cost("ACGT", "ACCT", "2=1X1=")
+    1
+    >>> cigar_edit_cost([4], [4], "1=", match_codes=4)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: CIGAR column 0 (query position 0, target position 0): '=' pairs 4 with 4, ...
+    """
+    query = _as_codes(query_codes)
+    target = _as_codes(target_codes)
+    i = j = column = cost = 0
+    for length, op in _runs(cigar):
+        if op in "=XI" and i + length > len(query):
+            raise ValueError(f"CIGAR {op!r} run at column {column} goes past the end of the "
+                             f"query (length {len(query)})")
+        if op in "=XD" and j + length > len(target):
+            raise ValueError(f"CIGAR {op!r} run at column {column} goes past the end of the "
+                             f"target range (length {len(target)})")
+        if op in "=X":
+            for _ in range(length):
+                a, b = query[i], target[j]
+                matches = a == b and (match_codes is None or a < match_codes)
+                if matches != (op == "="):
+                    what = "do not match" if op == "=" else "match"
+                    raise ValueError(f"CIGAR column {column} (query position {i}, target "
+                                     f"position {j}): {op!r} pairs {a} with {b}, which {what}")
+                i += 1
+                j += 1
+                column += 1
+            if op == "X":
+                cost += length
+        else:
+            if op == "I":
+                i += length
+            else:
+                j += length
+            column += length
+            cost += length
+    if i != len(query) or j != len(target):
+        raise ValueError(f"CIGAR consumes {i} of {len(query)} query symbols and {j} of "
+                         f"{len(target)} target symbols")
+    return cost

@@ -1,0 +1,188 @@
+"""Textbook oracles for the tests: full dynamic-programming matrices in plain Python/NumPy.
+
+These are deliberately a different algorithm from every fast path (the bit-vector code): the
+Wagner-Fischer recurrence over every cell, one row at a time,
+
+    D[i][j] = min(D[i-1][j-1] + cost(q[i-1], t[j-1]), D[i-1][j] + 1, D[i][j-1] + 1)
+
+with the first row ``D[0][j] = j`` (global, prefix) or ``0`` (infix: the query may start
+anywhere), the first column ``D[i][0] = i``, and the answer read from the last row: the last
+cell (global) or the row's minimum (prefix, infix: the target end is free).
+
+Sequences are lists (or arrays) of int codes. Codes ``>= match_codes`` match nothing, not even
+themselves (DNA's ``N`` is code 4 with ``match_codes=4``); ``match_codes=None`` lets every
+equal pair match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+GLOBAL_MODES = ("global", "nw")
+PREFIX_MODES = ("prefix", "shw")
+INFIX_MODES = ("infix", "hw")
+
+DNA_MATCH_CODES = 4
+
+
+def _mode(mode: str) -> str:
+    mode = mode.lower()
+    if mode in GLOBAL_MODES:
+        return "global"
+    if mode in PREFIX_MODES:
+        return "prefix"
+    if mode in INFIX_MODES:
+        return "infix"
+    raise ValueError(mode)
+
+
+def symbols_match(a: int, b: int, match_codes: int | None = DNA_MATCH_CODES) -> bool:
+    """Whether two codes match (equal, and below ``match_codes``)."""
+    return a == b and (match_codes is None or a < match_codes)
+
+
+def dp_matrix(query: Sequence[int], target: Sequence[int], mode: str = "global",
+              match_codes: int | None = DNA_MATCH_CODES) -> list[list[int]]:
+    """The whole ``(m+1) x (n+1)`` matrix with three nested Python loops (small inputs only)."""
+    mode = _mode(mode)
+    m, n = len(query), len(target)
+    d = [[0] * (n + 1) for _ in range(m + 1)]
+    for j in range(n + 1):
+        d[0][j] = 0 if mode == "infix" else j
+    for i in range(1, m + 1):
+        d[i][0] = i
+        for j in range(1, n + 1):
+            cost = 0 if symbols_match(query[i - 1], target[j - 1], match_codes) else 1
+            d[i][j] = min(d[i - 1][j - 1] + cost, d[i - 1][j] + 1, d[i][j - 1] + 1)
+    return d
+
+
+def last_row(query: Sequence[int], target: Sequence[int], mode: str = "global",
+             match_codes: int | None = DNA_MATCH_CODES) -> np.ndarray:
+    """Row ``m`` of the DP matrix, computed row by row with NumPy (fast enough for 4000 x 4000).
+
+    Within a row the only left-to-right dependency is ``D[i][j-1] + 1``; it is resolved as
+    ``D[i][j] = min_{j' <= j} (T[j'] + j - j')`` where ``T`` holds the diagonal and vertical
+    candidates, i.e. a running minimum of ``T - j``.
+    """
+    mode = _mode(mode)
+    q = np.asarray(query, dtype=np.int64)
+    t = np.asarray(target, dtype=np.int64)
+    n = len(t)
+    columns = np.arange(n + 1, dtype=np.int64)
+    row = np.zeros(n + 1, dtype=np.int64) if mode == "infix" else columns.copy()
+    for i in range(1, len(q) + 1):
+        c = q[i - 1]
+        matchable = match_codes is None or c < match_codes
+        cost = (t != c) if matchable else np.ones(n, dtype=bool)
+        candidates = np.empty(n + 1, dtype=np.int64)
+        candidates[0] = i
+        candidates[1:] = np.minimum(row[:-1] + cost, row[1:] + 1)
+        row = np.minimum.accumulate(candidates - columns) + columns
+    return row
+
+
+class NaiveResult(NamedTuple):
+    """Distance of an optimal alignment and every target end (half-open) that reaches it."""
+
+    distance: int
+    ends: tuple[int, ...]
+
+    @property
+    def end(self) -> int:
+        """The leftmost optimal end."""
+        return self.ends[0]
+
+
+def edit_distance_naive(query: Sequence[int], target: Sequence[int], mode: str = "global",
+                        match_codes: int | None = DNA_MATCH_CODES) -> NaiveResult:
+    """Edit distance of ``query`` and ``target`` in ``mode`` (global/NW, prefix/SHW, infix/HW).
+
+    ``ends`` lists the half-open target ends of optimal alignments in increasing order; for
+    global mode it is ``(len(target),)``.
+    """
+    mode = _mode(mode)
+    row = last_row(query, target, mode, match_codes)
+    if mode == "global":
+        return NaiveResult(int(row[-1]), (len(target),))
+    best = int(row.min())
+    return NaiveResult(best, tuple(int(e) for e in np.flatnonzero(row == best)))
+
+
+def global_distance(query: Sequence[int], target: Sequence[int],
+                    match_codes: int | None = DNA_MATCH_CODES) -> int:
+    """Levenshtein distance of the whole query with the whole target."""
+    return int(last_row(query, target, "global", match_codes)[-1])
+
+
+def infix_starts(query: Sequence[int], target: Sequence[int], end: int,
+                 match_codes: int | None = DNA_MATCH_CODES) -> tuple[int, tuple[int, ...]]:
+    """For alignments of the whole query ending at target column ``end`` (half-open), return
+    ``(best, starts)``: the smallest ``global(query, target[s:end])`` over all ``s`` and every
+    start ``s`` that reaches it, in increasing order.
+
+    Computed from the last row of the reversed query against the reversed ``target[:end]``
+    with a fixed start: its column ``L`` is ``global(query, target[end-L:end])``.
+    """
+    reversed_query = list(query)[::-1]
+    reversed_target = list(target[:end])[::-1]
+    row = last_row(reversed_query, reversed_target, "global", match_codes)
+    best = int(row.min())
+    return best, tuple(sorted(end - int(length) for length in np.flatnonzero(row == best)))
+
+
+def apply_cigar(query: Sequence[int], target: Sequence[int],
+                cigar: str) -> list[tuple[int | None, int | None, str]]:
+    """Lay the alignment out as columns ``(query symbol or None, target symbol or None, op)``.
+
+    A plain character loop (independent of :mod:`gpualign.cigar`). Raises ``ValueError`` if
+    the CIGAR does not consume both sequences exactly.
+    """
+    columns: list[tuple[int | None, int | None, str]] = []
+    i = j = 0
+    number = ""
+    for char in cigar:
+        if char.isdigit():
+            number += char
+            continue
+        if not number or char not in "=XID":
+            raise ValueError(f"bad CIGAR {cigar!r}")
+        for _ in range(int(number)):
+            if char in "=X":
+                columns.append((query[i], target[j], char))
+                i += 1
+                j += 1
+            elif char == "I":
+                columns.append((query[i], None, char))
+                i += 1
+            else:
+                columns.append((None, target[j], char))
+                j += 1
+        number = ""
+    if number or i != len(query) or j != len(target):
+        raise ValueError(f"CIGAR {cigar!r} does not span {len(query)} x {len(target)}")
+    return columns
+
+
+def rescore_cigar(query: Sequence[int], target: Sequence[int], cigar: str,
+                  match_codes: int | None = DNA_MATCH_CODES) -> int:
+    """Cost of the alignment a CIGAR describes, counted from its columns; the ``=``/``X``
+    labels are ignored and recomputed from the symbols (so a mislabelled CIGAR still scores
+    what it aligns)."""
+    cost = 0
+    for a, b, _ in apply_cigar(query, target, cigar):
+        if a is None or b is None or not symbols_match(a, b, match_codes):
+            cost += 1
+    return cost
+
+
+def cigar_labels_correct(query: Sequence[int], target: Sequence[int], cigar: str,
+                         match_codes: int | None = DNA_MATCH_CODES) -> bool:
+    """Whether every ``=`` column is a match and every ``X`` column a mismatch."""
+    for a, b, op in apply_cigar(query, target, cigar):
+        if op in "=X" and symbols_match(a, b, match_codes) != (op == "="):
+            return False
+    return True
