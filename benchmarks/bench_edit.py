@@ -563,6 +563,50 @@ class Bench:
         return self.add(Row(pairs.name, engine, len(pairs), int(pairs.cells.sum()),
                             statistics.median(times), check, note=note))
 
+    def gpualign_cuda_kernels(self, pairs: Pairs) -> Row:
+        """The kernels alone: sequences and pair indices already on the GPU, one launch per
+        kernel bin, timed with CUDA events (the output copies to the host are included)."""
+        import cupy
+
+        from gpualign import config
+        from gpualign.edit import _cpu, _cuda
+
+        engine = "gpualign-cuda kernels only"
+        if not self.cuda_ok:
+            return self.add(Row(pairs.name, engine, note=f"skipped: {self.cuda_why}"))
+        mode = {"global": _cpu.GLOBAL, "infix": _cpu.INFIX}[pairs.mode]
+        words = (pairs.qset.lengths + 63) // 64
+        bins = _cuda._bin_pairs(words)
+        launches = []
+        for bin_id in np.unique(bins):
+            members = np.flatnonzero(bins == bin_id)
+            _, lanes, per_lane = config.EDIT_KERNEL_BINS[bin_id]
+            batch = _cuda._Batch(pairs.qset, pairs.tset, members, members, resident=True)
+            t_len = cupy.asarray(pairs.tset.lengths[members].astype(np.int32))
+            launches.append((members, batch, t_len, lanes, per_lane))
+        flags = (0 if mode == _cpu.INFIX else 1, 0, 0, int(mode == _cpu.GLOBAL))
+
+        def run():
+            distance = np.empty(len(pairs), dtype=np.int32)
+            for members, batch, t_len, lanes, per_lane in launches:
+                distance[members], _ = _cuda._run_kernel(
+                    batch, t_len, pairs.qset.alphabet, lanes, per_lane, flags, -1)
+            return distance
+
+        distance = run()
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        times = []
+        for _ in range(self.args.repeats):
+            start.record()
+            run()
+            stop.record()
+            stop.synchronize()
+            times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
+        check = check_distances(pairs, np.arange(len(pairs)), distance)
+        return self.add(Row(pairs.name, engine, len(pairs), int(pairs.cells.sum()),
+                            statistics.median(times), check,
+                            note="inputs resident, CUDA events; " + gpu_note(times)))
+
     def gpualign_cpu(self, pairs: Pairs) -> Row:
         import numba
 
@@ -683,6 +727,8 @@ class Bench:
             f"{pairs.mode}, task {pairs.task}; {pairs.source}")
         if "cuda" in self.engines:
             self.gpualign_cuda(pairs)
+            if pairs.task == "distance":
+                self.gpualign_cuda_kernels(pairs)
         if "stringzillas" in self.engines:
             self.stringzillas(pairs)
         if "cpu" in self.engines:

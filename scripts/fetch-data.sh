@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Download the real datasets used by examples/ and benchmarks/ into ./data/ (git-ignored).
+#
+# Every file comes from a Debian package (no other network access is needed):
+#   iva 1.0.11+ds-3              HIV DQ234790 reference (9,056 bp) + 38,056 pairs of MiSeq reads
+#   parsinsert-testdata 1.04-12  RDP 16S core set (10,143 aligned 16S rRNA sequences)
+#   ragout-examples 2.3-4        E. coli K-12 MG1655 genome (4,639,675 bp)
+#
+# Usage: scripts/fetch-data.sh [DATA_DIR]     (default: ./data)
+# Idempotent: files already present are kept; packages are only downloaded when a file is missing.
+set -euo pipefail
+
+data_dir=${1:-data}
+mkdir -p "$data_dir"
+data_dir=$(cd "$data_dir" && pwd)
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+updated=0
+
+# download PKG: fetch PKG's .deb into $work and unpack it into $work/PKG/
+download() {
+    local pkg=$1
+    [[ -d "$work/$pkg" ]] && return 0
+    echo "fetch-data: downloading Debian package $pkg" >&2
+    if ! (cd "$work" && apt-get download "$pkg" >/dev/null 2>&1); then
+        if [[ $updated -eq 0 ]]; then
+            echo "fetch-data: apt-get download failed; running apt-get update once" >&2
+            apt-get update -qq >/dev/null || true
+            updated=1
+        fi
+        (cd "$work" && apt-get download "$pkg")
+    fi
+    mkdir -p "$work/$pkg"
+    dpkg-deb -x "$work/${pkg}"_*.deb "$work/$pkg"
+    version=$(dpkg-deb -f "$work/${pkg}"_*.deb Version)
+    echo "fetch-data: $pkg $version" >&2
+    echo "$version" >"$work/$pkg.version"
+}
+
+# fetch PKG PATH_IN_PACKAGE DEST_NAME: copy one file of PKG to $data_dir/DEST_NAME unless present
+fetch() {
+    local pkg=$1 src=$2 dest=$data_dir/$3
+    if [[ -s "$dest" ]]; then
+        echo "fetch-data: $dest present, skipped" >&2
+        return 0
+    fi
+    download "$pkg"
+    cp "$work/$pkg/$src" "$dest.part"
+    mv "$dest.part" "$dest"
+    # SOURCES.tsv: which Debian package and version each file came from
+    printf '%s\t%s\t%s\t%s\n' "$3" "$pkg" "$(cat "$work/$pkg.version")" "$src" \
+        >>"$data_dir/SOURCES.tsv"
+    echo "fetch-data: wrote $dest" >&2
+}
+
+iva=usr/lib/python3/dist-packages/iva/test_run_data
+fetch iva "$iva/reference.fasta" hiv_reference.fasta
+fetch iva "$iva/reads_1.fq.gz" hiv_reads_1.fq.gz
+fetch iva "$iva/reads_2.fq.gz" hiv_reads_2.fq.gz
+
+rdp=usr/share/doc/parsinsert/test_data
+fetch parsinsert-testdata "$rdp/core_rdp.fasta.gz" core_rdp.fasta.gz
+fetch parsinsert-testdata "$rdp/set1000.fasta.gz" rdp_set1000.fasta.gz
+fetch parsinsert-testdata "$rdp/rdp.taxonomy.gz" rdp.taxonomy.gz
+
+fetch ragout-examples usr/share/doc/ragout/examples/E.Coli/references/MG1655-K12.fasta.gz \
+    ecoli_MG1655.fasta.gz
+
+echo "fetch-data: done; files in $data_dir:" >&2
+ls -l "$data_dir" >&2

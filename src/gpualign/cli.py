@@ -1,0 +1,348 @@
+"""The ``gpualign`` command line.
+
+One subcommand per capability. Each subcommand is two functions: ``_add_<name>_command`` declares
+its arguments (from the shared helpers ``_add_pair_inputs``, ``_add_backend_option`` and
+``_add_output_options``) and ``run_<name>`` runs it and returns the exit status. To add a
+subcommand, write both and list the first in :data:`_COMMANDS`.
+
+Coordinates in the TSV output are 0-based, half-open, as in the Python API; ``*`` marks a value
+that is not available (SAM's convention).
+
+Exit status: 0 on success, 2 on bad input (unreadable or malformed files, invalid symbols,
+mismatched record counts, bad options, CUDA asked for but absent), 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import TextIO
+
+import numpy as np
+
+from . import __version__
+from .backend import BackendUnavailableError, resolve_backend
+from .edit import edit_distance, edit_distance_matrix
+from .io import SequenceFileError, write_tsv
+from .sequences import InvalidSymbolError, SequenceSet
+
+__all__ = ["build_parser", "main"]
+
+PROG = "gpualign"
+
+#: Errors reported as ``gpualign: error: ...`` with exit status 2 and no traceback.
+USER_ERRORS = (InvalidSymbolError, SequenceFileError, ValueError, BackendUnavailableError,
+               OSError)
+
+#: Target residues gathered per call when re-running selected all-vs-all pairs (bounds memory).
+PATH_CHUNK_RESIDUES = 1 << 26
+
+EDIT_COLUMNS = ("query", "target", "distance", "target_start", "target_end", "cigar")
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def _non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _add_pair_inputs(parser: argparse.ArgumentParser) -> None:
+    """QUERIES and TARGETS files plus the options that control how they are encoded."""
+    parser.add_argument("queries", metavar="QUERIES",
+                        help="FASTA/FASTQ file of queries (.gz, .bz2, .xz accepted)")
+    parser.add_argument("targets", metavar="TARGETS",
+                        help="FASTA/FASTQ file of targets (.gz, .bz2, .xz accepted)")
+    parser.add_argument("--alphabet", choices=("dna", "protein", "bytes"), default="dna",
+                        help="sequence alphabet (default: dna; in DNA, N matches nothing)")
+    parser.add_argument("--invalid", choices=("error", "wildcard"), default="error",
+                        help="symbols outside the alphabet: stop with an error naming the record "
+                             "and position (default), or read them as the wildcard N/X")
+
+
+def _add_backend_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
+                        help="where to compute (default: auto = $GPUALIGN_BACKEND if set, else "
+                             "CUDA when CuPy and a GPU are present, else CPU)")
+
+
+def _add_output_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-o", "--output", metavar="OUT.tsv", default=None,
+                        help="write the table here (default: standard output)")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bar and no summary line on standard error")
+
+
+def _read_sequences(path: str, args: argparse.Namespace) -> SequenceSet:
+    """Encode one FASTA/FASTQ file; invalid-symbol errors name the file and the CLI options."""
+    try:
+        return SequenceSet.from_file(path, args.alphabet, invalid=args.invalid)
+    except InvalidSymbolError as exc:
+        # The library's hint names Python keywords; point to the options of this command line.
+        message = (str(exc).replace("invalid='wildcard'", "--invalid wildcard")
+                   .replace("alphabet='protein'/'bytes'", "--alphabet protein/bytes"))
+        raise InvalidSymbolError(f"{path}: {message}") from exc
+
+
+def _read_pair_inputs(args: argparse.Namespace) -> tuple[SequenceSet, SequenceSet]:
+    """Encode QUERIES and TARGETS (once when both name the same file)."""
+    queries = _read_sequences(args.queries, args)
+    if os.path.exists(args.targets) and os.path.samefile(args.queries, args.targets):
+        return queries, queries
+    return queries, _read_sequences(args.targets, args)
+
+
+def _check_output(path: str | None) -> None:
+    """Fail before any work when ``path`` cannot be written (its folder is missing or locked)."""
+    if path is None or path == "-":
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(2, "no such folder for the output file", path)
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise PermissionError(13, "output file not writable", path)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+@contextlib.contextmanager
+def _open_output(path: str | None) -> Iterator[TextIO]:
+    """Yield standard output, or ``path`` opened for writing (``-`` means standard output)."""
+    if path is None or path == "-":
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    with open(path, "w", encoding="utf-8", newline="\n") as handle:
+        yield handle
+
+
+def _report(args: argparse.Namespace, message: str) -> None:
+    """Print a summary line on standard error unless ``--quiet``."""
+    if not args.quiet:
+        print(f"{PROG} {args.command}: {message}", file=sys.stderr)
+
+
+def _star(values: np.ndarray) -> list[int | None]:
+    """Coordinates with -1 (not available) turned into None, written as ``*``."""
+    return [None if v < 0 else v for v in values.tolist()]
+
+
+def _residue_chunks(lengths: np.ndarray, budget: int) -> Iterator[slice]:
+    """Consecutive slices of ``lengths`` summing to about ``budget`` (at least one item each)."""
+    start, total = 0, 0
+    for i, length in enumerate(lengths.tolist()):
+        if i > start and total + length > budget:
+            yield slice(start, i)
+            start, total = i, 0
+        total += length
+    if start < len(lengths):
+        yield slice(start, len(lengths))
+
+
+# --------------------------------------------------------------------------- edit
+
+
+def _add_edit_command(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "edit", help="edit (Levenshtein) distance, locations and CIGARs",
+        description="Edit distance of query/target pairs (by record order), or of every query "
+                    "with every target (--all-vs-all). Writes a TSV table: query, target, "
+                    "distance, target_start, target_end (0-based, half-open), cigar "
+                    "(=/X/I/D, I consumes the query); '*' where not available.",
+        epilog="example: gpualign edit examples/hiv_reads.fa examples/hiv_reference.fa "
+               "--all-vs-all --mode infix -k 25 --task path --invalid wildcard -o hits.tsv")
+    _add_pair_inputs(parser)
+    parser.add_argument("--all-vs-all", action="store_true",
+                        help="compare every query with every target instead of pairing records "
+                             "by order; with -k only the pairs within k are written")
+    parser.add_argument("--mode", choices=("global", "infix", "prefix"), default="global",
+                        help="global: whole query vs whole target (edlib NW); infix: the query "
+                             "anywhere in the target (HW); prefix: the query vs a prefix of the "
+                             "target (SHW) (default: global)")
+    parser.add_argument("-k", "--max-distance", dest="k", type=_non_negative_int, default=None,
+                        metavar="K",
+                        help="cutoff: pairs over K are reported with distance -1 (pairwise) or "
+                             "left out (--all-vs-all); smaller K is faster")
+    parser.add_argument("--task", choices=("distance", "locations", "path"), default="distance",
+                        help="distance only; locations adds the target range of an optimal "
+                             "alignment; path adds its CIGAR (default: distance)")
+    _add_backend_option(parser)
+    _add_output_options(parser)
+    parser.set_defaults(run=run_edit)
+
+
+def _edit_selected_pairs(queries: SequenceSet, targets: SequenceSet, q_index: np.ndarray,
+                         t_index: np.ndarray, args: argparse.Namespace, progress: bool,
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str | None]]:
+    """Run ``edit_distance`` (for locations/CIGARs) on the given query/target index pairs.
+
+    The pairs are gathered into new sets with :meth:`SequenceSet.take`, a chunk of about
+    :data:`PATH_CHUNK_RESIDUES` target residues at a time so that memory stays bounded.
+    """
+    parts = []
+    for part in _residue_chunks(targets.lengths[t_index], PATH_CHUNK_RESIDUES):
+        result = edit_distance(queries.take(q_index[part]), targets.take(t_index[part]),
+                               mode=args.mode, k=args.k, task=args.task,
+                               backend=args.backend, progress=progress)
+        parts.append(result)
+    if not parts:
+        empty = np.zeros(0, dtype=np.int32)
+        return empty, empty, empty, []
+    cigars: list[str | None] = []
+    for result in parts:
+        cigars.extend(result.cigar if result.cigar is not None else [None] * len(result))
+    return (np.concatenate([r.distance for r in parts]),
+            np.concatenate([r.target_start for r in parts]),
+            np.concatenate([r.target_end for r in parts]), cigars)
+
+
+def run_edit(args: argparse.Namespace) -> int:
+    """Run ``gpualign edit``; return the exit status.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        As parsed by :func:`build_parser` for the ``edit`` subcommand.
+
+    Returns
+    -------
+    int
+        0 on success (errors raise and are turned into status 2 by :func:`main`).
+    """
+    began = time.perf_counter()
+    backend = resolve_backend(args.backend)  # fail early, before reading large files
+    _check_output(args.output)
+    progress = not args.quiet
+    queries, targets = _read_pair_inputs(args)
+    n_q, n_t = len(queries), len(targets)
+
+    if args.all_vs_all:
+        if args.k is not None:
+            sparse = edit_distance_matrix(queries, targets, mode=args.mode, k=args.k,
+                                          backend=args.backend, progress=progress)
+            q_index, t_index, distance = sparse.query_index, sparse.target_index, sparse.distance
+        else:
+            dense = edit_distance_matrix(queries, targets, mode=args.mode,
+                                         backend=args.backend, progress=progress)
+            q_index = np.repeat(np.arange(n_q, dtype=np.int64), n_t)
+            t_index = np.tile(np.arange(n_t, dtype=np.int64), n_q)
+            distance = dense.ravel()
+        compared = n_q * n_t
+        if args.task == "distance":
+            start = end = np.full(len(distance), -1, dtype=np.int32)
+            cigar: list[str | None] | None = None
+        else:
+            distance, start, end, cigar = _edit_selected_pairs(queries, targets, q_index,
+                                                               t_index, args, progress)
+        shape = f"{n_q} x {n_t} all-vs-all"
+    else:
+        if n_q != n_t:
+            raise ValueError(f"{args.queries} has {_plural(n_q, 'record')} but {args.targets} "
+                             f"has {_plural(n_t, 'record')}: "
+                             "pairs are formed by record order; use --all-vs-all to compare "
+                             "every query with every target")
+        result = edit_distance(queries, targets, mode=args.mode, k=args.k, task=args.task,
+                               backend=args.backend, progress=progress)
+        q_index = t_index = np.arange(n_q, dtype=np.int64)
+        distance, start, end, cigar = (result.distance, result.target_start, result.target_end,
+                                       result.cigar)
+        compared = n_q
+        shape = _plural(n_q, "pair")
+
+    with _open_output(args.output) as out:
+        write_tsv(out, EDIT_COLUMNS, [
+            [queries.names[i] for i in q_index.tolist()],
+            [targets.names[i] for i in t_index.tolist()],
+            distance,
+            _star(start),
+            _star(end),
+            cigar if cigar is not None else [None] * len(distance),
+        ])
+
+    within = int(np.count_nonzero(distance >= 0))
+    cutoff = f", {within} within k={args.k}" if args.k is not None else ""
+    where = f" -> {args.output}" if args.output not in (None, "-") else ""
+    _report(args, f"{shape}, mode {args.mode}, task {args.task}: {compared} compared{cutoff}, "
+                  f"{_plural(len(distance), 'row')} written{where} in "
+                  f"{time.perf_counter() - began:.2f} s (backend {backend})")
+    return 0
+
+
+# --------------------------------------------------------------------------- entry point
+
+#: Subcommand declarations, in the order ``gpualign --help`` lists them.
+_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_edit_command,)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the ``gpualign`` argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="GPU sequence comparison (CPU fallback): edit distance and more. "
+                    "Run 'gpualign COMMAND --help' for a command's options.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add_command in _COMMANDS:
+        add_command(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (the console script exits with it).
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 on success, 2 on bad usage or bad input, 130 when interrupted.
+
+    Examples
+    --------
+    >>> main(["--version"])  # doctest: +SKIP
+    gpualign 0.1.0
+    0
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors: keep argparse's status
+        if exc.code is None:
+            return 0
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        return args.run(args)
+    except BrokenPipeError:  # pragma: no cover - e.g. piped into head (before OSError)
+        # Python flushes stdout at exit; point it at devnull so that flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except USER_ERRORS as exc:
+        message = str(exc) or type(exc).__name__
+        if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+            message = f"{exc.filename}: {exc.strerror}"
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # pragma: no cover - interactive
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
