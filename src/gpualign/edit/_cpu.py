@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit, prange
 
 from .. import config
+from .._progress import progress_bar
 
 GLOBAL, PREFIX, INFIX = 0, 1, 2
 OP_MATCH, OP_MISMATCH, OP_INSERTION, OP_DELETION = 0, 1, 2, 3
@@ -267,7 +268,7 @@ def _cigar_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, start
         char_counts[p] = _write_cigar(ops, count, chars[char_offsets[p]:char_offsets[p + 1]])
 
 
-def distance_batch(queries, targets, q_index, t_index, mode, k, want_start):
+def distance_batch(queries, targets, q_index, t_index, mode, k, want_start, progress=False):
     """Distances and (half-open) target ranges of pairs ``(queries[q_index[p]],
     targets[t_index[p]])`` on the CPU; -1s for pairs over ``k`` (``k < 0``: no cutoff)."""
     count = len(q_index)
@@ -275,12 +276,14 @@ def distance_batch(queries, targets, q_index, t_index, mode, k, want_start):
     start = np.empty(count, dtype=np.int32)
     end = np.empty(count, dtype=np.int32)
     step = max(1, config.CPU_BATCH_PAIRS)
-    for lo in range(0, count, step):
-        hi = min(count, lo + step)
-        _distance_batch(queries.codes, queries.offsets, targets.codes, targets.offsets,
-                        q_index[lo:hi], t_index[lo:hi], mode, k, want_start,
-                        queries.alphabet.size, queries.alphabet.match_codes,
-                        distance[lo:hi], start[lo:hi], end[lo:hi])
+    with progress_bar(count, progress, "edit") as bar:
+        for lo in range(0, count, step):
+            hi = min(count, lo + step)
+            _distance_batch(queries.codes, queries.offsets, targets.codes, targets.offsets,
+                            q_index[lo:hi], t_index[lo:hi], mode, k, want_start,
+                            queries.alphabet.size, queries.alphabet.match_codes,
+                            distance[lo:hi], start[lo:hi], end[lo:hi])
+            bar.update(hi - lo)
     return distance, start, end
 
 

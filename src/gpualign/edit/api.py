@@ -118,7 +118,7 @@ def _engine(backend: str) -> Callable[..., Any]:
 
 def _cpu_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False):
     distance, start, end = _cpu.distance_batch(qset, tset, q_index, t_index, mode, k,
-                                               task != "distance")
+                                               task != "distance", progress)
     cigar = _cpu.cigar_batch(qset, tset, q_index, t_index, start, end) if task == "path" else None
     return distance, start, end, cigar
 
