@@ -15,8 +15,8 @@ EDIT_THREADS_PER_BLOCK = 128
 #: Kernel bins for edit distance, by query length in 64-bit words:
 #: ``(max_words, lanes_per_pair, words_per_lane)``. ``lanes_per_pair == 1`` is the task-parallel
 #: kernel (one pair per thread); larger values spread a query's words over that many lanes of a
-#: warp (the thread-cooperative kernel). Queries longer than the last bin are processed in
-#: slices of that many words, passing the horizontal deltas of the slice border through memory.
+#: warp (the thread-cooperative kernel). Queries longer than the last bin run in passes over row
+#: slices (``EDIT_SLICE_KERNEL``), passing the horizontal deltas of slice borders through memory.
 EDIT_KERNEL_BINS: tuple[tuple[int, int, int], ...] = (
     # Measured on an H100 (benchmarks/results): one pair per thread is fastest up to 4 words
     # (19-21 TCUPS kernel-only for 64-150 bp vs 1 kb, against 5-11 with 4 lanes a pair); above
@@ -37,6 +37,10 @@ EDIT_KERNEL_BINS: tuple[tuple[int, int, int], ...] = (
     (224, 32, 7),
     (256, 32, 8),
 )
+
+#: ``(lanes_per_pair, words_per_lane)`` of the cooperative kernel that runs queries longer than
+#: the last bin, in passes over slices of ``lanes * words * 64`` query rows.
+EDIT_SLICE_KERNEL: tuple[int, int] = (32, 8)
 
 #: Pairs per chunk of the CUDA edit-distance backend (bounds its index and result arrays).
 EDIT_GPU_CHUNK_PAIRS = 1 << 22

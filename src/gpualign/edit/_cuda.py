@@ -2,15 +2,16 @@
 
 Pairs are binned by query length (``config.EDIT_KERNEL_BINS``) and each bin goes to the kernel
 specialization made for it: one pair per thread for short queries, a query's words spread over
-lanes of a warp for long ones. The per-pair bookkeeping (lengths, bins, ordering, scattering
+lanes of a warp for long ones; queries longer than the last bin run in passes over slices of
+their rows. The per-pair bookkeeping (lengths, bins, ordering, scattering
 results back) runs on the GPU, so that a million pairs cost little more than their kernels.
 
 Pairs are processed in chunks (``config.EDIT_GPU_CHUNK_PAIRS``). Sequence sets move to the GPU
 once when they fit in free memory; otherwise each chunk gathers the sequences it needs. A launch
 that runs out of memory is split. For ``task="path"`` the CIGARs of a chunk are traced on CPU
 threads while the GPU works on the next chunk. Pairs whose results need no dynamic programming
-(an empty side, or a global length difference over ``k``) and queries longer than the last bin
-are computed by the CPU backend, so that every backend returns the same results.
+(an empty side, or a global length difference over ``k``) are computed by the CPU backend, so
+that every backend returns the same results.
 """
 
 from __future__ import annotations
@@ -33,17 +34,23 @@ def _kernel_name(lanes: int, words_per_lane: int, dna: bool) -> str:
 
 
 def run_kernel(sequences, q_index, t_index, t_length, alphabet, lanes: int,
-               words_per_lane: int, mode_flags: tuple[int, int, int, int], cutoff: int):
+               words_per_lane: int, mode_flags: tuple[int, int, int, int], cutoff: int,
+               row_begin: int = 0, borders=None, outputs=None):
     """Launch one pass over device index arrays; returns device (distance, end).
 
     ``sequences`` is ``(q_codes, q_offsets, t_codes, t_offsets)`` on the device, ``mode_flags``
     is (top_delta, reverse, tie_last, global_mode), ``t_length`` the target symbols to use.
+    For a pass over the query rows from ``row_begin``, ``borders`` is ``(h_in, h_out)``: int8
+    ``(pairs, columns)`` arrays of the horizontal deltas entering and leaving the slice, and
+    ``outputs`` the (distance, end) arrays that the pass holding a query's last row fills.
     """
     import cupy
 
     top_delta, reverse, tie_last, global_mode = mode_flags
     q_codes, q_offsets, t_codes, t_offsets = sequences
     size = len(q_index)
+    if borders is None:
+        borders = (cupy.zeros((1, 1), dtype=cupy.int8),) * 2
     dna = alphabet.name == "dna"
     word_stride = lanes * words_per_lane
     if dna:
@@ -55,9 +62,10 @@ def run_kernel(sequences, q_index, t_index, t_length, alphabet, lanes: int,
         builder(((work + 255) // 256,), (256,),
                 (q_codes, q_offsets, q_index, np.int32(size), np.int32(word_stride),
                  np.int32(alphabet.size), np.int32(alphabet.match_codes), np.int32(reverse),
-                 table))
-    distance = cupy.empty(size, dtype=cupy.int32)
-    end = cupy.empty(size, dtype=cupy.int32)
+                 np.int32(row_begin), table))
+    if outputs is None:
+        outputs = (cupy.empty(size, dtype=cupy.int32), cupy.empty(size, dtype=cupy.int32))
+    distance, end = outputs
     threads = config.EDIT_THREADS_PER_BLOCK
     blocks = (size * lanes + threads - 1) // threads
     kernel = get_kernel(KERNEL_FILE, _kernel_name(lanes, words_per_lane, dna))
@@ -65,12 +73,39 @@ def run_kernel(sequences, q_index, t_index, t_length, alphabet, lanes: int,
            (q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, t_length, table,
             np.int32(alphabet.size), np.int32(word_stride), np.int32(size),
             np.int32(top_delta), np.int32(reverse), np.int32(tie_last), np.int32(global_mode),
-            np.int32(cutoff), distance, end))
+            np.int32(cutoff), np.int32(row_begin), borders[0], borders[1],
+            np.int64(borders[1].shape[1]), distance, end))
     return distance, end
 
 
+def _run_sliced(sequences, q_index, t_index, t_length, q_length, alphabet, mode_flags,
+                cutoff: int):
+    """All passes of queries longer than the last bin; returns device (distance, end)."""
+    import cupy
+
+    lanes, per_lane = config.EDIT_SLICE_KERNEL
+    rows = lanes * per_lane * 64
+    size = len(q_index)
+    columns = max(1, int(t_length.max()))
+    borders = [cupy.zeros((size, columns), dtype=cupy.int8) for _ in range(2)]
+    outputs = (cupy.full(size, -1, dtype=cupy.int32), cupy.full(size, -1, dtype=cupy.int32))
+    for number, row_begin in enumerate(range(0, int(q_length.max()), rows)):
+        run_kernel(sequences, q_index, t_index, t_length, alphabet, lanes, per_lane, mode_flags,
+                   cutoff, row_begin, (borders[number % 2], borders[1 - number % 2]), outputs)
+    return outputs
+
+
 def bin_limits() -> np.ndarray:
-    """Largest query length in words of each kernel bin."""
+    """Largest query length in words of each kernel bin (after checking the bins)."""
+    lanes_ok = (1, 2, 4, 8, 16, 32)
+    for max_words, lanes, per_lane in config.EDIT_KERNEL_BINS:
+        if lanes not in lanes_ok or per_lane < 1 or lanes * per_lane < max_words:
+            raise ValueError(f"EDIT_KERNEL_BINS entry {(max_words, lanes, per_lane)}: lanes must "
+                             f"be one of {lanes_ok} and lanes * words_per_lane >= max_words")
+    lanes, per_lane = config.EDIT_SLICE_KERNEL
+    if lanes not in lanes_ok[1:] or per_lane < 1:
+        raise ValueError(f"EDIT_SLICE_KERNEL {config.EDIT_SLICE_KERNEL}: a cooperative kernel "
+                         f"(lanes in {lanes_ok[1:]}) is needed for slices")
     return np.array([b[0] for b in config.EDIT_KERNEL_BINS], dtype=np.int64)
 
 
@@ -107,12 +142,13 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, want_start):
     q_len = q_offsets[qi + 1] - q_offsets[qi]
     t_len = (t_offsets[ti + 1] - t_offsets[ti]).astype(cupy.int32)
     limits = bin_limits()
-    bins = cupy.searchsorted(cupy.asarray(limits), (q_len + 63) // 64)
-    on_cpu = (q_len == 0) | (t_len == 0) | (bins >= len(limits))
+    # key: a kernel bin, then len(limits) for queries run in slices, then one more for the CPU.
+    key = cupy.searchsorted(cupy.asarray(limits), (q_len + 63) // 64)
+    on_cpu = (q_len == 0) | (t_len == 0)
     if mode == _cpu.GLOBAL and k >= 0:
         on_cpu |= cupy.abs(q_len - t_len) > k
-    key = cupy.where(on_cpu, len(limits), bins)
-    counts = cupy.bincount(key, minlength=len(limits) + 1).get()
+    key = cupy.where(on_cpu, len(limits) + 1, key)
+    counts = cupy.bincount(key, minlength=len(limits) + 2).get()
     order = cupy.argsort(key) if np.count_nonzero(counts) > 1 else cupy.arange(len(key))
     bounds = np.concatenate(([0], np.cumsum(counts)))
 
@@ -121,17 +157,29 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, want_start):
     start = cupy.full(len(key), -1, dtype=cupy.int32)
     top_delta = 0 if mode == _cpu.INFIX else 1
     for bin_id in np.flatnonzero(counts[:-1]):
-        _, lanes, per_lane = config.EDIT_KERNEL_BINS[bin_id]
+        sliced = bin_id == len(limits)
+        if sliced:
+            lanes, per_lane = config.EDIT_SLICE_KERNEL
+        else:
+            _, lanes, per_lane = config.EDIT_KERNEL_BINS[bin_id]
         table_bytes = 0 if alphabet.name == "dna" else alphabet.size * lanes * per_lane * 8
         members = order[bounds[bin_id]:bounds[bin_id + 1]]
+        # Sliced passes keep two int8 borders per target column of every pair of a launch.
+        per_pair = 64 + table_bytes + (2 * int(t_len[members].max()) if sliced else 0)
 
-        def forward(part, lanes=lanes, per_lane=per_lane):
-            d, e = run_kernel(sequences, qi[part], ti[part], t_len[part], alphabet, lanes,
-                              per_lane, (top_delta, 0, 0, int(mode == _cpu.GLOBAL)), k)
+        def run(part, length, flags, cutoff, lanes=lanes, per_lane=per_lane, sliced=sliced):
+            if sliced:
+                return _run_sliced(sequences, qi[part], ti[part], length, q_len[part], alphabet,
+                                   flags, cutoff)
+            return run_kernel(sequences, qi[part], ti[part], length, alphabet, lanes, per_lane,
+                              flags, cutoff)
+
+        def forward(part, run=run):
+            d, e = run(part, t_len[part], (top_delta, 0, 0, int(mode == _cpu.GLOBAL)), k)
             distance[part] = d
             end[part] = e
 
-        _launch_split(forward, members, 64 + table_bytes)
+        _launch_split(forward, members, per_pair)
         start[members] = cupy.where(distance[members] >= 0, 0, -1)
         if not (want_start and mode == _cpu.INFIX):
             continue
@@ -139,13 +187,12 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, want_start):
         # prefix (of target[:end]) that the reversed query matches at the same cost.
         again = members[(distance[members] >= 0) & (end[members] > 0)]
 
-        def backward(part, lanes=lanes, per_lane=per_lane):
-            _, length = run_kernel(sequences, qi[part], ti[part], end[part], alphabet, lanes,
-                                   per_lane, (1, 1, 1, 0), -1)
+        def backward(part, run=run):
+            _, length = run(part, end[part], (1, 1, 1, 0), -1)
             start[part] = end[part] - length
 
         if len(again):
-            _launch_split(backward, again, 64 + table_bytes)
+            _launch_split(backward, again, per_pair)
     cpu_pairs = order[bounds[-2]:].get()
     return distance.get(), start.get(), end.get(), cpu_pairs
 

@@ -11,6 +11,12 @@
 //
 // DNA (codes 0..3 match, 4 = N matches nothing) keeps its match table (Peq) in registers; other
 // alphabets read it from a table in global memory built by build_match_table.
+//
+// Queries longer than one kernel's LANES * WPL words run as several passes over row slices
+// (cooperative kernels only): a pass over rows [row_begin, row_begin + LANES*WPL*64) reads the
+// horizontal deltas entering its top row from h_in and writes those leaving its bottom row to
+// h_out, one signed byte per target column. Only the pass holding the query's last row writes the
+// distance and end.
 
 typedef unsigned long long u64;
 typedef long long i64;
@@ -42,12 +48,13 @@ __device__ __forceinline__ int symbol_at(const unsigned char* s, int length, int
     return reverse ? s[length - 1 - i] : s[i];
 }
 
-// One thread per (pair, word): sets the bits of that word in table[pair][code][word_stride].
+// One thread per (pair, word): sets the bits of that word in table[pair][code][word_stride], for
+// the query rows from row_begin.
 // The table must be zeroed first.
 extern "C" __global__ void build_match_table(
     const unsigned char* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const i64* __restrict__ q_index, const int n_pairs, const int word_stride, const int n_codes,
-    const int match_codes, const int reverse, u64* __restrict__ table) {
+    const int match_codes, const int reverse, const int row_begin, u64* __restrict__ table) {
     const i64 gid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (gid >= (i64)n_pairs * word_stride) return;
     const i64 pair = gid / word_stride;
@@ -57,7 +64,7 @@ extern "C" __global__ void build_match_table(
     const int m = (int)(q_offsets[qi + 1] - q_offsets[qi]);
     u64* row = table + pair * n_codes * word_stride + word;
     for (int b = 0; b < 64; ++b) {
-        const int i = word * 64 + b;
+        const int i = row_begin + word * 64 + b;  // the query row of this bit (slices: see below)
         if (i >= m) break;
         const int c = symbol_at(q, m, i, reverse);
         if (c < match_codes) row[(i64)c * word_stride] |= 1ull << b;
@@ -72,24 +79,34 @@ __global__ void __launch_bounds__(128) myers_edit(
     const int* __restrict__ t_length,  // symbols of each target to use (all, or the end found)
     const u64* __restrict__ table, const int n_codes, const int word_stride,
     const int n_pairs, const int top_delta, const int reverse, const int tie_last,
-    const int global_mode, const int cutoff,
+    const int global_mode, const int cutoff, const int row_begin,
+    const signed char* __restrict__ h_in, signed char* __restrict__ h_out, const i64 h_stride,
     int* __restrict__ out_distance, int* __restrict__ out_end) {
+    constexpr int SLICE_ROWS = LANES * WPL * 64;
     const int group_lane = LANES == 1 ? 0 : (int)(threadIdx.x % LANES);
     const i64 pair = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     const bool active = pair < n_pairs;
 
     const unsigned char* q = q_codes;
     const unsigned char* t = t_codes;
-    int m = 1, n = 0;
+    int query_length = 1, n = 0;
     if (active) {
         const i64 qi = q_index[pair];
         const i64 ti = t_index[pair];
         q = q_codes + q_offsets[qi];
-        m = (int)(q_offsets[qi + 1] - q_offsets[qi]);
+        query_length = (int)(q_offsets[qi + 1] - q_offsets[qi]);
         t = t_codes + t_offsets[ti];
         n = t_length[pair];
     }
-    const int words = (m + 63) >> 6;
+    // This pass covers rows [row_begin, row_begin + m) of the query; it is the last pass of a
+    // pair when the query ends inside it. Pairs whose query ended in an earlier pass sit out.
+    const int m = min(query_length - row_begin, SLICE_ROWS);
+    const bool last_pass = query_length - row_begin <= SLICE_ROWS;
+    if (m <= 0) {
+        if (LANES == 1) return;
+        n = 0;  // keep the lanes in step for the shuffles
+    }
+    const int words = (max(m, 1) + 63) >> 6;
     const int first_word = group_lane * WPL;
     const int last_word = words - 1;
     const int local_last = last_word - first_word;  // in [0, WPL) for the lane that owns it
@@ -105,7 +122,7 @@ __global__ void __launch_bounds__(128) myers_edit(
             u64 a = 0, c = 0, g = 0, tt = 0;
             const int base = (first_word + w) * 64;
             for (int b = 0; b < 64 && base + b < m; ++b) {
-                const int s = symbol_at(q, m, base + b, reverse);
+                const int s = symbol_at(q, query_length, row_begin + base + b, reverse);
                 const u64 bit = 1ull << b;
                 a |= s == 0 ? bit : 0ull;
                 c |= s == 1 ? bit : 0ull;
@@ -124,7 +141,7 @@ __global__ void __launch_bounds__(128) myers_edit(
 #pragma unroll
     for (int w = 0; w < WPL; ++w) out_row[w] = w == local_last ? (unsigned)((m - 1) & 63) : 63u;
 
-    int score = m, best = m, best_end = 0;
+    int score = row_begin + m, best = row_begin + m, best_end = 0;  // D[row][0] = row
     int carry = 0;
     // Advances all of this lane's words by target column j (symbol c). Words past the query's
     // end compute junk that only flows upwards, into nothing that is read: the last-row delta is
@@ -148,7 +165,9 @@ __global__ void __launch_bounds__(128) myers_edit(
             }
         }
         carry = (int)hp - (int)hn;
-        score += (int)last_p - (int)last_n;
+        const int row_delta = (int)last_p - (int)last_n;
+        if (LANES > 1 && !last_pass && owns_last) h_out[pair * h_stride + j] = (signed char)row_delta;
+        score += row_delta;
         const bool better = tie_last ? score <= best : score < best;
         best = better ? score : best;
         best_end = better ? j + 1 : best_end;
@@ -183,12 +202,13 @@ __global__ void __launch_bounds__(128) myers_edit(
             const int from_above = __shfl_up_sync(0xffffffffu, carry, 1, LANES);
             const int j = s - group_lane;
             if (active && j >= 0 && j < n && first_word < words) {  // lanes past the query idle
-                advance_column(reverse ? t[n - 1 - j] : t[j], j,
-                               group_lane == 0 ? top_delta : from_above);
+                int hin = from_above;
+                if (group_lane == 0) hin = row_begin > 0 ? (int)h_in[pair * h_stride + j] : top_delta;
+                advance_column(reverse ? t[n - 1 - j] : t[j], j, hin);
             }
         }
     }
-    if (active && owns_last) {
+    if (active && owns_last && m > 0 && last_pass) {
         int distance = global_mode ? score : best;
         int end = global_mode ? n : best_end;
         if (cutoff >= 0 && distance > cutoff) {
