@@ -505,6 +505,27 @@ def test_sliced_queries_of_other_alphabets(backend, alphabet, small_kernel_bins)
             check(queries, targets, r, mode=mode, task=task, alphabet=alphabet, peers=False)
 
 
+def test_index_pairs_equal_gathered_pairs(backend):
+    rng = np.random.default_rng(17)
+    queries = [random_codes(rng, int(rng.integers(0, 150))) for _ in range(7)]
+    targets = [random_codes(rng, int(rng.integers(0, 300))) for _ in range(5)]
+    q_index = rng.integers(0, 7, 30)
+    t_index = rng.integers(0, 5, 30)
+    for mode in MODES:
+        r = run(queries, targets, mode=mode, task="path", k=60, backend=backend,
+                pairs=(q_index, t_index))
+        expected = run([queries[i] for i in q_index], [targets[i] for i in t_index], mode=mode,
+                       task="path", k=60, backend=backend)
+        assert r.distance.tolist() == expected.distance.tolist()
+        assert r.target_start.tolist() == expected.target_start.tolist()
+        assert r.target_end.tolist() == expected.target_end.tolist()
+        assert r.cigar == expected.cigar
+        assert r.query_index.tolist() == q_index.tolist()
+    for bad in (([0, 7], [0, 0]), ([0], [-1]), ([0, 1], [0]), ([0.5], [0])):
+        with pytest.raises(ValueError, match="pairs"):
+            run(queries, targets, backend=backend, pairs=bad)
+
+
 def test_input_forms_agree(backend, tmp_path):
     seqs = ["ACGTNACGT", "acgtt", "", "GATTACA" * 20]
     others = ["ACGTACGT", "ACGT", "A", "GATTACA" * 19]

@@ -38,9 +38,6 @@ PROG = "gpualign"
 USER_ERRORS = (InvalidSymbolError, SequenceFileError, ValueError, BackendUnavailableError,
                OSError)
 
-#: Target residues gathered per call when re-running selected all-vs-all pairs (bounds memory).
-PATH_CHUNK_RESIDUES = 1 << 26
-
 EDIT_COLUMNS = ("query", "target", "distance", "target_start", "target_end", "cigar")
 
 
@@ -140,18 +137,6 @@ def _star(values: np.ndarray) -> list[int | None]:
     return [None if v < 0 else v for v in values.tolist()]
 
 
-def _residue_chunks(lengths: np.ndarray, budget: int) -> Iterator[slice]:
-    """Consecutive slices of ``lengths`` summing to about ``budget`` (at least one item each)."""
-    start, total = 0, 0
-    for i, length in enumerate(lengths.tolist()):
-        if i > start and total + length > budget:
-            yield slice(start, i)
-            start, total = i, 0
-        total += length
-    if start < len(lengths):
-        yield slice(start, len(lengths))
-
-
 # --------------------------------------------------------------------------- edit
 
 
@@ -184,31 +169,6 @@ def _add_edit_command(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run_edit)
 
 
-def _edit_selected_pairs(queries: SequenceSet, targets: SequenceSet, q_index: np.ndarray,
-                         t_index: np.ndarray, args: argparse.Namespace, progress: bool,
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str | None]]:
-    """Run ``edit_distance`` (for locations/CIGARs) on the given query/target index pairs.
-
-    The pairs are gathered into new sets with :meth:`SequenceSet.take`, a chunk of about
-    :data:`PATH_CHUNK_RESIDUES` target residues at a time so that memory stays bounded.
-    """
-    parts = []
-    for part in _residue_chunks(targets.lengths[t_index], PATH_CHUNK_RESIDUES):
-        result = edit_distance(queries.take(q_index[part]), targets.take(t_index[part]),
-                               mode=args.mode, k=args.k, task=args.task,
-                               backend=args.backend, progress=progress)
-        parts.append(result)
-    if not parts:
-        empty = np.zeros(0, dtype=np.int32)
-        return empty, empty, empty, []
-    cigars: list[str | None] = []
-    for result in parts:
-        cigars.extend(result.cigar if result.cigar is not None else [None] * len(result))
-    return (np.concatenate([r.distance for r in parts]),
-            np.concatenate([r.target_start for r in parts]),
-            np.concatenate([r.target_end for r in parts]), cigars)
-
-
 def run_edit(args: argparse.Namespace) -> int:
     """Run ``gpualign edit``; return the exit status.
 
@@ -230,23 +190,24 @@ def run_edit(args: argparse.Namespace) -> int:
     n_q, n_t = len(queries), len(targets)
 
     if args.all_vs_all:
-        if args.k is not None:
+        if args.k is not None:  # a distance pass finds the pairs within k
             sparse = edit_distance_matrix(queries, targets, mode=args.mode, k=args.k,
                                           backend=args.backend, progress=progress)
-            q_index, t_index, distance = sparse.query_index, sparse.target_index, sparse.distance
+            q_index, t_index = sparse.query_index, sparse.target_index
         else:
-            dense = edit_distance_matrix(queries, targets, mode=args.mode,
-                                         backend=args.backend, progress=progress)
             q_index = np.repeat(np.arange(n_q, dtype=np.int64), n_t)
             t_index = np.tile(np.arange(n_t, dtype=np.int64), n_q)
-            distance = dense.ravel()
-        compared = n_q * n_t
-        if args.task == "distance":
+        if args.k is not None and args.task == "distance":
+            distance = sparse.distance
             start = end = np.full(len(distance), -1, dtype=np.int32)
             cigar: list[str | None] | None = None
         else:
-            distance, start, end, cigar = _edit_selected_pairs(queries, targets, q_index,
-                                                               t_index, args, progress)
+            result = edit_distance(queries, targets, mode=args.mode, k=args.k, task=args.task,
+                                   backend=args.backend, progress=progress,
+                                   pairs=(q_index, t_index))
+            distance, start, end, cigar = (result.distance, result.target_start,
+                                           result.target_end, result.cigar)
+        compared = n_q * n_t
         shape = f"{n_q} x {n_t} all-vs-all"
     else:
         if n_q != n_t:

@@ -135,9 +135,10 @@ def _compare_pairs(qset, tset, q_index, t_index, mode, k, task, backend, progres
 
 def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | None = None,
                   task: str = "distance", alphabet: str | Alphabet = "dna",
-                  invalid: str = "error", backend: str = "auto",
-                  progress: bool = False) -> EditResult:
-    """Levenshtein distance of ``queries[i]`` with ``targets[i]`` for every ``i``.
+                  invalid: str = "error", backend: str = "auto", progress: bool = False,
+                  pairs: tuple[Any, Any] | None = None) -> EditResult:
+    """Levenshtein distance of ``queries[i]`` with ``targets[i]`` for every ``i``, or of the
+    index pairs given as ``pairs``.
 
     Parameters
     ----------
@@ -158,6 +159,10 @@ def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | 
     backend : {"auto", "cpu", "cuda"}
     progress : bool
         Show a progress bar on stderr for long runs.
+    pairs : (query_index, target_index), optional
+        Integer arrays of equal length: compare ``queries[query_index[p]]`` with
+        ``targets[target_index[p]]`` instead of pairing by position (the sets may then differ
+        in size).
 
     Returns
     -------
@@ -176,13 +181,33 @@ def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | 
         raise ValueError(f"task={task!r}: expected one of {', '.join(_TASKS)}")
     resolve_backend(backend)  # fail on a bad backend before the inputs are encoded
     qset, tset = _inputs(queries, targets, alphabet, invalid)
-    if len(qset) != len(tset):
-        raise ValueError(f"{len(qset)} queries but {len(tset)} targets: edit_distance compares "
-                         "queries[i] with targets[i]; use edit_distance_matrix for all pairs")
-    index = np.arange(len(qset), dtype=np.int64)
-    distance, start, end, cigar = _compare_pairs(qset, tset, index, index, mode_code, cutoff,
+    if pairs is None:
+        if len(qset) != len(tset):
+            raise ValueError(f"{len(qset)} queries but {len(tset)} targets: edit_distance "
+                             "compares queries[i] with targets[i]; pass pairs=, or use "
+                             "edit_distance_matrix for all pairs")
+        q_index = t_index = np.arange(len(qset), dtype=np.int64)
+    else:
+        q_index, t_index = (_index_array(a, len(s), what)
+                            for a, s, what in zip(pairs, (qset, tset), ("query", "target"),
+                                                  strict=True))
+        if len(q_index) != len(t_index):
+            raise ValueError(f"pairs: {len(q_index)} query indices but {len(t_index)} target "
+                             "indices")
+    distance, start, end, cigar = _compare_pairs(qset, tset, q_index, t_index, mode_code, cutoff,
                                                  task, backend, progress)
-    return EditResult(distance, start, end, cigar, _MODE_NAMES[mode_code], task, k, index, index)
+    return EditResult(distance, start, end, cigar, _MODE_NAMES[mode_code], task, k, q_index,
+                      t_index)
+
+
+def _index_array(values: Any, size: int, what: str) -> np.ndarray:
+    index = np.asarray(values)
+    if index.ndim != 1 or (index.size and index.dtype.kind not in "iu"):
+        raise ValueError(f"pairs: {what} indices must be a 1-D integer array")
+    index = index.astype(np.int64)
+    if index.size and (index.min() < 0 or index.max() >= size):
+        raise ValueError(f"pairs: {what} indices must lie in [0, {size})")
+    return index
 
 
 def edit_distance_matrix(queries: Any, targets: Any, *, mode: str = "global",
