@@ -10,6 +10,7 @@ Examples
 from .backend import BackendUnavailableError, resolve_backend
 from .edit import EditMatrix, EditResult, edit_distance, edit_distance_matrix
 from .io import SequenceFileError
+from .lcs import LcsTop, lcs_length, lcs_length_matrix, lcs_top
 from .sequences import Alphabet, InvalidSymbolError, SequenceSet, get_alphabet
 
 __version__ = "0.1.0"
@@ -19,11 +20,15 @@ __all__ = [
     "BackendUnavailableError",
     "EditMatrix",
     "EditResult",
+    "LcsTop",
     "InvalidSymbolError",
     "SequenceFileError",
     "SequenceSet",
     "edit_distance",
     "edit_distance_matrix",
     "get_alphabet",
+    "lcs_length",
+    "lcs_length_matrix",
+    "lcs_top",
     "resolve_backend",
 ]

@@ -7,7 +7,8 @@ import sys
 from tqdm import tqdm
 
 
-def progress_bar(total: int, enabled: bool, what: str) -> tqdm:
-    """A bar over ``total`` items that stays silent for short runs and when not ``enabled``."""
-    return tqdm(total=total, disable=not enabled, unit="pair", desc=what, leave=False,
+def progress_bar(total: int | None, enabled: bool, what: str, unit: str = "pair") -> tqdm:
+    """A bar over ``total`` items (None: a counter) that stays silent for short runs and when not
+    ``enabled``."""
+    return tqdm(total=total, disable=not enabled, unit=unit, desc=what, leave=False,
                 delay=1.0, file=sys.stderr)

@@ -63,3 +63,27 @@ PATH_MAX_BYTES_PER_PAIR = 2 << 30
 
 #: Pairs per row block of :func:`gpualign.edit_distance_matrix` (bounds its temporary memory).
 MATRIX_BLOCK_PAIRS = 1 << 22
+
+#: Subject symbols per batch of the CUDA LCS backend. Large batches keep every SM busy (one
+#: subject per thread); the first batches are smaller (``LCS_GPU_FIRST_BATCH_RESIDUES``,
+#: doubling) so that copies and kernels start overlapping early.
+LCS_GPU_BATCH_RESIDUES = 1 << 28
+LCS_GPU_FIRST_BATCH_RESIDUES = 1 << 24
+
+#: Subject symbols per batch of the CPU LCS backend.
+LCS_CPU_BATCH_RESIDUES = 1 << 24
+
+#: CUDA threads per block of the LCS kernel.
+LCS_THREADS_PER_BLOCK = 128
+
+#: Query words (32 rows each) that one LCS thread keeps in registers per pass over a subject;
+#: the kernel is specialized for each. A query runs in tiles of the size that wastes fewest
+#: rows (ties: the larger tile).
+LCS_TILE_WORDS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+
+#: Shared memory one LCS block may use for its slice of the query's match table; longer
+#: queries (or larger alphabets) run as several launches over groups of tiles.
+LCS_SHARED_BYTES = 48 * 1024
+
+#: Host threads that copy a batch into page-locked memory.
+LCS_STAGING_THREADS = 4

@@ -222,21 +222,13 @@ class SequenceSet:
                   ) -> Iterator[SequenceSet]:
         """Yield consecutive sets of records from a file, each holding about ``batch_residues``
         symbols, so that host memory stays bounded whatever the file size."""
-        from .io import read_records
+        from pathlib import Path
 
-        alpha = get_alphabet(alphabet)
-        names: list[str] = []
-        encoded: list[np.ndarray] = []
-        residues = 0
-        for index, (name, sequence) in enumerate(read_records(path)):
-            encoded.append(encode(sequence, alpha, name=name, index=index, invalid=invalid))
-            names.append(name)
-            residues += len(encoded[-1])
-            if residues >= batch_residues:
-                yield cls._concatenate(encoded, names, alpha)
-                names, encoded, residues = [], [], 0
-        if encoded:
-            yield cls._concatenate(encoded, names, alpha)
+        from .streaming import _encoded_batches
+
+        batches = _encoded_batches(Path(path), get_alphabet(alphabet), invalid, batch_residues)
+        for batch in batches:
+            yield batch.sequences
 
     @classmethod
     def _concatenate(cls, encoded: list[np.ndarray], names: Sequence[str],

@@ -1,0 +1,320 @@
+"""Public LCS API: one query (or a few) against many subjects, lengths and top-N with strings."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import config
+from .._progress import progress_bar
+from ..backend import resolve_backend
+from ..sequences import Alphabet, SequenceSet, encode, get_alphabet
+from ..streaming import Batch, iter_batches
+from . import _cpu
+
+__all__ = ["LcsTop", "lcs_length", "lcs_length_matrix", "lcs_top"]
+
+
+@dataclass
+class LcsTop:
+    """The best subjects of :func:`lcs_top`, best first (longer LCS, then lower index).
+
+    Attributes
+    ----------
+    index : np.ndarray of int64
+        0-based position of each subject in the collection.
+    name : list of str
+    length : np.ndarray of int32
+        LCS length with the query.
+    lcs : list of str or None
+        One longest common subsequence per subject (``with_lcs=True``), else None.
+    subjects : int
+        Number of subjects compared.
+    query_length : int
+    """
+
+    index: np.ndarray
+    name: list[str]
+    length: np.ndarray
+    lcs: list[str] | None
+    subjects: int
+    query_length: int
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+def _encode_query(query: Any, alphabet: Alphabet, invalid: str, what: str = "query",
+                  index: int = 0) -> np.ndarray:
+    if isinstance(query, SequenceSet):
+        if len(query) != 1:
+            raise ValueError(f"{what}: a SequenceSet of {len(query)} sequences; pass one sequence")
+        if query.alphabet.name != alphabet.name:
+            raise ValueError(f"{what} is encoded as {query.alphabet.name}, not {alphabet.name}")
+        return query.codes_of(0)
+    if isinstance(query, os.PathLike):
+        raise TypeError(f"{what}: pass the sequence itself (str, bytes or uint8 array); read a "
+                        "file with SequenceSet.from_file and pass one of its sequences")
+    return encode(query, alphabet, name=what, index=index, invalid=invalid)
+
+
+def _engine(backend: str, devices: Sequence[int] | None) -> Callable[..., None]:
+    """``run(queries, batches, consume)``: calls ``consume(batch, lengths)`` for every batch, with
+    ``lengths`` of shape ``(len(queries), len(batch))``."""
+    if resolve_backend(backend) == "cuda":
+        from . import _cuda
+
+        return lambda queries, alphabet, batches, consume: _cuda.run(
+            queries, alphabet, batches, consume, devices)
+    if devices is not None:
+        raise ValueError("devices= applies to the CUDA backend only")
+    return _cpu_run
+
+
+def _cpu_run(queries: list[np.ndarray], alphabet: Alphabet, batches, consume) -> None:
+    for batch in batches:
+        subjects = batch.sequences
+        lengths = np.empty((len(queries), len(subjects)), dtype=np.int32)
+        for row, query in enumerate(queries):
+            lengths[row] = _cpu.lengths(query, alphabet.size, alphabet.match_codes,
+                                        subjects.codes, subjects.offsets)
+        consume(batch, lengths)
+
+
+def _batches(subjects: Any, alphabet: Alphabet, invalid: str, backend: str):
+    on_gpu = resolve_backend(backend) == "cuda"
+    residues = config.LCS_GPU_BATCH_RESIDUES if on_gpu else config.LCS_CPU_BATCH_RESIDUES
+    first = config.LCS_GPU_FIRST_BATCH_RESIDUES if on_gpu else residues
+    return iter_batches(subjects, alphabet, invalid=invalid, batch_residues=residues,
+                        first_residues=first)
+
+
+def _check_devices(devices: Sequence[int] | None) -> list[int] | None:
+    if devices is None:
+        return None
+    devices = [int(d) for d in devices]
+    if not devices or len(set(devices)) != len(devices) or min(devices) < 0:
+        raise ValueError(f"devices={devices!r}: expected distinct GPU ordinals")
+    return devices
+
+
+def lcs_length_matrix(queries: Any, subjects: Any, *, alphabet: str | Alphabet = "dna",
+                      invalid: str = "error", backend: str = "auto",
+                      devices: Sequence[int] | None = None,
+                      progress: bool = False) -> np.ndarray:
+    """LCS length of every query with every subject, reading the subjects once.
+
+    Parameters
+    ----------
+    queries : list of str/bytes/uint8 arrays, or a SequenceSet
+    subjects : SequenceSet, pathlib.Path to FASTA/FASTQ (plain or compressed), or an iterable of
+        sequences or ``(name, sequence)`` pairs; files and iterators are streamed in batches.
+    alphabet, invalid, backend, devices, progress : as :func:`lcs_top`
+
+    Returns
+    -------
+    np.ndarray of int32, shape ``(len(queries), number of subjects)``
+
+    Examples
+    --------
+    >>> lcs_length_matrix(["ACGT", "TTT"], ["AGT", "TATAT", ""], backend="cpu").tolist()
+    [[3, 2, 0], [1, 3, 0]]
+    """
+    alpha = get_alphabet(alphabet)
+    resolve_backend(backend)  # fail on a bad backend before the inputs are encoded
+    if isinstance(queries, SequenceSet):
+        if queries.alphabet.name != alpha.name:
+            raise ValueError(f"queries are encoded as {queries.alphabet.name}, not {alpha.name}")
+        encoded = [queries.codes_of(i) for i in range(len(queries))]
+    elif isinstance(queries, (str, bytes, os.PathLike)):
+        raise TypeError("queries: pass a list of sequences or a SequenceSet")
+    else:
+        encoded = [_encode_query(q, alpha, invalid, f"query #{i}", i)
+                   for i, q in enumerate(queries)]
+    return _length_rows(encoded, subjects, alpha, invalid, backend, devices, progress)
+
+
+def _length_rows(queries: list[np.ndarray], subjects: Any, alphabet: Alphabet, invalid: str,
+                 backend: str, devices: Sequence[int] | None, progress: bool) -> np.ndarray:
+    run = _engine(backend, _check_devices(devices))
+    rows: list[tuple[int, np.ndarray]] = []
+    bar = progress_bar(None, progress, "lcs", unit="subject")
+
+    def consume(batch: Batch, lengths: np.ndarray) -> None:
+        rows.append((batch.start, lengths))
+        bar.update(len(batch))
+
+    try:
+        run(queries, alphabet, _batches(subjects, alphabet, invalid, backend), consume)
+    finally:
+        bar.close()
+    rows.sort(key=lambda item: item[0])
+    if not rows:
+        return np.zeros((len(queries), 0), dtype=np.int32)
+    return np.concatenate([lengths for _, lengths in rows], axis=1)
+
+
+def lcs_length(query: Any, subjects: Any, *, alphabet: str | Alphabet = "dna",
+               invalid: str = "error", backend: str = "auto",
+               devices: Sequence[int] | None = None, progress: bool = False) -> np.ndarray:
+    """Length of the longest common subsequence of ``query`` with each subject.
+
+    Parameters
+    ----------
+    query : str, bytes or uint8 array of symbols
+    subjects : SequenceSet, pathlib.Path to FASTA/FASTQ (plain or compressed), or an iterable of
+        sequences or ``(name, sequence)`` pairs; files and iterators are streamed in batches.
+    alphabet, invalid, backend, devices, progress : as :func:`lcs_top`
+
+    Returns
+    -------
+    np.ndarray of int32, one length per subject, in input order.
+
+    Examples
+    --------
+    >>> lcs_length("ACGTACGT", ["ACGT", "TTTTGGGG", "CAGTTACG"], backend="cpu").tolist()
+    [4, 2, 6]
+    """
+    alpha = get_alphabet(alphabet)
+    resolve_backend(backend)
+    return _length_rows([_encode_query(query, alpha, invalid)], subjects, alpha, invalid,
+                        backend, devices, progress)[0]
+
+
+class _TopN:
+    """The ``n`` best subjects seen so far (longer LCS first, then lower index).
+
+    Batches may arrive in any order (several GPUs). With strings wanted, the LCS of every
+    subject that enters the top list is computed at once on a CPU thread, while the GPU goes on
+    with later batches; subjects pushed out later simply drop their result.
+    """
+
+    def __init__(self, n: int, query: np.ndarray, alphabet: Alphabet, with_lcs: bool,
+                 executor: ThreadPoolExecutor | None):
+        self.n = n
+        self.query = query
+        self.alphabet = alphabet
+        self.index = np.zeros(0, dtype=np.int64)
+        self.length = np.zeros(0, dtype=np.int32)
+        self.names: dict[int, str] = {}
+        self.strings: dict[int, Future] = {}
+        self.with_lcs = with_lcs
+        self.executor = executor
+        self.lock = threading.Lock()
+
+    def _best(self, index: np.ndarray, length: np.ndarray) -> np.ndarray:
+        order = np.lexsort((index, -length.astype(np.int64)))
+        return order[:self.n]
+
+    def add(self, batch: Batch, lengths: np.ndarray) -> None:
+        count = len(lengths)
+        if count > self.n:
+            # Candidates: every subject longer than the n-th best of the batch, and the first
+            # (lowest-index) ones equal to it.
+            cut = np.partition(lengths, count - self.n)[count - self.n]
+            above = np.flatnonzero(lengths > cut)
+            equal = np.flatnonzero(lengths == cut)[:self.n - len(above)]
+            local = np.concatenate((above, equal))
+        else:
+            local = np.arange(count)
+        with self.lock:
+            index = np.concatenate((self.index, batch.start + local))
+            length = np.concatenate((self.length, lengths[local]))
+            keep = self._best(index, length)
+            self.index, self.length = index[keep], length[keep]
+            kept = set(self.index.tolist())
+            for old in [i for i in self.names if i not in kept]:
+                del self.names[old]
+                self.strings.pop(old, None)
+            for i in self.index.tolist():
+                if i in self.names:
+                    continue
+                position = i - batch.start
+                self.names[i] = batch.sequences.names[position]
+                if self.with_lcs:
+                    subject = batch.sequences.codes_of(position).copy()
+                    self.strings[i] = self.executor.submit(
+                        _cpu.lcs_codes, self.query, subject, self.alphabet.size,
+                        self.alphabet.match_codes)
+
+    def result(self, subjects: int) -> LcsTop:
+        names = [self.names[i] for i in self.index.tolist()]
+        lcs = None
+        if self.with_lcs:
+            lcs = [self.alphabet.decode(self.strings[i].result()) for i in self.index.tolist()]
+        return LcsTop(self.index, names, self.length, lcs, subjects, len(self.query))
+
+
+def lcs_top(query: Any, subjects: Any, n: int = 10, *, with_lcs: bool = True,
+            alphabet: str | Alphabet = "dna", invalid: str = "error", backend: str = "auto",
+            devices: Sequence[int] | None = None, progress: bool = False) -> LcsTop:
+    """The ``n`` subjects with the longest common subsequence with ``query``.
+
+    Ties are broken by the lower subject index, so the result is the same on every backend.
+    Subjects from a file or an iterator are streamed in batches: host memory holds a few
+    batches and the current best ``n``, whatever the size of the collection. On the GPU, batches
+    go through page-locked buffers on two CUDA streams per device, so that reading, copies,
+    kernels and the CPU work on results (top-N, LCS strings) overlap.
+
+    Parameters
+    ----------
+    query : str, bytes or uint8 array of symbols
+    subjects : SequenceSet, pathlib.Path to FASTA/FASTQ (plain or compressed), or an iterable of
+        sequences or ``(name, sequence)`` pairs.
+    n : int
+        How many subjects to return (fewer when the collection is smaller).
+    with_lcs : bool
+        Also return one longest common subsequence per returned subject (computed on the CPU
+        in linear space).
+    alphabet : {"dna", "protein", "bytes"}
+        In DNA, ``N`` matches nothing, not even ``N``.
+    invalid : {"error", "wildcard"}
+        Symbols outside the alphabet raise an error naming record and position, or become the
+        wildcard.
+    backend : {"auto", "cpu", "cuda"}
+    devices : list of int, optional
+        GPUs to split the batches over (CUDA backend; default: the current device).
+    progress : bool
+        Progress bar (subjects done) on stderr.
+
+    Returns
+    -------
+    LcsTop
+
+    Examples
+    --------
+    >>> top = lcs_top("ACGTACGT", ["ACGT", "TTTTGGGG", "CAGTTACG"], n=2, backend="cpu")
+    >>> top.index.tolist(), top.length.tolist(), top.lcs
+    ([2, 0], [6, 4], ['AGTACG', 'ACGT'])
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n must be an integer, got {n!r}")
+    if n < 1:
+        raise ValueError(f"n must be >= 1 (got {n})")
+    alpha = get_alphabet(alphabet)
+    encoded = _encode_query(query, alpha, invalid)
+    run = _engine(backend, _check_devices(devices))
+    bar = progress_bar(None, progress, "lcs", unit="subject")
+    executor = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 2),
+                                  thread_name_prefix="gpualign-lcs") if with_lcs else None
+    top = _TopN(int(n), encoded, alpha, with_lcs, executor)
+    seen = [0]
+
+    def consume(batch: Batch, lengths: np.ndarray) -> None:
+        top.add(batch, lengths[0])
+        seen[0] += len(batch)
+        bar.update(len(batch))
+
+    try:
+        run([encoded], alpha, _batches(subjects, alpha, invalid, backend), consume)
+        return top.result(seen[0])
+    finally:
+        bar.close()
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,154 @@
+"""Subjects in batches: the input side of every one-to-many search.
+
+A collection of subjects (a :class:`SequenceSet` in memory, a FASTA/FASTQ file, or an iterable of
+sequences) is cut into consecutive :class:`Batch` es of about ``batch_residues`` symbols each.
+Sets in memory are cut into views (no copy). Files and iterables are read and encoded on a
+background thread, a few batches ahead, so that reading overlaps the comparison work and host
+memory stays bounded whatever the input size.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .sequences import Alphabet, SequenceSet, encode, get_alphabet
+
+__all__ = ["Batch", "iter_batches"]
+
+#: Batches read ahead of the consumer from files and iterables.
+_READ_AHEAD = 2
+
+
+@dataclass
+class Batch:
+    """Subjects ``start .. start + len(sequences)`` of the collection."""
+
+    start: int
+    sequences: SequenceSet
+
+    def __len__(self) -> int:
+        return len(self.sequences)
+
+
+def _slices(subjects: SequenceSet, batch_residues: int, first_residues: int) -> Iterator[Batch]:
+    """Views of consecutive subjects; the first batches are smaller (``first_residues``,
+    doubling) so that a pipeline fills quickly."""
+    count = len(subjects)
+    lo, size = 0, max(1, min(first_residues, batch_residues))
+    while lo < count:
+        base = subjects.offsets[lo]
+        hi = int(np.searchsorted(subjects.offsets, base + size, side="right")) - 1
+        hi = min(count, max(hi, lo + 1))
+        offsets = subjects.offsets[lo:hi + 1] - base
+        codes = subjects.codes[base:subjects.offsets[hi]]
+        yield Batch(lo, SequenceSet(codes, offsets, subjects.names[lo:hi], subjects.alphabet))
+        lo, size = hi, min(batch_residues, 2 * size)
+
+
+def _records(source: Any) -> Iterator[tuple[str, Any]]:
+    """``(name, sequence)`` from a path or an iterable of sequences / (name, sequence) pairs."""
+    if isinstance(source, os.PathLike):
+        from .io import read_records
+
+        yield from read_records(source)
+        return
+    for index, item in enumerate(source):
+        if isinstance(item, tuple) and len(item) == 2:
+            yield str(item[0]), item[1]
+        else:
+            yield str(index), item
+
+
+def _encoded_batches(source: Any, alphabet: Alphabet, invalid: str,
+                     batch_residues: int) -> Iterator[Batch]:
+    names: list[str] = []
+    encoded: list[np.ndarray] = []
+    residues = start = 0
+    for index, (name, sequence) in enumerate(_records(source)):
+        encoded.append(encode(sequence, alphabet, name=name, index=index, invalid=invalid))
+        names.append(name)
+        residues += len(encoded[-1])
+        if residues >= batch_residues:
+            yield Batch(start, SequenceSet._concatenate(encoded, names, alphabet))
+            start += len(names)
+            names, encoded, residues = [], [], 0
+    if encoded:
+        yield Batch(start, SequenceSet._concatenate(encoded, names, alphabet))
+
+
+def _read_ahead(batches: Iterator[Batch]) -> Iterator[Batch]:
+    """Run ``batches`` on a daemon thread, ``_READ_AHEAD`` batches ahead; errors re-raise here."""
+    ready: queue.Queue = queue.Queue(maxsize=_READ_AHEAD)
+    done = object()
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for batch in batches:
+                while not stop.is_set():
+                    try:
+                        ready.put(batch, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            ready.put(done)
+        except BaseException as exc:  # handed to the consumer, which re-raises it
+            ready.put(exc)
+
+    thread = threading.Thread(target=produce, name="gpualign-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = ready.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+
+
+def iter_batches(subjects: Any, alphabet: str | Alphabet = "dna", *, invalid: str = "error",
+                 batch_residues: int = 1 << 26, first_residues: int | None = None,
+                 role: str = "subjects") -> Iterator[Batch]:
+    """Cut ``subjects`` into batches of about ``batch_residues`` symbols.
+
+    Parameters
+    ----------
+    subjects : SequenceSet, pathlib.Path to FASTA/FASTQ (plain or compressed), or an iterable
+        of str/bytes/uint8 arrays or of ``(name, sequence)`` pairs.
+    alphabet, invalid : as :func:`gpualign.sequences.encode`
+    batch_residues : int
+        Symbols per batch (a batch holds at least one subject).
+    first_residues : int, optional
+        For sets in memory: the size of the first batch, doubling up to ``batch_residues``.
+
+    Examples
+    --------
+    >>> [(b.start, len(b)) for b in iter_batches(["ACGT", "GG", "TTTT"], batch_residues=5)]
+    [(0, 2), (2, 1)]
+    """
+    alpha = get_alphabet(alphabet)
+    if isinstance(subjects, SequenceSet):
+        if subjects.alphabet.name != alpha.name:
+            raise ValueError(f"{role} are encoded as {subjects.alphabet.name}, not {alpha.name}")
+        return _slices(subjects, batch_residues, first_residues or batch_residues)
+    if isinstance(subjects, (str, bytes)):
+        raise TypeError(f"{role}: pass a list of sequences, a SequenceSet or a pathlib.Path, "
+                        f"not a single {type(subjects).__name__}")
+    if not isinstance(subjects, (os.PathLike, Iterable)):
+        raise TypeError(f"{role}: expected a SequenceSet, a pathlib.Path or an iterable of "
+                        f"sequences, got {type(subjects).__name__}")
+    if isinstance(subjects, (list, tuple)):  # already in memory: no thread needed
+        return _encoded_batches(subjects, alpha, invalid, batch_residues)
+    return _read_ahead(_encoded_batches(subjects, alpha, invalid, batch_residues))
