@@ -41,3 +41,34 @@ def small_kernel_bins(monkeypatch: pytest.MonkeyPatch) -> None:
     ones use the thread-cooperative kernel."""
     monkeypatch.setattr(gpualign.config, "EDIT_KERNEL_BINS", ((1, 1, 1), (2, 2, 1)))
     monkeypatch.setattr(gpualign.config, "EDIT_SLICE_KERNEL", (2, 1))
+
+
+@pytest.fixture
+def small_lcs_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tiny LCS batches: a few subjects per batch on the CPU (7 symbols) and on the GPU (first
+    batches of 5 symbols doubling up to 64), so that small collections stream as many batches
+    through the two CUDA slots and the top-N merge."""
+    monkeypatch.setattr(gpualign.config, "LCS_CPU_BATCH_RESIDUES", 7)
+    monkeypatch.setattr(gpualign.config, "LCS_GPU_BATCH_RESIDUES", 64)
+    monkeypatch.setattr(gpualign.config, "LCS_GPU_FIRST_BATCH_RESIDUES", 5)
+
+
+#: ``(LCS_TILE_WORDS, LCS_SHARED_BYTES)`` that split a query of the LCS kernel differently:
+#: 1- and 2-word tiles in one launch; 4-word tiles with room for a few tiles per launch (DNA),
+#: so that long queries take several launches; 1-word tiles with one launch per tile.
+LCS_TILINGS = {
+    "tiles-1-2": ((1, 2), 48 * 1024),
+    "tiles-4-few-per-launch": ((4,), 1024),
+    "tiles-1-launch-per-tile": ((1,), 1),
+}
+
+
+@pytest.fixture(params=list(LCS_TILINGS))
+def small_lcs_tiles(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Small query tiles of the CUDA LCS kernel (many tiles, carries passed between them) and
+    small shared memory (several launches per query); the CPU backend ignores them. Tests using
+    it run once per tiling in :data:`LCS_TILINGS`; returns the tiling's name."""
+    tiles, shared = LCS_TILINGS[request.param]
+    monkeypatch.setattr(gpualign.config, "LCS_TILE_WORDS", tiles)
+    monkeypatch.setattr(gpualign.config, "LCS_SHARED_BYTES", shared)
+    return request.param

@@ -186,3 +186,70 @@ def cigar_labels_correct(query: Sequence[int], target: Sequence[int], cigar: str
         if op in "=X" and symbols_match(a, b, match_codes) != (op == "="):
             return False
     return True
+
+
+# --- longest common subsequence --------------------------------------------------------------
+#
+# The textbook recurrence over every cell (Wagner-Fischer / Hirschberg 1975),
+#
+#     L[i][j] = L[i-1][j-1] + 1                if q[i-1] and t[j-1] match
+#             = max(L[i-1][j], L[i][j-1])      otherwise
+#
+# with ``L[0][j] = L[i][0] = 0`` and the answer ``L[m][n]``. The fast paths are bit-vector
+# algorithms (Hyyrö); nothing here shares code or ideas with them.
+
+
+def lcs_matrix(a: Sequence[int], b: Sequence[int],
+               match_codes: int | None = DNA_MATCH_CODES) -> list[list[int]]:
+    """The whole ``(m+1) x (n+1)`` LCS matrix with nested Python loops (small inputs only)."""
+    m, n = len(a), len(b)
+    table = [[0] * (n + 1) for _ in range(m + 1)]
+    for i in range(1, m + 1):
+        for j in range(1, n + 1):
+            if symbols_match(a[i - 1], b[j - 1], match_codes):
+                table[i][j] = table[i - 1][j - 1] + 1
+            else:
+                table[i][j] = max(table[i - 1][j], table[i][j - 1])
+    return table
+
+
+def lcs_length_naive(a: Sequence[int], b: Sequence[int],
+                     match_codes: int | None = DNA_MATCH_CODES) -> int:
+    """LCS length of ``a`` and ``b``: the same recurrence over every cell, one row at a time
+    with NumPy (fast enough for 4096 x 4096).
+
+    Within a row the only left-to-right dependency is ``L[i][j-1]``; since
+    ``L[i][j] = max(C[j], L[i][j-1])`` with ``C[j] = max(L[i-1][j], L[i-1][j-1] + match)``,
+    a row is the running maximum of ``C``. Codes ``>= match_codes`` match nothing;
+    ``match_codes=None`` lets every equal pair match.
+    """
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    if len(a) > len(b):  # LCS is symmetric: rows over the shorter sequence
+        a, b = b, a
+    row = np.zeros(len(b) + 1, dtype=np.int64)
+    matchable_b = np.ones(len(b), dtype=bool) if match_codes is None else b < match_codes
+    for c in a.tolist():
+        if match_codes is not None and c >= match_codes:
+            continue  # a row that matches nothing equals the row above
+        hit = (b == c) & matchable_b
+        candidates = row.copy()
+        candidates[1:] = np.maximum(row[1:], row[:-1] + hit)
+        row = np.maximum.accumulate(candidates)
+    return int(row[-1])
+
+
+def is_subsequence(s: Sequence, t: Sequence) -> bool:
+    """Whether ``s`` is a subsequence of ``t`` (greedy left-to-right scan)."""
+    position = 0
+    for symbol in t:
+        if position == len(s):
+            break
+        if symbol == s[position]:
+            position += 1
+    return position == len(s)
+
+
+def top_n_naive(lengths: Sequence[int], n: int) -> list[int]:
+    """Indices of the ``n`` best subjects: longer LCS first, then the lower index."""
+    return sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))[:n]

@@ -77,13 +77,29 @@ LCS_CPU_BATCH_RESIDUES = 1 << 24
 LCS_THREADS_PER_BLOCK = 128
 
 #: Query words (32 rows each) that one LCS thread keeps in registers per pass over a subject;
-#: the kernel is specialized for each. A query runs in tiles of the size that wastes fewest
-#: rows (ties: the larger tile).
+#: the kernel is specialized for each. A query runs in the tiles that cost least
+#: (``LCS_TILE_PASS_COST``).
 LCS_TILE_WORDS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+
+#: Cost of one extra pass over a subject, in query words: reading the subject symbol, its row
+#: of the match table and the carries costs about as much as three words of the update.
+LCS_TILE_PASS_COST = 3
+
+#: Read the LCS match table 16 bytes at a time (fewer load instructions, but the rows of many
+#: symbols collide in shared-memory banks) instead of one word at a time (no bank conflicts for
+#: up to 32 symbols).
+LCS_WIDE_LOADS = False
 
 #: Shared memory one LCS block may use for its slice of the query's match table; longer
 #: queries (or larger alphabets) run as several launches over groups of tiles.
 LCS_SHARED_BYTES = 48 * 1024
 
-#: Host threads that copy a batch into page-locked memory.
-LCS_STAGING_THREADS = 4
+#: Subjects held in host memory (a SequenceSet) are page-locked during a CUDA run in chunks of
+#: this many bytes, ahead of the batches, and copied to the GPU without staging (0: always
+#: stage through the pipeline's own page-locked buffers).
+LCS_PAGE_LOCK_BYTES = 1 << 26
+
+#: Host threads that copy a batch into page-locked memory (None: one per core). One thread
+#: copies about 11 GB/s on the H100 host, 16 about 40 GB/s; the kernel consumes a 4,096-symbol
+#: query's subjects at about 33 GB/s.
+LCS_STAGING_THREADS: int | None = None

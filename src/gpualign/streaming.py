@@ -89,20 +89,26 @@ def _read_ahead(batches: Iterator[Batch]) -> Iterator[Batch]:
     done = object()
     stop = threading.Event()
 
+    def hand_over(item: Any) -> bool:
+        """Queue ``item`` unless the consumer has stopped; False once it has. The end marker and
+        errors go through here too: a plain ``put`` would block for ever on a full queue that a
+        consumer which stopped early never empties."""
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def produce() -> None:
         try:
             for batch in batches:
-                while not stop.is_set():
-                    try:
-                        ready.put(batch, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not hand_over(batch):
                     return
-            ready.put(done)
+            hand_over(done)
         except BaseException as exc:  # handed to the consumer, which re-raises it
-            ready.put(exc)
+            hand_over(exc)
 
     thread = threading.Thread(target=produce, name="gpualign-reader", daemon=True)
     thread.start()

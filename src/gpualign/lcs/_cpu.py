@@ -114,7 +114,8 @@ def _traced(a, b, match_codes, out, filled):
     length = score[m, n]
     i, j, k = m, n, filled + length
     while i > 0 and j > 0:
-        if a[i - 1] == b[j - 1] and a[i - 1] < match_codes and score[i, j] == score[i - 1, j - 1] + 1:
+        diagonal = a[i - 1] == b[j - 1] and a[i - 1] < match_codes
+        if diagonal and score[i, j] == score[i - 1, j - 1] + 1:
             k -= 1
             out[k] = a[i - 1]
             i -= 1

@@ -70,14 +70,15 @@ def _engine(backend: str, devices: Sequence[int] | None) -> Callable[..., None]:
     if resolve_backend(backend) == "cuda":
         from . import _cuda
 
-        return lambda queries, alphabet, batches, consume: _cuda.run(
-            queries, alphabet, batches, consume, devices)
+        return lambda queries, alphabet, batches, consume, host_codes=None: _cuda.run(
+            queries, alphabet, batches, consume, devices, host_codes)
     if devices is not None:
         raise ValueError("devices= applies to the CUDA backend only")
     return _cpu_run
 
 
-def _cpu_run(queries: list[np.ndarray], alphabet: Alphabet, batches, consume) -> None:
+def _cpu_run(queries: list[np.ndarray], alphabet: Alphabet, batches, consume,
+             host_codes=None) -> None:
     for batch in batches:
         subjects = batch.sequences
         lengths = np.empty((len(queries), len(subjects)), dtype=np.int32)
@@ -88,11 +89,21 @@ def _cpu_run(queries: list[np.ndarray], alphabet: Alphabet, batches, consume) ->
 
 
 def _batches(subjects: Any, alphabet: Alphabet, invalid: str, backend: str):
-    on_gpu = resolve_backend(backend) == "cuda"
-    residues = config.LCS_GPU_BATCH_RESIDUES if on_gpu else config.LCS_CPU_BATCH_RESIDUES
-    first = config.LCS_GPU_FIRST_BATCH_RESIDUES if on_gpu else residues
+    if resolve_backend(backend) == "cuda":
+        from . import _cuda
+
+        residues = _cuda.batch_residues()
+        first = min(residues, config.LCS_GPU_FIRST_BATCH_RESIDUES)
+    else:
+        residues = first = config.LCS_CPU_BATCH_RESIDUES
     return iter_batches(subjects, alphabet, invalid=invalid, batch_residues=residues,
                         first_residues=first)
+
+
+def _host_codes(subjects: Any) -> np.ndarray | None:
+    """The array that batches of an in-memory set are views of (the CUDA backend page-locks
+    it instead of copying each batch)."""
+    return subjects.codes if isinstance(subjects, SequenceSet) else None
 
 
 def _check_devices(devices: Sequence[int] | None) -> list[int] | None:
@@ -151,7 +162,8 @@ def _length_rows(queries: list[np.ndarray], subjects: Any, alphabet: Alphabet, i
         bar.update(len(batch))
 
     try:
-        run(queries, alphabet, _batches(subjects, alphabet, invalid, backend), consume)
+        run(queries, alphabet, _batches(subjects, alphabet, invalid, backend), consume,
+            _host_codes(subjects))
     finally:
         bar.close()
     rows.sort(key=lambda item: item[0])
@@ -312,7 +324,8 @@ def lcs_top(query: Any, subjects: Any, n: int = 10, *, with_lcs: bool = True,
         bar.update(len(batch))
 
     try:
-        run([encoded], alpha, _batches(subjects, alpha, invalid, backend), consume)
+        run([encoded], alpha, _batches(subjects, alpha, invalid, backend), consume,
+            _host_codes(subjects))
         return top.result(seen[0])
     finally:
         bar.close()
