@@ -579,6 +579,23 @@ def test_many_batches(backend, tmp_path):
     assert matrix[2].tolist() == [oracle(lcs_as_codes("ACGT" * 40, "dna"), s) for s in codes]
 
 
+@pytest.mark.parametrize("lock_bytes", [0, 4096, 1 << 26],
+                         ids=["staged", "page-chunks", "one-chunk"])
+def test_set_in_host_memory_copy_paths(backend, monkeypatch, lock_bytes):
+    # A SequenceSet goes to the GPU straight from its page-locked memory (locked in chunks of
+    # LCS_PAGE_LOCK_BYTES: small chunks make every batch span several, copied piece by piece)
+    # or, with locking off, through the pipeline's staging buffers. Same lengths either way.
+    monkeypatch.setattr(gpualign.config, "LCS_PAGE_LOCK_BYTES", lock_bytes)
+    monkeypatch.setattr(gpualign.config, "LCS_GPU_FIRST_BATCH_RESIDUES", 3000)
+    monkeypatch.setattr(gpualign.config, "LCS_GPU_BATCH_RESIDUES", 20_000)
+    rng = np.random.default_rng(15)
+    query = random_codes(rng, 300, 4, 0.01)
+    subjects = [related(rng, query, int(n), rate=0.3) for n in rng.integers(0, 700, 150)]
+    seqs = SequenceSet.from_sequences([to_input(s) for s in subjects])
+    lengths = gpualign.lcs_length(to_input(query), seqs, backend=backend)
+    assert lengths.tolist() == [oracle(query, s) for s in subjects]
+
+
 @pytest.mark.parametrize("alphabet", ALPHABETS)
 def test_kernel_tilings(backend, alphabet, small_lcs_tiles):
     # The CUDA kernel with small tiles and little shared memory: queries of many tiles and

@@ -194,16 +194,23 @@ class _PageLock:
                 # Always released, so that no batch waits on a chunk that will never come.
                 self.ready[number].set()
 
-    def holds(self, view: np.ndarray) -> bool:
-        """Wait until ``view`` (a slice of the array) is locked; False when it cannot be."""
+    def pieces(self, view: np.ndarray) -> list[tuple[int, int]] | None:
+        """Wait until ``view`` (a slice of the array) is locked and return it as ``(start,
+        stop)`` element ranges that each lie in one locked chunk; None when it cannot be locked.
+
+        A copy may not span two registrations (CUDA rejects it as an invalid value), so a batch
+        goes to the GPU in one copy per chunk it touches."""
         start = view.ctypes.data
         if not view.nbytes or start < self.base or start + view.nbytes > self.base + self.size:
-            return False
+            return None
         first = bisect.bisect_right(self.bounds, start) - 1
         last = bisect.bisect_left(self.bounds, start + view.nbytes) - 1
         for number in range(first, last + 1):
             self.ready[number].wait()
-        return not self.failed
+        if self.failed:
+            return None
+        cuts = [start, *self.bounds[first + 1:last + 1], start + view.nbytes]
+        return [(lo - start, hi - start) for lo, hi in zip(cuts, cuts[1:], strict=False)]
 
     def close(self) -> None:
         import cupy
@@ -277,8 +284,8 @@ class _Pipeline:
 
         subjects = batch.sequences
         count, residues = len(subjects), len(subjects.codes)
-        direct = self.page_lock is not None and self.page_lock.holds(subjects.codes)
-        if not direct:
+        pieces = self.page_lock.pieces(subjects.codes) if self.page_lock is not None else None
+        if pieces is None:
             host_codes = slot.buffer("codes", residues + DEVICE_PADDING, np.uint8)
             self._stage(host_codes, subjects.codes)
             host_codes[residues:] = 0
@@ -288,8 +295,9 @@ class _Pipeline:
             len(self.queries), count)
         with slot.stream:
             codes = cupy.empty(residues + DEVICE_PADDING, dtype=cupy.uint8)
-            if direct:
-                codes[:residues].set(subjects.codes, stream=slot.stream)
+            if pieces is not None:
+                for lo, hi in pieces:
+                    codes[lo:hi].set(subjects.codes[lo:hi], stream=slot.stream)
                 codes[residues:] = 0
             else:
                 codes.set(host_codes, stream=slot.stream)
