@@ -5,6 +5,7 @@
 #   iva 1.0.11+ds-3              HIV DQ234790 reference (9,056 bp) + 38,056 pairs of MiSeq reads
 #   parsinsert-testdata 1.04-12  RDP 16S core set (10,143 aligned 16S rRNA sequences)
 #   ragout-examples 2.3-4        E. coli K-12 MG1655 genome (4,639,675 bp)
+#   mmseqs2-examples             20,000 UniProt proteins (mean 453 aa) + 500 query proteins
 #
 # Usage: scripts/fetch-data.sh [DATA_DIR]     (default: ./data)
 # Idempotent: files already present are kept; packages are only downloaded when a file is missing.
@@ -66,6 +67,10 @@ fetch parsinsert-testdata "$rdp/rdp.taxonomy.gz" rdp.taxonomy.gz
 
 fetch ragout-examples usr/share/doc/ragout/examples/E.Coli/references/MG1655-K12.fasta.gz \
     ecoli_MG1655.fasta.gz
+
+mmseqs=usr/share/doc/mmseqs2/example-data
+fetch mmseqs2-examples "$mmseqs/DB.fasta.gz" uniprot_db.fasta.gz
+fetch mmseqs2-examples "$mmseqs/QUERY.fasta.gz" uniprot_queries.fasta.gz
 
 echo "fetch-data: done; files in $data_dir:" >&2
 ls -l "$data_dir" >&2

@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # Prove the GPU code on the offline GPU host (DESIGN.md section 5): install the packed wheels,
 # print the GPU and versions, run the CUDA tests, then the whole test suite, then the
-# edit-distance benchmark; logs and the benchmark's results file land in $OUT.
+# edit-distance and LCS benchmarks; logs and the benchmarks' results files land in $OUT.
 #
 # On the development machine, once per change (the GPU host has no internet and no .git):
 #   ../shared/tools/device-wheels dnaio edlib rapidfuzz   # fills .whl/ (git-ignored)
 #   bash scripts/fetch-data.sh                            # fills data/ (git-ignored)
 # then on the GPU host, from the repository root, carrying .whl and data:
 #   GPUALIGN_COMMIT=<git rev-parse --short HEAD>[-dirty] bash scripts/gpu-check.sh [BENCH ARGS]
-# BENCH ARGS go to benchmarks/bench_edit.py, e.g. --scale 0.1 or --only global-1k.
+# BENCH ARGS go to benchmarks/bench_edit.py, e.g. --scale 0.1 or --only global-1k;
+# LCS_BENCH_ARGS (one string) to benchmarks/bench_lcs.py, e.g. "--only paper".
 #
 # Environment:
 #   OUT               folder for logs and the results file (default /tmp/gpu-check)
 #   GPUALIGN_COMMIT   commit recorded in the results (the host has no .git)
 #   SKIP_TESTS=1      no pytest at all;  SKIP_FULL_TESTS=1  only the `-m cuda` tests
 #   SKIP_BENCH=1      no benchmark;      ALLOW_MISSING_DATA=1  benchmark even without data/
+#   SKIP_EDIT_BENCH=1, SKIP_LCS_BENCH=1  leave out one of the two benchmarks
 #   PYTHON            interpreter (default python3, the host's Python with CuPy)
 #   WHEELS            folder of wheels to install (default .whl)
 # Exit status: 0 when every step passed, else the first failing step's status.
@@ -107,7 +109,24 @@ else
     fi
 fi
 
-# 4. Benchmark: prints the table and writes benchmarks/results/edit-<device>-<date>.md.
+# 4. Benchmarks: each prints its table and writes benchmarks/results/<kind>-<device>-<date>.md.
+# bench NAME ARGS...: run benchmarks/bench_NAME.py and record the outcome.
+bench() {
+    local name=$1
+    shift
+    local stamp
+    stamp=$(mktemp)
+    note "python benchmarks/bench_$name.py --require-cuda $*"
+    "$py" "benchmarks/bench_$name.py" --require-cuda "$@" 2>&1 | tee "$out/bench-$name.log"
+    local rc=${PIPESTATUS[0]} copied="" f
+    for f in benchmarks/results/"$name"-*.md; do
+        if [[ -f $f && $f -nt $stamp ]]; then cp "$f" "$out/" && copied+=" $(basename "$f")"; fi
+    done
+    rm -f "$stamp"
+    if [[ $rc -eq 0 ]]; then record "bench-$name" "ok${copied:+ (results:$copied)}"
+    elif [[ $rc -eq 3 ]]; then record "bench-$name" "FAILED: no usable GPU (see $out/env.txt)" 3
+    else record "bench-$name" "FAILED (exit $rc; a FAIL in the check column or an error)" "$rc"; fi
+}
 if [[ ${SKIP_BENCH:-0} == 1 ]]; then
     record benchmark "skipped (SKIP_BENCH=1)"
 elif [[ $data_ok -eq 0 && ${ALLOW_MISSING_DATA:-0} != 1 ]]; then
@@ -116,18 +135,9 @@ elif [[ $data_ok -eq 0 && ${ALLOW_MISSING_DATA:-0} != 1 ]]; then
          "benchmark on the fallbacks, which the table then names)" >&2
     record benchmark "FAILED: data/ missing (bash scripts/fetch-data.sh)" 2
 else
-    stamp=$(mktemp)
-    note "python benchmarks/bench_edit.py --require-cuda $*"
-    "$py" benchmarks/bench_edit.py --require-cuda "$@" 2>&1 | tee "$out/bench.log"
-    rc=$?
-    copied=""
-    for f in benchmarks/results/edit-*.md; do
-        if [[ -f $f && $f -nt $stamp ]]; then cp "$f" "$out/" && copied+=" $(basename "$f")"; fi
-    done
-    rm -f "$stamp"
-    if [[ $rc -eq 0 ]]; then record benchmark "ok${copied:+ (results:$copied)}"
-    elif [[ $rc -eq 3 ]]; then record benchmark "FAILED: no usable GPU (see $out/env.txt)" 3
-    else record benchmark "FAILED (exit $rc; a FAIL in the check column or an error)" "$rc"; fi
+    [[ ${SKIP_EDIT_BENCH:-0} == 1 ]] || bench edit "$@"
+    # shellcheck disable=SC2086  # LCS_BENCH_ARGS is a list of words
+    [[ ${SKIP_LCS_BENCH:-0} == 1 ]] || bench lcs ${LCS_BENCH_ARGS:-}
 fi
 
 note "summary (logs in $out)"

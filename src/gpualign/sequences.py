@@ -286,6 +286,11 @@ class SequenceSet:
         return self._device[device_id]
 
 
+    def release_device(self) -> None:
+        """Drop the device copies made by :meth:`to_device`, giving their GPU memory back."""
+        self._device.clear()
+
+
 def as_sequence_set(sequences: Any, alphabet: str | Alphabet = "dna", *,
                     invalid: str = "error", role: str = "sequences") -> SequenceSet:
     """Accept a :class:`SequenceSet`, a :class:`os.PathLike` to a FASTA/FASTQ file, or an

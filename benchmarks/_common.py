@@ -1,0 +1,255 @@
+"""Shared parts of the benchmark scripts: timing, the results table, the device, commit and
+version report, and the results file. Imported by ``bench_*.py`` (run as scripts, so this
+folder is on ``sys.path``)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib
+import importlib.metadata
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT / "src") not in sys.path:  # run from a checkout without installing
+    sys.path.insert(0, str(ROOT / "src"))
+
+import gpualign  # noqa: E402
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+@dataclass
+class Row:
+    workload: str
+    engine: str
+    pairs: int = 0
+    cells: int = 0
+    seconds: float = float("nan")
+    check: str = "-"
+    target: str = "-"
+    note: str = ""
+
+    @property
+    def ran(self) -> bool:
+        return self.pairs > 0 and self.seconds == self.seconds and self.seconds > 0
+
+    @property
+    def gcups(self) -> float:
+        return self.cells / self.seconds / 1e9 if self.ran else float("nan")
+
+
+def cuda_sync() -> None:
+    import cupy
+
+    cupy.cuda.Device().synchronize()
+
+
+def time_gpu(call: Callable[[], object], repeats: int) -> tuple[list[float], object]:
+    """Warm-up call (compilation, transfers), then ``repeats`` timed calls; returns the times
+    and the last result."""
+    result = call()
+    cuda_sync()
+    times = []
+    for _ in range(repeats):
+        cuda_sync()
+        t0 = time.perf_counter()
+        result = call()
+        cuda_sync()
+        times.append(time.perf_counter() - t0)
+    return times, result
+
+
+def gpu_note(times: list[float]) -> str:
+    return (f"median of {len(times)} after warm-up (min {min(times):.3g} s, "
+            f"max {max(times):.3g} s)")
+
+
+def time_cpu(prepare: Callable[[np.ndarray], object], call: Callable[[object], object],
+             mean_cells: float, order: np.ndarray, budget: float,
+             repeats: int) -> tuple[np.ndarray, float, object]:
+    """Time ``call(prepare(index))`` on a prefix of ``order`` (items of ``mean_cells`` cells each)
+    sized to take ~``budget`` s.
+
+    Returns the pairs run, the median time of ``repeats`` calls on them, and the last result.
+    Preparation (taking the subset, making strings) is not timed.
+    """
+    total = len(order)
+    n = int(max(1, min(total, 2e7 // max(mean_cells, 1.0))))
+    call(prepare(order[:1]))  # warm-up: Numba compiles on its first call
+    while True:
+        data = prepare(order[:n])
+        t0 = time.perf_counter()
+        result = call(data)
+        elapsed = time.perf_counter() - t0
+        if n >= total or elapsed >= 0.2:
+            break
+        n = min(total, n * 8)
+    want = min(total, max(n, int(n * budget / max(elapsed, 1e-6))))
+    if want > n * 1.2:
+        n = want
+        data = prepare(order[:n])
+        times = []
+    else:
+        times = [elapsed]
+    while len(times) < repeats:
+        t0 = time.perf_counter()
+        result = call(data)
+        times.append(time.perf_counter() - t0)
+    return order[:n], statistics.median(times), result
+
+
+def import_optional(name: str):
+    try:
+        return importlib.import_module(name)
+    except Exception:
+        return None
+
+
+def fmt_sig(x: float, digits: int = 3) -> str:
+    if x != x:
+        return "-"
+    if x == 0:
+        return "0"
+    if abs(x) >= 10 ** (digits - 1):
+        return f"{x:,.0f}"
+    return f"{x:.{digits}g}" if abs(x) >= 1e-3 else f"{x:.2e}"
+
+
+def fmt_si(x: float) -> str:
+    if x != x:
+        return "-"
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= div:
+            return f"{x / div:.3g}{suffix}"
+    return f"{x:.3g}"
+
+
+def table(rows: list[Row]) -> str:
+    head = ["workload", "engine", "pairs", "cells", "seconds", "GCUPS", "TCUPS", "pairs/s",
+            "check", "target", "note"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for r in rows:
+        if r.ran:
+            cells = [r.workload, r.engine, f"{r.pairs:,}", f"{r.cells:.3e}", f"{r.seconds:.4g}",
+                     fmt_sig(r.gcups), fmt_sig(r.gcups / 1e3), fmt_si(r.pairs / r.seconds),
+                     r.check, r.target, r.note]
+        else:
+            cells = [r.workload, r.engine, "-", "-", "-", "-", "-", "-", r.check, r.target, r.note]
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def git_commit(explicit: str | None) -> str:
+    if explicit:
+        return explicit
+    if os.environ.get("GPUALIGN_COMMIT"):
+        return os.environ["GPUALIGN_COMMIT"]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True,
+                               text=True, check=True).stdout.strip()
+        return head + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (no git; pass --commit or set GPUALIGN_COMMIT)"
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def device_info() -> dict[str, str]:
+    info = {"cpu": f"{cpu_model()}, {os.cpu_count()} logical cores"}
+    try:
+        info["cpu"] += f" ({len(os.sched_getaffinity(0))} usable)"
+    except AttributeError:
+        pass
+    ok, why = gpualign.backend.cuda_status()
+    if ok:
+        import cupy
+
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+        name = props["name"]
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        info["gpu"] = (f"{name} ({props['totalGlobalMem'] / 2**30:.0f} GiB, "
+                       f"{props['multiProcessorCount']} SMs; CUDA runtime "
+                       f"{cupy.cuda.runtime.runtimeGetVersion()}, driver "
+                       f"{cupy.cuda.runtime.driverGetVersion()})")
+        info["name"] = name
+    else:
+        info["gpu"] = f"none ({why})"
+        info["name"] = cpu_model()
+    return info
+
+
+def versions() -> str:
+    """Versions of gpualign, its dependencies and the peer libraries."""
+    out = []
+    for dist, module in (("gpualign", "gpualign"), ("numpy", "numpy"), ("numba", "numba"),
+                         ("cupy", "cupy"), ("edlib", "edlib"), ("rapidfuzz", "rapidfuzz"),
+                         ("stringzillas", "stringzillas")):
+        version = None
+        for candidate in (dist, "cupy-cuda13x", "cupy-cuda12x") if dist == "cupy" else (dist,):
+            try:
+                version = importlib.metadata.version(candidate)
+                break
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        if version is None:
+            mod = import_optional(module)
+            version = getattr(mod, "__version__", "installed") if mod else "absent"
+        out.append(f"{dist} {version}")
+    return ", ".join(out) + f"; Python {platform.python_version()}"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"
+
+
+def sanitize(raw: bytes | str, rng: np.random.Generator) -> np.ndarray:
+    """Upper-case ACGT codes 0..3 of a sequence; any other symbol becomes a random base.
+
+    Every engine then sees the same four-letter strings (edlib and rapidfuzz would treat N as
+    an ordinary letter, gpualign as matching nothing).
+    """
+    if isinstance(raw, str):
+        raw = raw.encode("latin-1", errors="replace")
+    lookup = gpualign.get_alphabet("dna").lookup
+    codes = lookup[np.frombuffer(raw, dtype=np.uint8)]
+    bad = (codes < 0) | (codes > 3)
+    if bad.any():
+        codes[bad] = rng.integers(0, 4, int(bad.sum()))
+    return codes.astype(np.uint8)
+
+
+def save_results(text: str, kind: str, info: dict[str, str], started: _dt.datetime,
+                 results_dir: Path) -> Path:
+    """Write ``text`` to ``results_dir/<kind>-<device>-<date>[-N].md`` (never overwriting)."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"{kind}-{slug(info['name'])}-{started.strftime('%Y-%m-%d')}"
+    path = results_dir / f"{stem}.md"
+    serial = 2
+    while path.exists():
+        path = results_dir / f"{stem}-{serial}.md"
+        serial += 1
+    path.write_text(text)
+    return path
