@@ -88,6 +88,7 @@ class Workload:
     source: str
     file: Path | None = None  # the real collection as a file, streamed by one row
     file_subjects: int = 0  # how many leading subjects of ``subjects`` the file holds
+    pinned: SequenceSet | None = None  # ``subjects`` in page-locked memory, made when needed
 
     @property
     def query_text(self) -> str:
@@ -177,22 +178,29 @@ class Bench:
         return lengths
 
     def end_to_end(self, work: Workload, lengths: np.ndarray | None, with_lcs: bool,
-                   devices: list[int] | None = None, row_name: str | None = None) -> Row:
-        """``lcs_top`` from a SequenceSet in host memory: every batch streamed to the GPU."""
+                   pinned: bool = False, devices: list[int] | None = None,
+                   row_name: str | None = None) -> Row:
+        """``lcs_top`` from a SequenceSet in host memory: every batch streamed to the GPU,
+        straight from the set when it is pinned (``SequenceSet.pin_memory``), else staged."""
         engine = (f"gpualign-cuda lcs_top, n={TOP_N}" + (", LCS strings" if with_lcs else "")
+                  + (", pinned set" if pinned else ", pageable set")
                   + (f", devices={devices}" if devices else ""))
         name = row_name or work.name
         if not self.cuda_ok or "cuda" not in self.engines:
             return self.add(Row(name, engine, note=f"skipped: {self.cuda_why or 'not selected'}"))
+        if pinned and work.pinned is None:
+            work.pinned = work.subjects.pin_memory()
+        subjects = work.pinned if pinned else work.subjects
         query = work.query_text
         times, top = time_gpu(
-            lambda: gpualign.lcs_top(query, work.subjects, TOP_N, with_lcs=with_lcs,
+            lambda: gpualign.lcs_top(query, subjects, TOP_N, with_lcs=with_lcs,
                                      alphabet=work.alphabet, backend="cuda", devices=devices),
             self.args.repeats)
         check = self.check_top(work, top, lengths, with_lcs)
+        where = "pinned host memory" if pinned else "pageable host memory, staged"
         return self.add(Row(name, engine, len(work.subjects), work.cells,
                             statistics.median(times), check,
-                            note="subjects in host memory; " + gpu_note(times)))
+                            note=f"subjects in {where}; " + gpu_note(times)))
 
     def from_file(self, work: Workload, lengths: np.ndarray | None) -> Row:
         """``lcs_top`` streaming the original (gzipped) FASTA file: read, encode, compute."""
@@ -311,9 +319,10 @@ class Bench:
         self.sources[work.name] = work.label()
         log(work.label())
         lengths = self.kernel(work)
-        for with_lcs in (False, True):
-            row = self.end_to_end(work, lengths, with_lcs)
-            self.judge_end_to_end(row)
+        for pinned in (True, False):
+            for with_lcs in (False, True):
+                self.judge_end_to_end(self.end_to_end(work, lengths, with_lcs, pinned))
+        work.pinned = None
         cpu_lengths = self.cpu(work)
         self.rapidfuzz(work, cpu_lengths)
 
@@ -391,7 +400,9 @@ class Bench:
         self.sources[work.name] = work.label()
         log(work.label())
         lengths = self.kernel(work)
-        self.judge_end_to_end(self.end_to_end(work, lengths, True))
+        for pinned in (True, False):
+            self.judge_end_to_end(self.end_to_end(work, lengths, True, pinned))
+        work.pinned = None
         self.from_file(work, lengths)
         cpu_lengths = self.cpu(work)
         self.rapidfuzz(work, cpu_lengths)
@@ -408,7 +419,7 @@ class Bench:
             return
         work = self.paper()
         self.sources["multi-gpu"] = "the paper workload, with devices=[0..k-1]"
-        rows = [self.end_to_end(work, None, True, list(range(k)), "multi-gpu")
+        rows = [self.end_to_end(work, None, True, True, list(range(k)), "multi-gpu")
                 for k in range(1, count + 1)]
         for k, row in enumerate(rows, 1):
             if row.ran and rows[0].ran:
@@ -468,8 +479,10 @@ def report(bench: Bench, info: dict[str, str], commit: str, command: str, starte
         f"{bench.args.repeats} calls, the device synchronized before each clock read. "
         "'kernels only' starts from subjects already on the GPU and ends with the lengths on "
         "the host; 'lcs_top' rows start from a SequenceSet in host memory (or the FASTA file) "
-        f"and end with the top {TOP_N} (and their LCS strings): batches are page-locked or "
-        "staged, copied and computed on two CUDA streams while the CPU merges the top-N. "
+        f"and end with the top {TOP_N} (and their LCS strings): batches are copied from the "
+        "set itself when it is pinned (SequenceSet.pin_memory, done once before the timed "
+        "calls) or staged through pinned buffers, and copied and computed on several CUDA "
+        "streams while the CPU merges the top-N. "
         f"CPU rows run the first subjects, sized to about {bench.args.cpu_seconds:g} s per "
         f"call (median of {bench.args.cpu_repeats}). 'check': GPU lengths of {CHECK_SUBJECTS} "
         "random subjects against the CPU backend; top-N against the kernels' lengths and each "

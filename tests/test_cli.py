@@ -1,4 +1,5 @@
-"""The ``gpualign`` command line: output table, all-vs-all, errors and exit codes, --quiet.
+"""The ``gpualign`` command line: output table, all-vs-all, errors and exit codes, --quiet;
+``gpualign edit`` and ``gpualign lcs``.
 
 Most tests call :func:`gpualign.cli.main` in-process (fast: Numba functions stay compiled); one
 runs the installed module in a subprocess to check the real exit status and stderr.
@@ -14,14 +15,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rapidfuzz.distance import LCSseq
 
 import gpualign
 from gpualign.backend import cuda_status
-from gpualign.cli import EDIT_COLUMNS, main
+from gpualign.cli import EDIT_COLUMNS, LCS_ALL_COLUMNS, LCS_TOP_COLUMNS, main
+from gpualign.io import read_records
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 HIV_READS = EXAMPLES / "hiv_reads.fa"
 HIV_REFERENCE = EXAMPLES / "hiv_reference.fa"
+DATA = Path(__file__).resolve().parent / "data"
+RDP16S = DATA / "rdp16s_200.fasta.gz"  # 200 real 16S sequences; 8 hold N, K or Y
+UNIPROT = DATA / "uniprot_200.fasta.gz"  # 200 real proteins
 
 QUERIES = [("q0", "ACGTACGT"), ("q1", "ACGT"), ("q2", "GGGGGGGGGG")]
 TARGETS = [("t0", "ACGTTCGT"), ("t1", "TTACCTTT"), ("t2", "ACGTACGT")]
@@ -223,6 +229,19 @@ def test_truncated_gzip(tmp_path, capsys):
     assert main(["edit", str(good), str(good), "-k", "0", "-q"]) == 0  # the whole file reads
 
 
+def test_corrupt_gzip(tmp_path, capsys):
+    """Corrupt deflate data (isal/zlib-ng raise their own errors, not OSError) is an input error
+    naming the file, not a traceback."""
+    whole = gzip.compress("".join(f">r{i}\n{'ACGT' * 50}\n" for i in range(2000)).encode())
+    corrupt = tmp_path / "corrupt.fa.gz"
+    corrupt.write_bytes(whole[:20] + bytes(range(256)) * 4 + whole[1044:])
+    good = write_fasta(tmp_path / "q.fa", [("q", "ACGT")])
+    for queries, targets in ((good, corrupt), (corrupt, good)):
+        assert main(["edit", str(queries), str(targets), "--all-vs-all", "-q"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"gpualign: error: {corrupt}: cannot read") and err.count("\n") == 1
+
+
 def test_bad_options_exit_2(pair_files, capsys):
     queries, targets = pair_files
     assert main(["edit", str(queries), str(targets), "-k", "-1"]) == 2
@@ -274,3 +293,260 @@ def test_subprocess_exit_status_and_quiet(hiv_subset, tmp_path):
                           text=True, timeout=600)
     assert done.returncode == 2
     assert done.stderr.startswith("gpualign: error: ") and "Traceback" not in done.stderr
+
+
+# --------------------------------------------------------------------------- lcs
+
+
+@pytest.fixture(scope="module")
+def rdp16s() -> list[tuple[str, str]]:
+    return list(read_records(RDP16S))
+
+
+@pytest.fixture(scope="module")
+def uniprot() -> list[tuple[str, str]]:
+    return list(read_records(UNIPROT))
+
+
+def read_table(text: str, header: tuple[str, ...]) -> list[dict[str, str]]:
+    lines = text.splitlines()
+    assert tuple(lines[0].split("\t")) == header
+    return [dict(zip(header, line.split("\t"), strict=True)) for line in lines[1:]]
+
+
+def is_subsequence(short: str, long: str) -> bool:
+    rest = iter(long)
+    return all(symbol in rest for symbol in short)
+
+
+def lcs_lengths(query: str, subjects: list[tuple[str, str]]) -> list[int]:
+    """rapidfuzz's LCS of ``query`` with every subject. Exact for a query of ACGT only (the
+    N/K/Y of some subjects, which gpualign reads as N, match nothing in it either) and for
+    proteins (every symbol matches itself)."""
+    return [LCSseq.similarity(query, subject) for _, subject in subjects]
+
+
+def best(lengths: list[int], n: int) -> list[int]:
+    """Indices of the ``n`` longest, ties by lower index (the order of ``lcs_top``)."""
+    return sorted(range(len(lengths)), key=lambda j: (-lengths[j], j))[:n]
+
+
+def summary_line(err: str) -> str:
+    # A progress bar may come first (shown when the run outlasts a second); the summary is last.
+    return err.strip().splitlines()[-1].split("\r")[-1]
+
+
+def test_lcs_top_16s(rdp16s, tmp_path, capsys, backend):
+    """Top 7 of a real 16S query among the 200 (itself included): ranks, lengths (rapidfuzz),
+    lengths of both sequences, and LCS strings that are common subsequences of that length."""
+    name, query = rdp16s[3]
+    assert set(query) <= set("ACGT")
+    query_file = write_fasta(tmp_path / "query.fa", [(name, query)])
+    out = tmp_path / "top.tsv"
+    assert main(["lcs", str(query_file), str(RDP16S), "--top", "7", "--invalid", "wildcard",
+                 "--backend", backend, "-o", str(out)]) == 0
+    rows = read_table(out.read_text(), LCS_TOP_COLUMNS)
+    lengths = lcs_lengths(query, rdp16s)
+    expected = best(lengths, 7)
+    assert expected[0] == 3 and lengths[3] == len(query)  # the query finds itself first
+    assert [r["subject"] for r in rows] == [rdp16s[j][0] for j in expected]
+    assert [int(r["lcs_length"]) for r in rows] == [lengths[j] for j in expected]
+    assert [r["rank"] for r in rows] == [str(k) for k in range(1, 8)]
+    assert {r["query"] for r in rows} == {name}
+    assert {r["query_length"] for r in rows} == {str(len(query))}
+    assert [int(r["subject_length"]) for r in rows] == [len(rdp16s[j][1]) for j in expected]
+    for row, j in zip(rows, expected, strict=True):
+        assert len(row["lcs"]) == int(row["lcs_length"])
+        assert is_subsequence(row["lcs"], query) and is_subsequence(row["lcs"], rdp16s[j][1])
+    assert rows[0]["lcs"] == query
+    # The same as the Python API.
+    top = gpualign.lcs_top(query, RDP16S, 7, invalid="wildcard", backend="cpu")
+    assert [r["subject"] for r in rows] == top.name
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    summary = summary_line(captured.err)
+    assert summary.startswith("gpualign lcs: 1 query x 200 subjects, top 7: 200 compared, "
+                              f"7 rows written -> {out} in ")
+    assert summary.endswith(f"(backend {backend})")
+
+
+def test_lcs_all_16s_in_file_order(rdp16s, tmp_path, capsys, backend, small_lcs_batches):
+    """--all: one row per subject in file order, also when the subjects come in many batches."""
+    name, query = rdp16s[101]
+    assert set(query) <= set("ACGT")
+    query_file = write_fasta(tmp_path / "query.fa", [(name, query)])
+    assert main(["lcs", str(query_file), str(RDP16S), "--all", "--invalid", "wildcard",
+                 "--backend", backend, "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    rows = read_table(captured.out, LCS_ALL_COLUMNS)
+    assert [r["subject"] for r in rows] == [n for n, _ in rdp16s]
+    assert [int(r["lcs_length"]) for r in rows] == lcs_lengths(query, rdp16s)
+    assert [int(r["subject_length"]) for r in rows] == [len(s) for _, s in rdp16s]
+    assert {(r["query"], r["query_length"]) for r in rows} == {(name, str(len(query)))}
+
+
+def test_lcs_several_queries(rdp16s, tmp_path, capsys):
+    """Every record of QUERY is a query; the rows of one query come together, in QUERY order."""
+    picks = [150, 0]
+    query_file = write_fasta(tmp_path / "queries.fa", [rdp16s[i] for i in picks])
+    assert main(["lcs", str(query_file), str(RDP16S), "--top", "3", "--invalid", "wildcard",
+                 "--no-strings", "--backend", "cpu"]) == 0
+    captured = capsys.readouterr()
+    rows = read_table(captured.out, LCS_TOP_COLUMNS[:-1])
+    expected = []
+    for i in picks:
+        lengths = lcs_lengths(rdp16s[i][1], rdp16s)
+        expected += [(rdp16s[i][0], rdp16s[j][0], str(k + 1), str(lengths[j]))
+                     for k, j in enumerate(best(lengths, 3))]
+    assert [(r["query"], r["subject"], r["rank"], r["lcs_length"]) for r in rows] == expected
+    assert "2 queries x 200 subjects, top 3 without strings: 400 compared, 6 rows" in (
+        summary_line(captured.err))
+
+    out = tmp_path / "all.tsv"
+    assert main(["lcs", str(query_file), str(RDP16S), "--all", "--invalid", "wildcard",
+                 "--backend", "cpu", "-o", str(out), "-q"]) == 0
+    rows = read_table(out.read_text(), LCS_ALL_COLUMNS)
+    assert [(r["query"], r["subject"]) for r in rows] == [
+        (rdp16s[i][0], n) for i in picks for n, _ in rdp16s]
+    assert [int(r["lcs_length"]) for r in rows] == [
+        length for i in picks for length in lcs_lengths(rdp16s[i][1], rdp16s)]
+
+
+def test_lcs_protein_without_strings(uniprot, tmp_path, capsys):
+    name, query = uniprot[42]
+    query_file = write_fasta(tmp_path / "query.fa", [(name, query)])
+    assert main(["lcs", str(query_file), str(UNIPROT), "--alphabet", "protein", "--top", "4",
+                 "--no-strings", "--backend", "cpu", "-q"]) == 0
+    rows = read_table(capsys.readouterr().out, LCS_TOP_COLUMNS[:-1])
+    lengths = lcs_lengths(query, uniprot)
+    expected = best(lengths, 4)
+    assert expected[0] == 42
+    assert [(r["subject"], int(r["lcs_length"]), int(r["subject_length"])) for r in rows] == [
+        (uniprot[j][0], lengths[j], len(uniprot[j][1])) for j in expected]
+    # Protein letters are not DNA: the query file is named, with its record and position.
+    assert main(["lcs", str(query_file), str(UNIPROT), "--backend", "cpu"]) == 2
+    err = capsys.readouterr().err
+    first = min(i for i, c in enumerate(query) if c not in "ACGTN")
+    assert err.startswith(f"gpualign: error: {query_file}: record '{name}' (#0): ")
+    assert f"at position {first} " in err and "--alphabet protein/bytes" in err
+
+
+def test_lcs_empty_subjects(tmp_path, capsys):
+    query_file = write_fasta(tmp_path / "query.fa", [("q", "ACGT")])
+    empty = tmp_path / "empty.fa"
+    empty.write_text("")
+    for mode, header in (("--top=3", LCS_TOP_COLUMNS), ("--all", LCS_ALL_COLUMNS)):
+        assert main(["lcs", str(query_file), str(empty), mode, "--backend", "cpu"]) == 0
+        captured = capsys.readouterr()
+        assert captured.out.splitlines() == ["\t".join(header)]
+        assert "1 query x 0 subjects" in captured.err and "0 rows written" in captured.err
+
+
+def lcs_error(capsys, args: list[str]) -> str:
+    """Run ``gpualign lcs ARGS``: status 2, nothing on stdout, one ``gpualign: error:`` line."""
+    assert main(["lcs", *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("gpualign: error: ") and captured.err.count("\n") == 1
+    return captured.err
+
+
+def test_lcs_invalid_symbol_in_streamed_subjects(rdp16s, tmp_path, capsys):
+    """Real data: record #83 of the 16S excerpt holds a K (IUPAC G/T)."""
+    query_file = write_fasta(tmp_path / "query.fa", [rdp16s[0]])
+    out = tmp_path / "out.tsv"
+    for mode in ("--top=5", "--all"):
+        err = lcs_error(capsys, [str(query_file), str(RDP16S), mode, "-o", str(out),
+                                 "--backend", "cpu"])
+        assert f"{RDP16S}: record '101390' (#83): symbol 'K' at position 1495" in err
+        assert "--invalid wildcard" in err and not out.exists()
+
+
+def test_lcs_input_errors(tmp_path, capsys):
+    query_file = write_fasta(tmp_path / "query.fa", [("q", "ACGTACGT")])
+    subjects = write_fasta(tmp_path / "subjects.fa", TARGETS)
+    missing = tmp_path / "missing.fa"
+    for args in ([str(missing), str(subjects)], [str(query_file), str(missing)],
+                 [str(query_file), str(missing), "--all"]):
+        assert f"{missing}: no such file" in lcs_error(capsys, args + ["--backend", "cpu"])
+
+    records = "".join(f">r{i}\n{'ACGT' * 50}\n" for i in range(2000))
+    whole = gzip.compress(records.encode())
+    truncated = tmp_path / "truncated.fa.gz"
+    truncated.write_bytes(whole[: len(whole) // 2])
+    corrupt = tmp_path / "corrupt.fa.gz"
+    corrupt.write_bytes(whole[:20] + bytes(range(256)) * 4 + whole[1044:])
+    for bad in (truncated, corrupt):
+        for mode in ("--top=1", "--all"):
+            err = lcs_error(capsys, [str(query_file), str(bad), mode, "--backend", "cpu"])
+            assert f"{bad}: cannot read" in err
+    good = tmp_path / "good.fa.gz"
+    good.write_bytes(whole)
+    assert main(["lcs", str(query_file), str(good), "--top", "1", "-q", "--backend", "cpu"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split("\t")[:4] == ["q", "r0", "1", "8"]
+
+    empty = tmp_path / "empty.fa"
+    empty.write_text("")
+    err = lcs_error(capsys, [str(empty), str(subjects), "--backend", "cpu"])
+    assert f"{empty}: no records" in err
+
+
+def test_lcs_option_errors(tmp_path, capsys):
+    query_file = write_fasta(tmp_path / "query.fa", [("q", "ACGTACGT")])
+    subjects = write_fasta(tmp_path / "subjects.fa", TARGETS)
+    inputs = [str(query_file), str(subjects)]
+    for args, message in (
+        (["--top", "0"], "argument --top: must be >= 1, got 0"),
+        (["--top", "3", "--all"], "argument --all: not allowed with argument --top"),
+        (["--devices", "0,x"], "argument --devices: expected GPU ids such as 0,1"),
+        (["--alphabet", "rna"], "argument --alphabet: invalid choice"),
+    ):
+        assert main(["lcs", *inputs, *args]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and f"gpualign lcs: error: {message}" in captured.err
+    err = lcs_error(capsys, [*inputs, "--devices", "0", "--backend", "cpu"])
+    assert "devices" in err and "CUDA backend only" in err
+    err = lcs_error(capsys, [*inputs, "-o", str(tmp_path / "no" / "out.tsv")])
+    assert "no such folder" in err
+
+
+@pytest.mark.skipif(cuda_status()[0], reason="a CUDA device is present")
+def test_lcs_cuda_unavailable(tmp_path, capsys):
+    query_file = write_fasta(tmp_path / "query.fa", [("q", "ACGT")])
+    for extra in ([], ["--devices", "0,1"]):
+        err = lcs_error(capsys, [str(query_file), str(query_file), "--backend", "cuda", *extra])
+        assert "unavailable" in err
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not cuda_status()[0], reason="no CUDA device")
+def test_lcs_devices_on_cuda(rdp16s, tmp_path, capsys):
+    query_file = write_fasta(tmp_path / "query.fa", [rdp16s[3]])
+    common = [str(query_file), str(RDP16S), "--top", "5", "--invalid", "wildcard", "-q"]
+    assert main(["lcs", *common, "--backend", "cpu"]) == 0
+    on_cpu = capsys.readouterr().out
+    assert main(["lcs", *common, "--backend", "cuda", "--devices", "0"]) == 0
+    assert read_table(capsys.readouterr().out, LCS_TOP_COLUMNS) == read_table(
+        on_cpu, LCS_TOP_COLUMNS)
+    assert "distinct" in lcs_error(capsys, [*common, "--backend", "cuda", "--devices", "0,0"])
+    assert "does not exist" in lcs_error(capsys, [*common, "--backend", "cuda",
+                                                  "--devices", "0,99"])
+
+
+def test_lcs_subprocess(rdp16s, tmp_path):
+    """The real process: a table on stdout and one summary line; status 2 without a traceback."""
+    query_file = write_fasta(tmp_path / "query.fa", [rdp16s[3]])
+    command = [sys.executable, "-m", "gpualign.cli", "lcs", str(query_file), str(RDP16S),
+               "--top", "3", "--backend", "cpu"]
+    done = subprocess.run(command + ["--invalid", "wildcard"], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    rows = read_table(done.stdout, LCS_TOP_COLUMNS)
+    assert [r["subject"] for r in rows][:1] == [rdp16s[3][0]] and len(rows) == 3
+    assert done.stderr.count("\n") == 1 and "1 query x 200 subjects, top 3" in done.stderr
+
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("gpualign: error: ") and "Traceback" not in done.stderr
+    assert "'101390' (#83)" in done.stderr

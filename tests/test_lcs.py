@@ -135,6 +135,8 @@ def check_top(query, subjects, top, n, alphabet="dna", with_lcs=True, names=None
     assert top.length.tolist() == [lengths[i] for i in best]
     assert len(top) == len(best) == min(n, len(subjects))
     assert top.subjects == len(subjects) and top.query_length == len(query)
+    assert top.subject_length.dtype == np.int64
+    assert top.subject_length.tolist() == [len(subjects[i]) for i in best]
     names = names if names is not None else [str(i) for i in range(len(subjects))]
     assert top.name == [names[i] for i in best]
     if not with_lcs:
@@ -579,21 +581,30 @@ def test_many_batches(backend, tmp_path):
     assert matrix[2].tolist() == [oracle(lcs_as_codes("ACGT" * 40, "dna"), s) for s in codes]
 
 
-@pytest.mark.parametrize("lock_bytes", [0, 4096, 1 << 26],
-                         ids=["staged", "page-chunks", "one-chunk"])
-def test_set_in_host_memory_copy_paths(backend, monkeypatch, lock_bytes):
-    # A SequenceSet goes to the GPU straight from its page-locked memory (locked in chunks of
-    # LCS_PAGE_LOCK_BYTES: small chunks make every batch span several, copied piece by piece)
-    # or, with locking off, through the pipeline's staging buffers. Same lengths either way.
-    monkeypatch.setattr(gpualign.config, "LCS_PAGE_LOCK_BYTES", lock_bytes)
+@pytest.mark.parametrize("pinned", [False, True], ids=["pageable", "pinned"])
+@pytest.mark.parametrize("slots", [2, 3, 5])
+def test_set_in_host_memory_copy_paths(backend, monkeypatch, pinned, slots):
+    # Batches of a set in pinned memory (SequenceSet.pin_memory) go to the GPU straight from it;
+    # other batches are staged through the pipeline's own pinned buffers. Many batches cycle
+    # through every slot. Same lengths either way, on every backend.
+    if pinned and backend != "cuda":
+        pytest.skip("pin_memory needs CuPy")
+    monkeypatch.setattr(gpualign.config, "LCS_GPU_SLOTS", slots)
     monkeypatch.setattr(gpualign.config, "LCS_GPU_FIRST_BATCH_RESIDUES", 3000)
-    monkeypatch.setattr(gpualign.config, "LCS_GPU_BATCH_RESIDUES", 20_000)
+    monkeypatch.setattr(gpualign.config, "LCS_GPU_BATCH_RESIDUES", 9000)
     rng = np.random.default_rng(15)
     query = random_codes(rng, 300, 4, 0.01)
     subjects = [related(rng, query, int(n), rate=0.3) for n in rng.integers(0, 700, 150)]
     seqs = SequenceSet.from_sequences([to_input(s) for s in subjects])
+    if pinned:
+        seqs = seqs.pin_memory()
+        from gpualign.lcs import _cuda
+
+        assert _cuda._page_locked(seqs.codes)
     lengths = gpualign.lcs_length(to_input(query), seqs, backend=backend)
     assert lengths.tolist() == [oracle(query, s) for s in subjects]
+    top = gpualign.lcs_top(to_input(query), seqs, 5, backend=backend)
+    check_top(query, subjects, top, 5)
 
 
 @pytest.mark.parametrize("alphabet", ALPHABETS)

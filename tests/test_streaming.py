@@ -238,6 +238,17 @@ def test_truncated_gzip_raises_sequence_file_error(tmp_path):
         list(iter_batches(path, batch_residues=1000))
 
 
+def test_corrupt_gzip_raises_sequence_file_error(tmp_path):
+    # Corrupt deflate data: isal/zlib-ng (dnaio's decompressors) raise their own error types.
+    data = gzip.compress("".join(f">r{i}\n{'ACGT' * 50}\n" for i in range(2000)).encode())
+    path = tmp_path / "corrupt.fa.gz"
+    path.write_bytes(data[:20] + bytes(range(256)) * 4 + data[1044:])
+    with pytest.raises(gpualign.SequenceFileError, match=re.escape(str(path)) + ": cannot read"):
+        list(iter_batches(path, batch_residues=1000))
+    with pytest.raises(gpualign.SequenceFileError, match="cannot read"):
+        gpualign.lcs_top("ACGT", path, backend="cpu")
+
+
 def test_missing_file_raises_sequence_file_error(tmp_path):
     with pytest.raises(gpualign.SequenceFileError, match="no such file"):
         list(iter_batches(tmp_path / "absent.fa"))

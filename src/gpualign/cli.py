@@ -1,9 +1,9 @@
 """The ``gpualign`` command line.
 
 One subcommand per capability. Each subcommand is two functions: ``_add_<name>_command`` declares
-its arguments (from the shared helpers ``_add_pair_inputs``, ``_add_backend_option`` and
-``_add_output_options``) and ``run_<name>`` runs it and returns the exit status. To add a
-subcommand, write both and list the first in :data:`_COMMANDS`.
+its arguments (from the shared helpers ``_add_pair_inputs`` or ``_add_encoding_options``,
+``_add_backend_option`` and ``_add_output_options``) and ``run_<name>`` runs it and returns the
+exit status. To add a subcommand, write both and list the first in :data:`_COMMANDS`.
 
 Coordinates in the TSV output are 0-based, half-open, as in the Python API; ``*`` marks a value
 that is not available (SAM's convention).
@@ -16,18 +16,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import TextIO
 
 import numpy as np
 
 from . import __version__
+from ._progress import progress_bar
 from .backend import BackendUnavailableError, resolve_backend
 from .edit import edit_distance, edit_distance_matrix
-from .io import SequenceFileError, write_tsv
+from .io import SequenceFileError, read_records, write_tsv
+from .lcs import lcs_length_matrix, lcs_top
 from .sequences import InvalidSymbolError, SequenceSet
 
 __all__ = ["build_parser", "main"]
@@ -39,6 +43,12 @@ USER_ERRORS = (InvalidSymbolError, SequenceFileError, ValueError, BackendUnavail
                OSError)
 
 EDIT_COLUMNS = ("query", "target", "distance", "target_start", "target_end", "cigar")
+LCS_TOP_COLUMNS = ("query", "subject", "rank", "lcs_length", "query_length", "subject_length",
+                   "lcs")
+LCS_ALL_COLUMNS = ("query", "subject", "lcs_length", "query_length", "subject_length")
+
+#: Rows of ``gpualign lcs --all`` formatted and written at a time.
+_LCS_ALL_CHUNK = 1 << 16
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -55,12 +65,33 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    value = _non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _device_list(text: str) -> list[int]:
+    """argparse type: a comma-separated list of GPU ordinals, e.g. ``0,1``."""
+    try:
+        return [_non_negative_int(item.strip()) for item in text.split(",")]
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"expected GPU ids such as 0,1 ({exc})") from None
+
+
 def _add_pair_inputs(parser: argparse.ArgumentParser) -> None:
     """QUERIES and TARGETS files plus the options that control how they are encoded."""
     parser.add_argument("queries", metavar="QUERIES",
                         help="FASTA/FASTQ file of queries (.gz, .bz2, .xz accepted)")
     parser.add_argument("targets", metavar="TARGETS",
                         help="FASTA/FASTQ file of targets (.gz, .bz2, .xz accepted)")
+    _add_encoding_options(parser)
+
+
+def _add_encoding_options(parser: argparse.ArgumentParser) -> None:
+    """--alphabet and --invalid: how the symbols of every input file are encoded."""
     parser.add_argument("--alphabet", choices=("dna", "protein", "bytes"), default="dna",
                         help="sequence alphabet (default: dna; in DNA, N matches nothing)")
     parser.add_argument("--invalid", choices=("error", "wildcard"), default="error",
@@ -81,15 +112,28 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
                         help="no progress bar and no summary line on standard error")
 
 
-def _read_sequences(path: str, args: argparse.Namespace) -> SequenceSet:
-    """Encode one FASTA/FASTQ file; invalid-symbol errors name the file and the CLI options."""
+def _symbol_error(path: str, exc: InvalidSymbolError) -> InvalidSymbolError:
+    """``exc`` with the file name in front and the command-line options in its hint (the
+    library's hint names Python keywords)."""
+    message = (str(exc).replace("invalid='wildcard'", "--invalid wildcard")
+               .replace("alphabet='protein'/'bytes'", "--alphabet protein/bytes"))
+    return InvalidSymbolError(f"{path}: {message}")
+
+
+@contextlib.contextmanager
+def _reading(path: str) -> Iterator[None]:
+    """Invalid-symbol errors met while reading ``path`` (at once or streamed) get the file name
+    and the CLI options."""
     try:
-        return SequenceSet.from_file(path, args.alphabet, invalid=args.invalid)
+        yield
     except InvalidSymbolError as exc:
-        # The library's hint names Python keywords; point to the options of this command line.
-        message = (str(exc).replace("invalid='wildcard'", "--invalid wildcard")
-                   .replace("alphabet='protein'/'bytes'", "--alphabet protein/bytes"))
-        raise InvalidSymbolError(f"{path}: {message}") from exc
+        raise _symbol_error(path, exc) from exc
+
+
+def _read_sequences(path: str, args: argparse.Namespace) -> SequenceSet:
+    """Encode one FASTA/FASTQ file; errors name the file and the CLI options."""
+    with _reading(path):
+        return SequenceSet.from_file(path, args.alphabet, invalid=args.invalid)
 
 
 def _read_pair_inputs(args: argparse.Namespace) -> tuple[SequenceSet, SequenceSet]:
@@ -111,8 +155,8 @@ def _check_output(path: str | None) -> None:
         raise PermissionError(13, "output file not writable", path)
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+def _plural(count: int, noun: str, plural: str | None = None) -> str:
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 @contextlib.contextmanager
@@ -242,17 +286,173 @@ def run_edit(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- lcs
+
+
+def _add_lcs_command(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "lcs", help="longest common subsequence: the best subjects of each query",
+        description="LCS of every query with every subject; the subjects are streamed from "
+                    "their file in batches, so the collection may be larger than memory. Writes "
+                    "a TSV table: by default the --top N subjects of each query (query, subject, "
+                    "rank, lcs_length, query_length, subject_length, lcs), longer LCS first and "
+                    "ties in subject file order; with --all the LCS length of every subject "
+                    "(query, subject, lcs_length, query_length, subject_length), subjects in "
+                    "file order, the rows of one query together.",
+        epilog="example: gpualign lcs query.fa tests/data/rdp16s_200.fasta.gz --top 5 "
+               "--invalid wildcard -o best.tsv")
+    parser.add_argument("query", metavar="QUERY",
+                        help="FASTA/FASTQ file whose every record is a query, usually one "
+                             "(.gz, .bz2, .xz accepted)")
+    parser.add_argument("subjects", metavar="SUBJECTS",
+                        help="FASTA/FASTQ file of subjects, streamed (.gz, .bz2, .xz accepted)")
+    _add_encoding_options(parser)
+    report = parser.add_mutually_exclusive_group()
+    report.add_argument("--top", type=_positive_int, default=10, metavar="N",
+                        help="write the N subjects with the longest LCS for each query "
+                             "(default: 10)")
+    report.add_argument("--all", action="store_true",
+                        help="write the LCS length of every subject instead of the top N")
+    parser.add_argument("--no-strings", action="store_true",
+                        help="leave out the lcs column (one longest common subsequence per "
+                             "reported subject, computed on the CPU)")
+    _add_backend_option(parser)
+    parser.add_argument("--devices", type=_device_list, default=None, metavar="IDS",
+                        help="GPUs to split the subjects over, e.g. 0,1 (CUDA backend only; "
+                             "default: the current GPU)")
+    _add_output_options(parser)
+    parser.set_defaults(run=run_lcs)
+
+
+def _changed(path: str, detail: str) -> SequenceFileError:
+    return SequenceFileError(f"{path}: changed while being read ({detail}); read it again")
+
+
+def _write_rows(out: TextIO, columns: Sequence[object]) -> None:
+    """Rows as :func:`~gpualign.io.write_tsv` formats them, without its header line (for tables
+    written in chunks)."""
+    buffer = io.StringIO()
+    write_tsv(buffer, (), columns)  # an empty header is one bare newline
+    out.write(buffer.getvalue()[1:])
+
+
+def _write_all_rows(out: TextIO, path: str, query: str, query_length: int,
+                    lengths: np.ndarray, progress: bool) -> None:
+    """Rows of ``gpualign lcs --all`` for one query: the subject names and lengths come from a
+    second streamed pass over ``path`` (the length API returns lengths only)."""
+    names: list[str] = []
+    sizes: list[int] = []
+    count = len(lengths)
+    bar = progress_bar(count, progress, "write", unit="subject")
+
+    def flush(end: int) -> None:
+        start = end - len(names)
+        _write_rows(out, [[query] * len(names), names, lengths[start:end],
+                          [query_length] * len(names), sizes])
+        bar.update(len(names))
+        names.clear()
+        sizes.clear()
+
+    index = -1
+    try:
+        with contextlib.closing(read_records(path)) as records:
+            for index, (name, sequence) in enumerate(records):
+                if index >= count:
+                    raise _changed(path, f"more than {_plural(count, 'record')}")
+                names.append(name)
+                sizes.append(len(sequence))
+                if len(names) == _LCS_ALL_CHUNK:
+                    flush(index + 1)
+        if index + 1 != count:
+            raise _changed(path, f"{_plural(index + 1, 'record')}, was {count}")
+        flush(count)
+    finally:
+        bar.close()
+
+
+def run_lcs(args: argparse.Namespace) -> int:
+    """Run ``gpualign lcs``; return the exit status.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        As parsed by :func:`build_parser` for the ``lcs`` subcommand.
+
+    Returns
+    -------
+    int
+        0 on success (errors raise and are turned into status 2 by :func:`main`).
+    """
+    began = time.perf_counter()
+    backend = resolve_backend(args.backend)  # fail early, before reading large files
+    _check_output(args.output)
+    progress = not args.quiet
+    queries = _read_sequences(args.query, args)
+    n_q = len(queries)
+    if n_q == 0:
+        raise ValueError(f"{args.query}: no records: QUERY must hold at least one sequence")
+    # A Path, not a list: the API streams the file in batches.
+    subjects = Path(args.subjects)
+    options = {"alphabet": args.alphabet, "invalid": args.invalid, "backend": args.backend,
+               "devices": args.devices, "progress": progress}
+
+    if args.all:
+        with _reading(args.subjects):
+            matrix = lcs_length_matrix(queries, subjects, **options)
+        n_s = matrix.shape[1]
+        with _open_output(args.output) as out, _reading(args.subjects):
+            write_tsv(out, LCS_ALL_COLUMNS, [])
+            # One pass over the subjects per query keeps the rows of a query together without
+            # holding every subject name in memory (QUERY usually holds one record).
+            for q in range(n_q):
+                _write_all_rows(out, args.subjects, queries.names[q],
+                                int(queries.lengths[q]), matrix[q], progress)
+        rows = n_q * n_s
+        task = "all lengths"
+    else:
+        with_lcs = not args.no_strings
+        with _reading(args.subjects):
+            # lcs_top takes one query; each query streams the subjects once.
+            tops = [lcs_top(queries.take(np.array([q])), subjects, args.top, with_lcs=with_lcs,
+                            **options) for q in range(n_q)]
+            n_s = tops[0].subjects
+        columns = [
+            [queries.names[q] for q, top in enumerate(tops) for _ in range(len(top))],
+            [name for top in tops for name in top.name],
+            [rank for top in tops for rank in range(1, len(top) + 1)],
+            np.concatenate([top.length for top in tops]),
+            [top.query_length for top in tops for _ in range(len(top))],
+            np.concatenate([top.subject_length for top in tops]),
+        ]
+        header = LCS_TOP_COLUMNS
+        if with_lcs:
+            columns.append([text for top in tops for text in top.lcs])
+        else:
+            header = header[:-1]
+        with _open_output(args.output) as out:
+            write_tsv(out, header, columns)
+        rows = len(columns[0])
+        task = f"top {args.top}{'' if with_lcs else ' without strings'}"
+
+    where = f" -> {args.output}" if args.output not in (None, "-") else ""
+    _report(args, f"{_plural(n_q, 'query', 'queries')} x {_plural(n_s, 'subject')}, {task}: "
+                  f"{n_q * n_s} compared, {_plural(rows, 'row')} written{where} in "
+                  f"{time.perf_counter() - began:.2f} s (backend {backend})")
+    return 0
+
+
 # --------------------------------------------------------------------------- entry point
 
 #: Subcommand declarations, in the order ``gpualign --help`` lists them.
-_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_edit_command,)
+_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
+    _add_edit_command, _add_lcs_command)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``gpualign`` argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="GPU sequence comparison (CPU fallback): edit distance and more. "
+        description="GPU sequence comparison (CPU fallback): edit distance, LCS and more. "
                     "Run 'gpualign COMMAND --help' for a command's options.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

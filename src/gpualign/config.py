@@ -70,6 +70,10 @@ MATRIX_BLOCK_PAIRS = 1 << 22
 LCS_GPU_BATCH_RESIDUES = 1 << 28
 LCS_GPU_FIRST_BATCH_RESIDUES = 1 << 24
 
+#: Batches in flight per GPU in the CUDA LCS backend, each with its own stream and page-locked
+#: buffers: while the GPU computes one, the next is being staged and copied.
+LCS_GPU_SLOTS = 3
+
 #: Subject symbols per batch of the CPU LCS backend.
 LCS_CPU_BATCH_RESIDUES = 1 << 24
 
@@ -93,11 +97,6 @@ LCS_WIDE_LOADS = False
 #: Shared memory one LCS block may use for its slice of the query's match table; longer
 #: queries (or larger alphabets) run as several launches over groups of tiles.
 LCS_SHARED_BYTES = 48 * 1024
-
-#: Subjects held in host memory (a SequenceSet) are page-locked during a CUDA run in chunks of
-#: this many bytes, ahead of the batches, and copied to the GPU without staging (0: always
-#: stage through the pipeline's own page-locked buffers).
-LCS_PAGE_LOCK_BYTES = 1 << 26
 
 #: Host threads that copy a batch into page-locked memory (None: one per core). One thread
 #: copies about 11 GB/s on the H100 host, 16 about 40 GB/s; the kernel consumes a 4,096-symbol

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import lzma
 import os
@@ -17,6 +18,24 @@ __all__ = ["SequenceFileError", "read_records", "write_tsv"]
 
 class SequenceFileError(ValueError):
     """A sequence file is missing, truncated, corrupt or not FASTA/FASTQ."""
+
+
+def _decompression_errors() -> tuple[type[Exception], ...]:
+    """Errors of the fast gzip decompressors that dnaio (through xopen) may use; they derive
+    from Exception only, not from zlib.error or OSError."""
+    errors: list[type[Exception]] = []
+    with contextlib.suppress(ImportError):
+        from isal.isal_zlib import error as isal_error
+
+        errors.append(isal_error)
+    with contextlib.suppress(ImportError):
+        from zlib_ng.zlib_ng import error as zlib_ng_error
+
+        errors.append(zlib_ng_error)
+    return tuple(errors)
+
+
+_DECOMPRESSION_ERRORS = _decompression_errors()
 
 
 def read_records(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
@@ -35,7 +54,7 @@ def read_records(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
             for index, record in enumerate(reader):  # noqa: B007 (read in the handler)
                 yield record.name.split(None, 1)[0] if record.name else "", record.sequence
     except (dnaio.FileFormatError, EOFError, OSError, gzip.BadGzipFile, zlib.error,
-            lzma.LZMAError, UnicodeDecodeError) as exc:
+            lzma.LZMAError, UnicodeDecodeError, *_DECOMPRESSION_ERRORS) as exc:
         where = f"after record #{index}" if index >= 0 else "before the first record"
         raise SequenceFileError(f"{path}: cannot read {where}: {exc}") from exc
 

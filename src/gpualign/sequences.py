@@ -286,6 +286,26 @@ class SequenceSet:
         return self._device[device_id]
 
 
+    def pin_memory(self) -> SequenceSet:
+        """A copy of the set whose codes lie in page-locked ("pinned") host memory (needs CuPy).
+
+        Streaming backends (:func:`gpualign.lcs_top` and friends on CUDA) copy batches of a
+        pinned set to the GPU directly at full bus speed, with no staging copy and no locking
+        per call; worth it for a large set searched more than once. Pinned memory cannot be
+        swapped out: pin only what fits comfortably in RAM.
+
+        Examples
+        --------
+        >>> subjects = SequenceSet.from_sequences(["ACGT", "GGA"])
+        >>> subjects.pin_memory()  # doctest: +SKIP
+        SequenceSet(2 sequences, 7 symbols, alphabet dna)
+        """
+        import cupyx
+
+        codes = cupyx.empty_pinned(max(len(self.codes), 1), dtype=np.uint8)[:len(self.codes)]
+        codes[:] = self.codes
+        return SequenceSet(codes, self.offsets, self.names, self.alphabet)
+
     def release_device(self) -> None:
         """Drop the device copies made by :meth:`to_device`, giving their GPU memory back."""
         self._device.clear()

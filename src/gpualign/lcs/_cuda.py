@@ -1,16 +1,16 @@
 """CUDA backend of LCS: one thread per subject, the query's bit-vector tiles in registers.
 
-Batches of subjects flow through two slots per GPU, each with its own CUDA stream and
-page-locked host buffers. While the GPU works on one slot's batch, the host copies the next
-batch into the other slot's page-locked buffer (several threads) and queues its host-to-device
-copy, kernels and device-to-host copy; the lengths of a finished batch go to the caller's
+Batches of subjects flow through a few slots per GPU (``LCS_GPU_SLOTS``), each with its own
+CUDA stream and page-locked host buffers. While the GPU works on one slot's batch, the host
+copies the next batch into another slot's page-locked buffer (several threads; or not at all
+when the subjects already lie in page-locked memory) and queues its host-to-device copy,
+kernels and device-to-host copy; the lengths of a finished batch go to the caller's
 ``consume`` (top-N selection, LCS strings on CPU threads) while the GPU runs on. With several
 devices, one such pipeline per GPU pulls batches from the shared source.
 """
 
 from __future__ import annotations
 
-import bisect
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -142,84 +142,33 @@ def resident_lengths(queries: list[np.ndarray], alphabet: Alphabet, subjects: Se
 
 
 def batch_residues() -> int:
-    """Subject symbols per batch: the configured size, capped so that two slots fit the GPU."""
+    """Subject symbols per batch: the configured size, capped so that every slot fits the GPU."""
     per_symbol = 1 + 1 / 8 + 1  # codes, carries, and room for offsets/lengths of short subjects
-    return max(1, min(config.LCS_GPU_BATCH_RESIDUES, int(batch_budget() / (2 * per_symbol))))
+    slots = max(2, config.LCS_GPU_SLOTS)
+    return max(1, min(config.LCS_GPU_BATCH_RESIDUES, int(batch_budget() / (slots * per_symbol))))
 
 
 def _staging_threads() -> int:
     return config.LCS_STAGING_THREADS or os.cpu_count() or 1
 
 
-class _PageLock:
-    """Page-locks a host array in chunks on a background thread, ahead of the batches that are
-    views of it, so that they go to the GPU straight from the caller's memory.
+def _page_locked(array: np.ndarray) -> bool:
+    """Whether the whole of ``array`` lies in page-locked host memory (a view of a set made by
+    :meth:`SequenceSet.pin_memory`, say): then it is copied to the GPU directly.
 
-    Locking runs at about 45 GB/s on the H100 host and needs one core; a staging copy needs 16
-    cores for 35-40 GB/s. When locking fails (memory already locked elsewhere, or a limit) the
-    pipeline stages through its own page-locked buffers instead.
-    """
+    Locking memory per call instead (``cudaHostRegister``) was measured on the H100 host at
+    88 ms to lock and 62 ms to unlock 2.9 GB, more than staging the copy costs."""
+    import cupy
 
-    def __init__(self, array: np.ndarray, chunk: int):
-        import mmap
-
-        self.base = array.ctypes.data
-        self.size = array.nbytes
-        page = mmap.PAGESIZE
-        # Chunks meet at page boundaries, so that no page is locked twice.
-        cuts = [self.base + lo - (self.base + lo) % page for lo in range(chunk, self.size, chunk)]
-        self.bounds = [self.base, *sorted(set(c for c in cuts if c > self.base)),
-                       self.base + self.size]
-        self.ready = [threading.Event() for _ in self.bounds[:-1]]
-        self.locked: list[int] = []
-        self.failed = False
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._lock, name="gpualign-pagelock", daemon=True)
-        self.thread.start()
-
-    def _lock(self) -> None:
-        import cupy
-
-        # cudaHostRegisterPortable: the pages count as locked for every device, not only the
-        # current one (batches may go to several GPUs).
-        portable = 1
-        for number, (lo, hi) in enumerate(zip(self.bounds, self.bounds[1:], strict=False)):
-            try:
-                if not (self.stop.is_set() or self.failed):
-                    cupy.cuda.runtime.hostRegister(lo, hi - lo, portable)
-                    self.locked.append(lo)
-            except Exception:  # noqa: BLE001 - any failure means: stage through own buffers
-                self.failed = True
-            finally:
-                # Always released, so that no batch waits on a chunk that will never come.
-                self.ready[number].set()
-
-    def pieces(self, view: np.ndarray) -> list[tuple[int, int]] | None:
-        """Wait until ``view`` (a slice of the array) is locked and return it as ``(start,
-        stop)`` element ranges that each lie in one locked chunk; None when it cannot be locked.
-
-        A copy may not span two registrations (CUDA rejects it as an invalid value), so a batch
-        goes to the GPU in one copy per chunk it touches."""
-        start = view.ctypes.data
-        if not view.nbytes or start < self.base or start + view.nbytes > self.base + self.size:
-            return None
-        first = bisect.bisect_right(self.bounds, start) - 1
-        last = bisect.bisect_left(self.bounds, start + view.nbytes) - 1
-        for number in range(first, last + 1):
-            self.ready[number].wait()
-        if self.failed:
-            return None
-        cuts = [start, *self.bounds[first + 1:last + 1], start + view.nbytes]
-        return [(lo - start, hi - start) for lo, hi in zip(cuts, cuts[1:], strict=False)]
-
-    def close(self) -> None:
-        import cupy
-
-        self.stop.set()
-        self.thread.join()
-        for address in self.locked:
-            cupy.cuda.runtime.hostUnregister(address)
-        self.locked.clear()
+    if not array.nbytes:
+        return False
+    runtime = cupy.cuda.runtime
+    host = getattr(runtime, "memoryTypeHost", 1)  # cudaMemoryTypeHost
+    try:
+        return all(runtime.pointerGetAttributes(address).type == host
+                   for address in (array.ctypes.data, array.ctypes.data + array.nbytes - 1))
+    except runtime.CUDARuntimeError:  # older drivers reject pointers they do not know
+        return False
 
 
 class _Slot:
@@ -244,20 +193,19 @@ class _Slot:
 
 
 class _Pipeline:
-    """Two slots on one device; ``submit`` batches, then ``drain``."""
+    """``LCS_GPU_SLOTS`` slots on one device, used in turn; ``submit`` batches, then ``drain``."""
 
     def __init__(self, device: int, queries: list[np.ndarray], alphabet: Alphabet, consume,
-                 copier: ThreadPoolExecutor, page_lock: _PageLock | None):
+                 copier: ThreadPoolExecutor):
         import cupy
 
         self.device = cupy.cuda.Device(device)
         with self.device:
             self.queries = [prepare_query(q, alphabet) for q in queries]
-            self.slots = [_Slot(), _Slot()]
+            self.slots = [_Slot() for _ in range(max(2, config.LCS_GPU_SLOTS))]
         self.turn = 0
         self.consume = consume
         self.copier = copier
-        self.page_lock = page_lock
 
     def _stage(self, destination: np.ndarray, source: np.ndarray) -> None:
         """Copy into page-locked memory on several threads (NumPy releases the GIL)."""
@@ -284,8 +232,8 @@ class _Pipeline:
 
         subjects = batch.sequences
         count, residues = len(subjects), len(subjects.codes)
-        pieces = self.page_lock.pieces(subjects.codes) if self.page_lock is not None else None
-        if pieces is None:
+        direct = _page_locked(subjects.codes)
+        if not direct:
             host_codes = slot.buffer("codes", residues + DEVICE_PADDING, np.uint8)
             self._stage(host_codes, subjects.codes)
             host_codes[residues:] = 0
@@ -295,9 +243,8 @@ class _Pipeline:
             len(self.queries), count)
         with slot.stream:
             codes = cupy.empty(residues + DEVICE_PADDING, dtype=cupy.uint8)
-            if pieces is not None:
-                for lo, hi in pieces:
-                    codes[lo:hi].set(subjects.codes[lo:hi], stream=slot.stream)
+            if direct:
+                codes[:residues].set(subjects.codes, stream=slot.stream)
                 codes[residues:] = 0
             else:
                 codes.set(host_codes, stream=slot.stream)
@@ -329,14 +276,14 @@ class _Pipeline:
                 for half in _halves(batch):
                     self.submit(half)
                 return
-            self.turn ^= 1
+            self.turn = (self.turn + 1) % len(self.slots)
 
     def drain(self) -> None:
         """Wait for the batches in flight and hand their results over, oldest first."""
         with self.device:
-            for _ in range(2):
-                self.turn ^= 1
+            for _ in self.slots:
                 self._finish(self.slots[self.turn])
+                self.turn = (self.turn + 1) % len(self.slots)
 
     def synchronize(self) -> None:
         """Wait for the work in flight without handing results over (after an error)."""
@@ -357,12 +304,9 @@ def _halves(batch: Batch) -> list[Batch]:
 
 
 def run(queries: list[np.ndarray], alphabet: Alphabet, batches, consume,
-        devices: list[int] | None, host_codes: np.ndarray | None = None) -> None:
+        devices: list[int] | None) -> None:
     """Compute the LCS lengths of ``queries`` with every batch; ``consume(batch, lengths)`` is
-    called once per batch (never concurrently), ``lengths`` of shape (queries, subjects).
-
-    ``host_codes``: the array the batches are views of (a set in host memory), page-locked
-    during the run so that batches need no staging copy."""
+    called once per batch (never concurrently), ``lengths`` of shape (queries, subjects)."""
     import cupy
 
     if devices is None:
@@ -377,19 +321,12 @@ def run(queries: list[np.ndarray], alphabet: Alphabet, batches, consume,
         with lock:
             consume(batch, lengths)
 
-    page_lock = None
-    if host_codes is not None and config.LCS_PAGE_LOCK_BYTES and host_codes.nbytes:
-        page_lock = _PageLock(host_codes, config.LCS_PAGE_LOCK_BYTES)
-    try:
-        with ThreadPoolExecutor(max_workers=_staging_threads(),
-                                thread_name_prefix="gpualign-stage") as copier:
-            _run_pipelines(queries, alphabet, batches, consume_locked, devices, copier, page_lock)
-    finally:
-        if page_lock is not None:
-            page_lock.close()
+    with ThreadPoolExecutor(max_workers=_staging_threads(),
+                            thread_name_prefix="gpualign-stage") as copier:
+        _run_pipelines(queries, alphabet, batches, consume_locked, devices, copier)
 
 
-def _run_pipelines(queries, alphabet, batches, consume, devices, copier, page_lock) -> None:
+def _run_pipelines(queries, alphabet, batches, consume, devices, copier) -> None:
     """One pipeline per device, each pulling batches from the shared source."""
     source = iter(batches)
     source_lock = threading.Lock()
@@ -398,7 +335,7 @@ def _run_pipelines(queries, alphabet, batches, consume, devices, copier, page_lo
     def work(device: int) -> None:
         pipeline = None
         try:
-            pipeline = _Pipeline(device, queries, alphabet, consume, copier, page_lock)
+            pipeline = _Pipeline(device, queries, alphabet, consume, copier)
             while not errors:
                 with source_lock:
                     batch = next(source, None)
@@ -409,7 +346,7 @@ def _run_pipelines(queries, alphabet, batches, consume, devices, copier, page_lo
         except BaseException as exc:  # re-raised in the caller's thread
             errors.append(exc)
             if pipeline is not None:
-                pipeline.synchronize()  # no copy may still read page-locked memory
+                pipeline.synchronize()  # no copy may still read host memory
 
     if len(devices) == 1:
         work(devices[0])

@@ -32,6 +32,8 @@ class LcsTop:
     name : list of str
     length : np.ndarray of int32
         LCS length with the query.
+    subject_length : np.ndarray of int64
+        Length of each subject.
     lcs : list of str or None
         One longest common subsequence per subject (``with_lcs=True``), else None.
     subjects : int
@@ -42,6 +44,7 @@ class LcsTop:
     index: np.ndarray
     name: list[str]
     length: np.ndarray
+    subject_length: np.ndarray
     lcs: list[str] | None
     subjects: int
     query_length: int
@@ -70,15 +73,14 @@ def _engine(backend: str, devices: Sequence[int] | None) -> Callable[..., None]:
     if resolve_backend(backend) == "cuda":
         from . import _cuda
 
-        return lambda queries, alphabet, batches, consume, host_codes=None: _cuda.run(
-            queries, alphabet, batches, consume, devices, host_codes)
+        return lambda queries, alphabet, batches, consume: _cuda.run(
+            queries, alphabet, batches, consume, devices)
     if devices is not None:
         raise ValueError("devices= applies to the CUDA backend only")
     return _cpu_run
 
 
-def _cpu_run(queries: list[np.ndarray], alphabet: Alphabet, batches, consume,
-             host_codes=None) -> None:
+def _cpu_run(queries: list[np.ndarray], alphabet: Alphabet, batches, consume) -> None:
     for batch in batches:
         subjects = batch.sequences
         lengths = np.empty((len(queries), len(subjects)), dtype=np.int32)
@@ -98,12 +100,6 @@ def _batches(subjects: Any, alphabet: Alphabet, invalid: str, backend: str):
         residues = first = config.LCS_CPU_BATCH_RESIDUES
     return iter_batches(subjects, alphabet, invalid=invalid, batch_residues=residues,
                         first_residues=first)
-
-
-def _host_codes(subjects: Any) -> np.ndarray | None:
-    """The array that batches of an in-memory set are views of (the CUDA backend page-locks
-    it instead of copying each batch)."""
-    return subjects.codes if isinstance(subjects, SequenceSet) else None
 
 
 def _check_devices(devices: Sequence[int] | None) -> list[int] | None:
@@ -162,8 +158,7 @@ def _length_rows(queries: list[np.ndarray], subjects: Any, alphabet: Alphabet, i
         bar.update(len(batch))
 
     try:
-        run(queries, alphabet, _batches(subjects, alphabet, invalid, backend), consume,
-            _host_codes(subjects))
+        run(queries, alphabet, _batches(subjects, alphabet, invalid, backend), consume)
     finally:
         bar.close()
     rows.sort(key=lambda item: item[0])
@@ -215,6 +210,7 @@ class _TopN:
         self.index = np.zeros(0, dtype=np.int64)
         self.length = np.zeros(0, dtype=np.int32)
         self.names: dict[int, str] = {}
+        self.subject_lengths: dict[int, int] = {}
         self.strings: dict[int, Future] = {}
         self.with_lcs = with_lcs
         self.executor = executor
@@ -243,12 +239,15 @@ class _TopN:
             kept = set(self.index.tolist())
             for old in [i for i in self.names if i not in kept]:
                 del self.names[old]
+                del self.subject_lengths[old]
                 self.strings.pop(old, None)
             for i in self.index.tolist():
                 if i in self.names:
                     continue
                 position = i - batch.start
                 self.names[i] = batch.sequences.names[position]
+                self.subject_lengths[i] = int(batch.sequences.offsets[position + 1]
+                                              - batch.sequences.offsets[position])
                 if self.with_lcs:
                     subject = batch.sequences.codes_of(position).copy()
                     self.strings[i] = self.executor.submit(
@@ -256,11 +255,14 @@ class _TopN:
                         self.alphabet.match_codes)
 
     def result(self, subjects: int) -> LcsTop:
-        names = [self.names[i] for i in self.index.tolist()]
+        best = self.index.tolist()
+        names = [self.names[i] for i in best]
+        subject_length = np.array([self.subject_lengths[i] for i in best], dtype=np.int64)
         lcs = None
         if self.with_lcs:
-            lcs = [self.alphabet.decode(self.strings[i].result()) for i in self.index.tolist()]
-        return LcsTop(self.index, names, self.length, lcs, subjects, len(self.query))
+            lcs = [self.alphabet.decode(self.strings[i].result()) for i in best]
+        return LcsTop(self.index, names, self.length, subject_length, lcs, subjects,
+                      len(self.query))
 
 
 def lcs_top(query: Any, subjects: Any, n: int = 10, *, with_lcs: bool = True,
@@ -324,8 +326,7 @@ def lcs_top(query: Any, subjects: Any, n: int = 10, *, with_lcs: bool = True,
         bar.update(len(batch))
 
     try:
-        run([encoded], alpha, _batches(subjects, alpha, invalid, backend), consume,
-            _host_codes(subjects))
+        run([encoded], alpha, _batches(subjects, alpha, invalid, backend), consume)
         return top.result(seen[0])
     finally:
         bar.close()
