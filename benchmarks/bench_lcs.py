@@ -327,11 +327,16 @@ class Bench:
         self.rapidfuzz(work, cpu_lengths)
 
     def judge_end_to_end(self, row: Row) -> None:
+        """The end-to-end rate as a share of the kernels-only rate; the issue's targets apply
+        to the paper's shape (elsewhere the share is reported without a verdict)."""
         kernel = next((r for r in self.rows if r.workload == row.workload
                        and r.engine == "gpualign-cuda kernels only" and r.ran), None)
         if kernel is None or not row.ran:
             return
         ratio = row.gcups / kernel.gcups
+        if row.workload != "paper":
+            row.target = f"{ratio:.0%} of kernels only"
+            return
         verdict = "met" if ratio >= END_TO_END_TARGET_RATIO else "**missed**"
         row.target = f">= {END_TO_END_TARGET_RATIO:.0%} of kernels only: {verdict} ({ratio:.0%})"
         if kernel.target == "-":

@@ -112,13 +112,15 @@ def launch(query: _Query, codes, offsets, order, n_subjects: int, carries, lengt
                shared_mem=shared)
 
 
-def _order(lengths: np.ndarray):
-    """Thread-to-subject order on the device: longest subjects first (uniform: identity)."""
+def _order(lengths: np.ndarray, offsets):
+    """Thread-to-subject order on the device: longest subjects first (uniform: identity).
+    ``offsets`` is the device copy of the subjects' offsets: sorting there keeps the host from
+    waiting for a copy."""
     import cupy
 
     if len(lengths) == 0 or lengths.min() == lengths.max():
         return cupy.arange(len(lengths), dtype=cupy.int32)
-    return cupy.argsort(-cupy.asarray(lengths)).astype(cupy.int32)
+    return cupy.argsort(offsets[:-1] - offsets[1:]).astype(cupy.int32)
 
 
 def _carry_words(residues: int, count: int) -> int:
@@ -132,7 +134,7 @@ def resident_lengths(queries: list[np.ndarray], alphabet: Alphabet, subjects: Se
 
     with cupy.cuda.Device(device if device is not None else cupy.cuda.Device().id):
         codes, offsets = subjects.to_device()
-        order = _order(subjects.lengths)
+        order = _order(subjects.lengths, offsets)
         carries = cupy.empty(_carry_words(len(subjects.codes), len(subjects)), dtype=cupy.uint32)
         out = cupy.empty((len(queries), len(subjects)), dtype=cupy.int32)
         for row, query in enumerate(queries):
@@ -172,23 +174,37 @@ def _page_locked(array: np.ndarray) -> bool:
 
 
 class _Slot:
-    """A stream with its page-locked buffers and the batch it is working on."""
+    """A stream with its page-locked host buffers, its device buffers and the batch it is
+    working on. Buffers grow to the largest batch and are then reused, so that the steady
+    state allocates nothing."""
 
     def __init__(self):
         import cupy
 
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self.host: dict[str, np.ndarray] = {}
-        self.pending: tuple[Batch, np.ndarray, Any, list[Any]] | None = None
+        self.gpu: dict[str, Any] = {}
+        self.pending: tuple[Batch, np.ndarray, Any, Any] | None = None
 
     def buffer(self, name: str, size: int, dtype) -> np.ndarray:
-        """A page-locked array of ``size`` elements (grown when too small, then kept)."""
+        """A page-locked host array of ``size`` elements."""
         import cupyx
 
         held = self.host.get(name)
-        if held is None or held.size < size or held.dtype != dtype:
+        if held is None or held.size < size:
             held = cupyx.empty_pinned(max(size, 1), dtype=dtype)
             self.host[name] = held
+        return held[:size]
+
+    def device_buffer(self, name: str, size: int, dtype):
+        """A device array of ``size`` elements (only used on this slot's stream)."""
+        import cupy
+
+        held = self.gpu.get(name)
+        if held is None or held.size < size:
+            self.gpu.pop(name, None)  # give the old one back before allocating
+            held = cupy.empty(max(size, 1), dtype=dtype)
+            self.gpu[name] = held
         return held[:size]
 
 
@@ -222,13 +238,12 @@ class _Pipeline:
     def _finish(self, slot: _Slot) -> None:
         if slot.pending is None:
             return
-        batch, host_out, event, _alive = slot.pending
+        batch, host_out, event, _order_in_use = slot.pending
         slot.pending = None
         event.synchronize()
         self.consume(batch, host_out.copy())
 
     def _enqueue(self, slot: _Slot, batch: Batch) -> None:
-        import cupy
 
         subjects = batch.sequences
         count, residues = len(subjects), len(subjects.codes)
@@ -241,23 +256,24 @@ class _Pipeline:
         host_offsets[:] = subjects.offsets
         host_out = slot.buffer("lengths", len(self.queries) * count, np.int32).reshape(
             len(self.queries), count)
+        queries = len(self.queries)
         with slot.stream:
-            codes = cupy.empty(residues + DEVICE_PADDING, dtype=cupy.uint8)
+            codes = slot.device_buffer("codes", residues + DEVICE_PADDING, np.uint8)
             if direct:
                 codes[:residues].set(subjects.codes, stream=slot.stream)
                 codes[residues:] = 0
             else:
                 codes.set(host_codes, stream=slot.stream)
-            offsets = cupy.empty(count + 1, dtype=cupy.int64)
+            offsets = slot.device_buffer("offsets", count + 1, np.int64)
             offsets.set(host_offsets, stream=slot.stream)
-            order = _order(subjects.lengths)
-            carries = cupy.empty(_carry_words(residues, count), dtype=cupy.uint32)
-            out = cupy.empty((len(self.queries), count), dtype=cupy.int32)
+            order = _order(subjects.lengths, offsets)
+            carries = slot.device_buffer("carries", _carry_words(residues, count), np.uint32)
+            out = slot.device_buffer("lengths", queries * count, np.int32).reshape(queries, count)
             for row, query in enumerate(self.queries):
                 launch(query, codes, offsets, order, count, carries, out[row])
             out.get(stream=slot.stream, out=host_out, blocking=False)
             event = slot.stream.record()
-        slot.pending = (batch, host_out, event, [codes, offsets, order, carries, out])
+        slot.pending = (batch, host_out, event, order)
 
     def submit(self, batch: Batch) -> None:
         import cupy
