@@ -4,12 +4,14 @@ folder is on ``sys.path``)."""
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import importlib
 import importlib.metadata
 import os
 import platform
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -17,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -253,3 +256,92 @@ def save_results(text: str, kind: str, info: dict[str, str], started: _dt.dateti
         serial += 1
     path.write_text(text)
     return path
+
+
+def base_parser(doc: str, workloads: tuple[str, ...], engines: tuple[str, ...]
+                ) -> argparse.ArgumentParser:
+    """The options every benchmark has; a script adds its own, then calls :func:`parse`."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", action="append", choices=workloads, metavar="NAME",
+                        help=f"workload to run (repeatable; default all): {', '.join(workloads)}")
+    parser.add_argument("--engines", default=",".join(engines),
+                        help=f"comma-separated subset of {','.join(engines)} (default all)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed GPU calls (median)")
+    parser.add_argument("--cpu-seconds", type=float, default=2.0,
+                        help="target seconds of one CPU engine call (sizes its subset)")
+    parser.add_argument("--cpu-repeats", type=int, default=3, help="timed CPU calls (median)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--data-dir", type=Path, default=ROOT / "data")
+    parser.add_argument("--results-dir", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--commit", help="commit to record (default: git, else $GPUALIGN_COMMIT)")
+    parser.add_argument("--no-save", action="store_true", help="print only; write no file")
+    parser.add_argument("--require-cuda", action="store_true",
+                        help="exit with status 3 when the CUDA backend is unavailable")
+    return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None, workloads: tuple[str, ...],
+          engines: tuple[str, ...]) -> argparse.Namespace:
+    """Parse and check the options of :func:`base_parser`."""
+    args = parser.parse_args(argv)
+    args.only = list(dict.fromkeys(args.only or workloads))
+    args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    unknown = set(args.engines) - set(engines)
+    if unknown:
+        parser.error(f"unknown engines {sorted(unknown)}; choose from {', '.join(engines)}")
+    if args.repeats < 1 or args.cpu_repeats < 1:
+        parser.error("repeats must be >= 1")
+    return args
+
+
+def run_benchmark(kind: str, title: str, args: argparse.Namespace, argv: list[str] | None,
+                  make_bench: Callable[[], Any], method: Callable[[Any], str]) -> int:
+    """Run a benchmark and report it: print the table and write it to
+    ``results/<kind>-<device>-<date>.md`` with device, commit, date, versions, command,
+    ``method(bench)`` (how it was measured) and the sources of its data. ``make_bench()``
+    returns an object with ``run()``, ``rows`` (a list of :class:`Row`) and ``sources``
+    (workload -> description). Exit status: 3 without CUDA under ``--require-cuda``, 1 when a
+    check failed, else 0."""
+    if args.require_cuda and not gpualign.backend.cuda_status()[0]:
+        log(f"--require-cuda: {gpualign.backend.cuda_status()[1]}")
+        return 3
+    command = shlex.join([Path(sys.executable).name, *(sys.argv if argv is None else argv)])
+    started = _dt.datetime.now(_dt.timezone.utc)
+    info = device_info()
+    commit = git_commit(args.commit)
+    log(f"device: {info['gpu']}\nCPU: {info['cpu']}\ncommit: {commit}\nversions: {versions()}")
+    bench = make_bench()
+    t0 = time.perf_counter()
+    bench.run()
+    lines = [
+        f"# {title}",
+        "",
+        f"- device: {info['gpu']}",
+        f"- CPU: {info['cpu']}",
+        f"- commit: {commit}",
+        f"- date: {started.strftime('%Y-%m-%d %H:%M UTC')} "
+        f"(took {time.perf_counter() - t0:.0f} s)",
+        f"- versions: {versions()}",
+        f"- command: `{command}`",
+        "",
+        table(bench.rows),
+        "",
+        method(bench),
+        "",
+        "## Data",
+        "",
+    ]
+    lines += [f"- **{name}**: {source}" for name, source in bench.sources.items()]
+    provenance = args.data_dir / "SOURCES.tsv"
+    if provenance.is_file():
+        lines += ["", f"{provenance.name} (file, Debian package, version, path in package):", ""]
+        lines += [f"    {line}" for line in provenance.read_text().splitlines() if line.strip()]
+    text = "\n".join(lines) + "\n"
+    print(text, flush=True)
+    if not args.no_save:
+        log(f"wrote {save_results(text, kind, info, started, args.results_dir)}")
+    failed = any("FAIL" in row.check for row in bench.rows)
+    if failed:
+        log("FAIL: some results disagree with the reference (see the check column)")
+    return 1 if failed else 0

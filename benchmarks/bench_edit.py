@@ -18,9 +18,7 @@ time of the pairs actually run.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import re
-import shlex
 import statistics
 import sys
 import time
@@ -32,17 +30,15 @@ import numpy as np
 from _common import (
     ROOT,
     Row,
-    device_info,
-    git_commit,
+    base_parser,
     gpu_note,
     import_optional,
     log,
+    parse,
+    run_benchmark,
     sanitize,
-    save_results,
-    table,
     time_cpu,
     time_gpu,
-    versions,
 )
 
 import gpualign
@@ -759,20 +755,8 @@ class Bench:
 # Report
 
 
-def report(bench: Bench, info: dict[str, str], commit: str, command: str, started: str,
-           elapsed: float) -> str:
-    lines = [
-        "# gpualign edit-distance benchmark",
-        "",
-        f"- device: {info['gpu']}",
-        f"- CPU: {info['cpu']}",
-        f"- commit: {commit}",
-        f"- date: {started} (took {elapsed:.0f} s)",
-        f"- versions: {versions()}",
-        f"- command: `{command}`",
-        "",
-        table(bench.rows),
-        "",
+def method(bench: Bench) -> str:
+    return (
         "Cells are m*n per pair (query length times target length), summed over the pairs run. "
         "GPU rows run every pair: one warm-up call, then the median of "
         f"{bench.args.repeats} calls, the device synchronized before each clock read; the call "
@@ -780,17 +764,7 @@ def report(bench: Bench, info: dict[str, str], commit: str, command: str, starte
         f"subset sized to take about {bench.args.cpu_seconds:g} s per call (median of "
         f"{bench.args.cpu_repeats}); their rate extrapolates, their seconds do not. 'check' "
         f"compares up to {CHECK_PAIRS} pairs with the gpualign CPU backend (and that with "
-        "edlib); for task path the CIGARs are also replayed against the sequences.",
-        "",
-        "## Data",
-        "",
-    ]
-    lines += [f"- **{name}**: {source}" for name, source in bench.sources.items()]
-    provenance = bench.args.data_dir / "SOURCES.tsv"
-    if provenance.is_file():
-        lines += ["", f"{provenance.name} (file, Debian package, version, path in package):", ""]
-        lines += [f"    {line}" for line in provenance.read_text().splitlines() if line.strip()]
-    return "\n".join(lines) + "\n"
+        "edlib); for task path the CIGARs are also replayed against the sequences.")
 
 
 def check_data(data_dir: Path) -> int:
@@ -811,36 +785,15 @@ def check_data(data_dir: Path) -> int:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", action="append", choices=WORKLOADS, metavar="NAME",
-                        help=f"workload to run (repeatable; default all): {', '.join(WORKLOADS)}")
+    parser = base_parser(__doc__, WORKLOADS, ENGINES)
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiply every workload's pair count (default 1.0)")
-    parser.add_argument("--engines", default=",".join(ENGINES),
-                        help=f"comma-separated subset of {','.join(ENGINES)} (default all)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed GPU calls (median)")
-    parser.add_argument("--cpu-seconds", type=float, default=2.0,
-                        help="target seconds of one CPU engine call (sizes its subset)")
-    parser.add_argument("--cpu-repeats", type=int, default=3, help="timed CPU calls (median)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--data-dir", type=Path, default=ROOT / "data")
     parser.add_argument("--examples-dir", type=Path, default=ROOT / "examples")
-    parser.add_argument("--results-dir", type=Path, default=ROOT / "benchmarks" / "results")
-    parser.add_argument("--commit", help="commit to record (default: git, else $GPUALIGN_COMMIT)")
-    parser.add_argument("--no-save", action="store_true", help="print only; write no file")
-    parser.add_argument("--require-cuda", action="store_true",
-                        help="exit with status 3 when the CUDA backend is unavailable")
     parser.add_argument("--check-data", action="store_true",
                         help="list the real data files found in --data-dir and exit (2: missing)")
-    args = parser.parse_args(argv)
-    args.only = list(dict.fromkeys(args.only or WORKLOADS))
-    args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    unknown = set(args.engines) - set(ENGINES)
-    if unknown:
-        parser.error(f"unknown engines {sorted(unknown)}; choose from {', '.join(ENGINES)}")
-    if args.scale <= 0 or args.repeats < 1 or args.cpu_repeats < 1:
-        parser.error("--scale must be > 0 and repeats >= 1")
+    args = parse(parser, argv, WORKLOADS, ENGINES)
+    if args.scale <= 0:
+        parser.error("--scale must be > 0")
     return args
 
 
@@ -848,27 +801,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.check_data:
         return check_data(args.data_dir)
-    if args.require_cuda and not gpualign.backend.cuda_status()[0]:
-        log(f"--require-cuda: {gpualign.backend.cuda_status()[1]}")
-        return 3
-    command = shlex.join([Path(sys.executable).name, *(sys.argv if argv is None else argv)])
-    started = _dt.datetime.now(_dt.timezone.utc)
-    info = device_info()
-    commit = git_commit(args.commit)
-    log(f"device: {info['gpu']}\nCPU: {info['cpu']}\ncommit: {commit}\nversions: {versions()}")
-    bench = Bench(args)
-    t0 = time.perf_counter()
-    bench.run()
-    text = report(bench, info, commit, command, started.strftime("%Y-%m-%d %H:%M UTC"),
-                  time.perf_counter() - t0)
-    print(text, flush=True)
-    if not args.no_save:
-        path = save_results(text, "edit", info, started, args.results_dir)
-        log(f"wrote {path}")
-    failed = any("FAIL" in row.check for row in bench.rows)
-    if failed:
-        log("FAIL: some results disagree with the CPU backend (see the check column)")
-    return 1 if failed else 0
+    return run_benchmark("edit", "gpualign edit-distance benchmark", args, argv,
+                         lambda: Bench(args), method)
 
 
 if __name__ == "__main__":

@@ -29,14 +29,11 @@ before each clock read. CPU rows run a prefix of the subjects sized to take abou
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import gzip
-import shlex
 import shutil
 import statistics
 import sys
 import tempfile
-import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,18 +42,15 @@ import dnaio
 import numba
 import numpy as np
 from _common import (
-    ROOT,
     Row,
-    device_info,
-    git_commit,
+    base_parser,
     gpu_note,
     import_optional,
     log,
-    save_results,
-    table,
+    parse,
+    run_benchmark,
     time_cpu,
     time_gpu,
-    versions,
 )
 
 import gpualign
@@ -431,6 +425,12 @@ class Bench:
                 row.target = f"scaling {row.gcups / rows[0].gcups:.2f}x on {k} GPUs"
 
     def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _run(self) -> None:
         for name in self.args.only:
             log(f"== {name}")
             try:
@@ -465,20 +465,8 @@ def is_subsequence(needle: str, haystack: str) -> bool:
 # Report
 
 
-def report(bench: Bench, info: dict[str, str], commit: str, command: str, started: str,
-           elapsed: float) -> str:
-    lines = [
-        "# gpualign LCS benchmark (one query against many subjects)",
-        "",
-        f"- device: {info['gpu']}",
-        f"- CPU: {info['cpu']}",
-        f"- commit: {commit}",
-        f"- date: {started} (took {elapsed:.0f} s)",
-        f"- versions: {versions()}",
-        f"- command: `{command}`",
-        "",
-        table(bench.rows),
-        "",
+def method(bench: Bench) -> str:
+    return (
         "Cells are query length times subject length, summed over the subjects run; 'pairs' "
         "counts subjects. GPU rows run every subject: one warm-up call, then the median of "
         f"{bench.args.repeats} calls, the device synchronized before each clock read. "
@@ -493,79 +481,27 @@ def report(bench: Bench, info: dict[str, str], commit: str, command: str, starte
         "random subjects against the CPU backend; top-N against the kernels' lengths and each "
         "LCS string checked to be a common subsequence of its length; rapidfuzz against the "
         "CPU backend (N given distinct stand-ins on each side, since gpualign's N matches "
-        "nothing).",
-        "",
-        "## Data",
-        "",
-    ]
-    lines += [f"- **{name}**: {source}" for name, source in bench.sources.items()]
-    provenance = bench.args.data_dir / "SOURCES.tsv"
-    if provenance.is_file():
-        lines += ["", f"{provenance.name} (file, Debian package, version, path in package):", ""]
-        lines += [f"    {line}" for line in provenance.read_text().splitlines() if line.strip()]
-    return "\n".join(lines) + "\n"
+        "nothing).")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", action="append", choices=WORKLOADS, metavar="NAME",
-                        help=f"workload to run (repeatable; default all): {', '.join(WORKLOADS)}")
+    parser = base_parser(__doc__, WORKLOADS, ENGINES)
     parser.add_argument("--subjects", type=int, default=720_000,
                         help="random subjects of the paper and alphabet workloads (720,000)")
     parser.add_argument("--length", type=int, default=4096,
                         help="query and subject length of those workloads (4,096)")
     parser.add_argument("--real-residues", type=float, default=1e9,
                         help="symbols of the repeated real collections (1e9)")
-    parser.add_argument("--engines", default=",".join(ENGINES),
-                        help=f"comma-separated subset of {','.join(ENGINES)} (default all)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed GPU calls (median)")
-    parser.add_argument("--cpu-seconds", type=float, default=2.0,
-                        help="target seconds of one CPU engine call (sizes its subset)")
-    parser.add_argument("--cpu-repeats", type=int, default=3, help="timed CPU calls (median)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--data-dir", type=Path, default=ROOT / "data")
-    parser.add_argument("--results-dir", type=Path, default=ROOT / "benchmarks" / "results")
-    parser.add_argument("--commit", help="commit to record (default: git, else $GPUALIGN_COMMIT)")
-    parser.add_argument("--no-save", action="store_true", help="print only; write no file")
-    parser.add_argument("--require-cuda", action="store_true",
-                        help="exit with status 3 when the CUDA backend is unavailable")
-    args = parser.parse_args(argv)
-    args.only = list(dict.fromkeys(args.only or WORKLOADS))
-    args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    unknown = set(args.engines) - set(ENGINES)
-    if unknown:
-        parser.error(f"unknown engines {sorted(unknown)}; choose from {', '.join(ENGINES)}")
-    if args.subjects < 1 or args.length < 1 or args.repeats < 1 or args.cpu_repeats < 1:
-        parser.error("--subjects, --length and repeats must be >= 1")
+    args = parse(parser, argv, WORKLOADS, ENGINES)
+    if args.subjects < 1 or args.length < 1:
+        parser.error("--subjects and --length must be >= 1")
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.require_cuda and not gpualign.backend.cuda_status()[0]:
-        log(f"--require-cuda: {gpualign.backend.cuda_status()[1]}")
-        return 3
-    command = shlex.join([Path(sys.executable).name, *(sys.argv if argv is None else argv)])
-    started = _dt.datetime.now(_dt.timezone.utc)
-    info = device_info()
-    commit = git_commit(args.commit)
-    log(f"device: {info['gpu']}\nCPU: {info['cpu']}\ncommit: {commit}\nversions: {versions()}")
-    bench = Bench(args)
-    t0 = time.perf_counter()
-    try:
-        bench.run()
-    finally:
-        shutil.rmtree(bench.tmp, ignore_errors=True)
-    text = report(bench, info, commit, command, started.strftime("%Y-%m-%d %H:%M UTC"),
-                  time.perf_counter() - t0)
-    print(text, flush=True)
-    if not args.no_save:
-        log(f"wrote {save_results(text, 'lcs', info, started, args.results_dir)}")
-    failed = any("FAIL" in row.check for row in bench.rows)
-    if failed:
-        log("FAIL: some results disagree (see the check column)")
-    return 1 if failed else 0
+    return run_benchmark("lcs", "gpualign LCS benchmark (one query against many subjects)",
+                         args, argv, lambda: Bench(args), method)
 
 
 if __name__ == "__main__":
