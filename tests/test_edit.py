@@ -25,6 +25,7 @@ from naive import (
     rescore_cigar,
 )
 from rapidfuzz.distance import Levenshtein
+from strategies import mutated
 
 import gpualign
 from gpualign.backend import resolve_backend
@@ -384,17 +385,8 @@ def pair_batches(draw):
             n = draw(lengths)
             t = draw(st.lists(symbol, min_size=n, max_size=n))
         else:
-            t = list(q)
-            for _ in range(draw(st.integers(0, 6))):
-                position = draw(st.integers(0, len(t)))
-                kind = draw(st.sampled_from("SID"))
-                if kind == "I" or position == len(t):
-                    t.insert(position, draw(symbol))
-                elif kind == "S":
-                    t[position] = draw(symbol)
-                else:
-                    del t[position]
-            t = (draw(st.lists(symbol, max_size=12)) + t + draw(st.lists(symbol, max_size=12)))
+            t = (draw(st.lists(symbol, max_size=12)) + mutated(draw, q, symbol)
+                 + draw(st.lists(symbol, max_size=12)))
         queries.append(q)
         targets.append(t)
     return alphabet, queries, targets

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive import is_subsequence, lcs_length_naive, lcs_matrix, top_n_naive
 from rapidfuzz.distance import LCSseq
+from strategies import mutated
 
 import gpualign
 from gpualign.backend import resolve_backend
@@ -336,17 +337,7 @@ def lcs_problems(draw):
             n = draw(lengths)
             subjects.append(draw(st.lists(symbol, min_size=n, max_size=n)))
         else:
-            subject = list(query)
-            for _ in range(draw(st.integers(0, 6))):
-                position = draw(st.integers(0, len(subject)))
-                kind = draw(st.sampled_from("SID"))
-                if kind == "I" or position == len(subject):
-                    subject.insert(position, draw(symbol))
-                elif kind == "S":
-                    subject[position] = draw(symbol)
-                else:
-                    del subject[position]
-            subjects.append(draw(st.lists(symbol, max_size=9)) + subject)
+            subjects.append(draw(st.lists(symbol, max_size=9)) + mutated(draw, query, symbol))
     return alphabet, query, subjects
 
 
