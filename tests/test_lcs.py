@@ -663,6 +663,32 @@ def test_devices_argument(backend):
             gpualign.lcs_top("ACGT", ["ACGT"], devices=bad, backend=backend)
 
 
+def test_several_pipelines_share_the_batches(backend):
+    # devices=[0, 1, ...] runs one pipeline per GPU, each pulling batches from the shared source
+    # on its own thread. Two pipelines on the same GPU (allowed internally, refused by the API)
+    # exercise that sharing on a one-GPU machine: every batch consumed once, lengths right.
+    if backend != "cuda":
+        pytest.skip("CUDA pipelines")
+    from gpualign.lcs import _cuda
+    from gpualign.streaming import iter_batches
+
+    rng = np.random.default_rng(16)
+    query = random_codes(rng, 200, 4, 0.02)
+    subjects = [related(rng, query, int(n), rate=0.3) for n in rng.integers(0, 400, 120)]
+    seqs = SequenceSet.from_sequences([to_input(s) for s in subjects])
+    consumed = {}
+
+    def consume(batch, lengths):
+        assert batch.start not in consumed
+        consumed[batch.start] = lengths[0].copy()
+
+    _cuda.run([np.asarray(query, dtype=np.uint8)], get_alphabet("dna"),
+              iter_batches(seqs, batch_residues=800, first_residues=100), consume, [0, 0])
+    assert len(consumed) > 4
+    lengths = np.concatenate([consumed[start] for start in sorted(consumed)])
+    assert lengths.tolist() == [oracle(query, s) for s in subjects]
+
+
 # --- real data -------------------------------------------------------------------------------
 
 
