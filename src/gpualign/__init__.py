@@ -11,6 +11,7 @@ from .backend import BackendUnavailableError, resolve_backend
 from .edit import EditMatrix, EditResult, edit_distance, edit_distance_matrix
 from .io import SequenceFileError
 from .lcs import LcsTop, lcs_length, lcs_length_matrix, lcs_top
+from .scoring import Scoring
 from .sequences import Alphabet, InvalidSymbolError, SequenceSet, get_alphabet
 
 __version__ = "0.1.0"
@@ -20,8 +21,9 @@ __all__ = [
     "BackendUnavailableError",
     "EditMatrix",
     "EditResult",
-    "LcsTop",
     "InvalidSymbolError",
+    "LcsTop",
+    "Scoring",
     "SequenceFileError",
     "SequenceSet",
     "edit_distance",
