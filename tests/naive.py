@@ -253,3 +253,133 @@ def is_subsequence(s: Sequence, t: Sequence) -> bool:
 def top_n_naive(lengths: Sequence[int], n: int) -> list[int]:
     """Indices of the ``n`` best subjects: longer LCS first, then the lower index."""
     return sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))[:n]
+
+
+# --- alignment with a scoring scheme (Gotoh) ----------------------------------------------------
+
+ALIGN_MODES = ("global", "local", "semi-global", "overlap")
+
+
+class Alignment(NamedTuple):
+    score: int
+    query_start: int
+    query_end: int
+    target_start: int
+    target_end: int
+    cigar: str
+
+
+def align_naive(query: Sequence[int], target: Sequence[int], table, gap_open: int,
+                gap_extend: int, mode: str = "global",
+                match_codes: int | None = DNA_MATCH_CODES) -> Alignment:
+    """Gotoh's three full matrices (H: best, E: ending in a gap in the query, i.e. ``D``;
+    F: ending in a gap in the target, ``I``), a gap of length L costing
+    ``gap_open + (L-1)*gap_extend``, then the traceback.
+
+    Modes: ``global`` (all ends fixed), ``local`` (Smith-Waterman), ``semi-global`` (the
+    query end to end, target ends free), ``overlap`` (all four ends free). The end cell is the
+    best one allowed by the mode (as parasail: semi-global in the last row, overlap in the last
+    row or column, never in row or column 0 unless a sequence is empty), ties broken by the
+    smaller target end, then the smaller query end (local alignments: the empty one when no
+    cell scores above 0). The traceback prefers a diagonal step, then a gap in the query, then
+    a gap in the target, and opening a gap over extending one; local alignments stop at the
+    first zero.
+    ``=`` is a pair of equal codes below ``match_codes`` (other pairs are ``X``).
+    """
+    m, n = len(query), len(target)
+    neg = -(1 << 40)
+    cost = lambda length: gap_open + (length - 1) * gap_extend  # noqa: E731
+    H = [[0] * (n + 1) for _ in range(m + 1)]
+    E = [[neg] * (n + 1) for _ in range(m + 1)]
+    F = [[neg] * (n + 1) for _ in range(m + 1)]
+    for j in range(1, n + 1):
+        if mode == "global":
+            H[0][j] = E[0][j] = -cost(j)
+    for i in range(1, m + 1):
+        if mode in ("global", "semi-global"):
+            H[i][0] = F[i][0] = -cost(i)
+    for i in range(1, m + 1):
+        for j in range(1, n + 1):
+            E[i][j] = max(E[i][j - 1] - gap_extend, H[i][j - 1] - gap_open)
+            F[i][j] = max(F[i - 1][j] - gap_extend, H[i - 1][j] - gap_open)
+            best = max(H[i - 1][j - 1] + int(table[query[i - 1]][target[j - 1]]),
+                       E[i][j], F[i][j])
+            H[i][j] = max(best, 0) if mode == "local" else best
+    if mode == "global" or (mode != "local" and not (m and n)):
+        cells = [(m, n)]
+    elif mode == "semi-global":
+        cells = [(m, j) for j in range(1, n + 1)]
+    elif mode == "overlap":
+        cells = [(m, j) for j in range(1, n + 1)] + [(i, n) for i in range(1, m)]
+    else:
+        cells = [(i, j) for i in range(m + 1) for j in range(n + 1)]
+    i, j = min(cells, key=lambda c: (-H[c[0]][c[1]], c[1], c[0]))
+    score, query_end, target_end = H[i][j], i, j
+    ops, state = [], "H"
+    while True:
+        if mode == "local" and state == "H" and H[i][j] == 0:
+            break
+        if (mode == "global" and i == 0 and j == 0) or (mode == "semi-global" and i == 0) \
+                or (mode == "overlap" and (i == 0 or j == 0)):
+            break
+        if state == "H":
+            if i > 0 and j > 0 and H[i][j] == H[i - 1][j - 1] + int(
+                    table[query[i - 1]][target[j - 1]]):
+                same = query[i - 1] == target[j - 1] and (match_codes is None
+                                                          or query[i - 1] < match_codes)
+                ops.append("=" if same else "X")
+                i, j = i - 1, j - 1
+            elif j > 0 and H[i][j] == E[i][j]:
+                state = "E"
+            else:
+                state = "F"
+        elif state == "E":
+            ops.append("D")
+            if H[i][j - 1] - gap_open == E[i][j]:
+                state = "H"
+            j -= 1
+        else:
+            ops.append("I")
+            if H[i - 1][j] - gap_open == F[i][j]:
+                state = "H"
+            i -= 1
+    ops.reverse()
+    runs, cigar = [], ""
+    for op in ops:
+        if runs and runs[-1][1] == op:
+            runs[-1][0] += 1
+        else:
+            runs.append([1, op])
+    cigar = "".join(f"{count}{op}" for count, op in runs)
+    return Alignment(score, i, query_end, j, target_end, cigar)
+
+
+def rescore_alignment(query: Sequence[int], target: Sequence[int], query_start: int,
+                      target_start: int, cigar: str, table, gap_open: int, gap_extend: int,
+                      match_codes: int | None = DNA_MATCH_CODES) -> tuple[int, int, int]:
+    """Apply ``cigar`` from ``(query_start, target_start)``: return ``(score, query_end,
+    target_end)``; raise AssertionError when an ``=``/``X`` label is wrong or the CIGAR runs
+    past a sequence."""
+    import re
+
+    i, j, score, previous = query_start, target_start, 0, ""
+    for count, op in re.findall(r"(\d+)([=XID])", cigar):
+        count = int(count)
+        if op in "=X":
+            for _ in range(count):
+                assert i < len(query) and j < len(target), "CIGAR runs past a sequence"
+                same = query[i] == target[j] and (match_codes is None or query[i] < match_codes)
+                assert same == (op == "="), f"{op} at query {i}, target {j}"
+                score += int(table[query[i]][target[j]])
+                i, j = i + 1, j + 1
+        else:
+            # A run directly after a run of the same kind continues that gap.
+            score -= (gap_extend * count) if previous == op else \
+                gap_open + (count - 1) * gap_extend
+            if op == "I":
+                i += count
+            else:
+                j += count
+            assert i <= len(query) and j <= len(target), "CIGAR runs past a sequence"
+        previous = op
+    return score, i, j

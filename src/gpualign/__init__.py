@@ -7,6 +7,7 @@ Examples
 [1]
 """
 
+from .align import AlignResult, align
 from .backend import BackendUnavailableError, resolve_backend
 from .edit import EditMatrix, EditResult, edit_distance, edit_distance_matrix
 from .io import SequenceFileError
@@ -17,6 +18,7 @@ from .sequences import Alphabet, InvalidSymbolError, SequenceSet, get_alphabet
 __version__ = "0.1.0"
 
 __all__ = [
+    "AlignResult",
     "Alphabet",
     "BackendUnavailableError",
     "EditMatrix",
@@ -26,6 +28,7 @@ __all__ = [
     "Scoring",
     "SequenceFileError",
     "SequenceSet",
+    "align",
     "edit_distance",
     "edit_distance_matrix",
     "get_alphabet",

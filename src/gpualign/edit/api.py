@@ -10,7 +10,8 @@ import numpy as np
 
 from .. import config
 from ..backend import resolve_backend
-from ..sequences import Alphabet, SequenceSet, as_sequence_set
+from ..pairs import pair_indices, pair_sets
+from ..sequences import Alphabet
 from . import _cpu
 
 __all__ = ["EditMatrix", "EditResult", "edit_distance", "edit_distance_matrix"]
@@ -98,16 +99,6 @@ def _normalize_k(k: int | None) -> int:
     return int(k)
 
 
-def _inputs(queries: Any, targets: Any, alphabet: str | Alphabet,
-            invalid: str) -> tuple[SequenceSet, SequenceSet]:
-    qset = as_sequence_set(queries, alphabet, invalid=invalid, role="queries")
-    tset = as_sequence_set(targets, alphabet, invalid=invalid, role="targets")
-    if qset.alphabet.name != tset.alphabet.name:
-        raise ValueError(f"queries are {qset.alphabet.name} but targets are "
-                         f"{tset.alphabet.name}; encode both with one alphabet")
-    return qset, tset
-
-
 def _engine(backend: str) -> Callable[..., Any]:
     if resolve_backend(backend) == "cuda":
         from . import _cuda
@@ -180,34 +171,12 @@ def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | 
     if task not in _TASKS:
         raise ValueError(f"task={task!r}: expected one of {', '.join(_TASKS)}")
     resolve_backend(backend)  # fail on a bad backend before the inputs are encoded
-    qset, tset = _inputs(queries, targets, alphabet, invalid)
-    if pairs is None:
-        if len(qset) != len(tset):
-            raise ValueError(f"{len(qset)} queries but {len(tset)} targets: edit_distance "
-                             "compares queries[i] with targets[i]; pass pairs=, or use "
-                             "edit_distance_matrix for all pairs")
-        q_index = t_index = np.arange(len(qset), dtype=np.int64)
-    else:
-        q_index, t_index = (_index_array(a, len(s), what)
-                            for a, s, what in zip(pairs, (qset, tset), ("query", "target"),
-                                                  strict=True))
-        if len(q_index) != len(t_index):
-            raise ValueError(f"pairs: {len(q_index)} query indices but {len(t_index)} target "
-                             "indices")
+    qset, tset = pair_sets(queries, targets, alphabet, invalid)
+    q_index, t_index = pair_indices(qset, tset, pairs, "edit_distance", "edit_distance_matrix")
     distance, start, end, cigar = _compare_pairs(qset, tset, q_index, t_index, mode_code, cutoff,
                                                  task, backend, progress)
     return EditResult(distance, start, end, cigar, _MODE_NAMES[mode_code], task, k, q_index,
                       t_index)
-
-
-def _index_array(values: Any, size: int, what: str) -> np.ndarray:
-    index = np.asarray(values)
-    if index.ndim != 1 or (index.size and index.dtype.kind not in "iu"):
-        raise ValueError(f"pairs: {what} indices must be a 1-D integer array")
-    index = index.astype(np.int64)
-    if index.size and (index.min() < 0 or index.max() >= size):
-        raise ValueError(f"pairs: {what} indices must lie in [0, {size})")
-    return index
 
 
 def edit_distance_matrix(queries: Any, targets: Any, *, mode: str = "global",
@@ -231,7 +200,7 @@ def edit_distance_matrix(queries: Any, targets: Any, *, mode: str = "global",
     mode_code = _normalize_mode(mode)
     cutoff = _normalize_k(k)
     resolve_backend(backend)
-    qset, tset = _inputs(queries, targets, alphabet, invalid)
+    qset, tset = pair_sets(queries, targets, alphabet, invalid)
     n_queries, n_targets = len(qset), len(tset)
     rows_per_block = max(1, config.MATRIX_BLOCK_PAIRS // max(1, n_targets))
     dense = np.empty((n_queries, n_targets), dtype=np.int32) if cutoff < 0 else None

@@ -1,0 +1,215 @@
+"""CPU backend of alignment: Gotoh's recurrences with Numba, parallel over pairs.
+
+One row of the DP at a time (scores in int64): a score-only pass keeps two rows, a path pass
+also keeps one byte of traceback per cell (``m * n`` bytes for the pair). The end cell, the
+traceback preferences and the stop rules are those of ``tests/naive.py``'s oracle, so that
+every backend reports the same coordinates:
+
+- end cell: the best cell allowed by the mode (global: the last one; semi-global: the last
+  row; overlap: the last row or column; local: any, or the empty alignment when no cell scores
+  above 0), ties broken by the smaller target end, then the smaller query end;
+- traceback: a diagonal step before a gap in the query (``D``) before a gap in the target
+  (``I``), opening a gap before extending one; local alignments stop at the first zero.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+GLOBAL, LOCAL, SEMI_GLOBAL, OVERLAP = 0, 1, 2, 3
+#: Operation codes of a traceback, in CIGAR letters.
+OPS = "=XID"
+_MATCH, _MISMATCH, _INSERT, _DELETE = 0, 1, 2, 3
+# Traceback byte: bits 0-1 where H came from, bit 2 E opened here, bit 3 F opened here.
+_FROM_DIAGONAL, _FROM_E, _FROM_F, _STOP = 0, 1, 2, 3
+_E_OPENED, _F_OPENED = 4, 8
+_NEG = -(1 << 60)
+
+
+@njit(cache=True, nogil=True)
+def _fill(a, b, table, gap_open, gap_extend, mode, trace):
+    """Fill the DP of one pair; return ``(score, query_end, target_end)``. ``trace`` (uint8,
+    ``(m + 1) * (n + 1)``, or empty for score only) receives the traceback bytes."""
+    m, n = len(a), len(b)
+    width = n + 1
+    keep = len(trace) > 0
+    h = np.empty(width, dtype=np.int64)  # H of the previous row, then of this row
+    f = np.full(width, _NEG, dtype=np.int64)  # F of the previous row
+    h[0] = 0
+    for j in range(1, width):
+        h[j] = -(gap_open + (j - 1) * gap_extend) if mode == GLOBAL else 0
+    best, best_i, best_j = _NEG, m, n
+    if mode == LOCAL:
+        best, best_i, best_j = 0, 0, 0  # the empty alignment
+    for i in range(1, m + 1):
+        diagonal = h[0]
+        if mode == GLOBAL or mode == SEMI_GLOBAL:
+            h[0] = -(gap_open + (i - 1) * gap_extend)
+        else:
+            h[0] = 0
+        e = _NEG
+        row = table[a[i - 1]]
+        for j in range(1, width):
+            # E: a gap in the query ending here (D); F: a gap in the target (I).
+            e_open = h[j - 1] - gap_open
+            e_extend = e - gap_extend
+            e = e_open if e_open >= e_extend else e_extend
+            f_open = h[j] - gap_open
+            f_extend = f[j] - gap_extend
+            fj = f_open if f_open >= f_extend else f_extend
+            f[j] = fj
+            d = diagonal + row[b[j - 1]]
+            score = d
+            if e > score:
+                score = e
+            if fj > score:
+                score = fj
+            if mode == LOCAL and score <= 0:
+                score = 0
+            diagonal = h[j]
+            h[j] = score
+            if keep:
+                if mode == LOCAL and score == 0:
+                    code = _STOP
+                elif score == d:
+                    code = _FROM_DIAGONAL
+                elif score == e:
+                    code = _FROM_E
+                else:
+                    code = _FROM_F
+                if e_open >= e_extend:
+                    code |= _E_OPENED
+                if f_open >= f_extend:
+                    code |= _F_OPENED
+                trace[i * width + j] = code
+            if mode == LOCAL:
+                if score > best or (score == best and j < best_j):
+                    best, best_i, best_j = score, i, j
+            elif mode == OVERLAP and j == n and score > best:
+                best, best_i, best_j = score, i, j  # last column: smaller query end first
+    if mode == GLOBAL or m == 0 or n == 0:
+        if mode == LOCAL:
+            return best, best_i, best_j
+        return h[n], m, n
+    if mode == SEMI_GLOBAL:
+        best, best_j = _NEG, 1
+        for j in range(1, width):
+            if h[j] > best:
+                best, best_j = h[j], j
+        return best, m, best_j
+    if mode == OVERLAP:
+        # The last row before the last column: on a tie the smaller target end wins.
+        row_best, row_j = _NEG, 1
+        for j in range(1, n):
+            if h[j] > row_best:
+                row_best, row_j = h[j], j
+        if row_best >= best:
+            return row_best, m, row_j
+        return best, best_i, best_j
+    return best, best_i, best_j
+
+
+@njit(cache=True, nogil=True)
+def _traceback(a, b, trace, mode, end_i, end_j, ops):
+    """Walk the traceback bytes back from ``(end_i, end_j)``; write the operations reversed
+    into ``ops``; return ``(query_start, target_start, count)``."""
+    width = len(b) + 1
+    i, j, count, state = end_i, end_j, 0, 0  # state 0: H, 1: E (D run), 2: F (I run)
+    while True:
+        if mode == GLOBAL:
+            if i == 0 or j == 0:  # the rest is one gap along the border
+                while j > 0:
+                    ops[count] = _DELETE
+                    count += 1
+                    j -= 1
+                while i > 0:
+                    ops[count] = _INSERT
+                    count += 1
+                    i -= 1
+                break
+        elif mode == SEMI_GLOBAL:
+            if i == 0:
+                break
+            if j == 0:
+                while i > 0:
+                    ops[count] = _INSERT
+                    count += 1
+                    i -= 1
+                break
+        elif i == 0 or j == 0:  # overlap: free ends; local: the border scores 0
+            break
+        code = trace[i * width + j]
+        if state == 0:
+            source = code & 3
+            if source == _STOP:
+                break
+            if source == _FROM_DIAGONAL:
+                ops[count] = _MATCH  # = or X: decided in align_batch
+                count += 1
+                i -= 1
+                j -= 1
+            elif source == _FROM_E:
+                state = 1
+            else:
+                state = 2
+        elif state == 1:
+            ops[count] = _DELETE
+            count += 1
+            if code & _E_OPENED:
+                state = 0
+            j -= 1
+        else:
+            ops[count] = _INSERT
+            count += 1
+            if code & _F_OPENED:
+                state = 0
+            i -= 1
+    return i, j, count
+
+
+@njit(cache=True, parallel=True)
+def align_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, table, match_codes,
+                gap_open, gap_extend, mode, want_path, op_offsets, ops):
+    """Align pair ``p`` = (``q_index[p]``, ``t_index[p]``) for every ``p``.
+
+    Returns int64 arrays ``score, query_start, query_end, target_start, target_end`` and
+    ``op_count``; with ``want_path`` the operations of pair ``p`` (codes of :data:`OPS`, in
+    order) fill ``ops[op_offsets[p]:op_offsets[p] + op_count[p]]`` (starts are -1 without)."""
+    pairs = len(q_index)
+    score = np.empty(pairs, dtype=np.int64)
+    q_start = np.full(pairs, -1, dtype=np.int64)
+    q_end = np.empty(pairs, dtype=np.int64)
+    t_start = np.full(pairs, -1, dtype=np.int64)
+    t_end = np.empty(pairs, dtype=np.int64)
+    op_count = np.zeros(pairs, dtype=np.int64)
+    for p in prange(pairs):
+        qi, ti = q_index[p], t_index[p]
+        a = q_codes[q_offsets[qi]:q_offsets[qi + 1]]
+        b = t_codes[t_offsets[ti]:t_offsets[ti + 1]]
+        if want_path:
+            trace = np.empty((len(a) + 1) * (len(b) + 1), dtype=np.uint8)
+        else:
+            trace = np.empty(0, dtype=np.uint8)
+        s, ie, je = _fill(a, b, table, gap_open, gap_extend, mode, trace)
+        score[p], q_end[p], t_end[p] = s, ie, je
+        if want_path:
+            out = ops[op_offsets[p]:op_offsets[p + 1]]
+            i0, j0, count = _traceback(a, b, trace, mode, ie, je, out)
+            # Into reading order, then label the diagonal steps: "=" for equal codes that can
+            # match (N against N is "X").
+            i, j = i0, j0
+            for k in range(count // 2):
+                out[k], out[count - 1 - k] = out[count - 1 - k], out[k]
+            for k in range(count):
+                op = out[k]
+                if op == _MATCH or op == _MISMATCH:
+                    out[k] = _MATCH if (a[i] == b[j] and a[i] < match_codes) else _MISMATCH
+                    i += 1
+                    j += 1
+                elif op == _INSERT:
+                    i += 1
+                else:
+                    j += 1
+            q_start[p], t_start[p], op_count[p] = i0, j0, count
+    return score, q_start, q_end, t_start, t_end, op_count

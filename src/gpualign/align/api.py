@@ -1,0 +1,161 @@
+"""Public API of pairwise alignment: :func:`align`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..backend import BackendUnavailableError, resolve_backend
+from ..pairs import pair_indices, pair_sets
+from ..scoring import Scoring
+from ..sequences import Alphabet
+from . import _cpu
+
+__all__ = ["AlignResult", "align"]
+
+_MODES = {"global": _cpu.GLOBAL, "nw": _cpu.GLOBAL, "local": _cpu.LOCAL, "sw": _cpu.LOCAL,
+          "semi-global": _cpu.SEMI_GLOBAL, "semiglobal": _cpu.SEMI_GLOBAL,
+          "overlap": _cpu.OVERLAP}
+_MODE_NAMES = {_cpu.GLOBAL: "global", _cpu.LOCAL: "local", _cpu.SEMI_GLOBAL: "semi-global",
+               _cpu.OVERLAP: "overlap"}
+_TASKS = ("score", "end", "path")
+
+
+@dataclass
+class AlignResult:
+    """Results of :func:`align`, one entry per pair. Coordinates are 0-based, half-open.
+
+    Attributes
+    ----------
+    score : np.ndarray of int64
+        Score of an optimal alignment.
+    query_end, target_end : np.ndarray of int64
+        Where it ends (``task`` "end" or "path"; -1 for "score"). On ties: the smaller target
+        end, then the smaller query end.
+    query_start, target_start : np.ndarray of int64
+        Where it starts (``task="path"``; -1 otherwise).
+    cigar : list of str or None
+        Extended CIGAR (``=``, ``X``, ``I`` consumes the query, ``D`` the target) of
+        ``query[query_start:query_end]`` against ``target[target_start:target_end]``
+        (``task="path"``; empty for an empty alignment).
+    identity : np.ndarray of float64 or None
+        ``=`` columns / alignment columns (``task="path"``; 0 for an empty alignment).
+    """
+
+    score: np.ndarray
+    query_start: np.ndarray
+    query_end: np.ndarray
+    target_start: np.ndarray
+    target_end: np.ndarray
+    cigar: list[str] | None
+    identity: np.ndarray | None
+    mode: str
+    task: str
+    scoring: Scoring
+    query_index: np.ndarray | None = field(default=None, repr=False)
+    target_index: np.ndarray | None = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.score)
+
+
+def _mode_code(mode: str) -> int:
+    try:
+        return _MODES[str(mode).lower()]
+    except KeyError:
+        raise ValueError(f"mode={mode!r}: expected one of global (NW), local (SW), "
+                         "semi-global, overlap") from None
+
+
+def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring | None = None,
+          task: str = "score", alphabet: str | Alphabet = "dna", invalid: str = "error",
+          backend: str = "auto", pairs: tuple[Any, Any] | None = None) -> AlignResult:
+    """Align ``queries[i]`` with ``targets[i]`` for every ``i`` (or the index ``pairs``).
+
+    Parameters
+    ----------
+    queries, targets : SequenceSet, pathlib.Path to FASTA/FASTQ, or list of str/bytes
+        Plain inputs are encoded with ``alphabet``.
+    mode : {"global", "local", "semi-global", "overlap"} (or "NW", "SW")
+        ``global``: Needleman-Wunsch, end to end. ``local``: Smith-Waterman. ``semi-global``:
+        the query end to end, gaps at both ends of the target free (reads against windows;
+        parasail ``sg_dx``). ``overlap``: all four ends free (parasail ``sg``).
+    scoring : Scoring
+        Substitution scores and gap costs (default ``Scoring()``: +2/-3, gap 5 + 2 per extra
+        symbol). A gap of length L costs ``gap_open + (L-1)*gap_extend``, as in parasail.
+    task : {"score", "end", "path"}
+        ``end`` adds where the alignment ends; ``path`` also where it starts, its CIGAR and
+        identity.
+    alphabet, invalid : as in :func:`gpualign.edit_distance`.
+    backend : {"auto", "cpu", "cuda"}
+        Alignment runs on the CPU for now; "auto" uses it, "cuda" raises
+        :class:`~gpualign.BackendUnavailableError`.
+    pairs : (query_index, target_index), optional
+        Compare these index pairs instead of pairing by position.
+
+    Returns
+    -------
+    AlignResult
+
+    Examples
+    --------
+    >>> from gpualign import Scoring
+    >>> r = align(["ACGTACGT"], ["TTACGAACGTTT"], mode="semi-global", task="path",
+    ...           scoring=Scoring(match=2, mismatch=-3, gap_open=5, gap_extend=2))
+    >>> int(r.score[0]), int(r.target_start[0]), int(r.target_end[0]), r.cigar[0]
+    (5, 2, 10, '4=1X3=')
+    """
+    mode_code = _mode_code(mode)
+    if task not in _TASKS:
+        raise ValueError(f"task={task!r}: expected one of {', '.join(_TASKS)}")
+    scoring = Scoring() if scoring is None else scoring
+    if not isinstance(scoring, Scoring):
+        raise TypeError(f"scoring must be a gpualign.Scoring, got {type(scoring).__name__}")
+    if resolve_backend(backend) == "cuda" and str(backend).lower() != "auto":
+        raise BackendUnavailableError("align has no CUDA backend yet; use backend='cpu' "
+                                      "(or 'auto')")
+    qset, tset = pair_sets(queries, targets, alphabet, invalid)
+    q_index, t_index = pair_indices(qset, tset, pairs, "align", "align_one_to_many")
+    scoring.check_covered(qset, "queries")
+    scoring.check_covered(tset, "targets")
+    table, _ = scoring.table(qset.alphabet)
+    want_path = task == "path"
+    lengths = qset.lengths[q_index] + tset.lengths[t_index]
+    op_offsets = np.zeros(len(q_index) + 1, dtype=np.int64)
+    if want_path:
+        np.cumsum(lengths, out=op_offsets[1:])
+    ops = np.empty(int(op_offsets[-1]), dtype=np.uint8)
+    score, q_start, q_end, t_start, t_end, op_count = _cpu.align_batch(
+        qset.codes, qset.offsets, tset.codes, tset.offsets, q_index, t_index,
+        table.astype(np.int64), qset.alphabet.match_codes, scoring.gap_open,
+        scoring.gap_extend, mode_code, want_path, op_offsets, ops)
+    cigar = identity = None
+    if want_path:
+        cigar, identity = _cigars(ops, op_offsets, op_count)
+    if task == "score":
+        q_end[:] = -1
+        t_end[:] = -1
+    return AlignResult(score, q_start, q_end, t_start, t_end, cigar, identity,
+                       _MODE_NAMES[mode_code], task, scoring, q_index, t_index)
+
+
+def _cigars(ops: np.ndarray, offsets: np.ndarray,
+            counts: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """CIGAR strings and identities from the operation codes of every pair."""
+    cigars = []
+    identity = np.zeros(len(counts), dtype=np.float64)
+    for p, count in enumerate(counts.tolist()):
+        path = ops[offsets[p]:offsets[p] + count]
+        if not count:
+            cigars.append("")
+            continue
+        cuts = np.flatnonzero(np.diff(path)) + 1
+        starts = np.concatenate(([0], cuts))
+        runs = np.diff(np.concatenate((starts, [count])))
+        cigars.append("".join(f"{n}{_cpu.OPS[op]}"
+                              for n, op in zip(runs.tolist(), path[starts].tolist(),
+                                               strict=True)))
+        identity[p] = np.count_nonzero(path == 0) / count
+    return cigars, identity
