@@ -31,6 +31,7 @@ def test_gap_cost_is_parasails_convention():
 @pytest.mark.parametrize("kwargs,error,match", [
     ({"gap_open": -5}, ValueError, "positive costs"),
     ({"gap_extend": -1}, ValueError, "positive costs"),
+    ({"gap_open": 1, "gap_extend": 2}, ValueError, "at least as much as extending"),
     ({"match": 2.5}, TypeError, "match must be an integer"),
     ({"gap_open": True}, TypeError, "gap_open must be an integer"),
 ])

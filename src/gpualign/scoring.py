@@ -35,8 +35,9 @@ class Scoring:
         Score of two equal symbols and of two different ones (without a matrix). In the DNA
         alphabet ``N`` matches nothing, not even ``N``: it always scores ``mismatch``.
     gap_open, gap_extend : int
-        Positive costs: a gap of length ``L`` costs ``gap_open + (L - 1) * gap_extend``
-        (parasail's convention; linear gaps when they are equal).
+        Positive costs, ``gap_open >= gap_extend``: a gap of length ``L`` costs
+        ``gap_open + (L - 1) * gap_extend`` (parasail's convention; linear gaps when they are
+        equal).
 
     Examples
     --------
@@ -67,6 +68,11 @@ class Scoring:
             raise ValueError(
                 f"gap_open={self.gap_open}, gap_extend={self.gap_extend}: gap penalties are "
                 "positive costs (a gap of length L costs gap_open + (L-1)*gap_extend)")
+        if self.gap_open < self.gap_extend:
+            # Otherwise two adjacent gaps cost less than one long gap, and the cost of a gap
+            # in a CIGAR is no longer gap_open + (L-1)*gap_extend.
+            raise ValueError(f"gap_open={self.gap_open} < gap_extend={self.gap_extend}: "
+                             "opening a gap must cost at least as much as extending one")
 
     # --- construction ---------------------------------------------------------------------------
 

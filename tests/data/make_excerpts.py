@@ -31,6 +31,9 @@ import dnaio
 HERE = Path(__file__).resolve().parent
 RDP_PACKAGE = "parsinsert-testdata"
 RDP_PATH = "usr/share/doc/parsinsert/test_data/core_rdp.fasta.gz"
+MITO_PACKAGE = "minimap2"
+MITO_PATHS = ("usr/share/doc/minimap2/test/MT-human.fa.gz",
+              "usr/share/doc/minimap2/test/MT-orang.fa.gz")
 UNIPROT_PACKAGE = "mmseqs2-examples"
 UNIPROT_PATH = "usr/share/doc/mmseqs2/example-data/DB.fasta.gz"
 COUNT = 200
@@ -97,6 +100,9 @@ Regenerate with `python tests/data/make_excerpts.py` (downloads the Debian packa
   `{uniprot_path}`.
   License: GPL-3 (Debian copyright file of MMseqs2); the sequences come from UniProt
   (CC BY 4.0).
+- `MT-human.fa.gz`, `MT-orang.fa.gz`: the human (16,569 bp) and orangutan (16,499 bp)
+  mitochondrial genomes of minimap2's tests, copied unchanged. Source: Debian package
+  `{mito_package}` {mito_version}, `usr/share/doc/minimap2/test/`. License: MIT (minimap2).
 """
 
 
@@ -106,6 +112,9 @@ def main() -> None:
     parser.add_argument("--rdp-version", default="1.04-12")
     parser.add_argument("--uniprot", type=Path, help=f"DB.fasta.gz of {UNIPROT_PACKAGE}")
     parser.add_argument("--uniprot-version", default="14-7e284+ds-1")
+    parser.add_argument("--mito-dir", type=Path,
+                        help=f"folder holding MT-human.fa.gz and MT-orang.fa.gz of {MITO_PACKAGE}")
+    parser.add_argument("--mito-version", default="2.24+dfsg-3")
     parser.add_argument("--out", type=Path, default=HERE)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -116,12 +125,21 @@ def main() -> None:
         uniprot, uniprot_version = args.uniprot, args.uniprot_version
         if uniprot is None:
             uniprot, uniprot_version = fetch(UNIPROT_PACKAGE, UNIPROT_PATH, work)
+        mito_version = args.mito_version
+        for mito_path in MITO_PATHS:
+            name = Path(mito_path).name
+            if args.mito_dir is not None:
+                source = args.mito_dir / name
+            else:
+                source, mito_version = fetch(MITO_PACKAGE, mito_path, work)
+            (args.out / name).write_bytes(source.read_bytes())
+            print(f"wrote {args.out / name}", file=sys.stderr)
         write_fasta(args.out / "rdp16s_200.fasta.gz", rdp_excerpt(rdp))
         write_fasta(args.out / "uniprot_200.fasta.gz", uniprot_excerpt(uniprot))
     (args.out / "README.md").write_text(README.format(
         rdp_package=RDP_PACKAGE, rdp_version=rdp_version, rdp_path=RDP_PATH,
         uniprot_package=UNIPROT_PACKAGE, uniprot_version=uniprot_version,
-        uniprot_path=UNIPROT_PATH))
+        uniprot_path=UNIPROT_PATH, mito_package=MITO_PACKAGE, mito_version=mito_version))
 
 
 if __name__ == "__main__":

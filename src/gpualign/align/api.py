@@ -105,7 +105,7 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
     >>> r = align(["ACGTACGT"], ["TTACGAACGTTT"], mode="semi-global", task="path",
     ...           scoring=Scoring(match=2, mismatch=-3, gap_open=5, gap_extend=2))
     >>> int(r.score[0]), int(r.target_start[0]), int(r.target_end[0]), r.cigar[0]
-    (5, 2, 10, '4=1X3=')
+    (11, 2, 10, '3=1X4=')
     """
     mode_code = _mode_code(mode)
     if task not in _TASKS:

@@ -1,0 +1,353 @@
+"""Pairwise alignment (NW, SW, semi-global, overlap; affine gaps) on every backend against the
+Gotoh oracle of naive.py (score, coordinates and CIGAR identical) and parasail (scores, with the
+same matrix and gap convention), on random, Hypothesis and real inputs; every CIGAR re-scored.
+"""
+
+from __future__ import annotations
+
+import doctest
+import re
+from pathlib import Path
+
+import numpy as np
+import parasail
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from naive import ALIGN_MODES, align_naive, rescore_alignment
+from strategies import mutated
+
+import gpualign
+from gpualign import Scoring, SequenceSet
+from gpualign.align import api as align_api
+from gpualign.sequences import get_alphabet
+
+DATA = Path(__file__).parent / "data"
+PARASAIL = {"global": parasail.nw_scan_32, "local": parasail.sw_scan_32,
+            "semi-global": parasail.sg_dx_scan_32, "overlap": parasail.sg_scan_32}
+SCHEMES = [Scoring(match=2, mismatch=-3, gap_open=5, gap_extend=2),
+           Scoring(match=1, mismatch=-1, gap_open=2, gap_extend=2),   # linear gaps
+           Scoring(match=5, mismatch=-4, gap_open=10, gap_extend=1),
+           Scoring(match=1, mismatch=0, gap_open=0, gap_extend=0)]    # LCS-like, all ties
+SIZES = (0, 1, 2, 7, 31, 64, 65, 130)
+
+
+@pytest.fixture(params=["cpu"])
+def backend(request):
+    """Alignment has a CPU backend only (the CUDA one comes later)."""
+    return request.param
+
+
+def codes_of(text: str, alphabet: str = "dna") -> list[int]:
+    lookup = get_alphabet(alphabet).lookup
+    return [int(lookup[ord(c)]) for c in text]
+
+
+def oracle(query: str, target: str, scoring: Scoring, mode: str, alphabet: str = "dna"):
+    table, _ = scoring.table(alphabet)
+    match_codes = get_alphabet(alphabet).match_codes
+    return align_naive(codes_of(query, alphabet), codes_of(target, alphabet), table,
+                       scoring.gap_open, scoring.gap_extend, mode, match_codes)
+
+
+def parasail_matrix(scoring: Scoring, alphabet: str):
+    """Our substitution table as a parasail matrix (N against N is a mismatch, as here)."""
+    table, _ = scoring.table(alphabet)
+    symbols = get_alphabet(alphabet).symbols[:len(table)].decode()
+    matrix = parasail.matrix_create(symbols, 0, 0)
+    for i in range(len(table)):
+        for j in range(len(table)):
+            matrix.set_value(i, j, int(table[i, j]))
+    return matrix
+
+
+def check_result(result, queries, targets, scoring, mode, alphabet="dna"):
+    """Every pair equals the oracle, and every CIGAR re-scores to its score and ends."""
+    table, _ = scoring.table(alphabet)
+    match_codes = get_alphabet(alphabet).match_codes
+    for p, (query, target) in enumerate(zip(queries, targets, strict=True)):
+        want = oracle(query, target, scoring, mode, alphabet)
+        where = f"pair {p} ({mode}, {scoring.describe()}): {query!r} / {target!r}"
+        assert int(result.score[p]) == want.score, where
+        if result.task == "score":
+            assert result.query_end[p] == result.target_end[p] == -1, where
+            continue
+        assert (int(result.query_end[p]), int(result.target_end[p])) == \
+            (want.query_end, want.target_end), where
+        if result.task == "end":
+            assert result.cigar is None and result.query_start[p] == -1, where
+            continue
+        assert (int(result.query_start[p]), int(result.target_start[p]), result.cigar[p]) == \
+            (want.query_start, want.target_start, want.cigar), where
+        rescored = rescore_alignment(codes_of(query, alphabet), codes_of(target, alphabet),
+                                     want.query_start, want.target_start, result.cigar[p],
+                                     table, scoring.gap_open, scoring.gap_extend, match_codes)
+        assert rescored == (want.score, want.query_end, want.target_end), where
+        runs = re.findall(r"(\d+)([=XID])", result.cigar[p])
+        columns = sum(int(n) for n, _ in runs)
+        matches = sum(int(n) for n, op in runs if op == "=")
+        assert result.identity[p] == pytest.approx(matches / columns if columns else 0.0)
+
+
+def random_text(rng, length, symbols="ACGT", n_fraction=0.0):
+    text = [symbols[k] for k in rng.integers(0, len(symbols), length)]
+    if n_fraction:
+        for k in np.flatnonzero(rng.random(length) < n_fraction):
+            text[k] = "N"
+    return "".join(text)
+
+
+def relative(rng, text, rate=0.15, symbols="ACGT"):
+    out = []
+    for c in text:
+        r = rng.random()
+        if r < rate / 3:
+            continue
+        if r < 2 * rate / 3:
+            out.append(symbols[rng.integers(len(symbols))])
+        elif r < rate:
+            out.extend((c, symbols[rng.integers(len(symbols))]))
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+# --- examples and shapes ------------------------------------------------------------------------
+
+
+def test_docstring_examples_run():
+    assert doctest.testmod(align_api, raise_on_error=True).attempted > 0
+
+
+def test_worked_example(backend):
+    # 8 query symbols against 9 target symbols: best is 7 matches, 1 mismatch, one 1-symbol
+    # gap: 7*2 - 3 - 5 = 6. From the end, the traceback prefers the diagonal, so the gap goes
+    # before the last T rather than after it.
+    scoring = Scoring(match=2, mismatch=-3, gap_open=5, gap_extend=2)
+    r = gpualign.align(["ACGTACGT", "ACGT"], ["ACGAACGTT", "TTTT"], mode="global",
+                       scoring=scoring, task="path", backend=backend)
+    assert int(r.score[0]) == 6 and r.cigar[0] == "3=1X3=1D1="
+    assert r.mode == "global" and r.task == "path" and len(r) == 2
+    assert r.query_start.tolist() == [0, 0] and r.query_end.tolist() == [8, 4]
+    assert r.target_end.tolist() == [9, 4] and r.identity[0] == pytest.approx(7 / 9)
+    check_result(r, ["ACGTACGT", "ACGT"], ["ACGAACGTT", "TTTT"], scoring, "global")
+
+
+@pytest.mark.parametrize("mode", ALIGN_MODES)
+@pytest.mark.parametrize("task", ["score", "end", "path"])
+def test_seeded_random_against_the_oracle(backend, mode, task):
+    rng = np.random.default_rng(11)
+    queries, targets = [], []
+    for m in SIZES:
+        for n in SIZES[::2]:
+            query = random_text(rng, m, n_fraction=0.05)
+            queries.append(query)
+            targets.append(relative(rng, query, 0.2)[:n] if rng.random() < 0.5
+                           else random_text(rng, n, n_fraction=0.05))
+    for scoring in SCHEMES:
+        result = gpualign.align(queries, targets, mode=mode, scoring=scoring, task=task,
+                                backend=backend)
+        check_result(result, queries, targets, scoring, mode)
+
+
+@pytest.mark.parametrize("mode", ALIGN_MODES)
+def test_protein_blosum_against_the_oracle(backend, mode):
+    rng = np.random.default_rng(12)
+    amino = "ARNDCQEGHILKMFPSTWYVBZX*"
+    queries = [random_text(rng, m, amino) for m in (0, 1, 5, 40, 90)]
+    targets = [relative(rng, q, 0.3, amino) + random_text(rng, 4, amino) for q in queries]
+    for name in ("BLOSUM62", "PAM30"):
+        scoring = Scoring.matrix(name, gap_open=11, gap_extend=1)
+        result = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="path",
+                                alphabet="protein", backend=backend)
+        check_result(result, queries, targets, scoring, mode, "protein")
+
+
+def test_bytes_alphabet(backend):
+    scoring = Scoring(match=3, mismatch=-1, gap_open=4, gap_extend=1)
+    queries, targets = ["hello, world", "naïve"], ["yellow word!", "native"]
+    for mode in ALIGN_MODES:
+        result = gpualign.align([q.encode() for q in queries], [t.encode() for t in targets],
+                                mode=mode, scoring=scoring, task="path", alphabet="bytes",
+                                backend=backend)
+        for p, (q, t) in enumerate(zip(queries, targets, strict=True)):
+            want = align_naive(list(q.encode()), list(t.encode()), scoring.table("bytes")[0],
+                               4, 1, mode, None)
+            assert (int(result.score[p]), result.cigar[p]) == (want.score, want.cigar)
+
+
+@st.composite
+def problems(draw):
+    symbol = st.sampled_from([0, 1, 2, 3, 4])
+    query = draw(st.lists(symbol, max_size=20))
+    if draw(st.booleans()):
+        target = draw(st.lists(symbol, max_size=20))
+    else:
+        target = draw(st.lists(symbol, max_size=4)) + mutated(draw, query, symbol) + \
+            draw(st.lists(symbol, max_size=4))
+    gap_open = draw(st.integers(0, 8))
+    scoring = Scoring(match=draw(st.integers(0, 6)), mismatch=draw(st.integers(-6, 1)),
+                      gap_open=gap_open, gap_extend=draw(st.integers(0, min(gap_open, 4))))
+    return query, target, scoring, draw(st.sampled_from(ALIGN_MODES))
+
+
+@settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_hypothesis(problem):
+    query, target, scoring, mode = problem
+    text = "ACGTN"
+    q, t = "".join(text[c] for c in query), "".join(text[c] for c in target)
+    result = gpualign.align([q], [t], mode=mode, scoring=scoring, task="path", backend="cpu")
+    check_result(result, [q], [t], scoring, mode)
+
+
+# --- peers: parasail ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ALIGN_MODES)
+def test_scores_equal_parasail_random(backend, mode):
+    rng = np.random.default_rng(13)
+    queries = [random_text(rng, int(m), n_fraction=0.02) for m in rng.integers(1, 300, 60)]
+    targets = [relative(rng, q, 0.2) if k % 2 else random_text(rng, int(rng.integers(1, 300)))
+               for k, q in enumerate(queries)]
+    for scoring in SCHEMES:
+        matrix = parasail_matrix(scoring, "dna")
+        result = gpualign.align(queries, targets, mode=mode, scoring=scoring, backend=backend)
+        want = [PARASAIL[mode](q, t, scoring.gap_open, scoring.gap_extend, matrix).score
+                for q, t in zip(queries, targets, strict=True)]
+        assert result.score.tolist() == want, scoring.describe()
+
+
+def _real(name, alphabet, count):
+    subjects = SequenceSet.from_file(DATA / name, alphabet, invalid="wildcard")
+    return [subjects[i] for i in range(count)]
+
+
+@pytest.mark.parametrize("mode", ALIGN_MODES)
+def test_real_16s_against_parasail_and_rescored(backend, mode):
+    # Neighbouring 16S genes of the RDP excerpt: ~1.5 kb, related, with IUPAC codes read as N.
+    genes = _real("rdp16s_200.fasta.gz", "dna", 24)
+    queries, targets = genes[0::2], genes[1::2]
+    scoring = Scoring(match=2, mismatch=-3, gap_open=5, gap_extend=2)
+    result = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="path",
+                            backend=backend)
+    matrix = parasail_matrix(scoring, "dna")
+    table, _ = scoring.table("dna")
+    for p, (q, t) in enumerate(zip(queries, targets, strict=True)):
+        assert int(result.score[p]) == PARASAIL[mode](q, t, 5, 2, matrix).score
+        rescored = rescore_alignment(codes_of(q), codes_of(t), int(result.query_start[p]),
+                                     int(result.target_start[p]), result.cigar[p], table, 5, 2)
+        assert rescored == (int(result.score[p]), int(result.query_end[p]),
+                            int(result.target_end[p]))
+    # A few against the oracle too (the full-matrix oracle is slow on 1.5 kb).
+    check_result(gpualign.align(queries[:1], targets[:1], mode=mode, scoring=scoring,
+                                task="path", backend=backend),
+                 queries[:1], targets[:1], scoring, mode)
+
+
+@pytest.mark.parametrize("mode", ALIGN_MODES)
+def test_real_proteins_blosum62_against_parasail(backend, mode):
+    proteins = _real("uniprot_200.fasta.gz", "protein", 40)
+    queries, targets = proteins[0::2], proteins[1::2]
+    scoring = Scoring.matrix("BLOSUM62", gap_open=11, gap_extend=1)
+    matrix = parasail_matrix(scoring, "protein")
+    result = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="end",
+                            alphabet="protein", backend=backend)
+    want = [PARASAIL[mode](q, t, 11, 1, matrix).score
+            for q, t in zip(queries, targets, strict=True)]
+    assert result.score.tolist() == want
+
+
+def test_mitochondrial_genomes(backend):
+    # Human vs orangutan mtDNA (16.6 kb each, ~85% identity): one long pair, every mode.
+    human, orang = (_real(name, "dna", 1)[0] for name in ("MT-human.fa.gz", "MT-orang.fa.gz"))
+    assert (len(human), len(orang)) == (16569, 16499)
+    scoring = Scoring(match=2, mismatch=-3, gap_open=5, gap_extend=2)
+    matrix = parasail_matrix(scoring, "dna")
+    table, _ = scoring.table("dna")
+    for mode in ("global", "local"):
+        result = gpualign.align([human], [orang], mode=mode, scoring=scoring, task="path",
+                                backend=backend)
+        assert int(result.score[0]) == PARASAIL[mode](human, orang, 5, 2, matrix).score
+        rescored = rescore_alignment(codes_of(human), codes_of(orang),
+                                     int(result.query_start[0]), int(result.target_start[0]),
+                                     result.cigar[0], table, 5, 2)
+        assert rescored == (int(result.score[0]), int(result.query_end[0]),
+                            int(result.target_end[0]))
+        assert 0.8 < result.identity[0] < 0.95
+
+
+# --- inputs, tasks, errors ------------------------------------------------------------------------
+
+
+def test_pairs_and_input_forms(backend, tmp_path):
+    queries, targets = ["ACGT", "GGGA", "TTAC"], ["ACGA", "GGA"]
+    r = gpualign.align(queries, targets, pairs=([2, 0, 1], [1, 0, 0]), task="path",
+                       backend=backend)
+    single = [gpualign.align([queries[q]], [targets[t]], task="path", backend=backend)
+              for q, t in ((2, 1), (0, 0), (1, 0))]
+    assert r.score.tolist() == [int(s.score[0]) for s in single]
+    assert r.cigar == [s.cigar[0] for s in single]
+    assert r.query_index.tolist() == [2, 0, 1] and r.target_index.tolist() == [1, 0, 0]
+    fasta = tmp_path / "t.fa"
+    fasta.write_text(">a\nACGA\n>b\nGGA\n")
+    from_file = gpualign.align(SequenceSet.from_sequences(queries[:2]), fasta, task="path",
+                               backend=backend)
+    assert from_file.cigar == gpualign.align(queries[:2], targets, task="path",
+                                             backend=backend).cigar
+
+
+def test_empty_inputs(backend):
+    r = gpualign.align([], [], task="path", backend=backend)
+    assert len(r) == 0 and r.cigar == [] and r.identity.shape == (0,)
+    r = gpualign.align(["", "ACG", ""], ["AC", "", ""], mode="local", task="path",
+                       backend=backend)
+    assert r.score.tolist() == [0, 0, 0] and r.cigar == ["", "", ""]
+    r = gpualign.align(["", "ACG"], ["AC", ""], task="path", backend=backend)
+    assert r.score.tolist() == [-7, -9] and r.cigar == ["2D", "3I"]  # gaps of 2 and 3
+
+
+def test_many_pairs_in_parallel(backend):
+    rng = np.random.default_rng(14)
+    queries = [random_text(rng, int(m)) for m in rng.integers(0, 60, 400)]
+    targets = [relative(rng, q, 0.2) for q in queries]
+    scoring = SCHEMES[0]
+    result = gpualign.align(queries, targets, mode="semi-global", scoring=scoring, task="path",
+                            backend=backend)
+    sample = list(range(0, 400, 37))
+    check_result(gpualign.align([queries[i] for i in sample], [targets[i] for i in sample],
+                                mode="semi-global", scoring=scoring, task="path",
+                                backend=backend),
+                 [queries[i] for i in sample], [targets[i] for i in sample], scoring,
+                 "semi-global")
+    assert [result.cigar[i] for i in sample] == [oracle(queries[i], targets[i], scoring,
+                                                        "semi-global").cigar for i in sample]
+
+
+@pytest.mark.parametrize("mode,name", [("NW", "global"), ("sw", "local"),
+                                       ("Semi-Global", "semi-global"), ("overlap", "overlap")])
+def test_mode_names(backend, mode, name):
+    assert gpualign.align(["A"], ["A"], mode=mode, backend=backend).mode == name
+
+
+def test_errors(backend):
+    with pytest.raises(ValueError, match="mode='infix'"):
+        gpualign.align(["A"], ["A"], mode="infix", backend=backend)
+    with pytest.raises(ValueError, match="task='cigar'"):
+        gpualign.align(["A"], ["A"], task="cigar", backend=backend)
+    with pytest.raises(TypeError, match="gpualign.Scoring"):
+        gpualign.align(["A"], ["A"], scoring={"match": 2}, backend=backend)
+    with pytest.raises(ValueError, match="2 queries but 1 targets"):
+        gpualign.align(["A", "C"], ["A"], backend=backend)
+    with pytest.raises(ValueError, match=r"targets: record '1' \(#1\): symbol 'a' at position 0 "
+                                         r"is not in the matrix BLOSUM62"):
+        gpualign.align([b"AW", b"W"], [b"WA", b"aW"], alphabet="bytes",
+                       scoring=Scoring.matrix("BLOSUM62"), backend=backend)
+    with pytest.raises(gpualign.InvalidSymbolError, match="position 1"):
+        gpualign.align(["AJ"], ["A"], alphabet="protein", backend=backend)
+
+
+@pytest.mark.skipif(gpualign.backend.cuda_status()[0], reason="a GPU is present")
+def test_cuda_backend_is_refused_clearly():
+    with pytest.raises(gpualign.BackendUnavailableError):
+        gpualign.align(["A"], ["A"], backend="cuda")
