@@ -19,7 +19,7 @@ from rapidfuzz.distance import LCSseq
 
 import gpualign
 from gpualign.backend import cuda_status
-from gpualign.cli import EDIT_COLUMNS, LCS_ALL_COLUMNS, LCS_TOP_COLUMNS, main
+from gpualign.cli import ALIGN_COLUMNS, EDIT_COLUMNS, LCS_ALL_COLUMNS, LCS_TOP_COLUMNS, main
 from gpualign.io import read_records
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -38,10 +38,10 @@ def write_fasta(path: Path, records: list[tuple[str, str]]) -> Path:
     return path
 
 
-def read_tsv(path: Path) -> list[dict[str, str]]:
+def read_tsv(path: Path, columns: tuple[str, ...] = EDIT_COLUMNS) -> list[dict[str, str]]:
     lines = path.read_text().splitlines()
-    assert tuple(lines[0].split("\t")) == EDIT_COLUMNS
-    return [dict(zip(EDIT_COLUMNS, line.split("\t"), strict=True)) for line in lines[1:]]
+    assert tuple(lines[0].split("\t")) == columns
+    return [dict(zip(columns, line.split("\t"), strict=True)) for line in lines[1:]]
 
 
 def check_cigar(row: dict[str, str], query: str, target: str) -> None:
@@ -550,3 +550,87 @@ def test_lcs_subprocess(rdp16s, tmp_path):
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("gpualign: error: ") and "Traceback" not in done.stderr
     assert "'101390' (#83)" in done.stderr
+
+
+# --- gpualign align ------------------------------------------------------------------------------
+
+
+def _genes(count: int) -> list[tuple[str, str]]:
+    return list(read_records(DATA / "rdp16s_200.fasta.gz"))[:count]
+
+
+def test_align_tsv_equals_the_api(tmp_path):
+    genes = _genes(8)
+    queries = write_fasta(tmp_path / "q.fa", genes[0::2])
+    targets = write_fasta(tmp_path / "t.fa", genes[1::2])
+    out = tmp_path / "aln.tsv"
+    assert main(["align", str(queries), str(targets), "--mode", "semi-global", "--task", "path",
+                 "--match", "1", "--mismatch", "-2", "--gap-open", "3", "--gap-extend", "1",
+                 "--invalid", "wildcard", "-o", str(out), "-q"]) == 0
+    rows = read_tsv(out, ALIGN_COLUMNS)
+    assert len(rows) == 4
+    api = gpualign.align(queries, targets, mode="semi-global", task="path", invalid="wildcard",
+                         scoring=gpualign.Scoring(match=1, mismatch=-2, gap_open=3,
+                                                  gap_extend=1))
+    for p, row in enumerate(rows):
+        assert (row["query"], row["target"]) == (genes[2 * p][0], genes[2 * p + 1][0])
+        assert int(row["score"]) == int(api.score[p]) and row["cigar"] == api.cigar[p]
+        assert [int(row[c]) for c in ("query_start", "query_end", "target_start",
+                                      "target_end")] == [
+            int(api.query_start[p]), int(api.query_end[p]), int(api.target_start[p]),
+            int(api.target_end[p])]
+        assert float(row["identity"]) == pytest.approx(api.identity[p], abs=5e-5)
+
+
+def test_align_all_vs_all_with_a_matrix_defaults_to_protein(tmp_path, capsys):
+    proteins = list(read_records(DATA / "uniprot_200.fasta.gz"))[:3]
+    path = write_fasta(tmp_path / "p.fa", proteins)
+    assert main(["align", str(path), str(path), "--all-vs-all", "--matrix", "blosum62",
+                 "--mode", "local", "--task", "end", "--invalid", "wildcard"]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert len(lines) == 1 + 9 and "BLOSUM62, gap open 11, extend 1" in captured.err
+    rows = [dict(zip(ALIGN_COLUMNS, line.split("\t"), strict=True)) for line in lines[1:]]
+    scoring = gpualign.Scoring.matrix("BLOSUM62")
+    api = gpualign.align([s for _, s in proteins], [s for _, s in proteins], mode="local",
+                         task="end", alphabet="protein", invalid="wildcard", scoring=scoring,
+                         pairs=(np.repeat(np.arange(3), 3), np.tile(np.arange(3), 3)))
+    assert [int(r["score"]) for r in rows] == api.score.tolist()
+    assert all(r["cigar"] == r["query_start"] == "*" for r in rows)
+
+
+def test_align_sam(tmp_path):
+    genes = _genes(2)
+    reads = [("read1", genes[0][1][100:400]), ("read2", "ACGT" * 3 + genes[0][1][500:700]),
+             ("nothing", "")]
+    reads_fa = write_fasta(tmp_path / "reads.fa", reads)
+    ref = write_fasta(tmp_path / "ref.fa", [(genes[0][0], genes[0][1])] * 3)
+    sam = tmp_path / "out.sam"
+    assert main(["align", str(reads_fa), str(ref), "--mode", "local", "--invalid", "wildcard",
+                 "-o", str(sam), "-q"]) == 0
+    lines = sam.read_text().splitlines()
+    header = [line for line in lines if line.startswith("@")]
+    records = [line.split("\t") for line in lines if not line.startswith("@")]
+    assert header[0].startswith("@HD\tVN:1.6") and header[1].startswith(f"@SQ\tSN:{genes[0][0]}")
+    assert len(records) == 3
+    first, second, third = records
+    assert first[:6] == ["read1", "0", genes[0][0], "101", "255", "300="]
+    assert first[9] == reads[0][1] and "AS:i:600" in first and "NM:i:0" in first
+    assert second[3] == "501" and second[5].startswith("12S")  # the unrelated head is clipped
+    consumed = sum(int(n) for n, op in re.findall(r"(\d+)([=XIS])", second[5]))
+    assert consumed == len(second[9])
+    assert third[1:6] == ["4", "*", "0", "255", "*"]  # an empty read aligns nowhere
+
+
+def test_align_errors(tmp_path, capsys):
+    queries = write_fasta(tmp_path / "q.fa", [("a", "ACGT")])
+    targets = write_fasta(tmp_path / "t.fa", [("b", "ACGA"), ("c", "A")])
+    for extra, message in (
+            ([], "1 record but"),
+            (["--all-vs-all", "--gap-open", "-1"], "positive costs"),
+            (["--all-vs-all", "--gap-open", "1", "--gap-extend", "2"], "at least as much"),
+            (["--all-vs-all", "--matrix", "BLOSUM63"], "unknown matrix"),
+            (["--all-vs-all", "--matrix", str(queries)], "must list distinct"),
+            (["--all-vs-all", "--backend", "cuda"], "cuda")):
+        assert main(["align", str(queries), str(targets), *extra]) == 2, extra
+        assert message in capsys.readouterr().err, extra

@@ -28,10 +28,12 @@ import numpy as np
 
 from . import __version__
 from ._progress import progress_bar
+from .align import align
 from .backend import BackendUnavailableError, resolve_backend
 from .edit import edit_distance, edit_distance_matrix
-from .io import SequenceFileError, read_records, write_tsv
+from .io import SequenceFileError, read_records, write_sam, write_tsv
 from .lcs import lcs_length_matrix, lcs_top
+from .scoring import MATRICES, Scoring
 from .sequences import InvalidSymbolError, SequenceSet
 
 __all__ = ["build_parser", "main"]
@@ -43,6 +45,8 @@ USER_ERRORS = (InvalidSymbolError, SequenceFileError, ValueError, BackendUnavail
                OSError)
 
 EDIT_COLUMNS = ("query", "target", "distance", "target_start", "target_end", "cigar")
+ALIGN_COLUMNS = ("query", "target", "identity", "score", "query_start", "query_end",
+                 "target_start", "target_end", "cigar")
 LCS_TOP_COLUMNS = ("query", "subject", "rank", "lcs_length", "query_length", "subject_length",
                    "lcs")
 LCS_ALL_COLUMNS = ("query", "subject", "lcs_length", "query_length", "subject_length")
@@ -181,6 +185,22 @@ def _star(values: np.ndarray) -> list[int | None]:
     return [None if v < 0 else v for v in values.tolist()]
 
 
+def _record_pairs(args: argparse.Namespace, n_q: int,
+                  n_t: int) -> tuple[np.ndarray, np.ndarray, str]:
+    """The pairs of a pairwise command: records by order, or every query with every target
+    (``--all-vs-all``); returns the index arrays and a description for the summary."""
+    if args.all_vs_all:
+        return (np.repeat(np.arange(n_q, dtype=np.int64), n_t),
+                np.tile(np.arange(n_t, dtype=np.int64), n_q), f"{n_q} x {n_t} all-vs-all")
+    if n_q != n_t:
+        raise ValueError(f"{args.queries} has {_plural(n_q, 'record')} but {args.targets} "
+                         f"has {_plural(n_t, 'record')}: "
+                         "pairs are formed by record order; use --all-vs-all to compare "
+                         "every query with every target")
+    index = np.arange(n_q, dtype=np.int64)
+    return index, index, _plural(n_q, "pair")
+
+
 # --------------------------------------------------------------------------- edit
 
 
@@ -239,8 +259,7 @@ def run_edit(args: argparse.Namespace) -> int:
                                           backend=args.backend, progress=progress)
             q_index, t_index = sparse.query_index, sparse.target_index
         else:
-            q_index = np.repeat(np.arange(n_q, dtype=np.int64), n_t)
-            t_index = np.tile(np.arange(n_t, dtype=np.int64), n_q)
+            q_index, t_index, _ = _record_pairs(args, n_q, n_t)
         if args.k is not None and args.task == "distance":
             distance = sparse.distance
             start = end = np.full(len(distance), -1, dtype=np.int32)
@@ -254,18 +273,12 @@ def run_edit(args: argparse.Namespace) -> int:
         compared = n_q * n_t
         shape = f"{n_q} x {n_t} all-vs-all"
     else:
-        if n_q != n_t:
-            raise ValueError(f"{args.queries} has {_plural(n_q, 'record')} but {args.targets} "
-                             f"has {_plural(n_t, 'record')}: "
-                             "pairs are formed by record order; use --all-vs-all to compare "
-                             "every query with every target")
+        q_index, t_index, shape = _record_pairs(args, n_q, n_t)
         result = edit_distance(queries, targets, mode=args.mode, k=args.k, task=args.task,
                                backend=args.backend, progress=progress)
-        q_index = t_index = np.arange(n_q, dtype=np.int64)
         distance, start, end, cigar = (result.distance, result.target_start, result.target_end,
                                        result.cigar)
         compared = n_q
-        shape = _plural(n_q, "pair")
 
     with _open_output(args.output) as out:
         write_tsv(out, EDIT_COLUMNS, [
@@ -283,6 +296,110 @@ def run_edit(args: argparse.Namespace) -> int:
     _report(args, f"{shape}, mode {args.mode}, task {args.task}: {compared} compared{cutoff}, "
                   f"{_plural(len(distance), 'row')} written{where} in "
                   f"{time.perf_counter() - began:.2f} s (backend {backend})")
+    return 0
+
+
+# --------------------------------------------------------------------------- align
+
+
+def _add_align_command(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "align", help="NW / SW / semi-global / overlap alignment with scores, ends and CIGARs",
+        description="Align query/target pairs (by record order), or every query with every "
+                    "target (--all-vs-all), with match/mismatch scores or a substitution "
+                    "matrix and affine gaps (a gap of length L costs gap-open + "
+                    "(L-1)*gap-extend). Writes a TSV table (query, target, identity, score, "
+                    "query_start, query_end, target_start, target_end: 0-based, half-open; "
+                    "cigar: =/X/I/D, I consumes the query; '*' where not available), or SAM "
+                    "(-o *.sam or --format sam: targets are the references, task path).",
+        epilog="example: gpualign align reads.fa windows.fa --mode semi-global --task path "
+               "-o reads.sam")
+    _add_pair_inputs(parser)
+    parser.set_defaults(alphabet=None)  # dna, or protein with --matrix
+    parser.add_argument("--all-vs-all", action="store_true",
+                        help="align every query with every target instead of pairing records "
+                             "by order")
+    parser.add_argument("--mode", choices=("global", "local", "semi-global", "overlap"),
+                        default="global",
+                        help="global: end to end (NW); local: best local alignment (SW); "
+                             "semi-global: the query end to end, target ends free; overlap: "
+                             "all four ends free (default: global)")
+    parser.add_argument("--task", choices=("score", "end", "path"), default="score",
+                        help="score only; end adds where the alignment ends; path adds where "
+                             "it starts, the CIGAR and the identity (default: score)")
+    parser.add_argument("--match", type=int, default=2, help="match score (default 2)")
+    parser.add_argument("--mismatch", type=int, default=-3, help="mismatch score (default -3)")
+    parser.add_argument("--matrix", metavar="NAME|FILE", default=None,
+                        help=f"substitution matrix instead of --match/--mismatch: one of "
+                             f"{', '.join(MATRICES)} or an NCBI-format file; implies "
+                             "--alphabet protein unless given")
+    parser.add_argument("--gap-open", type=int, default=None,
+                        help="cost of a gap's first symbol (default 5; 11 with --matrix)")
+    parser.add_argument("--gap-extend", type=int, default=None,
+                        help="cost of each further symbol (default 2; 1 with --matrix)")
+    parser.add_argument("--format", choices=("tsv", "sam"), default=None,
+                        help="output format (default: sam when -o ends in .sam, else tsv)")
+    _add_backend_option(parser)
+    _add_output_options(parser)
+    parser.set_defaults(run=run_align)
+
+
+def _scoring(args: argparse.Namespace) -> Scoring:
+    """The Scoring the options describe."""
+    if args.matrix is None:
+        return Scoring(match=args.match, mismatch=args.mismatch,
+                       gap_open=5 if args.gap_open is None else args.gap_open,
+                       gap_extend=2 if args.gap_extend is None else args.gap_extend)
+    gaps = {"gap_open": 11 if args.gap_open is None else args.gap_open,
+            "gap_extend": 1 if args.gap_extend is None else args.gap_extend}
+    if os.path.isfile(args.matrix):
+        return Scoring.from_file(args.matrix, **gaps)
+    return Scoring.matrix(args.matrix, **gaps)
+
+
+def run_align(args: argparse.Namespace) -> int:
+    """Run ``gpualign align``; return the exit status.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        As parsed by :func:`build_parser` for the ``align`` subcommand.
+
+    Returns
+    -------
+    int
+        0 on success (errors raise and are turned into status 2 by :func:`main`).
+    """
+    began = time.perf_counter()
+    scoring = _scoring(args)  # bad matrices and gap costs fail before any reading
+    if args.alphabet is None:
+        args.alphabet = "protein" if args.matrix is not None else "dna"
+    sam = args.format == "sam" or (args.format is None and str(args.output).endswith(".sam"))
+    task = "path" if sam else args.task
+    _check_output(args.output)
+    queries, targets = _read_pair_inputs(args)
+    q_index, t_index, shape = _record_pairs(args, len(queries), len(targets))
+    result = align(queries, targets, mode=args.mode, scoring=scoring, task=task,
+                   backend=args.backend, pairs=(q_index, t_index))
+    with _open_output(args.output) as out:
+        if sam:
+            write_sam(out, queries, targets, q_index, t_index, result,
+                      " ".join([PROG, *sys.argv[1:]]))
+        else:
+            write_tsv(out, ALIGN_COLUMNS, [
+                [queries.names[i] for i in q_index.tolist()],
+                [targets.names[i] for i in t_index.tolist()],
+                ([f"{x:.4f}" for x in result.identity.tolist()] if result.identity is not None
+                 else [None] * len(result)),
+                result.score,
+                _star(result.query_start), _star(result.query_end),
+                _star(result.target_start), _star(result.target_end),
+                result.cigar if result.cigar is not None else [None] * len(result),
+            ])
+    where = f" -> {args.output}" if args.output not in (None, "-") else ""
+    _report(args, f"{shape}, mode {args.mode}, {scoring.describe()}, task {task}: "
+                  f"{_plural(len(result), 'row')} written{where} in "
+                  f"{time.perf_counter() - began:.2f} s (backend cpu)")  # the only one yet
     return 0
 
 
@@ -445,14 +562,15 @@ def run_lcs(args: argparse.Namespace) -> int:
 
 #: Subcommand declarations, in the order ``gpualign --help`` lists them.
 _COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
-    _add_edit_command, _add_lcs_command)
+    _add_edit_command, _add_align_command, _add_lcs_command)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``gpualign`` argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="GPU sequence comparison (CPU fallback): edit distance, LCS and more. "
+        description="GPU sequence comparison (CPU fallback): edit distance, alignment, LCS "
+                    "and more. "
                     "Run 'gpualign COMMAND --help' for a command's options.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

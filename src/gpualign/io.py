@@ -6,6 +6,7 @@ import contextlib
 import gzip
 import lzma
 import os
+import re
 import zlib
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
@@ -18,6 +19,9 @@ __all__ = ["SequenceFileError", "read_records", "write_tsv"]
 
 class SequenceFileError(ValueError):
     """A sequence file is missing, truncated, corrupt or not FASTA/FASTQ."""
+
+
+_CIGAR_RUN = re.compile(r"(\d+)([=XID])")
 
 
 def _decompression_errors() -> tuple[type[Exception], ...]:
@@ -73,3 +77,32 @@ def write_tsv(out: IO[str], header: Sequence[str], columns: Sequence[Any]) -> No
         text_columns.append(["*" if v is None or v == "" else str(v) for v in values])
     for row in zip(*text_columns, strict=True):
         out.write("\t".join(row) + "\n")
+
+
+def write_sam(out: IO[str], queries: Any, targets: Any, query_index: np.ndarray,
+              target_index: np.ndarray, result: Any, program: str) -> int:
+    """Write alignments as SAM: targets are the reference sequences (``@SQ``), queries the
+    reads; ``result`` is an :class:`~gpualign.AlignResult` with ``task="path"``.
+
+    POS is 1-based; the CIGAR is the alignment's (``=``/``X``/``I``/``D``), with the query's
+    unaligned ends soft-clipped (``S``; local and overlap alignments); ``AS:i`` is the score,
+    ``NM:i`` the edit count (``X``, ``I`` and ``D`` symbols). Returns the number of records."""
+    out.write("@HD\tVN:1.6\tSO:unsorted\n")
+    for number, name in enumerate(targets.names):
+        out.write(f"@SQ\tSN:{name or number}\tLN:{max(int(targets.lengths[number]), 1)}\n")
+    out.write(f"@PG\tID:gpualign\tPN:gpualign\tCL:{program}\n")
+    for p, (q, t) in enumerate(zip(query_index.tolist(), target_index.tolist(), strict=True)):
+        length = int(queries.lengths[q])
+        cigar = result.cigar[p]
+        head, tail = int(result.query_start[p]), length - int(result.query_end[p])
+        if cigar:
+            full = (f"{head}S" if head else "") + cigar + (f"{tail}S" if tail else "")
+            flag, position = 0, int(result.target_start[p]) + 1
+            rname = targets.names[t] or str(t)
+        else:  # nothing aligned (an empty local alignment): unmapped
+            full, flag, position, rname = "*", 4, 0, "*"
+        edits = sum(int(n) for n, op in _CIGAR_RUN.findall(cigar) if op in "XID")
+        sequence = queries[q] or "*"
+        out.write(f"{queries.names[q] or q}\t{flag}\t{rname}\t{position}\t255\t{full}\t*\t0\t0"
+                  f"\t{sequence}\t*\tAS:i:{int(result.score[p])}\tNM:i:{edits}\n")
+    return len(query_index)
