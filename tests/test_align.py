@@ -6,6 +6,7 @@ same matrix and gap convention), on random, Hypothesis and real inputs; every CI
 from __future__ import annotations
 
 import doctest
+import gzip
 import re
 from pathlib import Path
 
@@ -351,3 +352,54 @@ def test_errors(backend):
 def test_cuda_backend_is_refused_clearly():
     with pytest.raises(gpualign.BackendUnavailableError):
         gpualign.align(["A"], ["A"], backend="cuda")
+
+
+# --- one query against many targets ---------------------------------------------------------------
+
+
+def _brute_force(query, targets, mode, scoring, n=None, min_score=None):
+    scores = gpualign.align([query] * len(targets), targets, mode=mode, scoring=scoring,
+                            backend="cpu").score
+    order = [i for i in np.lexsort((np.arange(len(targets)), -scores)).tolist()
+             if min_score is None or scores[i] >= min_score]
+    return order[:n] if n is not None else order, scores
+
+
+@pytest.mark.parametrize("mode", ALIGN_MODES)
+def test_one_to_many_equals_brute_force(backend, mode, monkeypatch, tmp_path):
+    monkeypatch.setattr(gpualign.config, "ALIGN_CPU_BATCH_RESIDUES", 97)  # many batches
+    rng = np.random.default_rng(15)
+    query = random_text(rng, 40)
+    targets = [relative(rng, query, rate) if k % 3 else random_text(rng, 45)
+               for k, rate in enumerate(rng.uniform(0.0, 0.5, 60))]
+    targets += [targets[5], targets[7]]  # exact ties: the lower index first
+    fasta = tmp_path / "targets.fa.gz"
+    fasta.write_bytes(gzip.compress("".join(f">t{k}\n{t}\n" for k, t in
+                                            enumerate(targets)).encode()))
+    scoring = SCHEMES[0]
+    for n, min_score in ((1, None), (7, None), (None, 20), (5, 20), (1000, None), (None, None)):
+        want, scores = _brute_force(query, targets, mode, scoring, n, min_score)
+        for source in (targets, iter(targets), fasta):
+            hits = gpualign.align_one_to_many(query, source, mode=mode, scoring=scoring, n=n,
+                                              min_score=min_score, task="path",
+                                              backend=backend)
+            assert hits.target_index.tolist() == want, (n, min_score)
+            assert hits.score.tolist() == scores[want].tolist()
+            assert hits.query_index.tolist() == [0] * len(want)
+            if source is fasta:
+                assert hits.target_name == [f"t{k}" for k in want]
+            check_result(hits, [query] * len(want), [targets[k] for k in want], scoring, mode)
+
+
+def test_one_to_many_errors(backend):
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        gpualign.align_one_to_many("ACGT", ["ACGT"], n=0, backend=backend)
+    with pytest.raises(TypeError, match="n must be an integer"):
+        gpualign.align_one_to_many("ACGT", ["ACGT"], n=2.5, backend=backend)
+    with pytest.raises(TypeError, match="min_score must be an integer"):
+        gpualign.align_one_to_many("ACGT", ["ACGT"], min_score="10", backend=backend)
+    with pytest.raises(ValueError, match="pass one sequence"):
+        gpualign.align_one_to_many(SequenceSet.from_sequences(["A", "C"]), ["ACGT"],
+                                   backend=backend)
+    empty = gpualign.align_one_to_many("ACGT", [], n=3, task="path", backend=backend)
+    assert len(empty) == 0 and empty.cigar == [] and empty.target_name == []

@@ -7,7 +7,7 @@ Examples
 [1]
 """
 
-from .align import AlignResult, align
+from .align import AlignResult, align, align_one_to_many
 from .backend import BackendUnavailableError, resolve_backend
 from .edit import EditMatrix, EditResult, edit_distance, edit_distance_matrix
 from .io import SequenceFileError
@@ -29,6 +29,7 @@ __all__ = [
     "SequenceFileError",
     "SequenceSet",
     "align",
+    "align_one_to_many",
     "edit_distance",
     "edit_distance_matrix",
     "get_alphabet",

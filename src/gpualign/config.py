@@ -74,6 +74,10 @@ LCS_GPU_FIRST_BATCH_RESIDUES = 1 << 24
 #: buffers: while the GPU computes one, the next is being staged and copied.
 LCS_GPU_SLOTS = 3
 
+#: Target symbols per batch of :func:`gpualign.align_one_to_many` (targets streamed from a file
+#: or an iterator are read this many at a time).
+ALIGN_CPU_BATCH_RESIDUES = 1 << 24
+
 #: Subject symbols per batch of the CPU LCS backend.
 LCS_CPU_BATCH_RESIDUES = 1 << 24
 

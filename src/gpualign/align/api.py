@@ -7,13 +7,15 @@ from typing import Any
 
 import numpy as np
 
+from .. import config
 from ..backend import BackendUnavailableError, resolve_backend
 from ..pairs import pair_indices, pair_sets
 from ..scoring import Scoring
-from ..sequences import Alphabet
+from ..sequences import Alphabet, SequenceSet, as_sequence_set, get_alphabet
+from ..streaming import iter_batches
 from . import _cpu
 
-__all__ = ["AlignResult", "align"]
+__all__ = ["AlignResult", "align", "align_one_to_many"]
 
 _MODES = {"global": _cpu.GLOBAL, "nw": _cpu.GLOBAL, "local": _cpu.LOCAL, "sw": _cpu.LOCAL,
           "semi-global": _cpu.SEMI_GLOBAL, "semiglobal": _cpu.SEMI_GLOBAL,
@@ -56,6 +58,8 @@ class AlignResult:
     scoring: Scoring
     query_index: np.ndarray | None = field(default=None, repr=False)
     target_index: np.ndarray | None = field(default=None, repr=False)
+    #: Names of the targets (:func:`align_one_to_many`, which may stream them from a file).
+    target_name: list[str] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.score)
@@ -159,3 +163,88 @@ def _cigars(ops: np.ndarray, offsets: np.ndarray,
                                                strict=True)))
         identity[p] = np.count_nonzero(path == 0) / count
     return cigars, identity
+
+
+def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
+                      scoring: Scoring | None = None, task: str = "score",
+                      n: int | None = None, min_score: int | None = None,
+                      alphabet: str | Alphabet = "dna", invalid: str = "error",
+                      backend: str = "auto") -> AlignResult:
+    """Align one query with every target and keep the best: the ``n`` highest scores and/or
+    those ``>= min_score`` (all targets when both are None), best first (ties: lower target
+    index). Targets from a file or an iterator are streamed in batches, so the collection need
+    not fit in memory; only the kept targets are held for the final ``task``.
+
+    Parameters
+    ----------
+    query : str, bytes, array of codes, or a SequenceSet of one sequence
+    targets : SequenceSet, pathlib.Path to FASTA/FASTQ, or iterable of sequences
+    mode, scoring, task, alphabet, invalid, backend : as in :func:`align`
+        (``mode`` defaults to ``"local"``: database search).
+    n : int, optional
+        Keep at most this many targets.
+    min_score : int, optional
+        Keep only targets scoring at least this.
+
+    Returns
+    -------
+    AlignResult
+        One entry per kept target; ``target_index`` is its position in ``targets``,
+        ``target_name`` its name, ``query_index`` is 0.
+
+    Examples
+    --------
+    >>> hits = align_one_to_many("ACGTACGT", ["TTTT", "ACGTTCGT", "GGACGTACGTGG"], n=2,
+    ...                          task="path")
+    >>> hits.target_index.tolist(), hits.score.tolist(), hits.cigar
+    ([2, 1], [16, 11], ['8=', '4=1X3='])
+    """
+    if n is not None:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"n must be an integer, got {n!r}")
+        if n < 1:
+            raise ValueError(f"n must be >= 1 (got {n})")
+    if min_score is not None and (isinstance(min_score, bool)
+                                  or not isinstance(min_score, (int, np.integer))):
+        raise TypeError(f"min_score must be an integer, got {min_score!r}")
+    mode_code = _mode_code(mode)
+    if task not in _TASKS:
+        raise ValueError(f"task={task!r}: expected one of {', '.join(_TASKS)}")
+    scoring = Scoring() if scoring is None else scoring
+    alpha = get_alphabet(alphabet)
+    qset = as_sequence_set([query] if not isinstance(query, SequenceSet) else query, alpha,
+                           invalid=invalid, role="query")
+    if len(qset) != 1:
+        raise ValueError(f"query: a SequenceSet of {len(qset)} sequences; pass one sequence")
+    kept_index = np.zeros(0, dtype=np.int64)
+    kept_score = np.zeros(0, dtype=np.int64)
+    kept: dict[int, tuple[np.ndarray, str]] = {}
+    for batch in iter_batches(targets, alpha, invalid=invalid, role="targets",
+                              batch_residues=config.ALIGN_CPU_BATCH_RESIDUES):
+        zeros = np.zeros(len(batch), dtype=np.int64)
+        scores = align(qset, batch.sequences, mode=_MODE_NAMES[mode_code], scoring=scoring,
+                       backend=backend, pairs=(zeros, np.arange(len(batch)))).score
+        local = np.arange(len(batch)) if min_score is None else \
+            np.flatnonzero(scores >= min_score)
+        index = np.concatenate((kept_index, batch.start + local))
+        score = np.concatenate((kept_score, scores[local]))
+        order = np.lexsort((index, -score))[:n]
+        kept_index, kept_score = index[order], score[order]
+        keep = set(kept_index.tolist())
+        for i in [i for i in kept if i not in keep]:
+            del kept[i]
+        for i in keep - kept.keys():  # new in the list: from this batch
+            position = i - batch.start
+            kept[i] = (batch.sequences.codes_of(position).copy(),
+                       batch.sequences.names[position])
+    chosen = kept_index.tolist()
+    offsets = np.zeros(len(chosen) + 1, dtype=np.int64)
+    np.cumsum([len(kept[i][0]) for i in chosen], out=offsets[1:])
+    codes = np.concatenate([kept[i][0] for i in chosen]) if chosen else np.zeros(0, np.uint8)
+    subjects = SequenceSet(codes, offsets, [kept[i][1] for i in chosen], alpha)
+    zeros = np.zeros(len(chosen), dtype=np.int64)
+    result = align(qset, subjects, mode=_MODE_NAMES[mode_code], scoring=scoring, task=task,
+                   backend=backend, pairs=(zeros, np.arange(len(chosen))))
+    result.target_index = kept_index
+    result.target_name = subjects.names
+    return result
