@@ -74,6 +74,11 @@ LCS_GPU_FIRST_BATCH_RESIDUES = 1 << 24
 #: buffers: while the GPU computes one, the next is being staged and copied.
 LCS_GPU_SLOTS = 3
 
+#: How the CPU backend computes alignment scores (``task="score"``): "parasail" (its striped
+#: SIMD kernels on every core, when installed; identical scores) or "numba" (the scalar DP
+#: that also serves "end" and "path").
+ALIGN_CPU_SCORES = "parasail"
+
 #: Target symbols per batch of :func:`gpualign.align_one_to_many` (targets streamed from a file
 #: or an iterator are read this many at a time).
 ALIGN_CPU_BATCH_RESIDUES = 1 << 24

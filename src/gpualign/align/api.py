@@ -13,7 +13,7 @@ from ..pairs import pair_indices, pair_sets
 from ..scoring import Scoring
 from ..sequences import Alphabet, SequenceSet, as_sequence_set, get_alphabet
 from ..streaming import iter_batches
-from . import _cpu
+from . import _cpu, _parasail
 
 __all__ = ["AlignResult", "align", "align_one_to_many"]
 
@@ -125,6 +125,13 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
     scoring.check_covered(qset, "queries")
     scoring.check_covered(tset, "targets")
     table, _ = scoring.table(qset.alphabet)
+    if task == "score" and config.ALIGN_CPU_SCORES == "parasail" and \
+            _parasail.available(qset.alphabet.name):
+        score = _parasail.scores(qset, tset, q_index, t_index, table, scoring.gap_open,
+                                 scoring.gap_extend, mode_code)
+        missing = np.full(len(score), -1, dtype=np.int64)
+        return AlignResult(score, missing, missing.copy(), missing.copy(), missing.copy(), None,
+                           None, _MODE_NAMES[mode_code], task, scoring, q_index, t_index)
     want_path = task == "path"
     lengths = qset.lengths[q_index] + tset.lengths[t_index]
     op_offsets = np.zeros(len(q_index) + 1, dtype=np.int64)
