@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prove the GPU code on the offline GPU host (DESIGN.md section 5): install the packed wheels,
 # print the GPU and versions, run the CUDA tests, then the whole test suite, then the
-# edit-distance and LCS benchmarks; logs and the benchmarks' results files land in $OUT.
+# edit-distance, LCS and alignment benchmarks; logs and the results files land in $OUT.
 #
 # On the development machine, once per change (the GPU host has no internet and no .git):
 #   ../shared/tools/device-wheels dnaio edlib rapidfuzz   # fills .whl/ (git-ignored)
@@ -9,14 +9,15 @@
 # then on the GPU host, from the repository root, carrying .whl and data:
 #   GPUALIGN_COMMIT=<git rev-parse --short HEAD>[-dirty] bash scripts/gpu-check.sh [BENCH ARGS]
 # BENCH ARGS go to benchmarks/bench_edit.py, e.g. --scale 0.1 or --only global-1k;
-# LCS_BENCH_ARGS (one string) to benchmarks/bench_lcs.py, e.g. "--only paper".
+# LCS_BENCH_ARGS / ALIGN_BENCH_ARGS (one string each) to benchmarks/bench_lcs.py and
+# benchmarks/bench_align.py, e.g. "--only paper".
 #
 # Environment:
 #   OUT               folder for logs and the results file (default /tmp/gpu-check)
 #   GPUALIGN_COMMIT   commit recorded in the results (the host has no .git)
 #   SKIP_TESTS=1      no pytest at all;  SKIP_FULL_TESTS=1  only the `-m cuda` tests
 #   SKIP_BENCH=1      no benchmark;      ALLOW_MISSING_DATA=1  benchmark even without data/
-#   SKIP_EDIT_BENCH=1, SKIP_LCS_BENCH=1  leave out one of the two benchmarks
+#   SKIP_EDIT_BENCH=1, SKIP_LCS_BENCH=1, SKIP_ALIGN_BENCH=1  leave out one of the benchmarks
 #   PYTHON            interpreter (default python3, the host's Python with CuPy)
 #   WHEELS            folder of wheels to install (default .whl)
 # Exit status: 0 when every step passed, else the first failing step's status.
@@ -136,8 +137,10 @@ elif [[ $data_ok -eq 0 && ${ALLOW_MISSING_DATA:-0} != 1 ]]; then
     record benchmark "FAILED: data/ missing (bash scripts/fetch-data.sh)" 2
 else
     [[ ${SKIP_EDIT_BENCH:-0} == 1 ]] || bench edit "$@"
-    # shellcheck disable=SC2086  # LCS_BENCH_ARGS is a list of words
+    # shellcheck disable=SC2086  # LCS_BENCH_ARGS and ALIGN_BENCH_ARGS are lists of words
     [[ ${SKIP_LCS_BENCH:-0} == 1 ]] || bench lcs ${LCS_BENCH_ARGS:-}
+    # shellcheck disable=SC2086
+    [[ ${SKIP_ALIGN_BENCH:-0} == 1 ]] || bench align ${ALIGN_BENCH_ARGS:-}
 fi
 
 note "summary (logs in $out)"

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Pairwise alignment throughput of gpualign beside parasail, on the same pairs, in one run.
+
+Prints a Markdown table (GCUPS/TCUPS counting query length times target length per pair) and
+writes it, with device, commit, date and versions, to
+``benchmarks/results/align-<device>-<date>.md``.
+
+    python benchmarks/bench_align.py                              # full sizes
+    python benchmarks/bench_align.py --pairs 200 --cpu-seconds 0.3 --no-save   # smoke run
+
+Workloads (``--only``), from issue 4:
+
+- ``nw-16s``: Needleman-Wunsch, DNA +2/-3, linear gaps (3/3), score; neighbouring genes of the
+  RDP 16S core set (~1.5 kb).
+- ``sw-16s``: Smith-Waterman, DNA +2/-3, affine gaps 5/2, score; the same pairs.
+- ``sw-protein``: Smith-Waterman, BLOSUM62, gaps 11/1, score; neighbouring UniProt proteins.
+- ``path-16s``: semi-global, DNA +2/-3, gaps 5/2, task path (CIGARs); the 16S pairs.
+
+Engines: ``gpualign-cpu`` (all cores: parasail's SIMD kernels for scores, the Numba DP for
+paths), ``parasail`` on one core (striped 16-bit, the reference the issue's CPU target uses),
+and, when a GPU is present, StringZillas-CUDA (NW/SW scores). gpualign has no CUDA alignment
+backend yet: its row says so.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+from _common import (
+    ROOT,
+    Row,
+    base_parser,
+    gpu_note,
+    import_optional,
+    log,
+    parse,
+    run_benchmark,
+    time_cpu,
+    time_gpu,
+)
+
+import gpualign
+from gpualign import Scoring, SequenceSet
+
+WORKLOADS = ("nw-16s", "sw-16s", "sw-protein", "path-16s")
+ENGINES = ("cuda", "cpu", "parasail", "stringzillas")
+CPU_TARGET_RATIO = 0.50  # gpualign-cpu >= 50% of parasail's single-core rate
+CHECK_PAIRS = 200
+FILES = {"16s": ("data/core_rdp.fasta.gz", "tests/data/rdp16s_200.fasta.gz"),
+         "protein": ("data/uniprot_db.fasta.gz", "tests/data/uniprot_200.fasta.gz")}
+SETUPS = {  # workload: (data, mode, scoring, task, parasail function)
+    "nw-16s": ("16s", "global", Scoring(match=2, mismatch=-3, gap_open=3, gap_extend=3),
+               "score", "nw_scan_16"),
+    "sw-16s": ("16s", "local", Scoring(match=2, mismatch=-3, gap_open=5, gap_extend=2),
+               "score", "sw_striped_16"),
+    "sw-protein": ("protein", "local", Scoring.matrix("BLOSUM62", gap_open=11, gap_extend=1),
+                   "score", "sw_striped_16"),
+    "path-16s": ("16s", "semi-global", Scoring(match=2, mismatch=-3, gap_open=5, gap_extend=2),
+                 "path", "sg_dx_trace_striped_16"),
+}
+
+
+@dataclass
+class Pairs:
+    name: str
+    alphabet: str
+    queries: SequenceSet
+    targets: SequenceSet
+    source: str
+
+    @property
+    def cells(self) -> np.ndarray:
+        return self.queries.lengths * self.targets.lengths
+
+    def subset(self, index: np.ndarray) -> tuple[SequenceSet, SequenceSet]:
+        return self.queries.take(index), self.targets.take(index)
+
+
+def read_pairs(kind: str, count: int) -> Pairs:
+    """Neighbouring records of the real collection as pairs (record 2k with 2k+1)."""
+    path = next(ROOT / p for p in FILES[kind] if (ROOT / p).is_file())
+    alphabet = "dna" if kind == "16s" else "protein"
+    names, sequences = [], []
+    for name, sequence in gpualign.io.read_records(path):
+        names.append(name)
+        sequences.append(sequence.replace("-", "").replace(".", ""))  # RDP files are aligned
+        if len(sequences) == 2 * count:
+            break
+    found = len(sequences) // 2
+    sets = [SequenceSet.from_sequences(sequences[k::2][:found], alphabet,
+                                       names=names[k::2][:found], invalid="wildcard")
+            for k in (0, 1)]
+    source = (f"{path.relative_to(ROOT)}: {found:,} pairs of neighbouring records (alignment "
+              "gaps removed, other symbols outside the alphabet read as the wildcard)")
+    return Pairs(kind, alphabet, sets[0], sets[1], source)
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.rows: list[Row] = []
+        self.sources: dict[str, str] = {}
+        self.engines = set(args.engines)
+        self.cuda_ok, self.cuda_why = gpualign.backend.cuda_status()
+        self.data: dict[str, Pairs] = {}
+
+    def add(self, row: Row) -> Row:
+        self.rows.append(row)
+        rate = row.gcups if row.ran else float("nan")
+        log(f"  {row.workload:<12} {row.engine:<32} {rate:>9.2f} GCUPS  {row.check}  "
+            f"{row.note}")
+        return row
+
+    def run(self) -> None:
+        for name in self.args.only:
+            kind, mode, scoring, task, peer = SETUPS[name]
+            if kind not in self.data:
+                self.data[kind] = read_pairs(kind, self.args.pairs)
+            pairs = self.data[kind]
+            self.sources[name] = (f"{pairs.source}; mode {mode}, {scoring.describe()}, "
+                                  f"task {task}")
+            log(f"== {name}: {self.sources[name]}")
+            reference = gpualign.align(*pairs.subset(np.arange(min(CHECK_PAIRS, len(
+                pairs.queries)))), mode=mode, scoring=scoring, task="end",
+                alphabet=pairs.alphabet, backend="cpu").score
+            if "cuda" in self.engines:
+                self.add(Row(name, "gpualign-cuda", note="not built yet (issue 4: the CUDA "
+                                                         "kernels are the next step)"))
+            cpu = self.cpu(name, pairs, mode, scoring, task, reference) \
+                if "cpu" in self.engines else None
+            one_core = self.parasail(name, pairs, mode, scoring, peer, reference) \
+                if "parasail" in self.engines else None
+            if cpu is not None and one_core is not None and cpu.ran and one_core.ran:
+                ratio = cpu.gcups / one_core.gcups
+                verdict = "met" if ratio >= CPU_TARGET_RATIO else "**missed**"
+                cpu.target = f">= 50% of parasail 1-core: {verdict} ({ratio:.0%})"
+            if "stringzillas" in self.engines and mode in ("global", "local"):
+                self.stringzillas(name, pairs, mode, scoring, reference)
+
+    def cpu(self, name, pairs, mode, scoring, task, reference) -> Row:
+        import numba
+
+        def call(sets):
+            return gpualign.align(*sets, mode=mode, scoring=scoring, task=task,
+                                  alphabet=pairs.alphabet, backend="cpu")
+
+        order = np.arange(len(pairs.queries))
+        index, seconds, result = time_cpu(pairs.subset, call, float(pairs.cells.mean()),
+                                          order, self.args.cpu_seconds, self.args.cpu_repeats)
+        both = min(len(index), len(reference))
+        bad = int((result.score[:both] != reference[:both]).sum())
+        check = f"ok ({both} vs Numba DP)" if not bad else f"**FAIL** ({bad}/{both})"
+        how = ("parasail SIMD kernels in threads" if task == "score" and
+               gpualign.config.ALIGN_CPU_SCORES == "parasail" else "Numba DP, prange")
+        return self.add(Row(name, "gpualign-cpu (all cores)", len(index),
+                            int(pairs.cells[index].sum()), seconds, check,
+                            note=f"{how}; {numba.get_num_threads()} threads; first "
+                                 f"{len(index):,} pairs"))
+
+    def parasail(self, name, pairs, mode, scoring, function, reference) -> Row:
+        parasail = import_optional("parasail")
+        if parasail is None:
+            return self.add(Row(name, "parasail (1 core)", note="skipped: not installed"))
+        from gpualign.align import _parasail
+
+        table, _ = scoring.table(pairs.alphabet)
+        symbols = pairs.queries.alphabet.symbols[:len(table)].decode()
+        matrix = _parasail._matrix(symbols, table.astype(np.int32).tobytes(), len(table))
+        align = getattr(parasail, function)
+
+        def strings(index):
+            return [(pairs.queries[i], pairs.targets[i]) for i in index.tolist()]
+
+        def call(items):
+            return np.array([align(q, t, scoring.gap_open, scoring.gap_extend, matrix).score
+                             for q, t in items])
+
+        order = np.arange(len(pairs.queries))
+        index, seconds, scores = time_cpu(strings, call, float(pairs.cells.mean()), order,
+                                          self.args.cpu_seconds, self.args.cpu_repeats)
+        both = min(len(index), len(reference))
+        bad = int((scores[:both] != reference[:both]).sum())
+        check = f"ok ({both} vs Numba DP)" if not bad else f"**FAIL** ({bad}/{both})"
+        return self.add(Row(name, "parasail (1 core)", len(index), int(pairs.cells[index].sum()),
+                            seconds, check, note=f"{function}; first {len(index):,} pairs"))
+
+    def stringzillas(self, name, pairs, mode, scoring, reference) -> Row | None:
+        szs, sz = import_optional("stringzillas"), import_optional("stringzilla")
+        engine = "stringzillas-cuda"
+        if szs is None or sz is None or not self.cuda_ok:
+            return self.add(Row(name, engine, note="skipped: needs stringzillas-cuda and a GPU"))
+        if scoring.matrix_scores is not None or scoring.gap_open != scoring.gap_extend:
+            return self.add(Row(name, engine, note="skipped: linear gaps with +/- scores only"))
+        try:
+            side = int(np.sqrt(min(len(pairs.queries), 4000)))
+            a = sz.Strs([pairs.queries[i] for i in range(side)])
+            b = sz.Strs([pairs.targets[i] for i in range(side)])
+            table = np.full((256, 256), scoring.mismatch, dtype=np.int8)
+            np.fill_diagonal(table, scoring.match)
+            klass = szs.NeedlemanWunsch if mode == "global" else szs.SmithWaterman
+            scope = szs.DeviceScope(gpu_device=0)
+            engine_obj = klass(capabilities=("cuda",), substitution_matrix=table,
+                               open=-scoring.gap_open, extend=-scoring.gap_extend)
+            times, result = time_gpu(lambda: engine_obj(a, b, device=scope), self.args.repeats)
+        except Exception as exc:  # the peer's API changes between versions: say so, go on
+            return self.add(Row(name, engine, note=f"error: {type(exc).__name__}: {exc}"[:200]))
+        cells = sum(len(a[i]) * len(b[j]) for i in range(side) for j in range(side))
+        diagonal = np.diag(np.asarray(result)).astype(np.int64)
+        both = min(side, len(reference))
+        bad = int((diagonal[:both] != reference[:both]).sum())
+        check = f"ok ({both}, diagonal)" if not bad else f"**FAIL** ({bad}/{both})"
+        return self.add(Row(name, engine, side * side, cells, statistics.median(times), check,
+                            note=f"{side}x{side} cross product; " + gpu_note(times)))
+
+
+def method(bench: Bench) -> str:
+    return (
+        "Cells are query length times target length, summed over the pairs run. CPU rows run "
+        f"the first pairs, sized to about {bench.args.cpu_seconds:g} s per call (median of "
+        f"{bench.args.cpu_repeats}); their rate extrapolates, their seconds do not. 'check' "
+        f"compares the scores of the first {CHECK_PAIRS} pairs with gpualign's Numba DP "
+        "(itself checked against the Gotoh oracle and parasail in tests/test_align.py). "
+        "parasail is fed gpualign's substitution table (so DNA's N matches nothing) and the "
+        "same gap convention.")
+
+
+def parse_args(argv=None):
+    parser = base_parser(__doc__, WORKLOADS, ENGINES)
+    parser.add_argument("--pairs", type=int, default=5000,
+                        help="pairs per data set (neighbouring records; default 5,000)")
+    args = parse(parser, argv, WORKLOADS, ENGINES)
+    if args.pairs < 1:
+        parser.error("--pairs must be >= 1")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    return run_benchmark("align", "gpualign alignment benchmark", args, argv,
+                         lambda: Bench(args), method)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
