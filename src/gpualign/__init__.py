@@ -8,6 +8,7 @@ Examples
 """
 
 from .align import AlignResult, align, align_one_to_many
+from .allpairs import AllPairs, allpairs
 from .backend import BackendUnavailableError, resolve_backend
 from .edit import EditMatrix, EditResult, edit_distance, edit_distance_matrix
 from .io import SequenceFileError
@@ -19,6 +20,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AlignResult",
+    "AllPairs",
     "Alphabet",
     "BackendUnavailableError",
     "EditMatrix",
@@ -30,6 +32,7 @@ __all__ = [
     "SequenceSet",
     "align",
     "align_one_to_many",
+    "allpairs",
     "edit_distance",
     "edit_distance_matrix",
     "get_alphabet",

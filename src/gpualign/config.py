@@ -79,6 +79,10 @@ LCS_GPU_SLOTS = 3
 #: that also serves "end" and "path").
 ALIGN_CPU_SCORES = "parasail"
 
+#: Sequences per side of a tile of :func:`gpualign.allpairs` (a tile is the unit of work and
+#: of checkpointing: up to ALLPAIRS_TILE**2 pairs).
+ALLPAIRS_TILE = 1024
+
 #: Target symbols per batch of :func:`gpualign.align_one_to_many` (targets streamed from a file
 #: or an iterator are read this many at a time).
 ALIGN_CPU_BATCH_RESIDUES = 1 << 24

@@ -1,0 +1,309 @@
+"""All-vs-all comparison with an identity filter: :func:`allpairs`.
+
+Every unordered pair of a set (or every pair of two sets) goes through a lossless cascade:
+
+1. **length bound** — an alignment of sequences of lengths ``m <= n`` has at least ``n``
+   columns and at most ``m`` matches, so (identity "columns") ``identity <= m / n``;
+2. **edit-distance bound** — an alignment with ``M`` matches has at least ``d`` (the edit
+   distance) other columns, so ``identity <= M / (M + d) <= m / (m + d)`` ("columns"), and
+   ``identity <= 1 - max(0, d - (n - m)) / (2 m)`` ("shorter"); Myers' bit-vectors compute
+   ``d`` with a cutoff at the largest distance that could still pass;
+3. **alignment** — the survivors are aligned globally (``task="path"``) and their exact
+   identity decides.
+
+No stage drops a pair that meets the threshold: the bounds hold for every alignment, the
+optimal one included. The pairs are cut into tiles (``config.ALLPAIRS_TILE`` sequences a
+side); with ``checkpoint`` every finished tile is written to that folder (atomically, gzipped
+TSV) and a rerun skips it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import config
+from .._progress import progress_bar
+from ..align import align as align_pairs
+from ..edit import edit_distance
+from ..pairs import pair_sets
+from ..scoring import Scoring
+from ..sequences import Alphabet, SequenceSet, as_sequence_set
+
+__all__ = ["AllPairs", "allpairs"]
+
+_IDENTITIES = ("columns", "shorter")
+_FIELDS = ("query_index", "target_index", "identity", "score", "query_start", "query_end",
+           "target_start", "target_end", "cigar")
+_MATCH_RUN = re.compile(r"(\d+)=")
+
+
+@dataclass
+class AllPairs:
+    """The pairs of :func:`allpairs` that reach ``min_identity``, sorted by query, then target.
+
+    Attributes
+    ----------
+    query_index, target_index : np.ndarray of int64
+        Positions in the set(s); for one set, ``query_index < target_index``.
+    identity : np.ndarray of float64
+    score : np.ndarray of int64
+        Score of the optimal global alignment under the scoring scheme.
+    query_start, query_end, target_start, target_end : np.ndarray of int64
+        0-based, half-open (a global alignment spans both sequences).
+    cigar : list of str or None
+        The alignment (``align=True``).
+    stages : dict
+        Pairs entering each stage of the cascade: ``pairs``, ``length``, ``edit``, ``aligned``,
+        ``kept`` (tiles read back from a checkpoint count as they did when computed).
+    """
+
+    query_index: np.ndarray
+    target_index: np.ndarray
+    identity: np.ndarray
+    score: np.ndarray
+    query_start: np.ndarray
+    query_end: np.ndarray
+    target_start: np.ndarray
+    target_end: np.ndarray
+    cigar: list[str] | None
+    stages: dict[str, int]
+
+    def __len__(self) -> int:
+        return len(self.query_index)
+
+
+def _identity_bounds(kind: str, m: np.ndarray, n: np.ndarray, t: float):
+    """Per pair: whether the lengths allow identity ``t``, and the largest edit distance that
+    still could."""
+    short, long_ = np.minimum(m, n).astype(np.float64), np.maximum(m, n).astype(np.float64)
+    eps = 1e-9  # bounds are compared with a little slack: never drop a pair to rounding
+    if kind == "columns":
+        fits = short >= t * long_ - eps
+        limit = np.floor(short * (1 - t) / max(t, eps) + eps)
+    else:
+        fits = np.ones(len(m), dtype=bool)
+        limit = np.floor((long_ - short) + 2 * short * (1 - t) + eps)
+    return fits & (long_ > 0), limit.astype(np.int64)
+
+
+def _compute_tile(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
+                  t_index: np.ndarray, min_identity: float, scoring: Scoring, kind: str,
+                  backend: str) -> tuple[dict[str, Any], dict[str, int]]:
+    stages = {"pairs": len(q_index)}
+    m, n = qset.lengths[q_index], tset.lengths[t_index]
+    fits, limit = _identity_bounds(kind, m, n, min_identity)
+    q_index, t_index, limit = q_index[fits], t_index[fits], limit[fits]
+    stages["length"] = len(q_index)
+    if len(q_index):
+        distance = edit_distance(qset, tset, k=int(limit.max()), backend=backend,
+                                 pairs=(q_index, t_index)).distance
+        keep = (distance >= 0) & (distance <= limit)
+        q_index, t_index = q_index[keep], t_index[keep]
+    stages["edit"] = len(q_index)
+    result = align_pairs(qset, tset, mode="global", scoring=scoring, task="path",
+                   backend="cpu", pairs=(q_index, t_index))
+    stages["aligned"] = len(q_index)
+    if kind == "columns":
+        identity = result.identity
+    else:
+        matches = np.array([sum(int(c) for c in _MATCH_RUN.findall(cigar))
+                            for cigar in result.cigar], dtype=np.float64)
+        shorter = np.minimum(qset.lengths[q_index], tset.lengths[t_index])
+        identity = matches / np.maximum(shorter, 1)
+    keep = identity >= min_identity
+    stages["kept"] = int(keep.sum())
+    chosen = np.flatnonzero(keep)
+    rows = {"query_index": q_index[chosen], "target_index": t_index[chosen],
+            "identity": identity[chosen], "score": result.score[chosen],
+            "query_start": result.query_start[chosen], "query_end": result.query_end[chosen],
+            "target_start": result.target_start[chosen],
+            "target_end": result.target_end[chosen],
+            "cigar": [result.cigar[i] for i in chosen.tolist()]}
+    return rows, stages
+
+
+def _tiles(n_q: int, n_t: int, same: bool, side: int):
+    """``(query block, target block)`` tiles; one set: the blocks on or above the diagonal."""
+    for bi in range(0, n_q, side):
+        for bj in range(bi if same else 0, n_t, side):
+            yield bi, bj
+
+
+def _tile_pairs(bi: int, bj: int, n_q: int, n_t: int, same: bool,
+                side: int) -> tuple[np.ndarray, np.ndarray]:
+    rows = np.arange(bi, min(bi + side, n_q), dtype=np.int64)
+    cols = np.arange(bj, min(bj + side, n_t), dtype=np.int64)
+    q_index, t_index = np.repeat(rows, len(cols)), np.tile(cols, len(rows))
+    if same:
+        upper = q_index < t_index
+        q_index, t_index = q_index[upper], t_index[upper]
+    return q_index, t_index
+
+
+class _Checkpoint:
+    """A folder of finished tiles (``tile-<query block>-<target block>.tsv.gz``) and a
+    manifest that ties it to its inputs and parameters."""
+
+    def __init__(self, folder: str | os.PathLike, manifest: dict[str, Any]):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / "manifest.json"
+        if path.exists():
+            found = json.loads(path.read_text())
+            if found != manifest:
+                changed = sorted(k for k in manifest if found.get(k) != manifest[k])
+                raise ValueError(f"checkpoint {self.folder} belongs to another run (different "
+                                 f"{', '.join(changed)}); use a new folder")
+        else:
+            _write_atomically(path, json.dumps(manifest, indent=1, sort_keys=True).encode())
+
+    def _path(self, bi: int, bj: int) -> Path:
+        return self.folder / f"tile-{bi}-{bj}.tsv.gz"
+
+    def load(self, bi: int, bj: int) -> tuple[dict[str, Any], dict[str, int]] | None:
+        path = self._path(bi, bj)
+        if not path.exists():
+            return None
+        lines = gzip.decompress(path.read_bytes()).decode().splitlines()
+        stages = json.loads(lines[0].lstrip("# "))
+        columns = list(zip(*[line.split("\t") for line in lines[2:]], strict=True)) or \
+            [()] * len(_FIELDS)
+        rows: dict[str, Any] = {}
+        for name, values in zip(_FIELDS, columns, strict=True):
+            if name == "cigar":
+                rows[name] = list(values)
+            elif name == "identity":
+                rows[name] = np.array(values, dtype=np.float64)
+            else:
+                rows[name] = np.array(values, dtype=np.int64)
+        return rows, stages
+
+    def save(self, bi: int, bj: int, rows: dict[str, Any], stages: dict[str, int]) -> None:
+        lines = ["# " + json.dumps(stages, sort_keys=True), "\t".join(_FIELDS)]
+        values = [rows[name] if name == "cigar" else
+                  ([repr(float(x)) for x in rows[name]] if name == "identity"
+                   else rows[name].tolist()) for name in _FIELDS]
+        lines += ["\t".join(str(v) for v in row) for row in zip(*values, strict=True)]
+        _write_atomically(self._path(bi, bj),
+                          gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0))
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write a file so that a crash leaves either the old state or the whole new file."""
+    partial = path.with_name(path.name + ".part")
+    with open(partial, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(partial, path)
+
+
+def _fingerprint(sequences: SequenceSet) -> str:
+    digest = hashlib.sha256(sequences.codes.tobytes())
+    digest.update(sequences.offsets.tobytes())
+    return digest.hexdigest()[:32]
+
+
+def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,
+             scoring: Scoring | None = None, identity: str = "columns", align: bool = True,
+             checkpoint: str | os.PathLike | None = None, alphabet: str | Alphabet = "dna",
+             invalid: str = "error", backend: str = "auto",
+             progress: bool = False) -> AllPairs:
+    """Every pair of ``seqs`` (``i < j``), or every ``(seqs[i], others[j])``, whose identity
+    reaches ``min_identity``.
+
+    Identity comes from the optimal global alignment under ``scoring`` (ties broken as in
+    :func:`gpualign.align`): ``"columns"`` = matches / alignment columns, ``"shorter"`` =
+    matches / length of the shorter sequence. A match is a pair of equal symbols that can
+    match (DNA's ``N`` matches nothing). The cascade of bounds in front of the alignment is
+    lossless (see the module documentation).
+
+    Parameters
+    ----------
+    seqs, others : SequenceSet, pathlib.Path to FASTA/FASTQ, or list of sequences
+    min_identity : float in (0, 1]
+    scoring : Scoring
+        Default ``Scoring()``: +2/-3, gaps 5 + 2 per extra symbol.
+    identity : {"columns", "shorter"}
+    align : bool
+        Keep the CIGARs (False: None, to save memory; identities are computed either way).
+    checkpoint : path, optional
+        Folder for finished tiles; a rerun with the same folder, inputs and parameters skips
+        them and returns exactly the same result.
+    alphabet, invalid, backend, progress : as in :func:`gpualign.edit_distance`
+        (``backend`` applies to the edit-distance stage; alignment runs on the CPU for now).
+
+    Returns
+    -------
+    AllPairs
+
+    Examples
+    --------
+    >>> hits = allpairs(["ACGTACGTAC", "ACGTACGTAA", "TTTTGGGGCC"], min_identity=0.85)
+    >>> hits.query_index.tolist(), hits.target_index.tolist(), hits.identity.tolist(), hits.cigar
+    ([0], [1], [0.9], ['9=1X'])
+    """
+    if not (0 < float(min_identity) <= 1):
+        raise ValueError(f"min_identity={min_identity!r}: expected a number in (0, 1]")
+    if identity not in _IDENTITIES:
+        raise ValueError(f"identity={identity!r}: expected one of {', '.join(_IDENTITIES)}")
+    scoring = Scoring() if scoring is None else scoring
+    if not isinstance(scoring, Scoring):
+        raise TypeError(f"scoring must be a gpualign.Scoring, got {type(scoring).__name__}")
+    if others is None:
+        qset = tset = as_sequence_set(seqs, alphabet, invalid=invalid, role="sequences")
+    else:
+        qset, tset = pair_sets(seqs, others, alphabet, invalid)
+    same = others is None
+    scoring.check_covered(qset, "sequences")
+    if not same:
+        scoring.check_covered(tset, "targets")
+    side = max(1, int(config.ALLPAIRS_TILE))
+    store = None
+    if checkpoint is not None:
+        store = _Checkpoint(checkpoint, {
+            "sequences": _fingerprint(qset), "targets": None if same else _fingerprint(tset),
+            "alphabet": qset.alphabet.name, "min_identity": float(min_identity),
+            "identity": identity, "scoring": scoring.describe(), "tile": side})
+    tiles = list(_tiles(len(qset), len(tset), same, side))
+    parts, totals = [], dict.fromkeys(("pairs", "length", "edit", "aligned", "kept"), 0)
+    bar = progress_bar(len(tiles), progress, "allpairs", unit="tile")
+    try:
+        for bi, bj in tiles:
+            done = store.load(bi, bj) if store is not None else None
+            if done is None:
+                q_index, t_index = _tile_pairs(bi, bj, len(qset), len(tset), same, side)
+                done = _compute_tile(qset, tset, q_index, t_index, float(min_identity),
+                                     scoring, identity, backend)
+                if store is not None:
+                    store.save(bi, bj, *done)
+            rows, stages = done
+            parts.append(rows)
+            for key in totals:
+                totals[key] += int(stages[key])
+            bar.update(1)
+    finally:
+        bar.close()
+    merged = {name: ([c for part in parts for c in part[name]] if name == "cigar" else
+                     np.concatenate([part[name] for part in parts]) if parts else
+                     np.zeros(0, dtype=np.float64 if name == "identity" else np.int64))
+              for name in _FIELDS}
+    order = np.lexsort((merged["target_index"], merged["query_index"]))
+    arrays = {name: (np.asarray(merged[name])[order] if name != "cigar" else
+                     [merged[name][i] for i in order.tolist()]) for name in _FIELDS}
+    return AllPairs(arrays["query_index"].astype(np.int64),
+                    arrays["target_index"].astype(np.int64),
+                    arrays["identity"].astype(np.float64), arrays["score"].astype(np.int64),
+                    arrays["query_start"].astype(np.int64), arrays["query_end"].astype(np.int64),
+                    arrays["target_start"].astype(np.int64),
+                    arrays["target_end"].astype(np.int64),
+                    arrays["cigar"] if align else None, totals)

@@ -1,0 +1,197 @@
+"""allpairs: the cascade is lossless (brute force over every pair of real 16S genes), tiles and
+checkpoints give exactly the same result, and odd inputs have defined results."""
+
+from __future__ import annotations
+
+import doctest
+import functools
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gpualign
+from gpualign import Scoring, SequenceSet
+from gpualign.allpairs import api as allpairs_api
+
+DATA = Path(__file__).parent / "data"
+SCORING = Scoring(match=2, mismatch=-3, gap_open=5, gap_extend=2)
+
+
+def mutate(rng, text, rate):
+    out = []
+    for c in text:
+        r = rng.random()
+        if r < rate / 3:
+            continue
+        out.append("ACGT"[rng.integers(4)] if r < 2 * rate / 3 else c)
+        if rate / 3 * 2 <= r < rate:
+            out.append("ACGT"[rng.integers(4)])
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=1)
+def genes() -> tuple[list[str], list[str]]:
+    """30 real 16S genes, near copies of some of them (0.5-4% changes), an exact duplicate, an
+    N-rich copy, a fragment and a short unrelated sequence."""
+    real = SequenceSet.from_file(DATA / "rdp16s_200.fasta.gz", invalid="wildcard")
+    names = [real.names[i] for i in range(30)]
+    texts = [real[i] for i in range(30)]
+    rng = np.random.default_rng(21)
+    for k, rate in enumerate((0.005, 0.01, 0.02, 0.03, 0.04)):
+        texts.append(mutate(rng, texts[k], rate))
+        names.append(f"{names[k]}_mut{rate}")
+    texts.append(texts[3])
+    names.append(f"{names[3]}_dup")
+    n_rich = list(texts[4])
+    for position in rng.choice(len(n_rich), len(n_rich) // 10, replace=False):
+        n_rich[position] = "N"
+    texts.append("".join(n_rich))
+    names.append(f"{names[4]}_N")
+    texts.append(texts[5][200:900])
+    names.append(f"{names[5]}_fragment")
+    texts.append("ACGT" * 10)
+    names.append("short")
+    return names, texts
+
+
+@functools.lru_cache(maxsize=1)
+def brute_force() -> dict[str, np.ndarray]:
+    """Every pair i < j aligned (path), with both identities."""
+    _, texts = genes()
+    n = len(texts)
+    q_index, t_index = np.triu_indices(n, 1)
+    result = gpualign.align(texts, texts, scoring=SCORING, task="path",
+                            pairs=(q_index, t_index))
+    matches = np.array([sum(int(c) for c in re.findall(r"(\d+)=", cigar))
+                        for cigar in result.cigar])
+    lengths = np.array([len(t) for t in texts])
+    shorter = np.minimum(lengths[q_index], lengths[t_index])
+    return {"query_index": q_index, "target_index": t_index, "score": result.score,
+            "columns": result.identity, "shorter": matches / shorter, "cigar": result.cigar}
+
+
+def expected(threshold: float, kind: str) -> np.ndarray:
+    return np.flatnonzero(brute_force()[kind] >= threshold)
+
+
+def check(hits, threshold: float, kind: str) -> None:
+    truth = brute_force()
+    want = expected(threshold, kind)
+    assert hits.query_index.tolist() == truth["query_index"][want].tolist(), threshold
+    assert hits.target_index.tolist() == truth["target_index"][want].tolist()
+    assert hits.identity.tolist() == truth[kind][want].tolist()
+    assert hits.score.tolist() == truth["score"][want].tolist()
+    assert hits.cigar == [truth["cigar"][i] for i in want]
+    stages = hits.stages
+    assert stages["pairs"] == len(truth["query_index"])
+    assert stages["pairs"] >= stages["length"] >= stages["edit"] >= stages["aligned"] \
+        >= stages["kept"] == len(want)
+
+
+def test_docstring_examples_run():
+    assert doctest.testmod(allpairs_api, raise_on_error=True).attempted > 0
+
+
+@pytest.mark.parametrize("kind,thresholds", [("columns", (1.0, 0.97, 0.9, 0.8)),
+                                             ("shorter", (0.99, 0.95, 0.85))])
+def test_lossless_against_brute_force_on_real_16s(monkeypatch, kind, thresholds):
+    monkeypatch.setattr(gpualign.config, "ALLPAIRS_TILE", 9)  # many tiles, some partial
+    _, texts = genes()
+    for threshold in thresholds:
+        hits = gpualign.allpairs(texts, min_identity=threshold, scoring=SCORING,
+                                 identity=kind)
+        check(hits, threshold, kind)
+        if threshold >= 0.97:  # the bounds must do the work at high identity
+            assert hits.stages["edit"] < hits.stages["pairs"] / 5, hits.stages
+
+
+def test_duplicates_and_fragments(monkeypatch):
+    names, texts = genes()
+    hits = gpualign.allpairs(texts, min_identity=1.0, scoring=SCORING)
+    pairs = list(zip(hits.query_index.tolist(), hits.target_index.tolist(), strict=True))
+    assert (3, names.index(f"{names[3]}_dup")) in pairs
+    assert hits.identity.tolist() == [1.0] * len(hits)
+    # The fragment is identical to part of its gene: 100% of the shorter, not of the columns.
+    fragment = names.index(f"{names[5]}_fragment")
+    by_shorter = gpualign.allpairs(texts, min_identity=0.99, identity="shorter",
+                                   scoring=SCORING)
+    assert (5, fragment) in zip(by_shorter.query_index.tolist(),
+                                by_shorter.target_index.tolist(), strict=True)
+
+
+def test_two_sets_form(monkeypatch):
+    monkeypatch.setattr(gpualign.config, "ALLPAIRS_TILE", 4)
+    _, texts = genes()
+    a, b = texts[:12], texts[30:]
+    hits = gpualign.allpairs(a, b, min_identity=0.9, scoring=SCORING, align=False)
+    assert hits.cigar is None
+    q, t = np.meshgrid(np.arange(len(a)), np.arange(len(b)), indexing="ij")
+    brute = gpualign.align(a, b, scoring=SCORING, task="path", pairs=(q.ravel(), t.ravel()))
+    keep = np.flatnonzero(brute.identity >= 0.9)
+    assert hits.query_index.tolist() == q.ravel()[keep].tolist()
+    assert hits.target_index.tolist() == t.ravel()[keep].tolist()
+    assert hits.identity.tolist() == brute.identity[keep].tolist()
+
+
+def test_checkpoint_resume_gives_identical_output(monkeypatch, tmp_path):
+    monkeypatch.setattr(gpualign.config, "ALLPAIRS_TILE", 7)
+    _, texts = genes()
+    plain = gpualign.allpairs(texts, min_identity=0.9, scoring=SCORING)
+    folder = tmp_path / "ckpt"
+    # A run killed after a few tiles: those tiles are on disk, nothing half-written counts.
+    real_compute = allpairs_api._compute_tile
+    calls = {"n": 0}
+
+    def dying(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] > 5:
+            raise KeyboardInterrupt("killed")
+        return real_compute(*args, **kwargs)
+
+    monkeypatch.setattr(allpairs_api, "_compute_tile", dying)
+    with pytest.raises(KeyboardInterrupt):
+        gpualign.allpairs(texts, min_identity=0.9, scoring=SCORING, checkpoint=folder)
+    saved = sorted(p.name for p in folder.glob("tile-*.tsv.gz"))
+    assert len(saved) == 5
+    (folder / "tile-999-999.tsv.gz.part").write_bytes(b"half a tile")  # a crash mid-write
+    # The rerun computes only the missing tiles and returns exactly the same pairs.
+    calls["n"] = -10**9
+    resumed = gpualign.allpairs(texts, min_identity=0.9, scoring=SCORING, checkpoint=folder)
+    assert calls["n"] == -10**9 + (len(list(folder.glob("tile-*.tsv.gz"))) - 5)
+    again = gpualign.allpairs(texts, min_identity=0.9, scoring=SCORING, checkpoint=folder)
+    for result in (resumed, again):
+        for name in ("query_index", "target_index", "identity", "score", "query_start",
+                     "query_end", "target_start", "target_end"):
+            assert getattr(result, name).tolist() == getattr(plain, name).tolist(), name
+        assert result.cigar == plain.cigar and result.stages == plain.stages
+
+
+def test_checkpoint_of_another_run_is_refused(tmp_path):
+    _, texts = genes()
+    folder = tmp_path / "ckpt"
+    gpualign.allpairs(texts[:6], min_identity=0.9, checkpoint=folder)
+    with pytest.raises(ValueError, match="another run .*min_identity"):
+        gpualign.allpairs(texts[:6], min_identity=0.8, checkpoint=folder)
+    with pytest.raises(ValueError, match="another run .*sequences"):
+        gpualign.allpairs(texts[:7], min_identity=0.9, checkpoint=folder)
+
+
+def test_small_and_empty_inputs():
+    for texts in ([], ["ACGT"]):
+        hits = gpualign.allpairs(texts)
+        assert len(hits) == 0 and hits.cigar == [] and hits.stages["pairs"] == 0
+    hits = gpualign.allpairs(["", "", "A"], min_identity=0.5)
+    assert len(hits) == 0  # nothing to align between empty sequences: no identity
+
+
+@pytest.mark.parametrize("kwargs,error,match", [
+    ({"min_identity": 0}, ValueError, "min_identity"),
+    ({"min_identity": 1.5}, ValueError, "min_identity"),
+    ({"identity": "longer"}, ValueError, "identity='longer'"),
+    ({"scoring": "blosum"}, TypeError, "gpualign.Scoring"),
+])
+def test_errors(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        gpualign.allpairs(["ACGT", "ACGA"], **kwargs)
