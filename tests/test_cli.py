@@ -634,3 +634,40 @@ def test_align_errors(tmp_path, capsys):
             (["--all-vs-all", "--backend", "cuda"], "cuda")):
         assert main(["align", str(queries), str(targets), *extra]) == 2, extra
         assert message in capsys.readouterr().err, extra
+
+
+# --- gpualign allpairs ---------------------------------------------------------------------------
+
+
+def test_allpairs_tsv_equals_the_api(tmp_path, capsys):
+    genes = _genes(25)
+    seqs = write_fasta(tmp_path / "genes.fa", genes + [("copy", genes[3][1])])
+    out, folder = tmp_path / "pairs.tsv", tmp_path / "ckpt"
+    args = ["allpairs", str(seqs), "--min-identity", "0.85", "--invalid", "wildcard",
+            "--checkpoint", str(folder), "-o", str(out)]
+    assert main(args) == 0
+    assert "pairs; after the length bound" in capsys.readouterr().err
+    first = out.read_text()
+    rows = read_tsv(out, ALIGN_COLUMNS)
+    api = gpualign.allpairs(seqs, min_identity=0.85, invalid="wildcard")
+    names = [name for name, _ in genes] + ["copy"]
+    assert [(r["query"], r["target"]) for r in rows] == [
+        (names[q], names[t]) for q, t in zip(api.query_index.tolist(),
+                                             api.target_index.tolist(), strict=True)]
+    assert [r["cigar"] for r in rows] == api.cigar
+    assert [float(r["identity"]) for r in rows] == pytest.approx(api.identity.tolist(), abs=5e-5)
+    assert (genes[3][0], "copy") in [(r["query"], r["target"]) for r in rows]
+    assert main(args) == 0 and out.read_text() == first  # resumed from the checkpoint
+
+
+def test_allpairs_two_files_and_errors(tmp_path, capsys):
+    a = write_fasta(tmp_path / "a.fa", [("a1", "ACGTACGTAC"), ("a2", "TTTTTTTTTT")])
+    b = write_fasta(tmp_path / "b.fa", [("b1", "ACGTACGTAA")])
+    assert main(["allpairs", str(a), str(b), "--min-identity", "0.8", "--no-align"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split("\t")[:4] == ["a1", "b1", "0.9000", "15"] and len(lines) == 2  # 9*2-3
+    assert lines[1].split("\t")[-1] == "*"
+    for extra, message in ((["--min-identity", "1.5"], "min_identity"),
+                           (["--gap-open", "-2"], "positive costs")):
+        assert main(["allpairs", str(a), *extra]) == 2
+        assert message in capsys.readouterr().err

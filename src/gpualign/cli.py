@@ -29,6 +29,7 @@ import numpy as np
 from . import __version__
 from ._progress import progress_bar
 from .align import align
+from .allpairs import allpairs
 from .backend import BackendUnavailableError, resolve_backend
 from .edit import edit_distance, edit_distance_matrix
 from .io import SequenceFileError, read_records, write_sam, write_tsv
@@ -315,7 +316,6 @@ def _add_align_command(subparsers: argparse._SubParsersAction) -> None:
         epilog="example: gpualign align reads.fa windows.fa --mode semi-global --task path "
                "-o reads.sam")
     _add_pair_inputs(parser)
-    parser.set_defaults(alphabet=None)  # dna, or protein with --matrix
     parser.add_argument("--all-vs-all", action="store_true",
                         help="align every query with every target instead of pairing records "
                              "by order")
@@ -327,6 +327,17 @@ def _add_align_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--task", choices=("score", "end", "path"), default="score",
                         help="score only; end adds where the alignment ends; path adds where "
                              "it starts, the CIGAR and the identity (default: score)")
+    _add_scoring_options(parser)
+    parser.add_argument("--format", choices=("tsv", "sam"), default=None,
+                        help="output format (default: sam when -o ends in .sam, else tsv)")
+    _add_backend_option(parser)
+    _add_output_options(parser)
+    parser.set_defaults(run=run_align)
+
+
+def _add_scoring_options(parser: argparse.ArgumentParser) -> None:
+    """--match/--mismatch or --matrix, and the gap costs (see :func:`_scoring`)."""
+    parser.set_defaults(alphabet=None)  # dna, or protein with --matrix
     parser.add_argument("--match", type=int, default=2, help="match score (default 2)")
     parser.add_argument("--mismatch", type=int, default=-3, help="mismatch score (default -3)")
     parser.add_argument("--matrix", metavar="NAME|FILE", default=None,
@@ -337,15 +348,12 @@ def _add_align_command(subparsers: argparse._SubParsersAction) -> None:
                         help="cost of a gap's first symbol (default 5; 11 with --matrix)")
     parser.add_argument("--gap-extend", type=int, default=None,
                         help="cost of each further symbol (default 2; 1 with --matrix)")
-    parser.add_argument("--format", choices=("tsv", "sam"), default=None,
-                        help="output format (default: sam when -o ends in .sam, else tsv)")
-    _add_backend_option(parser)
-    _add_output_options(parser)
-    parser.set_defaults(run=run_align)
 
 
 def _scoring(args: argparse.Namespace) -> Scoring:
-    """The Scoring the options describe."""
+    """The Scoring the options describe; also settles the alphabet (protein with a matrix)."""
+    if args.alphabet is None:
+        args.alphabet = "protein" if args.matrix is not None else "dna"
     if args.matrix is None:
         return Scoring(match=args.match, mismatch=args.mismatch,
                        gap_open=5 if args.gap_open is None else args.gap_open,
@@ -372,8 +380,6 @@ def run_align(args: argparse.Namespace) -> int:
     """
     began = time.perf_counter()
     scoring = _scoring(args)  # bad matrices and gap costs fail before any reading
-    if args.alphabet is None:
-        args.alphabet = "protein" if args.matrix is not None else "dna"
     sam = args.format == "sam" or (args.format is None and str(args.output).endswith(".sam"))
     task = "path" if sam else args.task
     _check_output(args.output)
@@ -400,6 +406,84 @@ def run_align(args: argparse.Namespace) -> int:
     _report(args, f"{shape}, mode {args.mode}, {scoring.describe()}, task {task}: "
                   f"{_plural(len(result), 'row')} written{where} in "
                   f"{time.perf_counter() - began:.2f} s (backend cpu)")  # the only one yet
+    return 0
+
+
+# --------------------------------------------------------------------------- allpairs
+
+
+def _add_allpairs_command(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "allpairs", help="every pair of a set at or above a percent identity",
+        description="Every unordered pair of SEQS (or every pair of SEQS x OTHERS) whose "
+                    "identity in its optimal global alignment reaches --min-identity. A "
+                    "lossless cascade (length bound, edit-distance bound) spares most pairs "
+                    "the alignment. Writes a TSV table: query, target, identity, score, "
+                    "query_start, query_end, target_start, target_end (0-based, half-open), "
+                    "cigar (=/X/I/D, I consumes the query).",
+        epilog="example: gpualign allpairs tests/data/rdp16s_200.fasta.gz --min-identity 0.9 "
+               "--invalid wildcard -o pairs.tsv")
+    parser.add_argument("seqs", metavar="SEQS",
+                        help="FASTA/FASTQ file (.gz, .bz2, .xz accepted)")
+    parser.add_argument("others", metavar="OTHERS", nargs="?", default=None,
+                        help="optional second file: compare SEQS x OTHERS instead of the pairs "
+                             "within SEQS")
+    _add_encoding_options(parser)
+    parser.add_argument("--min-identity", type=float, default=0.97,
+                        help="keep pairs with at least this identity (default 0.97)")
+    parser.add_argument("--identity", choices=("columns", "shorter"), default="columns",
+                        help="columns: matches / alignment columns; shorter: matches / length "
+                             "of the shorter sequence (default: columns)")
+    parser.add_argument("--no-align", action="store_true",
+                        help="leave out the cigar column")
+    _add_scoring_options(parser)
+    parser.add_argument("--checkpoint", metavar="DIR", default=None,
+                        help="keep finished tiles in DIR; a rerun with the same DIR resumes")
+    _add_backend_option(parser)
+    _add_output_options(parser)
+    parser.set_defaults(run=run_allpairs)
+
+
+def run_allpairs(args: argparse.Namespace) -> int:
+    """Run ``gpualign allpairs``; return the exit status.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        As parsed by :func:`build_parser` for the ``allpairs`` subcommand.
+
+    Returns
+    -------
+    int
+        0 on success (errors raise and are turned into status 2 by :func:`main`).
+    """
+    began = time.perf_counter()
+    scoring = _scoring(args)
+    backend = resolve_backend(args.backend)
+    _check_output(args.output)
+    seqs = _read_sequences(args.seqs, args)
+    others = _read_sequences(args.others, args) if args.others is not None else None
+    hits = allpairs(seqs, others, min_identity=args.min_identity, scoring=scoring,
+                    identity=args.identity, align=not args.no_align,
+                    checkpoint=args.checkpoint, alphabet=args.alphabet, invalid=args.invalid,
+                    backend=args.backend, progress=not args.quiet)
+    targets = seqs if others is None else others
+    columns = [
+        [seqs.names[i] for i in hits.query_index.tolist()],
+        [targets.names[i] for i in hits.target_index.tolist()],
+        [f"{x:.4f}" for x in hits.identity.tolist()],
+        hits.score, hits.query_start, hits.query_end, hits.target_start, hits.target_end,
+        hits.cigar if hits.cigar is not None else [None] * len(hits),
+    ]
+    with _open_output(args.output) as out:
+        write_tsv(out, ALIGN_COLUMNS, columns)
+    stages = hits.stages
+    where = f" -> {args.output}" if args.output not in (None, "-") else ""
+    _report(args, f"{stages['pairs']} pairs; after the length bound {stages['length']}, after "
+                  f"the edit-distance bound {stages['edit']}, aligned {stages['aligned']}, "
+                  f"identity >= {args.min_identity:g} ({args.identity}): "
+                  f"{_plural(len(hits), 'row')} written{where} in "
+                  f"{time.perf_counter() - began:.2f} s (backend {backend})")
     return 0
 
 
@@ -562,7 +646,7 @@ def run_lcs(args: argparse.Namespace) -> int:
 
 #: Subcommand declarations, in the order ``gpualign --help`` lists them.
 _COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
-    _add_edit_command, _add_align_command, _add_lcs_command)
+    _add_edit_command, _add_align_command, _add_allpairs_command, _add_lcs_command)
 
 
 def build_parser() -> argparse.ArgumentParser:
