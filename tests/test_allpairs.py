@@ -195,3 +195,69 @@ def test_small_and_empty_inputs():
 def test_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
         gpualign.allpairs(["ACGT", "ACGA"], **kwargs)
+
+
+# --- on a Dask cluster ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def client():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as dask_client:
+        yield dask_client
+
+
+def same_result(a, b) -> None:
+    for name in ("query_index", "target_index", "identity", "score", "query_start",
+                 "query_end", "target_start", "target_end"):
+        assert getattr(a, name).tolist() == getattr(b, name).tolist(), name
+    assert a.cigar == b.cigar and a.stages == b.stages
+
+
+def test_dask_equals_local(client, monkeypatch, tmp_path):
+    # The tile size travels with the job, so the workers' own config does not matter.
+    monkeypatch.setattr(gpualign.config, "ALLPAIRS_TILE", 8)
+    _, texts = genes()
+    local = gpualign.allpairs(texts, min_identity=0.9, scoring=SCORING)
+    on_dask = gpualign.allpairs(texts, min_identity=0.9, scoring=SCORING, client=client,
+                                checkpoint=tmp_path / "ckpt")
+    same_result(local, on_dask)
+    check(on_dask, 0.9, "columns")
+    resumed = gpualign.allpairs(texts, min_identity=0.9, scoring=SCORING, client=client,
+                                checkpoint=tmp_path / "ckpt")
+    same_result(local, resumed)
+
+
+def test_dask_worker_killed_mid_run(client, monkeypatch, tmp_path):
+    import os
+    import threading
+    import time
+
+    monkeypatch.setattr(gpualign.config, "ALLPAIRS_TILE", 6)
+    _, texts = genes()
+    undisturbed = gpualign.allpairs(texts, min_identity=0.6, scoring=SCORING)
+    folder = tmp_path / "ckpt"
+    outcome = {}
+
+    def run():
+        outcome["result"] = gpualign.allpairs(texts, min_identity=0.6, scoring=SCORING,
+                                              client=client, checkpoint=folder)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    total = len(list(allpairs_api._tiles(len(texts), len(texts), True, 6)))
+    deadline = time.monotonic() + 120
+    while len(list(folder.glob("tile-*.tsv.gz"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    finished_before = len(list(folder.glob("tile-*.tsv.gz")))
+    victim = sorted(client.scheduler_info()["workers"])[0]
+    try:
+        client.run(os._exit, 1, workers=[victim])  # the worker process dies at once
+    except Exception:  # noqa: BLE001 - the call itself fails: its worker is gone
+        pass
+    thread.join(timeout=300)
+    assert not thread.is_alive()
+    assert finished_before < total  # the worker died in the middle of the run
+    same_result(undisturbed, outcome["result"])

@@ -671,3 +671,14 @@ def test_allpairs_two_files_and_errors(tmp_path, capsys):
                            (["--gap-open", "-2"], "positive costs")):
         assert main(["allpairs", str(a), *extra]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_allpairs_on_a_local_dask_cluster(tmp_path):
+    pytest.importorskip("distributed")
+    genes = _genes(12)
+    seqs = write_fasta(tmp_path / "genes.fa", genes + [("copy", genes[2][1])])
+    local, dask = tmp_path / "local.tsv", tmp_path / "dask.tsv"
+    common = ["allpairs", str(seqs), "--min-identity", "0.85", "--invalid", "wildcard", "-q"]
+    assert main([*common, "-o", str(local)]) == 0
+    assert main([*common, "--workers", "2", "-o", str(dask)]) == 0
+    assert dask.read_text() == local.read_text() and "copy" in local.read_text()

@@ -439,9 +439,36 @@ def _add_allpairs_command(subparsers: argparse._SubParsersAction) -> None:
     _add_scoring_options(parser)
     parser.add_argument("--checkpoint", metavar="DIR", default=None,
                         help="keep finished tiles in DIR; a rerun with the same DIR resumes")
+    cluster = parser.add_mutually_exclusive_group()
+    cluster.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                         help="run the tiles on the Dask cluster at ADDRESS "
+                              "(e.g. tcp://host:8786); needs gpualign[distributed]")
+    cluster.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+                         help="start a local Dask cluster of N worker processes for this run")
     _add_backend_option(parser)
     _add_output_options(parser)
     parser.set_defaults(run=run_allpairs)
+
+
+@contextlib.contextmanager
+def _dask_client(args: argparse.Namespace) -> Iterator[object]:
+    """The Dask client of ``--scheduler``/``--workers`` (None without either)."""
+    if args.scheduler is None and args.workers is None:
+        yield None
+        return
+    try:
+        import distributed
+    except ImportError:
+        raise ValueError("--scheduler/--workers need Dask: pip install "
+                         "'gpualign[distributed]'") from None
+    if args.scheduler is not None:
+        with distributed.Client(args.scheduler) as client:
+            yield client
+        return
+    with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1,
+                                  processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client
 
 
 def run_allpairs(args: argparse.Namespace) -> int:
@@ -463,10 +490,11 @@ def run_allpairs(args: argparse.Namespace) -> int:
     _check_output(args.output)
     seqs = _read_sequences(args.seqs, args)
     others = _read_sequences(args.others, args) if args.others is not None else None
-    hits = allpairs(seqs, others, min_identity=args.min_identity, scoring=scoring,
-                    identity=args.identity, align=not args.no_align,
-                    checkpoint=args.checkpoint, alphabet=args.alphabet, invalid=args.invalid,
-                    backend=args.backend, progress=not args.quiet)
+    with _dask_client(args) as client:
+        hits = allpairs(seqs, others, min_identity=args.min_identity, scoring=scoring,
+                        identity=args.identity, align=not args.no_align,
+                        checkpoint=args.checkpoint, client=client, alphabet=args.alphabet,
+                        invalid=args.invalid, backend=args.backend, progress=not args.quiet)
     targets = seqs if others is None else others
     columns = [
         [seqs.names[i] for i in hits.query_index.tolist()],

@@ -213,11 +213,41 @@ def _fingerprint(sequences: SequenceSet) -> str:
     return digest.hexdigest()[:32]
 
 
+def _tile_task(qset: SequenceSet, tset: SequenceSet | None, tile: tuple[int, int],
+               job: tuple) -> tuple[dict[str, Any], dict[str, int]]:
+    """One tile, wherever it runs (here or on a Dask worker)."""
+    n_q, n_t, same, side, min_identity, scoring, identity, backend = job
+    q_index, t_index = _tile_pairs(*tile, n_q, n_t, same, side)
+    return _compute_tile(qset, qset if tset is None else tset, q_index, t_index, min_identity,
+                         scoring, identity, backend)
+
+
+def _run_tiles(qset, tset, tiles, job, client):
+    """Yield ``(tile, result)`` for every tile: in order here, or as they finish on Dask."""
+    if client is None:
+        for tile in tiles:
+            yield tile, _tile_task(qset, tset, tile, job)
+        return
+    from distributed import as_completed
+
+    # Scattered to every worker (broadcast), so that a lost worker loses no input.
+    shared_q = client.scatter(qset, broadcast=True)
+    shared_t = client.scatter(tset, broadcast=True) if tset is not None else None
+    futures = {client.submit(_tile_task, shared_q, shared_t, tile, job, pure=False,
+                             key=f"gpualign-allpairs-tile-{tile[0]}-{tile[1]}-"
+                                 f"{os.getpid()}-{id(job)}"): tile for tile in tiles}
+    try:
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+    finally:
+        client.cancel(list(futures))
+
+
 def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,
              scoring: Scoring | None = None, identity: str = "columns", align: bool = True,
-             checkpoint: str | os.PathLike | None = None, alphabet: str | Alphabet = "dna",
-             invalid: str = "error", backend: str = "auto",
-             progress: bool = False) -> AllPairs:
+             checkpoint: str | os.PathLike | None = None, client: Any = None,
+             alphabet: str | Alphabet = "dna", invalid: str = "error",
+             backend: str = "auto", progress: bool = False) -> AllPairs:
     """Every pair of ``seqs`` (``i < j``), or every ``(seqs[i], others[j])``, whose identity
     reaches ``min_identity``.
 
@@ -239,6 +269,12 @@ def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,
     checkpoint : path, optional
         Folder for finished tiles; a rerun with the same folder, inputs and parameters skips
         them and returns exactly the same result.
+    client : dask.distributed.Client, optional
+        Run the tiles on this Dask cluster: the encoded sets are scattered to every worker
+        once, each tile is one task (``backend`` is resolved on the worker: CUDA where it has
+        a GPU), results come back as tiles finish (and go to the checkpoint). The library never
+        starts a cluster. Without a client the tiles run here, one after the other, each on
+        all local cores.
     alphabet, invalid, backend, progress : as in :func:`gpualign.edit_distance`
         (``backend`` applies to the edit-distance stage; alignment runs on the CPU for now).
 
@@ -275,24 +311,31 @@ def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,
             "alphabet": qset.alphabet.name, "min_identity": float(min_identity),
             "identity": identity, "scoring": scoring.describe(), "tile": side})
     tiles = list(_tiles(len(qset), len(tset), same, side))
-    parts, totals = [], dict.fromkeys(("pairs", "length", "edit", "aligned", "kept"), 0)
+    results: dict[tuple[int, int], tuple[dict[str, Any], dict[str, int]]] = {}
+    missing = []
+    for tile in tiles:
+        done = store.load(*tile) if store is not None else None
+        if done is None:
+            missing.append(tile)
+        else:
+            results[tile] = done
+    job = (len(qset), len(tset), same, side, float(min_identity), scoring, identity, backend)
     bar = progress_bar(len(tiles), progress, "allpairs", unit="tile")
+    bar.update(len(results))
     try:
-        for bi, bj in tiles:
-            done = store.load(bi, bj) if store is not None else None
-            if done is None:
-                q_index, t_index = _tile_pairs(bi, bj, len(qset), len(tset), same, side)
-                done = _compute_tile(qset, tset, q_index, t_index, float(min_identity),
-                                     scoring, identity, backend)
-                if store is not None:
-                    store.save(bi, bj, *done)
-            rows, stages = done
-            parts.append(rows)
-            for key in totals:
-                totals[key] += int(stages[key])
+        for tile, done in _run_tiles(qset, None if same else tset, missing, job, client):
+            if store is not None:
+                store.save(*tile, *done)
+            results[tile] = done
             bar.update(1)
     finally:
         bar.close()
+    parts, totals = [], dict.fromkeys(("pairs", "length", "edit", "aligned", "kept"), 0)
+    for tile in tiles:
+        rows, stages = results[tile]
+        parts.append(rows)
+        for key in totals:
+            totals[key] += int(stages[key])
     merged = {name: ([c for part in parts for c in part[name]] if name == "cigar" else
                      np.concatenate([part[name] for part in parts]) if parts else
                      np.zeros(0, dtype=np.float64 if name == "identity" else np.int64))
