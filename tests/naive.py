@@ -383,3 +383,27 @@ def rescore_alignment(query: Sequence[int], target: Sequence[int], query_start: 
             assert i <= len(query) and j <= len(target), "CIGAR runs past a sequence"
         previous = op
     return score, i, j
+
+
+# --- maximal exact matches ---------------------------------------------------------------------
+
+
+def mems_naive(references: Sequence[Sequence[int]], query: Sequence[int],
+               min_length: int) -> list[tuple[int, int, int, int]]:
+    """Every MEM as ``(query_pos, record, record_pos, length)``, sorted: for every query
+    position and reference position whose symbols match (codes < 4; N matches nothing), not
+    extendable to the left (a start, or different symbols before), the run of matches to the
+    right, kept when at least ``min_length`` long."""
+    found = []
+    for record, reference in enumerate(references):
+        for i in range(len(query)):
+            for p in range(len(reference)):
+                if i > 0 and p > 0 and query[i - 1] < 4 and query[i - 1] == reference[p - 1]:
+                    continue
+                length = 0
+                while (i + length < len(query) and p + length < len(reference)
+                       and query[i + length] < 4 and query[i + length] == reference[p + length]):
+                    length += 1
+                if length >= min_length:
+                    found.append((i, record, p, length))
+    return sorted(found)

@@ -32,8 +32,9 @@ from .align import align
 from .allpairs import allpairs
 from .backend import BackendUnavailableError, resolve_backend
 from .edit import edit_distance, edit_distance_matrix
-from .io import SequenceFileError, read_records, write_sam, write_tsv
+from .io import SequenceFileError, read_records, write_mummer, write_sam, write_tsv
 from .lcs import lcs_length_matrix, lcs_top
+from .mems import MemIndex, build_index, find_mems
 from .scoring import MATRICES, Scoring
 from .sequences import InvalidSymbolError, SequenceSet
 
@@ -48,6 +49,7 @@ USER_ERRORS = (InvalidSymbolError, SequenceFileError, ValueError, BackendUnavail
 EDIT_COLUMNS = ("query", "target", "distance", "target_start", "target_end", "cigar")
 ALIGN_COLUMNS = ("query", "target", "identity", "score", "query_start", "query_end",
                  "target_start", "target_end", "cigar")
+MEM_COLUMNS = ("query", "strand", "reference", "reference_pos", "query_pos", "length")
 LCS_TOP_COLUMNS = ("query", "subject", "rank", "lcs_length", "query_length", "subject_length",
                    "lcs")
 LCS_ALL_COLUMNS = ("query", "subject", "lcs_length", "query_length", "subject_length")
@@ -515,6 +517,97 @@ def run_allpairs(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- index, mems
+
+
+def _add_index_command(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "index", help="index a reference for gpualign mems",
+        description="Build the MEM index of a DNA reference (suffix array and k-mer table; "
+                    "symbols other than A/C/G/T are read as N, which matches nothing) and "
+                    "write it to a file that gpualign mems reads instead of the FASTA.",
+        epilog="example: gpualign index examples/hiv_reference.fa -o hiv.gpuidx")
+    parser.add_argument("reference", metavar="REF", help="FASTA file (.gz accepted)")
+    parser.add_argument("-o", "--output", required=True, metavar="REF.gpuidx",
+                        help="where to write the index")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no summary line")
+    parser.set_defaults(run=run_index)
+
+
+def run_index(args: argparse.Namespace) -> int:
+    """Run ``gpualign index``; return the exit status."""
+    began = time.perf_counter()
+    _check_output(args.output)
+    index = build_index(Path(args.reference))
+    index.save(args.output)
+    _report(args, f"{_plural(len(index.names), 'record')}, {int(index.lengths.sum())} bp -> "
+                  f"{args.output} in {time.perf_counter() - began:.2f} s")
+    return 0
+
+
+def _add_mems_command(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "mems", help="maximal exact matches between reads and a reference (MUMmer format)",
+        description="All maximal exact matches of at least -l bases between every read and "
+                    "the reference, every occurrence (mummer -maxmatch). Only A/C/G/T match, "
+                    "in any case (N and IUPAC codes match nothing: as mummer -maxmatch -n). "
+                    "Output: MUMmer's format (> read, > read Reverse; ref_id ref_pos "
+                    "query_pos length, 1-based; ref_id only for several reference records "
+                    "or -F), or a TSV table (0-based).",
+        epilog="example: gpualign mems examples/hiv_reference.fa examples/hiv_reads.fa -l 20 -b")
+    parser.add_argument("reference", metavar="REF",
+                        help="FASTA file (.gz accepted) or an index from gpualign index")
+    parser.add_argument("reads", metavar="READS", help="FASTA/FASTQ file (.gz accepted)")
+    parser.add_argument("-l", "--min-length", type=_positive_int, default=20, metavar="L",
+                        help="minimum match length (default 20)")
+    strands = parser.add_mutually_exclusive_group()
+    strands.add_argument("-b", "--both", action="store_true",
+                         help="forward and reverse-complement matches")
+    strands.add_argument("-r", "--reverse", action="store_true",
+                         help="reverse-complement matches only")
+    parser.add_argument("-c", dest="forward_positions", action="store_true",
+                        help="reverse matches: query position relative to the forward read")
+    parser.add_argument("-F", dest="four_columns", action="store_true",
+                        help="always write the ref_id column")
+    parser.add_argument("-L", dest="lengths", action="store_true",
+                        help="read lengths on the header lines")
+    parser.add_argument("--format", choices=("mummer", "tsv"), default="mummer",
+                        help="output format (default: mummer)")
+    _add_backend_option(parser)
+    _add_output_options(parser)
+    parser.set_defaults(run=run_mems)
+
+
+def run_mems(args: argparse.Namespace) -> int:
+    """Run ``gpualign mems``; return the exit status."""
+    began = time.perf_counter()
+    _check_output(args.output)
+    try:
+        reference = MemIndex.load(args.reference)
+    except (ValueError, OSError, KeyError):  # not an index: a FASTA file
+        reference = build_index(Path(args.reference))
+    strands = "both" if args.both else "reverse" if args.reverse else "forward"
+    with _reading(args.reads):
+        mems = find_mems(reference, Path(args.reads), min_length=args.min_length,
+                         strands=strands, backend=args.backend)
+    with _open_output(args.output) as out:
+        if args.format == "tsv":
+            write_tsv(out, MEM_COLUMNS, [
+                [mems.query_names[i] for i in mems.query_index.tolist()],
+                ["-" if r else "+" for r in mems.reverse.tolist()],
+                [mems.reference_names[i] for i in mems.reference_index.tolist()],
+                mems.reference_pos, mems.query_pos, mems.length])
+        else:
+            write_mummer(out, mems, strands, four_columns=args.four_columns or None,
+                         forward_positions=args.forward_positions, lengths=args.lengths)
+    where = f" -> {args.output}" if args.output not in (None, "-") else ""
+    _report(args, f"{_plural(len(mems.query_names), 'read')} ({strands}) against "
+                  f"{_plural(len(mems.reference_names), 'reference record')}, l = "
+                  f"{args.min_length}: {_plural(len(mems), 'MEM')}{where} in "
+                  f"{time.perf_counter() - began:.2f} s (backend cpu)")
+    return 0
+
+
 # --------------------------------------------------------------------------- lcs
 
 
@@ -674,7 +767,8 @@ def run_lcs(args: argparse.Namespace) -> int:
 
 #: Subcommand declarations, in the order ``gpualign --help`` lists them.
 _COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
-    _add_edit_command, _add_align_command, _add_allpairs_command, _add_lcs_command)
+    _add_edit_command, _add_align_command, _add_allpairs_command, _add_lcs_command,
+    _add_index_command, _add_mems_command)
 
 
 def build_parser() -> argparse.ArgumentParser:

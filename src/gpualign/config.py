@@ -83,6 +83,10 @@ ALIGN_CPU_SCORES = "parasail"
 #: of checkpointing: up to ALLPAIRS_TILE**2 pairs).
 ALLPAIRS_TILE = 1024
 
+#: k of the k-mer table of a MEM index (4**k rows of two int64: k=10 takes 16 MiB); searches
+#: for MEMs shorter than k go through the whole suffix array instead.
+MEM_KMER_SIZE = 10
+
 #: Target symbols per batch of :func:`gpualign.align_one_to_many` (targets streamed from a file
 #: or an iterator are read this many at a time).
 ALIGN_CPU_BATCH_RESIDUES = 1 << 24

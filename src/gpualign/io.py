@@ -106,3 +106,37 @@ def write_sam(out: IO[str], queries: Any, targets: Any, query_index: np.ndarray,
         out.write(f"{queries.names[q] or q}\t{flag}\t{rname}\t{position}\t255\t{full}\t*\t0\t0"
                   f"\t{sequence}\t*\tAS:i:{int(result.score[p])}\tNM:i:{edits}\n")
     return len(query_index)
+
+
+def write_mummer(out: IO[str], mems: Any, strands: str, *, four_columns: bool | None = None,
+                 forward_positions: bool = False, lengths: bool = False) -> None:
+    """Write :class:`~gpualign.Mems` in MUMmer's text format (``mummer -maxmatch``).
+
+    One block per query and strand searched (``> name``, ``> name Reverse``), in query order,
+    each line ``ref_id ref_pos query_pos length`` (1-based), ``ref_id`` only when the reference
+    has several records or ``four_columns``; lines in the order of ``mems`` (query position,
+    then reference record and position). ``forward_positions`` (``-c``): reverse matches give
+    the query position on the forward query (its last base of the match, read backwards);
+    ``lengths`` (``-L``): ``Len = N`` on the headers."""
+    four = len(mems.reference_names) > 1 if four_columns is None else four_columns
+    width = max((len(name) for name in mems.reference_names), default=0)
+    blocks = {"forward": (False,), "reverse": (True,), "both": (False, True)}[strands]
+    bounds = np.searchsorted(mems.query_index, np.arange(len(mems.query_names) + 1))
+    for number, name in enumerate(mems.query_names):
+        lo, hi = bounds[number], bounds[number + 1]
+        size = int(mems.query_lengths[number])
+        for reverse in blocks:
+            header = f"> {name}{' Reverse' if reverse else ''}"
+            out.write(header + (f"  Len = {size}" if lengths else "") + "\n")
+            for j in range(lo, hi):
+                if bool(mems.reverse[j]) != reverse:
+                    continue
+                q_pos = int(mems.query_pos[j])
+                q_pos = size - q_pos if (reverse and forward_positions) else q_pos + 1
+                numbers = (f"{int(mems.reference_pos[j]) + 1:>8}  {q_pos:>8}  "
+                           f"{int(mems.length[j]):>8}")
+                if four:
+                    ref = mems.reference_names[int(mems.reference_index[j])]
+                    out.write(f"  {ref:<{width}}  {numbers}\n")
+                else:
+                    out.write(numbers + "\n")

@@ -1,0 +1,110 @@
+"""CPU backend of MEM search: suffix-array intervals per query position, with Numba.
+
+For every query position ``i`` whose next ``min_length`` symbols are A/C/G/T, the k-mer table
+gives the suffix-array interval of its first k symbols and two binary searches narrow it to the
+suffixes sharing all ``min_length`` symbols; each of those reference positions ``p`` is a MEM
+when it is left-maximal (``i == 0``, ``p`` at a record start, or the symbols before differ),
+and the match is extended to the right as far as it goes (right-maximal by construction).
+``N`` and the record separator match nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+#: Complement of each DNA code (A<->T, C<->G, N stays N).
+COMPLEMENT = np.array([3, 2, 1, 0, 4], dtype=np.uint8)
+
+
+@njit(cache=True, nogil=True)
+def _compare(text, p, query, i, offset, length):
+    """Order of ``text[p:p+length]`` against ``query[i:i+length]``, both known equal before
+    ``offset``: -1, 0 or 1."""
+    for t in range(offset, length):
+        a = text[p + t]
+        b = query[i + t]
+        if a != b:
+            return -1 if a < b else 1
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _scan(query, text, suffix_array, kmer_rows, k, min_length, emit, q_out, t_out, len_out,
+          base):
+    """MEMs of one query (one strand); with ``emit`` written from ``base``. Returns the count."""
+    m = len(query)
+    # run[i]: how many A/C/G/T symbols start at i (a MEM needs min_length of them).
+    run = np.zeros(m + 1, dtype=np.int64)
+    for i in range(m - 1, -1, -1):
+        run[i] = run[i + 1] + 1 if query[i] < 4 else 0
+    use_table = min_length >= k
+    count = 0
+    for i in range(m - min_length + 1):
+        if run[i] < min_length:
+            continue
+        if use_table:
+            code = 0
+            for t in range(k):
+                code = code * 4 + query[i + t]
+            lo, hi, offset = kmer_rows[code, 0], kmer_rows[code, 1], k
+        else:
+            lo, hi, offset = 0, len(suffix_array), 0
+        if lo >= hi:
+            continue
+        a, b = lo, hi
+        while a < b:  # first row whose min_length symbols are >= the query's
+            mid = (a + b) // 2
+            if _compare(text, suffix_array[mid], query, i, offset, min_length) < 0:
+                a = mid + 1
+            else:
+                b = mid
+        first = a
+        b = hi
+        while a < b:  # first row whose min_length symbols are > the query's
+            mid = (a + b) // 2
+            if _compare(text, suffix_array[mid], query, i, offset, min_length) <= 0:
+                a = mid + 1
+            else:
+                b = mid
+        for row in range(first, a):
+            p = suffix_array[row]
+            if i > 0 and p > 0 and query[i - 1] < 4 and query[i - 1] == text[p - 1]:
+                continue  # extends to the left: not maximal
+            length = min_length
+            while i + length < m and query[i + length] < 4 and \
+                    text[p + length] == query[i + length]:
+                length += 1
+            if emit:
+                q_out[base + count] = i
+                t_out[base + count] = p
+                len_out[base + count] = length
+            count += 1
+    return count
+
+
+@njit(cache=True, parallel=True)
+def find_all(codes, offsets, text, suffix_array, kmer_rows, k, min_length):
+    """MEMs of every entry of ``codes``/``offsets`` (a query on one strand). Returns ``entry,
+    query_pos, text_pos, length`` arrays, ordered by entry, then query position, then
+    suffix-array row."""
+    entries = len(offsets) - 1
+    counts = np.zeros(entries, dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int64)
+    for s in prange(entries):
+        counts[s] = _scan(codes[offsets[s]:offsets[s + 1]], text, suffix_array, kmer_rows, k,
+                          min_length, False, empty, empty, empty, 0)
+    starts = np.zeros(entries + 1, dtype=np.int64)
+    for s in range(entries):
+        starts[s + 1] = starts[s] + counts[s]
+    total = starts[entries]
+    entry = np.empty(total, dtype=np.int64)
+    q_pos = np.empty(total, dtype=np.int64)
+    t_pos = np.empty(total, dtype=np.int64)
+    length = np.empty(total, dtype=np.int64)
+    for s in prange(entries):
+        _scan(codes[offsets[s]:offsets[s + 1]], text, suffix_array, kmer_rows, k, min_length,
+              True, q_pos, t_pos, length, starts[s])
+        for j in range(starts[s], starts[s + 1]):
+            entry[j] = s
+    return entry, q_pos, t_pos, length

@@ -1,0 +1,128 @@
+"""Public API of maximal exact matches: :func:`find_mems`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..backend import BackendUnavailableError, resolve_backend
+from ..sequences import SequenceSet, as_sequence_set
+from . import _cpu
+from .index import MemIndex, build_index
+
+__all__ = ["Mems", "find_mems"]
+
+_STRANDS = ("forward", "reverse", "both")
+
+
+@dataclass
+class Mems:
+    """Maximal exact matches of :func:`find_mems`, sorted by query, strand, query position,
+    reference record and reference position. Positions are 0-based.
+
+    Attributes
+    ----------
+    query_index : np.ndarray of int64
+    reverse : np.ndarray of bool
+        True for matches of the query's reverse complement.
+    query_pos : np.ndarray of int64
+        Start in the query as searched: for ``reverse`` matches, in the reverse complement
+        (MUMmer's convention without ``-c``).
+    reference_index, reference_pos : np.ndarray of int64
+        Record of the reference and start within it.
+    length : np.ndarray of int64
+    query_names, reference_names : list of str
+    query_lengths : np.ndarray of int64
+    """
+
+    query_index: np.ndarray
+    reverse: np.ndarray
+    query_pos: np.ndarray
+    reference_index: np.ndarray
+    reference_pos: np.ndarray
+    length: np.ndarray
+    query_names: list[str]
+    reference_names: list[str]
+    query_lengths: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.length)
+
+
+def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: str = "both",
+              invalid: str = "wildcard", backend: str = "auto") -> Mems:
+    """All maximal exact matches of at least ``min_length`` between every query and the
+    reference: substrings shared by both that cannot be extended left or right, every
+    occurrence in the reference (MUMmer's ``-maxmatch``).
+
+    Only A/C/G/T match (case-insensitive); ``N`` and any other symbol (read as ``N`` with
+    ``invalid="wildcard"``) match nothing, as ``mummer -maxmatch -n``. Matches never span two
+    reference records.
+
+    Parameters
+    ----------
+    reference : MemIndex, SequenceSet, pathlib.Path to FASTA, or list of sequences
+        An index from :func:`~gpualign.mems.build_index` (or ``gpualign index``) is used as
+        is; anything else is indexed first.
+    queries : SequenceSet, pathlib.Path to FASTA/FASTQ, or list of sequences
+    min_length : int >= 1
+    strands : {"forward", "reverse", "both"}
+        Search the queries, their reverse complements, or both (MUMmer: default, ``-r``,
+        ``-b``).
+    backend : {"auto", "cpu", "cuda"}
+        MEM search runs on the CPU for now ("cuda" raises BackendUnavailableError).
+
+    Returns
+    -------
+    Mems
+
+    Examples
+    --------
+    >>> m = find_mems(["TTACGTACGGA"], ["ACGTACG"], min_length=5)
+    >>> m.reverse.tolist(), m.query_pos.tolist(), m.reference_pos.tolist(), m.length.tolist()
+    ([False, True, True], [0, 0, 2], [2, 3, 1], [7, 6, 5])
+    """
+    if isinstance(min_length, bool) or not isinstance(min_length, (int, np.integer)):
+        raise TypeError(f"min_length must be an integer, got {min_length!r}")
+    if min_length < 1:
+        raise ValueError(f"min_length must be >= 1 (got {min_length})")
+    if strands not in _STRANDS:
+        raise ValueError(f"strands={strands!r}: expected one of {', '.join(_STRANDS)}")
+    if resolve_backend(backend) == "cuda" and str(backend).lower() != "auto":
+        raise BackendUnavailableError("find_mems has no CUDA backend yet; use backend='cpu' "
+                                      "(or 'auto')")
+    index = reference if isinstance(reference, MemIndex) else build_index(reference)
+    qset = as_sequence_set(queries, "dna", invalid=invalid, role="queries")
+    codes, offsets, query_of, reverse_of = _strand_entries(qset, strands)
+    entry, q_pos, t_pos, length = _cpu.find_all(codes, offsets, index.text,
+                                                 index.suffix_array, index.kmer_rows,
+                                                 index.kmer_size, int(min_length))
+    record = np.searchsorted(index.starts, t_pos, side="right") - 1
+    query_index, reverse = query_of[entry], reverse_of[entry]
+    reference_pos = t_pos - index.starts[record]
+    order = np.lexsort((reference_pos, record, q_pos, reverse, query_index))
+    return Mems(query_index[order], reverse[order], q_pos[order], record[order].astype(np.int64),
+                reference_pos[order].astype(np.int64), length[order], list(qset.names),
+                list(index.names), qset.lengths.astype(np.int64))
+
+
+def _strand_entries(qset: SequenceSet, strands: str):
+    """The sequences to search: each query forward and/or reverse-complemented."""
+    parts, query_of, reverse_of = [], [], []
+    for number in range(len(qset)):
+        codes = qset.codes_of(number)
+        if strands in ("forward", "both"):
+            parts.append(codes)
+            query_of.append(number)
+            reverse_of.append(False)
+        if strands in ("reverse", "both"):
+            parts.append(_cpu.COMPLEMENT[codes[::-1]])
+            query_of.append(number)
+            reverse_of.append(True)
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in parts], out=offsets[1:])
+    codes = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
+    return (codes.astype(np.uint8), offsets, np.array(query_of, dtype=np.int64),
+            np.array(reverse_of, dtype=bool))

@@ -1,0 +1,139 @@
+"""Maximal exact matches: against the naive oracle (naive.py) on random inputs, and against
+MUMmer 3.23 (``mummer -maxmatch -n``, block by block as sorted sets) on real HIV reads."""
+
+from __future__ import annotations
+
+import doctest
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from naive import mems_naive
+
+import gpualign
+from gpualign.cli import main
+from gpualign.mems import api as mems_api
+from gpualign.mems import build_index
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+CODES = {c: k for k, c in enumerate("ACGTN")}
+COMPLEMENT = {0: 3, 1: 2, 2: 1, 3: 0, 4: 4}
+MUMMER = shutil.which("mummer")
+
+
+def encode(text: str) -> list[int]:
+    return [CODES.get(c, 4) for c in text.upper()]
+
+
+def check_against_oracle(references, queries, min_length):
+    mems = gpualign.find_mems(references, queries, min_length=min_length, strands="both")
+    for number, query in enumerate(queries):
+        for reverse in (False, True):
+            codes = encode(query)
+            if reverse:
+                codes = [COMPLEMENT[c] for c in reversed(codes)]
+            want = mems_naive([encode(r) for r in references], codes, min_length)
+            chosen = (mems.query_index == number) & (mems.reverse == reverse)
+            got = list(zip(mems.query_pos[chosen].tolist(), mems.reference_index[chosen].tolist(),
+                           mems.reference_pos[chosen].tolist(), mems.length[chosen].tolist(),
+                           strict=True))
+            assert got == want, (references, query, reverse, min_length)
+
+
+def test_docstring_examples_run():
+    assert doctest.testmod(mems_api, raise_on_error=True).attempted > 0
+
+
+@pytest.mark.parametrize("kmer", [3, 10])
+def test_random_against_the_oracle(monkeypatch, kmer):
+    # k-mer table lookups (min_length >= k) and whole-array searches (min_length < k).
+    monkeypatch.setattr(gpualign.config, "MEM_KMER_SIZE", kmer)
+    rng = np.random.default_rng(31)
+    for _ in range(120):
+        references = ["".join(rng.choice(list("ACGTN" if rng.random() < 0.3 else "ACGT"),
+                                         int(rng.integers(0, 40))))
+                      for _ in range(int(rng.integers(1, 4)))]
+        if not any(references):
+            references[0] = "ACGTT"
+        queries = ["".join(rng.choice(list("ACGTN"), int(rng.integers(0, 30)),
+                                      p=[0.24, 0.24, 0.24, 0.24, 0.04])) for _ in range(3)]
+        start = int(rng.integers(0, max(1, len(references[0]))))
+        queries[0] = queries[0][:5] + references[0][start:start + 15] + queries[0][5:]
+        check_against_oracle(references, queries, int(rng.integers(1, 14)))
+
+
+def test_repeats_records_case_and_odd_reads():
+    repeat = "ACGTTGCAAGGCTTAACG"
+    references = [f"tt{repeat}gg{repeat}{repeat}aNNNN{repeat[:10]}", "", repeat.lower(),
+                  "NNNNNNNN"]
+    queries = [f"CC{repeat}CC", repeat[:9], "", "N" * 30, f"{repeat}{repeat}{repeat}",
+               repeat[::-1], "ACGTTGCAAGGCNTAACG"]
+    for min_length in (1, 5, 9, 10, 18, 19, 40):
+        check_against_oracle(references, queries, min_length)
+
+
+@pytest.mark.skipif(MUMMER is None, reason="mummer is not installed (apt-get install mummer)")
+@pytest.mark.parametrize("options", [["-l", "12"], ["-l", "20", "-b"], ["-l", "50", "-b", "-c"],
+                                     ["-l", "20", "-r", "-L"], ["-l", "20", "-F"]])
+def test_output_equals_mummer_on_real_reads(tmp_path, capsys, options):
+    reference, reads = EXAMPLES / "hiv_reference.fa", EXAMPLES / "hiv_reads.fa"
+    assert main(["mems", str(reference), str(reads), "-q", *options]) == 0
+    ours = capsys.readouterr().out
+    theirs = subprocess.run([MUMMER, "-maxmatch", "-n", *options, str(reference), str(reads)],
+                            capture_output=True, text=True, check=True).stdout
+
+    def blocks(text):
+        found, current = {}, None
+        for line in text.splitlines():
+            if line.startswith(">"):
+                current = line
+                found[current] = []
+            else:
+                found[current].append(line)
+        return {header: sorted(lines) for header, lines in found.items()}
+
+    ours_blocks, their_blocks = blocks(ours), blocks(theirs)
+    assert list(ours_blocks) == list(their_blocks)  # the same headers, in the same order
+    assert ours_blocks == their_blocks
+    assert sum(len(lines) for lines in ours_blocks.values()) > 100
+
+
+def test_index_file_round_trip(tmp_path, capsys):
+    reference = EXAMPLES / "hiv_reference.fa"
+    index_path = tmp_path / "hiv.gpuidx"
+    assert main(["index", str(reference), "-o", str(index_path), "-q"]) == 0
+    loaded = gpualign.MemIndex.load(index_path)
+    built = build_index(reference)
+    assert loaded.names == built.names and np.array_equal(loaded.suffix_array,
+                                                          built.suffix_array)
+    reads = EXAMPLES / "hiv_reads.fa"
+    assert main(["mems", str(index_path), str(reads), "-l", "30", "-b", "-q"]) == 0
+    from_index = capsys.readouterr().out
+    assert main(["mems", str(reference), str(reads), "-l", "30", "-b", "-q"]) == 0
+    assert capsys.readouterr().out == from_index
+    assert main(["mems", str(reference), str(reads), "-l", "30", "--format", "tsv", "-q"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0].split("\t") == list(gpualign.cli.MEM_COLUMNS) and len(rows) > 10
+
+
+def test_bad_input(tmp_path, capsys):
+    with pytest.raises(ValueError, match="min_length must be >= 1"):
+        gpualign.find_mems(["ACGT"], ["ACGT"], min_length=0)
+    with pytest.raises(TypeError, match="min_length must be an integer"):
+        gpualign.find_mems(["ACGT"], ["ACGT"], min_length=2.5)
+    with pytest.raises(ValueError, match="strands="):
+        gpualign.find_mems(["ACGT"], ["ACGT"], strands="plus")
+    with pytest.raises(ValueError, match="reference: no records"):
+        gpualign.find_mems([], ["ACGT"])
+    empty = gpualign.find_mems(["ACGTACGT"], [], min_length=2)
+    assert len(empty) == 0 and empty.query_names == []
+    not_index = tmp_path / "x.gpuidx"
+    not_index.write_bytes(b"not an index")
+    with pytest.raises(ValueError, match="not a gpualign MEM index"):
+        gpualign.MemIndex.load(not_index)
+    missing = tmp_path / "missing.fa"
+    assert main(["mems", str(EXAMPLES / "hiv_reference.fa"), str(missing)]) == 2
+    assert "missing.fa" in capsys.readouterr().err
+    assert main(["mems", str(EXAMPLES / "hiv_reference.fa"), str(missing), "-l", "0"]) == 2
