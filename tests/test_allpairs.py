@@ -203,9 +203,14 @@ def test_errors(kwargs, error, match):
 @pytest.fixture(scope="module")
 def client():
     distributed = pytest.importorskip("distributed")
+    # Compile (and cache) the Numba kernels here first, so that the workers load them instead
+    # of compiling them at the same time; one Numba thread per worker process, so that two
+    # workers and this process do not oversubscribe the CI machine's two cores.
+    gpualign.allpairs(genes()[1][:4], min_identity=0.5, scoring=SCORING)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as dask_client:
+                                  dashboard_address=None,
+                                  env={"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}) \
+            as cluster, distributed.Client(cluster) as dask_client:
         yield dask_client
 
 

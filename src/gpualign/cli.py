@@ -467,8 +467,13 @@ def _dask_client(args: argparse.Namespace) -> Iterator[object]:
         with distributed.Client(args.scheduler) as client:
             yield client
         return
+    # Each worker runs one tile at a time on its share of the cores (Numba threads), so that
+    # N workers do not oversubscribe the machine.
+    threads = str(max(1, (os.cpu_count() or 1) // args.workers))
     with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1,
-                                  processes=True, dashboard_address=None) as cluster, \
+                                  processes=True, dashboard_address=None,
+                                  env={"NUMBA_NUM_THREADS": threads,
+                                       "OMP_NUM_THREADS": threads}) as cluster, \
             distributed.Client(cluster) as client:
         yield client
 
