@@ -183,6 +183,11 @@ def _report(args: argparse.Namespace, message: str) -> None:
         print(f"{PROG} {args.command}: {message}", file=sys.stderr)
 
 
+def _destination(args: argparse.Namespace) -> str:
+    """`` -> FILE`` for the summary line when the output goes to a file."""
+    return f" -> {args.output}" if args.output not in (None, "-") else ""
+
+
 def _star(values: np.ndarray) -> list[int | None]:
     """Coordinates with -1 (not available) turned into None, written as ``*``."""
     return [None if v < 0 else v for v in values.tolist()]
@@ -295,7 +300,7 @@ def run_edit(args: argparse.Namespace) -> int:
 
     within = int(np.count_nonzero(distance >= 0))
     cutoff = f", {within} within k={args.k}" if args.k is not None else ""
-    where = f" -> {args.output}" if args.output not in (None, "-") else ""
+    where = _destination(args)
     _report(args, f"{shape}, mode {args.mode}, task {args.task}: {compared} compared{cutoff}, "
                   f"{_plural(len(distance), 'row')} written{where} in "
                   f"{time.perf_counter() - began:.2f} s (backend {backend})")
@@ -404,7 +409,7 @@ def run_align(args: argparse.Namespace) -> int:
                 _star(result.target_start), _star(result.target_end),
                 result.cigar if result.cigar is not None else [None] * len(result),
             ])
-    where = f" -> {args.output}" if args.output not in (None, "-") else ""
+    where = _destination(args)
     _report(args, f"{shape}, mode {args.mode}, {scoring.describe()}, task {task}: "
                   f"{_plural(len(result), 'row')} written{where} in "
                   f"{time.perf_counter() - began:.2f} s (backend cpu)")  # the only one yet
@@ -513,7 +518,7 @@ def run_allpairs(args: argparse.Namespace) -> int:
     with _open_output(args.output) as out:
         write_tsv(out, ALIGN_COLUMNS, columns)
     stages = hits.stages
-    where = f" -> {args.output}" if args.output not in (None, "-") else ""
+    where = _destination(args)
     _report(args, f"{stages['pairs']} pairs; after the length bound {stages['length']}, after "
                   f"the edit-distance bound {stages['edit']}, aligned {stages['aligned']}, "
                   f"identity >= {args.min_identity:g} ({args.identity}): "
@@ -605,7 +610,7 @@ def run_mems(args: argparse.Namespace) -> int:
         else:
             write_mummer(out, mems, strands, four_columns=args.four_columns or None,
                          forward_positions=args.forward_positions, lengths=args.lengths)
-    where = f" -> {args.output}" if args.output not in (None, "-") else ""
+    where = _destination(args)
     _report(args, f"{_plural(len(mems.query_names), 'read')} ({strands}) against "
                   f"{_plural(len(mems.reference_names), 'reference record')}, l = "
                   f"{args.min_length}: {_plural(len(mems), 'MEM')}{where} in "
@@ -761,7 +766,7 @@ def run_lcs(args: argparse.Namespace) -> int:
         rows = len(columns[0])
         task = f"top {args.top}{'' if with_lcs else ' without strings'}"
 
-    where = f" -> {args.output}" if args.output not in (None, "-") else ""
+    where = _destination(args)
     _report(args, f"{_plural(n_q, 'query', 'queries')} x {_plural(n_s, 'subject')}, {task}: "
                   f"{n_q * n_s} compared, {_plural(rows, 'row')} written{where} in "
                   f"{time.perf_counter() - began:.2f} s (backend {backend})")
