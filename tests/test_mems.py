@@ -4,6 +4,7 @@ MUMmer 3.23 (``mummer -maxmatch -n``, block by block as sorted sets) on real HIV
 from __future__ import annotations
 
 import doctest
+import gzip
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,10 +15,12 @@ from naive import mems_naive
 
 import gpualign
 from gpualign.cli import main
+from gpualign.io import read_records
 from gpualign.mems import api as mems_api
 from gpualign.mems import build_index
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+DATA = Path(__file__).resolve().parent / "data"
 CODES = {c: k for k, c in enumerate("ACGTN")}
 COMPLEMENT = {0: 3, 1: 2, 2: 1, 3: 0, 4: 4}
 MUMMER = shutil.which("mummer")
@@ -75,14 +78,27 @@ def test_repeats_records_case_and_odd_reads():
 
 
 @pytest.mark.skipif(MUMMER is None, reason="mummer is not installed (apt-get install mummer)")
+@pytest.mark.parametrize("data", ["hiv", "ecoli"])
 @pytest.mark.parametrize("options", [["-l", "12"], ["-l", "20", "-b"], ["-l", "50", "-b", "-c"],
                                      ["-l", "20", "-r", "-L"], ["-l", "20", "-F"]])
-def test_output_equals_mummer_on_real_reads(tmp_path, capsys, options):
-    reference, reads = EXAMPLES / "hiv_reference.fa", EXAMPLES / "hiv_reads.fa"
+def test_output_equals_mummer_on_real_reads(tmp_path, capsys, data, options):
+    # 800 MiSeq reads vs HIV DQ234790; 2,000 Illumina reads vs the first 10 kb of E. coli
+    # MG1655 (FASTQ for gpualign; MUMmer reads FASTA only).
+    if data == "hiv":
+        reference, reads = EXAMPLES / "hiv_reference.fa", EXAMPLES / "hiv_reads.fa"
+        their_reads = reads
+    else:
+        reference, reads = DATA / "ecoli_10kb.fasta.gz", DATA / "ecoli_reads_2000.fastq.gz"
+        their_reads = tmp_path / "reads.fa"
+        their_reads.write_text("".join(f">{name}\n{sequence}\n"
+                                       for name, sequence in read_records(reads)))
+        plain_reference = tmp_path / "reference.fa"
+        plain_reference.write_bytes(gzip.decompress(reference.read_bytes()))
     assert main(["mems", str(reference), str(reads), "-q", *options]) == 0
     ours = capsys.readouterr().out
-    theirs = subprocess.run([MUMMER, "-maxmatch", "-n", *options, str(reference), str(reads)],
-                            capture_output=True, text=True, check=True).stdout
+    theirs = subprocess.run([MUMMER, "-maxmatch", "-n", *options,
+                             str(reference if data == "hiv" else plain_reference),
+                             str(their_reads)], capture_output=True, text=True, check=True).stdout
 
     def blocks(text):
         found, current = {}, None

@@ -34,6 +34,10 @@ RDP_PATH = "usr/share/doc/parsinsert/test_data/core_rdp.fasta.gz"
 MITO_PACKAGE = "minimap2"
 MITO_PATHS = ("usr/share/doc/minimap2/test/MT-human.fa.gz",
               "usr/share/doc/minimap2/test/MT-orang.fa.gz")
+QUAST_SDIST = "quast==5.2.0"
+QUAST_READS = "quast-5.2.0/test_data/reads1.fastq.gz"
+QUAST_REFERENCE = "quast-5.2.0/test_data/reference.fasta.gz"
+ECOLI_READS = 2000
 UNIPROT_PACKAGE = "mmseqs2-examples"
 UNIPROT_PATH = "usr/share/doc/mmseqs2/example-data/DB.fasta.gz"
 COUNT = 200
@@ -60,6 +64,28 @@ def write_fasta(path: Path, records: list[tuple[str, str]]) -> None:
             for lo in range(0, len(sequence), 80):
                 out.write(sequence[lo:lo + 80].encode() + b"\n")
     print(f"wrote {path} ({len(records)} records, {path.stat().st_size:,} bytes)", file=sys.stderr)
+
+
+def quast_files(work: Path) -> tuple[Path, Path]:
+    """The E. coli test reads and 10 kb reference of QUAST's source distribution (PyPI)."""
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                    QUAST_SDIST, "-d", str(work)], check=True)
+    import tarfile
+
+    with tarfile.open(next(work.glob("quast-*.tar.gz"))) as archive:
+        archive.extractall(work, members=[archive.getmember(QUAST_READS),
+                                          archive.getmember(QUAST_REFERENCE)])
+    return work / QUAST_READS, work / QUAST_REFERENCE
+
+
+def write_fastq_head(source: Path, target: Path, count: int) -> None:
+    with dnaio.open(source) as reader, open(target, "wb") as raw, \
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as out:
+        for number, record in enumerate(reader):
+            if number == count:
+                break
+            out.write(f"@{record.name}\n{record.sequence}\n+\n{record.qualities}\n".encode())
+    print(f"wrote {target} ({count} reads)", file=sys.stderr)
 
 
 def rdp_excerpt(source: Path) -> list[tuple[str, str]]:
@@ -100,6 +126,10 @@ Regenerate with `python tests/data/make_excerpts.py` (downloads the Debian packa
   `{uniprot_path}`.
   License: GPL-3 (Debian copyright file of MMseqs2); the sequences come from UniProt
   (CC BY 4.0).
+- `ecoli_reads_2000.fastq.gz`, `ecoli_10kb.fasta.gz`: the first 2,000 of the real 101 bp
+  Illumina reads in QUAST's tests and their reference, the first 10 kb of E. coli K-12 MG1655
+  (copied unchanged). Source: the PyPI source distribution `quast==5.2.0`,
+  `test_data/reads1.fastq.gz` and `test_data/reference.fasta.gz`. License: GPL-2 (QUAST).
 - `MT-human.fa.gz`, `MT-orang.fa.gz`: the human (16,569 bp) and orangutan (16,499 bp)
   mitochondrial genomes of minimap2's tests, copied unchanged. Source: Debian package
   `{mito_package}` {mito_version}, `usr/share/doc/minimap2/test/`. License: MIT (minimap2).
@@ -134,6 +164,9 @@ def main() -> None:
                 source, mito_version = fetch(MITO_PACKAGE, mito_path, work)
             (args.out / name).write_bytes(source.read_bytes())
             print(f"wrote {args.out / name}", file=sys.stderr)
+        reads, reference = quast_files(work)
+        write_fastq_head(reads, args.out / "ecoli_reads_2000.fastq.gz", ECOLI_READS)
+        (args.out / "ecoli_10kb.fasta.gz").write_bytes(reference.read_bytes())
         write_fasta(args.out / "rdp16s_200.fasta.gz", rdp_excerpt(rdp))
         write_fasta(args.out / "uniprot_200.fasta.gz", uniprot_excerpt(uniprot))
     (args.out / "README.md").write_text(README.format(
