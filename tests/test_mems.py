@@ -153,3 +153,17 @@ def test_bad_input(tmp_path, capsys):
     assert main(["mems", str(EXAMPLES / "hiv_reference.fa"), str(missing)]) == 2
     assert "missing.fa" in capsys.readouterr().err
     assert main(["mems", str(EXAMPLES / "hiv_reference.fa"), str(missing), "-l", "0"]) == 2
+
+
+def test_reads_streamed_in_batches(monkeypatch):
+    # Tiny batches: reads are found in many batches and their indices stay global.
+    reference = EXAMPLES / "hiv_reference.fa"
+    reads = EXAMPLES / "hiv_reads.fa"
+    whole = gpualign.find_mems(reference, reads, min_length=25, strands="both")
+    monkeypatch.setattr(gpualign.config, "MEM_QUERY_BATCH_RESIDUES", 700)
+    for source in (reads, [sequence for _, sequence in read_records(reads)]):
+        batched = gpualign.find_mems(reference, source, min_length=25, strands="both")
+        for name in ("query_index", "reverse", "query_pos", "reference_index", "reference_pos",
+                     "length", "query_lengths"):
+            assert getattr(batched, name).tolist() == getattr(whole, name).tolist(), name
+    assert batched.query_names == [str(i) for i in range(800)] and len(whole.query_names) == 800

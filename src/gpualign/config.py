@@ -87,6 +87,9 @@ ALLPAIRS_TILE = 1024
 #: for MEMs shorter than k go through the whole suffix array instead.
 MEM_KMER_SIZE = 10
 
+#: Read symbols per batch of :func:`gpualign.find_mems` (reads from a file are streamed).
+MEM_QUERY_BATCH_RESIDUES = 1 << 24
+
 #: Target symbols per batch of :func:`gpualign.align_one_to_many` (targets streamed from a file
 #: or an iterator are read this many at a time).
 ALIGN_CPU_BATCH_RESIDUES = 1 << 24

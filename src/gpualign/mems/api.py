@@ -7,8 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import config
 from ..backend import BackendUnavailableError, resolve_backend
-from ..sequences import SequenceSet, as_sequence_set
+from ..sequences import SequenceSet
+from ..streaming import iter_batches
 from . import _cpu
 from .index import MemIndex, build_index
 
@@ -94,18 +96,32 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
         raise BackendUnavailableError("find_mems has no CUDA backend yet; use backend='cpu' "
                                       "(or 'auto')")
     index = reference if isinstance(reference, MemIndex) else build_index(reference)
-    qset = as_sequence_set(queries, "dna", invalid=invalid, role="queries")
-    codes, offsets, query_of, reverse_of = _strand_entries(qset, strands)
-    entry, q_pos, t_pos, length = _cpu.find_all(codes, offsets, index.text,
-                                                 index.suffix_array, index.kmer_rows,
-                                                 index.kmer_size, int(min_length))
+    found, names, lengths = [], [], []
+    # Reads from a file or an iterator are read and encoded in batches (on a background
+    # thread), so that only one batch of them is held at a time.
+    for batch in iter_batches(queries, "dna", invalid=invalid, role="queries",
+                              batch_residues=config.MEM_QUERY_BATCH_RESIDUES):
+        qset = batch.sequences
+        codes, offsets, query_of, reverse_of = _strand_entries(qset, strands)
+        entry, q_pos, t_pos, length = _cpu.find_all(codes, offsets, index.text,
+                                                     index.suffix_array, index.kmer_rows,
+                                                     index.kmer_size, int(min_length))
+        found.append((query_of[entry] + batch.start, reverse_of[entry], q_pos, t_pos, length))
+        names.extend(qset.names)
+        lengths.append(qset.lengths)
+    if found:
+        query_index, reverse, q_pos, t_pos, length = (np.concatenate(column)
+                                                      for column in zip(*found, strict=True))
+    else:
+        query_index = q_pos = t_pos = length = np.zeros(0, dtype=np.int64)
+        reverse = np.zeros(0, dtype=bool)
     record = np.searchsorted(index.starts, t_pos, side="right") - 1
-    query_index, reverse = query_of[entry], reverse_of[entry]
     reference_pos = t_pos - index.starts[record]
     order = np.lexsort((reference_pos, record, q_pos, reverse, query_index))
     return Mems(query_index[order], reverse[order], q_pos[order], record[order].astype(np.int64),
-                reference_pos[order].astype(np.int64), length[order], list(qset.names),
-                list(index.names), qset.lengths.astype(np.int64))
+                reference_pos[order].astype(np.int64), length[order], names, list(index.names),
+                np.concatenate(lengths).astype(np.int64) if lengths else
+                np.zeros(0, dtype=np.int64))
 
 
 def _strand_entries(qset: SequenceSet, strands: str):
