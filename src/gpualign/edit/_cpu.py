@@ -13,15 +13,13 @@ import numpy as np
 from numba import njit, prange
 
 from .. import config
+from .._bitvectors import ALL, ONE, ZERO, match_table
 from .._progress import progress_bar
 
 GLOBAL, PREFIX, INFIX = 0, 1, 2
 OP_MATCH, OP_MISMATCH, OP_INSERTION, OP_DELETION = 0, 1, 2, 3
 _OP_CHARS = np.frombuffer(b"=XID", dtype=np.uint8)
 
-_ZERO = np.uint64(0)
-_ONE = np.uint64(1)
-_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _HIGH = np.uint64(1 << 63)
 
 
@@ -36,8 +34,8 @@ def _popcount(x):
 @njit(inline="always")
 def _block(pv, mv, eq, hin, high):
     """Advance one 64-row block by one target column; return (pv, mv, hout)."""
-    hin_neg = _ONE if hin < 0 else _ZERO
-    hin_pos = _ONE if hin > 0 else _ZERO
+    hin_neg = ONE if hin < 0 else ZERO
+    hin_pos = ONE if hin > 0 else ZERO
     xv = eq | mv
     eq = eq | hin_neg  # a negative carry in acts like a match in the row above the block
     xh = (((eq & pv) + pv) ^ pv) | eq
@@ -48,21 +46,9 @@ def _block(pv, mv, eq, hin, high):
         hout = 1
     elif mh & high:
         hout = -1
-    ph = (ph << _ONE) | hin_pos
-    mh = (mh << _ONE) | hin_neg
+    ph = (ph << ONE) | hin_pos
+    mh = (mh << ONE) | hin_neg
     return mh | ~(xv | ph), ph & xv, hout
-
-
-@njit(cache=True, nogil=True)
-def _match_table(query, n_codes, match_codes):
-    """Peq: bit i of ``table[c, i // 64]`` is set when query[i] == c (codes that match)."""
-    words = (query.shape[0] + 63) >> 6
-    table = np.zeros((n_codes, words), dtype=np.uint64)
-    for i in range(query.shape[0]):
-        c = query[i]
-        if c < match_codes:
-            table[c, i >> 6] |= _ONE << np.uint64(i & 63)
-    return table
 
 
 @njit(cache=True, nogil=True)
@@ -77,9 +63,9 @@ def _scan(table, m, target, top_delta, tie_last, cutoff):
     """
     words = table.shape[1]
     n = target.shape[0]
-    pv = np.full(words, _ALL, dtype=np.uint64)
+    pv = np.full(words, ALL, dtype=np.uint64)
     mv = np.zeros(words, dtype=np.uint64)
-    last_bit = _ONE << np.uint64((m - 1) & 63)
+    last_bit = ONE << np.uint64((m - 1) & 63)
     score = m
     best = m
     best_end = 0
@@ -110,17 +96,17 @@ def _pair(query, target, mode, k, want_start, n_codes, match_codes):
     elif mode == GLOBAL:
         if k >= 0 and abs(m - n) > k:
             return -1, -1, -1
-        table = _match_table(query, n_codes, match_codes)
+        table = match_table(query, n_codes, match_codes)
         distance, _, _ = _scan(table, m, target, 1, False, k)
         start, end = 0, n
     else:
-        table = _match_table(query, n_codes, match_codes)
+        table = match_table(query, n_codes, match_codes)
         _, distance, end = _scan(table, m, target, 1 if mode == PREFIX else 0, False, -1)
         start = 0 if mode == PREFIX else -1
         if mode == INFIX and want_start and (k < 0 or distance <= k):
             # The leftmost start of an optimal alignment ending at ``end``: the longest reversed
             # target prefix that the reversed query matches at the same cost (as edlib does).
-            reversed_table = _match_table(query[::-1].copy(), n_codes, match_codes)
+            reversed_table = match_table(query[::-1].copy(), n_codes, match_codes)
             _, _, length = _scan(reversed_table, m, target[:end][::-1].copy(), 1, True, -1)
             start = end - length
     if k >= 0 and distance > k:
@@ -148,7 +134,7 @@ def _column_value(pvs, mvs, j, i):
         value += _popcount(pvs[j, w]) - _popcount(mvs[j, w])
     rest = i & 63
     if rest:
-        mask = (_ONE << np.uint64(rest)) - _ONE
+        mask = (ONE << np.uint64(rest)) - ONE
         value += _popcount(pvs[j, full] & mask) - _popcount(mvs[j, full] & mask)
     return value
 
@@ -156,7 +142,7 @@ def _column_value(pvs, mvs, j, i):
 @njit(cache=True, nogil=True)
 def _vertical_delta(pvs, mvs, j, i):
     """D[i][j] - D[i-1][j]."""
-    bit = _ONE << np.uint64((i - 1) & 63)
+    bit = ONE << np.uint64((i - 1) & 63)
     w = (i - 1) >> 6
     if pvs[j, w] & bit:
         return 1
@@ -181,12 +167,12 @@ def _global_ops(query, target, n_codes, match_codes, ops):
             ops[count] = OP_INSERTION
             count += 1
         return count
-    table = _match_table(query, n_codes, match_codes)
+    table = match_table(query, n_codes, match_codes)
     words = table.shape[1]
     pvs = np.empty((n + 1, words), dtype=np.uint64)
     mvs = np.empty((n + 1, words), dtype=np.uint64)
-    pvs[0, :] = _ALL
-    mvs[0, :] = _ZERO
+    pvs[0, :] = ALL
+    mvs[0, :] = ZERO
     for j in range(n):
         c = target[j]
         hin = 1

@@ -13,23 +13,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-_ONE = np.uint64(1)
-_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+from .._bitvectors import ALL, ONE, match_table
 
 #: Subproblems with at most this many DP cells are traced back from a full matrix.
 _BASE_CELLS = 4096
-
-
-@njit(cache=True, nogil=True)
-def match_table(query, n_codes, match_codes):
-    """Bit ``i`` of ``table[c, i // 64]`` is set when ``query[i] == c`` and ``c`` matches."""
-    words = max(1, (query.shape[0] + 63) >> 6)
-    table = np.zeros((n_codes, words), dtype=np.uint64)
-    for i in range(query.shape[0]):
-        c = query[i]
-        if c < match_codes:
-            table[c, i >> 6] |= _ONE << np.uint64(i & 63)
-    return table
 
 
 @njit(cache=True, nogil=True)
@@ -61,9 +48,9 @@ def _zeros(v, rows):
             break
         x = ~v[w]
         if rows - low < 64:
-            x &= (_ONE << np.uint64(rows - low)) - _ONE
+            x &= (ONE << np.uint64(rows - low)) - ONE
         while x:
-            x &= x - _ONE
+            x &= x - ONE
             count += 1
     return count
 
@@ -71,14 +58,14 @@ def _zeros(v, rows):
 @njit(cache=True, nogil=True, parallel=True)
 def lengths(query, n_codes, match_codes, codes, offsets):
     """LCS length of ``query`` with every sequence of the packed set (``codes``, ``offsets``)."""
-    table = match_table(query, n_codes, match_codes)
     count = offsets.shape[0] - 1
     out = np.zeros(count, dtype=np.int32)
     m = query.shape[0]
     if m == 0:
         return out
+    table = match_table(query, n_codes, match_codes)
     for s in prange(count):
-        v = np.full(table.shape[1], _ALL, dtype=np.uint64)
+        v = np.full(table.shape[1], ALL, dtype=np.uint64)
         _advance(v, table, codes[offsets[s]:offsets[s + 1]])
         out[s] = _zeros(v, m)
     return out
@@ -92,10 +79,10 @@ def _column(query, subject, n_codes, match_codes):
     if m == 0:
         return column
     table = match_table(query, n_codes, match_codes)
-    v = np.full(table.shape[1], _ALL, dtype=np.uint64)
+    v = np.full(table.shape[1], ALL, dtype=np.uint64)
     _advance(v, table, subject)
     for i in range(m):
-        column[i + 1] = column[i] + (0 if (v[i >> 6] >> np.uint64(i & 63)) & _ONE else 1)
+        column[i + 1] = column[i] + (0 if (v[i >> 6] >> np.uint64(i & 63)) & ONE else 1)
     return column
 
 
