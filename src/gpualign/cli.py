@@ -357,6 +357,22 @@ def _add_scoring_options(parser: argparse.ArgumentParser) -> None:
                         help="cost of each further symbol (default 2; 1 with --matrix)")
 
 
+def _alignment_columns(queries: SequenceSet, targets: SequenceSet, result) -> list:
+    """The columns of :data:`ALIGN_COLUMNS` for an AlignResult or AllPairs (values that were
+    not computed, such as starts without ``task="path"``, are written as ``*``)."""
+    missing = [None] * len(result)
+    return [
+        [queries.names[i] for i in result.query_index.tolist()],
+        [targets.names[i] for i in result.target_index.tolist()],
+        ([f"{x:.4f}" for x in result.identity.tolist()] if result.identity is not None
+         else missing),
+        result.score,
+        _star(result.query_start), _star(result.query_end),
+        _star(result.target_start), _star(result.target_end),
+        result.cigar if result.cigar is not None else missing,
+    ]
+
+
 def _scoring(args: argparse.Namespace) -> Scoring:
     """The Scoring the options describe; also settles the alphabet (protein with a matrix)."""
     if args.alphabet is None:
@@ -399,16 +415,7 @@ def run_align(args: argparse.Namespace) -> int:
             write_sam(out, queries, targets, q_index, t_index, result,
                       " ".join([PROG, *sys.argv[1:]]))
         else:
-            write_tsv(out, ALIGN_COLUMNS, [
-                [queries.names[i] for i in q_index.tolist()],
-                [targets.names[i] for i in t_index.tolist()],
-                ([f"{x:.4f}" for x in result.identity.tolist()] if result.identity is not None
-                 else [None] * len(result)),
-                result.score,
-                _star(result.query_start), _star(result.query_end),
-                _star(result.target_start), _star(result.target_end),
-                result.cigar if result.cigar is not None else [None] * len(result),
-            ])
+            write_tsv(out, ALIGN_COLUMNS, _alignment_columns(queries, targets, result))
     where = _destination(args)
     _report(args, f"{shape}, mode {args.mode}, {scoring.describe()}, task {task}: "
                   f"{_plural(len(result), 'row')} written{where} in "
@@ -508,15 +515,8 @@ def run_allpairs(args: argparse.Namespace) -> int:
                         checkpoint=args.checkpoint, client=client, alphabet=args.alphabet,
                         invalid=args.invalid, backend=args.backend, progress=not args.quiet)
     targets = seqs if others is None else others
-    columns = [
-        [seqs.names[i] for i in hits.query_index.tolist()],
-        [targets.names[i] for i in hits.target_index.tolist()],
-        [f"{x:.4f}" for x in hits.identity.tolist()],
-        hits.score, hits.query_start, hits.query_end, hits.target_start, hits.target_end,
-        hits.cigar if hits.cigar is not None else [None] * len(hits),
-    ]
     with _open_output(args.output) as out:
-        write_tsv(out, ALIGN_COLUMNS, columns)
+        write_tsv(out, ALIGN_COLUMNS, _alignment_columns(seqs, targets, hits))
     stages = hits.stages
     where = _destination(args)
     _report(args, f"{stages['pairs']} pairs; after the length bound {stages['length']}, after "
