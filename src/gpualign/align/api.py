@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from .. import config
-from ..backend import BackendUnavailableError, resolve_backend
+from .._checks import integer
+from ..backend import require_cpu_only
 from ..pairs import pair_indices, pair_sets
 from ..scoring import Scoring
 from ..sequences import Alphabet, SequenceSet, as_sequence_set, get_alphabet
@@ -117,9 +118,7 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
     scoring = Scoring() if scoring is None else scoring
     if not isinstance(scoring, Scoring):
         raise TypeError(f"scoring must be a gpualign.Scoring, got {type(scoring).__name__}")
-    if resolve_backend(backend) == "cuda" and str(backend).lower() != "auto":
-        raise BackendUnavailableError("align has no CUDA backend yet; use backend='cpu' "
-                                      "(or 'auto')")
+    require_cpu_only(backend, "align")
     qset, tset = pair_sets(queries, targets, alphabet, invalid)
     q_index, t_index = pair_indices(qset, tset, pairs, "align", "align_one_to_many")
     scoring.check_covered(qset, "queries")
@@ -207,13 +206,9 @@ def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
     ([2, 1], [16, 11], ['8=', '4=1X3='])
     """
     if n is not None:
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-            raise TypeError(f"n must be an integer, got {n!r}")
-        if n < 1:
-            raise ValueError(f"n must be >= 1 (got {n})")
-    if min_score is not None and (isinstance(min_score, bool)
-                                  or not isinstance(min_score, (int, np.integer))):
-        raise TypeError(f"min_score must be an integer, got {min_score!r}")
+        n = integer(n, "n", 1)
+    if min_score is not None:
+        min_score = integer(min_score, "min_score")
     mode_code = _mode_code(mode)
     if task not in _TASKS:
         raise ValueError(f"task={task!r}: expected one of {', '.join(_TASKS)}")

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import config
+from .._checks import integer
 from .._progress import progress_bar
 from ..backend import resolve_backend
 from ..sequences import Alphabet, SequenceSet, encode, get_alphabet
@@ -307,10 +308,7 @@ def lcs_top(query: Any, subjects: Any, n: int = 10, *, with_lcs: bool = True,
     >>> top.index.tolist(), top.length.tolist(), top.lcs
     ([2, 0], [6, 4], ['AGTACG', 'ACGT'])
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"n must be an integer, got {n!r}")
-    if n < 1:
-        raise ValueError(f"n must be >= 1 (got {n})")
+    n = integer(n, "n", 1)
     alpha = get_alphabet(alphabet)
     encoded = _encode_query(query, alpha, invalid)
     run = _engine(backend, _check_devices(devices))

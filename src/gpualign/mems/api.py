@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from .. import config
-from ..backend import BackendUnavailableError, resolve_backend
+from .._checks import integer
+from ..backend import require_cpu_only
 from ..sequences import SequenceSet
 from ..streaming import iter_batches
 from . import _cpu
@@ -86,15 +87,10 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
     >>> m.reverse.tolist(), m.query_pos.tolist(), m.reference_pos.tolist(), m.length.tolist()
     ([False, True, True], [0, 0, 2], [2, 3, 1], [7, 6, 5])
     """
-    if isinstance(min_length, bool) or not isinstance(min_length, (int, np.integer)):
-        raise TypeError(f"min_length must be an integer, got {min_length!r}")
-    if min_length < 1:
-        raise ValueError(f"min_length must be >= 1 (got {min_length})")
+    min_length = integer(min_length, "min_length", 1)
     if strands not in _STRANDS:
         raise ValueError(f"strands={strands!r}: expected one of {', '.join(_STRANDS)}")
-    if resolve_backend(backend) == "cuda" and str(backend).lower() != "auto":
-        raise BackendUnavailableError("find_mems has no CUDA backend yet; use backend='cpu' "
-                                      "(or 'auto')")
+    require_cpu_only(backend, "find_mems")
     index = reference if isinstance(reference, MemIndex) else build_index(reference)
     found, names, lengths = [], [], []
     # Reads from a file or an iterator are read and encoded in batches (on a background
