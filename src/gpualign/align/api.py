@@ -132,10 +132,9 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
         return AlignResult(score, missing, missing.copy(), missing.copy(), missing.copy(), None,
                            None, _MODE_NAMES[mode_code], task, scoring, q_index, t_index)
     want_path = task == "path"
-    lengths = qset.lengths[q_index] + tset.lengths[t_index]
     op_offsets = np.zeros(len(q_index) + 1, dtype=np.int64)
-    if want_path:
-        np.cumsum(lengths, out=op_offsets[1:])
+    if want_path:  # room for m + n operations per pair
+        np.cumsum(qset.lengths[q_index] + tset.lengths[t_index], out=op_offsets[1:])
     ops = np.empty(int(op_offsets[-1]), dtype=np.uint8)
     score, q_start, q_end, t_start, t_end, op_count = _cpu.align_batch(
         qset.codes, qset.offsets, tset.codes, tset.offsets, q_index, t_index,
