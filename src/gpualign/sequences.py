@@ -200,7 +200,7 @@ class SequenceSet:
             raise ValueError(f"{len(names)} names for {len(sequences)} sequences")
         encoded = [encode(seq, alpha, name=names[i], index=i, invalid=invalid)
                    for i, seq in enumerate(sequences)]
-        return cls._concatenate(encoded, names, alpha)
+        return cls.from_codes(encoded, names, alpha)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,
@@ -214,7 +214,7 @@ class SequenceSet:
         for index, (name, sequence) in enumerate(read_records(path)):
             encoded.append(encode(sequence, alpha, name=name, index=index, invalid=invalid))
             names.append(name)
-        return cls._concatenate(encoded, names, alpha)
+        return cls.from_codes(encoded, names, alpha)
 
     @classmethod
     def iter_file(cls, path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,
@@ -231,8 +231,9 @@ class SequenceSet:
             yield batch.sequences
 
     @classmethod
-    def _concatenate(cls, encoded: list[np.ndarray], names: Sequence[str],
-                     alphabet: Alphabet) -> SequenceSet:
+    def from_codes(cls, encoded: list[np.ndarray], names: Sequence[str],
+                   alphabet: str | Alphabet) -> SequenceSet:
+        """A set of sequences already encoded with ``alphabet`` (uint8 code arrays)."""
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
         codes = np.concatenate(encoded) if encoded else np.zeros(0, dtype=np.uint8)
@@ -305,6 +306,12 @@ class SequenceSet:
         codes = cupyx.empty_pinned(max(len(self.codes), 1), dtype=np.uint8)[:len(self.codes)]
         codes[:] = self.codes
         return SequenceSet(codes, self.offsets, self.names, self.alphabet)
+
+    def view(self, lo: int, hi: int) -> SequenceSet:
+        """Sequences ``lo .. hi - 1`` as a set that shares this one's codes (no copy)."""
+        base = self.offsets[lo]
+        return SequenceSet(self.codes[base:self.offsets[hi]], self.offsets[lo:hi + 1] - base,
+                           self.names[lo:hi], self.alphabet)
 
     def release_device(self) -> None:
         """Drop the device copies made by :meth:`to_device`, giving their GPU memory back."""

@@ -46,9 +46,7 @@ def _slices(subjects: SequenceSet, batch_residues: int, first_residues: int) -> 
         base = subjects.offsets[lo]
         hi = int(np.searchsorted(subjects.offsets, base + size, side="right")) - 1
         hi = min(count, max(hi, lo + 1))
-        offsets = subjects.offsets[lo:hi + 1] - base
-        codes = subjects.codes[base:subjects.offsets[hi]]
-        yield Batch(lo, SequenceSet(codes, offsets, subjects.names[lo:hi], subjects.alphabet))
+        yield Batch(lo, subjects.view(lo, hi))
         lo, size = hi, min(batch_residues, 2 * size)
 
 
@@ -76,11 +74,11 @@ def _encoded_batches(source: Any, alphabet: Alphabet, invalid: str,
         names.append(name)
         residues += len(encoded[-1])
         if residues >= batch_residues:
-            yield Batch(start, SequenceSet._concatenate(encoded, names, alphabet))
+            yield Batch(start, SequenceSet.from_codes(encoded, names, alphabet))
             start += len(names)
             names, encoded, residues = [], [], 0
     if encoded:
-        yield Batch(start, SequenceSet._concatenate(encoded, names, alphabet))
+        yield Batch(start, SequenceSet.from_codes(encoded, names, alphabet))
 
 
 def _read_ahead(batches: Iterator[Batch]) -> Iterator[Batch]:

@@ -239,10 +239,8 @@ def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
             kept[i] = (batch.sequences.codes_of(position).copy(),
                        batch.sequences.names[position])
     chosen = kept_index.tolist()
-    offsets = np.zeros(len(chosen) + 1, dtype=np.int64)
-    np.cumsum([len(kept[i][0]) for i in chosen], out=offsets[1:])
-    codes = np.concatenate([kept[i][0] for i in chosen]) if chosen else np.zeros(0, np.uint8)
-    subjects = SequenceSet(codes, offsets, [kept[i][1] for i in chosen], alpha)
+    subjects = SequenceSet.from_codes([kept[i][0] for i in chosen],
+                                      [kept[i][1] for i in chosen], alpha)
     zeros = np.zeros(len(chosen), dtype=np.int64)
     result = align(qset, subjects, mode=_MODE_NAMES[mode_code], scoring=scoring, task=task,
                    backend=backend, pairs=(zeros, np.arange(len(chosen))))

@@ -133,8 +133,6 @@ def _strand_entries(qset: SequenceSet, strands: str):
             parts.append(_cpu.COMPLEMENT[codes[::-1]])
             query_of.append(number)
             reverse_of.append(True)
-    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum([len(p) for p in parts], out=offsets[1:])
-    codes = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
-    return (codes.astype(np.uint8), offsets, np.array(query_of, dtype=np.int64),
+    entries = SequenceSet.from_codes(parts, [""] * len(parts), qset.alphabet)
+    return (entries.codes, entries.offsets, np.array(query_of, dtype=np.int64),
             np.array(reverse_of, dtype=bool))
