@@ -336,17 +336,18 @@ def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,
         parts.append(rows)
         for key in totals:
             totals[key] += int(stages[key])
-    merged = {name: ([c for part in parts for c in part[name]] if name == "cigar" else
-                     np.concatenate([part[name] for part in parts]) if parts else
-                     np.zeros(0, dtype=np.float64 if name == "identity" else np.int64))
-              for name in _FIELDS}
-    order = np.lexsort((merged["target_index"], merged["query_index"]))
-    arrays = {name: (np.asarray(merged[name])[order] if name != "cigar" else
-                     [merged[name][i] for i in order.tolist()]) for name in _FIELDS}
-    return AllPairs(arrays["query_index"].astype(np.int64),
-                    arrays["target_index"].astype(np.int64),
-                    arrays["identity"].astype(np.float64), arrays["score"].astype(np.int64),
-                    arrays["query_start"].astype(np.int64), arrays["query_end"].astype(np.int64),
-                    arrays["target_start"].astype(np.int64),
-                    arrays["target_end"].astype(np.int64),
-                    arrays["cigar"] if align else None, totals)
+    columns: dict[str, Any] = {}
+    for name in _FIELDS:
+        if name == "cigar":
+            columns[name] = [cigar for part in parts for cigar in part[name]]
+        elif parts:
+            columns[name] = np.concatenate([part[name] for part in parts])
+        else:
+            columns[name] = np.zeros(0, dtype=np.float64 if name == "identity" else np.int64)
+    order = np.lexsort((columns["target_index"], columns["query_index"]))
+    for name in _FIELDS:
+        columns[name] = ([columns[name][i] for i in order.tolist()] if name == "cigar"
+                         else columns[name][order])
+    if not align:
+        columns["cigar"] = None
+    return AllPairs(**columns, stages=totals)
