@@ -242,18 +242,8 @@ def _add_edit_command(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_edit(args: argparse.Namespace) -> int:
-    """Run ``gpualign edit``; return the exit status.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        As parsed by :func:`build_parser` for the ``edit`` subcommand.
-
-    Returns
-    -------
-    int
-        0 on success (errors raise and are turned into status 2 by :func:`main`).
-    """
+    """Run ``gpualign edit`` on the parsed ``args``; return the exit status (0;
+    errors raise and :func:`main` turns them into status 2)."""
     began = time.perf_counter()
     backend = resolve_backend(args.backend)  # fail early, before reading large files
     _check_output(args.output)
@@ -389,18 +379,8 @@ def _scoring(args: argparse.Namespace) -> Scoring:
 
 
 def run_align(args: argparse.Namespace) -> int:
-    """Run ``gpualign align``; return the exit status.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        As parsed by :func:`build_parser` for the ``align`` subcommand.
-
-    Returns
-    -------
-    int
-        0 on success (errors raise and are turned into status 2 by :func:`main`).
-    """
+    """Run ``gpualign align`` on the parsed ``args``; return the exit status (0;
+    errors raise and :func:`main` turns them into status 2)."""
     began = time.perf_counter()
     scoring = _scoring(args)  # bad matrices and gap costs fail before any reading
     sam = args.format == "sam" or (args.format is None and str(args.output).endswith(".sam"))
@@ -491,18 +471,8 @@ def _dask_client(args: argparse.Namespace) -> Iterator[object]:
 
 
 def run_allpairs(args: argparse.Namespace) -> int:
-    """Run ``gpualign allpairs``; return the exit status.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        As parsed by :func:`build_parser` for the ``allpairs`` subcommand.
-
-    Returns
-    -------
-    int
-        0 on success (errors raise and are turned into status 2 by :func:`main`).
-    """
+    """Run ``gpualign allpairs`` on the parsed ``args``; return the exit status (0;
+    errors raise and :func:`main` turns them into status 2)."""
     began = time.perf_counter()
     scoring = _scoring(args)
     backend = resolve_backend(args.backend)
@@ -545,7 +515,8 @@ def _add_index_command(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_index(args: argparse.Namespace) -> int:
-    """Run ``gpualign index``; return the exit status."""
+    """Run ``gpualign index`` on the parsed ``args``; return the exit status (0;
+    errors raise and :func:`main` turns them into status 2)."""
     began = time.perf_counter()
     _check_output(args.output)
     index = build_index(Path(args.reference))
@@ -589,7 +560,8 @@ def _add_mems_command(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_mems(args: argparse.Namespace) -> int:
-    """Run ``gpualign mems``; return the exit status."""
+    """Run ``gpualign mems`` on the parsed ``args``; return the exit status (0;
+    errors raise and :func:`main` turns them into status 2)."""
     began = time.perf_counter()
     _check_output(args.output)
     try:
@@ -703,18 +675,8 @@ def _write_all_rows(out: TextIO, path: str, query: str, query_length: int,
 
 
 def run_lcs(args: argparse.Namespace) -> int:
-    """Run ``gpualign lcs``; return the exit status.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        As parsed by :func:`build_parser` for the ``lcs`` subcommand.
-
-    Returns
-    -------
-    int
-        0 on success (errors raise and are turned into status 2 by :func:`main`).
-    """
+    """Run ``gpualign lcs`` on the parsed ``args``; return the exit status (0;
+    errors raise and :func:`main` turns them into status 2)."""
     began = time.perf_counter()
     backend = resolve_backend(args.backend)  # fail early, before reading large files
     _check_output(args.output)
