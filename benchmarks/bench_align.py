@@ -18,8 +18,9 @@ Workloads (``--only``), from issue 4:
 
 Engines: ``gpualign-cpu`` (all cores: parasail's SIMD kernels for scores, the Numba DP for
 paths), ``parasail`` on one core (striped 16-bit, the reference the issue's CPU target uses),
-and, when a GPU is present, StringZillas-CUDA (NW/SW scores). gpualign has no CUDA alignment
-backend yet: its row says so.
+and, when a GPU is present, ``gpualign-cuda`` (scores; every record of the file against its
+next records, enough pairs to fill the GPU) and StringZillas-CUDA (NW/SW scores). Task path
+has no GPU traceback yet: its CUDA row says so.
 """
 
 from __future__ import annotations
@@ -61,6 +62,28 @@ SETUPS = {  # workload: (data, mode, scoring, task, parasail function)
     "path-16s": ("16s", "semi-global", Scoring(match=2, mismatch=-3, gap_open=5, gap_extend=2),
                  "path", "sg_dx_trace_striped_16"),
 }
+
+
+#: TCUPS targets of issue 4 on one H100.
+GPU_TARGETS = {"nw-16s": 4.0, "sw-16s": 3.0, "sw-protein": 2.0, "path-16s": 0.5}
+
+
+def window_pairs(kind: str, cells: float) -> tuple[SequenceSet, np.ndarray, np.ndarray, str]:
+    """Every record of the collection against its next ``w`` records, ``w`` chosen so that
+    the pairs hold about ``cells`` DP cells: enough pairs to fill a GPU (one per thread)."""
+    path = next(ROOT / p for p in FILES[kind] if (ROOT / p).is_file())
+    alphabet = "dna" if kind == "16s" else "protein"
+    sequences = [sequence.replace("-", "").replace(".", "")
+                 for _, sequence in gpualign.io.read_records(path)]
+    everything = SequenceSet.from_sequences(sequences, alphabet, invalid="wildcard")
+    count = len(everything)
+    mean_cells = float(np.mean(everything.lengths.astype(np.float64)) ** 2)
+    width = int(np.clip(cells / max(mean_cells * count, 1.0), 1, count - 1))
+    first = np.concatenate([np.arange(count - d) for d in range(1, width + 1)])
+    second = np.concatenate([np.arange(d, count) for d in range(1, width + 1)])
+    source = (f"{path.relative_to(ROOT)}: all {count:,} records, each against its next "
+              f"{width} ({len(first):,} pairs)")
+    return everything, first.astype(np.int64), second.astype(np.int64), source
 
 
 @dataclass
@@ -127,8 +150,7 @@ class Bench:
                 pairs.queries)))), mode=mode, scoring=scoring, task="end",
                 alphabet=pairs.alphabet, backend="cpu").score
             if "cuda" in self.engines:
-                self.add(Row(name, "gpualign-cuda", note="not built yet (issue 4: the CUDA "
-                                                         "kernels are the next step)"))
+                self.cuda(name, kind, mode, scoring, task)
             cpu = self.cpu(name, pairs, mode, scoring, task, reference) \
                 if "cpu" in self.engines else None
             one_core = self.parasail(name, pairs, mode, scoring, peer, reference) \
@@ -139,6 +161,36 @@ class Bench:
                 cpu.target = f">= 50% of parasail 1-core: {verdict} ({ratio:.0%})"
             if "stringzillas" in self.engines and mode in ("global", "local"):
                 self.stringzillas(name, pairs, mode, scoring, reference)
+
+    def cuda(self, name, kind, mode, scoring, task) -> Row:
+        engine = "gpualign-cuda"
+        if not self.cuda_ok:
+            return self.add(Row(name, engine, note=f"skipped: {self.cuda_why}"))
+        if task == "path":
+            return self.add(Row(name, engine, note="not built: the traceback runs on the CPU "
+                                                   "on every backend for now"))
+        everything, q_index, t_index, source = window_pairs(kind, self.args.gpu_cells)
+        self.sources[f"{name} (GPU)"] = source
+
+        def call():
+            return gpualign.align(everything, everything, mode=mode, scoring=scoring,
+                                  task=task, backend="cuda", pairs=(q_index, t_index))
+
+        times, result = time_gpu(call, self.args.repeats)
+        check_index = np.arange(min(CHECK_PAIRS, len(q_index)))
+        want = gpualign.align(everything, everything, mode=mode, scoring=scoring, task="end",
+                              backend="cpu", pairs=(q_index[check_index],
+                                                    t_index[check_index])).score
+        bad = int((result.score[check_index] != want).sum())
+        check = f"ok ({len(want)} vs Numba DP)" if not bad else f"**FAIL** ({bad}/{len(want)})"
+        cells = int((everything.lengths[q_index] * everything.lengths[t_index]).sum())
+        row = Row(name, engine, len(q_index), cells, statistics.median(times), check,
+                  note="end to end (encoded sequences in host memory to scores in host "
+                       "memory); " + gpu_note(times))
+        goal = GPU_TARGETS[name]
+        row.target = (f">= {goal:g} TCUPS: "
+                      f"{'met' if row.gcups >= 1000 * goal else '**missed**'}")
+        return self.add(row)
 
     def cpu(self, name, pairs, mode, scoring, task, reference) -> Row:
         import numba
@@ -230,7 +282,11 @@ def method(bench: Bench) -> str:
 def parse_args(argv=None):
     parser = base_parser(__doc__, WORKLOADS, ENGINES)
     parser.add_argument("--pairs", type=int, default=5000,
-                        help="pairs per data set (neighbouring records; default 5,000)")
+                        help="pairs per data set for the CPU engines (neighbouring records; "
+                             "default 5,000)")
+    parser.add_argument("--gpu-cells", type=float, default=5e11,
+                        help="DP cells of the GPU workloads (each record against its next "
+                             "records; default 5e11)")
     args = parse(parser, argv, WORKLOADS, ENGINES)
     if args.pairs < 1:
         parser.error("--pairs must be >= 1")

@@ -33,12 +33,6 @@ SCHEMES = [Scoring(match=2, mismatch=-3, gap_open=5, gap_extend=2),
 SIZES = (0, 1, 2, 7, 31, 64, 65, 130)
 
 
-@pytest.fixture(params=["cpu"])
-def backend(request):
-    """Alignment has a CPU backend only (the CUDA one comes later)."""
-    return request.param
-
-
 def codes_of(text: str, alphabet: str = "dna") -> list[int]:
     lookup = get_alphabet(alphabet).lookup
     return [int(lookup[ord(c)]) for c in text]
@@ -175,6 +169,11 @@ def test_bytes_alphabet(backend):
             want = align_naive(list(q.encode()), list(t.encode()), scoring.table("bytes")[0],
                                4, 1, mode, None)
             assert (int(result.score[p]), result.cigar[p]) == (want.score, want.cigar)
+        ends = gpualign.align([q.encode() for q in queries], [t.encode() for t in targets],
+                              mode=mode, scoring=scoring, task="end", alphabet="bytes",
+                              backend=backend)
+        assert ends.score.tolist() == result.score.tolist()
+        assert ends.target_end.tolist() == result.target_end.tolist()
 
 
 @st.composite
@@ -276,6 +275,92 @@ def test_mitochondrial_genomes(backend):
         assert rescored == (int(result.score[0]), int(result.query_end[0]),
                             int(result.target_end[0]))
         assert 0.8 < result.identity[0] < 0.95
+        ends = gpualign.align([human], [orang], mode=mode, scoring=scoring, task="end",
+                              backend=backend)
+        assert (int(ends.score[0]), int(ends.query_end[0]), int(ends.target_end[0])) == \
+            (int(result.score[0]), int(result.query_end[0]), int(result.target_end[0]))
+
+
+# --- the CUDA kernels' strips, widths and chunks -----------------------------------------------
+
+
+def _full_matrices(a, b, table, gap_open, gap_extend, mode):
+    """Every H, E and F of the Gotoh DP (int64), as the kernels compute them."""
+    m, n = len(a), len(b)
+    neg = -(1 << 40)
+    h = np.zeros((m + 1, n + 1), dtype=np.int64)
+    e = np.full((m + 1, n + 1), neg, dtype=np.int64)
+    f = np.full((m + 1, n + 1), neg, dtype=np.int64)
+    gap = [0] + [gap_open + (k - 1) * gap_extend for k in range(1, max(m, n) + 1)]
+    if mode == "global":
+        h[0, 1:] = [-gap[j] for j in range(1, n + 1)]
+    if mode in ("global", "semi-global"):
+        h[1:, 0] = [-gap[i] for i in range(1, m + 1)]
+    for i in range(1, m + 1):
+        for j in range(1, n + 1):
+            e[i, j] = max(e[i, j - 1] - gap_extend, h[i, j - 1] - gap_open)
+            f[i, j] = max(f[i - 1, j] - gap_extend, h[i - 1, j] - gap_open)
+            h[i, j] = max(h[i - 1, j - 1] + table[a[i - 1], b[j - 1]], e[i, j], f[i, j],
+                          0 if mode == "local" else neg)
+    return h, e[:, 1:], f[1:, :]
+
+
+def test_narrow_value_bounds_hold():
+    # The CUDA backend runs a pair in 16-bit lanes only when value_bounds fits them: the bounds
+    # must hold for every DP value of every mode (here on small pairs, all cells checked).
+    from gpualign.align import _cuda
+
+    rng = np.random.default_rng(21)
+    for trial in range(60):
+        scoring = Scoring(match=int(rng.integers(0, 6)), mismatch=-int(rng.integers(0, 6)),
+                          gap_open=int(rng.integers(1, 9)), gap_extend=1)
+        if trial % 3 == 0:
+            scoring = Scoring.matrix("PAM30", gap_open=int(rng.integers(1, 12)), gap_extend=1)
+        alphabet = "protein" if scoring.matrix_name else "dna"
+        table, _ = scoring.table(alphabet)
+        symbols = "ARNDCQEGHILKMFPSTWYV" if scoring.matrix_name else "ACGT"
+        query = random_text(rng, int(rng.integers(1, 25)), symbols)
+        target = relative(rng, query, 0.3, symbols) or symbols[0]
+        a, b = codes_of(query, alphabet), codes_of(target, alphabet)
+        high, low = _cuda.value_bounds(np.array([len(a)]), np.array([len(b)]), table,
+                                       scoring.gap_open, scoring.gap_extend)
+        for mode in ALIGN_MODES:
+            h, e, f = _full_matrices(a, b, table, scoring.gap_open, scoring.gap_extend, mode)
+            # The kernels hold H - gap_open, E and F, and add gap_open plus the substitution.
+            assert h.max() + int(table.max()) <= high[0], (mode, query, target)
+            assert min(h.min(), e[1:].min(), f[:, 1:].min()) - scoring.gap_open \
+                - scoring.gap_extend - 128 >= low[0], (mode, query, target)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
+@pytest.mark.parametrize("strip_rows", [2, 6, 32])
+def test_cuda_strips_widths_and_chunks_equal_the_cpu(monkeypatch, strip_rows):
+    # Strips of 2 and 6 rows put most rows in later strips and most queries' ends in padded
+    # last strips; +100/-120 with gaps 300/20 cannot run in 16 bits (wide kernel), the others
+    # can; a 4 KiB batch budget and 7-pair chunks split every launch.
+    monkeypatch.setattr(gpualign.config, "ALIGN_STRIP_ROWS", strip_rows)
+    monkeypatch.setattr(gpualign.config, "GPU_BATCH_BYTES", 4096)
+    monkeypatch.setattr(gpualign.config, "ALIGN_GPU_CHUNK_PAIRS", 7)
+    rng = np.random.default_rng(22)
+    queries = [random_text(rng, int(m), n_fraction=0.03) for m in rng.integers(1, 90, 80)]
+    targets = [relative(rng, q, 0.25) + random_text(rng, int(rng.integers(0, 6)))
+               if k % 3 else random_text(rng, int(rng.integers(1, 90)))
+               for k, q in enumerate(queries)]
+    targets = [t or "A" for t in targets]
+    schemes = SCHEMES + [Scoring(match=100, mismatch=-120, gap_open=300, gap_extend=20),
+                         Scoring(match=3, mismatch=-2, gap_open=4, gap_extend=4)]
+    for scoring in schemes:
+        for mode in ALIGN_MODES:
+            for task in ("score", "end"):
+                want = gpualign.align(queries, targets, mode=mode, scoring=scoring, task=task,
+                                      backend="cpu")
+                got = gpualign.align(queries, targets, mode=mode, scoring=scoring, task=task,
+                                     backend="cuda")
+                where = (mode, task, scoring.describe())
+                assert got.score.tolist() == want.score.tolist(), where
+                assert got.query_end.tolist() == want.query_end.tolist(), where
+                assert got.target_end.tolist() == want.target_end.tolist(), where
 
 
 # --- inputs, tasks, errors ------------------------------------------------------------------------
@@ -346,12 +431,6 @@ def test_errors(backend):
                        scoring=Scoring.matrix("BLOSUM62"), backend=backend)
     with pytest.raises(gpualign.InvalidSymbolError, match="position 1"):
         gpualign.align(["AJ"], ["A"], alphabet="protein", backend=backend)
-
-
-@pytest.mark.skipif(gpualign.backend.cuda_status()[0], reason="a GPU is present")
-def test_cuda_backend_is_refused_clearly():
-    with pytest.raises(gpualign.BackendUnavailableError):
-        gpualign.align(["A"], ["A"], backend="cuda")
 
 
 # --- one query against many targets ---------------------------------------------------------------

@@ -79,6 +79,14 @@ LCS_GPU_SLOTS = 3
 #: that also serves "end" and "path").
 ALIGN_CPU_SCORES = "parasail"
 
+#: Query rows per strip of the CUDA alignment kernels (even): a thread keeps a strip's cells in
+#: ``ALIGN_STRIP_ROWS / 2`` registers of two lanes and passes the strip's last row to the next
+#: strip through memory, so longer strips mean less memory traffic but more registers.
+ALIGN_STRIP_ROWS = 32
+
+#: Pairs per chunk of the CUDA alignment backend (bounds its index and result arrays).
+ALIGN_GPU_CHUNK_PAIRS = 1 << 20
+
 #: Sequences per side of a tile of :func:`gpualign.allpairs` (a tile is the unit of work and
 #: of checkpointing: up to ALLPAIRS_TILE**2 pairs).
 ALLPAIRS_TILE = 1024

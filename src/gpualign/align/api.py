@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import config
 from .._checks import integer
-from ..backend import require_cpu_only
+from ..backend import resolve_backend
 from ..pairs import pair_indices, pair_sets
 from ..scoring import Scoring
 from ..sequences import Alphabet, SequenceSet, as_sequence_set, get_alphabet
@@ -95,8 +95,8 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
         identity.
     alphabet, invalid : as in :func:`gpualign.edit_distance`.
     backend : {"auto", "cpu", "cuda"}
-        Alignment runs on the CPU for now; "auto" uses it, "cuda" raises
-        :class:`~gpualign.BackendUnavailableError`.
+        ``"cuda"`` computes scores and end cells on the GPU; ``task="path"`` (the traceback)
+        runs on the CPU on every backend for now. "auto": CUDA when a GPU is present.
     pairs : (query_index, target_index), optional
         Compare these index pairs instead of pairing by position.
 
@@ -118,12 +118,24 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
     scoring = Scoring() if scoring is None else scoring
     if not isinstance(scoring, Scoring):
         raise TypeError(f"scoring must be a gpualign.Scoring, got {type(scoring).__name__}")
-    require_cpu_only(backend, "align")
+    engine = resolve_backend(backend)
     qset, tset = pair_sets(queries, targets, alphabet, invalid)
     q_index, t_index = pair_indices(qset, tset, pairs, "align", "align_one_to_many")
     scoring.check_covered(qset, "queries")
     scoring.check_covered(tset, "targets")
     table, _ = scoring.table(qset.alphabet)
+    if engine == "cuda" and task != "path":
+        from . import _cuda
+
+        score, q_end, t_end = _cuda.align_pairs(qset, tset, q_index, t_index, table,
+                                                scoring.gap_open, scoring.gap_extend, mode_code,
+                                                want_end=task == "end")
+        if task == "score":
+            q_end[:] = -1
+            t_end[:] = -1
+        missing = np.full(len(score), -1, dtype=np.int64)
+        return AlignResult(score, missing, q_end, missing.copy(), t_end, None, None,
+                           _MODE_NAMES[mode_code], task, scoring, q_index, t_index)
     if task == "score" and config.ALIGN_CPU_SCORES == "parasail" and \
             _parasail.available(qset.alphabet.name):
         score = _parasail.scores(qset, tset, q_index, t_index, table, scoring.gap_open,

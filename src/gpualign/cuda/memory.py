@@ -1,6 +1,9 @@
-"""How much device memory one batch may use."""
+"""Device memory: how much one batch may use, chunks of pairs whose sequences fit, and launches
+that split when they run out of memory."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from .. import config
 
@@ -17,3 +20,50 @@ def batch_budget() -> int:
     if config.GPU_BATCH_BYTES is not None:
         budget = min(budget, int(config.GPU_BATCH_BYTES))
     return max(budget, 1)
+
+
+def device_chunks(qset, tset, q_index, t_index, step):
+    """Yield ``(slice, device sequences, local q_index, local t_index)`` chunks of at most
+    ``step`` pairs: the whole sets on the device when they fit, else each chunk's own gathered
+    sequences."""
+    count = len(q_index)
+    step = max(1, step)
+    budget = batch_budget()
+    resident_bytes = sum(s.codes.nbytes + s.offsets.nbytes for s in (qset, tset))
+    if resident_bytes <= budget // 2:
+        sequences = (*qset.to_device(), *tset.to_device())
+        for lo in range(0, count, step):
+            part = slice(lo, min(count, lo + step))
+            yield part, sequences, q_index[part], t_index[part]
+        return
+    # Too large to keep: cut chunks so that each one's sequences fill at most half the budget.
+    residues = qset.lengths[q_index] + tset.lengths[t_index] + 32
+    lo = 0
+    while lo < count:
+        hi = min(count, lo + step)
+        fits = int(np.searchsorted(np.cumsum(residues[lo:hi]), budget // 2, side="right"))
+        part = slice(lo, lo + max(1, fits))
+        q_unique, q_local = np.unique(q_index[part], return_inverse=True)
+        t_unique, t_local = np.unique(t_index[part], return_inverse=True)
+        sequences = (*qset.take(q_unique).to_device(), *tset.take(t_unique).to_device())
+        yield part, sequences, q_local, t_local
+        lo = part.stop
+
+
+def launch_split(launch, members, per_pair_bytes: int):
+    """Run ``launch(part)`` over ``members`` in parts that fit the memory budget; a part that
+    still runs out of memory is halved and retried."""
+    import cupy
+
+    step = max(1, batch_budget() // per_pair_bytes)
+    pending = [members[lo:lo + step] for lo in range(0, len(members), step)]
+    while pending:
+        part = pending.pop(0)
+        try:
+            launch(part)
+        except cupy.cuda.memory.OutOfMemoryError:
+            cupy.get_default_memory_pool().free_all_blocks()
+            if len(part) == 1:
+                raise
+            half = len(part) // 2
+            pending[:0] = [part[:half], part[half:]]

@@ -23,7 +23,7 @@ import numpy as np
 from .. import config
 from .._progress import progress_bar
 from ..cuda.loader import get_kernel
-from ..cuda.memory import batch_budget
+from ..cuda.memory import device_chunks, launch_split
 from . import _cpu
 
 KERNEL_FILE = "edit/kernels/myers.cu"
@@ -109,25 +109,6 @@ def bin_limits() -> np.ndarray:
     return np.array([b[0] for b in config.EDIT_KERNEL_BINS], dtype=np.int64)
 
 
-def _launch_split(launch, members, per_pair_bytes: int):
-    """Run ``launch(part)`` over ``members`` in parts that fit the memory budget; a part that
-    still runs out of memory is halved and retried."""
-    import cupy
-
-    step = max(1, batch_budget() // per_pair_bytes)
-    pending = [members[lo:lo + step] for lo in range(0, len(members), step)]
-    while pending:
-        part = pending.pop(0)
-        try:
-            launch(part)
-        except cupy.cuda.memory.OutOfMemoryError:
-            cupy.get_default_memory_pool().free_all_blocks()
-            if len(part) == 1:
-                raise
-            half = len(part) // 2
-            pending[:0] = [part[:half], part[half:]]
-
-
 def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, want_start):
     """Distances, starts and ends of one chunk of pairs on the GPU.
 
@@ -179,7 +160,7 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, want_start):
             distance[part] = d
             end[part] = e
 
-        _launch_split(forward, members, per_pair)
+        launch_split(forward, members, per_pair)
         start[members] = cupy.where(distance[members] >= 0, 0, -1)
         if not (want_start and mode == _cpu.INFIX):
             continue
@@ -192,37 +173,9 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, want_start):
             start[part] = end[part] - length
 
         if len(again):
-            _launch_split(backward, again, per_pair)
+            launch_split(backward, again, per_pair)
     cpu_pairs = order[bounds[-2]:].get()
     return distance.get(), start.get(), end.get(), cpu_pairs
-
-
-def _device_chunks(qset, tset, q_index, t_index, step):
-    """Yield ``(slice, device sequences, local q_index, local t_index)`` chunks of at most
-    ``step`` pairs: the whole sets on the device when they fit, else each chunk's own gathered
-    sequences."""
-    count = len(q_index)
-    step = max(1, step)
-    budget = batch_budget()
-    resident_bytes = sum(s.codes.nbytes + s.offsets.nbytes for s in (qset, tset))
-    if resident_bytes <= budget // 2:
-        sequences = (*qset.to_device(), *tset.to_device())
-        for lo in range(0, count, step):
-            part = slice(lo, min(count, lo + step))
-            yield part, sequences, q_index[part], t_index[part]
-        return
-    # Too large to keep: cut chunks so that each one's sequences fill at most half the budget.
-    residues = qset.lengths[q_index] + tset.lengths[t_index] + 32
-    lo = 0
-    while lo < count:
-        hi = min(count, lo + step)
-        fits = int(np.searchsorted(np.cumsum(residues[lo:hi]), budget // 2, side="right"))
-        part = slice(lo, lo + max(1, fits))
-        q_unique, q_local = np.unique(q_index[part], return_inverse=True)
-        t_unique, t_local = np.unique(t_index[part], return_inverse=True)
-        sequences = (*qset.take(q_unique).to_device(), *tset.take(t_unique).to_device())
-        yield part, sequences, q_local, t_local
-        lo = part.stop
 
 
 def edit_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False):
@@ -239,7 +192,7 @@ def edit_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False):
         step = config.EDIT_GPU_CHUNK_PAIRS
         if task == "path":
             step = min(step, config.EDIT_GPU_PATH_CHUNK_PAIRS)
-        for part, sequences, q_local, t_local in _device_chunks(qset, tset, q_index, t_index,
+        for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
                                                                 step):
             d, s, e, cpu_local = _chunk_on_gpu(sequences, qset.alphabet, q_local, t_local,
                                                mode, k, want_start)

@@ -1,0 +1,160 @@
+"""CUDA backend of alignment scores and end cells (``align/kernels/align.cu``).
+
+One thread aligns one pair, sweeping it in strips of ``config.ALIGN_STRIP_ROWS`` query rows.
+Pairs whose every DP value provably fits 16 bits run in the narrow kernel (two 16-bit lanes
+per register, DPX instructions); the others run in the wide one (32-bit lanes). The bound is
+computed from the lengths and the scoring before the run, so no score is ever wrong. Pairs
+with an empty side, or too long even for 32 bits, are computed by the CPU backend, which
+defines the results.
+
+Within a width, pairs are sorted by work (strips, then target length) so that the threads of
+a warp finish together, and launched in chunks that fit the memory budget: each pair needs a
+border of one row (H and F of every target column) between strips.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .. import config
+from ..cuda.loader import get_kernel
+from ..cuda.memory import device_chunks, launch_split
+from . import _cpu
+
+KERNEL_FILE = "align/kernels/align.cu"
+_THREADS = 128  # the kernel's __launch_bounds__
+_NARROW_NEG = -32768 + 1024  # Narrow::NEG in the kernel
+_NARROW_LIMIT = 32767 - 256
+_WIDE_LIMIT = (1 << 30) - (1 << 20)
+_MAX_GAP_EXTEND = 1000  # Narrow::NEG - gap_extend must not wrap
+
+
+def _kernel_name(wide: bool, mode: int, affine: bool, table: bool, find_end: bool,
+                 half: int) -> str:
+    def flag(value: bool) -> str:
+        return "true" if value else "false"
+
+    return (f"align_pairs<{'Wide' if wide else 'Narrow'}, {mode}, {flag(affine)}, {int(table)}, "
+            f"{flag(find_end)}, {half}>")
+
+
+def value_bounds(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
+                 gap_extend: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair, bounds ``(high, low)`` on every value the kernels compute (shifted scores,
+    gap states, the padding rows' candidates), for every mode.
+
+    No alignment of an ``m``-prefix and an ``n``-prefix scores above ``max(s, 0) * min(m, n)``;
+    none of the global ones scores below all-gaps, ``-(2 * open + (m + n) * extend)``, and
+    every mode's DP values are at least the global ones."""
+    top = max(int(table.max()), 0)
+    m = m.astype(np.int64)
+    n = n.astype(np.int64)
+    high = top * np.minimum(m, n) + top + gap_open
+    low = -(2 * gap_open + (m + n) * gap_extend) - gap_open - gap_extend - 128
+    return high, low
+
+
+def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.ndarray,
+                gap_open: int, gap_extend: int, mode: int, want_end: bool):
+    """Scores and end cells of index pairs on the current CUDA device: int64 arrays ``score,
+    query_end, target_end``, as the CPU backend's ``align_batch`` returns them (ends are
+    computed for every mode; local alignments only find theirs when ``want_end``)."""
+    count = len(q_index)
+    score = np.zeros(count, dtype=np.int64)
+    q_end = np.full(count, -1, dtype=np.int64)
+    t_end = np.full(count, -1, dtype=np.int64)
+    m = qset.lengths[q_index]
+    n = tset.lengths[t_index]
+    high, low = value_bounds(m, n, table, gap_open, gap_extend)
+    dna = qset.alphabet.name == "dna" and _is_match_mismatch(table, qset.alphabet.match_codes)
+    shifted = table.astype(np.int64) + gap_open
+    # Substitution scores live in int16 tables (int8 bytes for DNA in the narrow kernel).
+    narrow_ok = gap_extend <= _MAX_GAP_EXTEND and (
+        (shifted.min() >= -128 and shifted.max() <= 127) if dna else True)
+    wide_ok = shifted.min() >= -32768 and shifted.max() <= 32767
+    on_gpu = (m > 0) & (n > 0) & (high < _WIDE_LIMIT) & (low > -_WIDE_LIMIT) & wide_ok
+    narrow = on_gpu & narrow_ok & (high < _NARROW_LIMIT) & (low > _NARROW_NEG + 256)
+    find_end = want_end and mode == _cpu.LOCAL
+    half = config.ALIGN_STRIP_ROWS // 2
+    if config.ALIGN_STRIP_ROWS % 2 or half < 1:
+        raise ValueError(f"ALIGN_STRIP_ROWS={config.ALIGN_STRIP_ROWS}: a positive even number")
+    setup = _Setup(mode, gap_open != gap_extend, dna, find_end, half,
+                   shifted.astype(np.int16), qset.alphabet.size, gap_open, gap_extend)
+    strips = (m + 2 * half - 1) // (2 * half)
+    for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
+                                                           config.ALIGN_GPU_CHUNK_PAIRS):
+        lo = part.start
+        outputs = (score[part], q_end[part], t_end[part])  # views: launches fill them
+        for wide in (False, True):
+            chosen = np.flatnonzero((~narrow if wide else narrow)[part] & on_gpu[part])
+            if not len(chosen):
+                continue
+            # Similar work side by side: a warp runs as long as its longest pair.
+            chosen = chosen[np.lexsort((n[lo + chosen], strips[lo + chosen]))]
+            border_bytes = (8 if wide else 4) * (int(n[lo + chosen].max()) + 2)
+            launch = functools.partial(setup.launch, wide, sequences, q_local, t_local,
+                                       n[part], outputs)
+            launch_split(launch, chosen, border_bytes + 32)
+    rest = np.flatnonzero(~on_gpu)
+    if len(rest):
+        s, _, qe, _, te, _ = _cpu.align_batch(
+            qset.codes, qset.offsets, tset.codes, tset.offsets, q_index[rest], t_index[rest],
+            table.astype(np.int64), qset.alphabet.match_codes, gap_open, gap_extend, mode, False,
+            np.zeros(len(rest) + 1, dtype=np.int64), np.empty(0, dtype=np.uint8))
+        score[rest], q_end[rest], t_end[rest] = s, qe, te
+    if mode == _cpu.LOCAL and not want_end:
+        q_end[:] = -1
+        t_end[:] = -1
+    return score, q_end, t_end
+
+
+def _is_match_mismatch(table: np.ndarray, match_codes: int) -> bool:
+    """Whether ``table`` scores one value on its diagonal (up to ``match_codes``) and another
+    everywhere else: then the DNA kernels compute substitutions without a table."""
+    diagonal = np.eye(len(table), dtype=bool)
+    diagonal[match_codes:, match_codes:] = False
+    return (len(np.unique(table[diagonal])) <= 1 and len(np.unique(table[~diagonal])) <= 1
+            and len(table) == 5)
+
+
+class _Setup:
+    """The kernel arguments shared by every launch of one :func:`align_pairs` call."""
+
+    def __init__(self, mode, affine, dna, find_end, half, shifted_table, n_codes, gap_open,
+                 gap_extend):
+        self.mode, self.affine, self.dna, self.find_end, self.half = (mode, affine, dna,
+                                                                      find_end, half)
+        self.shifted_table = shifted_table
+        self.n_codes = n_codes
+        self.gap_open, self.gap_extend = gap_open, gap_extend
+        self.match = int(shifted_table[0, 0])
+        self.mismatch = int(shifted_table[0, 1]) if n_codes > 1 else self.match
+
+    def launch(self, wide, sequences, q_index, t_index, target_lengths, outputs, members):
+        """Align pairs ``members`` of a chunk (its device sequences, host index arrays and
+        target lengths) in one launch; write their score, query end and target end into
+        ``outputs`` at ``members``."""
+        import cupy
+
+        size = len(members)
+        q_index, t_index = q_index[members], t_index[members]
+        max_target = int(target_lengths[members].max())
+        kernel = get_kernel(KERNEL_FILE, _kernel_name(wide, self.mode, self.affine,
+                                                      not self.dna, self.find_end, self.half))
+        shared = 0 if self.dna else 2 * self.n_codes ** 2
+        if shared > 48 * 1024:
+            kernel.max_dynamic_shared_size_bytes = shared
+        table = cupy.asarray(self.shifted_table.ravel())
+        border = cupy.empty((max_target + 2) * size * (2 if wide else 1), dtype=cupy.uint32)
+        results = [cupy.empty(size, dtype=cupy.int32) for _ in range(3)]
+        q_codes, q_offsets, t_codes, t_offsets = sequences
+        kernel(((size + _THREADS - 1) // _THREADS,), (_THREADS,),
+               (q_codes, q_offsets, t_codes, t_offsets, cupy.asarray(q_index, dtype=cupy.int64),
+                cupy.asarray(t_index, dtype=cupy.int64), np.int32(size), table,
+                np.int32(self.n_codes), np.int32(self.match), np.int32(self.mismatch),
+                np.int32(self.gap_open), np.int32(self.gap_extend), border, np.int64(size),
+                *results), shared_mem=shared)
+        for host, device in zip(outputs, results, strict=True):
+            host[members] = device.get()

@@ -1,0 +1,430 @@
+// Needleman-Wunsch / Smith-Waterman / semi-global / overlap scores (Gotoh, affine or linear
+// gaps) for batches of (query, target) pairs, one pair per thread.
+//
+// Layout of the work. The DP has a row per query symbol and a column per target symbol. A
+// thread sweeps its pair in strips of 2*HALF query rows; a strip keeps its cells in HALF
+// registers of two lanes each: lane "lo" of register r is row r of the strip's upper half,
+// lane "hi" is row HALF + r of its lower half. The halves run as a wavefront: at step c the
+// upper half computes column c and the lower half column c - 1, fed by what the upper half's
+// last row produced one step earlier, so both lanes of a register advance with one instruction
+// and never wait for each other. Narrow lanes are two signed 16-bit halves of a 32-bit word
+// (Hopper's DPX instructions viaddmax/vimax3 on s16x2); wide lanes are two 32-bit ints, for
+// pairs whose scores might not fit 16 bits (the host decides from a bound, before the run).
+//
+// A strip hands its last row (H and F of every column) to the next strip through memory,
+// laid out column-major over the threads of a launch so that a warp's accesses coalesce.
+//
+// Scores are kept shifted: t = H - gap_open, and substitution scores are stored as
+// s + gap_open, so that one cell costs five DPX/logic instructions for affine gaps
+// (E, F, max(E, F), H, t) plus the substitution lookup, and three for linear gaps.
+//
+// Rows past the query's end (the last strip's padding) copy the row above them: their
+// substitution score is -128 - gap_open and a vertical step into them is free. Then the
+// strip's last row equals the query's last row, so every mode reads its result from fixed
+// registers, and padding never adds a better cell (a copy of row m at the same column comes
+// after row m in the order of the tie rules).
+//
+// The end cell and its tie rules are those of the CPU backend: global: (m, n); semi-global:
+// the best cell of the last row, smallest target end; overlap: the last row (before the last
+// column) or the last column, smallest end; local: any cell, smallest target end, then
+// smallest query end, or the empty alignment at (0, 0) when nothing scores above 0.
+
+typedef unsigned char u8;
+typedef unsigned int u32;
+typedef long long i64;
+
+enum { GLOBAL = 0, LOCAL = 1, SEMI_GLOBAL = 2, OVERLAP = 3 };
+enum { SUB_DNA = 0, SUB_TABLE = 1 };
+
+// PTX prmt in its default mode: a selector nibble with bit 3 set replicates the sign of the
+// byte it picks (CUDA's __byte_perm ignores that bit).
+__device__ __forceinline__ u32 permute_signed(u32 a, u32 b, u32 selector) {
+#ifdef __CUDA_ARCH__
+    u32 r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(selector));
+    return r;
+#else
+    const unsigned long long bytes = ((unsigned long long)b << 32) | a;
+    u32 r = 0;
+    for (int k = 0; k < 4; ++k) {
+        const u32 nibble = (selector >> (4 * k)) & 15u;
+        u32 byte = (u32)(bytes >> (8 * (nibble & 7u))) & 0xffu;
+        if (nibble & 8u) byte = (byte & 0x80u) ? 0xffu : 0u;
+        r |= byte << (8 * k);
+    }
+    return r;
+#endif
+}
+
+// Two signed 16-bit lanes in one 32-bit word.
+struct Narrow {
+    typedef u32 V;
+    typedef u32 Border;  // t in the low half, F in the high half
+    static constexpr int NEG = -32768 + 1024;  // "minus infinity": room to subtract from
+    __device__ static V make(int lo, int hi) { return (u32)(lo & 0xffff) | ((u32)hi << 16); }
+    __device__ static V splat(int x) { return make(x, x); }
+    __device__ static int lo(V v) { return (int)(short)(v & 0xffffu); }
+    __device__ static int hi(V v) { return ((int)v) >> 16; }
+    __device__ static V add_max(V a, V b, V c) { return __viaddmax_s16x2(a, b, c); }
+    __device__ static V add_max_relu(V a, V b, V c) { return __viaddmax_s16x2_relu(a, b, c); }
+    __device__ static V max2(V a, V b) { return __vimax3_s16x2(a, b, b); }
+    __device__ static V max3(V a, V b, V c) { return __vimax3_s16x2(a, b, c); }
+    // Lanes of `mask` are all ones or all zeros: take `a` where set.
+    __device__ static V select(V mask, V a, V b) { return (a & mask) | (b & ~mask); }
+    __device__ static V lane_mask(bool lo, bool hi) {
+        return (lo ? 0x0000ffffu : 0u) | (hi ? 0xffff0000u : 0u);
+    }
+    __device__ static V with_hi(V v, int hi) { return (v & 0xffffu) | ((u32)hi << 16); }
+    __device__ static Border border(int t, int f) { return make(t, f); }
+    __device__ static int border_t(Border b) { return lo(b); }
+    __device__ static int border_f(Border b) { return hi(b); }
+};
+
+// Two 32-bit lanes.
+struct Wide {
+    struct V {
+        int lo, hi;
+    };
+    typedef int2 Border;
+    static constexpr int NEG = -(1 << 30);
+    __device__ static V make(int lo, int hi) { return V{lo, hi}; }
+    __device__ static V splat(int x) { return V{x, x}; }
+    __device__ static int lo(V v) { return v.lo; }
+    __device__ static int hi(V v) { return v.hi; }
+    __device__ static V add_max(V a, V b, V c) {
+        return V{__viaddmax_s32(a.lo, b.lo, c.lo), __viaddmax_s32(a.hi, b.hi, c.hi)};
+    }
+    __device__ static V add_max_relu(V a, V b, V c) {
+        return V{__viaddmax_s32_relu(a.lo, b.lo, c.lo), __viaddmax_s32_relu(a.hi, b.hi, c.hi)};
+    }
+    __device__ static V max2(V a, V b) { return V{max(a.lo, b.lo), max(a.hi, b.hi)}; }
+    __device__ static V max3(V a, V b, V c) {
+        return V{__vimax3_s32(a.lo, b.lo, c.lo), __vimax3_s32(a.hi, b.hi, c.hi)};
+    }
+    __device__ static V select(V mask, V a, V b) {
+        return V{(a.lo & mask.lo) | (b.lo & ~mask.lo), (a.hi & mask.hi) | (b.hi & ~mask.hi)};
+    }
+    __device__ static V lane_mask(bool lo, bool hi) { return V{lo ? -1 : 0, hi ? -1 : 0}; }
+    __device__ static V with_hi(V v, int hi) { return V{v.lo, hi}; }
+    __device__ static Border border(int t, int f) { return make_int2(t, f); }
+    __device__ static int border_t(Border b) { return b.x; }
+    __device__ static int border_f(Border b) { return b.y; }
+};
+
+// DNA with match/mismatch scores: codes 0-3 (ACGT) match themselves, N (query 5, target 4)
+// matches nothing. A row holds nibbles q | (q|8)<<4 for each lane; XOR with the column's
+// t | t<<4 gives a prmt selector that picks byte 0 (match) for equal codes and a mismatch
+// byte otherwise, sign-extended to 16 bits.
+__device__ __forceinline__ u32 dna_row_code(int code) {
+    const u32 q = code >= 4 ? 5u : (u32)code;
+    return q | ((q | 8u) << 4);
+}
+__device__ __forceinline__ u32 dna_column_code(int code) {
+    const u32 t = code >= 4 ? 4u : (u32)code;
+    return t | (t << 4);
+}
+
+template <class L, int SUB>
+struct Substitution;
+
+template <>
+struct Substitution<Narrow, SUB_DNA> {
+    u32 match_word, mismatch_word;
+    __device__ Substitution(int match, int mismatch, const short*) {
+        const u32 x = (u32)mismatch & 0xffu;
+        match_word = ((u32)match & 0xffu) | (x << 8) | (x << 16) | (x << 24);
+        mismatch_word = x * 0x01010101u;
+    }
+    __device__ static u32 row(int lo_code, int hi_code, int) {
+        return dna_row_code(lo_code) | (dna_row_code(hi_code) << 8);
+    }
+    __device__ static u32 column(int lo_code, int hi_code, int) {
+        return dna_column_code(lo_code) | (dna_column_code(hi_code) << 8);
+    }
+    __device__ u32 operator()(u32 row, u32 column) const {
+        return permute_signed(match_word, mismatch_word, row ^ column);
+    }
+};
+
+template <>
+struct Substitution<Wide, SUB_DNA> {
+    int match, mismatch;
+    __device__ Substitution(int match_, int mismatch_, const short*)
+        : match(match_), mismatch(mismatch_) {}
+    __device__ static u32 row(int lo_code, int hi_code, int) {
+        return Substitution<Narrow, SUB_DNA>::row(lo_code, hi_code, 0);
+    }
+    __device__ static u32 column(int lo_code, int hi_code, int) {
+        return Substitution<Narrow, SUB_DNA>::column(lo_code, hi_code, 0);
+    }
+    __device__ Wide::V operator()(u32 row, u32 column) const {
+        const u32 x = row ^ column;
+        return Wide::V{(x & 0x7u) ? mismatch : match, (x & 0x700u) ? mismatch : match};
+    }
+};
+
+// A substitution table in shared memory, transposed: scores[target * n_codes + query]. A row
+// holds the query codes of both lanes, a column the offsets of the target codes' rows; one add
+// gives both lanes' indices.
+template <class L>
+struct TableSubstitution {
+    const short* scores;
+    __device__ TableSubstitution(int, int, const short* shared_scores) : scores(shared_scores) {}
+    __device__ static u32 row(int lo_code, int hi_code, int) {
+        return (u32)lo_code | ((u32)hi_code << 16);
+    }
+    __device__ static u32 column(int lo_code, int hi_code, int n_codes) {
+        return (u32)(lo_code * n_codes) | ((u32)(hi_code * n_codes) << 16);
+    }
+};
+
+template <>
+struct Substitution<Narrow, SUB_TABLE> : TableSubstitution<Narrow> {
+    using TableSubstitution<Narrow>::TableSubstitution;
+    __device__ u32 operator()(u32 row, u32 column) const {
+        const u32 index = row + column;
+        const u32 lo = (u32)(unsigned short)scores[index & 0xffffu];
+        const u32 hi = (u32)(unsigned short)scores[index >> 16];
+        return lo | (hi << 16);
+    }
+};
+
+template <>
+struct Substitution<Wide, SUB_TABLE> : TableSubstitution<Wide> {
+    using TableSubstitution<Wide>::TableSubstitution;
+    __device__ Wide::V operator()(u32 row, u32 column) const {
+        const u32 index = row + column;
+        return Wide::V{scores[index & 0xffffu], scores[index >> 16]};
+    }
+};
+
+// Boundary scores of the mode (before the shift by gap_open).
+template <int MODE>
+__device__ __forceinline__ int first_row_score(int j, int gap_open, int gap_extend) {
+    return (MODE == GLOBAL && j > 0) ? -(gap_open + (j - 1) * gap_extend) : 0;
+}
+template <int MODE>
+__device__ __forceinline__ int first_column_score(int i, int gap_open, int gap_extend) {
+    return ((MODE == GLOBAL || MODE == SEMI_GLOBAL) && i > 0)
+               ? -(gap_open + (i - 1) * gap_extend) : 0;
+}
+
+// What a thread tracks while it sweeps its pair, in shifted units (t = H - gap_open).
+struct Best {
+    int score, i, j;        // local, semi-global, overlap's last row
+    int column_score, column_i;  // overlap's last column
+};
+
+template <class L, int MODE, bool AFFINE, int SUB, bool FIND_END, int HALF, bool LAST>
+__device__ __forceinline__ void sweep_strip(
+    const u8* __restrict__ q, const int m, const u8* __restrict__ tg, const int n,
+    const int strip, const Substitution<L, SUB>& substitution, const int n_codes,
+    const int gap_open, const int gap_extend, typename L::Border* __restrict__ border,
+    const i64 border_stride, Best& best, typename L::V& local_best, int& global_t) {
+    typedef typename L::V V;
+    const int i0 = strip * 2 * HALF;  // the strip holds DP rows i0 + 1 ... i0 + 2 * HALF
+    const int NEG = L::NEG;
+    const V open2 = L::splat(gap_open), neg_open2 = L::splat(-gap_open);
+    const V neg_extend2 = L::splat(-gap_extend), neg2 = L::splat(NEG);
+    const V pad_substitution = L::splat(-128);
+
+    V t[HALF], e[HALF], pad[LAST ? HALF : 1];
+    u32 rows[HALF];
+#pragma unroll
+    for (int r = 0; r < HALF; ++r) {
+        const int up = i0 + r, low = i0 + HALF + r;  // 0-based query positions of the lanes
+        rows[r] = Substitution<L, SUB>::row(up < m ? q[up] : 0, low < m ? q[low] : 0, n_codes);
+        t[r] = L::make(first_column_score<MODE>(up + 1, gap_open, gap_extend) - gap_open,
+                       first_column_score<MODE>(low + 1, gap_open, gap_extend) - gap_open);
+        e[r] = neg2;
+        if (LAST) pad[r] = L::lane_mask(up >= m, low >= m);
+    }
+    // H and F entering the upper half from above (row i0) and the lower half from the upper
+    // half's last row (row i0 + HALF), with the diagonals one column back.
+    int top_diagonal = first_column_score<MODE>(i0, gap_open, gap_extend) - gap_open;
+    int mid_t = first_column_score<MODE>(i0 + HALF, gap_open, gap_extend) - gap_open;
+    int mid_f = NEG, mid_diagonal = NEG;
+    int previous_code = 0;  // columns 0 and n + 1 are computed and discarded
+    for (int c = 1; c <= n + 1; ++c) {
+        int top_t = NEG, top_f = NEG, code = 0;
+        if (c <= n) {
+            code = tg[c - 1];
+            if (strip == 0) {
+                top_t = first_row_score<MODE>(c, gap_open, gap_extend) - gap_open;
+            } else {
+                const typename L::Border b = border[(i64)c * border_stride];
+                top_t = L::border_t(b);
+                top_f = L::border_f(b);
+            }
+        }
+        const u32 column = Substitution<L, SUB>::column(code, previous_code, n_codes);
+        V up_t = L::make(top_t, mid_t), up_f = L::make(top_f, mid_f);
+        V diagonal = L::make(top_diagonal, mid_diagonal);
+        V column_max = neg2;
+#pragma unroll
+        for (int r = 0; r < HALF; ++r) {
+            V s = substitution(rows[r], column);
+            V other;
+            if (LAST) s = L::select(pad[r], pad_substitution, s);
+            if (AFFINE) {
+                e[r] = L::add_max(e[r], neg_extend2, t[r]);  // E = max(E - extend, H_left - open)
+                V f = L::add_max(up_f, neg_extend2, up_t);   // F = max(F_up - extend, H_up - open)
+                if (LAST) f = L::select(pad[r], L::add_max(up_t, open2, neg2), f);
+                other = L::max2(e[r], f);
+                up_f = f;
+            } else {
+                V up = up_t;
+                if (LAST) up = L::select(pad[r], L::add_max(up_t, open2, neg2), up);
+                other = L::max2(t[r], up);
+            }
+            // H = max(diagonal + s, E, F); local alignments also max with 0.
+            const V h = MODE == LOCAL ? L::add_max_relu(diagonal, s, other)
+                                      : L::add_max(diagonal, s, other);
+            const V next = L::add_max(h, neg_open2, neg2);
+            diagonal = t[r];
+            t[r] = next;
+            up_t = next;
+            if (MODE == LOCAL) column_max = L::max2(column_max, next);
+        }
+        if (c == 1) {  // the lower half just computed "column 0": put the true one back
+#pragma unroll
+            for (int r = 0; r < HALF; ++r) {
+                const int low = i0 + HALF + r;
+                t[r] = L::with_hi(t[r], first_column_score<MODE>(low + 1, gap_open, gap_extend) -
+                                            gap_open);
+                e[r] = L::with_hi(e[r], NEG);
+            }
+        } else if (!LAST) {  // the strip's last row at column c - 1, for the next strip
+            border[(i64)(c - 1) * border_stride] = L::border(L::hi(up_t), L::hi(up_f));
+        }
+        const int bottom = L::hi(up_t);  // row i0 + 2 * HALF (the query's last row when LAST)
+        if (MODE == LOCAL) {
+            if (FIND_END) {
+                // Lane hi is column c - 1, lane lo column c: the earlier column first.
+                const int v_hi = L::hi(column_max), v_lo = L::lo(column_max);
+                if (c >= 2 && (v_hi > best.score || (v_hi == best.score && c - 1 < best.j))) {
+                    int row = 0;
+                    bool found = false;
+#pragma unroll
+                    for (int r = 0; r < HALF; ++r) {
+                        if (!found && L::hi(t[r]) == v_hi) {
+                            row = r;
+                            found = true;
+                        }
+                    }
+                    best.score = v_hi;
+                    best.i = i0 + HALF + row + 1;
+                    best.j = c - 1;
+                }
+                if (c <= n && (v_lo > best.score || (v_lo == best.score && c < best.j))) {
+                    int row = 0;
+                    bool found = false;
+#pragma unroll
+                    for (int r = 0; r < HALF; ++r) {
+                        if (!found && L::lo(t[r]) == v_lo) {
+                            row = r;
+                            found = true;
+                        }
+                    }
+                    best.score = v_lo;
+                    best.i = i0 + row + 1;
+                    best.j = c;
+                }
+            } else {
+                local_best = L::max2(local_best,
+                                     L::select(L::lane_mask(c <= n, c >= 2), column_max, neg2));
+            }
+        }
+        if ((MODE == SEMI_GLOBAL || MODE == OVERLAP) && LAST && c >= 2 &&
+            (MODE == SEMI_GLOBAL || c <= n) && bottom > best.score) {
+            best.score = bottom;  // the last row, at column c - 1
+            best.j = c - 1;
+        }
+        if (MODE == OVERLAP && c >= n) {  // the last column: upper rows at c = n, lower at n + 1
+#pragma unroll
+            for (int r = 0; r < HALF; ++r) {
+                const int v = c == n ? L::lo(t[r]) : L::hi(t[r]);
+                const int row = c == n ? i0 + r + 1 : i0 + HALF + r + 1;
+                if (row <= m && v > best.column_score) {
+                    best.column_score = v;
+                    best.column_i = row;
+                }
+            }
+        }
+        if (MODE == GLOBAL && LAST && c == n + 1) global_t = bottom;
+        top_diagonal = top_t;
+        mid_diagonal = mid_t;
+        mid_t = L::lo(up_t);
+        mid_f = L::lo(up_f);
+        previous_code = code;
+    }
+}
+
+// One thread per pair p: scores (and end cells with FIND_END, for local alignments; the other
+// modes always report theirs) of q_codes[q_index[p]] against t_codes[t_index[p]]. Both must be
+// non-empty. `table` is the n_codes x n_codes substitution table already shifted by gap_open
+// (SUB_TABLE; it goes to shared memory), match/mismatch likewise (SUB_DNA). `border` has
+// (max target length + 1) * border_stride elements, border_stride >= n_pairs.
+template <class L, int MODE, bool AFFINE, int SUB, bool FIND_END, int HALF>
+__global__ void __launch_bounds__(128) align_pairs(
+    const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
+    const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
+    const i64* __restrict__ q_index, const i64* __restrict__ t_index, const int n_pairs,
+    const short* __restrict__ table, const int n_codes, const int match, const int mismatch,
+    const int gap_open, const int gap_extend, typename L::Border* __restrict__ border,
+    const i64 border_stride, int* __restrict__ score_out, int* __restrict__ q_end_out,
+    int* __restrict__ t_end_out) {
+    extern __shared__ short shared_table[];
+    if (SUB == SUB_TABLE) {
+        for (int k = threadIdx.x; k < n_codes * n_codes; k += blockDim.x)
+            shared_table[(k % n_codes) * n_codes + k / n_codes] = table[k];
+        __syncthreads();
+    }
+    const i64 pair = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (pair >= n_pairs) return;
+    const i64 qi = q_index[pair], ti = t_index[pair];
+    const u8* q = q_codes + q_offsets[qi];
+    const u8* tg = t_codes + t_offsets[ti];
+    const int m = (int)(q_offsets[qi + 1] - q_offsets[qi]);
+    const int n = (int)(t_offsets[ti + 1] - t_offsets[ti]);
+    const Substitution<L, SUB> substitution(match, mismatch, shared_table);
+    typename L::Border* my_border = border + pair;
+
+    Best best;
+    best.score = MODE == LOCAL ? -gap_open : L::NEG;  // local: the empty alignment, H = 0
+    best.i = MODE == LOCAL ? 0 : m;
+    best.j = 0;
+    best.column_score = L::NEG;
+    best.column_i = m;
+    typename L::V local_best = L::splat(-gap_open);
+    int global_t = 0;
+    const int strips = (m + 2 * HALF - 1) / (2 * HALF);
+    for (int strip = 0; strip + 1 < strips; ++strip)
+        sweep_strip<L, MODE, AFFINE, SUB, FIND_END, HALF, false>(
+            q, m, tg, n, strip, substitution, n_codes, gap_open, gap_extend, my_border,
+            border_stride, best, local_best, global_t);
+    sweep_strip<L, MODE, AFFINE, SUB, FIND_END, HALF, true>(
+        q, m, tg, n, strips - 1, substitution, n_codes, gap_open, gap_extend, my_border,
+        border_stride, best, local_best, global_t);
+
+    int score, q_end, t_end;
+    if (MODE == GLOBAL) {
+        score = global_t;
+        q_end = m;
+        t_end = n;
+    } else if (MODE == LOCAL && !FIND_END) {
+        score = max(L::lo(local_best), L::hi(local_best));
+        q_end = t_end = -1;
+    } else if (MODE == OVERLAP && best.column_score > best.score) {
+        score = best.column_score;  // the last row wins ties (the CPU backend's rule)
+        q_end = best.column_i;
+        t_end = n;
+    } else {
+        score = best.score;
+        q_end = best.i;
+        t_end = best.j;
+    }
+    score_out[pair] = score + gap_open;
+    q_end_out[pair] = q_end;
+    t_end_out[pair] = t_end;
+}
