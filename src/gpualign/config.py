@@ -84,8 +84,10 @@ ALIGN_CPU_SCORES = "parasail"
 #: strip through memory, so longer strips mean less memory traffic but more registers.
 ALIGN_STRIP_ROWS = 32
 
-#: Pairs per chunk of the CUDA alignment backend (bounds its index and result arrays).
-ALIGN_GPU_CHUNK_PAIRS = 1 << 20
+#: Pairs per chunk of the CUDA alignment backend (bounds its index and result arrays). A chunk
+#: runs as one launch per width when its borders fit the memory budget; each launch ends in a
+#: tail where its longest pairs finish, so chunks are large.
+ALIGN_GPU_CHUNK_PAIRS = 1 << 22
 
 #: Sequences per side of a tile of :func:`gpualign.allpairs` (a tile is the unit of work and
 #: of checkpointing: up to ALLPAIRS_TILE**2 pairs).

@@ -7,9 +7,10 @@ computed from the lengths and the scoring before the run, so no score is ever wr
 with an empty side, or too long even for 32 bits, are computed by the CPU backend, which
 defines the results.
 
-Within a width, pairs are sorted by work (strips, then target length) so that the threads of
-a warp finish together, and launched in chunks that fit the memory budget: each pair needs a
-border of one row (H and F of every target column) between strips.
+Within a width, pairs run in order of decreasing work (strips times target length): a thread
+computes its pair alone, so the longest pairs start first and finish with the bulk, and a
+warp's threads have similar work. Launches are cut to the memory budget: each warp keeps a
+border of one row (H and F of every target column of its lanes) between strips.
 """
 
 from __future__ import annotations
@@ -91,12 +92,13 @@ def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
             chosen = np.flatnonzero((~narrow if wide else narrow)[part] & on_gpu[part])
             if not len(chosen):
                 continue
-            # Similar work side by side: a warp runs as long as its longest pair.
-            chosen = chosen[np.lexsort((n[lo + chosen], strips[lo + chosen]))]
-            border_bytes = (8 if wide else 4) * (int(n[lo + chosen].max()) + 2)
+            # Most work first: a thread runs its pair alone, so the longest pairs must start
+            # early to finish with the rest; neighbours of similar work keep warps in step.
+            work = strips[lo + chosen] * (n[lo + chosen] + 1)
+            chosen = chosen[np.argsort(-work, kind="stable")]
             launch = functools.partial(setup.launch, wide, sequences, q_local, t_local,
                                        n[part], outputs)
-            launch_split(launch, chosen, border_bytes + 32)
+            launch_split(launch, chosen, (8 if wide else 4) * (int(n[part].mean()) + 2) + 32)
     rest = np.flatnonzero(~on_gpu)
     if len(rest):
         s, _, qe, _, te, _ = _cpu.align_batch(
@@ -140,21 +142,27 @@ class _Setup:
 
         size = len(members)
         q_index, t_index = q_index[members], t_index[members]
-        max_target = int(target_lengths[members].max())
+        # Warp w's border segment: 32 lanes x (its longest target + 2) cells.
+        warps = (size + 31) // 32
+        longest = np.zeros(warps * 32, dtype=np.int64)
+        longest[:size] = target_lengths[members]
+        segment = 32 * (longest.reshape(warps, 32).max(axis=1) + 2)
+        warp_border = np.zeros(warps, dtype=np.int64)
+        np.cumsum(segment[:-1], out=warp_border[1:])
         kernel = get_kernel(KERNEL_FILE, _kernel_name(wide, self.mode, self.affine,
                                                       not self.dna, self.find_end, self.half))
         shared = 0 if self.dna else 2 * self.n_codes ** 2
         if shared > 48 * 1024:
             kernel.max_dynamic_shared_size_bytes = shared
         table = cupy.asarray(self.shifted_table.ravel())
-        border = cupy.empty((max_target + 2) * size * (2 if wide else 1), dtype=cupy.uint32)
+        border = cupy.empty(int(segment.sum()) * (2 if wide else 1), dtype=cupy.uint32)
         results = [cupy.empty(size, dtype=cupy.int32) for _ in range(3)]
         q_codes, q_offsets, t_codes, t_offsets = sequences
         kernel(((size + _THREADS - 1) // _THREADS,), (_THREADS,),
                (q_codes, q_offsets, t_codes, t_offsets, cupy.asarray(q_index, dtype=cupy.int64),
                 cupy.asarray(t_index, dtype=cupy.int64), np.int32(size), table,
                 np.int32(self.n_codes), np.int32(self.match), np.int32(self.mismatch),
-                np.int32(self.gap_open), np.int32(self.gap_extend), border, np.int64(size),
-                *results), shared_mem=shared)
+                np.int32(self.gap_open), np.int32(self.gap_extend), border,
+                cupy.asarray(warp_border), *results), shared_mem=shared)
         for host, device in zip(outputs, results, strict=True):
             host[members] = device.get()

@@ -11,8 +11,9 @@
 // (Hopper's DPX instructions viaddmax/vimax3 on s16x2); wide lanes are two 32-bit ints, for
 // pairs whose scores might not fit 16 bits (the host decides from a bound, before the run).
 //
-// A strip hands its last row (H and F of every column) to the next strip through memory,
-// laid out column-major over the threads of a launch so that a warp's accesses coalesce.
+// A strip hands its last row (H and F of every column) to the next strip through memory:
+// each warp owns a segment of (its longest target + 2) x 32 cells, column-major over its lanes,
+// so that a warp's accesses coalesce and memory follows the warps' own target lengths.
 //
 // Scores are kept shifted: t = H - gap_open, and substitution scores are stored as
 // s + gap_open, so that one cell costs five DPX/logic instructions for affine gaps
@@ -363,8 +364,8 @@ __device__ __forceinline__ void sweep_strip(
 // One thread per pair p: scores (and end cells with FIND_END, for local alignments; the other
 // modes always report theirs) of q_codes[q_index[p]] against t_codes[t_index[p]]. Both must be
 // non-empty. `table` is the n_codes x n_codes substitution table already shifted by gap_open
-// (SUB_TABLE; it goes to shared memory), match/mismatch likewise (SUB_DNA). `border` has
-// (max target length + 1) * border_stride elements, border_stride >= n_pairs.
+// (SUB_TABLE; it goes to shared memory), match/mismatch likewise (SUB_DNA). Warp w (pairs
+// 32w ... 32w + 31) keeps its strip borders at border[warp_border[w] + column * 32 + lane].
 template <class L, int MODE, bool AFFINE, int SUB, bool FIND_END, int HALF>
 __global__ void __launch_bounds__(128) align_pairs(
     const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
@@ -372,8 +373,8 @@ __global__ void __launch_bounds__(128) align_pairs(
     const i64* __restrict__ q_index, const i64* __restrict__ t_index, const int n_pairs,
     const short* __restrict__ table, const int n_codes, const int match, const int mismatch,
     const int gap_open, const int gap_extend, typename L::Border* __restrict__ border,
-    const i64 border_stride, int* __restrict__ score_out, int* __restrict__ q_end_out,
-    int* __restrict__ t_end_out) {
+    const i64* __restrict__ warp_border, int* __restrict__ score_out,
+    int* __restrict__ q_end_out, int* __restrict__ t_end_out) {
     extern __shared__ short shared_table[];
     if (SUB == SUB_TABLE) {
         for (int k = threadIdx.x; k < n_codes * n_codes; k += blockDim.x)
@@ -388,7 +389,8 @@ __global__ void __launch_bounds__(128) align_pairs(
     const int m = (int)(q_offsets[qi + 1] - q_offsets[qi]);
     const int n = (int)(t_offsets[ti + 1] - t_offsets[ti]);
     const Substitution<L, SUB> substitution(match, mismatch, shared_table);
-    typename L::Border* my_border = border + pair;
+    typename L::Border* my_border = border + warp_border[pair >> 5] + (pair & 31);
+    const i64 border_stride = 32;
 
     Best best;
     best.score = MODE == LOCAL ? -gap_open : L::NEG;  // local: the empty alignment, H = 0
