@@ -7,9 +7,9 @@ computed from the lengths and the scoring before the run, so no score is ever wr
 with an empty side, or too long even for 32 bits, are computed by the CPU backend, which
 defines the results.
 
-Within a width, pairs run in order of decreasing work (strips times target length): a thread
-computes its pair alone, so the longest pairs start first and finish with the bulk, and a
-warp's threads have similar work. Launches are cut to the memory budget: each warp keeps a
+Within a width, pairs run in decreasing order of strips, then of target length: a warp's
+threads wait for each other after every strip, so they need equal strips and similar targets,
+and a thread computes its pair alone, so the longest pairs must start first. Launches are cut to the memory budget: each warp keeps a
 border of one row (H and F of every target column of its lanes) between strips.
 """
 
@@ -92,10 +92,11 @@ def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
             chosen = np.flatnonzero((~narrow if wide else narrow)[part] & on_gpu[part])
             if not len(chosen):
                 continue
-            # Most work first: a thread runs its pair alone, so the longest pairs must start
-            # early to finish with the rest; neighbours of similar work keep warps in step.
-            work = strips[lo + chosen] * (n[lo + chosen] + 1)
-            chosen = chosen[np.argsort(-work, kind="stable")]
+            # A warp's threads wait for each other at the end of every strip, so a warp takes
+            # its most strips times its longest target: sort by strips, then target length.
+            # Descending: a thread computes its pair alone, so the longest pairs start first
+            # and finish with the bulk instead of after it.
+            chosen = chosen[np.lexsort((-n[lo + chosen], -strips[lo + chosen]))]
             launch = functools.partial(setup.launch, wide, sequences, q_local, t_local,
                                        n[part], outputs)
             launch_split(launch, chosen, (8 if wide else 4) * (int(n[part].mean()) + 2) + 32)
