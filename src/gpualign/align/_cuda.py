@@ -9,8 +9,9 @@ defines the results.
 
 Within a width, pairs run in decreasing order of strips, then of target length: a warp's
 threads wait for each other after every strip, so they need equal strips and similar targets,
-and a thread computes its pair alone, so the longest pairs must start first. Launches are cut to the memory budget: each warp keeps a
-border of one row (H and F of every target column of its lanes) between strips.
+and a thread computes its pair alone, so the longest pairs must start first. Launches are cut
+to the memory budget: each warp keeps a border of one row (H and F of every target column of
+its lanes) between strips.
 """
 
 from __future__ import annotations
