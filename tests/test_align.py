@@ -334,11 +334,12 @@ def test_narrow_value_bounds_hold():
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
-@pytest.mark.parametrize("strip_rows", [2, 6, 32])
+@pytest.mark.parametrize("strip_rows", [2, 6, 64])
 def test_cuda_strips_widths_and_chunks_equal_the_cpu(monkeypatch, strip_rows):
     # Strips of 2 and 6 rows put most rows in later strips and most queries' ends in padded
     # last strips; +100/-120 with gaps 300/20 cannot run in 16 bits (wide kernel), the others
-    # can; a 4 KiB batch budget and 7-pair chunks split every launch.
+    # can; proteins take the query-profile and the shared-table lookups; a 4 KiB batch budget
+    # and 7-pair chunks split every launch.
     monkeypatch.setattr(gpualign.config, "ALIGN_STRIP_ROWS", strip_rows)
     monkeypatch.setattr(gpualign.config, "GPU_BATCH_BYTES", 4096)
     monkeypatch.setattr(gpualign.config, "ALIGN_GPU_CHUNK_PAIRS", 7)
@@ -350,13 +351,20 @@ def test_cuda_strips_widths_and_chunks_equal_the_cpu(monkeypatch, strip_rows):
     targets = [t or "A" for t in targets]
     schemes = SCHEMES + [Scoring(match=100, mismatch=-120, gap_open=300, gap_extend=20),
                          Scoring(match=3, mismatch=-2, gap_open=4, gap_extend=4)]
-    for scoring in schemes:
+    amino = "ARNDCQEGHILKMFPSTWYVBZX*"
+    proteins = [random_text(rng, int(m), amino) for m in rng.integers(1, 90, 40)]
+    others = [relative(rng, p, 0.3, amino) + "W" for p in proteins]
+    # BLOSUM62 + 11 fits the int8 query profiles; + 200 needs the shared int16 table.
+    cases = [(queries, targets, scoring, "dna") for scoring in schemes] + \
+        [(proteins, others, Scoring.matrix("BLOSUM62", gap_open=g, gap_extend=1), "protein")
+         for g in (11, 200)]
+    for queries, targets, scoring, alphabet in cases:
         for mode in ALIGN_MODES:
             for task in ("score", "end"):
                 want = gpualign.align(queries, targets, mode=mode, scoring=scoring, task=task,
-                                      backend="cpu")
+                                      alphabet=alphabet, backend="cpu")
                 got = gpualign.align(queries, targets, mode=mode, scoring=scoring, task=task,
-                                     backend="cuda")
+                                     alphabet=alphabet, backend="cuda")
                 where = (mode, task, scoring.describe())
                 assert got.score.tolist() == want.score.tolist(), where
                 assert got.query_end.tolist() == want.query_end.tolist(), where

@@ -31,15 +31,18 @@ _NARROW_NEG = -32768 + 1024  # Narrow::NEG in the kernel
 _NARROW_LIMIT = 32767 - 256
 _WIDE_LIMIT = (1 << 30) - (1 << 20)
 _MAX_GAP_EXTEND = 1000  # Narrow::NEG - gap_extend must not wrap
+# How the kernels look up substitution scores: DNA match/mismatch from two constants, a query
+# profile of int8 scores (16-byte loads per strip and column), or a table in shared memory.
+_SUB_DNA, _SUB_TABLE, _SUB_PROFILE = 0, 1, 2
 
 
-def _kernel_name(wide: bool, mode: int, affine: bool, table: bool, find_end: bool,
+def _kernel_name(wide: bool, mode: int, affine: bool, substitution: int, find_end: bool,
                  half: int) -> str:
     def flag(value: bool) -> str:
         return "true" if value else "false"
 
-    return (f"align_pairs<{'Wide' if wide else 'Narrow'}, {mode}, {flag(affine)}, {int(table)}, "
-            f"{flag(find_end)}, {half}>")
+    return (f"align_pairs<{'Wide' if wide else 'Narrow'}, {mode}, {flag(affine)}, "
+            f"{substitution}, {flag(find_end)}, {half}>")
 
 
 def value_bounds(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
@@ -72,6 +75,7 @@ def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
     high, low = value_bounds(m, n, table, gap_open, gap_extend)
     dna = qset.alphabet.name == "dna" and _is_match_mismatch(table, qset.alphabet.match_codes)
     shifted = table.astype(np.int64) + gap_open
+    profile = not dna and shifted.min() >= -127 and shifted.max() <= 127
     # Substitution scores live in int16 tables (int8 bytes for DNA in the narrow kernel).
     narrow_ok = gap_extend <= _MAX_GAP_EXTEND and (
         (shifted.min() >= -128 and shifted.max() <= 127) if dna else True)
@@ -82,13 +86,15 @@ def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
     half = config.ALIGN_STRIP_ROWS // 2
     if config.ALIGN_STRIP_ROWS % 2 or half < 1:
         raise ValueError(f"ALIGN_STRIP_ROWS={config.ALIGN_STRIP_ROWS}: a positive even number")
-    setup = _Setup(mode, gap_open != gap_extend, dna, find_end, half,
+    substitution = _SUB_DNA if dna else _SUB_PROFILE if profile else _SUB_TABLE
+    setup = _Setup(mode, gap_open != gap_extend, substitution, find_end, half,
                    shifted.astype(np.int16), qset.alphabet.size, gap_open, gap_extend)
     strips = (m + 2 * half - 1) // (2 * half)
     for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
                                                            config.ALIGN_GPU_CHUNK_PAIRS):
         lo = part.start
         outputs = (score[part], q_end[part], t_end[part])  # views: launches fill them
+        profiles = setup.profiles(sequences)
         for wide in (False, True):
             chosen = np.flatnonzero((~narrow if wide else narrow)[part] & on_gpu[part])
             if not len(chosen):
@@ -98,8 +104,8 @@ def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
             # Descending: a thread computes its pair alone, so the longest pairs start first
             # and finish with the bulk instead of after it.
             chosen = chosen[np.lexsort((-n[lo + chosen], -strips[lo + chosen]))]
-            launch = functools.partial(setup.launch, wide, sequences, q_local, t_local,
-                                       n[part], outputs)
+            launch = functools.partial(setup.launch, wide, sequences, profiles, q_local,
+                                       t_local, n[part], outputs)
             launch_split(launch, chosen, (8 if wide else 4) * (int(n[part].mean()) + 2) + 32)
     rest = np.flatnonzero(~on_gpu)
     if len(rest):
@@ -126,20 +132,46 @@ def _is_match_mismatch(table: np.ndarray, match_codes: int) -> bool:
 class _Setup:
     """The kernel arguments shared by every launch of one :func:`align_pairs` call."""
 
-    def __init__(self, mode, affine, dna, find_end, half, shifted_table, n_codes, gap_open,
-                 gap_extend):
-        self.mode, self.affine, self.dna, self.find_end, self.half = (mode, affine, dna,
-                                                                      find_end, half)
+    def __init__(self, mode, affine, substitution, find_end, half, shifted_table, n_codes,
+                 gap_open, gap_extend):
+        self.mode, self.affine, self.substitution = mode, affine, substitution
+        self.find_end, self.half = find_end, half
         self.shifted_table = shifted_table
         self.n_codes = n_codes
         self.gap_open, self.gap_extend = gap_open, gap_extend
         self.match = int(shifted_table[0, 0])
         self.mismatch = int(shifted_table[0, 1]) if n_codes > 1 else self.match
 
-    def launch(self, wide, sequences, q_index, t_index, target_lengths, outputs, members):
-        """Align pairs ``members`` of a chunk (its device sequences, host index arrays and
-        target lengths) in one launch; write their score, query end and target end into
-        ``outputs`` at ``members``."""
+    def profiles(self, sequences):
+        """``(profiles, profile_base, padded_rows)`` of every query record on the device
+        (empty unless the kernels read query profiles): record k's rows are padded to whole
+        strips and 16 bytes, so that every strip's load is aligned."""
+        import cupy
+
+        if self.substitution != _SUB_PROFILE:
+            empty = cupy.zeros(1, dtype=cupy.int64)
+            return cupy.zeros(16, dtype=cupy.int8), empty, empty.astype(cupy.int32)
+        q_codes, q_offsets = sequences[:2]
+        unit = max(2 * self.half, 16)
+        lengths = q_offsets[1:] - q_offsets[:-1]
+        padded = ((lengths + unit - 1) // unit * unit).astype(cupy.int32)
+        sizes = padded.astype(cupy.int64) * self.n_codes
+        base = cupy.zeros(len(sizes), dtype=cupy.int64)
+        if len(sizes) > 1:
+            cupy.cumsum(sizes[:-1], out=base[1:])
+        profiles = cupy.empty(int(sizes.sum()) + 16, dtype=cupy.int8)
+        if len(sizes):
+            get_kernel(KERNEL_FILE, "build_profiles")(
+                (len(sizes),), (256,),
+                (q_codes, q_offsets, base, padded, cupy.asarray(self.shifted_table.ravel()),
+                 np.int32(self.n_codes), profiles))
+        return profiles, base, padded
+
+    def launch(self, wide, sequences, profiles, q_index, t_index, target_lengths, outputs,
+               members):
+        """Align pairs ``members`` of a chunk (its device sequences and query profiles, host
+        index arrays and target lengths) in one launch; write their score, query end and
+        target end into ``outputs`` at ``members``."""
         import cupy
 
         size = len(members)
@@ -152,8 +184,9 @@ class _Setup:
         warp_border = np.zeros(warps, dtype=np.int64)
         np.cumsum(segment[:-1], out=warp_border[1:])
         kernel = get_kernel(KERNEL_FILE, _kernel_name(wide, self.mode, self.affine,
-                                                      not self.dna, self.find_end, self.half))
-        shared = 0 if self.dna else 2 * self.n_codes ** 2
+                                                      self.substitution, self.find_end,
+                                                      self.half))
+        shared = 2 * self.n_codes ** 2 if self.substitution == _SUB_TABLE else 0
         if shared > 48 * 1024:
             kernel.max_dynamic_shared_size_bytes = shared
         table = cupy.asarray(self.shifted_table.ravel())
@@ -164,7 +197,7 @@ class _Setup:
                (q_codes, q_offsets, t_codes, t_offsets, cupy.asarray(q_index, dtype=cupy.int64),
                 cupy.asarray(t_index, dtype=cupy.int64), np.int32(size), table,
                 np.int32(self.n_codes), np.int32(self.match), np.int32(self.mismatch),
-                np.int32(self.gap_open), np.int32(self.gap_extend), border,
+                *profiles, np.int32(self.gap_open), np.int32(self.gap_extend), border,
                 cupy.asarray(warp_border), *results), shared_mem=shared)
         for host, device in zip(outputs, results, strict=True):
             host[members] = device.get()

@@ -35,7 +35,7 @@ typedef unsigned int u32;
 typedef long long i64;
 
 enum { GLOBAL = 0, LOCAL = 1, SEMI_GLOBAL = 2, OVERLAP = 3 };
-enum { SUB_DNA = 0, SUB_TABLE = 1 };
+enum { SUB_DNA = 0, SUB_TABLE = 1, SUB_PROFILE = 2 };
 
 // PTX prmt in its default mode: a selector nibble with bit 3 set replicates the sign of the
 // byte it picks (CUDA's __byte_perm ignores that bit).
@@ -125,40 +125,52 @@ __device__ __forceinline__ u32 dna_column_code(int code) {
     return t | (t << 4);
 }
 
-template <class L, int SUB>
+// A substitution scheme computes, per column, what its rows need (`column`), then each row's
+// pair of scores (`operator()`, row r of both halves) already shifted by gap_open.
+template <class L, int SUB, int HALF>
 struct Substitution;
 
-template <>
-struct Substitution<Narrow, SUB_DNA> {
+// What the kernels receive to compute substitution scores.
+struct SubstitutionArgs {
+    int match, mismatch, n_codes;
+    const short* shared_table;   // SUB_TABLE
+    const signed char* profile;  // SUB_PROFILE: this pair's query profile
+    int profile_rows;            // SUB_PROFILE: its padded query length
+};
+
+template <int HALF>
+struct Substitution<Narrow, SUB_DNA, HALF> {
+    typedef u32 Column;
     u32 match_word, mismatch_word;
-    __device__ Substitution(int match, int mismatch, const short*) {
-        const u32 x = (u32)mismatch & 0xffu;
-        match_word = ((u32)match & 0xffu) | (x << 8) | (x << 16) | (x << 24);
+    __device__ explicit Substitution(const SubstitutionArgs& a) {
+        const u32 x = (u32)a.mismatch & 0xffu;
+        match_word = ((u32)a.match & 0xffu) | (x << 8) | (x << 16) | (x << 24);
         mismatch_word = x * 0x01010101u;
     }
-    __device__ static u32 row(int lo_code, int hi_code, int) {
+    __device__ u32 row(int lo_code, int hi_code) const {
         return dna_row_code(lo_code) | (dna_row_code(hi_code) << 8);
     }
-    __device__ static u32 column(int lo_code, int hi_code, int) {
+    __device__ Column column(int lo_code, int hi_code, int) const {
         return dna_column_code(lo_code) | (dna_column_code(hi_code) << 8);
     }
-    __device__ u32 operator()(u32 row, u32 column) const {
+    __device__ u32 operator()(u32 row, const Column& column, int) const {
         return permute_signed(match_word, mismatch_word, row ^ column);
     }
 };
 
-template <>
-struct Substitution<Wide, SUB_DNA> {
+template <int HALF>
+struct Substitution<Wide, SUB_DNA, HALF> {
+    typedef u32 Column;
     int match, mismatch;
-    __device__ Substitution(int match_, int mismatch_, const short*)
-        : match(match_), mismatch(mismatch_) {}
-    __device__ static u32 row(int lo_code, int hi_code, int) {
-        return Substitution<Narrow, SUB_DNA>::row(lo_code, hi_code, 0);
+    __device__ explicit Substitution(const SubstitutionArgs& a)
+        : match(a.match), mismatch(a.mismatch) {}
+    __device__ u32 row(int lo_code, int hi_code) const {
+        return dna_row_code(lo_code) | (dna_row_code(hi_code) << 8);
     }
-    __device__ static u32 column(int lo_code, int hi_code, int) {
-        return Substitution<Narrow, SUB_DNA>::column(lo_code, hi_code, 0);
+    __device__ Column column(int lo_code, int hi_code, int) const {
+        return dna_column_code(lo_code) | (dna_column_code(hi_code) << 8);
     }
-    __device__ Wide::V operator()(u32 row, u32 column) const {
+    __device__ Wide::V operator()(u32 row, const Column& column, int) const {
         const u32 x = row ^ column;
         return Wide::V{(x & 0x7u) ? mismatch : match, (x & 0x700u) ? mismatch : match};
     }
@@ -167,37 +179,96 @@ struct Substitution<Wide, SUB_DNA> {
 // A substitution table in shared memory, transposed: scores[target * n_codes + query]. A row
 // holds the query codes of both lanes, a column the offsets of the target codes' rows; one add
 // gives both lanes' indices.
-template <class L>
-struct TableSubstitution {
+template <class L, int HALF>
+struct Substitution<L, SUB_TABLE, HALF> {
+    typedef u32 Column;
     const short* scores;
-    __device__ TableSubstitution(int, int, const short* shared_scores) : scores(shared_scores) {}
-    __device__ static u32 row(int lo_code, int hi_code, int) {
+    int n_codes;
+    __device__ explicit Substitution(const SubstitutionArgs& a)
+        : scores(a.shared_table), n_codes(a.n_codes) {}
+    __device__ u32 row(int lo_code, int hi_code) const {
         return (u32)lo_code | ((u32)hi_code << 16);
     }
-    __device__ static u32 column(int lo_code, int hi_code, int n_codes) {
+    __device__ Column column(int lo_code, int hi_code, int) const {
         return (u32)(lo_code * n_codes) | ((u32)(hi_code * n_codes) << 16);
     }
-};
-
-template <>
-struct Substitution<Narrow, SUB_TABLE> : TableSubstitution<Narrow> {
-    using TableSubstitution<Narrow>::TableSubstitution;
-    __device__ u32 operator()(u32 row, u32 column) const {
+    __device__ typename L::V operator()(u32 row, const Column& column, int) const {
         const u32 index = row + column;
-        const u32 lo = (u32)(unsigned short)scores[index & 0xffffu];
-        const u32 hi = (u32)(unsigned short)scores[index >> 16];
-        return lo | (hi << 16);
+        return L::make(scores[index & 0xffffu], scores[index >> 16]);
     }
 };
 
-template <>
-struct Substitution<Wide, SUB_TABLE> : TableSubstitution<Wide> {
-    using TableSubstitution<Wide>::TableSubstitution;
-    __device__ Wide::V operator()(u32 row, u32 column) const {
-        const u32 index = row + column;
-        return Wide::V{scores[index & 0xffffu], scores[index >> 16]};
+// A query profile: profile[t * profile_rows + i] = score(query[i], t) + gap_open as int8, -128
+// past the query's end. A column loads the strip's scores for its target symbol: the upper
+// half's HALF bytes at column c, the lower half's at column c - 1 (16-byte loads when HALF is a
+// multiple of 16: the host aligns every profile row).
+template <class L, int HALF>
+struct Substitution<L, SUB_PROFILE, HALF> {
+    static constexpr int WORDS = (HALF + 3) / 4;
+    struct Column {
+        u32 up[WORDS], low[WORDS];
+    };
+    const signed char* profile;
+    int rows;
+    __device__ explicit Substitution(const SubstitutionArgs& a)
+        : profile(a.profile), rows(a.profile_rows) {}
+    __device__ u32 row(int, int) const { return 0; }
+    __device__ static void load(const signed char* from, u32* words) {
+        if constexpr (HALF % 16 == 0) {
+#pragma unroll
+            for (int w = 0; w < WORDS; w += 4) {
+                const uint4 v = __ldg(reinterpret_cast<const uint4*>(from) + w / 4);
+                words[w] = v.x;
+                words[w + 1] = v.y;
+                words[w + 2] = v.z;
+                words[w + 3] = v.w;
+            }
+        } else {
+#pragma unroll
+            for (int w = 0; w < WORDS; ++w) {
+                u32 word = 0;
+#pragma unroll
+                for (int b = 0; b < 4; ++b)
+                    if (4 * w + b < HALF) word |= (u32)(u8)from[4 * w + b] << (8 * b);
+                words[w] = word;
+            }
+        }
+    }
+    __device__ Column column(int lo_code, int hi_code, int i0) const {
+        Column c;
+        load(profile + (i64)lo_code * rows + i0, c.up);
+        load(profile + (i64)hi_code * rows + i0 + HALF, c.low);
+        return c;
+    }
+    __device__ typename L::V operator()(u32, const Column& c, int r) const {
+        const u32 up = c.up[r / 4], low = c.low[r / 4];
+        const int k = r % 4;
+        if constexpr (sizeof(typename L::V) == 4) {
+            // Byte k of each word, sign-extended into the two 16-bit lanes.
+            return permute_signed(up, low, (u32)k | ((u32)(k | 8) << 4) | ((u32)(4 + k) << 8) |
+                                               ((u32)(12 + k) << 12));
+        } else {
+            return L::make((signed char)(up >> (8 * k)), (signed char)(low >> (8 * k)));
+        }
     }
 };
+
+// One block per query record: its profile (see SUB_PROFILE) at profile + profile_base[k],
+// padded_rows[k] rows per target symbol. `table` is shifted by gap_open and fits int8.
+extern "C" __global__ void build_profiles(
+    const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
+    const i64* __restrict__ profile_base, const int* __restrict__ padded_rows,
+    const short* __restrict__ table, const int n_codes, signed char* __restrict__ profile) {
+    const i64 k = blockIdx.x;
+    const u8* q = q_codes + q_offsets[k];
+    const int m = (int)(q_offsets[k + 1] - q_offsets[k]);
+    const int rows = padded_rows[k];
+    signed char* out = profile + profile_base[k];
+    for (int x = threadIdx.x; x < rows * n_codes; x += blockDim.x) {
+        const int t = x / rows, i = x % rows;
+        out[x] = i < m ? (signed char)table[q[i] * n_codes + t] : (signed char)-128;
+    }
+}
 
 // Boundary scores of the mode (before the shift by gap_open).
 template <int MODE>
@@ -219,8 +290,7 @@ struct Best {
 template <class L, int MODE, bool AFFINE, int SUB, bool FIND_END, int HALF, bool LAST>
 __device__ __forceinline__ void sweep_strip(
     const u8* __restrict__ q, const int m, const u8* __restrict__ tg, const int n,
-    const int strip, const Substitution<L, SUB>& substitution, const int n_codes,
-    const int gap_open, const int gap_extend, typename L::Border* __restrict__ border,
+    const int strip, const Substitution<L, SUB, HALF>& substitution, const int gap_open, const int gap_extend, typename L::Border* __restrict__ border,
     const i64 border_stride, Best& best, typename L::V& local_best, int& global_t) {
     typedef typename L::V V;
     const int i0 = strip * 2 * HALF;  // the strip holds DP rows i0 + 1 ... i0 + 2 * HALF
@@ -234,7 +304,7 @@ __device__ __forceinline__ void sweep_strip(
 #pragma unroll
     for (int r = 0; r < HALF; ++r) {
         const int up = i0 + r, low = i0 + HALF + r;  // 0-based query positions of the lanes
-        rows[r] = Substitution<L, SUB>::row(up < m ? q[up] : 0, low < m ? q[low] : 0, n_codes);
+        rows[r] = substitution.row(up < m ? q[up] : 0, low < m ? q[low] : 0);
         t[r] = L::make(first_column_score<MODE>(up + 1, gap_open, gap_extend) - gap_open,
                        first_column_score<MODE>(low + 1, gap_open, gap_extend) - gap_open);
         e[r] = neg2;
@@ -258,13 +328,14 @@ __device__ __forceinline__ void sweep_strip(
                 top_f = L::border_f(b);
             }
         }
-        const u32 column = Substitution<L, SUB>::column(code, previous_code, n_codes);
+        const typename Substitution<L, SUB, HALF>::Column column =
+            substitution.column(code, previous_code, i0);
         V up_t = L::make(top_t, mid_t), up_f = L::make(top_f, mid_f);
         V diagonal = L::make(top_diagonal, mid_diagonal);
         V column_max = neg2;
 #pragma unroll
         for (int r = 0; r < HALF; ++r) {
-            V s = substitution(rows[r], column);
+            V s = substitution(rows[r], column, r);
             V other;
             if (LAST) s = L::select(pad[r], pad_substitution, s);
             if (AFFINE) {
@@ -364,7 +435,8 @@ __device__ __forceinline__ void sweep_strip(
 // One thread per pair p: scores (and end cells with FIND_END, for local alignments; the other
 // modes always report theirs) of q_codes[q_index[p]] against t_codes[t_index[p]]. Both must be
 // non-empty. `table` is the n_codes x n_codes substitution table already shifted by gap_open
-// (SUB_TABLE; it goes to shared memory), match/mismatch likewise (SUB_DNA). Warp w (pairs
+// (SUB_TABLE; it goes to shared memory), match/mismatch likewise (SUB_DNA); SUB_PROFILE reads
+// the query profiles made by build_profiles (query record k's at profile_base[k]). Warp w (pairs
 // 32w ... 32w + 31) keeps its strip borders at border[warp_border[w] + column * 32 + lane].
 template <class L, int MODE, bool AFFINE, int SUB, bool FIND_END, int HALF>
 __global__ void __launch_bounds__(128) align_pairs(
@@ -372,6 +444,8 @@ __global__ void __launch_bounds__(128) align_pairs(
     const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
     const i64* __restrict__ q_index, const i64* __restrict__ t_index, const int n_pairs,
     const short* __restrict__ table, const int n_codes, const int match, const int mismatch,
+    const signed char* __restrict__ profiles, const i64* __restrict__ profile_base,
+    const int* __restrict__ padded_rows,
     const int gap_open, const int gap_extend, typename L::Border* __restrict__ border,
     const i64* __restrict__ warp_border, int* __restrict__ score_out,
     int* __restrict__ q_end_out, int* __restrict__ t_end_out) {
@@ -388,7 +462,12 @@ __global__ void __launch_bounds__(128) align_pairs(
     const u8* tg = t_codes + t_offsets[ti];
     const int m = (int)(q_offsets[qi + 1] - q_offsets[qi]);
     const int n = (int)(t_offsets[ti + 1] - t_offsets[ti]);
-    const Substitution<L, SUB> substitution(match, mismatch, shared_table);
+    SubstitutionArgs args{match, mismatch, n_codes, shared_table, nullptr, 0};
+    if (SUB == SUB_PROFILE) {
+        args.profile = profiles + profile_base[qi];
+        args.profile_rows = padded_rows[qi];
+    }
+    const Substitution<L, SUB, HALF> substitution(args);
     typename L::Border* my_border = border + warp_border[pair >> 5] + (pair & 31);
     const i64 border_stride = 32;
 
@@ -403,10 +482,10 @@ __global__ void __launch_bounds__(128) align_pairs(
     const int strips = (m + 2 * HALF - 1) / (2 * HALF);
     for (int strip = 0; strip + 1 < strips; ++strip)
         sweep_strip<L, MODE, AFFINE, SUB, FIND_END, HALF, false>(
-            q, m, tg, n, strip, substitution, n_codes, gap_open, gap_extend, my_border,
+            q, m, tg, n, strip, substitution, gap_open, gap_extend, my_border,
             border_stride, best, local_best, global_t);
     sweep_strip<L, MODE, AFFINE, SUB, FIND_END, HALF, true>(
-        q, m, tg, n, strips - 1, substitution, n_codes, gap_open, gap_extend, my_border,
+        q, m, tg, n, strips - 1, substitution, gap_open, gap_extend, my_border,
         border_stride, best, local_best, global_t);
 
     int score, q_end, t_end;
