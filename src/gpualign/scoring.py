@@ -163,6 +163,8 @@ class Scoring:
         if self.matrix_scores is None:
             return
         _, covered = self.table(sequences.alphabet)
+        if covered.all():
+            return
         bad = np.flatnonzero(~covered[sequences.codes])
         if not len(bad):
             return

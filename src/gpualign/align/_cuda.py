@@ -66,6 +66,8 @@ def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
     """Scores and end cells of index pairs on the current CUDA device: int64 arrays ``score,
     query_end, target_end``, as the CPU backend's ``align_batch`` returns them (ends are
     computed for every mode; local alignments only find theirs when ``want_end``)."""
+    import cupy
+
     count = len(q_index)
     score = np.zeros(count, dtype=np.int64)
     q_end = np.full(count, -1, dtype=np.int64)
@@ -90,23 +92,26 @@ def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
     setup = _Setup(mode, gap_open != gap_extend, substitution, find_end, half,
                    shifted.astype(np.int16), qset.alphabet.size, gap_open, gap_extend)
     strips = (m + 2 * half - 1) // (2 * half)
+    # The kernels' order: by width, then strips, then target length, all descending. A warp's
+    # threads wait for each other after every strip, so they need equal strips and similar
+    # targets; a thread computes its pair alone, so the longest pairs must start first.
+    group = np.where(narrow, 0, 1)
+    key = (group * (int(strips.max(initial=0)) + 1) - strips) * (int(n.max(initial=0)) + 1) - n
     for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
                                                            config.ALIGN_GPU_CHUNK_PAIRS):
-        lo = part.start
-        outputs = (score[part], q_end[part], t_end[part])  # views: launches fill them
         profiles = setup.profiles(sequences)
-        for wide in (False, True):
-            chosen = np.flatnonzero((~narrow if wide else narrow)[part] & on_gpu[part])
-            if not len(chosen):
-                continue
-            # A warp's threads wait for each other at the end of every strip, so a warp takes
-            # its most strips times its longest target: sort by strips, then target length.
-            # Descending: a thread computes its pair alone, so the longest pairs start first
-            # and finish with the bulk instead of after it.
-            chosen = chosen[np.lexsort((-n[lo + chosen], -strips[lo + chosen]))]
-            launch = functools.partial(setup.launch, wide, sequences, profiles, q_local,
-                                       t_local, n[part], outputs)
-            launch_split(launch, chosen, (8 if wide else 4) * (int(n[part].mean()) + 2) + 32)
+        chunk = _Chunk(sequences, profiles, cupy.asarray(q_local), cupy.asarray(t_local),
+                       cupy.asarray(n[part]))
+        inside = on_gpu[part]
+        order = cupy.argsort(cupy.asarray(np.where(inside, key[part], np.iinfo(np.int64).max)))
+        counts = np.bincount(group[part][inside], minlength=2)
+        for wide, (first, last) in enumerate(((0, counts[0]), (counts[0], counts.sum()))):
+            if last > first:
+                launch_split(functools.partial(setup.launch, bool(wide), chunk),
+                             order[first:last],
+                             (8 if wide else 4) * (int(n[part].mean()) + 2) + 32)
+        for host, device in zip((score, q_end, t_end), chunk.results, strict=True):
+            host[part][inside] = device.get()[inside]
     rest = np.flatnonzero(~on_gpu)
     if len(rest):
         s, _, qe, _, te, _ = _cpu.align_batch(
@@ -167,22 +172,21 @@ class _Setup:
                  np.int32(self.n_codes), profiles))
         return profiles, base, padded
 
-    def launch(self, wide, sequences, profiles, q_index, t_index, target_lengths, outputs,
-               members):
-        """Align pairs ``members`` of a chunk (its device sequences and query profiles, host
-        index arrays and target lengths) in one launch; write their score, query end and
-        target end into ``outputs`` at ``members``."""
+    def launch(self, wide, chunk, members):
+        """Align the pairs ``members`` (device positions in ``chunk``) in one launch; their
+        scores and ends go to ``chunk.results``."""
         import cupy
 
         size = len(members)
-        q_index, t_index = q_index[members], t_index[members]
+        q_index, t_index = chunk.q_index[members], chunk.t_index[members]
         # Warp w's border segment: 32 lanes x (its longest target + 2) cells.
         warps = (size + 31) // 32
-        longest = np.zeros(warps * 32, dtype=np.int64)
-        longest[:size] = target_lengths[members]
+        longest = cupy.zeros(warps * 32, dtype=cupy.int64)
+        longest[:size] = chunk.target_lengths[members]
         segment = 32 * (longest.reshape(warps, 32).max(axis=1) + 2)
-        warp_border = np.zeros(warps, dtype=np.int64)
-        np.cumsum(segment[:-1], out=warp_border[1:])
+        warp_border = cupy.zeros(warps, dtype=cupy.int64)
+        if warps > 1:
+            cupy.cumsum(segment[:-1], out=warp_border[1:])
         kernel = get_kernel(KERNEL_FILE, _kernel_name(wide, self.mode, self.affine,
                                                       self.substitution, self.find_end,
                                                       self.half))
@@ -192,12 +196,24 @@ class _Setup:
         table = cupy.asarray(self.shifted_table.ravel())
         border = cupy.empty(int(segment.sum()) * (2 if wide else 1), dtype=cupy.uint32)
         results = [cupy.empty(size, dtype=cupy.int32) for _ in range(3)]
-        q_codes, q_offsets, t_codes, t_offsets = sequences
+        q_codes, q_offsets, t_codes, t_offsets = chunk.sequences
         kernel(((size + _THREADS - 1) // _THREADS,), (_THREADS,),
-               (q_codes, q_offsets, t_codes, t_offsets, cupy.asarray(q_index, dtype=cupy.int64),
-                cupy.asarray(t_index, dtype=cupy.int64), np.int32(size), table,
+               (q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, np.int32(size), table,
                 np.int32(self.n_codes), np.int32(self.match), np.int32(self.mismatch),
-                *profiles, np.int32(self.gap_open), np.int32(self.gap_extend), border,
-                cupy.asarray(warp_border), *results), shared_mem=shared)
-        for host, device in zip(outputs, results, strict=True):
-            host[members] = device.get()
+                *chunk.profiles, np.int32(self.gap_open), np.int32(self.gap_extend), border,
+                warp_border, *results), shared_mem=shared)
+        for whole, part in zip(chunk.results, results, strict=True):
+            whole[members] = part
+
+
+class _Chunk:
+    """A chunk of pairs on the device: sequences, query profiles, index arrays, target
+    lengths, and the int32 results (score, query end, target end) its launches fill."""
+
+    def __init__(self, sequences, profiles, q_index, t_index, target_lengths):
+        import cupy
+
+        self.sequences, self.profiles = sequences, profiles
+        self.q_index, self.t_index = q_index, t_index
+        self.target_lengths = target_lengths
+        self.results = [cupy.zeros(len(q_index), dtype=cupy.int32) for _ in range(3)]
