@@ -383,6 +383,7 @@ def run_align(args: argparse.Namespace) -> int:
     errors raise and :func:`main` turns them into status 2)."""
     began = time.perf_counter()
     scoring = _scoring(args)  # bad matrices and gap costs fail before any reading
+    backend = resolve_backend(args.backend)
     sam = args.format == "sam" or (args.format is None and str(args.output).endswith(".sam"))
     task = "path" if sam else args.task
     _check_output(args.output)
@@ -399,7 +400,8 @@ def run_align(args: argparse.Namespace) -> int:
     where = _destination(args)
     _report(args, f"{shape}, mode {args.mode}, {scoring.describe()}, task {task}: "
                   f"{_plural(len(result), 'row')} written{where} in "
-                  f"{time.perf_counter() - began:.2f} s (backend cpu)")  # the only one yet
+                  f"{time.perf_counter() - began:.2f} s "
+                  f"(backend {'cpu' if task == 'path' else backend})")  # CIGARs: CPU only yet
     return 0
 
 
