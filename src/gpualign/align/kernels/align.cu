@@ -281,6 +281,21 @@ __device__ __forceinline__ int first_column_score(int i, int gap_open, int gap_e
                ? -(gap_open + (i - 1) * gap_extend) : 0;
 }
 
+// The first register r whose lane (hi or lo) holds `value` (the caller knows one does).
+template <class L, int HALF, bool HI>
+__device__ __forceinline__ int first_row_holding(const typename L::V (&t)[HALF], int value) {
+    int row = 0;
+    bool found = false;
+#pragma unroll
+    for (int r = 0; r < HALF; ++r) {
+        if (!found && (HI ? L::hi(t[r]) : L::lo(t[r])) == value) {
+            row = r;
+            found = true;
+        }
+    }
+    return row;
+}
+
 // What a thread tracks while it sweeps its pair, in shifted units (t = H - gap_open).
 struct Best {
     int score, i, j;        // local, semi-global, overlap's last row
@@ -290,7 +305,8 @@ struct Best {
 template <class L, int MODE, bool AFFINE, int SUB, bool FIND_END, int HALF, bool LAST>
 __device__ __forceinline__ void sweep_strip(
     const u8* __restrict__ q, const int m, const u8* __restrict__ tg, const int n,
-    const int strip, const Substitution<L, SUB, HALF>& substitution, const int gap_open, const int gap_extend, typename L::Border* __restrict__ border,
+    const int strip, const Substitution<L, SUB, HALF>& substitution, const int gap_open,
+    const int gap_extend, typename L::Border* __restrict__ border,
     const i64 border_stride, Best& best, typename L::V& local_best, int& global_t) {
     typedef typename L::V V;
     const int i0 = strip * 2 * HALF;  // the strip holds DP rows i0 + 1 ... i0 + 2 * HALF
@@ -375,29 +391,13 @@ __device__ __forceinline__ void sweep_strip(
                 // Lane hi is column c - 1, lane lo column c: the earlier column first.
                 const int v_hi = L::hi(column_max), v_lo = L::lo(column_max);
                 if (c >= 2 && (v_hi > best.score || (v_hi == best.score && c - 1 < best.j))) {
-                    int row = 0;
-                    bool found = false;
-#pragma unroll
-                    for (int r = 0; r < HALF; ++r) {
-                        if (!found && L::hi(t[r]) == v_hi) {
-                            row = r;
-                            found = true;
-                        }
-                    }
+                    const int row = first_row_holding<L, HALF, true>(t, v_hi);
                     best.score = v_hi;
                     best.i = i0 + HALF + row + 1;
                     best.j = c - 1;
                 }
                 if (c <= n && (v_lo > best.score || (v_lo == best.score && c < best.j))) {
-                    int row = 0;
-                    bool found = false;
-#pragma unroll
-                    for (int r = 0; r < HALF; ++r) {
-                        if (!found && L::lo(t[r]) == v_lo) {
-                            row = r;
-                            found = true;
-                        }
-                    }
+                    const int row = first_row_holding<L, HALF, false>(t, v_lo);
                     best.score = v_lo;
                     best.i = i0 + row + 1;
                     best.j = c;
