@@ -64,8 +64,8 @@ def value_bounds(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
 def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.ndarray,
                 gap_open: int, gap_extend: int, mode: int, want_end: bool):
     """Scores and end cells of index pairs on the current CUDA device: int64 arrays ``score,
-    query_end, target_end``, as the CPU backend's ``align_batch`` returns them (ends are
-    computed for every mode; local alignments only find theirs when ``want_end``)."""
+    query_end, target_end``, as the CPU backend's ``align_batch`` returns them (every mode
+    reports its ends, except local alignments without ``want_end``: theirs are meaningless)."""
     import cupy
 
     count = len(q_index)
@@ -119,9 +119,6 @@ def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
             table.astype(np.int64), qset.alphabet.match_codes, gap_open, gap_extend, mode, False,
             np.zeros(len(rest) + 1, dtype=np.int64), np.empty(0, dtype=np.uint8))
         score[rest], q_end[rest], t_end[rest] = s, qe, te
-    if mode == _cpu.LOCAL and not want_end:
-        q_end[:] = -1
-        t_end[:] = -1
     return score, q_end, t_end
 
 
@@ -130,8 +127,7 @@ def _is_match_mismatch(table: np.ndarray, match_codes: int) -> bool:
     everywhere else: then the DNA kernels compute substitutions without a table."""
     diagonal = np.eye(len(table), dtype=bool)
     diagonal[match_codes:, match_codes:] = False
-    return (len(np.unique(table[diagonal])) <= 1 and len(np.unique(table[~diagonal])) <= 1
-            and len(table) == 5)
+    return len(np.unique(table[diagonal])) <= 1 and len(np.unique(table[~diagonal])) <= 1
 
 
 class _Setup:

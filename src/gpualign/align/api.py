@@ -124,37 +124,31 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
     scoring.check_covered(qset, "queries")
     scoring.check_covered(tset, "targets")
     table, _ = scoring.table(qset.alphabet)
+    missing = np.full(len(q_index), -1, dtype=np.int64)
+    q_start, t_start, cigar, identity = missing, missing.copy(), None, None
     if engine == "cuda" and task != "path":
         from . import _cuda
 
         score, q_end, t_end = _cuda.align_pairs(qset, tset, q_index, t_index, table,
                                                 scoring.gap_open, scoring.gap_extend, mode_code,
                                                 want_end=task == "end")
-        if task == "score":
-            q_end[:] = -1
-            t_end[:] = -1
-        missing = np.full(len(score), -1, dtype=np.int64)
-        return AlignResult(score, missing, q_end, missing.copy(), t_end, None, None,
-                           _MODE_NAMES[mode_code], task, scoring, q_index, t_index)
-    if task == "score" and config.ALIGN_CPU_SCORES == "parasail" and \
+    elif task == "score" and config.ALIGN_CPU_SCORES == "parasail" and \
             _parasail.available(qset.alphabet.name):
         score = _parasail.scores(qset, tset, q_index, t_index, table, scoring.gap_open,
                                  scoring.gap_extend, mode_code)
-        missing = np.full(len(score), -1, dtype=np.int64)
-        return AlignResult(score, missing, missing.copy(), missing.copy(), missing.copy(), None,
-                           None, _MODE_NAMES[mode_code], task, scoring, q_index, t_index)
-    want_path = task == "path"
-    op_offsets = np.zeros(len(q_index) + 1, dtype=np.int64)
-    if want_path:  # room for m + n operations per pair
-        np.cumsum(qset.lengths[q_index] + tset.lengths[t_index], out=op_offsets[1:])
-    ops = np.empty(int(op_offsets[-1]), dtype=np.uint8)
-    score, q_start, q_end, t_start, t_end, op_count = _cpu.align_batch(
-        qset.codes, qset.offsets, tset.codes, tset.offsets, q_index, t_index,
-        table.astype(np.int64), qset.alphabet.match_codes, scoring.gap_open,
-        scoring.gap_extend, mode_code, want_path, op_offsets, ops)
-    cigar = identity = None
-    if want_path:
-        cigar, identity = _cigars(ops, op_offsets, op_count)
+        q_end, t_end = missing.copy(), missing.copy()
+    else:
+        want_path = task == "path"
+        op_offsets = np.zeros(len(q_index) + 1, dtype=np.int64)
+        if want_path:  # room for m + n operations per pair
+            np.cumsum(qset.lengths[q_index] + tset.lengths[t_index], out=op_offsets[1:])
+        ops = np.empty(int(op_offsets[-1]), dtype=np.uint8)
+        score, q_start, q_end, t_start, t_end, op_count = _cpu.align_batch(
+            qset.codes, qset.offsets, tset.codes, tset.offsets, q_index, t_index,
+            table.astype(np.int64), qset.alphabet.match_codes, scoring.gap_open,
+            scoring.gap_extend, mode_code, want_path, op_offsets, ops)
+        if want_path:
+            cigar, identity = _cigars(ops, op_offsets, op_count)
     if task == "score":
         q_end[:] = -1
         t_end[:] = -1

@@ -40,21 +40,9 @@ enum { SUB_DNA = 0, SUB_TABLE = 1, SUB_PROFILE = 2 };
 // PTX prmt in its default mode: a selector nibble with bit 3 set replicates the sign of the
 // byte it picks (CUDA's __byte_perm ignores that bit).
 __device__ __forceinline__ u32 permute_signed(u32 a, u32 b, u32 selector) {
-#ifdef __CUDA_ARCH__
     u32 r;
     asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(selector));
     return r;
-#else
-    const unsigned long long bytes = ((unsigned long long)b << 32) | a;
-    u32 r = 0;
-    for (int k = 0; k < 4; ++k) {
-        const u32 nibble = (selector >> (4 * k)) & 15u;
-        u32 byte = (u32)(bytes >> (8 * (nibble & 7u))) & 0xffu;
-        if (nibble & 8u) byte = (byte & 0x80u) ? 0xffu : 0u;
-        r |= byte << (8 * k);
-    }
-    return r;
-#endif
 }
 
 // Two signed 16-bit lanes in one 32-bit word.
@@ -138,20 +126,25 @@ struct SubstitutionArgs {
     int profile_rows;            // SUB_PROFILE: its padded query length
 };
 
-template <int HALF>
-struct Substitution<Narrow, SUB_DNA, HALF> {
+// Both DNA schemes: a row holds the nibbles of the two lanes' query codes, a column those of
+// the two target codes.
+struct DnaCodes {
     typedef u32 Column;
-    u32 match_word, mismatch_word;
-    __device__ explicit Substitution(const SubstitutionArgs& a) {
-        const u32 x = (u32)a.mismatch & 0xffu;
-        match_word = ((u32)a.match & 0xffu) | (x << 8) | (x << 16) | (x << 24);
-        mismatch_word = x * 0x01010101u;
-    }
     __device__ u32 row(int lo_code, int hi_code) const {
         return dna_row_code(lo_code) | (dna_row_code(hi_code) << 8);
     }
     __device__ Column column(int lo_code, int hi_code, int) const {
         return dna_column_code(lo_code) | (dna_column_code(hi_code) << 8);
+    }
+};
+
+template <int HALF>
+struct Substitution<Narrow, SUB_DNA, HALF> : DnaCodes {
+    u32 match_word, mismatch_word;
+    __device__ explicit Substitution(const SubstitutionArgs& a) {
+        const u32 x = (u32)a.mismatch & 0xffu;
+        match_word = ((u32)a.match & 0xffu) | (x << 8) | (x << 16) | (x << 24);
+        mismatch_word = x * 0x01010101u;
     }
     __device__ u32 operator()(u32 row, const Column& column, int) const {
         return permute_signed(match_word, mismatch_word, row ^ column);
@@ -159,17 +152,10 @@ struct Substitution<Narrow, SUB_DNA, HALF> {
 };
 
 template <int HALF>
-struct Substitution<Wide, SUB_DNA, HALF> {
-    typedef u32 Column;
+struct Substitution<Wide, SUB_DNA, HALF> : DnaCodes {
     int match, mismatch;
     __device__ explicit Substitution(const SubstitutionArgs& a)
         : match(a.match), mismatch(a.mismatch) {}
-    __device__ u32 row(int lo_code, int hi_code) const {
-        return dna_row_code(lo_code) | (dna_row_code(hi_code) << 8);
-    }
-    __device__ Column column(int lo_code, int hi_code, int) const {
-        return dna_column_code(lo_code) | (dna_column_code(hi_code) << 8);
-    }
     __device__ Wide::V operator()(u32 row, const Column& column, int) const {
         const u32 x = row ^ column;
         return Wide::V{(x & 0x7u) ? mismatch : match, (x & 0x700u) ? mismatch : match};
