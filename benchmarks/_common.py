@@ -54,6 +54,26 @@ class Row:
         return self.cells / self.seconds / 1e9 if self.ran else float("nan")
 
 
+class BenchBase:
+    """What every benchmark keeps: its arguments, the rows it measured, where each workload's
+    data came from, the engines asked for, and whether CUDA can run."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.rows: list[Row] = []
+        self.sources: dict[str, str] = {}
+        self.engines = set(args.engines)
+        self.cuda_ok, self.cuda_why = gpualign.backend.cuda_status()
+
+    def add(self, row: Row) -> Row:
+        """Keep ``row`` and log it as it comes (the table is printed at the end)."""
+        self.rows.append(row)
+        rate = f"{row.gcups / 1e3:,.3g} TCUPS" if row.ran else "-"
+        log(f"  {row.workload:<20} {row.engine:<34} {rate:>14}  {row.check}  {row.target}  "
+            f"{row.note}")
+        return row
+
+
 def cuda_sync() -> None:
     import cupy
 

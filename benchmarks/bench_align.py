@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from _common import (
     ROOT,
+    BenchBase,
     Row,
     base_parser,
     gpu_note,
@@ -121,21 +122,10 @@ def read_pairs(kind: str, count: int) -> Pairs:
     return Pairs(kind, alphabet, sets[0], sets[1], source)
 
 
-class Bench:
+class Bench(BenchBase):
     def __init__(self, args):
-        self.args = args
-        self.rows: list[Row] = []
-        self.sources: dict[str, str] = {}
-        self.engines = set(args.engines)
-        self.cuda_ok, self.cuda_why = gpualign.backend.cuda_status()
+        super().__init__(args)
         self.data: dict[str, Pairs] = {}
-
-    def add(self, row: Row) -> Row:
-        self.rows.append(row)
-        rate = row.gcups if row.ran else float("nan")
-        log(f"  {row.workload:<12} {row.engine:<32} {rate:>9.2f} GCUPS  {row.check}  "
-            f"{row.note}")
-        return row
 
     def run(self) -> None:
         for name in self.args.only:

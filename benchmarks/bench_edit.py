@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 from _common import (
     ROOT,
+    BenchBase,
     Row,
     base_parser,
     gpu_note,
@@ -435,20 +436,7 @@ def subset_note(n_run: int, n_total: int, extra: str = "") -> str:
     return f"{part}{'; ' + extra if extra else ''}"
 
 
-class Bench:
-    def __init__(self, args: argparse.Namespace):
-        self.args = args
-        self.rows: list[Row] = []
-        self.sources: dict[str, str] = {}
-        self.engines = set(args.engines)
-        self.cuda_ok, self.cuda_why = gpualign.backend.cuda_status()
-
-    def add(self, row: Row) -> Row:
-        self.rows.append(row)
-        rate = f"{row.gcups:,.3g} GCUPS" if row.ran else "-"
-        log(f"  {row.workload:<20} {row.engine:<34} {rate:>16}  {row.check}  {row.note}")
-        return row
-
+class Bench(BenchBase):
     def order(self, pairs: Pairs) -> np.ndarray:
         return np.random.default_rng(11).permutation(len(pairs))
 

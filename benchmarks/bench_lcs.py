@@ -42,6 +42,7 @@ import dnaio
 import numba
 import numpy as np
 from _common import (
+    BenchBase,
     Row,
     base_parser,
     gpu_note,
@@ -132,22 +133,11 @@ def stand_ins(text: str, wildcard: str, replacement: str) -> str:
 # The benchmark
 
 
-class Bench:
+class Bench(BenchBase):
     def __init__(self, args: argparse.Namespace):
-        self.args = args
-        self.rows: list[Row] = []
-        self.sources: dict[str, str] = {}
-        self.engines = set(args.engines)
-        self.cuda_ok, self.cuda_why = gpualign.backend.cuda_status()
+        super().__init__(args)
         self.rng = np.random.default_rng(args.seed)
         self.tmp = Path(tempfile.mkdtemp(prefix="bench-lcs-"))
-
-    def add(self, row: Row) -> Row:
-        self.rows.append(row)
-        log(f"  {row.workload:<18} {row.engine:<44} "
-            f"{(row.gcups / 1e3) if row.ran else float('nan'):>8.3f} TCUPS  {row.check}  "
-            f"{row.target}  {row.note}")
-        return row
 
     # --- engines ------------------------------------------------------------------------------
 
