@@ -19,8 +19,8 @@ Workloads (``--only``), from issue 4:
 Engines: ``gpualign-cpu`` (all cores: parasail's SIMD kernels for scores, the Numba DP for
 paths), ``parasail`` on one core (striped 16-bit, the reference the issue's CPU target uses),
 and, when a GPU is present, ``gpualign-cuda`` (scores; every record of the file against its
-next records, enough pairs to fill the GPU) and StringZillas-CUDA (NW/SW scores). Task path
-has no GPU traceback yet: its CUDA row says so.
+next records, enough pairs to fill the GPU; paths are checked against the CPU traceback, CIGAR
+for CIGAR) and StringZillas-CUDA (NW/SW scores).
 """
 
 from __future__ import annotations
@@ -156,9 +156,6 @@ class Bench(BenchBase):
         engine = "gpualign-cuda"
         if not self.cuda_ok:
             return self.add(Row(name, engine, note=f"skipped: {self.cuda_why}"))
-        if task == "path":
-            return self.add(Row(name, engine, note="not built: the traceback runs on the CPU "
-                                                   "on every backend for now"))
         everything, q_index, t_index, source = window_pairs(kind, self.args.gpu_cells)
         self.sources[f"{name} (GPU)"] = source
 
@@ -168,15 +165,21 @@ class Bench(BenchBase):
 
         times, result = time_gpu(call, self.args.repeats)
         check_index = np.arange(min(CHECK_PAIRS, len(q_index)))
-        want = gpualign.align(everything, everything, mode=mode, scoring=scoring, task="end",
-                              backend="cpu", pairs=(q_index[check_index],
-                                                    t_index[check_index])).score
-        bad = int((result.score[check_index] != want).sum())
-        check = f"ok ({len(want)} vs Numba DP)" if not bad else f"**FAIL** ({bad}/{len(want)})"
+        want = gpualign.align(everything, everything, mode=mode, scoring=scoring,
+                              task="path" if task == "path" else "end", backend="cpu",
+                              pairs=(q_index[check_index], t_index[check_index]))
+        bad = int((result.score[check_index] != want.score).sum())
+        if task == "path":  # the same CIGARs and starts as the CPU traceback
+            bad += sum(got != expected for got, expected in
+                       zip(result.cigar[:len(check_index)], want.cigar, strict=True))
+            bad += int((result.target_start[check_index] != want.target_start).sum())
+        check = f"ok ({len(check_index)} vs Numba DP)" if not bad else \
+            f"**FAIL** ({bad}/{len(check_index)})"
         cells = int((everything.lengths[q_index] * everything.lengths[t_index]).sum())
         row = Row(name, engine, len(q_index), cells, statistics.median(times), check,
-                  note="end to end (encoded sequences in host memory to scores in host "
-                       "memory); " + gpu_note(times))
+                  note="end to end (encoded sequences in host memory to "
+                       f"{'CIGAR strings' if task == 'path' else 'scores'} in host memory); "
+                       + gpu_note(times))
         goal = GPU_TARGETS[name]
         row.target = (f">= {goal:g} TCUPS: "
                       f"{'met' if row.gcups >= 1000 * goal else '**missed**'}")

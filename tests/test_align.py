@@ -371,6 +371,42 @@ def test_cuda_strips_widths_and_chunks_equal_the_cpu(monkeypatch, strip_rows):
                 assert got.target_end.tolist() == want.target_end.tolist(), where
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
+@pytest.mark.parametrize("heights", [(8,), (8, 16, 24, 32)])
+def test_cuda_paths_bands_heights_and_launches_equal_the_cpu(monkeypatch, heights):
+    # Lanes of 8 rows put queries over 256 symbols in several bands; all heights put each pair
+    # in the lowest lanes that cover it (8 to 32 rows); a 64 KiB budget splits the launches.
+    # Paths, starts, ends and identities equal the CPU backend's, every mode, DNA (with N),
+    # proteins and bytes (a 256 x 256 table in shared memory).
+    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANE_ROWS", heights)
+    monkeypatch.setattr(gpualign.config, "GPU_BATCH_BYTES", 1 << 16)
+    rng = np.random.default_rng(23)
+    queries = [random_text(rng, int(m), n_fraction=0.03) for m in rng.integers(1, 900, 24)]
+    targets = [relative(rng, q, 0.2) + random_text(rng, int(rng.integers(0, 9)))
+               if k % 3 else random_text(rng, int(rng.integers(1, 900)))
+               for k, q in enumerate(queries)]
+    targets = [t or "A" for t in targets]
+    amino = "ARNDCQEGHILKMFPSTWYV"
+    proteins = [random_text(rng, int(m), amino) for m in rng.integers(1, 500, 10)]
+    others = [relative(rng, p, 0.3, amino) + "W" for p in proteins]
+    cases = [(queries, targets, scoring, "dna") for scoring in SCHEMES] + \
+        [(proteins, others, Scoring.matrix("BLOSUM62", gap_open=11, gap_extend=1), "protein"),
+         (proteins[:4], others[:4], Scoring(match=3, mismatch=-2, gap_open=4, gap_extend=1),
+          "bytes")]
+    for queries, targets, scoring, alphabet in cases:
+        for mode in ALIGN_MODES:
+            want = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="path",
+                                  alphabet=alphabet, backend="cpu")
+            got = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="path",
+                                 alphabet=alphabet, backend="cuda")
+            where = (mode, alphabet, scoring.describe())
+            for name in ("score", "query_start", "query_end", "target_start", "target_end",
+                         "identity"):
+                assert getattr(got, name).tolist() == getattr(want, name).tolist(), (name, where)
+            assert got.cigar == want.cigar, where
+
+
 # --- inputs, tasks, errors ------------------------------------------------------------------------
 
 

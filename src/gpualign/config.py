@@ -91,6 +91,11 @@ ALIGN_STRIP_ROWS = 64
 #: tail where its longest pairs finish, so chunks are large.
 ALIGN_GPU_CHUNK_PAIRS = 1 << 22
 
+#: Query rows each lane of the CUDA path kernel (``task="path"``) may keep, multiples of 8: a
+#: warp fills a pair in bands of 32 lanes x rows, so a pair runs with the fewest bands and then
+#: the lowest height that covers its rows (16S: 2 bands of 24-row lanes).
+ALIGN_TRACE_LANE_ROWS: tuple[int, ...] = (8, 16, 24, 32)
+
 #: Sequences per side of a tile of :func:`gpualign.allpairs` (a tile is the unit of work and
 #: of checkpointing: up to ALLPAIRS_TILE**2 pairs).
 ALLPAIRS_TILE = 1024

@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .._cigar_text import decode_cigars, text_offsets, write_cigar
+
 GLOBAL, LOCAL, SEMI_GLOBAL, OVERLAP = 0, 1, 2, 3
-#: Operation codes of a traceback, in CIGAR letters.
-OPS = "=XID"
 _MATCH, _MISMATCH, _INSERT, _DELETE = 0, 1, 2, 3
 # Traceback byte: bits 0-1 where H came from, bit 2 E opened here, bit 3 F opened here.
 _FROM_DIAGONAL, _FROM_E, _FROM_F, _STOP = 0, 1, 2, 3
@@ -111,11 +111,12 @@ def _fill(a, b, table, gap_open, gap_extend, mode, trace):
 
 
 @njit(cache=True, nogil=True)
-def _traceback(a, b, trace, mode, end_i, end_j, ops):
-    """Walk the traceback bytes back from ``(end_i, end_j)``; write the operations reversed
-    into ``ops``; return ``(query_start, target_start, count)``."""
+def _traceback(a, b, trace, mode, end_i, end_j, match_codes, ops):
+    """Walk the traceback bytes back from ``(end_i, end_j)``; write the operations (diagonal
+    steps as ``=`` for equal codes that can match, else ``X``: N against N is ``X``) reversed
+    into ``ops``; return ``(query_start, target_start, count, matches)``."""
     width = len(b) + 1
-    i, j, count, state = end_i, end_j, 0, 0  # state 0: H, 1: E (D run), 2: F (I run)
+    i, j, count, matched, state = end_i, end_j, 0, 0, 0  # state 0: H, 1: E (D run), 2: F (I)
     while True:
         if mode == GLOBAL:
             if i == 0 or j == 0:  # the rest is one gap along the border
@@ -145,7 +146,9 @@ def _traceback(a, b, trace, mode, end_i, end_j, ops):
             if source == _STOP:
                 break
             if source == _FROM_DIAGONAL:
-                ops[count] = _MATCH  # = or X: decided in align_batch
+                equal = a[i - 1] == b[j - 1] and a[i - 1] < match_codes
+                ops[count] = _MATCH if equal else _MISMATCH
+                matched += equal
                 count += 1
                 i -= 1
                 j -= 1
@@ -165,24 +168,26 @@ def _traceback(a, b, trace, mode, end_i, end_j, ops):
             if code & _F_OPENED:
                 state = 0
             i -= 1
-    return i, j, count
+    return i, j, count, matched
 
 
 @njit(cache=True, parallel=True)
 def align_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, table, match_codes,
-                gap_open, gap_extend, mode, want_path, op_offsets, ops):
+                gap_open, gap_extend, mode, want_path, text_offsets, text):
     """Align pair ``p`` = (``q_index[p]``, ``t_index[p]``) for every ``p``.
 
-    Returns int64 arrays ``score, query_start, query_end, target_start, target_end`` and
-    ``op_count``; with ``want_path`` the operations of pair ``p`` (codes of :data:`OPS`, in
-    order) fill ``ops[op_offsets[p]:op_offsets[p] + op_count[p]]`` (starts are -1 without)."""
+    Returns int64 arrays ``score, query_start, query_end, target_start, target_end,
+    text_length, matches, columns``; with ``want_path`` the CIGAR of pair ``p`` fills
+    ``text[text_offsets[p]:][:text_length[p]]`` (starts are -1 without)."""
     pairs = len(q_index)
     score = np.empty(pairs, dtype=np.int64)
     q_start = np.full(pairs, -1, dtype=np.int64)
     q_end = np.empty(pairs, dtype=np.int64)
     t_start = np.full(pairs, -1, dtype=np.int64)
     t_end = np.empty(pairs, dtype=np.int64)
-    op_count = np.zeros(pairs, dtype=np.int64)
+    text_length = np.zeros(pairs, dtype=np.int64)
+    matches = np.zeros(pairs, dtype=np.int64)
+    columns = np.zeros(pairs, dtype=np.int64)
     for p in prange(pairs):
         qi, ti = q_index[p], t_index[p]
         a = q_codes[q_offsets[qi]:q_offsets[qi + 1]]
@@ -194,22 +199,33 @@ def align_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, table,
         s, ie, je = _fill(a, b, table, gap_open, gap_extend, mode, trace)
         score[p], q_end[p], t_end[p] = s, ie, je
         if want_path:
-            out = ops[op_offsets[p]:op_offsets[p + 1]]
-            i0, j0, count = _traceback(a, b, trace, mode, ie, je, out)
-            # Into reading order, then label the diagonal steps: "=" for equal codes that can
-            # match (N against N is "X").
-            i, j = i0, j0
-            for k in range(count // 2):
-                out[k], out[count - 1 - k] = out[count - 1 - k], out[k]
-            for k in range(count):
-                op = out[k]
-                if op == _MATCH or op == _MISMATCH:
-                    out[k] = _MATCH if (a[i] == b[j] and a[i] < match_codes) else _MISMATCH
-                    i += 1
-                    j += 1
-                elif op == _INSERT:
-                    i += 1
-                else:
-                    j += 1
-            q_start[p], t_start[p], op_count[p] = i0, j0, count
-    return score, q_start, q_end, t_start, t_end, op_count
+            ops = np.empty(len(a) + len(b), dtype=np.uint8)
+            i0, j0, count, matched = _traceback(a, b, trace, mode, ie, je, match_codes, ops)
+            q_start[p], t_start[p], matches[p], columns[p] = i0, j0, matched, count
+            text_length[p] = write_cigar(ops, count,
+                                         text[text_offsets[p]:text_offsets[p + 1]])
+    return score, q_start, q_end, t_start, t_end, text_length, matches, columns
+
+
+def scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode):
+    """Int64 arrays ``score, query_end, target_end`` of index pairs."""
+    score, _, q_end, _, t_end, _, _, _ = align_batch(
+        qset.codes, qset.offsets, tset.codes, tset.offsets, q_index, t_index,
+        table.astype(np.int64), qset.alphabet.match_codes, gap_open, gap_extend, mode, False,
+        np.zeros(len(q_index) + 1, dtype=np.int64), np.empty(0, dtype=np.uint8))
+    return score, q_end, t_end
+
+
+def paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode):
+    """Int64 arrays ``score, query_start, query_end, target_start, target_end``, the CIGAR
+    strings and the identities (matches / alignment columns) of index pairs."""
+    offsets = text_offsets(qset.lengths[q_index] + tset.lengths[t_index])
+    text = np.empty(int(offsets[-1]), dtype=np.uint8)
+    score, q_start, q_end, t_start, t_end, length, matches, columns = align_batch(
+        qset.codes, qset.offsets, tset.codes, tset.offsets, q_index, t_index,
+        table.astype(np.int64), qset.alphabet.match_codes, gap_open, gap_extend, mode, True,
+        offsets, text)
+    identity = np.zeros(len(q_index), dtype=np.float64)
+    np.divide(matches, columns, out=identity, where=columns > 0)
+    return (score, q_start, q_end, t_start, t_end, decode_cigars(text, offsets[:-1], length),
+            identity)

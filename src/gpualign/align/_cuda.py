@@ -1,4 +1,5 @@
-"""CUDA backend of alignment scores and end cells (``align/kernels/align.cu``).
+"""CUDA backend of alignment: scores and end cells (``align/kernels/align.cu``), and paths
+(``align/kernels/trace.cu``).
 
 One thread aligns one pair, sweeping it in strips of ``config.ALIGN_STRIP_ROWS`` query rows.
 Pairs whose every DP value provably fits 16 bits run in the narrow kernel (two 16-bit lanes
@@ -12,6 +13,12 @@ threads wait for each other after every strip, so they need equal strips and sim
 and a thread computes its pair alone, so the longest pairs must start first. Launches are cut
 to the memory budget: each warp keeps a border of one row (H and F of every target column of
 its lanes) between strips.
+
+Paths (:func:`align_paths`) start from those end cells: one warp per pair fills the DP again up
+to the end cell, keeping a 4-bit traceback code per cell (a 1.5 kb pair takes about 1.2 MB),
+then one thread per pair walks back and writes the CIGAR. A launch holds as many pairs as the
+memory budget allows, pairs of one lane height (``config.ALIGN_TRACE_LANE_ROWS``) together,
+longest first.
 """
 
 from __future__ import annotations
@@ -21,15 +28,18 @@ import functools
 import numpy as np
 
 from .. import config
+from .._cigar_text import decode_cigars
 from ..cuda.loader import get_kernel
 from ..cuda.memory import device_chunks, launch_split
 from . import _cpu
 
 KERNEL_FILE = "align/kernels/align.cu"
+TRACE_KERNEL_FILE = "align/kernels/trace.cu"
 _THREADS = 128  # the kernel's __launch_bounds__
 _NARROW_NEG = -32768 + 1024  # Narrow::NEG in the kernel
 _NARROW_LIMIT = 32767 - 256
 _WIDE_LIMIT = (1 << 30) - (1 << 20)
+_MAX_SHARED = 227 * 1024  # shared memory of one block on Hopper
 _MAX_GAP_EXTEND = 1000  # Narrow::NEG - gap_extend must not wrap
 # How the kernels look up substitution scores: DNA match/mismatch from two constants, a query
 # profile of int8 scores (16-byte loads per strip and column), or a table in shared memory.
@@ -64,7 +74,7 @@ def value_bounds(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
 def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.ndarray,
                 gap_open: int, gap_extend: int, mode: int, want_end: bool):
     """Scores and end cells of index pairs on the current CUDA device: int64 arrays ``score,
-    query_end, target_end``, as the CPU backend's ``align_batch`` returns them (every mode
+    query_end, target_end``, as the CPU backend's ``scores`` returns them (every mode
     reports its ends, except local alignments without ``want_end``: theirs are meaningless)."""
     import cupy
 
@@ -114,12 +124,76 @@ def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
             host[part][inside] = device.get()[inside]
     rest = np.flatnonzero(~on_gpu)
     if len(rest):
-        s, _, qe, _, te, _ = _cpu.align_batch(
-            qset.codes, qset.offsets, tset.codes, tset.offsets, q_index[rest], t_index[rest],
-            table.astype(np.int64), qset.alphabet.match_codes, gap_open, gap_extend, mode, False,
-            np.zeros(len(rest) + 1, dtype=np.int64), np.empty(0, dtype=np.uint8))
-        score[rest], q_end[rest], t_end[rest] = s, qe, te
+        score[rest], q_end[rest], t_end[rest] = _cpu.scores(
+            qset, tset, q_index[rest], t_index[rest], table, gap_open, gap_extend, mode)
     return score, q_end, t_end
+
+
+def trace_layout(rows_end: np.ndarray, columns_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair, the rows each lane of ``trace_fill`` keeps and the 32-bit words of its
+    traceback codes: the fewest bands of 32 lanes, then the lowest lanes that cover the rows."""
+    heights = np.sort(np.asarray(config.ALIGN_TRACE_LANE_ROWS, dtype=np.int64))
+    if len(heights) == 0 or (heights % 8).any() or heights[0] < 8:
+        raise ValueError(f"ALIGN_TRACE_LANE_ROWS={config.ALIGN_TRACE_LANE_ROWS}: positive "
+                         "multiples of 8")
+    rows_end = rows_end.astype(np.int64)
+    bands = np.maximum(1, -(-rows_end // (32 * heights[-1])))
+    need = -(-rows_end // (32 * bands))
+    rows = heights[np.minimum(np.searchsorted(heights, need), len(heights) - 1)]
+    bands = -(-rows_end // (32 * rows))
+    words = bands * (columns_end.astype(np.int64) + 31) * 32 * (rows // 8)
+    return rows, (words + 3) // 4 * 4  # each pair's codes start 16-byte aligned
+
+
+def align_paths(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.ndarray,
+                gap_open: int, gap_extend: int, mode: int):
+    """Scores, coordinates and paths of index pairs on the current CUDA device: int64 arrays
+    ``score, query_start, query_end, target_start, target_end``, the CIGAR strings and the
+    identities, as the CPU backend's traceback reports them."""
+
+    score, q_end, t_end = align_pairs(qset, tset, q_index, t_index, table, gap_open,
+                                      gap_extend, mode, want_end=True)
+    count = len(q_index)
+    q_start = np.full(count, -1, dtype=np.int64)
+    t_start = np.full(count, -1, dtype=np.int64)
+    cigar: list[str] = [""] * count
+    identity = np.zeros(count, dtype=np.float64)
+    m = qset.lengths[q_index]
+    n = tset.lengths[t_index]
+    rows, words = trace_layout(q_end, t_end)
+    high, low = value_bounds(-(-q_end // (32 * rows)) * 32 * rows, t_end, table, gap_open,
+                             gap_extend)
+    # Bytes of a pair on the device: codes, two border rows, its operations and CIGAR text.
+    pair_bytes = 4 * words + 16 * (t_end + 1) + 3 * (q_end + t_end) + 64
+    n_codes = qset.alphabet.size
+    on_gpu = (m > 0) & (n > 0) & (high < _WIDE_LIMIT) & (low > -_WIDE_LIMIT) & \
+        (pair_bytes <= config.PATH_MAX_BYTES_PER_PAIR) & \
+        (table.min() >= -32768) & (table.max() <= 32767) & (2 * n_codes ** 2 <= _MAX_SHARED)
+    chosen = np.flatnonzero(on_gpu)
+    chosen = chosen[np.lexsort((-pair_bytes[chosen], rows[chosen]))]
+    setup = _TraceSetup(mode, table.astype(np.int16), n_codes, qset.alphabet.match_codes,
+                        gap_open, gap_extend)
+    results = _TraceResults(q_start, t_start, identity, cigar)
+    for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index[chosen],
+                                                           t_index[chosen],
+                                                           config.ALIGN_GPU_CHUNK_PAIRS):
+        positions = chosen[part]
+        for height in np.unique(rows[positions]).tolist():
+            same = np.flatnonzero(rows[positions] == height)
+            group = _TraceGroup(setup, sequences, q_local[same], t_local[same], height,
+                                q_end[positions[same]], t_end[positions[same]],
+                                words[positions[same]], positions[same], results)
+            launch_split(group.run, np.arange(len(same)),
+                         int(pair_bytes[positions[same]].mean()) + 1)
+    rest = np.flatnonzero(~on_gpu)
+    if len(rest):
+        s, qs, qe, ts, te, texts, ident = _cpu.paths(qset, tset, q_index[rest], t_index[rest],
+                                                     table, gap_open, gap_extend, mode)
+        score[rest], q_start[rest], q_end[rest], t_start[rest], t_end[rest] = s, qs, qe, ts, te
+        identity[rest] = ident
+        for k, p in enumerate(rest.tolist()):
+            cigar[p] = texts[k]
+    return score, q_start, q_end, t_start, t_end, cigar, identity
 
 
 def _is_match_mismatch(table: np.ndarray, match_codes: int) -> bool:
@@ -213,3 +287,98 @@ class _Chunk:
         self.q_index, self.t_index = q_index, t_index
         self.target_lengths = target_lengths
         self.results = [cupy.zeros(len(q_index), dtype=cupy.int32) for _ in range(3)]
+
+
+class _TraceSetup:
+    """The kernel arguments shared by every path launch of one :func:`align_paths` call."""
+
+    def __init__(self, mode, table, n_codes, match_codes, gap_open, gap_extend):
+        import cupy
+
+        self.mode, self.n_codes, self.match_codes = mode, n_codes, match_codes
+        self.table = cupy.asarray(table.ravel())
+        self.gap_open, self.gap_extend = gap_open, gap_extend
+
+
+class _TraceResults:
+    """Host arrays of :func:`align_paths` that the launches fill: starts, identities, CIGARs."""
+
+    def __init__(self, q_start, t_start, identity, cigar):
+        self.q_start, self.t_start, self.identity, self.cigar = q_start, t_start, identity, cigar
+
+
+class _TraceGroup:
+    """The pairs of one lane height in one device chunk; :meth:`run` fills and walks back a
+    part of them (one launch of each kernel) and stores their results at ``positions``."""
+
+    def __init__(self, setup, sequences, q_local, t_local, height, rows_end, columns_end,
+                 words, positions, results):
+        self.setup, self.sequences, self.height = setup, sequences, height
+        self.q_local, self.t_local = q_local, t_local
+        self.rows_end, self.columns_end, self.words = rows_end, columns_end, words
+        self.positions, self.results = positions, results
+
+    def run(self, members):
+        import cupy
+
+        setup, size = self.setup, len(members)
+        rows_end = self.rows_end[members]
+        columns_end = self.columns_end[members]
+
+        def bases(sizes):
+            offsets = np.zeros(size + 1, dtype=np.int64)
+            np.cumsum(sizes, out=offsets[1:])
+            return offsets
+
+        trace_base = bases(self.words[members])
+        border_base = bases(2 * (columns_end + 1))
+        ops_base = bases(rows_end + columns_end)
+        text_base = bases(2 * (rows_end + columns_end))
+        trace = cupy.empty(int(trace_base[-1]) + 4, dtype=cupy.uint32)
+        border = cupy.empty(2 * int(border_base[-1]) + 2, dtype=cupy.int32)
+        ops = cupy.empty(int(ops_base[-1]) + 1, dtype=cupy.uint8)
+        text = cupy.empty(int(text_base[-1]) + 1, dtype=cupy.uint8)
+        q_index = cupy.asarray(self.q_local[members])
+        t_index = cupy.asarray(self.t_local[members])
+        rows_dev = cupy.asarray(rows_end.astype(np.int32))
+        columns_dev = cupy.asarray(columns_end.astype(np.int32))
+        trace_dev = cupy.asarray(trace_base[:-1])
+        text_dev = cupy.asarray(text_base[:-1])
+        shared = 2 * setup.n_codes ** 2
+        fill = get_kernel(TRACE_KERNEL_FILE, f"trace_fill<{self.height}, {setup.mode}>")
+        if shared > 48 * 1024:
+            fill.max_dynamic_shared_size_bytes = shared
+        warps_per_block = _THREADS // 32
+        warp_blocks = ((size + warps_per_block - 1) // warps_per_block,)
+        fill(warp_blocks, (_THREADS,),
+             (*self.sequences, q_index, t_index, rows_dev, columns_dev, np.int32(size),
+              setup.table, np.int32(setup.n_codes), np.int32(setup.gap_open),
+              np.int32(setup.gap_extend), trace, trace_dev, border,
+              cupy.asarray(border_base[:-1])), shared_mem=shared)
+        del border
+        q_start, t_start, length, matches, columns = (cupy.empty(size, dtype=cupy.int32)
+                                                      for _ in range(5))
+        back = get_kernel(TRACE_KERNEL_FILE, f"trace_back<{setup.mode}>")
+        back(((size + _THREADS - 1) // _THREADS,), (_THREADS,),
+             (*self.sequences, q_index, t_index, rows_dev, columns_dev, np.int32(size),
+              np.int32(self.height), np.int32(setup.match_codes), trace, trace_dev, ops,
+              cupy.asarray(ops_base[:-1]), text, text_dev, q_start, t_start, length, matches,
+              columns))
+        del trace, ops
+        # Only the written text comes back: packed on the device, pair after pair.
+        packed_base = cupy.zeros(size + 1, dtype=cupy.int64)
+        cupy.cumsum(length, out=packed_base[1:])
+        packed = cupy.empty(int(packed_base[-1]) + 1, dtype=cupy.uint8)
+        get_kernel(TRACE_KERNEL_FILE, "gather_text")(
+            warp_blocks, (_THREADS,), (text, text_dev, length, packed_base, np.int32(size),
+                                       packed))
+        where = self.positions[members]
+        out = self.results
+        out.q_start[where] = q_start.get()
+        out.t_start[where] = t_start.get()
+        n_columns = columns.get()
+        out.identity[where] = np.divide(matches.get(), n_columns, out=np.zeros(size),
+                                        where=n_columns > 0)
+        for p, cigar in zip(where.tolist(), decode_cigars(packed.get(), packed_base.get()[:-1],
+                                                          length.get()), strict=True):
+            out.cigar[p] = cigar

@@ -14,7 +14,7 @@ from ..pairs import pair_indices, pair_sets
 from ..scoring import Scoring
 from ..sequences import Alphabet, SequenceSet, as_sequence_set, get_alphabet
 from ..streaming import iter_batches
-from . import _cpu, _parasail
+from . import _cpu, _cuda, _parasail
 
 __all__ = ["AlignResult", "align", "align_one_to_many"]
 
@@ -95,8 +95,8 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
         identity.
     alphabet, invalid : as in :func:`gpualign.edit_distance`.
     backend : {"auto", "cpu", "cuda"}
-        ``"cuda"`` computes scores and end cells on the GPU; ``task="path"`` (the traceback)
-        runs on the CPU on every backend for now. "auto": CUDA when a GPU is present.
+        ``"cuda"`` computes scores, end cells and paths (CIGARs) on the GPU. "auto": CUDA
+        when a GPU is present.
     pairs : (query_index, target_index), optional
         Compare these index pairs instead of pairing by position.
 
@@ -126,9 +126,12 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
     table, _ = scoring.table(qset.alphabet)
     missing = np.full(len(q_index), -1, dtype=np.int64)
     q_start, t_start, cigar, identity = missing, missing.copy(), None, None
-    if engine == "cuda" and task != "path":
-        from . import _cuda
-
+    if task == "path":
+        paths = _cuda.align_paths if engine == "cuda" else _cpu.paths
+        score, q_start, q_end, t_start, t_end, cigar, identity = paths(
+            qset, tset, q_index, t_index, table, scoring.gap_open, scoring.gap_extend,
+            mode_code)
+    elif engine == "cuda":
         score, q_end, t_end = _cuda.align_pairs(qset, tset, q_index, t_index, table,
                                                 scoring.gap_open, scoring.gap_extend, mode_code,
                                                 want_end=task == "end")
@@ -138,42 +141,13 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
                                  scoring.gap_extend, mode_code)
         q_end, t_end = missing.copy(), missing.copy()
     else:
-        want_path = task == "path"
-        op_offsets = np.zeros(len(q_index) + 1, dtype=np.int64)
-        if want_path:  # room for m + n operations per pair
-            np.cumsum(qset.lengths[q_index] + tset.lengths[t_index], out=op_offsets[1:])
-        ops = np.empty(int(op_offsets[-1]), dtype=np.uint8)
-        score, q_start, q_end, t_start, t_end, op_count = _cpu.align_batch(
-            qset.codes, qset.offsets, tset.codes, tset.offsets, q_index, t_index,
-            table.astype(np.int64), qset.alphabet.match_codes, scoring.gap_open,
-            scoring.gap_extend, mode_code, want_path, op_offsets, ops)
-        if want_path:
-            cigar, identity = _cigars(ops, op_offsets, op_count)
+        score, q_end, t_end = _cpu.scores(qset, tset, q_index, t_index, table,
+                                          scoring.gap_open, scoring.gap_extend, mode_code)
     if task == "score":
         q_end[:] = -1
         t_end[:] = -1
     return AlignResult(score, q_start, q_end, t_start, t_end, cigar, identity,
                        _MODE_NAMES[mode_code], task, scoring, q_index, t_index)
-
-
-def _cigars(ops: np.ndarray, offsets: np.ndarray,
-            counts: np.ndarray) -> tuple[list[str], np.ndarray]:
-    """CIGAR strings and identities from the operation codes of every pair."""
-    cigars = []
-    identity = np.zeros(len(counts), dtype=np.float64)
-    for p, count in enumerate(counts.tolist()):
-        path = ops[offsets[p]:offsets[p] + count]
-        if not count:
-            cigars.append("")
-            continue
-        cuts = np.flatnonzero(np.diff(path)) + 1
-        starts = np.concatenate(([0], cuts))
-        runs = np.diff(np.concatenate((starts, [count])))
-        cigars.append("".join(f"{n}{_cpu.OPS[op]}"
-                              for n, op in zip(runs.tolist(), path[starts].tolist(),
-                                               strict=True)))
-        identity[p] = np.count_nonzero(path == 0) / count
-    return cigars, identity
 
 
 def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",

@@ -14,11 +14,11 @@ from numba import njit, prange
 
 from .. import config
 from .._bitvectors import ALL, ONE, ZERO, match_table
+from .._cigar_text import decode_cigars, text_offsets, write_cigar
 from .._progress import progress_bar
 
 GLOBAL, PREFIX, INFIX = 0, 1, 2
 OP_MATCH, OP_MISMATCH, OP_INSERTION, OP_DELETION = 0, 1, 2, 3
-_OP_CHARS = np.frombuffer(b"=XID", dtype=np.uint8)
 
 _HIGH = np.uint64(1 << 63)
 
@@ -213,31 +213,6 @@ def _global_ops(query, target, n_codes, match_codes, ops):
     return count
 
 
-@njit(cache=True, nogil=True)
-def _write_cigar(ops, count, out):
-    """Run-length encode ``ops[count-1] .. ops[0]`` as extended CIGAR text into ``out``."""
-    written = 0
-    p = count - 1
-    digits = np.empty(20, dtype=np.uint8)
-    while p >= 0:
-        op = ops[p]
-        run = 0
-        while p >= 0 and ops[p] == op:
-            run += 1
-            p -= 1
-        nd = 0
-        while run > 0:
-            digits[nd] = 48 + run % 10
-            run //= 10
-            nd += 1
-        for d in range(nd - 1, -1, -1):
-            out[written] = digits[d]
-            written += 1
-        out[written] = _OP_CHARS[op]
-        written += 1
-    return written
-
-
 @njit(cache=True, parallel=True, nogil=True)
 def _cigar_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, start, end,
                  n_codes, match_codes, char_offsets, chars, char_counts):
@@ -251,7 +226,7 @@ def _cigar_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, start
         target = t_codes[t_offsets[ti] + start[p]:t_offsets[ti] + end[p]]
         ops = np.empty(query.shape[0] + target.shape[0], dtype=np.uint8)
         count = _global_ops(query, target, n_codes, match_codes, ops)
-        char_counts[p] = _write_cigar(ops, count, chars[char_offsets[p]:char_offsets[p + 1]])
+        char_counts[p] = write_cigar(ops, count, chars[char_offsets[p]:char_offsets[p + 1]])
 
 
 def distance_batch(queries, targets, q_index, t_index, mode, k, want_start, progress=False):
@@ -290,18 +265,12 @@ def cigar_batch(queries, targets, q_index, t_index, start, end):
     step = max(1, config.CPU_BATCH_PAIRS)
     for lo in range(0, len(q_index), step):
         hi = min(len(q_index), lo + step)
-        room = 2 * (q_len[lo:hi] + span[lo:hi])  # a run of L ops takes at most L + 1 <= 2L chars
-        char_offsets = np.zeros(hi - lo + 1, dtype=np.int64)
-        np.cumsum(room, out=char_offsets[1:])
+        char_offsets = text_offsets(q_len[lo:hi] + span[lo:hi])
         chars = np.empty(int(char_offsets[-1]), dtype=np.uint8)
         char_counts = np.empty(hi - lo, dtype=np.int64)
         _cigar_batch(queries.codes, queries.offsets, targets.codes, targets.offsets,
                      q_index[lo:hi], t_index[lo:hi], start[lo:hi], end[lo:hi],
                      queries.alphabet.size, queries.alphabet.match_codes, char_offsets, chars,
                      char_counts)
-        text = chars.tobytes()
-        for p in range(hi - lo):
-            n = char_counts[p]
-            cigars.append(None if n < 0 else
-                          text[char_offsets[p]:char_offsets[p] + n].decode("ascii"))
+        cigars.extend(decode_cigars(chars, char_offsets[:-1], char_counts))
     return cigars

@@ -1,0 +1,244 @@
+// Alignment paths (task="path"): each pair's DP again, up to its end cell, keeping one
+// traceback nibble per cell, then a walk back from the end cell that writes the CIGAR.
+//
+// trace_fill: one warp per pair. The query rows are cut into bands of 32 * ROWS; in a band,
+// lane L owns rows L * ROWS + 1 .. (L + 1) * ROWS and keeps their H and E in registers. The
+// lanes run as a wavefront: at step s lane L computes column s - L + 1, fed by the last row
+// that lane L - 1 computed one step earlier (a shuffle), so a band takes n + 31 steps. Lane 31
+// hands the band's last row (H and F) to the next band through memory (two alternating rows
+// per pair). Values are int32; the host sends only pairs whose DP values provably fit.
+//
+// The nibbles of a lane's ROWS cells of one step form ROWS / 8 words, stored at
+// ((band * steps + step) * 32 + lane) * ROWS / 8: a warp's stores of one step are contiguous.
+//
+// Traceback nibble, the CPU backend's traceback byte: bits 0-1 where H came from (diagonal, E,
+// F, or a local alignment's stop), bit 2 E opened here, bit 3 F opened here, with the same
+// preferences (diagonal before E before F, opening before extending).
+//
+// trace_back: one thread per pair walks the nibbles back from the end cell with the CPU
+// backend's stop rules, labels diagonal steps = or X, and writes the CIGAR text.
+
+typedef unsigned char u8;
+typedef unsigned int u32;
+typedef long long i64;
+
+enum { GLOBAL = 0, LOCAL = 1, SEMI_GLOBAL = 2, OVERLAP = 3 };
+enum { FROM_DIAGONAL = 0, FROM_E = 1, FROM_F = 2, STOP = 3, E_OPENED = 4, F_OPENED = 8 };
+enum { OP_MATCH = 0, OP_MISMATCH = 1, OP_INSERT = 2, OP_DELETE = 3 };
+constexpr int NEG = -(1 << 30);  // "minus infinity", with room to subtract gap costs
+constexpr u32 FULL_WARP = 0xffffffffu;
+
+// H of border cell k (k >= 1) of row 0 (`pays`: global) or of column 0 (`pays`: global or
+// semi-global): a gap along the border, or free.
+__device__ __forceinline__ int border_h(bool pays, int k, int gap_open, int gap_extend) {
+    return (pays && k > 0) ? -(gap_open + (k - 1) * gap_extend) : 0;
+}
+
+// Word `word` of row `row` (0-based, < the pair's rows) and column `column` (0-based) of a
+// pair's nibbles, and the nibble's shift in it.
+__device__ __forceinline__ i64 trace_word(int rows, int steps, int row, int column, int* shift) {
+    const int band_rows = 32 * rows;
+    const int band = row / band_rows;
+    const int within = row - band * band_rows;
+    const int lane = within / rows;
+    const int r = within - lane * rows;
+    *shift = 4 * (r & 7);
+    return ((i64)band * steps + column + lane) * 32 * (rows / 8) + lane * (rows / 8) + r / 8;
+}
+
+template <int ROWS, int MODE>
+__global__ void __launch_bounds__(128)
+trace_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
+           const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
+           const i64* __restrict__ q_index, const i64* __restrict__ t_index,
+           const int* __restrict__ rows_end, const int* __restrict__ columns_end, int count,
+           const short* __restrict__ table, int n_codes, int gap_open, int gap_extend,
+           u32* __restrict__ trace, const i64* __restrict__ trace_base,
+           int2* __restrict__ border, const i64* __restrict__ border_base) {
+    static_assert(ROWS % 8 == 0, "a lane's nibbles fill whole words");
+    constexpr int WORDS = ROWS / 8;
+    constexpr int BAND = 32 * ROWS;
+    extern __shared__ short s_table[];
+    for (int k = threadIdx.x; k < n_codes * n_codes; k += blockDim.x) s_table[k] = table[k];
+    __syncthreads();
+    const int lane = threadIdx.x & 31;
+    const int p = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;  // the same for a whole warp
+    if (p >= count) return;
+    const int m = rows_end[p], n = columns_end[p];
+    if (m == 0 || n == 0) return;
+    const u8* a = q_codes + q_offsets[q_index[p]];
+    const u8* b = t_codes + t_offsets[t_index[p]];
+    const bool row0_pays = MODE == GLOBAL;
+    const bool column0_pays = MODE == GLOBAL || MODE == SEMI_GLOBAL;
+    const int steps = n + 31;
+    u32* out = trace + trace_base[p];
+    int2* borders = border + border_base[p];
+    const int bands = (m + BAND - 1) / BAND;
+    for (int band = 0; band < bands; ++band) {
+        const int row0 = band * BAND + lane * ROWS;  // the lane's rows: row0 + 1 .. row0 + ROWS
+        int h[ROWS], e[ROWS], sub_row[ROWS];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+            const int i = row0 + r + 1;
+            h[r] = border_h(column0_pays, i, gap_open, gap_extend);
+            e[r] = NEG;
+            sub_row[r] = (i <= m ? (int)a[i - 1] : 0) * n_codes;  // rows past m: never read
+        }
+        const int2* above = borders + (band & 1) * (n + 1);
+        int2* below = borders + ((band + 1) & 1) * (n + 1);
+        int up_h = 0, up_f = NEG;  // H and F of the row above the lane's rows, this column
+        int diagonal_top = border_h(column0_pays, row0, gap_open, gap_extend);
+        for (int step = 0; step < steps; ++step) {
+            const int j = step - lane + 1;
+            int last_h = 0, last_f = NEG;
+            if (j >= 1 && j <= n) {
+                if (lane == 0) {
+                    if (band == 0) {
+                        up_h = border_h(row0_pays, j, gap_open, gap_extend);
+                        up_f = NEG;
+                    } else {
+                        const int2 v = above[j];
+                        up_h = v.x;
+                        up_f = v.y;
+                    }
+                }
+                const int bj = b[j - 1];
+                int vh = up_h, vf = up_f, diagonal = diagonal_top;
+                u32 words[WORDS];
+#pragma unroll
+                for (int w = 0; w < WORDS; ++w) words[w] = 0;
+#pragma unroll
+                for (int r = 0; r < ROWS; ++r) {
+                    const int e_open = h[r] - gap_open, e_extend = e[r] - gap_extend;
+                    const bool e_opened = e_open >= e_extend;
+                    e[r] = e_opened ? e_open : e_extend;
+                    const int f_open = vh - gap_open, f_extend = vf - gap_extend;
+                    const bool f_opened = f_open >= f_extend;
+                    const int f = f_opened ? f_open : f_extend;
+                    const int d = diagonal + s_table[sub_row[r] + bj];
+                    int score = max(d, max(e[r], f));
+                    if (MODE == LOCAL) score = max(score, 0);
+                    u32 code = (MODE == LOCAL && score == 0) ? STOP
+                               : score == d                  ? FROM_DIAGONAL
+                               : score == e[r]               ? FROM_E
+                                                             : FROM_F;
+                    code |= (e_opened ? E_OPENED : 0) | (f_opened ? F_OPENED : 0);
+                    words[r / 8] |= code << (4 * (r & 7));
+                    diagonal = h[r];
+                    h[r] = score;
+                    vh = score;
+                    vf = f;
+                }
+                u32* at = out + ((i64)band * steps + step) * 32 * WORDS + lane * WORDS;
+#pragma unroll
+                for (int w = 0; w < WORDS; ++w) at[w] = words[w];
+                if (lane == 31) below[j] = make_int2(vh, vf);
+                diagonal_top = up_h;
+                last_h = vh;
+                last_f = vf;
+            }
+            const int from_h = __shfl_up_sync(FULL_WARP, last_h, 1);
+            const int from_f = __shfl_up_sync(FULL_WARP, last_f, 1);
+            if (lane > 0) {
+                up_h = from_h;
+                up_f = from_f;
+            }
+        }
+        __syncwarp();  // the next band reads `below`
+    }
+}
+
+template <int MODE>
+__global__ void __launch_bounds__(128)
+trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
+           const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
+           const i64* __restrict__ q_index, const i64* __restrict__ t_index,
+           const int* __restrict__ rows_end, const int* __restrict__ columns_end, int count,
+           int rows, int match_codes, const u32* __restrict__ trace,
+           const i64* __restrict__ trace_base, u8* __restrict__ ops_space,
+           const i64* __restrict__ ops_base, u8* __restrict__ text, const i64* __restrict__ text_base,
+           int* __restrict__ q_start, int* __restrict__ t_start, int* __restrict__ text_length,
+           int* __restrict__ matches, int* __restrict__ columns) {
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= count) return;
+    const u8* a = q_codes + q_offsets[q_index[p]];
+    const u8* b = t_codes + t_offsets[t_index[p]];
+    const u32* nibbles = trace + trace_base[p];
+    const int steps = columns_end[p] + 31;
+    u8* ops = ops_space + ops_base[p];
+    int i = rows_end[p], j = columns_end[p], n_ops = 0, matched = 0;
+    int state = 0;  // 0: in H, 1: in E (a run of D), 2: in F (a run of I)
+    while (true) {
+        if (MODE == GLOBAL) {
+            if (i == 0 || j == 0) {  // the rest is one gap along the border
+                for (; j > 0; --j) ops[n_ops++] = OP_DELETE;
+                for (; i > 0; --i) ops[n_ops++] = OP_INSERT;
+                break;
+            }
+        } else if (MODE == SEMI_GLOBAL) {
+            if (i == 0) break;
+            if (j == 0) {
+                for (; i > 0; --i) ops[n_ops++] = OP_INSERT;
+                break;
+            }
+        } else if (i == 0 || j == 0) {  // overlap: free ends; local: the border scores 0
+            break;
+        }
+        int shift;
+        const u32 code = (nibbles[trace_word(rows, steps, i - 1, j - 1, &shift)] >> shift) & 15u;
+        if (state == 0) {
+            const u32 source = code & 3u;
+            if (source == STOP) break;
+            if (source == FROM_DIAGONAL) {
+                const int x = a[i - 1];
+                const bool equal = x == b[j - 1] && x < match_codes;
+                ops[n_ops++] = equal ? OP_MATCH : OP_MISMATCH;
+                matched += equal;
+                --i;
+                --j;
+            } else {
+                state = source == FROM_E ? 1 : 2;
+            }
+        } else if (state == 1) {
+            ops[n_ops++] = OP_DELETE;
+            if (code & E_OPENED) state = 0;
+            --j;
+        } else {
+            ops[n_ops++] = OP_INSERT;
+            if (code & F_OPENED) state = 0;
+            --i;
+        }
+    }
+    q_start[p] = i;
+    t_start[p] = j;
+    matches[p] = matched;
+    columns[p] = n_ops;
+    // ops[n_ops - 1] .. ops[0] is the path in reading order: run-length encode it.
+    const char letters[4] = {'=', 'X', 'I', 'D'};
+    u8* out = text + text_base[p];
+    int written = 0;
+    for (int k = n_ops - 1; k >= 0;) {
+        const u8 op = ops[k];
+        int run = 0;
+        for (; k >= 0 && ops[k] == op; --k) ++run;
+        char digits[12];
+        int n_digits = 0;
+        for (; run > 0; run /= 10) digits[n_digits++] = (char)('0' + run % 10);
+        while (n_digits > 0) out[written++] = (u8)digits[--n_digits];
+        out[written++] = (u8)letters[op];
+    }
+    text_length[p] = written;
+}
+
+// Copy each pair's CIGAR text (at text_base[p], length[p] bytes) to packed_base[p] in
+// `packed`, one warp per pair, so that only the written text goes to the host.
+extern "C" __global__ void __launch_bounds__(128)
+gather_text(const u8* __restrict__ text, const i64* __restrict__ text_base,
+            const int* __restrict__ length, const i64* __restrict__ packed_base, int count,
+            u8* __restrict__ packed) {
+    const int p = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (p >= count) return;
+    const u8* from = text + text_base[p];
+    u8* to = packed + packed_base[p];
+    for (int k = threadIdx.x & 31; k < length[p]; k += 32) to[k] = from[k];
+}
