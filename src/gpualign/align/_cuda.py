@@ -24,6 +24,7 @@ longest first.
 from __future__ import annotations
 
 import functools
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -168,23 +169,30 @@ def align_paths(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
     n_codes = qset.alphabet.size
     on_gpu = (m > 0) & (n > 0) & (high < _WIDE_LIMIT) & (low > -_WIDE_LIMIT) & \
         (pair_bytes <= config.PATH_MAX_BYTES_PER_PAIR) & \
-        (table.min() >= -32768) & (table.max() <= 32767) & (2 * n_codes ** 2 <= _MAX_SHARED)
+        (table.min() + gap_open >= -32768) & (table.max() + gap_open <= 32767) & \
+        (2 * n_codes ** 2 <= _MAX_SHARED)
     chosen = np.flatnonzero(on_gpu)
     chosen = chosen[np.lexsort((-pair_bytes[chosen], rows[chosen]))]
-    setup = _TraceSetup(mode, table.astype(np.int16), n_codes, qset.alphabet.match_codes,
-                        gap_open, gap_extend)
+    shifted = (table.astype(np.int64) + gap_open).astype(np.int16)  # s + gap_open, see trace.cu
+    setup = _TraceSetup(mode, shifted, n_codes, qset.alphabet.match_codes, gap_open,
+                        gap_extend)
     results = _TraceResults(q_start, t_start, identity, cigar)
-    for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index[chosen],
-                                                           t_index[chosen],
-                                                           config.ALIGN_GPU_CHUNK_PAIRS):
-        positions = chosen[part]
-        for height in np.unique(rows[positions]).tolist():
-            same = np.flatnonzero(rows[positions] == height)
-            group = _TraceGroup(setup, sequences, q_local[same], t_local[same], height,
-                                q_end[positions[same]], t_end[positions[same]],
-                                words[positions[same]], positions[same], results)
-            launch_split(group.run, np.arange(len(same)),
-                         int(pair_bytes[positions[same]].mean()) + 1)
+    # A thread turns each launch's results into CIGAR strings while the GPU runs the next.
+    with ThreadPoolExecutor(max_workers=1) as finisher:
+        results.finisher = finisher
+        for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index[chosen],
+                                                               t_index[chosen],
+                                                               config.ALIGN_GPU_CHUNK_PAIRS):
+            positions = chosen[part]
+            for height in np.unique(rows[positions]).tolist():
+                same = np.flatnonzero(rows[positions] == height)
+                group = _TraceGroup(setup, sequences, q_local[same], t_local[same], height,
+                                    q_end[positions[same]], t_end[positions[same]],
+                                    words[positions[same]], positions[same], results)
+                launch_split(group.run, np.arange(len(same)),
+                             int(pair_bytes[positions[same]].mean()) + 1)
+    for future in results.finished:
+        future.result()  # raises what a store() raised
     rest = np.flatnonzero(~on_gpu)
     if len(rest):
         s, qs, qe, ts, te, texts, ident = _cpu.paths(qset, tset, q_index[rest], t_index[rest],
@@ -305,6 +313,18 @@ class _TraceResults:
 
     def __init__(self, q_start, t_start, identity, cigar):
         self.q_start, self.t_start, self.identity, self.cigar = q_start, t_start, identity, cigar
+        self.finisher: ThreadPoolExecutor | None = None
+        self.finished: list = []  # the futures of store()
+
+    def store(self, where, q_start, t_start, matches, columns, text, text_base, length):
+        """Store the results of the pairs at positions ``where`` (host arrays)."""
+        self.q_start[where] = q_start
+        self.t_start[where] = t_start
+        self.identity[where] = np.divide(matches, columns, out=np.zeros(len(where)),
+                                         where=columns > 0)
+        for p, cigar in zip(where.tolist(), decode_cigars(text, text_base, length),
+                            strict=True):
+            self.cigar[p] = cigar
 
 
 class _TraceGroup:
@@ -372,13 +392,6 @@ class _TraceGroup:
         get_kernel(TRACE_KERNEL_FILE, "gather_text")(
             warp_blocks, (_THREADS,), (text, text_dev, length, packed_base, np.int32(size),
                                        packed))
-        where = self.positions[members]
-        out = self.results
-        out.q_start[where] = q_start.get()
-        out.t_start[where] = t_start.get()
-        n_columns = columns.get()
-        out.identity[where] = np.divide(matches.get(), n_columns, out=np.zeros(size),
-                                        where=n_columns > 0)
-        for p, cigar in zip(where.tolist(), decode_cigars(packed.get(), packed_base.get()[:-1],
-                                                          length.get()), strict=True):
-            out.cigar[p] = cigar
+        self.results.finished.append(self.results.finisher.submit(
+            self.results.store, self.positions[members], q_start.get(), t_start.get(),
+            matches.get(), columns.get(), packed.get(), packed_base.get()[:-1], length.get()))

@@ -5,8 +5,10 @@
 // lane L owns rows L * ROWS + 1 .. (L + 1) * ROWS and keeps their H and E in registers. The
 // lanes run as a wavefront: at step s lane L computes column s - L + 1, fed by the last row
 // that lane L - 1 computed one step earlier (a shuffle), so a band takes n + 31 steps. Lane 31
-// hands the band's last row (H and F) to the next band through memory (two alternating rows
-// per pair). Values are int32; the host sends only pairs whose DP values provably fit.
+// hands the band's last row (t and F) to the next band through memory (two alternating rows
+// per pair). Values are int32; the host sends only pairs whose DP values provably fit. H is
+// kept as t = H - gap_open (what opening a gap from it scores) and the substitution table holds
+// s + gap_open, which saves an instruction per cell.
 //
 // The nibbles of a lane's ROWS cells of one step form ROWS / 8 words, stored at
 // ((band * steps + step) * 32 + lane) * ROWS / 8: a warp's stores of one step are contiguous.
@@ -76,46 +78,46 @@ trace_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const int bands = (m + BAND - 1) / BAND;
     for (int band = 0; band < bands; ++band) {
         const int row0 = band * BAND + lane * ROWS;  // the lane's rows: row0 + 1 .. row0 + ROWS
-        int h[ROWS], e[ROWS], sub_row[ROWS];
+        int t[ROWS], e[ROWS], sub_row[ROWS];
 #pragma unroll
         for (int r = 0; r < ROWS; ++r) {
             const int i = row0 + r + 1;
-            h[r] = border_h(column0_pays, i, gap_open, gap_extend);
+            t[r] = border_h(column0_pays, i, gap_open, gap_extend) - gap_open;
             e[r] = NEG;
             sub_row[r] = (i <= m ? (int)a[i - 1] : 0) * n_codes;  // rows past m: never read
         }
         const int2* above = borders + (band & 1) * (n + 1);
         int2* below = borders + ((band + 1) & 1) * (n + 1);
-        int up_h = 0, up_f = NEG;  // H and F of the row above the lane's rows, this column
-        int diagonal_top = border_h(column0_pays, row0, gap_open, gap_extend);
+        int up_t = 0, up_f = NEG;  // t and F of the row above the lane's rows, this column
+        int diagonal_top = border_h(column0_pays, row0, gap_open, gap_extend) - gap_open;
         for (int step = 0; step < steps; ++step) {
             const int j = step - lane + 1;
-            int last_h = 0, last_f = NEG;
+            int last_t = 0, last_f = NEG;
             if (j >= 1 && j <= n) {
                 if (lane == 0) {
                     if (band == 0) {
-                        up_h = border_h(row0_pays, j, gap_open, gap_extend);
+                        up_t = border_h(row0_pays, j, gap_open, gap_extend) - gap_open;
                         up_f = NEG;
                     } else {
                         const int2 v = above[j];
-                        up_h = v.x;
+                        up_t = v.x;
                         up_f = v.y;
                     }
                 }
                 const int bj = b[j - 1];
-                int vh = up_h, vf = up_f, diagonal = diagonal_top;
+                int vt = up_t, vf = up_f, diagonal = diagonal_top;
                 u32 words[WORDS];
 #pragma unroll
                 for (int w = 0; w < WORDS; ++w) words[w] = 0;
 #pragma unroll
                 for (int r = 0; r < ROWS; ++r) {
-                    const int e_open = h[r] - gap_open, e_extend = e[r] - gap_extend;
-                    const bool e_opened = e_open >= e_extend;
-                    e[r] = e_opened ? e_open : e_extend;
-                    const int f_open = vh - gap_open, f_extend = vf - gap_extend;
-                    const bool f_opened = f_open >= f_extend;
-                    const int f = f_opened ? f_open : f_extend;
-                    const int d = diagonal + s_table[sub_row[r] + bj];
+                    const int e_extend = e[r] - gap_extend;
+                    const bool e_opened = t[r] >= e_extend;
+                    e[r] = e_opened ? t[r] : e_extend;
+                    const int f_extend = vf - gap_extend;
+                    const bool f_opened = vt >= f_extend;
+                    const int f = f_opened ? vt : f_extend;
+                    const int d = diagonal + s_table[sub_row[r] + bj];  // H + s
                     int score = max(d, max(e[r], f));
                     if (MODE == LOCAL) score = max(score, 0);
                     u32 code = (MODE == LOCAL && score == 0) ? STOP
@@ -124,23 +126,23 @@ trace_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                                                              : FROM_F;
                     code |= (e_opened ? E_OPENED : 0) | (f_opened ? F_OPENED : 0);
                     words[r / 8] |= code << (4 * (r & 7));
-                    diagonal = h[r];
-                    h[r] = score;
-                    vh = score;
+                    diagonal = t[r];
+                    t[r] = score - gap_open;
+                    vt = t[r];
                     vf = f;
                 }
                 u32* at = out + ((i64)band * steps + step) * 32 * WORDS + lane * WORDS;
 #pragma unroll
                 for (int w = 0; w < WORDS; ++w) at[w] = words[w];
-                if (lane == 31) below[j] = make_int2(vh, vf);
-                diagonal_top = up_h;
-                last_h = vh;
+                if (lane == 31) below[j] = make_int2(vt, vf);
+                diagonal_top = up_t;
+                last_t = vt;
                 last_f = vf;
             }
-            const int from_h = __shfl_up_sync(FULL_WARP, last_h, 1);
+            const int from_t = __shfl_up_sync(FULL_WARP, last_t, 1);
             const int from_f = __shfl_up_sync(FULL_WARP, last_f, 1);
             if (lane > 0) {
-                up_h = from_h;
+                up_t = from_t;
                 up_f = from_f;
             }
         }
