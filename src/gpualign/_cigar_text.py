@@ -47,7 +47,9 @@ def write_cigar(ops, count, out):
 def decode_cigars(text: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> list[str | None]:
     """The CIGAR strings of a batch: pair ``p``'s text is ``text[offsets[p]:][:lengths[p]]``
     (None where ``lengths[p] < 0``)."""
-    whole = np.asarray(text, dtype=np.uint8).tobytes()
-    return [None if n < 0 else whole[o:o + n].decode("ascii")
+    # One decode, then str slices: latin-1 maps every byte to one character (the unused room
+    # between pairs may hold any byte), and the CIGAR letters are ASCII.
+    whole = np.asarray(text, dtype=np.uint8).tobytes().decode("latin-1")
+    return [None if n < 0 else whole[o:o + n]
             for o, n in zip(np.asarray(offsets).tolist(), np.asarray(lengths).tolist(),
                             strict=True)]

@@ -152,20 +152,28 @@ def align_paths(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
     ``score, query_start, query_end, target_start, target_end``, the CIGAR strings and the
     identities, as the CPU backend's traceback reports them."""
 
-    score, q_end, t_end = align_pairs(qset, tset, q_index, t_index, table, gap_open,
-                                      gap_extend, mode, want_end=True)
+    m = qset.lengths[q_index]
+    n = tset.lengths[t_index]
+    # Global and semi-global alignments end in the last row: the path kernels find their ends
+    # (and scores); the other modes' ends come from the score kernels first.
+    find_end = mode in (_cpu.GLOBAL, _cpu.SEMI_GLOBAL)
+    if find_end:
+        score, q_end, t_end = np.zeros(len(m), dtype=np.int64), m.astype(np.int64), \
+            n.astype(np.int64)
+    else:
+        score, q_end, t_end = align_pairs(qset, tset, q_index, t_index, table, gap_open,
+                                          gap_extend, mode, want_end=True)
     count = len(q_index)
     q_start = np.full(count, -1, dtype=np.int64)
     t_start = np.full(count, -1, dtype=np.int64)
     cigar: list[str] = [""] * count
     identity = np.zeros(count, dtype=np.float64)
-    m = qset.lengths[q_index]
-    n = tset.lengths[t_index]
     rows, words = trace_layout(q_end, t_end)
     high, low = value_bounds(-(-q_end // (32 * rows)) * 32 * rows, t_end, table, gap_open,
                              gap_extend)
-    # Bytes of a pair on the device: codes, two border rows, its operations and CIGAR text.
-    pair_bytes = 4 * words + 16 * (t_end + 1) + 3 * (q_end + t_end) + 64
+    # Bytes of a pair on the device: codes, two border rows, its last row, its operations and
+    # CIGAR text.
+    pair_bytes = 4 * words + 20 * (t_end + 1) + 3 * (q_end + t_end) + 64
     n_codes = qset.alphabet.size
     on_gpu = (m > 0) & (n > 0) & (high < _WIDE_LIMIT) & (low > -_WIDE_LIMIT) & \
         (pair_bytes <= config.PATH_MAX_BYTES_PER_PAIR) & \
@@ -174,9 +182,10 @@ def align_paths(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
     chosen = np.flatnonzero(on_gpu)
     chosen = chosen[np.lexsort((-pair_bytes[chosen], rows[chosen]))]
     shifted = (table.astype(np.int64) + gap_open).astype(np.int16)  # s + gap_open, see trace.cu
-    setup = _TraceSetup(mode, shifted, n_codes, qset.alphabet.match_codes, gap_open,
+    setup = _TraceSetup(mode, find_end, shifted, n_codes, qset.alphabet.match_codes, gap_open,
                         gap_extend)
-    results = _TraceResults(q_start, t_start, identity, cigar)
+    results = _TraceResults(score if find_end else None, t_end, q_start, t_start, identity,
+                            cigar)
     # A thread turns each launch's results into CIGAR strings while the GPU runs the next.
     with ThreadPoolExecutor(max_workers=1) as finisher:
         results.finisher = finisher
@@ -300,24 +309,31 @@ class _Chunk:
 class _TraceSetup:
     """The kernel arguments shared by every path launch of one :func:`align_paths` call."""
 
-    def __init__(self, mode, table, n_codes, match_codes, gap_open, gap_extend):
+    def __init__(self, mode, find_end, table, n_codes, match_codes, gap_open, gap_extend):
         import cupy
 
-        self.mode, self.n_codes, self.match_codes = mode, n_codes, match_codes
+        self.mode, self.find_end = mode, find_end
+        self.n_codes, self.match_codes = n_codes, match_codes
         self.table = cupy.asarray(table.ravel())
         self.gap_open, self.gap_extend = gap_open, gap_extend
 
 
 class _TraceResults:
-    """Host arrays of :func:`align_paths` that the launches fill: starts, identities, CIGARs."""
+    """Host arrays of :func:`align_paths` that the launches fill: scores (None: known before),
+    target ends, starts, identities, CIGARs."""
 
-    def __init__(self, q_start, t_start, identity, cigar):
+    def __init__(self, score, t_end, q_start, t_start, identity, cigar):
+        self.score, self.t_end = score, t_end
         self.q_start, self.t_start, self.identity, self.cigar = q_start, t_start, identity, cigar
         self.finisher: ThreadPoolExecutor | None = None
         self.finished: list = []  # the futures of store()
 
-    def store(self, where, q_start, t_start, matches, columns, text, text_base, length):
+    def store(self, where, score, t_end, q_start, t_start, matches, columns, text, text_base,
+              length):
         """Store the results of the pairs at positions ``where`` (host arrays)."""
+        if self.score is not None:
+            self.score[where] = score
+        self.t_end[where] = t_end
         self.q_start[where] = q_start
         self.t_start[where] = t_start
         self.identity[where] = np.divide(matches, columns, out=np.zeros(len(where)),
@@ -352,10 +368,13 @@ class _TraceGroup:
 
         trace_base = bases(self.words[members])
         border_base = bases(2 * (columns_end + 1))
+        last_base = bases(columns_end + 1)
         ops_base = bases(rows_end + columns_end)
         text_base = bases(2 * (rows_end + columns_end))
         trace = cupy.empty(int(trace_base[-1]) + 4, dtype=cupy.uint32)
         border = cupy.empty(2 * int(border_base[-1]) + 2, dtype=cupy.int32)
+        last_row = cupy.empty(int(last_base[-1]) + 1, dtype=cupy.int32)
+        last_dev = cupy.asarray(last_base[:-1])
         ops = cupy.empty(int(ops_base[-1]) + 1, dtype=cupy.uint8)
         text = cupy.empty(int(text_base[-1]) + 1, dtype=cupy.uint8)
         q_index = cupy.asarray(self.q_local[members])
@@ -365,7 +384,9 @@ class _TraceGroup:
         trace_dev = cupy.asarray(trace_base[:-1])
         text_dev = cupy.asarray(text_base[:-1])
         shared = 2 * setup.n_codes ** 2
-        fill = get_kernel(TRACE_KERNEL_FILE, f"trace_fill<{self.height}, {setup.mode}>")
+        find_end = "true" if setup.find_end else "false"
+        fill = get_kernel(TRACE_KERNEL_FILE,
+                          f"trace_fill<{self.height}, {setup.mode}, {find_end}>")
         if shared > 48 * 1024:
             fill.max_dynamic_shared_size_bytes = shared
         warps_per_block = _THREADS // 32
@@ -374,17 +395,17 @@ class _TraceGroup:
              (*self.sequences, q_index, t_index, rows_dev, columns_dev, np.int32(size),
               setup.table, np.int32(setup.n_codes), np.int32(setup.gap_open),
               np.int32(setup.gap_extend), trace, trace_dev, border,
-              cupy.asarray(border_base[:-1])), shared_mem=shared)
+              cupy.asarray(border_base[:-1]), last_row, last_dev), shared_mem=shared)
         del border
-        q_start, t_start, length, matches, columns = (cupy.empty(size, dtype=cupy.int32)
-                                                      for _ in range(5))
-        back = get_kernel(TRACE_KERNEL_FILE, f"trace_back<{setup.mode}>")
+        score, t_end, q_start, t_start, length, matches, columns = (
+            cupy.empty(size, dtype=cupy.int32) for _ in range(7))
+        back = get_kernel(TRACE_KERNEL_FILE, f"trace_back<{setup.mode}, {find_end}>")
         back(((size + _THREADS - 1) // _THREADS,), (_THREADS,),
              (*self.sequences, q_index, t_index, rows_dev, columns_dev, np.int32(size),
-              np.int32(self.height), np.int32(setup.match_codes), trace, trace_dev, ops,
-              cupy.asarray(ops_base[:-1]), text, text_dev, q_start, t_start, length, matches,
-              columns))
-        del trace, ops
+              np.int32(self.height), np.int32(setup.match_codes), np.int32(setup.gap_open),
+              last_row, last_dev, trace, trace_dev, ops, cupy.asarray(ops_base[:-1]), text,
+              text_dev, score, t_end, q_start, t_start, length, matches, columns))
+        del trace, ops, last_row
         # Only the written text comes back: packed on the device, pair after pair.
         packed_base = cupy.zeros(size + 1, dtype=cupy.int64)
         cupy.cumsum(length, out=packed_base[1:])
@@ -393,5 +414,6 @@ class _TraceGroup:
             warp_blocks, (_THREADS,), (text, text_dev, length, packed_base, np.int32(size),
                                        packed))
         self.results.finished.append(self.results.finisher.submit(
-            self.results.store, self.positions[members], q_start.get(), t_start.get(),
+            self.results.store, self.positions[members], score.get(), t_end.get(),
+            q_start.get(), t_start.get(),
             matches.get(), columns.get(), packed.get(), packed_base.get()[:-1], length.get()))

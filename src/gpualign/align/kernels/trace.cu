@@ -19,6 +19,11 @@
 //
 // trace_back: one thread per pair walks the nibbles back from the end cell with the CPU
 // backend's stop rules, labels diagonal steps = or X, and writes the CIGAR text.
+//
+// FIND_END (global and semi-global, whose alignments end in the last row): the fill runs over
+// every column and the lane that owns row m also writes that row (t) to `last_row`; trace_back
+// takes the end cell and the score from it (semi-global: the best cell, smallest column), so
+// these modes need no separate pass for their ends.
 
 typedef unsigned char u8;
 typedef unsigned int u32;
@@ -48,7 +53,7 @@ __device__ __forceinline__ i64 trace_word(int rows, int steps, int row, int colu
     return ((i64)band * steps + column + lane) * 32 * (rows / 8) + lane * (rows / 8) + r / 8;
 }
 
-template <int ROWS, int MODE>
+template <int ROWS, int MODE, bool FIND_END>
 __global__ void __launch_bounds__(128)
 trace_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
@@ -56,7 +61,8 @@ trace_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            const int* __restrict__ rows_end, const int* __restrict__ columns_end, int count,
            const short* __restrict__ table, int n_codes, int gap_open, int gap_extend,
            u32* __restrict__ trace, const i64* __restrict__ trace_base,
-           int2* __restrict__ border, const i64* __restrict__ border_base) {
+           int2* __restrict__ border, const i64* __restrict__ border_base,
+           int* __restrict__ last_row, const i64* __restrict__ last_base) {
     static_assert(ROWS % 8 == 0, "a lane's nibbles fill whole words");
     constexpr int WORDS = ROWS / 8;
     constexpr int BAND = 32 * ROWS;
@@ -76,8 +82,12 @@ trace_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     u32* out = trace + trace_base[p];
     int2* borders = border + border_base[p];
     const int bands = (m + BAND - 1) / BAND;
+    int* last = FIND_END ? last_row + last_base[p] : nullptr;
+    const int r_last = (m - 1) % ROWS;  // row m is register r_last of lane lane_last
+    const int lane_last = ((m - 1) % BAND) / ROWS;
     for (int band = 0; band < bands; ++band) {
         const int row0 = band * BAND + lane * ROWS;  // the lane's rows: row0 + 1 .. row0 + ROWS
+        const bool owns_last = FIND_END && band == bands - 1 && lane == lane_last;
         int t[ROWS], e[ROWS], sub_row[ROWS];
 #pragma unroll
         for (int r = 0; r < ROWS; ++r) {
@@ -135,6 +145,12 @@ trace_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
 #pragma unroll
                 for (int w = 0; w < WORDS; ++w) at[w] = words[w];
                 if (lane == 31) below[j] = make_int2(vt, vf);
+                if (owns_last) {
+                    int v = t[0];
+#pragma unroll
+                    for (int r = 1; r < ROWS; ++r) v = r == r_last ? t[r] : v;
+                    last[j] = v;
+                }
                 diagonal_top = up_t;
                 last_t = vt;
                 last_f = vf;
@@ -150,17 +166,19 @@ trace_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     }
 }
 
-template <int MODE>
+template <int MODE, bool FIND_END>
 __global__ void __launch_bounds__(128)
 trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
            const i64* __restrict__ q_index, const i64* __restrict__ t_index,
            const int* __restrict__ rows_end, const int* __restrict__ columns_end, int count,
-           int rows, int match_codes, const u32* __restrict__ trace,
+           int rows, int match_codes, int gap_open, const int* __restrict__ last_row,
+           const i64* __restrict__ last_base, const u32* __restrict__ trace,
            const i64* __restrict__ trace_base, u8* __restrict__ ops_space,
            const i64* __restrict__ ops_base, u8* __restrict__ text, const i64* __restrict__ text_base,
-           int* __restrict__ q_start, int* __restrict__ t_start, int* __restrict__ text_length,
-           int* __restrict__ matches, int* __restrict__ columns) {
+           int* __restrict__ score, int* __restrict__ t_end, int* __restrict__ q_start,
+           int* __restrict__ t_start, int* __restrict__ text_length, int* __restrict__ matches,
+           int* __restrict__ columns) {
     const int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= count) return;
     const u8* a = q_codes + q_offsets[q_index[p]];
@@ -169,6 +187,14 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const int steps = columns_end[p] + 31;
     u8* ops = ops_space + ops_base[p];
     int i = rows_end[p], j = columns_end[p], n_ops = 0, matched = 0;
+    if (FIND_END) {
+        const int* last = last_row + last_base[p];
+        if (MODE == SEMI_GLOBAL) {
+            for (int k = j - 1; k >= 1; --k) j = last[k] >= last[j] ? k : j;
+        }
+        score[p] = last[j] + gap_open;
+    }
+    t_end[p] = j;
     int state = 0;  // 0: in H, 1: in E (a run of D), 2: in F (a run of I)
     while (true) {
         if (MODE == GLOBAL) {
