@@ -495,7 +495,9 @@ def run_allpairs(args: argparse.Namespace) -> int:
                   f"the edit-distance bound {stages['edit']}, aligned {stages['aligned']}, "
                   f"identity >= {args.min_identity:g} ({args.identity}): "
                   f"{_plural(len(hits), 'row')} written{where} in "
-                  f"{time.perf_counter() - began:.2f} s (backend {backend})")
+                  f"{time.perf_counter() - began:.2f} s (stages: "
+                  + ", ".join(f"{k} {v:.2f} s" for k, v in hits.seconds.items())
+                  + f"; backend {backend})")
     return 0
 
 

@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,9 @@ class AllPairs:
     stages : dict
         Pairs entering each stage of the cascade: ``pairs``, ``length``, ``edit``, ``aligned``,
         ``kept`` (tiles read back from a checkpoint count as they did when computed).
+    seconds : dict
+        Seconds each stage took (``length``, ``edit``, ``align``), summed over the tiles this
+        call computed (not those read back from a checkpoint).
     """
 
     query_index: np.ndarray
@@ -76,6 +80,7 @@ class AllPairs:
     target_end: np.ndarray
     cigar: list[str] | None
     stages: dict[str, int]
+    seconds: dict[str, float]
 
     def __len__(self) -> int:
         return len(self.query_index)
@@ -97,21 +102,25 @@ def _identity_bounds(kind: str, m: np.ndarray, n: np.ndarray, t: float):
 
 def _compute_tile(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
                   t_index: np.ndarray, min_identity: float, scoring: Scoring, kind: str,
-                  backend: str) -> tuple[dict[str, Any], dict[str, int]]:
-    stages = {"pairs": len(q_index)}
+                  backend: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    stages: dict[str, Any] = {"pairs": len(q_index)}
+    clock = time.perf_counter()
     m, n = qset.lengths[q_index], tset.lengths[t_index]
     fits, limit = _identity_bounds(kind, m, n, min_identity)
     q_index, t_index, limit = q_index[fits], t_index[fits], limit[fits]
     stages["length"] = len(q_index)
+    stages["seconds_length"], clock = time.perf_counter() - clock, time.perf_counter()
     if len(q_index):
         distance = edit_distance(qset, tset, k=int(limit.max()), backend=backend,
                                  pairs=(q_index, t_index)).distance
         keep = (distance >= 0) & (distance <= limit)
         q_index, t_index = q_index[keep], t_index[keep]
     stages["edit"] = len(q_index)
+    stages["seconds_edit"], clock = time.perf_counter() - clock, time.perf_counter()
     result = align_pairs(qset, tset, mode="global", scoring=scoring, task="path",
-                   backend="cpu", pairs=(q_index, t_index))
+                         backend=backend, pairs=(q_index, t_index))
     stages["aligned"] = len(q_index)
+    stages["seconds_align"] = time.perf_counter() - clock
     if kind == "columns":
         identity = result.identity
     else:
@@ -169,7 +178,7 @@ class _Checkpoint:
     def _path(self, bi: int, bj: int) -> Path:
         return self.folder / f"tile-{bi}-{bj}.tsv.gz"
 
-    def load(self, bi: int, bj: int) -> tuple[dict[str, Any], dict[str, int]] | None:
+    def load(self, bi: int, bj: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
         path = self._path(bi, bj)
         if not path.exists():
             return None
@@ -187,7 +196,7 @@ class _Checkpoint:
                 rows[name] = np.array(values, dtype=np.int64)
         return rows, stages
 
-    def save(self, bi: int, bj: int, rows: dict[str, Any], stages: dict[str, int]) -> None:
+    def save(self, bi: int, bj: int, rows: dict[str, Any], stages: dict[str, Any]) -> None:
         lines = ["# " + json.dumps(stages, sort_keys=True), "\t".join(_FIELDS)]
         values = [rows[name] if name == "cigar" else
                   ([repr(float(x)) for x in rows[name]] if name == "identity"
@@ -214,7 +223,7 @@ def _fingerprint(sequences: SequenceSet) -> str:
 
 
 def _tile_task(qset: SequenceSet, tset: SequenceSet | None, tile: tuple[int, int],
-               job: tuple) -> tuple[dict[str, Any], dict[str, int]]:
+               job: tuple) -> tuple[dict[str, Any], dict[str, Any]]:
     """One tile, wherever it runs (here or on a Dask worker)."""
     n_q, n_t, same, side, min_identity, scoring, identity, backend = job
     q_index, t_index = _tile_pairs(*tile, n_q, n_t, same, side)
@@ -276,7 +285,7 @@ def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,
         starts a cluster. Without a client the tiles run here, one after the other, each on
         all local cores.
     alphabet, invalid, backend, progress : as in :func:`gpualign.edit_distance`
-        (``backend`` applies to the edit-distance stage; alignment runs on the CPU for now).
+        (``backend`` runs the edit-distance and the alignment stages).
 
     Returns
     -------
@@ -311,7 +320,7 @@ def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,
             "alphabet": qset.alphabet.name, "min_identity": float(min_identity),
             "identity": identity, "scoring": scoring.describe(), "tile": side})
     tiles = list(_tiles(len(qset), len(tset), same, side))
-    results: dict[tuple[int, int], tuple[dict[str, Any], dict[str, int]]] = {}
+    results: dict[tuple[int, int], tuple[dict[str, Any], dict[str, Any]]] = {}
     missing = []
     for tile in tiles:
         done = store.load(*tile) if store is not None else None
@@ -322,11 +331,14 @@ def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,
     job = (len(qset), len(tset), same, side, float(min_identity), scoring, identity, backend)
     bar = progress_bar(len(tiles), progress, "allpairs", unit="tile")
     bar.update(len(results))
+    seconds = dict.fromkeys(("length", "edit", "align"), 0.0)
     try:
         for tile, done in _run_tiles(qset, None if same else tset, missing, job, client):
             if store is not None:
                 store.save(*tile, *done)
             results[tile] = done
+            for stage in seconds:
+                seconds[stage] += float(done[1][f"seconds_{stage}"])
             bar.update(1)
     finally:
         bar.close()
@@ -350,4 +362,4 @@ def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,
                          else columns[name][order])
     if not align:
         columns["cigar"] = None
-    return AllPairs(**columns, stages=totals)
+    return AllPairs(**columns, stages=totals, seconds=seconds)
