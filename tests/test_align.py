@@ -332,6 +332,16 @@ def test_narrow_value_bounds_hold():
                 - scoring.gap_extend - 128 >= low[0], (mode, query, target)
 
 
+def _related_dna(rng, count, longest):
+    """``count`` DNA queries of 1 to ``longest`` symbols (3% N) and targets: two in three a
+    mutated copy with a few symbols added, the others unrelated."""
+    queries = [random_text(rng, int(m), n_fraction=0.03) for m in rng.integers(1, longest, count)]
+    targets = [relative(rng, q, 0.25) + random_text(rng, int(rng.integers(0, 6)))
+               if k % 3 else random_text(rng, int(rng.integers(1, longest)))
+               for k, q in enumerate(queries)]
+    return queries, [t or "A" for t in targets]
+
+
 @pytest.mark.cuda
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
 @pytest.mark.parametrize("strip_rows", [2, 6, 64])
@@ -344,11 +354,7 @@ def test_cuda_strips_widths_and_chunks_equal_the_cpu(monkeypatch, strip_rows):
     monkeypatch.setattr(gpualign.config, "GPU_BATCH_BYTES", 4096)
     monkeypatch.setattr(gpualign.config, "ALIGN_GPU_CHUNK_PAIRS", 7)
     rng = np.random.default_rng(22)
-    queries = [random_text(rng, int(m), n_fraction=0.03) for m in rng.integers(1, 90, 80)]
-    targets = [relative(rng, q, 0.25) + random_text(rng, int(rng.integers(0, 6)))
-               if k % 3 else random_text(rng, int(rng.integers(1, 90)))
-               for k, q in enumerate(queries)]
-    targets = [t or "A" for t in targets]
+    queries, targets = _related_dna(rng, 80, 90)
     schemes = SCHEMES + [Scoring(match=100, mismatch=-120, gap_open=300, gap_extend=20),
                          Scoring(match=3, mismatch=-2, gap_open=4, gap_extend=4)]
     amino = "ARNDCQEGHILKMFPSTWYVBZX*"
@@ -382,11 +388,7 @@ def test_cuda_paths_bands_heights_and_launches_equal_the_cpu(monkeypatch, height
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANE_ROWS", heights)
     monkeypatch.setattr(gpualign.config, "GPU_BATCH_BYTES", 1 << 16)
     rng = np.random.default_rng(23)
-    queries = [random_text(rng, int(m), n_fraction=0.03) for m in rng.integers(1, 900, 24)]
-    targets = [relative(rng, q, 0.2) + random_text(rng, int(rng.integers(0, 9)))
-               if k % 3 else random_text(rng, int(rng.integers(1, 900)))
-               for k, q in enumerate(queries)]
-    targets = [t or "A" for t in targets]
+    queries, targets = _related_dna(rng, 24, 900)
     amino = "ARNDCQEGHILKMFPSTWYV"
     proteins = [random_text(rng, int(m), amino) for m in rng.integers(1, 500, 10)]
     others = [relative(rng, p, 0.3, amino) + "W" for p in proteins]
@@ -405,6 +407,35 @@ def test_cuda_paths_bands_heights_and_launches_equal_the_cpu(monkeypatch, height
                          "identity"):
                 assert getattr(got, name).tolist() == getattr(want, name).tolist(), (name, where)
             assert got.cigar == want.cigar, where
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
+@pytest.mark.parametrize("heights", [(8,), (8, 16, 24, 32)])
+def test_cuda_warp_per_pair_scores_equal_the_cpu(monkeypatch, heights):
+    # Every pair counts as long: global, semi-global and local scores (and global and
+    # semi-global ends) come from the warp kernel, overlap and local ends from the thread
+    # kernels; lanes of 8 rows give queries over 256 symbols several bands and padded rows.
+    monkeypatch.setattr(gpualign.config, "ALIGN_WARP_MIN_CELLS", 1)
+    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANE_ROWS", heights)
+    rng = np.random.default_rng(24)
+    queries, targets = _related_dna(rng, 30, 700)
+    amino = "ARNDCQEGHILKMFPSTWYV"
+    proteins = [random_text(rng, int(m), amino) for m in rng.integers(1, 400, 10)]
+    others = [relative(rng, p, 0.3, amino) + "W" for p in proteins]
+    cases = [(queries, targets, scoring, "dna") for scoring in SCHEMES] + \
+        [(proteins, others, Scoring.matrix("BLOSUM62", gap_open=11, gap_extend=1), "protein")]
+    for queries, targets, scoring, alphabet in cases:
+        for mode in ALIGN_MODES:
+            for task in ("score", "end"):
+                want = gpualign.align(queries, targets, mode=mode, scoring=scoring, task=task,
+                                      alphabet=alphabet, backend="cpu")
+                got = gpualign.align(queries, targets, mode=mode, scoring=scoring, task=task,
+                                     alphabet=alphabet, backend="cuda")
+                where = (mode, task, alphabet, scoring.describe())
+                assert got.score.tolist() == want.score.tolist(), where
+                assert got.query_end.tolist() == want.query_end.tolist(), where
+                assert got.target_end.tolist() == want.target_end.tolist(), where
 
 
 # --- inputs, tasks, errors ------------------------------------------------------------------------

@@ -91,6 +91,11 @@ ALIGN_STRIP_ROWS = 64
 #: tail where its longest pairs finish, so chunks are large.
 ALIGN_GPU_CHUNK_PAIRS = 1 << 22
 
+#: Pairs of at least this many DP cells (query x target length) get their CUDA scores from the
+#: warp-per-pair kernel rather than one thread each (global, semi-global and local scores; not
+#: overlap, not local end cells): a thread would compute such a pair alone, long after the rest.
+ALIGN_WARP_MIN_CELLS = 1 << 22
+
 #: Query rows each lane of the CUDA path kernel (``task="path"``) may keep, multiples of 8: a
 #: warp fills a pair in bands of 32 lanes x rows, so a pair runs with the fewest bands and then
 #: the lowest height that covers its rows (16S: 2 bands of 24-row lanes).

@@ -1,5 +1,5 @@
-"""CUDA backend of alignment: scores and end cells (``align/kernels/align.cu``), and paths
-(``align/kernels/trace.cu``).
+"""CUDA backend of alignment: scores and end cells (``align/kernels/align.cu``), and paths and
+the scores of long pairs, one warp per pair (``align/kernels/warp.cu``).
 
 One thread aligns one pair, sweeping it in strips of ``config.ALIGN_STRIP_ROWS`` query rows.
 Pairs whose every DP value provably fits 16 bits run in the narrow kernel (two 16-bit lanes
@@ -14,9 +14,14 @@ and a thread computes its pair alone, so the longest pairs must start first. Lau
 to the memory budget: each warp keeps a border of one row (H and F of every target column of
 its lanes) between strips.
 
-Paths (:func:`align_paths`) start from those end cells: one warp per pair fills the DP again up
-to the end cell, keeping a 4-bit traceback code per cell (a 1.5 kb pair takes about 1.2 MB),
-then one thread per pair walks back and writes the CIGAR. A launch holds as many pairs as the
+Pairs of at least ``config.ALIGN_WARP_MIN_CELLS`` cells (global, semi-global and local scores;
+global and semi-global ends) run one warp per pair instead, so that the longest pairs do not
+leave a launch waiting for a few threads.
+
+Paths (:func:`align_paths`): one warp per pair fills the DP up to the end cell (local and
+overlap: from the score kernels; global and semi-global: found on the way), keeping a 4-bit
+traceback code per cell (a 1.5 kb pair takes about 1.2 MB), then one thread per pair walks back
+and writes the CIGAR. A launch holds as many pairs as the
 memory budget allows, pairs of one lane height (``config.ALIGN_TRACE_LANE_ROWS``) together,
 longest first.
 """
@@ -35,7 +40,7 @@ from ..cuda.memory import device_chunks, launch_split
 from . import _cpu
 
 KERNEL_FILE = "align/kernels/align.cu"
-TRACE_KERNEL_FILE = "align/kernels/trace.cu"
+WARP_KERNEL_FILE = "align/kernels/warp.cu"
 _THREADS = 128  # the kernel's __launch_bounds__
 _NARROW_NEG = -32768 + 1024  # Narrow::NEG in the kernel
 _NARROW_LIMIT = 32767 - 256
@@ -96,6 +101,16 @@ def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
     on_gpu = (m > 0) & (n > 0) & (high < _WIDE_LIMIT) & (low > -_WIDE_LIMIT) & wide_ok
     narrow = on_gpu & narrow_ok & (high < _NARROW_LIMIT) & (low > _NARROW_NEG + 256)
     find_end = want_end and mode == _cpu.LOCAL
+    long = on_gpu & (m.astype(np.int64) * n >= config.ALIGN_WARP_MIN_CELLS) & \
+        (mode != _cpu.OVERLAP) & (not find_end) & warp_fits(m, n, table, gap_open, gap_extend,
+                                                            qset.alphabet.size)
+    if long.any():
+        chosen = np.flatnonzero(long)
+        s, te = _warp_scores(qset, tset, q_index[chosen], t_index[chosen], table, gap_open,
+                             gap_extend, mode)
+        score[chosen], t_end[chosen] = s, te
+        q_end[chosen] = m[chosen] if mode != _cpu.LOCAL else -1
+        on_gpu &= ~long
     half = config.ALIGN_STRIP_ROWS // 2
     if config.ALIGN_STRIP_ROWS % 2 or half < 1:
         raise ValueError(f"ALIGN_STRIP_ROWS={config.ALIGN_STRIP_ROWS}: a positive even number")
@@ -146,6 +161,76 @@ def trace_layout(rows_end: np.ndarray, columns_end: np.ndarray) -> tuple[np.ndar
     return rows, (words + 3) // 4 * 4  # each pair's codes start 16-byte aligned
 
 
+def warp_fits(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
+              gap_extend: int, n_codes: int) -> np.ndarray:
+    """Per pair of ``m`` rows (its end row, for paths) and ``n`` columns, whether the warp
+    kernels can run it: every value fits their int32 lanes, padding rows included (each loses
+    at most ``gap_open`` against the row above), and the substitution table (int16, with
+    ``gap_open`` added and a padding row) fits in shared memory."""
+    rows, _ = trace_layout(m, n)
+    padded = -(-m.astype(np.int64) // (32 * rows)) * 32 * rows
+    high, low = value_bounds(padded, n, table, gap_open, gap_extend)
+    low = low - (padded - m) * gap_open
+    shifted = table.astype(np.int64) + gap_open
+    table_ok = shifted.min() >= -32768 and shifted.max() <= 32767 and \
+        2 * (n_codes + 1) * n_codes <= _MAX_SHARED
+    return (m > 0) & (n > 0) & (high < _WIDE_LIMIT) & (low > -_WIDE_LIMIT) & table_ok
+
+
+def _warp_scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode):
+    """Scores and target ends (global, semi-global) of long pairs, one warp per pair."""
+    import cupy
+
+    m = qset.lengths[q_index].astype(np.int64)
+    n = tset.lengths[t_index].astype(np.int64)
+    rows, _ = trace_layout(m, n)
+    score = np.zeros(len(m), dtype=np.int64)
+    t_end = n.copy()
+    shifted = cupy.asarray((table.astype(np.int64) + gap_open).astype(np.int16).ravel())
+    n_codes = qset.alphabet.size
+    shared = 2 * (n_codes + 1) * n_codes
+    order = np.lexsort((-(m * n), rows))  # by lane height, the longest first
+    for part, sequences, q_local, t_local in device_chunks(
+            qset, tset, q_index[order], t_index[order], config.ALIGN_GPU_CHUNK_PAIRS):
+        positions = order[part]
+        for height in np.unique(rows[positions]).tolist():
+            same = np.flatnonzero(rows[positions] == height)
+            kernel = get_kernel(WARP_KERNEL_FILE, f"warp_fill<{height}, {mode}, false, false>")
+            if shared > 48 * 1024:
+                kernel.max_dynamic_shared_size_bytes = shared
+            launch = functools.partial(
+                _warp_score_launch, kernel, sequences, q_local[same], t_local[same],
+                m[positions[same]], n[positions[same]], positions[same],
+                (shifted, n_codes, gap_open, gap_extend, shared, mode), (score, t_end))
+            launch_split(launch, np.arange(len(same)), int(16 * (n[positions[same]].max() + 1)))
+    return score, t_end
+
+
+def _warp_score_launch(kernel, sequences, q_local, t_local, m, n, where, scheme, results,
+                       members):
+    """One launch of :func:`_warp_scores` for the pairs ``members`` of a group; their scores
+    (and target ends) go to the host arrays ``results`` at ``where[members]``."""
+    import cupy
+
+    shifted, n_codes, gap_open, gap_extend, shared, mode = scheme
+    size = len(members)
+    m, n = m[members], n[members]
+    border_base = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(2 * (n + 1), out=border_base[1:])
+    border = cupy.empty(2 * int(border_base[-1]), dtype=cupy.int32)
+    score, end = cupy.zeros(size, dtype=cupy.int32), cupy.zeros(size, dtype=cupy.int32)
+    unused = cupy.zeros(1, dtype=cupy.int64)  # the trace and last-row arguments
+    kernel(((size + _THREADS // 32 - 1) // (_THREADS // 32),), (_THREADS,),
+           (*sequences, cupy.asarray(q_local[members]), cupy.asarray(t_local[members]),
+            cupy.asarray(m.astype(np.int32)), cupy.asarray(n.astype(np.int32)), np.int32(size),
+            shifted, np.int32(n_codes), np.int32(gap_open), np.int32(gap_extend),
+            unused.view(cupy.uint32), unused, border, cupy.asarray(border_base[:-1]),
+            unused.view(cupy.int32), unused, score, end), shared_mem=shared)
+    results[0][where[members]] = score.get()
+    if mode != _cpu.LOCAL:
+        results[1][where[members]] = end.get()
+
+
 def align_paths(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.ndarray,
                 gap_open: int, gap_extend: int, mode: int):
     """Scores, coordinates and paths of index pairs on the current CUDA device: int64 arrays
@@ -169,16 +254,13 @@ def align_paths(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
     cigar: list[str] = [""] * count
     identity = np.zeros(count, dtype=np.float64)
     rows, words = trace_layout(q_end, t_end)
-    high, low = value_bounds(-(-q_end // (32 * rows)) * 32 * rows, t_end, table, gap_open,
-                             gap_extend)
     # Bytes of a pair on the device: codes, two border rows, its last row, its operations and
     # CIGAR text.
     pair_bytes = 4 * words + 20 * (t_end + 1) + 3 * (q_end + t_end) + 64
     n_codes = qset.alphabet.size
-    on_gpu = (m > 0) & (n > 0) & (high < _WIDE_LIMIT) & (low > -_WIDE_LIMIT) & \
-        (pair_bytes <= config.PATH_MAX_BYTES_PER_PAIR) & \
-        (table.min() + gap_open >= -32768) & (table.max() + gap_open <= 32767) & \
-        (2 * n_codes ** 2 <= _MAX_SHARED)
+    on_gpu = (m > 0) & (n > 0) & (pair_bytes <= config.PATH_MAX_BYTES_PER_PAIR) & \
+        warp_fits(np.maximum(q_end, 0), np.maximum(t_end, 0), table, gap_open, gap_extend,
+                  n_codes)
     chosen = np.flatnonzero(on_gpu)
     chosen = chosen[np.lexsort((-pair_bytes[chosen], rows[chosen]))]
     shifted = (table.astype(np.int64) + gap_open).astype(np.int16)  # s + gap_open, see trace.cu
@@ -383,23 +465,25 @@ class _TraceGroup:
         columns_dev = cupy.asarray(columns_end.astype(np.int32))
         trace_dev = cupy.asarray(trace_base[:-1])
         text_dev = cupy.asarray(text_base[:-1])
-        shared = 2 * setup.n_codes ** 2
+        shared = 2 * (setup.n_codes + 1) * setup.n_codes
         find_end = "true" if setup.find_end else "false"
-        fill = get_kernel(TRACE_KERNEL_FILE,
-                          f"trace_fill<{self.height}, {setup.mode}, {find_end}>")
+        fill = get_kernel(WARP_KERNEL_FILE,
+                          f"warp_fill<{self.height}, {setup.mode}, true, {find_end}>")
         if shared > 48 * 1024:
             fill.max_dynamic_shared_size_bytes = shared
+        unused = cupy.zeros(1, dtype=cupy.int32)  # the fill's score outputs (without TRACE)
         warps_per_block = _THREADS // 32
         warp_blocks = ((size + warps_per_block - 1) // warps_per_block,)
         fill(warp_blocks, (_THREADS,),
              (*self.sequences, q_index, t_index, rows_dev, columns_dev, np.int32(size),
               setup.table, np.int32(setup.n_codes), np.int32(setup.gap_open),
               np.int32(setup.gap_extend), trace, trace_dev, border,
-              cupy.asarray(border_base[:-1]), last_row, last_dev), shared_mem=shared)
+              cupy.asarray(border_base[:-1]), last_row, last_dev, unused, unused),
+             shared_mem=shared)
         del border
         score, t_end, q_start, t_start, length, matches, columns = (
             cupy.empty(size, dtype=cupy.int32) for _ in range(7))
-        back = get_kernel(TRACE_KERNEL_FILE, f"trace_back<{setup.mode}, {find_end}>")
+        back = get_kernel(WARP_KERNEL_FILE, f"trace_back<{setup.mode}, {find_end}>")
         back(((size + _THREADS - 1) // _THREADS,), (_THREADS,),
              (*self.sequences, q_index, t_index, rows_dev, columns_dev, np.int32(size),
               np.int32(self.height), np.int32(setup.match_codes), np.int32(setup.gap_open),
@@ -410,7 +494,7 @@ class _TraceGroup:
         packed_base = cupy.zeros(size + 1, dtype=cupy.int64)
         cupy.cumsum(length, out=packed_base[1:])
         packed = cupy.empty(int(packed_base[-1]) + 1, dtype=cupy.uint8)
-        get_kernel(TRACE_KERNEL_FILE, "gather_text")(
+        get_kernel(WARP_KERNEL_FILE, "gather_text")(
             warp_blocks, (_THREADS,), (text, text_dev, length, packed_base, np.int32(size),
                                        packed))
         self.results.finished.append(self.results.finisher.submit(

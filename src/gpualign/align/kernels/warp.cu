@@ -1,7 +1,8 @@
-// Alignment paths (task="path"): each pair's DP again, up to its end cell, keeping one
-// traceback nibble per cell, then a walk back from the end cell that writes the CIGAR.
+// One warp per pair: alignment paths (task="path": the DP up to the end cell with one traceback
+// nibble per cell, then a walk back that writes the CIGAR) and the scores of long pairs (a
+// thread of align.cu would compute such a pair alone, long after the others are done).
 //
-// trace_fill: one warp per pair. The query rows are cut into bands of 32 * ROWS; in a band,
+// warp_fill: one warp per pair. The query rows are cut into bands of 32 * ROWS; in a band,
 // lane L owns rows L * ROWS + 1 .. (L + 1) * ROWS and keeps their H and E in registers. The
 // lanes run as a wavefront: at step s lane L computes column s - L + 1, fed by the last row
 // that lane L - 1 computed one step earlier (a shuffle), so a band takes n + 31 steps. Lane 31
@@ -10,7 +11,11 @@
 // kept as t = H - gap_open (what opening a gap from it scores) and the substitution table holds
 // s + gap_open, which saves an instruction per cell.
 //
-// The nibbles of a lane's ROWS cells of one step form ROWS / 8 words, stored at
+// Rows past the pair's last row (the last band's padding) read a substitution row of -16384:
+// their values never exceed those they come from, so they neither win a local maximum nor
+// change a real row.
+//
+// TRACE: the nibbles of a lane's ROWS cells of one step form ROWS / 8 words, stored at
 // ((band * steps + step) * 32 + lane) * ROWS / 8: a warp's stores of one step are contiguous.
 //
 // Traceback nibble, the CPU backend's traceback byte: bits 0-1 where H came from (diagonal, E,
@@ -24,6 +29,10 @@
 // every column and the lane that owns row m also writes that row (t) to `last_row`; trace_back
 // takes the end cell and the score from it (semi-global: the best cell, smallest column), so
 // these modes need no separate pass for their ends.
+//
+// Without TRACE the fill only scores: global and semi-global take the score and target end
+// from row m (the lane that owns it tracks them), local the largest H of any cell (a maximum
+// over the warp; no end cell). The host sends no overlap pairs and no local ends here.
 
 typedef unsigned char u8;
 typedef unsigned int u32;
@@ -53,21 +62,24 @@ __device__ __forceinline__ i64 trace_word(int rows, int steps, int row, int colu
     return ((i64)band * steps + column + lane) * 32 * (rows / 8) + lane * (rows / 8) + r / 8;
 }
 
-template <int ROWS, int MODE, bool FIND_END>
+template <int ROWS, int MODE, bool TRACE, bool FIND_END>
 __global__ void __launch_bounds__(128)
-trace_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
+warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
            const i64* __restrict__ q_index, const i64* __restrict__ t_index,
            const int* __restrict__ rows_end, const int* __restrict__ columns_end, int count,
            const short* __restrict__ table, int n_codes, int gap_open, int gap_extend,
            u32* __restrict__ trace, const i64* __restrict__ trace_base,
            int2* __restrict__ border, const i64* __restrict__ border_base,
-           int* __restrict__ last_row, const i64* __restrict__ last_base) {
+           int* __restrict__ last_row, const i64* __restrict__ last_base,
+           int* __restrict__ score_out, int* __restrict__ end_out) {
     static_assert(ROWS % 8 == 0, "a lane's nibbles fill whole words");
     constexpr int WORDS = ROWS / 8;
     constexpr int BAND = 32 * ROWS;
     extern __shared__ short s_table[];
-    for (int k = threadIdx.x; k < n_codes * n_codes; k += blockDim.x) s_table[k] = table[k];
+    for (int k = threadIdx.x; k < (n_codes + 1) * n_codes; k += blockDim.x) {
+        s_table[k] = k < n_codes * n_codes ? table[k] : (short)-16384;  // the padding row
+    }
     __syncthreads();
     const int lane = threadIdx.x & 31;
     const int p = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;  // the same for a whole warp
@@ -79,22 +91,25 @@ trace_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const bool row0_pays = MODE == GLOBAL;
     const bool column0_pays = MODE == GLOBAL || MODE == SEMI_GLOBAL;
     const int steps = n + 31;
-    u32* out = trace + trace_base[p];
+    u32* out = TRACE ? trace + trace_base[p] : nullptr;
     int2* borders = border + border_base[p];
     const int bands = (m + BAND - 1) / BAND;
-    int* last = FIND_END ? last_row + last_base[p] : nullptr;
+    int* last = TRACE && FIND_END ? last_row + last_base[p] : nullptr;
+    int row_best = NEG, row_best_j = 0;  // without TRACE: row m (lane_last), best t and column
+    int cell_best = 0;                   // without TRACE, local: the largest H of the lane
     const int r_last = (m - 1) % ROWS;  // row m is register r_last of lane lane_last
     const int lane_last = ((m - 1) % BAND) / ROWS;
     for (int band = 0; band < bands; ++band) {
         const int row0 = band * BAND + lane * ROWS;  // the lane's rows: row0 + 1 .. row0 + ROWS
-        const bool owns_last = FIND_END && band == bands - 1 && lane == lane_last;
+        const bool owns_last = (FIND_END || (!TRACE && MODE != LOCAL)) && band == bands - 1 &&
+                               lane == lane_last;
         int t[ROWS], e[ROWS], sub_row[ROWS];
 #pragma unroll
         for (int r = 0; r < ROWS; ++r) {
             const int i = row0 + r + 1;
             t[r] = border_h(column0_pays, i, gap_open, gap_extend) - gap_open;
             e[r] = NEG;
-            sub_row[r] = (i <= m ? (int)a[i - 1] : 0) * n_codes;  // rows past m: never read
+            sub_row[r] = (i <= m ? (int)a[i - 1] : n_codes) * n_codes;
         }
         const int2* above = borders + (band & 1) * (n + 1);
         int2* below = borders + ((band + 1) & 1) * (n + 1);
@@ -130,26 +145,37 @@ trace_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                     const int d = diagonal + s_table[sub_row[r] + bj];  // H + s
                     int score = max(d, max(e[r], f));
                     if (MODE == LOCAL) score = max(score, 0);
-                    u32 code = (MODE == LOCAL && score == 0) ? STOP
-                               : score == d                  ? FROM_DIAGONAL
-                               : score == e[r]               ? FROM_E
-                                                             : FROM_F;
-                    code |= (e_opened ? E_OPENED : 0) | (f_opened ? F_OPENED : 0);
-                    words[r / 8] |= code << (4 * (r & 7));
+                    if (TRACE) {
+                        u32 code = (MODE == LOCAL && score == 0) ? STOP
+                                   : score == d                  ? FROM_DIAGONAL
+                                   : score == e[r]               ? FROM_E
+                                                                 : FROM_F;
+                        code |= (e_opened ? E_OPENED : 0) | (f_opened ? F_OPENED : 0);
+                        words[r / 8] |= code << (4 * (r & 7));
+                    } else if (MODE == LOCAL) {
+                        cell_best = max(cell_best, score);
+                    }
                     diagonal = t[r];
                     t[r] = score - gap_open;
                     vt = t[r];
                     vf = f;
                 }
-                u32* at = out + ((i64)band * steps + step) * 32 * WORDS + lane * WORDS;
+                if (TRACE) {
+                    u32* at = out + ((i64)band * steps + step) * 32 * WORDS + lane * WORDS;
 #pragma unroll
-                for (int w = 0; w < WORDS; ++w) at[w] = words[w];
+                    for (int w = 0; w < WORDS; ++w) at[w] = words[w];
+                }
                 if (lane == 31) below[j] = make_int2(vt, vf);
                 if (owns_last) {
                     int v = t[0];
 #pragma unroll
                     for (int r = 1; r < ROWS; ++r) v = r == r_last ? t[r] : v;
-                    last[j] = v;
+                    if (TRACE) {
+                        last[j] = v;
+                    } else if (MODE == GLOBAL || v > row_best) {  // semi-global: first best
+                        row_best = v;
+                        row_best_j = j;
+                    }
                 }
                 diagonal_top = up_t;
                 last_t = vt;
@@ -163,6 +189,15 @@ trace_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
             }
         }
         __syncwarp();  // the next band reads `below`
+    }
+    if (!TRACE && MODE == LOCAL) {
+        for (int d = 16; d > 0; d /= 2) {
+            cell_best = max(cell_best, __shfl_xor_sync(FULL_WARP, cell_best, d));
+        }
+        if (lane == 0) score_out[p] = cell_best;
+    } else if (!TRACE && lane == lane_last) {
+        score_out[p] = row_best + gap_open;
+        end_out[p] = row_best_j;
     }
 }
 
