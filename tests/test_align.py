@@ -418,6 +418,11 @@ def test_cuda_warp_per_pair_scores_equal_the_cpu(monkeypatch, heights):
     # kernels; lanes of 8 rows give queries over 256 symbols several bands and padded rows.
     monkeypatch.setattr(gpualign.config, "ALIGN_WARP_MIN_CELLS", 1)
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANE_ROWS", heights)
+    from gpualign.align import _cuda
+
+    def no_fallback(*args):  # every pair here fits the GPU: none may go to the CPU
+        raise AssertionError("a pair was computed by the CPU backend")
+
     rng = np.random.default_rng(24)
     queries, targets = _related_dna(rng, 30, 700)
     amino = "ARNDCQEGHILKMFPSTWYV"
@@ -430,8 +435,10 @@ def test_cuda_warp_per_pair_scores_equal_the_cpu(monkeypatch, heights):
             for task in ("score", "end"):
                 want = gpualign.align(queries, targets, mode=mode, scoring=scoring, task=task,
                                       alphabet=alphabet, backend="cpu")
-                got = gpualign.align(queries, targets, mode=mode, scoring=scoring, task=task,
-                                     alphabet=alphabet, backend="cuda")
+                with monkeypatch.context() as patch:
+                    patch.setattr(_cuda._cpu, "scores", no_fallback)
+                    got = gpualign.align(queries, targets, mode=mode, scoring=scoring,
+                                         task=task, alphabet=alphabet, backend="cuda")
                 where = (mode, task, alphabet, scoring.describe())
                 assert got.score.tolist() == want.score.tolist(), where
                 assert got.query_end.tolist() == want.query_end.tolist(), where

@@ -110,7 +110,6 @@ def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
                              gap_extend, mode)
         score[chosen], t_end[chosen] = s, te
         q_end[chosen] = m[chosen] if mode != _cpu.LOCAL else -1
-        on_gpu &= ~long
     half = config.ALIGN_STRIP_ROWS // 2
     if config.ALIGN_STRIP_ROWS % 2 or half < 1:
         raise ValueError(f"ALIGN_STRIP_ROWS={config.ALIGN_STRIP_ROWS}: a positive even number")
@@ -128,7 +127,7 @@ def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
         profiles = setup.profiles(sequences)
         chunk = _Chunk(sequences, profiles, cupy.asarray(q_local), cupy.asarray(t_local),
                        cupy.asarray(n[part]))
-        inside = on_gpu[part]
+        inside = on_gpu[part] & ~long[part]  # the pairs of the thread kernels
         order = cupy.argsort(cupy.asarray(np.where(inside, key[part], np.iinfo(np.int64).max)))
         counts = np.bincount(group[part][inside], minlength=2)
         for wide, (first, last) in enumerate(((0, counts[0]), (counts[0], counts.sum()))):
