@@ -417,6 +417,7 @@ def test_cuda_warp_per_pair_scores_equal_the_cpu(monkeypatch, heights):
     # semi-global ends) come from the warp kernel, overlap and local ends from the thread
     # kernels; lanes of 8 rows give queries over 256 symbols several bands and padded rows.
     monkeypatch.setattr(gpualign.config, "ALIGN_WARP_MIN_CELLS", 1)
+    monkeypatch.setattr(gpualign.config, "ALIGN_WARP_MIN_RATIO", 0.0)
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANE_ROWS", heights)
     from gpualign.align import _cuda
 

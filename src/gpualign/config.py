@@ -96,6 +96,12 @@ ALIGN_GPU_CHUNK_PAIRS = 1 << 22
 #: overlap, not local end cells): a thread would compute such a pair alone, long after the rest.
 ALIGN_WARP_MIN_CELLS = 1 << 22
 
+#: ... and at least this many times the mean cells of the call's pairs. Measured on an H100:
+#: the warp kernel scores long protein pairs at about 0.35-0.4 TCUPS, the thread kernels whole
+#: batches at 1-3, so only a tail far above the mean is worth moving (UniProt SW: 0.41 -> 0.79
+#: TCUPS; 16S pairs, whose longest are about twice the mean, stay on the thread kernels).
+ALIGN_WARP_MIN_RATIO = 16.0
+
 #: Query rows each lane of the CUDA path kernel (``task="path"``) may keep, multiples of 8: a
 #: warp fills a pair in bands of 32 lanes x rows, so a pair runs with the fewest bands and then
 #: the lowest height that covers its rows (16S: 2 bands of 24-row lanes).

@@ -101,7 +101,12 @@ def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
     on_gpu = (m > 0) & (n > 0) & (high < _WIDE_LIMIT) & (low > -_WIDE_LIMIT) & wide_ok
     narrow = on_gpu & narrow_ok & (high < _NARROW_LIMIT) & (low > _NARROW_NEG + 256)
     find_end = want_end and mode == _cpu.LOCAL
-    long = on_gpu & (m.astype(np.int64) * n >= config.ALIGN_WARP_MIN_CELLS) & \
+    cells = m.astype(np.int64) * n
+    # Long for the batch: only pairs far above the mean would hold a launch up (a warp computes
+    # a pair at a fraction of what 32 threads compute on 32 pairs).
+    threshold = max(config.ALIGN_WARP_MIN_CELLS,
+                    config.ALIGN_WARP_MIN_RATIO * float(cells.mean()) if len(cells) else 0.0)
+    long = on_gpu & (cells >= threshold) & \
         (mode != _cpu.OVERLAP) & (not find_end) & warp_fits(m, n, table, gap_open, gap_extend,
                                                             qset.alphabet.size)
     if long.any():
