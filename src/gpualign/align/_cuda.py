@@ -106,11 +106,13 @@ def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
     # a pair at a fraction of what 32 threads compute on 32 pairs).
     threshold = max(config.ALIGN_WARP_MIN_CELLS,
                     config.ALIGN_WARP_MIN_RATIO * float(cells.mean()) if len(cells) else 0.0)
-    long = on_gpu & (cells >= threshold) & \
-        (mode != _cpu.OVERLAP) & (not find_end) & warp_fits(m, n, table, gap_open, gap_extend,
-                                                            qset.alphabet.size)
+    long = on_gpu & (cells >= threshold) & (mode != _cpu.OVERLAP) & (not find_end)
     if long.any():
         chosen = np.flatnonzero(long)
+        chosen = chosen[warp_fits(m[chosen], n[chosen], table, gap_open, gap_extend,
+                                  qset.alphabet.size)]
+        long[:] = False
+        long[chosen] = True
         s, te = _warp_scores(qset, tset, q_index[chosen], t_index[chosen], table, gap_open,
                              gap_extend, mode)
         score[chosen], t_end[chosen] = s, te
