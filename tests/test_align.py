@@ -342,6 +342,18 @@ def _related_dna(rng, count, longest):
     return queries, [t or "A" for t in targets]
 
 
+def _dna_and_protein_cases(seed, dna_pairs, dna_longest, protein_longest):
+    """``(queries, targets, scoring, alphabet)``: related DNA pairs under every scheme of
+    SCHEMES, then 10 related protein pairs under BLOSUM62 11/1."""
+    rng = np.random.default_rng(seed)
+    queries, targets = _related_dna(rng, dna_pairs, dna_longest)
+    amino = "ARNDCQEGHILKMFPSTWYV"
+    proteins = [random_text(rng, int(m), amino) for m in rng.integers(1, protein_longest, 10)]
+    others = [relative(rng, p, 0.3, amino) + "W" for p in proteins]
+    return [(queries, targets, scoring, "dna") for scoring in SCHEMES] + \
+        [(proteins, others, Scoring.matrix("BLOSUM62", gap_open=11, gap_extend=1), "protein")]
+
+
 @pytest.mark.cuda
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
 @pytest.mark.parametrize("strip_rows", [2, 6, 64])
@@ -387,15 +399,10 @@ def test_cuda_paths_bands_heights_and_launches_equal_the_cpu(monkeypatch, height
     # proteins and bytes (a 256 x 256 table in shared memory).
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANE_ROWS", heights)
     monkeypatch.setattr(gpualign.config, "GPU_BATCH_BYTES", 1 << 16)
-    rng = np.random.default_rng(23)
-    queries, targets = _related_dna(rng, 24, 900)
-    amino = "ARNDCQEGHILKMFPSTWYV"
-    proteins = [random_text(rng, int(m), amino) for m in rng.integers(1, 500, 10)]
-    others = [relative(rng, p, 0.3, amino) + "W" for p in proteins]
-    cases = [(queries, targets, scoring, "dna") for scoring in SCHEMES] + \
-        [(proteins, others, Scoring.matrix("BLOSUM62", gap_open=11, gap_extend=1), "protein"),
-         (proteins[:4], others[:4], Scoring(match=3, mismatch=-2, gap_open=4, gap_extend=1),
-          "bytes")]
+    cases = _dna_and_protein_cases(23, 24, 900, 500)
+    proteins, others = cases[-1][:2]
+    cases.append((proteins[:4], others[:4],
+                  Scoring(match=3, mismatch=-2, gap_open=4, gap_extend=1), "bytes"))
     for queries, targets, scoring, alphabet in cases:
         for mode in ALIGN_MODES:
             want = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="path",
@@ -424,13 +431,7 @@ def test_cuda_warp_per_pair_scores_equal_the_cpu(monkeypatch, heights):
     def no_fallback(*args):  # every pair here fits the GPU: none may go to the CPU
         raise AssertionError("a pair was computed by the CPU backend")
 
-    rng = np.random.default_rng(24)
-    queries, targets = _related_dna(rng, 30, 700)
-    amino = "ARNDCQEGHILKMFPSTWYV"
-    proteins = [random_text(rng, int(m), amino) for m in rng.integers(1, 400, 10)]
-    others = [relative(rng, p, 0.3, amino) + "W" for p in proteins]
-    cases = [(queries, targets, scoring, "dna") for scoring in SCHEMES] + \
-        [(proteins, others, Scoring.matrix("BLOSUM62", gap_open=11, gap_extend=1), "protein")]
+    cases = _dna_and_protein_cases(24, 30, 700, 400)
     for queries, targets, scoring, alphabet in cases:
         for mode in ALIGN_MODES:
             for task in ("score", "end"):
