@@ -50,6 +50,9 @@ struct Narrow {
     typedef u32 V;
     typedef u32 Border;  // t in the low half, F in the high half
     static constexpr int NEG = -32768 + 1024;  // "minus infinity": room to subtract from
+    // Blocks per multiprocessor the kernels ask the compiler for (registers <= 168): measured
+    // faster on an H100 than the compiler's own choice, though a few registers spill.
+    static constexpr int MIN_BLOCKS = 3;
     __device__ static V make(int lo, int hi) { return (u32)(lo & 0xffff) | ((u32)hi << 16); }
     __device__ static V splat(int x) { return make(x, x); }
     __device__ static int lo(V v) { return (int)(short)(v & 0xffffu); }
@@ -64,6 +67,12 @@ struct Narrow {
         return (lo ? 0x0000ffffu : 0u) | (hi ? 0xffff0000u : 0u);
     }
     __device__ static V with_hi(V v, int hi) { return (v & 0xffffu) | ((u32)hi << 16); }
+    // Lanes whose value in `last` is below r (small values). One subtraction serves both lanes:
+    // a borrow out of the low lane only happens when it is negative, and then the high lane,
+    // which holds a smaller value, is negative too.
+    __device__ static V beyond(V last, int r) {
+        return permute_signed(last - (u32)r * 0x10001u, 0u, 0xbb99u);
+    }
     __device__ static Border border(int t, int f) { return make(t, f); }
     __device__ static int border_t(Border b) { return lo(b); }
     __device__ static int border_f(Border b) { return hi(b); }
@@ -76,6 +85,7 @@ struct Wide {
     };
     typedef int2 Border;
     static constexpr int NEG = -(1 << 30);
+    static constexpr int MIN_BLOCKS = 1;  // two registers a lane: spilling costs more
     __device__ static V make(int lo, int hi) { return V{lo, hi}; }
     __device__ static V splat(int x) { return V{x, x}; }
     __device__ static int lo(V v) { return v.lo; }
@@ -95,6 +105,9 @@ struct Wide {
     }
     __device__ static V lane_mask(bool lo, bool hi) { return V{lo ? -1 : 0, hi ? -1 : 0}; }
     __device__ static V with_hi(V v, int hi) { return V{v.lo, hi}; }
+    __device__ static V beyond(V last, int r) {  // lanes whose value is below r
+        return V{last.lo < r ? -1 : 0, last.hi < r ? -1 : 0};
+    }
     __device__ static Border border(int t, int f) { return make_int2(t, f); }
     __device__ static int border_t(Border b) { return b.x; }
     __device__ static int border_f(Border b) { return b.y; }
@@ -288,6 +301,16 @@ struct Best {
     int column_score, column_i;  // overlap's last column
 };
 
+// The columns a strip's sweep computes: c = 1 (the lower half computes a column 0 that is then
+// replaced by the true one), the inner columns 2 <= c <= n, and c = n + 1 (only the lower
+// half's column n counts). Peeling the two ends keeps the inner loop free of branches, so that
+// the compiler can interleave two columns' wavefronts.
+enum { FIRST_COLUMN, INNER_COLUMN, PAST_COLUMN };
+template <int WHERE>
+struct StepAt {
+    static constexpr int value = WHERE;
+};
+
 template <class L, int MODE, bool AFFINE, int SUB, bool FIND_END, int HALF, bool LAST>
 __device__ __forceinline__ void sweep_strip(
     const u8* __restrict__ q, const int m, const u8* __restrict__ tg, const int n,
@@ -295,13 +318,15 @@ __device__ __forceinline__ void sweep_strip(
     const int gap_extend, typename L::Border* __restrict__ border,
     const i64 border_stride, Best& best, typename L::V& local_best, int& global_t) {
     typedef typename L::V V;
+    typedef typename L::Border Border;
     const int i0 = strip * 2 * HALF;  // the strip holds DP rows i0 + 1 ... i0 + 2 * HALF
     const int NEG = L::NEG;
     const V open2 = L::splat(gap_open), neg_open2 = L::splat(-gap_open);
     const V neg_extend2 = L::splat(-gap_extend), neg2 = L::splat(NEG);
     const V pad_substitution = L::splat(-128);
+    const V last_real = L::make(m - i0 - 1, m - i0 - HALF - 1);  // LAST: later registers pad
 
-    V t[HALF], e[HALF], pad[LAST ? HALF : 1];
+    V t[HALF], e[HALF];
     u32 rows[HALF];
 #pragma unroll
     for (int r = 0; r < HALF; ++r) {
@@ -310,45 +335,48 @@ __device__ __forceinline__ void sweep_strip(
         t[r] = L::make(first_column_score<MODE>(up + 1, gap_open, gap_extend) - gap_open,
                        first_column_score<MODE>(low + 1, gap_open, gap_extend) - gap_open);
         e[r] = neg2;
-        if (LAST) pad[r] = L::lane_mask(up >= m, low >= m);
     }
     // H and F entering the upper half from above (row i0) and the lower half from the upper
     // half's last row (row i0 + HALF), with the diagonals one column back.
     int top_diagonal = first_column_score<MODE>(i0, gap_open, gap_extend) - gap_open;
     int mid_t = first_column_score<MODE>(i0 + HALF, gap_open, gap_extend) - gap_open;
     int mid_f = NEG, mid_diagonal = NEG;
-    int previous_code = 0;  // columns 0 and n + 1 are computed and discarded
-    for (int c = 1; c <= n + 1; ++c) {
-        int top_t = NEG, top_f = NEG, code = 0;
-        if (c <= n) {
-            code = tg[c - 1];
-            if (strip == 0) {
-                top_t = first_row_score<MODE>(c, gap_open, gap_extend) - gap_open;
-            } else {
-                const typename L::Border b = border[(i64)c * border_stride];
-                top_t = L::border_t(b);
-                top_f = L::border_f(b);
-            }
-        }
+    int previous_code = 0;
+
+    // Row i0 at column c <= n + 1: the first row of the mode, or the previous strip's last.
+    auto row_above = [&](const int c) -> Border {
+        if (strip == 0)
+            return L::border(first_row_score<MODE>(c, gap_open, gap_extend) - gap_open, NEG);
+        return border[(i64)c * border_stride];
+    };
+
+    // One step: the upper half computes column c, the lower half column c - 1.
+    auto step = [&](auto where, const int c, const int code, const Border above) {
+        constexpr int WHERE = decltype(where)::value;
+        const int top_t = WHERE == PAST_COLUMN ? NEG : L::border_t(above);
+        const int top_f = WHERE == PAST_COLUMN ? NEG : L::border_f(above);
         const typename Substitution<L, SUB, HALF>::Column column =
             substitution.column(code, previous_code, i0);
         V up_t = L::make(top_t, mid_t), up_f = L::make(top_f, mid_f);
         V diagonal = L::make(top_diagonal, mid_diagonal);
-        V column_max = neg2;
+        // Local scores: the best of the column, carried over from the last one when both
+        // lanes' columns are real.
+        V column_max = (MODE == LOCAL && !FIND_END && WHERE == INNER_COLUMN) ? local_best : neg2;
 #pragma unroll
         for (int r = 0; r < HALF; ++r) {
             V s = substitution(rows[r], column, r);
             V other;
-            if (LAST) s = L::select(pad[r], pad_substitution, s);
+            const V pad = LAST ? L::beyond(last_real, r) : neg2;
+            if (LAST) s = L::select(pad, pad_substitution, s);
             if (AFFINE) {
                 e[r] = L::add_max(e[r], neg_extend2, t[r]);  // E = max(E - extend, H_left - open)
                 V f = L::add_max(up_f, neg_extend2, up_t);   // F = max(F_up - extend, H_up - open)
-                if (LAST) f = L::select(pad[r], L::add_max(up_t, open2, neg2), f);
+                if (LAST) f = L::select(pad, L::add_max(up_t, open2, neg2), f);
                 other = L::max2(e[r], f);
                 up_f = f;
             } else {
                 V up = up_t;
-                if (LAST) up = L::select(pad[r], L::add_max(up_t, open2, neg2), up);
+                if (LAST) up = L::select(pad, L::add_max(up_t, open2, neg2), up);
                 other = L::max2(t[r], up);
             }
             // H = max(diagonal + s, E, F); local alignments also max with 0.
@@ -358,9 +386,11 @@ __device__ __forceinline__ void sweep_strip(
             diagonal = t[r];
             t[r] = next;
             up_t = next;
-            if (MODE == LOCAL) column_max = L::max2(column_max, next);
+            if (MODE == LOCAL && r % 2 == 1) column_max = L::max3(column_max, t[r - 1], next);
+            if (MODE == LOCAL && r % 2 == 0 && r == HALF - 1)
+                column_max = L::max2(column_max, next);
         }
-        if (c == 1) {  // the lower half just computed "column 0": put the true one back
+        if (WHERE == FIRST_COLUMN) {  // the lower half computed "column 0": put the true one back
 #pragma unroll
             for (int r = 0; r < HALF; ++r) {
                 const int low = i0 + HALF + r;
@@ -376,25 +406,30 @@ __device__ __forceinline__ void sweep_strip(
             if (FIND_END) {
                 // Lane hi is column c - 1, lane lo column c: the earlier column first.
                 const int v_hi = L::hi(column_max), v_lo = L::lo(column_max);
-                if (c >= 2 && (v_hi > best.score || (v_hi == best.score && c - 1 < best.j))) {
+                if (WHERE != FIRST_COLUMN &&
+                    (v_hi > best.score || (v_hi == best.score && c - 1 < best.j))) {
                     const int row = first_row_holding<L, HALF, true>(t, v_hi);
                     best.score = v_hi;
                     best.i = i0 + HALF + row + 1;
                     best.j = c - 1;
                 }
-                if (c <= n && (v_lo > best.score || (v_lo == best.score && c < best.j))) {
+                if (WHERE != PAST_COLUMN &&
+                    (v_lo > best.score || (v_lo == best.score && c < best.j))) {
                     const int row = first_row_holding<L, HALF, false>(t, v_lo);
                     best.score = v_lo;
                     best.i = i0 + row + 1;
                     best.j = c;
                 }
+            } else if (WHERE == INNER_COLUMN) {
+                local_best = column_max;
             } else {
-                local_best = L::max2(local_best,
-                                     L::select(L::lane_mask(c <= n, c >= 2), column_max, neg2));
+                local_best = L::max2(local_best, L::select(L::lane_mask(WHERE == FIRST_COLUMN,
+                                                                        WHERE == PAST_COLUMN),
+                                                           column_max, neg2));
             }
         }
-        if ((MODE == SEMI_GLOBAL || MODE == OVERLAP) && LAST && c >= 2 &&
-            (MODE == SEMI_GLOBAL || c <= n) && bottom > best.score) {
+        if ((MODE == SEMI_GLOBAL || MODE == OVERLAP) && LAST && WHERE != FIRST_COLUMN &&
+            (MODE == SEMI_GLOBAL || WHERE != PAST_COLUMN) && bottom > best.score) {
             best.score = bottom;  // the last row, at column c - 1
             best.j = c - 1;
         }
@@ -409,13 +444,28 @@ __device__ __forceinline__ void sweep_strip(
                 }
             }
         }
-        if (MODE == GLOBAL && LAST && c == n + 1) global_t = bottom;
+        if (MODE == GLOBAL && LAST && WHERE == PAST_COLUMN) global_t = bottom;
         top_diagonal = top_t;
         mid_diagonal = mid_t;
         mid_t = L::lo(up_t);
         mid_f = L::lo(up_f);
         previous_code = code;
+    };
+
+    step(StepAt<FIRST_COLUMN>(), 1, tg[0], row_above(1));
+    // The next column's symbol and row above are loaded one step ahead (past the end they
+    // repeat the last symbol or read the unused column n + 1).
+    int code = tg[min(1, n - 1)];
+    Border above = row_above(2);
+#pragma unroll 2
+    for (int c = 2; c <= n; ++c) {
+        const int this_code = code;
+        const Border this_above = above;
+        code = tg[min(c, n - 1)];
+        above = row_above(c + 1);
+        step(StepAt<INNER_COLUMN>(), c, this_code, this_above);
     }
+    step(StepAt<PAST_COLUMN>(), n + 1, 0, above);
 }
 
 // One thread per pair p: scores (and end cells with FIND_END, for local alignments; the other
@@ -425,7 +475,7 @@ __device__ __forceinline__ void sweep_strip(
 // the query profiles made by build_profiles (query record k's at profile_base[k]). Warp w (pairs
 // 32w ... 32w + 31) keeps its strip borders at border[warp_border[w] + column * 32 + lane].
 template <class L, int MODE, bool AFFINE, int SUB, bool FIND_END, int HALF>
-__global__ void __launch_bounds__(128) align_pairs(
+__global__ void __launch_bounds__(128, L::MIN_BLOCKS) align_pairs(
     const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
     const i64* __restrict__ q_index, const i64* __restrict__ t_index, const int n_pairs,
