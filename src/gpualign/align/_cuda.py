@@ -123,32 +123,42 @@ def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
     substitution = _SUB_DNA if dna else _SUB_PROFILE if profile else _SUB_TABLE
     setup = _Setup(mode, gap_open != gap_extend, substitution, find_end, half,
                    shifted.astype(np.int16), qset.alphabet.size, gap_open, gap_extend)
-    strips = (m + 2 * half - 1) // (2 * half)
-    # The kernels' order: by width, then strips, then target length, all descending. A warp's
-    # threads wait for each other after every strip, so they need equal strips and similar
-    # targets; a thread computes its pair alone, so the longest pairs must start first.
-    group = np.where(narrow, 0, 1)
-    key = (group * (int(strips.max(initial=0)) + 1) - strips) * (int(n.max(initial=0)) + 1) - n
+    # Lanes: 0 narrow, 1 wide, 2 not on the thread kernels.
+    lanes = np.where(on_gpu & ~long, np.where(narrow, 0, 1), 2).astype(np.uint8)
     for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
                                                            config.ALIGN_GPU_CHUNK_PAIRS):
         profiles = setup.profiles(sequences)
         chunk = _Chunk(sequences, profiles, cupy.asarray(q_local), cupy.asarray(t_local),
                        cupy.asarray(n[part]))
-        inside = on_gpu[part] & ~long[part]  # the pairs of the thread kernels
-        order = cupy.argsort(cupy.asarray(np.where(inside, key[part], np.iinfo(np.int64).max)))
-        counts = np.bincount(group[part][inside], minlength=2)
-        for wide, (first, last) in enumerate(((0, counts[0]), (counts[0], counts.sum()))):
+        chunk_lanes = cupy.asarray(lanes[part])
+        order = _kernel_order(chunk, chunk_lanes, half)
+        bounds = np.cumsum(cupy.bincount(chunk_lanes, minlength=3).get()[:2])
+        for wide, first, last in ((False, 0, bounds[0]), (True, bounds[0], bounds[1])):
             if last > first:
-                launch_split(functools.partial(setup.launch, bool(wide), chunk),
-                             order[first:last],
+                launch_split(functools.partial(setup.launch, wide, chunk), order[first:last],
                              (8 if wide else 4) * (int(n[part].mean()) + 2) + 32)
+        inside = lanes[part] < 2
         for host, device in zip((score, q_end, t_end), chunk.results, strict=True):
-            host[part][inside] = device.get()[inside]
+            np.copyto(host[part], device.get(), where=inside)
     rest = np.flatnonzero(~on_gpu)
     if len(rest):
         score[rest], q_end[rest], t_end[rest] = _cpu.scores(
             qset, tset, q_index[rest], t_index[rest], table, gap_open, gap_extend, mode)
     return score, q_end, t_end
+
+
+def _kernel_order(chunk, lanes, half: int):
+    """The chunk's pairs in the thread kernels' order (on the device): by ``lanes`` (narrow,
+    wide, the rest), then strips and target length, both descending. A warp's threads wait for
+    each other after every strip, so they need equal strips and similar targets; a thread
+    computes its pair alone, so the longest pairs must start first."""
+    q_offsets = chunk.sequences[1]
+    m = q_offsets[chunk.q_index + 1] - q_offsets[chunk.q_index]
+    strips = (m + 2 * half - 1) // (2 * half)
+    n = chunk.target_lengths
+    most_strips, longest = int(strips.max()) + 1, int(n.max()) + 1
+    key = (lanes.astype(np.int64) * most_strips + most_strips - strips) * longest + longest - n
+    return key.argsort()
 
 
 def trace_layout(rows_end: np.ndarray, columns_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
