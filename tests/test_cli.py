@@ -18,6 +18,7 @@ import pytest
 from rapidfuzz.distance import LCSseq
 
 import gpualign
+from gpualign import cli
 from gpualign.backend import cuda_status
 from gpualign.cli import ALIGN_COLUMNS, EDIT_COLUMNS, LCS_ALL_COLUMNS, LCS_TOP_COLUMNS, main
 from gpualign.io import read_records
@@ -682,3 +683,19 @@ def test_allpairs_on_a_local_dask_cluster(tmp_path):
     assert main([*common, "-o", str(local)]) == 0
     assert main([*common, "--workers", "2", "-o", str(dask)]) == 0
     assert dask.read_text() == local.read_text() and "copy" in local.read_text()
+
+
+def test_local_cluster_pins_one_worker_to_each_gpu(monkeypatch):
+    # Two GPUs named by CUDA_VISIBLE_DEVICES and three workers: a GPU worker on each GPU,
+    # resource GPU=1, and a CPU worker that sees no GPU; the cores are shared out.
+    monkeypatch.setattr(cli, "cuda_devices", lambda: ["2", "5"])
+    monkeypatch.setattr(cli, "resolve_backend", lambda backend: "cuda")
+    specs = cli._local_workers(3, "auto", cores=12)
+    assert list(specs) == ["gpu-2", "gpu-5", "cpu-0"]
+    assert [env["CUDA_VISIBLE_DEVICES"] for env, _ in specs.values()] == ["2", "5", ""]
+    assert [resources for _, resources in specs.values()] == [{"GPU": 1}, {"GPU": 1}, {}]
+    assert {env["NUMBA_NUM_THREADS"] for env, _ in specs.values()} == {"4"}
+    with pytest.raises(ValueError, match="2 GPU"):
+        cli._local_workers(3, "cuda")
+    monkeypatch.setattr(cli, "resolve_backend", lambda backend: "cpu")
+    assert list(cli._local_workers(2, "auto", cores=2)) == ["cpu-0", "cpu-1"]

@@ -30,6 +30,19 @@ def cuda_status() -> tuple[bool, str]:
     return True, f"{count} CUDA device(s)"
 
 
+def cuda_devices() -> list[str]:
+    """The CUDA devices this process can use, as ``CUDA_VISIBLE_DEVICES`` names them (the
+    variable's entries when it is set, else ordinals); empty without CuPy or a GPU."""
+    if not cuda_status()[0]:
+        return []
+    import cupy
+
+    count = int(cupy.cuda.runtime.getDeviceCount())
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    names = [name.strip() for name in visible.split(",")] if visible else []
+    return names[:count] if len(names) >= count else [str(k) for k in range(count)]
+
+
 def resolve_backend(backend: str | None = "auto") -> str:
     """Turn a backend request into ``"cpu"`` or ``"cuda"``.
 

@@ -30,7 +30,7 @@ from . import __version__
 from ._progress import progress_bar
 from .align import align
 from .allpairs import allpairs
-from .backend import BackendUnavailableError, resolve_backend
+from .backend import BackendUnavailableError, cuda_devices, resolve_backend
 from .edit import edit_distance, edit_distance_matrix
 from .io import SequenceFileError, read_records, write_mummer, write_sam, write_tsv
 from .lcs import lcs_length_matrix, lcs_top
@@ -440,7 +440,9 @@ def _add_allpairs_command(subparsers: argparse._SubParsersAction) -> None:
                          help="run the tiles on the Dask cluster at ADDRESS "
                               "(e.g. tcp://host:8786); needs gpualign[distributed]")
     cluster.add_argument("--workers", type=_positive_int, default=None, metavar="N",
-                         help="start a local Dask cluster of N worker processes for this run")
+                         help="start a local Dask cluster of N worker processes for this run: "
+                              "one per GPU (pinned to it, resource GPU=1), the others on the "
+                              "CPU")
     _add_backend_option(parser)
     _add_output_options(parser)
     parser.set_defaults(run=run_allpairs)
@@ -461,15 +463,40 @@ def _dask_client(args: argparse.Namespace) -> Iterator[object]:
         with distributed.Client(args.scheduler) as client:
             yield client
         return
-    # Each worker runs one tile at a time on its share of the cores (Numba threads), so that
-    # N workers do not oversubscribe the machine.
-    threads = str(max(1, (os.cpu_count() or 1) // args.workers))
-    with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1,
-                                  processes=True, dashboard_address=None,
-                                  env={"NUMBA_NUM_THREADS": threads,
-                                       "OMP_NUM_THREADS": threads}) as cluster, \
-            distributed.Client(cluster) as client:
+    specs = _local_workers(args.workers, args.backend)
+    cluster = distributed.SpecCluster(
+        workers={name: {"cls": distributed.Nanny,
+                        "options": {"nthreads": 1, "host": "127.0.0.1", "env": env,
+                                    "resources": resources}}
+                 for name, (env, resources) in specs.items()},
+        scheduler={"cls": distributed.Scheduler,
+                   "options": {"host": "127.0.0.1", "dashboard": False}})
+    with cluster, distributed.Client(cluster) as client:
         yield client
+
+
+def _local_workers(count: int, backend: str,
+                   cores: int | None = None) -> dict[str, tuple[dict[str, str], dict[str, int]]]:
+    """Name -> (environment, Dask resources) of the ``count`` workers of a local cluster.
+
+    With the CUDA backend (``backend`` "cuda", or "auto" on a machine with GPUs) the first
+    workers are GPU workers, one per GPU, pinned to it with ``CUDA_VISIBLE_DEVICES`` and
+    holding the resource ``GPU=1``; the others are CPU workers that see no GPU. Each worker
+    runs one tile at a time on its share of the cores (Numba threads), so that the workers do
+    not oversubscribe the machine.
+    """
+    gpus = cuda_devices() if resolve_backend(backend) == "cuda" else []
+    if backend == "cuda" and count > len(gpus):
+        raise ValueError(f"--workers {count} with --backend cuda: this machine has "
+                         f"{len(gpus)} GPU(s), one worker each")
+    threads = str(max(1, (cores or os.cpu_count() or 1) // count))
+    specs = {}
+    for k in range(count):
+        env = {"NUMBA_NUM_THREADS": threads, "OMP_NUM_THREADS": threads,
+               "CUDA_VISIBLE_DEVICES": gpus[k] if k < len(gpus) else ""}
+        name = f"gpu-{gpus[k]}" if k < len(gpus) else f"cpu-{k - len(gpus)}"
+        specs[name] = (env, {"GPU": 1} if k < len(gpus) else {})
+    return specs
 
 
 def run_allpairs(args: argparse.Namespace) -> int:
