@@ -38,6 +38,7 @@ from ..edit import edit_distance
 from ..pairs import pair_sets
 from ..scoring import Scoring
 from ..sequences import Alphabet, SequenceSet, as_sequence_set
+from ._length_bound import length_survivors
 
 __all__ = ["AllPairs", "allpairs"]
 
@@ -86,29 +87,13 @@ class AllPairs:
         return len(self.query_index)
 
 
-def _identity_bounds(kind: str, m: np.ndarray, n: np.ndarray, t: float):
-    """Per pair: whether the lengths allow identity ``t``, and the largest edit distance that
-    still could."""
-    short, long_ = np.minimum(m, n).astype(np.float64), np.maximum(m, n).astype(np.float64)
-    eps = 1e-9  # bounds are compared with a little slack: never drop a pair to rounding
-    if kind == "columns":
-        fits = short >= t * long_ - eps
-        limit = np.floor(short * (1 - t) / max(t, eps) + eps)
-    else:
-        fits = np.ones(len(m), dtype=bool)
-        limit = np.floor((long_ - short) + 2 * short * (1 - t) + eps)
-    return fits & (long_ > 0), limit.astype(np.int64)
-
-
-def _compute_tile(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
-                  t_index: np.ndarray, min_identity: float, scoring: Scoring, kind: str,
+def _compute_tile(qset: SequenceSet, tset: SequenceSet, tile: tuple[int, int], side: int,
+                  same: bool, min_identity: float, scoring: Scoring, kind: str,
                   backend: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    stages: dict[str, Any] = {"pairs": len(q_index)}
     clock = time.perf_counter()
-    m, n = qset.lengths[q_index], tset.lengths[t_index]
-    fits, limit = _identity_bounds(kind, m, n, min_identity)
-    q_index, t_index, limit = q_index[fits], t_index[fits], limit[fits]
-    stages["length"] = len(q_index)
+    q_index, t_index, limit, pairs = length_survivors(
+        qset.lengths, tset.lengths, *tile, side, same, min_identity, kind == "columns")
+    stages: dict[str, Any] = {"pairs": pairs, "length": len(q_index)}
     stages["seconds_length"], clock = time.perf_counter() - clock, time.perf_counter()
     if len(q_index):
         distance = edit_distance(qset, tset, k=int(limit.max()), backend=backend,
@@ -145,17 +130,6 @@ def _tiles(n_q: int, n_t: int, same: bool, side: int):
     for bi in range(0, n_q, side):
         for bj in range(bi if same else 0, n_t, side):
             yield bi, bj
-
-
-def _tile_pairs(bi: int, bj: int, n_q: int, n_t: int, same: bool,
-                side: int) -> tuple[np.ndarray, np.ndarray]:
-    rows = np.arange(bi, min(bi + side, n_q), dtype=np.int64)
-    cols = np.arange(bj, min(bj + side, n_t), dtype=np.int64)
-    q_index, t_index = np.repeat(rows, len(cols)), np.tile(cols, len(rows))
-    if same:
-        upper = q_index < t_index
-        q_index, t_index = q_index[upper], t_index[upper]
-    return q_index, t_index
 
 
 class _Checkpoint:
@@ -225,9 +199,8 @@ def _fingerprint(sequences: SequenceSet) -> str:
 def _tile_task(qset: SequenceSet, tset: SequenceSet | None, tile: tuple[int, int],
                job: tuple) -> tuple[dict[str, Any], dict[str, Any]]:
     """One tile, wherever it runs (here or on a Dask worker)."""
-    n_q, n_t, same, side, min_identity, scoring, identity, backend = job
-    q_index, t_index = _tile_pairs(*tile, n_q, n_t, same, side)
-    return _compute_tile(qset, qset if tset is None else tset, q_index, t_index, min_identity,
+    same, side, min_identity, scoring, identity, backend = job
+    return _compute_tile(qset, qset if tset is None else tset, tile, side, same, min_identity,
                          scoring, identity, backend)
 
 
@@ -328,7 +301,7 @@ def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,
             missing.append(tile)
         else:
             results[tile] = done
-    job = (len(qset), len(tset), same, side, float(min_identity), scoring, identity, backend)
+    job = (same, side, float(min_identity), scoring, identity, backend)
     bar = progress_bar(len(tiles), progress, "allpairs", unit="tile")
     bar.update(len(results))
     seconds = dict.fromkeys(("length", "edit", "align"), 0.0)
