@@ -52,14 +52,12 @@ def _block(pv, mv, eq, hin, high):
 
 
 @njit(cache=True, nogil=True)
-def _scan(table, m, target, top_delta, tie_last, cutoff):
+def _scan(table, m, target, top_delta, tie_last):
     """Run the query (as ``table``) over ``target``.
 
     Returns ``(score, best, best_end)``: the last-row score after the whole target, the minimum
     last-row score over columns 0..n and the first (or with ``tie_last`` the last) column where
-    it occurs. ``top_delta`` is the horizontal delta of row 0 (1 global/prefix, 0 infix).
-    With ``cutoff >= 0`` (global mode only) the scan stops once the final score must exceed it,
-    returning ``cutoff + 1``.
+    it occurs. ``top_delta`` is the horizontal delta of row 0 (1 prefix, 0 infix).
     """
     words = table.shape[1]
     n = target.shape[0]
@@ -79,9 +77,44 @@ def _scan(table, m, target, top_delta, tie_last, cutoff):
         if score < best or (tie_last and score == best):
             best = score
             best_end = j + 1
-        if cutoff >= 0 and score - (n - 1 - j) > cutoff:
-            return cutoff + 1, best, best_end
     return score, best, best_end
+
+
+@njit(cache=True, nogil=True)
+def _global_distance(table, m, target, k):
+    """The global edit distance of the query (as ``table``, ``m`` rows) and ``target`` when it
+    is at most ``k``, else ``k + 1``; the caller has checked ``|m - n| <= k``.
+
+    Only the 64-row blocks that meet the diagonal band ``|i - j| <= k`` are computed (Ukkonen's
+    band): a cell with D <= k lies in it, and so does every cell of an optimal path to it (D
+    never decreases along a path). Outside the band the values are overestimated (a row
+    above the band grows by 1 a column, a block entering at the bottom starts at 1 a row
+    below the block above), so the band's cells with D <= k come out exact and the others stay
+    above k.
+    """
+    words = table.shape[1]
+    n = target.shape[0]
+    pv = np.full(words, ALL, dtype=np.uint64)
+    mv = np.zeros(words, dtype=np.uint64)
+    bottom = np.zeros(words, dtype=np.int64)  # D at each computed block's last row
+    last_bit = ONE << np.uint64((m - 1) & 63)
+    first, last = 0, -1
+    for j in range(n):
+        column = j + 1
+        while last < min(words - 1, (column + k - 1) // 64):
+            last += 1  # enters in column j with +1 steps below the block above
+            bottom[last] = (bottom[last - 1] if last > 0 else 0) + min(64, m - 64 * last)
+        if column - k - 1 >= 0:
+            first = max(first, (column - k - 1) // 64)
+        c = target[j]
+        hin = 1
+        for w in range(first, last + 1):
+            high = last_bit if w == words - 1 else _HIGH
+            pv[w], mv[w], hin = _block(pv[w], mv[w], table[c, w], hin, high)
+            bottom[w] += hin
+        if last == words - 1 and bottom[last] - (n - column) > k:
+            return k + 1  # every remaining column lowers the last row by at most 1
+    return min(bottom[words - 1], k + 1)
 
 
 @njit(cache=True, nogil=True)
@@ -97,17 +130,17 @@ def _pair(query, target, mode, k, want_start, n_codes, match_codes):
         if k >= 0 and abs(m - n) > k:
             return -1, -1, -1
         table = match_table(query, n_codes, match_codes)
-        distance, _, _ = _scan(table, m, target, 1, False, k)
+        distance = _global_distance(table, m, target, k if k >= 0 else max(m, n))
         start, end = 0, n
     else:
         table = match_table(query, n_codes, match_codes)
-        _, distance, end = _scan(table, m, target, 1 if mode == PREFIX else 0, False, -1)
+        _, distance, end = _scan(table, m, target, 1 if mode == PREFIX else 0, False)
         start = 0 if mode == PREFIX else -1
         if mode == INFIX and want_start and (k < 0 or distance <= k):
             # The leftmost start of an optimal alignment ending at ``end``: the longest reversed
             # target prefix that the reversed query matches at the same cost (as edlib does).
             reversed_table = match_table(query[::-1].copy(), n_codes, match_codes)
-            _, _, length = _scan(reversed_table, m, target[:end][::-1].copy(), 1, True, -1)
+            _, _, length = _scan(reversed_table, m, target[:end][::-1].copy(), 1, True)
             start = end - length
     if k >= 0 and distance > k:
         return -1, -1, -1
