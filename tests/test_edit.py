@@ -335,6 +335,19 @@ def test_seeded_random(backend, mode, alphabet):
         check(queries, targets, r, mode=mode, task=task, alphabet=alphabet)
 
 
+def test_global_cutoff_on_long_pairs(backend):
+    # Queries of 600-1,200 symbols (10-19 blocks of 64 rows) against mutated copies: a small k
+    # leaves only the blocks of the diagonal band |i - j| <= k, which moves down across them.
+    rng = np.random.default_rng(8)
+    queries = [random_codes(rng, rng.integers(600, 1200), 4, 0.01) for _ in range(12)]
+    targets = [mutate(rng, q, 5 + 7 * p) for p, q in enumerate(queries)]
+    distances = [oracle(q, t, "global", 4).distance for q, t in zip(queries, targets,
+                                                                   strict=True)]
+    for k in (0, 3, 20, 45, 90, 10_000):
+        r = run(queries, targets, mode="global", task="distance", k=k, backend=backend)
+        assert r.distance.tolist() == [d if d <= k else -1 for d in distances], k
+
+
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("mode", MODES)
 def test_cutoff_k(backend, mode, task):
