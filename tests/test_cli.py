@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from naive import rescore_alignment
 from rapidfuzz.distance import LCSseq
 
 import gpualign
@@ -26,6 +27,7 @@ from gpualign.io import read_records
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 HIV_READS = EXAMPLES / "hiv_reads.fa"
 HIV_REFERENCE = EXAMPLES / "hiv_reference.fa"
+RDP_GENES = EXAMPLES / "rdp16s_1000.fa.gz"
 DATA = Path(__file__).resolve().parent / "data"
 RDP16S = DATA / "rdp16s_200.fasta.gz"  # 200 real 16S sequences; 8 hold N, K or Y
 UNIPROT = DATA / "uniprot_200.fasta.gz"  # 200 real proteins
@@ -145,7 +147,7 @@ def test_all_vs_all_dense_and_sparse(pair_files, tmp_path):
 
 
 def test_hiv_reads_infix_search(hiv_subset, tmp_path, backend):
-    """The README's main job on 50 real reads: every hit has a consistent CIGAR."""
+    """The README's read example on 50 real reads: every hit has a consistent CIGAR."""
     out = tmp_path / "hits.tsv"
     assert main(["edit", str(hiv_subset), str(HIV_REFERENCE), "--all-vs-all", "--mode", "infix",
                  "-k", "25", "--task", "path", "--invalid", "wildcard", "--backend", backend,
@@ -659,6 +661,29 @@ def test_allpairs_tsv_equals_the_api(tmp_path, capsys):
     assert [float(r["identity"]) for r in rows] == pytest.approx(api.identity.tolist(), abs=5e-5)
     assert (genes[3][0], "copy") in [(r["query"], r["target"]) for r in rows]
     assert main(args) == 0 and out.read_text() == first  # resumed from the checkpoint
+
+
+def test_readme_main_job_all_pairs_of_1000_genes(tmp_path, capsys, backend):
+    # The README's main job as written: every row's CIGAR spans both genes, re-scores to its
+    # score and gives its identity (matches / columns), which reaches 97%.
+    out = tmp_path / "pairs.tsv"
+    assert main(["allpairs", str(RDP_GENES), "--min-identity", "0.97", "--backend", backend,
+                 "-o", str(out)]) == 0
+    assert "499500 pairs; after the length bound" in capsys.readouterr().err
+    rows = read_tsv(out, ALIGN_COLUMNS)
+    genes = gpualign.SequenceSet.from_file(RDP_GENES)
+    index = {name: k for k, name in enumerate(genes.names)}
+    table, _ = gpualign.Scoring().table(genes.alphabet)
+    assert len(rows) > 100
+    for row in rows:
+        query, target = (genes.codes_of(index[row[key]]) for key in ("query", "target"))
+        score, q_end, t_end = rescore_alignment(query.tolist(), target.tolist(), 0, 0,
+                                                row["cigar"], table, 5, 2)
+        assert (score, q_end, t_end) == (int(row["score"]), len(query), len(target))
+        runs = re.findall(r"(\d+)([=XID])", row["cigar"])
+        matches = sum(int(n) for n, op in runs if op == "=")
+        identity = matches / sum(int(n) for n, _ in runs)
+        assert float(row["identity"]) == pytest.approx(identity, abs=5e-5) and identity >= 0.97
 
 
 def test_allpairs_two_files_and_errors(tmp_path, capsys):
