@@ -30,8 +30,9 @@ def encode(text: str) -> list[int]:
     return [CODES.get(c, 4) for c in text.upper()]
 
 
-def check_against_oracle(references, queries, min_length):
-    mems = gpualign.find_mems(references, queries, min_length=min_length, strands="both")
+def check_against_oracle(references, queries, min_length, backend="cpu"):
+    mems = gpualign.find_mems(references, queries, min_length=min_length, strands="both",
+                              backend=backend)
     for number, query in enumerate(queries):
         for reverse in (False, True):
             codes = encode(query)
@@ -50,7 +51,7 @@ def test_docstring_examples_run():
 
 
 @pytest.mark.parametrize("kmer", [3, 10])
-def test_random_against_the_oracle(monkeypatch, kmer):
+def test_random_against_the_oracle(monkeypatch, kmer, backend):
     # k-mer table lookups (min_length >= k) and whole-array searches (min_length < k).
     monkeypatch.setattr(gpualign.config, "MEM_KMER_SIZE", kmer)
     rng = np.random.default_rng(31)
@@ -64,24 +65,24 @@ def test_random_against_the_oracle(monkeypatch, kmer):
                                       p=[0.24, 0.24, 0.24, 0.24, 0.04])) for _ in range(3)]
         start = int(rng.integers(0, max(1, len(references[0]))))
         queries[0] = queries[0][:5] + references[0][start:start + 15] + queries[0][5:]
-        check_against_oracle(references, queries, int(rng.integers(1, 14)))
+        check_against_oracle(references, queries, int(rng.integers(1, 14)), backend)
 
 
-def test_repeats_records_case_and_odd_reads():
+def test_repeats_records_case_and_odd_reads(backend):
     repeat = "ACGTTGCAAGGCTTAACG"
     references = [f"tt{repeat}gg{repeat}{repeat}aNNNN{repeat[:10]}", "", repeat.lower(),
                   "NNNNNNNN"]
     queries = [f"CC{repeat}CC", repeat[:9], "", "N" * 30, f"{repeat}{repeat}{repeat}",
                repeat[::-1], "ACGTTGCAAGGCNTAACG"]
     for min_length in (1, 5, 9, 10, 18, 19, 40):
-        check_against_oracle(references, queries, min_length)
+        check_against_oracle(references, queries, min_length, backend)
 
 
 @pytest.mark.skipif(MUMMER is None, reason="mummer is not installed (apt-get install mummer)")
 @pytest.mark.parametrize("data", ["hiv", "ecoli"])
 @pytest.mark.parametrize("options", [["-l", "12"], ["-l", "20", "-b"], ["-l", "50", "-b", "-c"],
                                      ["-l", "20", "-r", "-L"], ["-l", "20", "-F"]])
-def test_output_equals_mummer_on_real_reads(tmp_path, capsys, data, options):
+def test_output_equals_mummer_on_real_reads(tmp_path, capsys, data, options, backend):
     # 800 MiSeq reads vs HIV DQ234790; 2,000 Illumina reads vs the first 10 kb of E. coli
     # MG1655 (FASTQ for gpualign; MUMmer reads FASTA only).
     if data == "hiv":
@@ -94,7 +95,7 @@ def test_output_equals_mummer_on_real_reads(tmp_path, capsys, data, options):
                                        for name, sequence in read_records(reads)))
         plain_reference = tmp_path / "reference.fa"
         plain_reference.write_bytes(gzip.decompress(reference.read_bytes()))
-    assert main(["mems", str(reference), str(reads), "-q", *options]) == 0
+    assert main(["mems", str(reference), str(reads), "-q", "--backend", backend, *options]) == 0
     ours = capsys.readouterr().out
     theirs = subprocess.run([MUMMER, "-maxmatch", "-n", *options,
                              str(reference if data == "hiv" else plain_reference),
@@ -155,14 +156,15 @@ def test_bad_input(tmp_path, capsys):
     assert main(["mems", str(EXAMPLES / "hiv_reference.fa"), str(missing), "-l", "0"]) == 2
 
 
-def test_reads_streamed_in_batches(monkeypatch):
+def test_reads_streamed_in_batches(monkeypatch, backend):
     # Tiny batches: reads are found in many batches and their indices stay global.
     reference = EXAMPLES / "hiv_reference.fa"
     reads = EXAMPLES / "hiv_reads.fa"
-    whole = gpualign.find_mems(reference, reads, min_length=25, strands="both")
+    whole = gpualign.find_mems(reference, reads, min_length=25, strands="both", backend=backend)
     monkeypatch.setattr(gpualign.config, "MEM_QUERY_BATCH_RESIDUES", 700)
     for source in (reads, [sequence for _, sequence in read_records(reads)]):
-        batched = gpualign.find_mems(reference, source, min_length=25, strands="both")
+        batched = gpualign.find_mems(reference, source, min_length=25, strands="both",
+                                     backend=backend)
         for name in ("query_index", "reverse", "query_pos", "reference_index", "reference_pos",
                      "length", "query_lengths"):
             assert getattr(batched, name).tolist() == getattr(whole, name).tolist(), name

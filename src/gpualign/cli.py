@@ -617,7 +617,8 @@ def run_mems(args: argparse.Namespace) -> int:
     _report(args, f"{_plural(len(mems.query_names), 'read')} ({strands}) against "
                   f"{_plural(len(mems.reference_names), 'reference record')}, l = "
                   f"{args.min_length}: {_plural(len(mems), 'MEM')}{where} in "
-                  f"{time.perf_counter() - began:.2f} s (backend cpu)")
+                  f"{time.perf_counter() - began:.2f} s (backend "
+                  f"{resolve_backend(args.backend)})")
     return 0
 
 

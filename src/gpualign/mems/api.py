@@ -9,10 +9,10 @@ import numpy as np
 
 from .. import config
 from .._checks import integer
-from ..backend import require_cpu_only
+from ..backend import resolve_backend
 from ..sequences import SequenceSet
 from ..streaming import iter_batches
-from . import _cpu
+from . import _cpu, _cuda
 from .index import MemIndex, build_index
 
 __all__ = ["Mems", "find_mems"]
@@ -75,7 +75,7 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
         Search the queries, their reverse complements, or both (MUMmer: default, ``-r``,
         ``-b``).
     backend : {"auto", "cpu", "cuda"}
-        MEM search runs on the CPU for now ("cuda" raises BackendUnavailableError).
+        Where the search runs (the index is built on the CPU either way).
 
     Returns
     -------
@@ -90,8 +90,9 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
     min_length = integer(min_length, "min_length", 1)
     if strands not in _STRANDS:
         raise ValueError(f"strands={strands!r}: expected one of {', '.join(_STRANDS)}")
-    require_cpu_only(backend, "find_mems")
+    backend = resolve_backend(backend)
     index = reference if isinstance(reference, MemIndex) else build_index(reference)
+    device_index = _cuda.DeviceIndex(index) if backend == "cuda" else None
     found, names, lengths = [], [], []
     # Reads from a file or an iterator are read and encoded in batches (on a background
     # thread), so that only one batch of them is held at a time.
@@ -99,9 +100,13 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
                               batch_residues=config.MEM_QUERY_BATCH_RESIDUES):
         qset = batch.sequences
         codes, offsets, query_of, reverse_of = _strand_entries(qset, strands)
-        entry, q_pos, t_pos, length = _cpu.find_all(codes, offsets, index.text,
-                                                     index.suffix_array, index.kmer_rows,
-                                                     index.kmer_size, int(min_length))
+        if device_index is None:
+            entry, q_pos, t_pos, length = _cpu.find_all(codes, offsets, index.text,
+                                                         index.suffix_array, index.kmer_rows,
+                                                         index.kmer_size, int(min_length))
+        else:
+            entry, q_pos, t_pos, length = _cuda.find_all(codes, offsets, device_index,
+                                                          int(min_length))
         found.append((query_of[entry] + batch.start, reverse_of[entry], q_pos, t_pos, length))
         names.extend(qset.names)
         lengths.append(qset.lengths)
