@@ -306,10 +306,6 @@ struct Best {
 // half's column n counts). Peeling the two ends keeps the inner loop free of branches, so that
 // the compiler can interleave two columns' wavefronts.
 enum { FIRST_COLUMN, INNER_COLUMN, PAST_COLUMN };
-template <int WHERE>
-struct StepAt {
-    static constexpr int value = WHERE;
-};
 
 template <class L, int MODE, bool AFFINE, int SUB, bool FIND_END, int HALF, bool LAST>
 __device__ __forceinline__ void sweep_strip(
@@ -351,8 +347,7 @@ __device__ __forceinline__ void sweep_strip(
     };
 
     // One step: the upper half computes column c, the lower half column c - 1.
-    auto step = [&](auto where, const int c, const int code, const Border above) {
-        constexpr int WHERE = decltype(where)::value;
+    auto step = [&](const int WHERE, const int c, const int code, const Border above) {
         const int top_t = WHERE == PAST_COLUMN ? NEG : L::border_t(above);
         const int top_f = WHERE == PAST_COLUMN ? NEG : L::border_f(above);
         const typename Substitution<L, SUB, HALF>::Column column =
@@ -452,7 +447,7 @@ __device__ __forceinline__ void sweep_strip(
         previous_code = code;
     };
 
-    step(StepAt<FIRST_COLUMN>(), 1, tg[0], row_above(1));
+    step(FIRST_COLUMN, 1, tg[0], row_above(1));
     // The next column's symbol and row above are loaded one step ahead (past the end they
     // repeat the last symbol or read the unused column n + 1).
     int code = tg[min(1, n - 1)];
@@ -463,9 +458,9 @@ __device__ __forceinline__ void sweep_strip(
         const Border this_above = above;
         code = tg[min(c, n - 1)];
         above = row_above(c + 1);
-        step(StepAt<INNER_COLUMN>(), c, this_code, this_above);
+        step(INNER_COLUMN, c, this_code, this_above);
     }
-    step(StepAt<PAST_COLUMN>(), n + 1, 0, above);
+    step(PAST_COLUMN, n + 1, 0, above);
 }
 
 // One thread per pair p: scores (and end cells with FIND_END, for local alignments; the other

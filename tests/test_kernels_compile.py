@@ -1,0 +1,76 @@
+"""Every CUDA kernel of the package compiles with NVRTC 12 and NVRTC 13, the compilers behind
+the ``cuda12`` and ``cuda13`` extras. NVRTC needs no GPU, so this runs in CI: ``.ci/run``
+installs both (``nvidia-cuda-nvrtc-cu12``, ``nvidia-cuda-nvrtc``); elsewhere the test skips
+the versions it cannot find. The kernels are built as the loader builds them (its options),
+for Hopper (sm_90, through ptxas), one or two instantiations of each template."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from gpualign.align import _cuda as align_cuda
+from gpualign.cuda import loader
+from gpualign.edit import _cuda as edit_cuda
+
+KERNELS = {
+    align_cuda.KERNEL_FILE: [
+        "build_profiles",
+        align_cuda._kernel_name(False, 0, False, 0, False, 32),  # NW, DNA, narrow lanes
+        align_cuda._kernel_name(True, 1, True, 2, True, 3),  # SW ends, query profile, wide
+        align_cuda._kernel_name(False, 3, True, 1, False, 1),  # overlap, shared table
+    ],
+    align_cuda.WARP_KERNEL_FILE: [
+        "gather_text", "warp_fill<24, 2, true, true>", "warp_fill<32, 1, false, false>",
+        "trace_back<2, true>",
+    ],
+    edit_cuda.KERNEL_FILE: [
+        "build_match_table", edit_cuda._kernel_name(1, 1, True),
+        edit_cuda._kernel_name(32, 2, False),
+    ],
+    "lcs/kernels/lcs.cu": ["lcs_tiles<2, true>", "lcs_tiles<1, false>"],
+}
+
+
+def _nvrtc(major: int) -> ctypes.CDLL | None:
+    """NVRTC ``major`` from the NVIDIA wheels, or None."""
+    spec = importlib.util.find_spec("nvidia")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for root in spec.submodule_search_locations:
+        for path in sorted(Path(root).glob(f"*/lib/libnvrtc.so.{major}")):
+            return ctypes.CDLL(str(path))
+    return None
+
+
+def _compile(nvrtc: ctypes.CDLL, path: str, names: list[str]) -> tuple[int, str]:
+    """Compile package file ``path`` with ``names`` as name expressions: (status, log)."""
+    program = ctypes.c_void_p()
+    source = loader._source(path).encode()
+    assert nvrtc.nvrtcCreateProgram(ctypes.byref(program), source, path.encode(), 0, None,
+                                    None) == 0
+    for name in names:
+        assert nvrtc.nvrtcAddNameExpression(program, name.encode()) == 0
+    options = [option.encode() for option in (*loader._OPTIONS, "--gpu-architecture=sm_90")]
+    status = nvrtc.nvrtcCompileProgram(program, len(options),
+                                       (ctypes.c_char_p * len(options))(*options))
+    size = ctypes.c_size_t()
+    nvrtc.nvrtcGetProgramLogSize(program, ctypes.byref(size))
+    log = ctypes.create_string_buffer(size.value)
+    nvrtc.nvrtcGetProgramLog(program, log)
+    nvrtc.nvrtcDestroyProgram(ctypes.byref(program))
+    return status, log.value.decode(errors="replace")
+
+
+@pytest.mark.parametrize("major", [12, 13])
+@pytest.mark.parametrize("path", sorted(KERNELS))
+def test_kernels_compile_with_nvrtc(path, major):
+    nvrtc = _nvrtc(major)
+    if nvrtc is None:
+        pytest.skip(f"NVRTC {major} not installed (pip install nvidia-cuda-nvrtc"
+                    f"{'-cu12' if major == 12 else ''})")
+    status, log = _compile(nvrtc, path, KERNELS[path])
+    assert status == 0, log
