@@ -44,12 +44,26 @@ def write_cigar(ops, count, out):
     return written
 
 
+@njit(cache=True, nogil=True)
+def _pack(text, offsets, lengths, packed_offsets, packed):
+    """Copy each pair's written text (``lengths[p] >= 0`` bytes at ``offsets[p]``) to
+    ``packed_offsets[p]`` in ``packed``."""
+    for p in range(len(offsets)):
+        for k in range(max(lengths[p], 0)):
+            packed[packed_offsets[p] + k] = text[offsets[p] + k]
+
+
 def decode_cigars(text: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> list[str | None]:
     """The CIGAR strings of a batch: pair ``p``'s text is ``text[offsets[p]:][:lengths[p]]``
     (None where ``lengths[p] < 0``)."""
-    # One decode, then str slices: latin-1 maps every byte to one character (the unused room
-    # between pairs may hold any byte), and the CIGAR letters are ASCII.
-    whole = np.asarray(text, dtype=np.uint8).tobytes().decode("latin-1")
+    # The written text is packed first (the room left between pairs is most of the buffer),
+    # then decoded once and cut with str slices: latin-1 maps every byte to one character.
+    offsets = np.asarray(offsets, dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    packed_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(np.maximum(lengths, 0), out=packed_offsets[1:])
+    packed = np.empty(int(packed_offsets[-1]), dtype=np.uint8)
+    _pack(np.asarray(text, dtype=np.uint8), offsets, lengths, packed_offsets, packed)
+    whole = packed.tobytes().decode("latin-1")
     return [None if n < 0 else whole[o:o + n]
-            for o, n in zip(np.asarray(offsets).tolist(), np.asarray(lengths).tolist(),
-                            strict=True)]
+            for o, n in zip(packed_offsets[:-1].tolist(), lengths.tolist(), strict=True)]
