@@ -62,8 +62,12 @@ def decode_cigars(text: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) ->
     lengths = np.asarray(lengths, dtype=np.int64)
     packed_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(np.maximum(lengths, 0), out=packed_offsets[1:])
-    packed = np.empty(int(packed_offsets[-1]), dtype=np.uint8)
-    _pack(np.asarray(text, dtype=np.uint8), offsets, lengths, packed_offsets, packed)
+    text = np.asarray(text, dtype=np.uint8)
+    if np.array_equal(offsets, packed_offsets[:-1]):  # packed already (the GPU gathers it)
+        packed = text[:packed_offsets[-1]]
+    else:
+        packed = np.empty(int(packed_offsets[-1]), dtype=np.uint8)
+        _pack(text, offsets, lengths, packed_offsets, packed)
     whole = packed.tobytes().decode("latin-1")
     return [None if n < 0 else whole[o:o + n]
             for o, n in zip(packed_offsets[:-1].tolist(), lengths.tolist(), strict=True)]
