@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from naive import apply_cigar, dp_matrix, rescore_cigar
 
 import gpualign.cigar
+from gpualign._cigar_text import decode_cigars
 from gpualign.cigar import cigar_edit_cost, cigar_lengths, parse_cigar
 
 
@@ -170,3 +171,18 @@ def test_edit_cost_agrees_with_oracle(alignment):
     assert sum(length for length, _ in parse_cigar(text)) == len(ops)
     # No alignment is cheaper than the edit distance.
     assert cost >= dp_matrix(query, target, "global", 4)[-1][-1]
+
+
+def test_decode_cigars_from_padded_and_packed_buffers():
+    # Texts in rooms of 8 bytes with junk between them, one pair without a CIGAR (-1), and the
+    # same texts already packed back to back: the same strings either way.
+    texts = [b"3=1X", b"", b"10=2D5=", None, b"1I"]
+    room = np.full(8 * len(texts), ord("#"), dtype=np.uint8)
+    for p, text in enumerate(texts):
+        room[8 * p:8 * p + len(text or b"")] = np.frombuffer(text or b"", dtype=np.uint8)
+    lengths = np.array([-1 if t is None else len(t) for t in texts])
+    want = [None if t is None else t.decode() for t in texts]
+    assert decode_cigars(room, np.arange(0, 8 * len(texts), 8), lengths) == want
+    packed = np.frombuffer(b"".join(t or b"" for t in texts), dtype=np.uint8)
+    starts = np.concatenate([[0], np.cumsum(np.maximum(lengths, 0))[:-1]])
+    assert decode_cigars(packed, starts, lengths) == want
