@@ -210,19 +210,31 @@ def _run_tiles(qset, tset, tiles, job, client):
         for tile in tiles:
             yield tile, _tile_task(qset, tset, tile, job)
         return
+    import dask
     from distributed import as_completed
 
-    # Scattered to every worker (broadcast), so that a lost worker loses no input.
-    shared_q = client.scatter(qset, broadcast=True)
-    shared_t = client.scatter(tset, broadcast=True) if tset is not None else None
+    # Each set enters the graph once, as the argument of a task that returns it, and every tile
+    # task depends on that task: Dask moves the set to each worker that needs it, and runs the
+    # task again if the worker holding it is lost. (Scattering with broadcast=True relies on
+    # Dask's replicate, which is not robust: it hung a CI run here, as in dask/distributed#4907.)
+    run = f"{os.getpid()}-{id(job)}"
+    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "4GB"}):
+        shared_q = client.submit(_input, qset, pure=False, key=f"gpualign-allpairs-set-q-{run}")
+        shared_t = None if tset is None else client.submit(
+            _input, tset, pure=False, key=f"gpualign-allpairs-set-t-{run}")
     futures = {client.submit(_tile_task, shared_q, shared_t, tile, job, pure=False,
-                             key=f"gpualign-allpairs-tile-{tile[0]}-{tile[1]}-"
-                                 f"{os.getpid()}-{id(job)}"): tile for tile in tiles}
+                             key=f"gpualign-allpairs-tile-{tile[0]}-{tile[1]}-{run}"): tile
+               for tile in tiles}
     try:
         for future in as_completed(futures):
             yield futures[future], future.result()
     finally:
-        client.cancel(list(futures))
+        client.cancel([*futures, shared_q, *([shared_t] if shared_t is not None else [])])
+
+
+def _input(sequences: SequenceSet) -> SequenceSet:
+    """A task's view of an input set (see :func:`_run_tiles`)."""
+    return sequences
 
 
 def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,
@@ -252,11 +264,11 @@ def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,
         Folder for finished tiles; a rerun with the same folder, inputs and parameters skips
         them and returns exactly the same result.
     client : dask.distributed.Client, optional
-        Run the tiles on this Dask cluster: the encoded sets are scattered to every worker
-        once, each tile is one task (``backend`` is resolved on the worker: CUDA where it has
-        a GPU), results come back as tiles finish (and go to the checkpoint). The library never
-        starts a cluster. Without a client the tiles run here, one after the other, each on
-        all local cores.
+        Run the tiles on this Dask cluster: the encoded sets go to the cluster once (each the
+        input of one task that every tile task depends on), each tile is one task
+        (``backend`` is resolved on the worker: CUDA where it has a GPU), results come back as
+        tiles finish (and go to the checkpoint). The library never starts a cluster. Without a
+        client the tiles run here, one after the other, each on all local cores.
     alphabet, invalid, backend, progress : as in :func:`gpualign.edit_distance`
         (``backend`` runs the edit-distance and the alignment stages).
 
