@@ -492,10 +492,11 @@ def _local_workers(count: int, backend: str,
     threads = str(max(1, (cores or os.cpu_count() or 1) // count))
     specs = {}
     for k in range(count):
+        gpu = gpus[k] if k < len(gpus) else None
         env = {"NUMBA_NUM_THREADS": threads, "OMP_NUM_THREADS": threads,
-               "CUDA_VISIBLE_DEVICES": gpus[k] if k < len(gpus) else ""}
-        name = f"gpu-{gpus[k]}" if k < len(gpus) else f"cpu-{k - len(gpus)}"
-        specs[name] = (env, {"GPU": 1} if k < len(gpus) else {})
+               "CUDA_VISIBLE_DEVICES": gpu or ""}
+        name = f"gpu-{gpu}" if gpu else f"cpu-{k - len(gpus)}"
+        specs[name] = (env, {"GPU": 1} if gpu else {})
     return specs
 
 

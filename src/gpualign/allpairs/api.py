@@ -219,17 +219,18 @@ def _run_tiles(qset, tset, tiles, job, client):
     # Dask's replicate, which is not robust: it hung a CI run here, as in dask/distributed#4907.)
     run = f"{os.getpid()}-{id(job)}"
     with dask.config.set({"distributed.admin.large-graph-warning-threshold": "4GB"}):
-        shared_q = client.submit(_input, qset, pure=False, key=f"gpualign-allpairs-set-q-{run}")
-        shared_t = None if tset is None else client.submit(
-            _input, tset, pure=False, key=f"gpualign-allpairs-set-t-{run}")
-    futures = {client.submit(_tile_task, shared_q, shared_t, tile, job, pure=False,
+        inputs = [client.submit(_input, sequences, pure=False,
+                                key=f"gpualign-allpairs-set-{which}-{run}")
+                  for which, sequences in (("q", qset), ("t", tset)) if sequences is not None]
+    shared_t = inputs[1] if len(inputs) > 1 else None
+    futures = {client.submit(_tile_task, inputs[0], shared_t, tile, job, pure=False,
                              key=f"gpualign-allpairs-tile-{tile[0]}-{tile[1]}-{run}"): tile
                for tile in tiles}
     try:
         for future in as_completed(futures):
             yield futures[future], future.result()
     finally:
-        client.cancel([*futures, shared_q, *([shared_t] if shared_t is not None else [])])
+        client.cancel([*futures, *inputs])
 
 
 def _input(sequences: SequenceSet) -> SequenceSet:
