@@ -50,10 +50,14 @@ def test_docstring_examples_run():
     assert doctest.testmod(mems_api, raise_on_error=True).attempted > 0
 
 
-@pytest.mark.parametrize("kmer", [3, 10])
-def test_random_against_the_oracle(monkeypatch, kmer, backend):
-    # k-mer table lookups (min_length >= k) and whole-array searches (min_length < k).
+@pytest.mark.parametrize(("kmer", "page"), [(3, None), (10, None), (3, 9), (10, 16)])
+def test_random_against_the_oracle(monkeypatch, kmer, page, backend):
+    # k-mer table lookups (min_length >= k) and whole-array searches (min_length < k); one
+    # page, or pages of 9 or 16 positions sorted 14 symbols on, so that MEMs run across them.
     monkeypatch.setattr(gpualign.config, "MEM_KMER_SIZE", kmer)
+    if page:
+        monkeypatch.setattr(gpualign.config, "MEM_PAGE_BASES", page)
+        monkeypatch.setattr(gpualign.config, "MEM_PAGE_OVERLAP", 14)
     rng = np.random.default_rng(31)
     for _ in range(120):
         references = ["".join(rng.choice(list("ACGTN" if rng.random() < 0.3 else "ACGT"),
@@ -123,8 +127,8 @@ def test_index_file_round_trip(tmp_path, capsys):
     assert main(["index", str(reference), "-o", str(index_path), "-q"]) == 0
     loaded = gpualign.MemIndex.load(index_path)
     built = build_index(reference)
-    assert loaded.names == built.names and np.array_equal(loaded.suffix_array,
-                                                          built.suffix_array)
+    assert loaded.names == built.names and len(loaded.pages) == len(built.pages) == 1
+    assert np.array_equal(loaded.pages[0].suffix_array, built.pages[0].suffix_array)
     reads = EXAMPLES / "hiv_reads.fa"
     assert main(["mems", str(index_path), str(reads), "-l", "30", "-b", "-q"]) == 0
     from_index = capsys.readouterr().out
@@ -169,3 +173,24 @@ def test_reads_streamed_in_batches(monkeypatch, backend):
                      "length", "query_lengths"):
             assert getattr(batched, name).tolist() == getattr(whole, name).tolist(), name
     assert batched.query_names == [str(i) for i in range(800)] and len(whole.query_names) == 800
+
+
+def test_pages_find_what_one_page_finds(monkeypatch, tmp_path, backend):
+    # The HIV reference (9.7 kbp) in pages of 1000 positions: the same MEMs as one page, also
+    # through an index file; min_length beyond the pages' overlap is refused.
+    reference = EXAMPLES / "hiv_reference.fa"
+    reads = EXAMPLES / "hiv_reads.fa"
+    whole = gpualign.find_mems(reference, reads, min_length=20, strands="both", backend=backend)
+    monkeypatch.setattr(gpualign.config, "MEM_PAGE_BASES", 1000)
+    monkeypatch.setattr(gpualign.config, "MEM_PAGE_OVERLAP", 64)
+    paged = build_index(reference)
+    assert len(paged.pages) == 10
+    paged.save(tmp_path / "paged.gpuidx")
+    for index in (paged, gpualign.MemIndex.load(tmp_path / "paged.gpuidx")):
+        found = gpualign.find_mems(index, reads, min_length=20, strands="both",
+                                   backend=backend)
+        for name in ("query_index", "reverse", "query_pos", "reference_index",
+                     "reference_pos", "length"):
+            assert getattr(found, name).tolist() == getattr(whole, name).tolist(), name
+    with pytest.raises(ValueError, match="supports MEMs of at most 64"):
+        gpualign.find_mems(paged, reads, min_length=65, backend=backend)

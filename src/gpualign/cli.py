@@ -598,8 +598,8 @@ def run_mems(args: argparse.Namespace) -> int:
     _check_output(args.output)
     try:
         reference = MemIndex.load(args.reference)
-    except (ValueError, OSError, KeyError):  # not an index: a FASTA file
-        reference = build_index(Path(args.reference))
+    except (ValueError, OSError, KeyError):  # not an index: a FASTA file, indexed by find_mems
+        reference = Path(args.reference)
     strands = "both" if args.both else "reverse" if args.reverse else "forward"
     with _reading(args.reads):
         mems = find_mems(reference, Path(args.reads), min_length=args.min_length,

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .sequences import Alphabet, SequenceSet, encode, get_alphabet
+from .sequences import Alphabet, SequenceSet, encode_many, get_alphabet
 
 __all__ = ["Batch", "iter_batches"]
 
@@ -67,18 +67,24 @@ def _records(source: Any) -> Iterator[tuple[str, Any]]:
 def _encoded_batches(source: Any, alphabet: Alphabet, invalid: str,
                      batch_residues: int) -> Iterator[Batch]:
     names: list[str] = []
-    encoded: list[np.ndarray] = []
+    sequences: list[Any] = []
     residues = start = 0
-    for index, (name, sequence) in enumerate(_records(source)):
-        encoded.append(encode(sequence, alphabet, name=name, index=index, invalid=invalid))
+
+    def batch() -> Batch:
+        codes, offsets = encode_many(sequences, alphabet, names=names, first_index=start,
+                                     invalid=invalid)
+        return Batch(start, SequenceSet(codes, offsets, names, alphabet))
+
+    for name, sequence in _records(source):
         names.append(name)
-        residues += len(encoded[-1])
+        sequences.append(sequence)
+        residues += len(sequence)
         if residues >= batch_residues:
-            yield Batch(start, SequenceSet.from_codes(encoded, names, alphabet))
+            yield batch()
             start += len(names)
-            names, encoded, residues = [], [], 0
-    if encoded:
-        yield Batch(start, SequenceSet.from_codes(encoded, names, alphabet))
+            names, sequences, residues = [], [], 0
+    if sequences:
+        yield batch()
 
 
 def _read_ahead(batches: Iterator[Batch]) -> Iterator[Batch]:
