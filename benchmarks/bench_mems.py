@@ -125,16 +125,16 @@ class Bench(BenchBase):
         if "cpu" in self.engines:
             self.run_gpualign("cpu", self.args.cpu_reads)
 
-    def verdict(self, output: Path, count: int) -> str:
-        """The output of ``count`` reads against MUMmer's: its own run of as many reads when
-        there is one, else the check reads."""
+    def verdict(self, output: Path, count: int, check: Path) -> str:
+        """The ``output`` of ``count`` reads against MUMmer's run of as many reads when there
+        is one, else the ``check`` output of the check reads against MUMmer's."""
         if self.expected is None:
             return "- (no mummer to compare with)"
         expected = self.expected
         if count == self.args.mummer_reads and (self.folder / "mummer.txt").is_file():
             expected = blocks((self.folder / "mummer.txt").read_text())
         else:
-            count = self.args.check_reads
+            count, output = self.args.check_reads, check
         got = blocks(output.read_text())
         return (f"ok ({count:,} reads: every block equals MUMmer's)"
                 if got == expected else "**FAIL** (differs from MUMmer)")
@@ -173,7 +173,7 @@ class Bench(BenchBase):
         out = self.folder / f"{backend}.txt"
         seconds = run([*command, str(self.files[count]), *options], out)
         row = Row("ecoli-l20", engine, count, self.bases[count], seconds,
-                  self.verdict(out, count),
+                  self.verdict(out, count, check),
                   note=f"end to end: gpualign mems {' '.join(options)} (index build included)")
         one = self.seconds.get(("mummer", count))
         parallel = self.seconds.get(("mummer-parallel", count))

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import itertools
 import lzma
 import os
 import re
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import IO, Any
 
 import dnaio
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["SequenceFileError", "read_records", "write_tsv"]
+__all__ = ["SequenceFileError", "read_packed", "read_records", "write_tsv"]
 
 
 class SequenceFileError(ValueError):
@@ -67,6 +68,178 @@ def read_records(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
             lzma.LZMAError, UnicodeDecodeError, *_DECOMPRESSION_ERRORS) as exc:
         where = f"after record #{index}" if index >= 0 else "before the first record"
         raise SequenceFileError(f"{path}: cannot read {where}: {exc}") from exc
+
+
+#: Bytes read from a file per block by :func:`read_packed`.
+_BLOCK = 1 << 23
+# What the compiled FASTA parser reports: every complete record of the block parsed, or a
+# record it leaves to dnaio (FASTQ, non-ASCII, white space inside a sequence line).
+_PARSED, _UNUSUAL = 0, 1
+
+
+def read_packed(path: str | os.PathLike, batch_residues: int,
+                ) -> Iterator[tuple[list[str], bytes, np.ndarray]]:
+    """Records of a FASTA or FASTQ file in batches: ``(names, sequences, offsets)``, the
+    sequences' bytes concatenated as ``bytes`` with ``int64`` offsets; names and sequences as
+    :func:`read_records` gives them. A batch closes at the record that brings it to
+    ``batch_residues`` symbols.
+
+    Plain ASCII FASTA, the common case for large read sets, is parsed a block at a time in
+    compiled code, several times faster than record by record; from the first record it does
+    not recognize (FASTQ, other bytes, white space inside a sequence line) on, dnaio reads
+    the rest, so results and errors are those of :func:`read_records`.
+    """
+    names: list[str] = []
+    parts: list[bytes] = []
+    lengths: list[np.ndarray] = []
+    residues = 0
+    for block_names, sequences, block_lengths in _blocks(path):
+        ends = np.cumsum(block_lengths)
+        first = 0
+        while first < len(block_names):
+            base = int(ends[first - 1]) if first else 0
+            # The record that brings the batch to batch_residues, if this block has it.
+            last = int(np.searchsorted(ends, base + batch_residues - residues, side="left"))
+            stop = min(last + 1, len(block_names))
+            names.extend(block_names[first:stop])
+            parts.append(sequences[base:int(ends[stop - 1])])
+            lengths.append(block_lengths[first:stop])
+            residues += int(ends[stop - 1]) - base
+            first = stop
+            if last < len(block_names):
+                yield _packed(names, parts, lengths)
+                names, parts, lengths, residues = [], [], [], 0
+    if names:
+        yield _packed(names, parts, lengths)
+
+
+def _packed(names: list[str], parts: list[bytes], lengths: list[np.ndarray]) -> tuple:
+    offsets = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum(np.concatenate(lengths), out=offsets[1:])
+    return names, b"".join(parts), offsets
+
+
+def _blocks(path: str | os.PathLike) -> Iterator[tuple[list[str], bytes, np.ndarray]]:
+    """``(names, sequences, lengths)`` of consecutive records of the file: from the compiled
+    FASTA parser, then from dnaio for the rest, a few thousand records at a time."""
+    parsed: list[int] = []
+    if (yield from _fasta_blocks(path, parsed)):
+        return
+    records = itertools.islice(read_records(path), sum(parsed), None)
+    for chunk in iter(lambda: list(itertools.islice(records, 4096)), []):
+        sequences = [sequence for _, sequence in chunk]
+        yield ([name for name, _ in chunk],
+               "".join(sequences).encode("latin-1", errors="replace"),
+               np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences)))
+
+
+def _fasta_blocks(path: str | os.PathLike, parsed: list[int],
+                  ) -> Generator[tuple[list[str], bytes, np.ndarray], None, bool]:
+    """``(names, sequences, lengths)`` of consecutive records parsed by the compiled FASTA
+    parser, their counts appended to ``parsed``, up to the end (returns True) or to the first
+    record it leaves to dnaio (False). Nothing for a file that is missing, not FASTA, or
+    unreadable (dnaio then reports why)."""
+    import xopen
+
+    if not os.path.isfile(path):
+        return False
+    try:
+        handle = xopen.xopen(path, "rb", threads=0)
+    except (OSError, ValueError, *_DECOMPRESSION_ERRORS):
+        return False
+    with handle:
+        carry = b""
+        final = False
+        while not final:
+            try:
+                block = handle.read(_BLOCK)
+            except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError,
+                    *_DECOMPRESSION_ERRORS):
+                return False  # read_records reports it
+            final = not block
+            data = np.frombuffer(carry + block, dtype=np.uint8)
+            if not carry and data.size and not _starts_fasta(data):
+                return False
+            sequences = np.empty(len(data), dtype=np.uint8)
+            lengths = np.empty(len(data) // 2 + 1, dtype=np.int64)
+            name_bytes = np.empty(len(data) + 1, dtype=np.uint8)
+            status, records, consumed, used, name_used = _parse_fasta(
+                data, final, sequences, lengths, name_bytes)
+            if records:
+                names = name_bytes[:name_used].tobytes().decode("ascii").split("\n")[:-1]
+                parsed.append(records)
+                yield names, sequences[:used].tobytes(), lengths[:records].copy()
+            if status == _UNUSUAL:
+                return False
+            carry = data[consumed:].tobytes()
+    return True
+
+
+def _starts_fasta(data: np.ndarray) -> bool:
+    """Whether the first byte that is not white space is ``>``."""
+    for byte in data[:4096].tobytes():
+        if byte not in b" \t\r\n":
+            return byte == ord(">")
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _parse_fasta(data, final, sequences, lengths, name_bytes):
+    """Parse the complete FASTA records of ``data`` (all of them when ``final``). Returns
+    ``status, records, consumed bytes, sequence bytes, name bytes``: sequences concatenated
+    into ``sequences``, lengths into ``lengths``, names (the header up to its first white
+    space) into ``name_bytes``, each followed by a newline."""
+    n = len(data)
+    at = records = used = name_used = 0
+    while at < n and (data[at] == 10 or data[at] == 13 or data[at] == 32 or data[at] == 9):
+        at += 1  # blank lines before the first record
+    while at < n:
+        start, start_used, start_name = at, used, name_used
+        if data[at] != 62:  # '>'
+            return _UNUSUAL, records, start, start_used, start_name
+        end = at + 1
+        while end < n and data[end] != 10:
+            end += 1
+        if end == n and not final:
+            return _PARSED, records, start, start_used, start_name
+        for position in range(at + 1, end):
+            byte = data[position]  # other white space, or not ASCII: dnaio and str.split
+            if byte >= 128 or byte == 11 or byte == 12 or 28 <= byte <= 31:
+                return _UNUSUAL, records, start, start_used, start_name
+        name = at + 1
+        while name < end and (data[name] == 32 or data[name] == 9):
+            name += 1
+        while name < end and data[name] != 32 and data[name] != 9 and data[name] != 13:
+            name_bytes[name_used] = data[name]
+            name_used += 1
+            name += 1
+        name_bytes[name_used] = 10
+        name_used += 1
+        at = end + 1
+        complete = True
+        while at < n and data[at] != 62:  # sequence lines up to the next header
+            end = at
+            while end < n and data[end] != 10:
+                end += 1
+            if end == n and not final:
+                complete = False
+                break
+            last = end  # trailing white space (and a carriage return) is dropped, as dnaio
+            while last > at and (data[last - 1] == 32 or data[last - 1] == 9 or
+                                 data[last - 1] == 13):
+                last -= 1
+            for position in range(at, last):
+                byte = data[position]
+                if byte <= 32 or byte >= 127:
+                    return _UNUSUAL, records, start, start_used, start_name
+                sequences[used] = byte
+                used += 1
+            at = end + 1
+        if not complete or (at >= n and not final):
+            return _PARSED, records, start, start_used, start_name
+        lengths[records] = used - start_used
+        records += 1
+    return _PARSED, records, min(at, n), used, name_used
 
 
 def write_tsv(out: IO[str], header: Sequence[str], columns: Sequence[Any]) -> None:

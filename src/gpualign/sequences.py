@@ -21,6 +21,7 @@ __all__ = [
     "SequenceSet",
     "as_sequence_set",
     "encode_many",
+    "encode_packed",
     "get_alphabet",
 ]
 
@@ -168,8 +169,6 @@ def encode_many(sequences: Sequence[Any], alphabet: str | Alphabet = "dna", *,
     >>> codes.tolist(), offsets.tolist()
     ([0, 1, 2, 3, 4], [0, 3, 5])
     """
-    if invalid not in ("error", "wildcard"):
-        raise ValueError(f"invalid={invalid!r}: expected 'error' or 'wildcard'")
     alpha = get_alphabet(alphabet)
     offsets = np.zeros(len(sequences) + 1, dtype=np.int64)
     if alpha.name != "bytes" and all(type(item) is str for item in sequences):
@@ -181,8 +180,20 @@ def encode_many(sequences: Sequence[Any], alphabet: str | Alphabet = "dna", *,
         parts = [_raw_bytes(item, alpha) for item in sequences]
         np.cumsum([len(part) for part in parts], out=offsets[1:])
         raw = np.concatenate(parts).tobytes() if parts else b""
+    return encode_packed(raw, offsets, alpha, names=names, first_index=first_index,
+                         invalid=invalid), offsets
+
+
+def encode_packed(raw: bytes, offsets: np.ndarray, alphabet: str | Alphabet = "dna", *,
+                  names: Sequence[str] | None = None, first_index: int = 0,
+                  invalid: str = "error") -> np.ndarray:
+    """Encode the concatenated bytes ``raw`` of sequences that ``offsets`` delimit (as
+    :func:`gpualign.io.read_packed` gives them): the codes, with :func:`encode`'s errors."""
+    if invalid not in ("error", "wildcard"):
+        raise ValueError(f"invalid={invalid!r}: expected 'error' or 'wildcard'")
+    alpha = get_alphabet(alphabet)
     if alpha.name == "bytes":  # every byte is its own code
-        return np.frombuffer(bytearray(raw), dtype=np.uint8), offsets
+        return np.frombuffer(bytearray(raw), dtype=np.uint8)
     codes = np.frombuffer(bytearray(raw).translate(_lookup_u8(alpha).tobytes()), dtype=np.uint8)
     if _INVALID_CODE in codes:
         bad = np.flatnonzero(codes == _INVALID_CODE)
@@ -191,9 +202,9 @@ def encode_many(sequences: Sequence[Any], alphabet: str | Alphabet = "dna", *,
         else:  # encode the first bad record alone: its error names record and position
             number = int(np.searchsorted(offsets, bad[0], side="right")) - 1
             name = names[number] if names is not None else ""
-            encode(sequences[number], alpha, name=name, index=first_index + number,
-                   invalid="error")
-    return codes, offsets
+            encode(raw[offsets[number]:offsets[number + 1]], alpha, name=name,
+                   index=first_index + number, invalid="error")
+    return codes
 
 
 #: Code of a symbol outside the alphabet in :func:`_lookup_u8` (no alphabet but bytes has 255).
@@ -259,15 +270,12 @@ class SequenceSet:
     def from_file(cls, path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,
                   invalid: str = "error") -> SequenceSet:
         """Read a FASTA or FASTQ file (plain, .gz, .bz2, .xz), streamed record by record."""
-        from .io import read_records
+        from .streaming import _file_batches
 
         alpha = get_alphabet(alphabet)
-        names: list[str] = []
-        sequences: list[str] = []
-        for name, sequence in read_records(path):
-            names.append(name)
-            sequences.append(sequence)
-        return cls(*encode_many(sequences, alpha, names=names, invalid=invalid), names, alpha)
+        sets = [batch.sequences for batch in _file_batches(path, alpha, invalid, 1 << 62)]
+        return sets[0] if sets else cls(np.zeros(0, dtype=np.uint8), np.zeros(1, np.int64), [],
+                                        alpha)
 
     @classmethod
     def iter_file(cls, path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,

@@ -109,7 +109,7 @@ class MemIndex:
                              f"({exc})") from None
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _kmer_codes(text, k):
     """The k-mer code starting at every text position, -1 where one of its k symbols is not
     A/C/G/T (or the text ends first)."""
@@ -128,7 +128,7 @@ def _kmer_codes(text, k):
     return codes
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _kmer_rows(codes, suffix_array, start, k):
     """``[first, last + 1)`` rows of every k-mer of a page (empty when absent); rows of one
     k-mer are consecutive, and suffixes with another symbol within their first k fall in
