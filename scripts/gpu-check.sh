@@ -9,15 +9,19 @@
 # then on the GPU host, from the repository root, carrying .whl and data:
 #   GPUALIGN_COMMIT=<git rev-parse --short HEAD>[-dirty] bash scripts/gpu-check.sh [BENCH ARGS]
 # BENCH ARGS go to benchmarks/bench_edit.py, e.g. --scale 0.1 or --only global-1k;
-# LCS_BENCH_ARGS / ALIGN_BENCH_ARGS / ALLPAIRS_BENCH_ARGS (one string each) to
-# benchmarks/bench_lcs.py, bench_align.py and bench_allpairs.py, e.g. "--only paper".
+# LCS_BENCH_ARGS / ALIGN_BENCH_ARGS / ALLPAIRS_BENCH_ARGS / MEMS_BENCH_ARGS (one string each)
+# to benchmarks/bench_lcs.py, bench_align.py, bench_allpairs.py and bench_mems.py, e.g.
+# "--only paper" (the MEM tests and bench_mems.py find mummer on PATH, where .whl is put:
+# `cp /usr/bin/mummer .whl/` on the development machine).
 #
 # Environment:
 #   OUT               folder for logs and the results file (default /tmp/gpu-check)
 #   GPUALIGN_COMMIT   commit recorded in the results (the host has no .git)
 #   SKIP_TESTS=1      no pytest at all;  SKIP_FULL_TESTS=1  only the `-m cuda` tests
+#   TESTS             test files of the `-m cuda` run (default tests/)
 #   SKIP_BENCH=1      no benchmark;      ALLOW_MISSING_DATA=1  benchmark even without data/
-#   SKIP_EDIT_BENCH=1, SKIP_LCS_BENCH=1, SKIP_ALIGN_BENCH=1, SKIP_ALLPAIRS_BENCH=1  leave out
+#   SKIP_EDIT_BENCH=1, SKIP_LCS_BENCH=1, SKIP_ALIGN_BENCH=1, SKIP_ALLPAIRS_BENCH=1,
+#   SKIP_MEMS_BENCH=1  leave out
 #                     one of the benchmarks
 #   PYTHON            interpreter (default python3, the host's Python with CuPy)
 #   WHEELS            folder of wheels to install (default .whl)
@@ -52,6 +56,9 @@ else
          "rapidfuzz and carry .whl (dnaio is required; edlib/rapidfuzz only as peers)" >&2
 fi
 export PYTHONPATH=$site:$root/src${PYTHONPATH:+:$PYTHONPATH}
+# Programs the host lacks travel in the same folder: a copy of the development machine's
+# /usr/bin/mummer (it needs only libc) lets the MEM tests and benchmark compare with MUMmer.
+[[ -d $wheels ]] && export PATH=$(cd "$wheels" && pwd):$PATH
 
 # 2. The machine and the versions.
 {
@@ -95,7 +102,9 @@ if [[ ${SKIP_TESTS:-0} == 1 ]]; then
     record tests-cuda "skipped (SKIP_TESTS=1)"
 else
     note "pytest -m cuda"
-    "$py" -m pytest -q -m cuda -p no:cacheprovider tests/ 2>&1 | tee "$out/tests-cuda.log"
+    # shellcheck disable=SC2086  # TESTS is a list of paths
+    "$py" -m pytest -q -m cuda -p no:cacheprovider ${TESTS:-tests/} 2>&1 \
+        | tee "$out/tests-cuda.log"
     rc=$?
     if [[ $rc -eq 0 ]]; then record tests-cuda ok
     elif [[ $rc -eq 5 ]]; then record tests-cuda "FAILED: no test is marked cuda" 5
@@ -144,6 +153,8 @@ else
     [[ ${SKIP_ALIGN_BENCH:-0} == 1 ]] || bench align ${ALIGN_BENCH_ARGS:-}
     # shellcheck disable=SC2086
     [[ ${SKIP_ALLPAIRS_BENCH:-0} == 1 ]] || bench allpairs ${ALLPAIRS_BENCH_ARGS:-}
+    # shellcheck disable=SC2086
+    [[ ${SKIP_MEMS_BENCH:-0} == 1 ]] || bench mems ${MEMS_BENCH_ARGS:-}
 fi
 
 note "summary (logs in $out)"

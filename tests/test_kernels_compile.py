@@ -15,6 +15,7 @@ import pytest
 from gpualign.align import _cuda as align_cuda
 from gpualign.cuda import loader
 from gpualign.edit import _cuda as edit_cuda
+from gpualign.mems import _cuda as mems_cuda
 
 KERNELS = {
     align_cuda.KERNEL_FILE: [
@@ -32,6 +33,7 @@ KERNELS = {
         edit_cuda._kernel_name(32, 2, False),
     ],
     "lcs/kernels/lcs.cu": ["lcs_tiles<2, true>", "lcs_tiles<1, false>"],
+    mems_cuda.KERNEL_FILE: ["mems_at<false>", "mems_at<true>"],
 }
 
 

@@ -30,8 +30,9 @@ def encode(text: str) -> list[int]:
     return [CODES.get(c, 4) for c in text.upper()]
 
 
-def check_against_oracle(references, queries, min_length):
-    mems = gpualign.find_mems(references, queries, min_length=min_length, strands="both")
+def check_against_oracle(references, queries, min_length, backend="cpu"):
+    mems = gpualign.find_mems(references, queries, min_length=min_length, strands="both",
+                              backend=backend)
     for number, query in enumerate(queries):
         for reverse in (False, True):
             codes = encode(query)
@@ -49,10 +50,14 @@ def test_docstring_examples_run():
     assert doctest.testmod(mems_api, raise_on_error=True).attempted > 0
 
 
-@pytest.mark.parametrize("kmer", [3, 10])
-def test_random_against_the_oracle(monkeypatch, kmer):
-    # k-mer table lookups (min_length >= k) and whole-array searches (min_length < k).
+@pytest.mark.parametrize(("kmer", "page"), [(3, None), (10, None), (3, 9), (10, 16)])
+def test_random_against_the_oracle(monkeypatch, kmer, page, backend):
+    # k-mer table lookups (min_length >= k) and whole-array searches (min_length < k); one
+    # page, or pages of 9 or 16 positions sorted 14 symbols on, so that MEMs run across them.
     monkeypatch.setattr(gpualign.config, "MEM_KMER_SIZE", kmer)
+    if page:
+        monkeypatch.setattr(gpualign.config, "MEM_PAGE_BASES", page)
+        monkeypatch.setattr(gpualign.config, "MEM_PAGE_OVERLAP", 14)
     rng = np.random.default_rng(31)
     for _ in range(120):
         references = ["".join(rng.choice(list("ACGTN" if rng.random() < 0.3 else "ACGT"),
@@ -64,24 +69,24 @@ def test_random_against_the_oracle(monkeypatch, kmer):
                                       p=[0.24, 0.24, 0.24, 0.24, 0.04])) for _ in range(3)]
         start = int(rng.integers(0, max(1, len(references[0]))))
         queries[0] = queries[0][:5] + references[0][start:start + 15] + queries[0][5:]
-        check_against_oracle(references, queries, int(rng.integers(1, 14)))
+        check_against_oracle(references, queries, int(rng.integers(1, 14)), backend)
 
 
-def test_repeats_records_case_and_odd_reads():
+def test_repeats_records_case_and_odd_reads(backend):
     repeat = "ACGTTGCAAGGCTTAACG"
     references = [f"tt{repeat}gg{repeat}{repeat}aNNNN{repeat[:10]}", "", repeat.lower(),
                   "NNNNNNNN"]
     queries = [f"CC{repeat}CC", repeat[:9], "", "N" * 30, f"{repeat}{repeat}{repeat}",
                repeat[::-1], "ACGTTGCAAGGCNTAACG"]
     for min_length in (1, 5, 9, 10, 18, 19, 40):
-        check_against_oracle(references, queries, min_length)
+        check_against_oracle(references, queries, min_length, backend)
 
 
 @pytest.mark.skipif(MUMMER is None, reason="mummer is not installed (apt-get install mummer)")
 @pytest.mark.parametrize("data", ["hiv", "ecoli"])
 @pytest.mark.parametrize("options", [["-l", "12"], ["-l", "20", "-b"], ["-l", "50", "-b", "-c"],
                                      ["-l", "20", "-r", "-L"], ["-l", "20", "-F"]])
-def test_output_equals_mummer_on_real_reads(tmp_path, capsys, data, options):
+def test_output_equals_mummer_on_real_reads(tmp_path, capsys, data, options, backend):
     # 800 MiSeq reads vs HIV DQ234790; 2,000 Illumina reads vs the first 10 kb of E. coli
     # MG1655 (FASTQ for gpualign; MUMmer reads FASTA only).
     if data == "hiv":
@@ -94,7 +99,7 @@ def test_output_equals_mummer_on_real_reads(tmp_path, capsys, data, options):
                                        for name, sequence in read_records(reads)))
         plain_reference = tmp_path / "reference.fa"
         plain_reference.write_bytes(gzip.decompress(reference.read_bytes()))
-    assert main(["mems", str(reference), str(reads), "-q", *options]) == 0
+    assert main(["mems", str(reference), str(reads), "-q", "--backend", backend, *options]) == 0
     ours = capsys.readouterr().out
     theirs = subprocess.run([MUMMER, "-maxmatch", "-n", *options,
                              str(reference if data == "hiv" else plain_reference),
@@ -122,8 +127,8 @@ def test_index_file_round_trip(tmp_path, capsys):
     assert main(["index", str(reference), "-o", str(index_path), "-q"]) == 0
     loaded = gpualign.MemIndex.load(index_path)
     built = build_index(reference)
-    assert loaded.names == built.names and np.array_equal(loaded.suffix_array,
-                                                          built.suffix_array)
+    assert loaded.names == built.names and len(loaded.pages) == len(built.pages) == 1
+    assert np.array_equal(loaded.pages[0].suffix_array, built.pages[0].suffix_array)
     reads = EXAMPLES / "hiv_reads.fa"
     assert main(["mems", str(index_path), str(reads), "-l", "30", "-b", "-q"]) == 0
     from_index = capsys.readouterr().out
@@ -155,15 +160,37 @@ def test_bad_input(tmp_path, capsys):
     assert main(["mems", str(EXAMPLES / "hiv_reference.fa"), str(missing), "-l", "0"]) == 2
 
 
-def test_reads_streamed_in_batches(monkeypatch):
+def test_reads_streamed_in_batches(monkeypatch, backend):
     # Tiny batches: reads are found in many batches and their indices stay global.
     reference = EXAMPLES / "hiv_reference.fa"
     reads = EXAMPLES / "hiv_reads.fa"
-    whole = gpualign.find_mems(reference, reads, min_length=25, strands="both")
+    whole = gpualign.find_mems(reference, reads, min_length=25, strands="both", backend=backend)
     monkeypatch.setattr(gpualign.config, "MEM_QUERY_BATCH_RESIDUES", 700)
     for source in (reads, [sequence for _, sequence in read_records(reads)]):
-        batched = gpualign.find_mems(reference, source, min_length=25, strands="both")
+        batched = gpualign.find_mems(reference, source, min_length=25, strands="both",
+                                     backend=backend)
         for name in ("query_index", "reverse", "query_pos", "reference_index", "reference_pos",
                      "length", "query_lengths"):
             assert getattr(batched, name).tolist() == getattr(whole, name).tolist(), name
     assert batched.query_names == [str(i) for i in range(800)] and len(whole.query_names) == 800
+
+
+def test_pages_find_what_one_page_finds(monkeypatch, tmp_path, backend):
+    # The HIV reference (9.7 kbp) in pages of 1000 positions: the same MEMs as one page, also
+    # through an index file; min_length beyond the pages' overlap is refused.
+    reference = EXAMPLES / "hiv_reference.fa"
+    reads = EXAMPLES / "hiv_reads.fa"
+    whole = gpualign.find_mems(reference, reads, min_length=20, strands="both", backend=backend)
+    monkeypatch.setattr(gpualign.config, "MEM_PAGE_BASES", 1000)
+    monkeypatch.setattr(gpualign.config, "MEM_PAGE_OVERLAP", 64)
+    paged = build_index(reference)
+    assert len(paged.pages) == 10
+    paged.save(tmp_path / "paged.gpuidx")
+    for index in (paged, gpualign.MemIndex.load(tmp_path / "paged.gpuidx")):
+        found = gpualign.find_mems(index, reads, min_length=20, strands="both",
+                                   backend=backend)
+        for name in ("query_index", "reverse", "query_pos", "reference_index",
+                     "reference_pos", "length"):
+            assert getattr(found, name).tolist() == getattr(whole, name).tolist(), name
+    with pytest.raises(ValueError, match="supports MEMs of at most 64"):
+        gpualign.find_mems(paged, reads, min_length=65, backend=backend)

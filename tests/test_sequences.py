@@ -343,3 +343,58 @@ def test_as_sequence_set_passes_sets_through_and_encodes_lists():
     assert _contents(t) == (["0", "1"], ["AC", "GT"])
     assert as_sequence_set(iter(["A", "C"])).lengths.tolist() == [1, 1]
     assert as_sequence_set([], "protein").alphabet.name == "protein"
+
+
+# --- the compiled FASTA reader ---------------------------------------------------------------
+
+_QUIRKS = [
+    # (file content, whether the compiled parser reads all of it)
+    (b">a x\r\nAC \r\n\r\nGT\n>b\n\n>\nAC>GT\n>c\ty\nacgtn\n", True),
+    (b"\n\n>a\nAC\n>b desc\nGGG", True),
+    (b">a\nACGT\n>b\nA\tC\n>c\nGG\n", False),  # tab inside a sequence: dnaio from b on
+    (b">a\nAC\n>b\xc3\xa9\nGG\n", False),  # not ASCII: dnaio, which refuses it
+    (b"@r1 x\nACGT\n+\nIIII\n@r2\nAC\n+\nII\n", False),  # FASTQ
+    (b"", True),
+]
+
+
+@pytest.mark.parametrize(("content", "fast"), _QUIRKS)
+@pytest.mark.parametrize("block", [3, 1 << 20])
+def test_compiled_fasta_reader_equals_dnaio(tmp_path, monkeypatch, content, fast, block):
+    # Blocks of 3 bytes put every record across block borders.
+    from gpualign import io
+
+    monkeypatch.setattr(io, "_BLOCK", block)
+    suffix = ".fq" if content.startswith(b"@") else ".fa"
+    for path in (tmp_path / f"x{suffix}", tmp_path / f"x{suffix}.gz"):
+        path.write_bytes(gzip.compress(content) if path.suffix == ".gz" else content)
+        try:
+            want = list(io.read_records(path))
+        except io.SequenceFileError as exc:
+            with pytest.raises(io.SequenceFileError, match=re.escape(str(exc)[-30:])):
+                list(io.read_packed(path, 5))
+            continue
+        got = []
+        for names, sequences, offsets in io.read_packed(path, 5):
+            got += [(name, sequences[offsets[k]:offsets[k + 1]].decode("latin-1"))
+                    for k, name in enumerate(names)]
+        assert got == want
+        parsed: list[int] = []
+        list(io._fasta_blocks(path, parsed))
+        assert (sum(parsed) == len(want)) == fast or not want
+
+
+def test_compiled_fasta_reader_on_many_reads(tmp_path, monkeypatch):
+    # 3,000 random reads, multi-line, in blocks of 1 KiB: the same as dnaio, batch by batch.
+    from gpualign import io
+
+    monkeypatch.setattr(io, "_BLOCK", 1024)
+    rng = np.random.default_rng(5)
+    records = [(f"read{k}", "".join(rng.choice(list("ACGTN"), int(rng.integers(0, 200)))))
+               for k in range(3000)]
+    path = tmp_path / "reads.fa"
+    path.write_text("".join(f">{name} sample\n{seq[:60]}\n{seq[60:]}\n" for name, seq in records))
+    batches = list(SequenceSet.iter_file(path, batch_residues=5000))
+    assert [name for batch in batches for name in batch.names] == [n for n, _ in records]
+    assert [batch[k] for batch in batches for k in range(len(batch))] == [s for _, s in records]
+    assert all(batch.lengths[:-1].sum() < 5000 <= batch.lengths.sum() for batch in batches[:-1])

@@ -70,11 +70,3 @@ def resolve_backend(backend: str | None = "auto") -> str:
     if requested == "auto":
         return "cuda" if available else "cpu"
     return requested
-
-
-def require_cpu_only(backend: str, function: str) -> None:
-    """For capabilities without a CUDA backend yet: accept "auto" and "cpu" (they run on the
-    CPU), refuse an explicit "cuda" with :class:`BackendUnavailableError`."""
-    if resolve_backend(backend) == "cuda" and str(backend).lower() != "auto":
-        raise BackendUnavailableError(f"{function} has no CUDA backend yet; use backend='cpu' "
-                                      "(or 'auto')")

@@ -598,8 +598,8 @@ def run_mems(args: argparse.Namespace) -> int:
     _check_output(args.output)
     try:
         reference = MemIndex.load(args.reference)
-    except (ValueError, OSError, KeyError):  # not an index: a FASTA file
-        reference = build_index(Path(args.reference))
+    except (ValueError, OSError, KeyError):  # not an index: a FASTA file, indexed by find_mems
+        reference = Path(args.reference)
     strands = "both" if args.both else "reverse" if args.reverse else "forward"
     with _reading(args.reads):
         mems = find_mems(reference, Path(args.reads), min_length=args.min_length,
@@ -618,7 +618,8 @@ def run_mems(args: argparse.Namespace) -> int:
     _report(args, f"{_plural(len(mems.query_names), 'read')} ({strands}) against "
                   f"{_plural(len(mems.reference_names), 'reference record')}, l = "
                   f"{args.min_length}: {_plural(len(mems), 'MEM')}{where} in "
-                  f"{time.perf_counter() - began:.2f} s (backend cpu)")
+                  f"{time.perf_counter() - began:.2f} s (backend "
+                  f"{resolve_backend(args.backend)})")
     return 0
 
 

@@ -115,6 +115,15 @@ ALLPAIRS_TILE = 1024
 #: for MEMs shorter than k go through the whole suffix array instead.
 MEM_KMER_SIZE = 10
 
+#: Reference positions per page of a MEM index. Each page has its own suffix array (int32,
+#: so pages stay below 2**31 symbols) and k-mer table, built and searched one after the other;
+#: the text itself is shared, so a MEM may run on past its page's end.
+MEM_PAGE_BASES = 1 << 30
+
+#: Symbols beyond its end that a page's suffixes are sorted by (at least the longest
+#: ``min_length`` that an index of several pages can be searched with).
+MEM_PAGE_OVERLAP = 1 << 12
+
 #: Read symbols per batch of :func:`gpualign.find_mems` (reads from a file are streamed).
 MEM_QUERY_BATCH_RESIDUES = 1 << 24
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .sequences import Alphabet, SequenceSet, encode, get_alphabet
+from .sequences import Alphabet, SequenceSet, encode_many, encode_packed, get_alphabet
 
 __all__ = ["Batch", "iter_batches"]
 
@@ -50,13 +50,8 @@ def _slices(subjects: SequenceSet, batch_residues: int, first_residues: int) -> 
         lo, size = hi, min(batch_residues, 2 * size)
 
 
-def _records(source: Any) -> Iterator[tuple[str, Any]]:
-    """``(name, sequence)`` from a path or an iterable of sequences / (name, sequence) pairs."""
-    if isinstance(source, os.PathLike):
-        from .io import read_records
-
-        yield from read_records(source)
-        return
+def _records(source: Iterable[Any]) -> Iterator[tuple[str, Any]]:
+    """``(name, sequence)`` from an iterable of sequences or of (name, sequence) pairs."""
     for index, item in enumerate(source):
         if isinstance(item, tuple) and len(item) == 2:
             yield str(item[0]), item[1]
@@ -64,21 +59,42 @@ def _records(source: Any) -> Iterator[tuple[str, Any]]:
             yield str(index), item
 
 
+def _file_batches(path: os.PathLike, alphabet: Alphabet, invalid: str,
+                  batch_residues: int) -> Iterator[Batch]:
+    from .io import read_packed
+
+    start = 0
+    for names, sequences, offsets in read_packed(path, batch_residues):
+        codes = encode_packed(sequences, offsets, alphabet, names=names, first_index=start,
+                              invalid=invalid)
+        yield Batch(start, SequenceSet(codes, offsets, names, alphabet))
+        start += len(names)
+
+
 def _encoded_batches(source: Any, alphabet: Alphabet, invalid: str,
                      batch_residues: int) -> Iterator[Batch]:
+    if isinstance(source, os.PathLike):
+        yield from _file_batches(source, alphabet, invalid, batch_residues)
+        return
     names: list[str] = []
-    encoded: list[np.ndarray] = []
+    sequences: list[Any] = []
     residues = start = 0
-    for index, (name, sequence) in enumerate(_records(source)):
-        encoded.append(encode(sequence, alphabet, name=name, index=index, invalid=invalid))
+
+    def batch() -> Batch:
+        codes, offsets = encode_many(sequences, alphabet, names=names, first_index=start,
+                                     invalid=invalid)
+        return Batch(start, SequenceSet(codes, offsets, names, alphabet))
+
+    for name, sequence in _records(source):
         names.append(name)
-        residues += len(encoded[-1])
+        sequences.append(sequence)
+        residues += len(sequence)
         if residues >= batch_residues:
-            yield Batch(start, SequenceSet.from_codes(encoded, names, alphabet))
+            yield batch()
             start += len(names)
-            names, encoded, residues = [], [], 0
-    if encoded:
-        yield Batch(start, SequenceSet.from_codes(encoded, names, alphabet))
+            names, sequences, residues = [], [], 0
+    if sequences:
+        yield batch()
 
 
 def _read_ahead(batches: Iterator[Batch]) -> Iterator[Batch]:

@@ -1,6 +1,7 @@
 """CPU backend of MEM search: suffix-array intervals per query position, with Numba.
 
-For every query position ``i`` whose next ``min_length`` symbols are A/C/G/T, the k-mer table
+Each query is searched on one or both strands (the reverse complements built at once). For
+every query position ``i`` whose next ``min_length`` symbols are A/C/G/T, the k-mer table
 gives the suffix-array interval of its first k symbols and two binary searches narrow it to the
 suffixes sharing all ``min_length`` symbols; each of those reference positions ``p`` is a MEM
 when it is left-maximal (``i == 0``, ``p`` at a record start, or the symbols before differ),
@@ -30,9 +31,10 @@ def _compare(text, p, query, i, offset, length):
 
 
 @njit(cache=True, nogil=True)
-def _scan(query, text, suffix_array, kmer_rows, k, min_length, emit, q_out, t_out, len_out,
-          base):
-    """MEMs of one query (one strand); with ``emit`` written from ``base``. Returns the count."""
+def _scan(query, text, page_start, suffix_array, kmer_rows, k, min_length, emit, q_out, t_out,
+          len_out, base):
+    """MEMs of one query on one strand against one page; with ``emit`` written from ``base``,
+    those of each query position ordered by text position. Returns the count."""
     m = len(query)
     # run[i]: how many A/C/G/T symbols start at i (a MEM needs min_length of them).
     run = np.zeros(m + 1, dtype=np.int64)
@@ -55,7 +57,7 @@ def _scan(query, text, suffix_array, kmer_rows, k, min_length, emit, q_out, t_ou
         a, b = lo, hi
         while a < b:  # first row whose min_length symbols are >= the query's
             mid = (a + b) // 2
-            if _compare(text, suffix_array[mid], query, i, offset, min_length) < 0:
+            if _compare(text, page_start + suffix_array[mid], query, i, offset, min_length) < 0:
                 a = mid + 1
             else:
                 b = mid
@@ -63,48 +65,72 @@ def _scan(query, text, suffix_array, kmer_rows, k, min_length, emit, q_out, t_ou
         b = hi
         while a < b:  # first row whose min_length symbols are > the query's
             mid = (a + b) // 2
-            if _compare(text, suffix_array[mid], query, i, offset, min_length) <= 0:
+            if _compare(text, page_start + suffix_array[mid], query, i, offset,
+                        min_length) <= 0:
                 a = mid + 1
             else:
                 b = mid
+        begin = count
         for row in range(first, a):
-            p = suffix_array[row]
+            p = page_start + suffix_array[row]
             if i > 0 and p > 0 and query[i - 1] < 4 and query[i - 1] == text[p - 1]:
                 continue  # extends to the left: not maximal
-            length = min_length
-            while i + length < m and query[i + length] < 4 and \
-                    text[p + length] == query[i + length]:
-                length += 1
             if emit:
+                length = min_length
+                while i + length < m and query[i + length] < 4 and \
+                        text[p + length] == query[i + length]:
+                    length += 1
                 q_out[base + count] = i
                 t_out[base + count] = p
                 len_out[base + count] = length
             count += 1
+        if emit and count - begin > 1:
+            order = np.argsort(t_out[base + begin:base + count]) + base + begin
+            t_out[base + begin:base + count] = t_out[order]
+            len_out[base + begin:base + count] = len_out[order]
     return count
 
 
+@njit(cache=True, nogil=True)
+def _strand(codes, reverse_codes, offsets, number, reverse):
+    """Query ``number`` as searched: its codes, or their reverse complement (a slice of
+    ``reverse_codes``, the reverse complement of all queries together)."""
+    if reverse:
+        return reverse_codes[offsets[-1] - offsets[number + 1]:offsets[-1] - offsets[number]]
+    return codes[offsets[number]:offsets[number + 1]]
+
+
 @njit(cache=True, parallel=True)
-def find_all(codes, offsets, text, suffix_array, kmer_rows, k, min_length):
-    """MEMs of every entry of ``codes``/``offsets`` (a query on one strand). Returns ``entry,
-    query_pos, text_pos, length`` arrays, ordered by entry, then query position, then
-    suffix-array row."""
-    entries = len(offsets) - 1
+def find_all(codes, offsets, strands, first_reverse, text, page_start, suffix_array, kmer_rows,
+             k, min_length):
+    """MEMs of every query of ``codes``/``offsets`` on ``strands`` strands (1 or 2; strand 0 is
+    the reverse complement when ``first_reverse``, strand 1 always) against one page. Returns
+    ``entry, query_pos, text_pos, length`` arrays (entry: ``query * strands + strand``), ordered
+    by entry, then query position, then text position."""
+    queries = len(offsets) - 1
+    entries = queries * strands
+    reverse_codes = COMPLEMENT[codes[::-1]] if first_reverse or strands == 2 else codes[:0]
     counts = np.zeros(entries, dtype=np.int64)
     empty = np.zeros(0, dtype=np.int64)
-    for s in prange(entries):
-        counts[s] = _scan(codes[offsets[s]:offsets[s + 1]], text, suffix_array, kmer_rows, k,
-                          min_length, False, empty, empty, empty, 0)
+    for number in prange(queries):
+        for strand in range(strands):
+            query = _strand(codes, reverse_codes, offsets, number, first_reverse + strand > 0)
+            counts[number * strands + strand] = _scan(
+                query, text, page_start, suffix_array, kmer_rows, k, min_length, False, empty,
+                empty, empty, 0)
     starts = np.zeros(entries + 1, dtype=np.int64)
-    for s in range(entries):
-        starts[s + 1] = starts[s] + counts[s]
+    for e in range(entries):
+        starts[e + 1] = starts[e] + counts[e]
     total = starts[entries]
     entry = np.empty(total, dtype=np.int64)
     q_pos = np.empty(total, dtype=np.int64)
     t_pos = np.empty(total, dtype=np.int64)
     length = np.empty(total, dtype=np.int64)
-    for s in prange(entries):
-        _scan(codes[offsets[s]:offsets[s + 1]], text, suffix_array, kmer_rows, k, min_length,
-              True, q_pos, t_pos, length, starts[s])
-        for j in range(starts[s], starts[s + 1]):
-            entry[j] = s
+    for number in prange(queries):
+        for strand in range(strands):
+            e = number * strands + strand
+            query = _strand(codes, reverse_codes, offsets, number, first_reverse + strand > 0)
+            _scan(query, text, page_start, suffix_array, kmer_rows, k, min_length, True, q_pos,
+                  t_pos, length, starts[e])
+            entry[starts[e]:starts[e + 1]] = e
     return entry, q_pos, t_pos, length

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,10 +10,9 @@ import numpy as np
 
 from .. import config
 from .._checks import integer
-from ..backend import require_cpu_only
-from ..sequences import SequenceSet
+from ..backend import resolve_backend
 from ..streaming import iter_batches
-from . import _cpu
+from . import _cpu, _cuda
 from .index import MemIndex, build_index
 
 __all__ = ["Mems", "find_mems"]
@@ -75,7 +75,7 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
         Search the queries, their reverse complements, or both (MUMmer: default, ``-r``,
         ``-b``).
     backend : {"auto", "cpu", "cuda"}
-        MEM search runs on the CPU for now ("cuda" raises BackendUnavailableError).
+        Where the search runs (the index is built on the CPU either way).
 
     Returns
     -------
@@ -90,49 +90,64 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
     min_length = integer(min_length, "min_length", 1)
     if strands not in _STRANDS:
         raise ValueError(f"strands={strands!r}: expected one of {', '.join(_STRANDS)}")
-    require_cpu_only(backend, "find_mems")
-    index = reference if isinstance(reference, MemIndex) else build_index(reference)
+    backend = resolve_backend(backend)
+    count, first_reverse = (2, False) if strands == "both" else (1, strands == "reverse")
     found, names, lengths = [], [], []
-    # Reads from a file or an iterator are read and encoded in batches (on a background
-    # thread), so that only one batch of them is held at a time.
-    for batch in iter_batches(queries, "dna", invalid=invalid, role="queries",
-                              batch_residues=config.MEM_QUERY_BATCH_RESIDUES):
-        qset = batch.sequences
-        codes, offsets, query_of, reverse_of = _strand_entries(qset, strands)
-        entry, q_pos, t_pos, length = _cpu.find_all(codes, offsets, index.text,
-                                                     index.suffix_array, index.kmer_rows,
-                                                     index.kmer_size, int(min_length))
-        found.append((query_of[entry] + batch.start, reverse_of[entry], q_pos, t_pos, length))
-        names.extend(qset.names)
-        lengths.append(qset.lengths)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # The index is built (libdivsufsort releases the GIL) and moved to the GPU while the
+        # first reads are read; reads from a file or an iterator are read and encoded in
+        # batches on a background thread, so that only one batch of them is held at a time.
+        ready = pool.submit(_prepare, reference, backend, min_length)
+        for batch in iter_batches(queries, "dna", invalid=invalid, role="queries",
+                                  batch_residues=config.MEM_QUERY_BATCH_RESIDUES):
+            index, device_index = ready.result()
+            qset = batch.sequences
+            pages = []
+            for number, page in enumerate(index.pages):
+                if device_index is None:
+                    pages.append(_cpu.find_all(qset.codes, qset.offsets, count, first_reverse,
+                                               index.text, page.start, page.suffix_array,
+                                               page.kmer_rows, index.kmer_size, min_length))
+                else:
+                    pages.append(_cuda.find_all(qset.codes, qset.offsets, count,
+                                                first_reverse, device_index, number,
+                                                min_length))
+            entry, q_pos, t_pos, length = _merge_pages(pages)
+            found.append((entry // count + batch.start, (entry % count + first_reverse) > 0,
+                          q_pos, t_pos, length))
+            names.extend(qset.names)
+            lengths.append(qset.lengths)
+        index, _ = ready.result()
     if found:
         query_index, reverse, q_pos, t_pos, length = (np.concatenate(column)
                                                       for column in zip(*found, strict=True))
     else:
         query_index = q_pos = t_pos = length = np.zeros(0, dtype=np.int64)
         reverse = np.zeros(0, dtype=bool)
+    # Ordered by text position within a query position, so by record, then position in it.
     record = np.searchsorted(index.starts, t_pos, side="right") - 1
-    reference_pos = t_pos - index.starts[record]
-    order = np.lexsort((reference_pos, record, q_pos, reverse, query_index))
-    return Mems(query_index[order], reverse[order], q_pos[order], record[order].astype(np.int64),
-                reference_pos[order].astype(np.int64), length[order], names, list(index.names),
+    return Mems(query_index, reverse, q_pos, record.astype(np.int64, copy=False),
+                t_pos - index.starts[record], length, names, list(index.names),
                 np.concatenate(lengths).astype(np.int64) if lengths else
                 np.zeros(0, dtype=np.int64))
 
 
-def _strand_entries(qset: SequenceSet, strands: str):
-    """The sequences to search: each query forward and/or reverse-complemented."""
-    parts, query_of, reverse_of = [], [], []
-    for number in range(len(qset)):
-        codes = qset.codes_of(number)
-        if strands in ("forward", "both"):
-            parts.append(codes)
-            query_of.append(number)
-            reverse_of.append(False)
-        if strands in ("reverse", "both"):
-            parts.append(_cpu.COMPLEMENT[codes[::-1]])
-            query_of.append(number)
-            reverse_of.append(True)
-    entries = SequenceSet.from_codes(parts, [""] * len(parts), qset.alphabet)
-    return (entries.codes, entries.offsets, np.array(query_of, dtype=np.int64),
-            np.array(reverse_of, dtype=bool))
+def _prepare(reference: Any, backend: str, min_length: int):
+    """The :class:`MemIndex` of ``reference`` (built unless it is one) and, for CUDA, its
+    :class:`~gpualign.mems._cuda.DeviceIndex`."""
+    index = reference if isinstance(reference, MemIndex) else build_index(reference)
+    if len(index.pages) > 1 and min_length > index.overlap:
+        raise ValueError(f"min_length={min_length}: this index of {len(index.pages)} pages "
+                         f"supports MEMs of at most {index.overlap} (MEM_PAGE_OVERLAP when it "
+                         f"was built)")
+    return index, (_cuda.DeviceIndex(index) if backend == "cuda" else None)
+
+
+def _merge_pages(pages: list[tuple]) -> tuple:
+    """One page's ``entry, query_pos, text_pos, length`` as they are; several pages' merged
+    into the same order (entry, query position, text position)."""
+    if len(pages) == 1:
+        return pages[0]
+    entry, q_pos, t_pos, length = (np.concatenate(column) for column in zip(*pages, strict=True))
+    order = np.lexsort((t_pos, q_pos, entry))
+    return entry[order], q_pos[order], t_pos[order], length[order]

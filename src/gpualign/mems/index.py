@@ -1,9 +1,13 @@
-"""The reference index for maximal exact matches: a suffix array and a k-mer table.
+"""The reference index for maximal exact matches: suffix arrays and k-mer tables, in pages.
 
 The reference records are concatenated with a separator after each one, so that no match runs
-from one record into the next. The suffix array comes from libdivsufsort (through
-``pydivsufsort``); the k-mer table holds, for every k-mer of A/C/G/T, the first suffix-array
-row whose suffix starts with it, so that a search starts inside the right interval.
+from one record into the next. The positions of this text are cut into pages of
+``config.MEM_PAGE_BASES``; each page holds the suffix array of the suffixes starting in it
+(from libdivsufsort, through ``pydivsufsort``, over the page and ``config.MEM_PAGE_OVERLAP``
+symbols after it) and a k-mer table holding, for every k-mer of A/C/G/T, the suffix-array rows
+whose suffix starts with it, so that a search starts inside the right interval. A search only
+ever orders suffixes by their first ``min_length`` symbols and extends matches on the whole
+text, so pages sorted that far find every MEM, also those that run past the page's end.
 """
 
 from __future__ import annotations
@@ -18,11 +22,32 @@ from numba import njit
 from .. import config
 from ..sequences import SequenceSet, as_sequence_set
 
-__all__ = ["MemIndex", "build_index"]
+__all__ = ["IndexPage", "MemIndex", "build_index"]
 
 #: Code of the separator after each reference record (DNA codes are 0-3 for ACGT and 4 for N).
 SEPARATOR = 5
-_FORMAT = 1
+_FORMAT = 2
+
+
+@dataclass
+class IndexPage:
+    """The suffixes starting at text positions ``start .. end - 1``.
+
+    Attributes
+    ----------
+    start, end : int
+    suffix_array : np.ndarray of int32
+        Their start positions minus ``start``, in the order of their first
+        :attr:`MemIndex.overlap` symbols at least.
+    kmer_rows : np.ndarray of int64, shape (4 ** kmer_size, 2)
+        ``[first, last + 1)`` rows of the suffixes starting with k-mer code ``c`` (A=0, C=1,
+        G=2, T=3, most significant first).
+    """
+
+    start: int
+    end: int
+    suffix_array: np.ndarray
+    kmer_rows: np.ndarray
 
 
 @dataclass
@@ -36,19 +61,19 @@ class MemIndex:
     starts : np.ndarray of int64
         Where each record starts in ``text`` (one more entry: the end).
     names : list of str
-    suffix_array : np.ndarray of int32
     kmer_size : int
-    kmer_rows : np.ndarray of int64, shape (4 ** kmer_size, 2)
-        ``[first, last + 1)`` suffix-array rows of the suffixes starting with k-mer code ``c``
-        (A=0, C=1, G=2, T=3, most significant first).
+    pages : list of IndexPage
+        Consecutive, covering every position of ``text``.
+    overlap : int
+        The longest ``min_length`` a search of more than one page supports.
     """
 
     text: np.ndarray
     starts: np.ndarray
     names: list[str]
-    suffix_array: np.ndarray
     kmer_size: int
-    kmer_rows: np.ndarray
+    pages: list[IndexPage]
+    overlap: int
 
     @property
     def lengths(self) -> np.ndarray:
@@ -56,11 +81,14 @@ class MemIndex:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the index to ``path`` (NumPy ``.npz``)."""
+        bounds = np.array([page.start for page in self.pages] + [len(self.text)])
         with open(path, "wb") as handle:
             np.savez(handle, format=np.array([_FORMAT]), text=self.text, starts=self.starts,
                      names=np.array(self.names, dtype=object).astype(str),
-                     suffix_array=self.suffix_array, kmer_size=np.array([self.kmer_size]),
-                     kmer_rows=self.kmer_rows)
+                     kmer_size=np.array([self.kmer_size]), overlap=np.array([self.overlap]),
+                     page_bounds=bounds,
+                     suffix_array=np.concatenate([page.suffix_array for page in self.pages]),
+                     kmer_rows=np.stack([page.kmer_rows for page in self.pages]))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> MemIndex:
@@ -69,29 +97,45 @@ class MemIndex:
             with np.load(path, allow_pickle=False) as data:
                 if int(data["format"][0]) != _FORMAT:
                     raise ValueError("another version")
+                bounds = data["page_bounds"].tolist()
+                suffix_array, kmer_rows = data["suffix_array"], data["kmer_rows"]
+                pages = [IndexPage(bounds[number], bounds[number + 1],
+                                   suffix_array[bounds[number]:bounds[number + 1]],
+                                   kmer_rows[number]) for number in range(len(bounds) - 1)]
                 return cls(data["text"], data["starts"], [str(n) for n in data["names"]],
-                           data["suffix_array"], int(data["kmer_size"][0]), data["kmer_rows"])
+                           int(data["kmer_size"][0]), pages, int(data["overlap"][0]))
         except (ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             raise ValueError(f"{path}: not a gpualign MEM index of this version "
                              f"({exc})") from None
 
 
-@njit(cache=True)
-def _kmer_rows(text, suffix_array, k):
-    """``[first, last + 1)`` suffix-array rows of every k-mer of A/C/G/T (empty when absent).
-    Suffixes with another symbol within their first k never fall inside an interval."""
+@njit(cache=True, nogil=True)
+def _kmer_codes(text, k):
+    """The k-mer code starting at every text position, -1 where one of its k symbols is not
+    A/C/G/T (or the text ends first)."""
+    codes = np.full(len(text), -1, dtype=np.int64)
+    mask = (1 << (2 * k)) - 1
+    code = run = 0
+    for position in range(len(text)):
+        symbol = text[position]
+        if symbol > 3:
+            run = 0
+            continue
+        code = ((code << 2) | symbol) & mask
+        run += 1
+        if run >= k:
+            codes[position - k + 1] = code
+    return codes
+
+
+@njit(cache=True, nogil=True)
+def _kmer_rows(codes, suffix_array, start, k):
+    """``[first, last + 1)`` rows of every k-mer of a page (empty when absent); rows of one
+    k-mer are consecutive, and suffixes with another symbol within their first k fall in
+    none."""
     rows = np.zeros((4 ** k, 2), dtype=np.int64)
     for row in range(len(suffix_array)):
-        start = suffix_array[row]
-        if start + k > len(text):
-            continue
-        code = 0
-        for t in range(k):
-            symbol = text[start + t]
-            if symbol > 3:
-                code = -1
-                break
-            code = code * 4 + symbol
+        code = codes[start + suffix_array[row]]
         if code < 0:
             continue
         if rows[code, 1] == 0:
@@ -106,16 +150,25 @@ def build_index(reference, *, invalid: str = "wildcard", kmer_size: int | None =
     Symbols other than A/C/G/T (any case) become ``N`` with ``invalid="wildcard"``, the default
     for references (they hold N runs and IUPAC codes), and ``N`` matches nothing.
     """
+    import pydivsufsort
+
     records = as_sequence_set(reference, "dna", invalid=invalid, role="reference")
     if len(records) == 0:
         raise ValueError("reference: no records")
     k = int(kmer_size or config.MEM_KMER_SIZE)
+    page_bases, overlap = int(config.MEM_PAGE_BASES), int(config.MEM_PAGE_OVERLAP)
     text, starts = _concatenate(records)
-    import pydivsufsort
-
-    suffix_array = pydivsufsort.divsufsort(text.copy()).astype(np.int32)
-    return MemIndex(text, starts, list(records.names), suffix_array, k,
-                    _kmer_rows(text, suffix_array, k))
+    codes = _kmer_codes(text, k)
+    pages = []
+    for start in range(0, len(text), page_bases):
+        end = min(len(text), start + page_bases)
+        order = pydivsufsort.divsufsort(text[start:min(len(text), end + overlap)].copy())
+        if end < len(text):  # keep only the suffixes that start in the page
+            order = order[order < end - start]
+        suffix_array = order.astype(np.int32, copy=False)
+        pages.append(IndexPage(start, end, suffix_array, _kmer_rows(codes, suffix_array,
+                                                                      start, k)))
+    return MemIndex(text, starts, list(records.names), k, pages, overlap)
 
 
 def _concatenate(records: SequenceSet) -> tuple[np.ndarray, np.ndarray]:
