@@ -130,27 +130,20 @@ def encode(sequence: Any, alphabet: str | Alphabet = "dna", *, name: str = "",
     >>> encode("ACGTN").tolist()
     [0, 1, 2, 3, 4]
     """
-    if invalid not in ("error", "wildcard"):
-        raise ValueError(f"invalid={invalid!r}: expected 'error' or 'wildcard'")
     alpha = get_alphabet(alphabet)
     raw = _raw_bytes(sequence, alpha)
-    codes = alpha.lookup[raw]
-    bad = np.flatnonzero(codes < 0)
-    if bad.size:
-        if invalid == "wildcard" and alpha.wildcard is not None:
-            codes[bad] = alpha.wildcard
-        else:
-            position = int(bad[0])
-            symbol = sequence[position] if isinstance(sequence, str) else chr(raw[position])
-            label = f"{name!r} " if name else ""
-            hint = ("; use invalid='wildcard' to read it as "
-                    f"{chr(alpha.symbols[alpha.wildcard])}" if alpha.wildcard is not None else "")
-            raise InvalidSymbolError(
-                f"record {label}(#{index}): symbol {symbol!r} at position {position} is not in "
-                f"the {alpha.name} alphabet ({bad.size} invalid symbol(s) in this record)"
-                f"{hint}, or choose alphabet='protein'/'bytes'"
-            )
-    return codes.astype(np.uint8)
+    codes, position = _translate(raw.tobytes(), alpha, invalid)
+    if position >= 0:
+        symbol = sequence[position] if isinstance(sequence, str) else chr(raw[position])
+        label = f"{name!r} " if name else ""
+        hint = ("; use invalid='wildcard' to read it as "
+                f"{chr(alpha.symbols[alpha.wildcard])}" if alpha.wildcard is not None else "")
+        raise InvalidSymbolError(
+            f"record {label}(#{index}): symbol {symbol!r} at position {position} is not in "
+            f"the {alpha.name} alphabet ({int((codes == _INVALID_CODE).sum())} invalid "
+            f"symbol(s) in this record){hint}, or choose alphabet='protein'/'bytes'"
+        )
+    return codes
 
 
 def encode_many(sequences: Sequence[Any], alphabet: str | Alphabet = "dna", *,
@@ -180,8 +173,10 @@ def encode_many(sequences: Sequence[Any], alphabet: str | Alphabet = "dna", *,
         parts = [_raw_bytes(item, alpha) for item in sequences]
         np.cumsum([len(part) for part in parts], out=offsets[1:])
         raw = np.concatenate(parts).tobytes() if parts else b""
-    return encode_packed(raw, offsets, alpha, names=names, first_index=first_index,
-                         invalid=invalid), offsets
+    codes, position = _translate(raw, alpha, invalid)
+    if position >= 0:
+        _raise_at(position, offsets, sequences.__getitem__, alpha, names, first_index)
+    return codes, offsets
 
 
 def encode_packed(raw: bytes, offsets: np.ndarray, alphabet: str | Alphabet = "dna", *,
@@ -189,32 +184,43 @@ def encode_packed(raw: bytes, offsets: np.ndarray, alphabet: str | Alphabet = "d
                   invalid: str = "error") -> np.ndarray:
     """Encode the concatenated bytes ``raw`` of sequences that ``offsets`` delimit (as
     :func:`gpualign.io.read_packed` gives them): the codes, with :func:`encode`'s errors."""
-    if invalid not in ("error", "wildcard"):
-        raise ValueError(f"invalid={invalid!r}: expected 'error' or 'wildcard'")
     alpha = get_alphabet(alphabet)
-    if alpha.name == "bytes":  # every byte is its own code
-        return np.frombuffer(bytearray(raw), dtype=np.uint8)
-    codes = np.frombuffer(bytearray(raw).translate(_lookup_u8(alpha).tobytes()), dtype=np.uint8)
-    if _INVALID_CODE in codes:
-        bad = np.flatnonzero(codes == _INVALID_CODE)
-        if invalid == "wildcard" and alpha.wildcard is not None:
-            codes[bad] = alpha.wildcard
-        else:  # encode the first bad record alone: its error names record and position
-            number = int(np.searchsorted(offsets, bad[0], side="right")) - 1
-            name = names[number] if names is not None else ""
-            encode(raw[offsets[number]:offsets[number + 1]], alpha, name=name,
-                   index=first_index + number, invalid="error")
+    codes, position = _translate(raw, alpha, invalid)
+    if position >= 0:
+        _raise_at(position, offsets, lambda number: raw[offsets[number]:offsets[number + 1]],
+                  alpha, names, first_index)
     return codes
 
 
-#: Code of a symbol outside the alphabet in :func:`_lookup_u8` (no alphabet but bytes has 255).
+def _raise_at(position: int, offsets: np.ndarray, record: Any, alphabet: Alphabet,
+              names: Sequence[str] | None, first_index: int) -> None:
+    """Encode alone the record (``record(number)``) holding the invalid symbol at ``position``
+    of the joined sequences: :func:`encode` raises the error, naming record and position."""
+    number = int(np.searchsorted(offsets, position, side="right")) - 1
+    encode(record(number), alphabet, name=names[number] if names is not None else "",
+           index=first_index + number)
+
+
+#: Code of a symbol outside the alphabet in :func:`_translate` (no alphabet but bytes has 255).
 _INVALID_CODE = 255
 
 
-def _lookup_u8(alphabet: Alphabet) -> np.ndarray:
-    """``alphabet.lookup`` as ``uint8`` (one byte per code), :data:`_INVALID_CODE` for symbols
-    outside it."""
-    return np.where(alphabet.lookup < 0, _INVALID_CODE, alphabet.lookup).astype(np.uint8)
+def _translate(raw: bytes, alphabet: Alphabet, invalid: str) -> tuple[np.ndarray, int]:
+    """The codes of ``raw`` (writable), symbols outside the alphabet made wildcards when
+    ``invalid="wildcard"``; and the position of the first one left (``-1`` for none)."""
+    if invalid not in ("error", "wildcard"):
+        raise ValueError(f"invalid={invalid!r}: expected 'error' or 'wildcard'")
+    if alphabet.name == "bytes":  # every byte is its own code
+        return np.frombuffer(bytearray(raw), dtype=np.uint8), -1
+    table = np.where(alphabet.lookup < 0, _INVALID_CODE, alphabet.lookup).astype(np.uint8)
+    codes = np.frombuffer(bytearray(raw).translate(table.tobytes()), dtype=np.uint8)
+    if _INVALID_CODE not in codes:
+        return codes, -1
+    bad = np.flatnonzero(codes == _INVALID_CODE)
+    if invalid == "wildcard" and alphabet.wildcard is not None:
+        codes[bad] = alphabet.wildcard
+        return codes, -1
+    return codes, int(bad[0])
 
 
 class SequenceSet:
@@ -273,9 +279,8 @@ class SequenceSet:
         from .streaming import _file_batches
 
         alpha = get_alphabet(alphabet)
-        sets = [batch.sequences for batch in _file_batches(path, alpha, invalid, 1 << 62)]
-        return sets[0] if sets else cls(np.zeros(0, dtype=np.uint8), np.zeros(1, np.int64), [],
-                                        alpha)
+        whole = [batch.sequences for batch in _file_batches(path, alpha, invalid, 1 << 62)]
+        return whole[0] if whole else cls.from_codes([], [], alpha)
 
     @classmethod
     def iter_file(cls, path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,
