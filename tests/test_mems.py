@@ -18,6 +18,7 @@ from gpualign.cli import main
 from gpualign.io import read_records
 from gpualign.mems import api as mems_api
 from gpualign.mems import build_index
+from gpualign.mems import index as mems_index
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 DATA = Path(__file__).resolve().parent / "data"
@@ -47,7 +48,8 @@ def check_against_oracle(references, queries, min_length, backend="cpu"):
 
 
 def test_docstring_examples_run():
-    assert doctest.testmod(mems_api, raise_on_error=True).attempted > 0
+    for module in (mems_api, mems_index):
+        assert doctest.testmod(module, raise_on_error=True).attempted > 0
 
 
 @pytest.mark.parametrize(("kmer", "page"), [(3, None), (10, None), (3, 9), (10, 16)])
@@ -70,6 +72,44 @@ def test_random_against_the_oracle(monkeypatch, kmer, page, backend):
         start = int(rng.integers(0, max(1, len(references[0]))))
         queries[0] = queries[0][:5] + references[0][start:start + 15] + queries[0][5:]
         check_against_oracle(references, queries, int(rng.integers(1, 14)), backend)
+
+
+@pytest.mark.parametrize("page", [None, 7])
+def test_index_against_sorted_suffixes(monkeypatch, page, backend):
+    # Suffix arrays (the CPU's libdivsufsort, the GPU's prefix doubling) against sorting the
+    # suffixes in Python, and k-mer tables against counting; long repeats need many doubling
+    # rounds; pages of 7 positions sorted 5 symbols on keep only their own suffixes.
+    monkeypatch.setattr(gpualign.config, "MEM_KMER_SIZE", 2)
+    if page:
+        monkeypatch.setattr(gpualign.config, "MEM_PAGE_BASES", page)
+        monkeypatch.setattr(gpualign.config, "MEM_PAGE_OVERLAP", 5)
+    rng = np.random.default_rng(5)
+    cases = [["A"], ["ACGT" * 40, "ACGTN" * 9], ["A" * 70], ["N" * 12, ""]]
+    cases += [["".join(rng.choice(list(rng.choice(["AC", "ACGT", "ACGTN"])), int(size)))
+               for size in rng.integers(0, 50, int(rng.integers(1, 4)))] for _ in range(60)]
+    for references in cases:
+        index = build_index(references, backend=backend)
+        text = index.text.tolist()
+        ordered = sorted(range(len(text)), key=lambda position: text[position:])
+        assert [page.start for page in index.pages] == list(range(0, len(text), page or
+                                                                  len(text)))
+        for part in index.pages:
+            own = [p - part.start for p in ordered if part.start <= p < part.end]
+            window = min(len(text), part.end + (5 if page else 0))
+            # within a page, suffixes are ordered by the symbols up to the page's window
+            key = [text[part.start + p:window] for p in own]
+            got = part.suffix_array.tolist()
+            assert sorted(got) == sorted(own)
+            assert [text[part.start + p:window] for p in got] == sorted(key), references
+            want_rows = np.zeros((16, 2), dtype=np.int64)
+            for row, p in enumerate(got):
+                kmer = text[part.start + p:part.start + p + 2]
+                if len(kmer) == 2 and max(kmer) < 4:
+                    code = 4 * kmer[0] + kmer[1]
+                    if want_rows[code, 1] == 0:
+                        want_rows[code, 0] = row
+                    want_rows[code, 1] = row + 1
+            assert part.kmer_rows.tolist() == want_rows.tolist(), references
 
 
 def test_repeats_records_case_and_odd_reads(backend):

@@ -359,12 +359,14 @@ _QUIRKS = [
 
 
 @pytest.mark.parametrize(("content", "fast"), _QUIRKS)
-@pytest.mark.parametrize("block", [3, 1 << 20])
-def test_compiled_fasta_reader_equals_dnaio(tmp_path, monkeypatch, content, fast, block):
-    # Blocks of 3 bytes put every record across block borders.
+@pytest.mark.parametrize(("block", "chunk"), [(3, 1 << 20), (1 << 20, 1 << 20), (1 << 20, 4)])
+def test_compiled_fasta_reader_equals_dnaio(tmp_path, monkeypatch, content, fast, block, chunk):
+    # Blocks of 3 bytes put every record across block borders; chunks of 4 bytes parse every
+    # record of a block on its own thread.
     from gpualign import io
 
     monkeypatch.setattr(io, "_BLOCK", block)
+    monkeypatch.setattr(io, "_CHUNK", chunk)
     suffix = ".fq" if content.startswith(b"@") else ".fa"
     for path in (tmp_path / f"x{suffix}", tmp_path / f"x{suffix}.gz"):
         path.write_bytes(gzip.compress(content) if path.suffix == ".gz" else content)
@@ -384,11 +386,25 @@ def test_compiled_fasta_reader_equals_dnaio(tmp_path, monkeypatch, content, fast
         assert (sum(parsed) == len(want)) == fast or not want
 
 
+def test_long_records_are_left_to_dnaio(tmp_path):
+    from gpualign import io
+
+    path = tmp_path / "genome.fa"
+    path.write_text(">chr1 x\n" + "ACGTN" * 30000 + "\n>chr2\nAC\n")
+    parsed: list[int] = []
+    assert list(io._fasta_blocks(path, parsed)) == [] and parsed == []
+    (names, sequences, offsets), = io.read_packed(path, 1 << 20)
+    assert names == ["chr1", "chr2"] and offsets.tolist() == [0, 150000, 150002]
+    assert sequences == ("ACGTN" * 30000 + "AC").encode()
+
+
 def test_compiled_fasta_reader_on_many_reads(tmp_path, monkeypatch):
-    # 3,000 random reads, multi-line, in blocks of 1 KiB: the same as dnaio, batch by batch.
+    # 3,000 random reads, multi-line, in blocks of 1 KiB and chunks of 100 bytes: the same as
+    # dnaio, batch by batch.
     from gpualign import io
 
     monkeypatch.setattr(io, "_BLOCK", 1024)
+    monkeypatch.setattr(io, "_CHUNK", 100)
     rng = np.random.default_rng(5)
     records = [(f"read{k}", "".join(rng.choice(list("ACGTN"), int(rng.integers(0, 200)))))
                for k in range(3000)]

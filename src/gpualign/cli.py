@@ -28,13 +28,8 @@ import numpy as np
 
 from . import __version__
 from ._progress import progress_bar
-from .align import align
-from .allpairs import allpairs
 from .backend import BackendUnavailableError, cuda_devices, resolve_backend
-from .edit import edit_distance, edit_distance_matrix
 from .io import SequenceFileError, read_records, write_mummer, write_sam, write_tsv
-from .lcs import lcs_length_matrix, lcs_top
-from .mems import MemIndex, build_index, find_mems
 from .scoring import MATRICES, Scoring
 from .sequences import InvalidSymbolError, SequenceSet
 
@@ -244,6 +239,7 @@ def _add_edit_command(subparsers: argparse._SubParsersAction) -> None:
 def run_edit(args: argparse.Namespace) -> int:
     """Run ``gpualign edit`` on the parsed ``args``; return the exit status (0;
     errors raise and :func:`main` turns them into status 2)."""
+    from .edit import edit_distance, edit_distance_matrix
     began = time.perf_counter()
     backend = resolve_backend(args.backend)  # fail early, before reading large files
     _check_output(args.output)
@@ -381,6 +377,7 @@ def _scoring(args: argparse.Namespace) -> Scoring:
 def run_align(args: argparse.Namespace) -> int:
     """Run ``gpualign align`` on the parsed ``args``; return the exit status (0;
     errors raise and :func:`main` turns them into status 2)."""
+    from .align import align
     began = time.perf_counter()
     scoring = _scoring(args)  # bad matrices and gap costs fail before any reading
     backend = resolve_backend(args.backend)
@@ -503,6 +500,7 @@ def _local_workers(count: int, backend: str,
 def run_allpairs(args: argparse.Namespace) -> int:
     """Run ``gpualign allpairs`` on the parsed ``args``; return the exit status (0;
     errors raise and :func:`main` turns them into status 2)."""
+    from .allpairs import allpairs
     began = time.perf_counter()
     scoring = _scoring(args)
     backend = resolve_backend(args.backend)
@@ -542,6 +540,7 @@ def _add_index_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("reference", metavar="REF", help="FASTA file (.gz accepted)")
     parser.add_argument("-o", "--output", required=True, metavar="REF.gpuidx",
                         help="where to write the index")
+    _add_backend_option(parser)
     parser.add_argument("-q", "--quiet", action="store_true", help="no summary line")
     parser.set_defaults(run=run_index)
 
@@ -549,9 +548,10 @@ def _add_index_command(subparsers: argparse._SubParsersAction) -> None:
 def run_index(args: argparse.Namespace) -> int:
     """Run ``gpualign index`` on the parsed ``args``; return the exit status (0;
     errors raise and :func:`main` turns them into status 2)."""
+    from .mems import build_index
     began = time.perf_counter()
     _check_output(args.output)
-    index = build_index(Path(args.reference))
+    index = build_index(Path(args.reference), backend=args.backend)
     index.save(args.output)
     _report(args, f"{_plural(len(index.names), 'record')}, {int(index.lengths.sum())} bp -> "
                   f"{args.output} in {time.perf_counter() - began:.2f} s")
@@ -594,6 +594,7 @@ def _add_mems_command(subparsers: argparse._SubParsersAction) -> None:
 def run_mems(args: argparse.Namespace) -> int:
     """Run ``gpualign mems`` on the parsed ``args``; return the exit status (0;
     errors raise and :func:`main` turns them into status 2)."""
+    from .mems import MemIndex, find_mems
     began = time.perf_counter()
     _check_output(args.output)
     try:
@@ -710,6 +711,7 @@ def _write_all_rows(out: TextIO, path: str, query: str, query_length: int,
 def run_lcs(args: argparse.Namespace) -> int:
     """Run ``gpualign lcs`` on the parsed ``args``; return the exit status (0;
     errors raise and :func:`main` turns them into status 2)."""
+    from .lcs import lcs_length_matrix, lcs_top
     began = time.perf_counter()
     backend = resolve_backend(args.backend)  # fail early, before reading large files
     _check_output(args.output)

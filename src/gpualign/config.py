@@ -127,6 +127,10 @@ MEM_PAGE_OVERLAP = 1 << 12
 #: Read symbols per batch of :func:`gpualign.find_mems` (reads from a file are streamed).
 MEM_QUERY_BATCH_RESIDUES = 1 << 24
 
+#: Batches of reads that ``find_mems`` reads ahead of the search at most: enough that reading
+#: does not wait while the index is built (and host memory stays bounded).
+MEM_READ_AHEAD = 8
+
 #: Target symbols per batch of :func:`gpualign.align_one_to_many` (targets streamed from a file
 #: or an iterator are read this many at a time).
 ALIGN_CPU_BATCH_RESIDUES = 1 << 24

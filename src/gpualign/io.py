@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import itertools
 import lzma
@@ -10,6 +11,7 @@ import os
 import re
 import zlib
 from collections.abc import Generator, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
 
 import dnaio
@@ -70,8 +72,14 @@ def read_records(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
         raise SequenceFileError(f"{path}: cannot read {where}: {exc}") from exc
 
 
-#: Bytes read from a file per block by :func:`read_packed`.
-_BLOCK = 1 << 23
+#: Bytes read from a file per block by :func:`read_packed`, parsed in chunks of about
+#: ``_CHUNK`` bytes on parallel threads.
+_BLOCK = 1 << 25
+_CHUNK = 1 << 20
+#: Mean record size in the first block from which :func:`read_packed` leaves a file to dnaio:
+#: on long records (genomes) dnaio is as fast, and the compiled parser's first call in a
+#: process (loading Numba's machinery) would cost more than reading them.
+_LONG_RECORD = 1 << 16
 # What the compiled FASTA parser reports: every complete record of the block parsed, or a
 # record it leaves to dnaio (FASTQ, non-ASCII, white space inside a sequence line).
 _PARSED, _UNUSUAL = 0, 1
@@ -84,10 +92,11 @@ def read_packed(path: str | os.PathLike, batch_residues: int,
     :func:`read_records` gives them. A batch closes at the record that brings it to
     ``batch_residues`` symbols.
 
-    Plain ASCII FASTA, the common case for large read sets, is parsed a block at a time in
-    compiled code, several times faster than record by record; from the first record it does
-    not recognize (FASTQ, other bytes, white space inside a sequence line) on, dnaio reads
-    the rest, so results and errors are those of :func:`read_records`.
+    Plain ASCII FASTA of short records, the common case for large read sets, is parsed a
+    block at a time in compiled code, several times faster than record by record; from the
+    first record it does not recognize (FASTQ, other bytes, white space inside a sequence
+    line) on, dnaio reads the rest, so results and errors are those of :func:`read_records`.
+    dnaio reads files of long records (genomes) from the start.
     """
     names: list[str] = []
     parts: list[bytes] = []
@@ -102,7 +111,7 @@ def read_packed(path: str | os.PathLike, batch_residues: int,
             last = int(np.searchsorted(ends, base + batch_residues - residues, side="left"))
             stop = min(last + 1, len(block_names))
             names.extend(block_names[first:stop])
-            parts.append(sequences[base:int(ends[stop - 1])])
+            parts.append(memoryview(sequences)[base:int(ends[stop - 1])])
             lengths.append(block_lengths[first:stop])
             residues += int(ends[stop - 1]) - base
             first = stop
@@ -113,7 +122,7 @@ def read_packed(path: str | os.PathLike, batch_residues: int,
         yield _packed(names, parts, lengths)
 
 
-def _packed(names: list[str], parts: list[bytes], lengths: list[np.ndarray]) -> tuple:
+def _packed(names: list[str], parts: list[memoryview], lengths: list[np.ndarray]) -> tuple:
     offsets = np.zeros(len(names) + 1, dtype=np.int64)
     np.cumsum(np.concatenate(lengths), out=offsets[1:])
     return names, b"".join(parts), offsets
@@ -149,7 +158,7 @@ def _fasta_blocks(path: str | os.PathLike, parsed: list[int],
         return False
     with handle:
         carry = b""
-        final = False
+        first, final = True, False
         while not final:
             try:
                 block = handle.read(_BLOCK)
@@ -157,22 +166,72 @@ def _fasta_blocks(path: str | os.PathLike, parsed: list[int],
                     *_DECOMPRESSION_ERRORS):
                 return False  # read_records reports it
             final = not block
-            data = np.frombuffer(carry + block, dtype=np.uint8)
-            if not carry and data.size and not _starts_fasta(data):
+            joined = carry + block
+            data = np.frombuffer(joined, dtype=np.uint8)
+            if first and data.size and (not _starts_fasta(data) or
+                                        block.count(b">") * _LONG_RECORD < len(block)):
                 return False
-            sequences = np.empty(len(data), dtype=np.uint8)
-            lengths = np.empty(len(data) // 2 + 1, dtype=np.int64)
-            name_bytes = np.empty(len(data) + 1, dtype=np.uint8)
-            status, records, consumed, used, name_used = _parse_fasta(
-                data, final, sequences, lengths, name_bytes)
-            if records:
-                names = name_bytes[:name_used].tobytes().decode("ascii").split("\n")[:-1]
-                parsed.append(records)
-                yield names, sequences[:used].tobytes(), lengths[:records].copy()
-            if status == _UNUSUAL:
+            first = False
+            names, sequences, lengths, consumed, unusual = _parse_block(joined, final)
+            if len(names):
+                parsed.append(len(names))
+                yield names, sequences, lengths
+            if unusual:
                 return False
             carry = data[consumed:].tobytes()
     return True
+
+
+def _parse_block(raw: bytes, final: bool) -> tuple[list[str], bytes, np.ndarray, int, bool]:
+    """The complete records of ``raw`` (all of them when ``final``) as ``names, sequences,
+    lengths``, the bytes they take, and whether parsing stopped at a record left to dnaio.
+
+    The block is cut into chunks of about ``_CHUNK`` bytes at record starts (a line that
+    begins with ``>``), parsed on parallel threads (the parser releases the GIL); only the
+    last chunk can end inside a record."""
+    data = np.frombuffer(raw, dtype=np.uint8)
+    cuts = [0]
+    while len(data) - cuts[-1] > _CHUNK:
+        at = raw.find(b"\n>", cuts[-1] + _CHUNK)
+        if at < 0:
+            break
+        cuts.append(at + 1)
+    cuts.append(len(data))
+    # Chunk c writes from a + c (names) and a // 2 + c (lengths, two bytes a record at least):
+    # regions as large as the chunk's bytes allow, one after the other.
+    sequences = np.empty(len(data), dtype=np.uint8)
+    lengths = np.empty(len(data) // 2 + len(cuts), dtype=np.int64)
+    name_bytes = np.empty(len(data) + len(cuts), dtype=np.uint8)
+
+    def parse(chunk: int) -> tuple:
+        a, b = cuts[chunk], cuts[chunk + 1]
+        return _parse_fasta(data[a:b], final or chunk < len(cuts) - 2, sequences[a:b],
+                            lengths[a // 2 + chunk:b // 2 + chunk + 1],
+                            name_bytes[a + chunk:b + chunk + 1])
+
+    chunks = range(len(cuts) - 1)
+    results = list(_parsers().map(parse, chunks)) if len(chunks) > 1 else [parse(0)]
+    names, parts, counts = [], [], []
+    consumed, unusual = 0, False
+    for chunk, (status, records, taken, used, name_used) in enumerate(results):
+        a = cuts[chunk]
+        names.append(name_bytes[a + chunk:a + chunk + name_used])
+        parts.append(sequences[a:a + used])
+        counts.append(lengths[a // 2 + chunk:a // 2 + chunk + records])
+        consumed = a + taken
+        unusual = status == _UNUSUAL
+        if unusual or taken < cuts[chunk + 1] - a:
+            break
+    text = b"".join(part.data for part in names).decode("ascii")
+    return (text.split("\n")[:-1], b"".join(part.data for part in parts),
+            np.concatenate(counts), consumed, unusual)
+
+
+@functools.cache
+def _parsers() -> ThreadPoolExecutor:
+    """Threads that parse the chunks of a block."""
+    return ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
+                              thread_name_prefix="gpualign-parse")
 
 
 def _starts_fasta(data: np.ndarray) -> bool:
@@ -300,7 +359,7 @@ def write_mummer(out: IO[str], mems: Any, strands: str, *, four_columns: bool | 
     all queries in parallel, and written at once."""
     four = len(mems.reference_names) > 1 if four_columns is None else four_columns
     width = max((len(name) for name in mems.reference_names), default=0)
-    names, name_offsets = _joined([f"> {name}" for name in mems.query_names])
+    names, name_offsets = _joined(mems.query_names)
     labels, label_offsets = _joined([f"  {name:<{width}}  " if four else ""
                                      for name in mems.reference_names])
     bounds = np.searchsorted(mems.query_index, np.arange(len(mems.query_names) + 1))
@@ -326,14 +385,16 @@ def _joined(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """UTF-8 bytes of ``strings`` concatenated, and their ``int64`` offsets."""
     data = "".join(strings).encode("utf-8")
     offsets = np.zeros(len(strings) + 1, dtype=np.int64)
-    if len(data) == sum(map(len, strings)):  # ASCII: characters are bytes
-        np.cumsum([len(text) for text in strings], out=offsets[1:])
-    else:
-        np.cumsum([len(text.encode("utf-8")) for text in strings], out=offsets[1:])
+    lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+    if len(data) != lengths.sum():  # not ASCII: characters are not bytes
+        lengths = np.fromiter((len(text.encode("utf-8")) for text in strings), dtype=np.int64,
+                              count=len(strings))
+    np.cumsum(lengths, out=offsets[1:])
     return np.frombuffer(data, dtype=np.uint8), offsets
 
 
 #: Pieces of MUMmer's text, as arrays for the compiled writer.
+_HEADER_TAG = np.frombuffer(b"> ", dtype=np.uint8)
 _REVERSE_TAG = np.frombuffer(b" Reverse", dtype=np.uint8)
 _LENGTH_TAG = np.frombuffer(b"  Len = ", dtype=np.uint8)
 _GAP = np.frombuffer(b"  ", dtype=np.uint8)
@@ -373,6 +434,7 @@ def _mummer_blocks(names, name_offsets, query_lengths, bounds, forward, reverse,
         for block in range(2):
             if (block == 0 and not forward) or (block == 1 and not reverse):
                 continue
+            at = _put_bytes(text, at, _HEADER_TAG, 0, len(_HEADER_TAG), write)
             at = _put_bytes(text, at, names, name_offsets[number], name_offsets[number + 1],
                             write)
             if block == 1:

@@ -22,7 +22,7 @@ from .sequences import Alphabet, SequenceSet, encode_many, encode_packed, get_al
 
 __all__ = ["Batch", "iter_batches"]
 
-#: Batches read ahead of the consumer from files and iterables.
+#: Batches read ahead of the consumer from files and iterables, unless told otherwise.
 _READ_AHEAD = 2
 
 
@@ -97,9 +97,9 @@ def _encoded_batches(source: Any, alphabet: Alphabet, invalid: str,
         yield batch()
 
 
-def _read_ahead(batches: Iterator[Batch]) -> Iterator[Batch]:
-    """Run ``batches`` on a daemon thread, ``_READ_AHEAD`` batches ahead; errors re-raise here."""
-    ready: queue.Queue = queue.Queue(maxsize=_READ_AHEAD)
+def _read_ahead(batches: Iterator[Batch], read_ahead: int) -> Iterator[Batch]:
+    """Run ``batches`` on a daemon thread, ``read_ahead`` batches ahead; errors re-raise here."""
+    ready: queue.Queue = queue.Queue(maxsize=max(1, read_ahead))
     done = object()
     stop = threading.Event()
 
@@ -140,7 +140,7 @@ def _read_ahead(batches: Iterator[Batch]) -> Iterator[Batch]:
 
 def iter_batches(subjects: Any, alphabet: str | Alphabet = "dna", *, invalid: str = "error",
                  batch_residues: int = 1 << 26, first_residues: int | None = None,
-                 role: str = "subjects") -> Iterator[Batch]:
+                 read_ahead: int = _READ_AHEAD, role: str = "subjects") -> Iterator[Batch]:
     """Cut ``subjects`` into batches of about ``batch_residues`` symbols.
 
     Parameters
@@ -152,6 +152,8 @@ def iter_batches(subjects: Any, alphabet: str | Alphabet = "dna", *, invalid: st
         Symbols per batch (a batch holds at least one subject).
     first_residues : int, optional
         For sets in memory: the size of the first batch, doubling up to ``batch_residues``.
+    read_ahead : int
+        For files and iterators: batches read ahead of the consumer, at most.
 
     Examples
     --------
@@ -171,4 +173,4 @@ def iter_batches(subjects: Any, alphabet: str | Alphabet = "dna", *, invalid: st
                         f"sequences, got {type(subjects).__name__}")
     if isinstance(subjects, (list, tuple)):  # already in memory: no thread needed
         return _encoded_batches(subjects, alpha, invalid, batch_residues)
-    return _read_ahead(_encoded_batches(subjects, alpha, invalid, batch_residues))
+    return _read_ahead(_encoded_batches(subjects, alpha, invalid, batch_residues), read_ahead)

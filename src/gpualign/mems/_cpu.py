@@ -134,3 +134,59 @@ def find_all(codes, offsets, strands, first_reverse, text, page_start, suffix_ar
                   t_pos, length, starts[e])
             entry[starts[e]:starts[e + 1]] = e
     return entry, q_pos, t_pos, length
+
+
+class PageBuilder:
+    """Suffix arrays (libdivsufsort, through ``pydivsufsort``) and k-mer tables of the pages
+    of ``text``: ``build(start, end, stop)`` sorts the suffixes of ``text[start:stop]`` and
+    keeps those starting before ``end``."""
+
+    def __init__(self, text: np.ndarray, k: int):
+        self.text, self.k = text, k
+        self.codes: np.ndarray | None = None
+
+    def __call__(self, start: int, end: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        import pydivsufsort
+
+        order = pydivsufsort.divsufsort(self.text[start:stop].copy())
+        if stop > end:
+            order = order[order < end - start]
+        suffix_array = order.astype(np.int32, copy=False)
+        if self.codes is None:
+            self.codes = _kmer_codes(self.text, self.k)
+        return suffix_array, _kmer_rows(self.codes, suffix_array, start, self.k)
+
+
+@njit(cache=True, nogil=True)
+def _kmer_codes(text, k):
+    """The k-mer code starting at every text position, -1 where one of its k symbols is not
+    A/C/G/T (or the text ends first)."""
+    codes = np.full(len(text), -1, dtype=np.int64)
+    mask = (1 << (2 * k)) - 1
+    code = run = 0
+    for position in range(len(text)):
+        symbol = text[position]
+        if symbol > 3:
+            run = 0
+            continue
+        code = ((code << 2) | symbol) & mask
+        run += 1
+        if run >= k:
+            codes[position - k + 1] = code
+    return codes
+
+
+@njit(cache=True, nogil=True)
+def _kmer_rows(codes, suffix_array, start, k):
+    """``[first, last + 1)`` rows of every k-mer of a page (empty when absent); rows of one
+    k-mer are consecutive, and suffixes with another symbol within their first k fall in
+    none."""
+    rows = np.zeros((4 ** k, 2), dtype=np.int64)
+    for row in range(len(suffix_array)):
+        code = codes[start + suffix_array[row]]
+        if code < 0:
+            continue
+        if rows[code, 1] == 0:
+            rows[code, 0] = row
+        rows[code, 1] = row + 1
+    return rows

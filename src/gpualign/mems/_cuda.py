@@ -15,7 +15,79 @@ from .. import config
 from ..cuda.loader import get_kernel
 
 KERNEL_FILE = "mems/kernels/mems.cu"
+INDEX_KERNEL_FILE = "mems/kernels/index.cu"
 _THREADS = 256
+#: Device bytes per suffix while a page is sorted: the int64 rank, next rank, key, sorted key
+#: and order arrays, and the sort's own buffers.
+_SORT_BYTES_PER_SUFFIX = 64
+
+
+class PageBuilder:
+    """Suffix arrays and k-mer tables of the pages of ``text``, built on the GPU, as
+    :class:`gpualign.mems._cpu.PageBuilder` builds them on the CPU (the same arrays).
+
+    The suffixes are sorted by prefix doubling: each round ranks every suffix by its first
+    ``2h`` symbols from the ranks of its first ``h`` and of the ``h`` after them, with one radix
+    sort of 64-bit keys, until all ranks differ; that takes log2 of the longest repeat rounds.
+    A page whose sort does not fit in ``config.GPU_MEMORY_FRACTION`` of the free memory is
+    sorted on the CPU by libdivsufsort.
+    """
+
+    def __init__(self, text: np.ndarray, k: int):
+        import cupy
+
+        self.text, self.k = text, k
+        self.device_text = cupy.asarray(text)
+
+    def __call__(self, start: int, end: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        import cupy
+
+        free, _ = cupy.cuda.runtime.memGetInfo()
+        if _SORT_BYTES_PER_SUFFIX * (stop - start) > config.GPU_MEMORY_FRACTION * free:
+            from ._cpu import PageBuilder as CpuPageBuilder
+
+            return CpuPageBuilder(self.text, self.k)(start, end, stop)
+        order = _sorted_suffixes(self.device_text[start:stop])
+        if stop > end:
+            order = order[order < end - start]
+        suffix_array = order.astype(cupy.int32)
+        rows = len(suffix_array)
+        grid = ((rows + _THREADS - 1) // _THREADS,)
+        codes = cupy.empty(rows, dtype=cupy.int64)
+        get_kernel(INDEX_KERNEL_FILE, "kmer_codes_at_rows")(
+            grid, (_THREADS,), (self.device_text, np.int64(len(self.text)), np.int64(start),
+                                suffix_array, np.int64(rows), np.int32(self.k), codes))
+        kmer_rows = cupy.zeros((4 ** self.k, 2), dtype=cupy.int64)
+        get_kernel(INDEX_KERNEL_FILE, "kmer_bounds")(
+            grid, (_THREADS,), (codes, np.int64(rows), kmer_rows))
+        return suffix_array.get(), kmer_rows.get()
+
+
+def _sorted_suffixes(symbols):
+    """Start positions of the suffixes of ``symbols`` (a CuPy ``uint8`` array) in
+    lexicographic order, a suffix before the longer ones it begins (``int64``)."""
+    import cupy
+
+    length = len(symbols)
+    if length < 2:
+        return cupy.zeros(length, dtype=cupy.int64)
+    rank = symbols.astype(cupy.int64)
+    base = max(length, 256) + 1  # above every rank + 1, so keys of distinct pairs differ
+    span = 1
+    while True:
+        following = cupy.zeros(length, dtype=cupy.int64)  # 0: the suffix ends first
+        if span < length:
+            following[:length - span] = rank[span:] + 1
+        keys = rank * base + following
+        order = cupy.argsort(keys)
+        keys = keys[order]
+        sorted_rank = cupy.empty(length, dtype=cupy.int64)
+        sorted_rank[0] = 0
+        sorted_rank[1:] = cupy.cumsum(keys[1:] != keys[:-1])
+        rank[order] = sorted_rank
+        if int(sorted_rank[-1]) == length - 1:
+            return order
+        span *= 2
 
 
 class DeviceIndex:

@@ -12,7 +12,6 @@ from .. import config
 from .._checks import integer
 from ..backend import resolve_backend
 from ..streaming import iter_batches
-from . import _cpu, _cuda
 from .index import MemIndex, build_index
 
 __all__ = ["Mems", "find_mems"]
@@ -75,7 +74,7 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
         Search the queries, their reverse complements, or both (MUMmer: default, ``-r``,
         ``-b``).
     backend : {"auto", "cpu", "cuda"}
-        Where the search runs (the index is built on the CPU either way).
+        Where the search runs and a reference that is not a :class:`MemIndex` is indexed.
 
     Returns
     -------
@@ -94,24 +93,28 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
     count, first_reverse = (2, False) if strands == "both" else (1, strands == "reverse")
     found, names, lengths = [], [], []
     with ThreadPoolExecutor(max_workers=1) as pool:
-        # The index is built (libdivsufsort releases the GIL) and moved to the GPU while the
-        # first reads are read; reads from a file or an iterator are read and encoded in
-        # batches on a background thread, so that only one batch of them is held at a time.
+        # The index is built (on the GPU, or by libdivsufsort, which releases the GIL) and
+        # moved to the GPU while the first reads are read; reads from a file or an iterator
+        # are read and encoded in batches on a background thread, up to MEM_READ_AHEAD
+        # batches ahead, so that reading does not wait for the index and host memory stays
+        # bounded.
         ready = pool.submit(_prepare, reference, backend, min_length)
         for batch in iter_batches(queries, "dna", invalid=invalid, role="queries",
-                                  batch_residues=config.MEM_QUERY_BATCH_RESIDUES):
+                                  batch_residues=config.MEM_QUERY_BATCH_RESIDUES,
+                                  read_ahead=config.MEM_READ_AHEAD):
             index, device_index = ready.result()
+            search = _search_module(device_index)
             qset = batch.sequences
             pages = []
             for number, page in enumerate(index.pages):
                 if device_index is None:
-                    pages.append(_cpu.find_all(qset.codes, qset.offsets, count, first_reverse,
-                                               index.text, page.start, page.suffix_array,
-                                               page.kmer_rows, index.kmer_size, min_length))
+                    pages.append(search.find_all(qset.codes, qset.offsets, count, first_reverse,
+                                                 index.text, page.start, page.suffix_array,
+                                                 page.kmer_rows, index.kmer_size, min_length))
                 else:
-                    pages.append(_cuda.find_all(qset.codes, qset.offsets, count,
-                                                first_reverse, device_index, number,
-                                                min_length))
+                    pages.append(search.find_all(qset.codes, qset.offsets, count,
+                                                 first_reverse, device_index, number,
+                                                 min_length))
             entry, q_pos, t_pos, length = _merge_pages(pages)
             found.append((entry // count + batch.start, (entry % count + first_reverse) > 0,
                           q_pos, t_pos, length))
@@ -135,12 +138,29 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
 def _prepare(reference: Any, backend: str, min_length: int):
     """The :class:`MemIndex` of ``reference`` (built unless it is one) and, for CUDA, its
     :class:`~gpualign.mems._cuda.DeviceIndex`."""
-    index = reference if isinstance(reference, MemIndex) else build_index(reference)
+    index = (reference if isinstance(reference, MemIndex) else
+             build_index(reference, backend=backend))
     if len(index.pages) > 1 and min_length > index.overlap:
         raise ValueError(f"min_length={min_length}: this index of {len(index.pages)} pages "
                          f"supports MEMs of at most {index.overlap} (MEM_PAGE_OVERLAP when it "
                          f"was built)")
-    return index, (_cuda.DeviceIndex(index) if backend == "cuda" else None)
+    if backend != "cuda":
+        return index, None
+    from ._cuda import DeviceIndex
+
+    return index, DeviceIndex(index)
+
+
+def _search_module(device_index: Any) -> Any:
+    """The backend module that searches: CUDA with a device index, else the CPU (imported
+    here, so that a CUDA run does not load the CPU's compiled code)."""
+    if device_index is not None:
+        from . import _cuda
+
+        return _cuda
+    from . import _cpu
+
+    return _cpu
 
 
 def _merge_pages(pages: list[tuple]) -> tuple:

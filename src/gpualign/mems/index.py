@@ -17,9 +17,9 @@ import zipfile
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from .. import config
+from ..backend import resolve_backend
 from ..sequences import SequenceSet, as_sequence_set
 
 __all__ = ["IndexPage", "MemIndex", "build_index"]
@@ -109,65 +109,36 @@ class MemIndex:
                              f"({exc})") from None
 
 
-@njit(cache=True, nogil=True)
-def _kmer_codes(text, k):
-    """The k-mer code starting at every text position, -1 where one of its k symbols is not
-    A/C/G/T (or the text ends first)."""
-    codes = np.full(len(text), -1, dtype=np.int64)
-    mask = (1 << (2 * k)) - 1
-    code = run = 0
-    for position in range(len(text)):
-        symbol = text[position]
-        if symbol > 3:
-            run = 0
-            continue
-        code = ((code << 2) | symbol) & mask
-        run += 1
-        if run >= k:
-            codes[position - k + 1] = code
-    return codes
-
-
-@njit(cache=True, nogil=True)
-def _kmer_rows(codes, suffix_array, start, k):
-    """``[first, last + 1)`` rows of every k-mer of a page (empty when absent); rows of one
-    k-mer are consecutive, and suffixes with another symbol within their first k fall in
-    none."""
-    rows = np.zeros((4 ** k, 2), dtype=np.int64)
-    for row in range(len(suffix_array)):
-        code = codes[start + suffix_array[row]]
-        if code < 0:
-            continue
-        if rows[code, 1] == 0:
-            rows[code, 0] = row
-        rows[code, 1] = row + 1
-    return rows
-
-
-def build_index(reference, *, invalid: str = "wildcard", kmer_size: int | None = None) -> MemIndex:
+def build_index(reference, *, invalid: str = "wildcard", kmer_size: int | None = None,
+                backend: str = "auto") -> MemIndex:
     """Index a DNA reference (SequenceSet, FASTA path, or list of sequences) for MEM search.
 
     Symbols other than A/C/G/T (any case) become ``N`` with ``invalid="wildcard"``, the default
-    for references (they hold N runs and IUPAC codes), and ``N`` matches nothing.
-    """
-    import pydivsufsort
+    for references (they hold N runs and IUPAC codes), and ``N`` matches nothing. With the
+    CUDA backend the suffixes are sorted and the k-mer tables built on the GPU (a page too
+    large for its free memory is sorted by libdivsufsort); the index is the same either way.
 
+    Examples
+    --------
+    >>> index = build_index(["ACGTTACG"], backend="cpu")
+    >>> index.pages[0].suffix_array.tolist()
+    [0, 5, 1, 6, 2, 7, 4, 3, 8]
+    """
     records = as_sequence_set(reference, "dna", invalid=invalid, role="reference")
     if len(records) == 0:
         raise ValueError("reference: no records")
     k = int(kmer_size or config.MEM_KMER_SIZE)
     page_bases, overlap = int(config.MEM_PAGE_BASES), int(config.MEM_PAGE_OVERLAP)
     text, starts = _concatenate(records)
-    codes = _kmer_codes(text, k)
+    if resolve_backend(backend) == "cuda":
+        from ._cuda import PageBuilder
+    else:
+        from ._cpu import PageBuilder
+    build = PageBuilder(text, k)
     pages = []
     for start in range(0, len(text), page_bases):
         end = min(len(text), start + page_bases)
-        order = pydivsufsort.divsufsort(text[start:min(len(text), end + overlap)].copy())
-        if end < len(text):  # keep only the suffixes that start in the page
-            order = order[order < end - start]
-        suffix_array = order.astype(np.int32, copy=False)
-        pages.append(IndexPage(start, end, suffix_array, _kmer_rows(codes, suffix_array,
-                                                                      start, k)))
+        pages.append(IndexPage(start, end, *build(start, end, min(len(text), end + overlap))))
     return MemIndex(text, starts, list(records.names), k, pages, overlap)
 
 
