@@ -209,8 +209,9 @@ def _parse_block(raw: bytes, final: bool) -> tuple[list[str], bytes, np.ndarray,
                             lengths[a // 2 + chunk:b // 2 + chunk + 1],
                             name_bytes[a + chunk:b + chunk + 1])
 
-    chunks = range(len(cuts) - 1)
-    results = list(_parsers().map(parse, chunks)) if len(chunks) > 1 else [parse(0)]
+    # The first chunk on this thread: a process's first call loads the compiled parser, once,
+    # rather than every thread of the pool waiting on that load.
+    results = [parse(0), *_parsers().map(parse, range(1, len(cuts) - 1))]
     names, parts, counts = [], [], []
     consumed, unusual = 0, False
     for chunk, (status, records, taken, used, name_used) in enumerate(results):
