@@ -363,7 +363,8 @@ def write_mummer(out: IO[str], mems: Any, strands: str, *, four_columns: bool | 
     names, name_offsets = _joined(mems.query_names)
     labels, label_offsets = _joined([f"  {name:<{width}}  " if four else ""
                                      for name in mems.reference_names])
-    bounds = np.searchsorted(mems.query_index, np.arange(len(mems.query_names) + 1))
+    bounds = np.zeros(len(mems.query_names) + 1, dtype=np.int64)  # MEMs are in query order
+    np.cumsum(np.bincount(mems.query_index, minlength=len(mems.query_names)), out=bounds[1:])
     args = (names, name_offsets, np.asarray(mems.query_lengths, dtype=np.int64), bounds,
             strands in ("forward", "both"), strands in ("reverse", "both"), lengths,
             np.asarray(mems.reverse, dtype=np.bool_), mems.reference_index, mems.reference_pos,
