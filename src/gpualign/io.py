@@ -167,9 +167,8 @@ def _fasta_blocks(path: str | os.PathLike, parsed: list[int],
                 return False  # read_records reports it
             final = not block
             joined = carry + block
-            data = np.frombuffer(joined, dtype=np.uint8)
-            if first and data.size and (not _starts_fasta(data) or
-                                        block.count(b">") * _LONG_RECORD < len(block)):
+            if first and joined and (not _starts_fasta(joined) or
+                                     block.count(b">") * _LONG_RECORD < len(block)):
                 return False
             first = False
             names, sequences, lengths, consumed, unusual = _parse_block(joined, final)
@@ -178,7 +177,7 @@ def _fasta_blocks(path: str | os.PathLike, parsed: list[int],
                 yield names, sequences, lengths
             if unusual:
                 return False
-            carry = data[consumed:].tobytes()
+            carry = joined[consumed:]
     return True
 
 
@@ -235,9 +234,9 @@ def _parsers() -> ThreadPoolExecutor:
                               thread_name_prefix="gpualign-parse")
 
 
-def _starts_fasta(data: np.ndarray) -> bool:
+def _starts_fasta(data: bytes) -> bool:
     """Whether the first byte that is not white space is ``>``."""
-    for byte in data[:4096].tobytes():
+    for byte in data[:4096]:
         if byte not in b" \t\r\n":
             return byte == ord(">")
     return False

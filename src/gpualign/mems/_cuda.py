@@ -9,6 +9,8 @@ give, so the output needs no second guess of its size and comes out in order.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .. import config
@@ -38,15 +40,18 @@ class PageBuilder:
 
         self.text, self.k = text, k
         self.device_text = cupy.asarray(text)
+        self.cpu: Any = None  # the CPU builder of pages too large (its k-mer codes made once)
 
     def __call__(self, start: int, end: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         import cupy
 
         free, _ = cupy.cuda.runtime.memGetInfo()
         if _SORT_BYTES_PER_SUFFIX * (stop - start) > config.GPU_MEMORY_FRACTION * free:
-            from ._cpu import PageBuilder as CpuPageBuilder
+            if self.cpu is None:
+                from ._cpu import PageBuilder as CpuPageBuilder
 
-            return CpuPageBuilder(self.text, self.k)(start, end, stop)
+                self.cpu = CpuPageBuilder(self.text, self.k)
+            return self.cpu(start, end, stop)
         order = _sorted_suffixes(self.device_text[start:stop])
         if stop > end:
             order = order[order < end - start]

@@ -90,6 +90,10 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
     if strands not in _STRANDS:
         raise ValueError(f"strands={strands!r}: expected one of {', '.join(_STRANDS)}")
     backend = resolve_backend(backend)
+    if backend == "cuda":  # imported here: a CUDA run does not load the CPU's compiled code
+        from . import _cuda as search
+    else:
+        from . import _cpu as search
     count, first_reverse = (2, False) if strands == "both" else (1, strands == "reverse")
     found, names, lengths = [], [], []
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -103,7 +107,6 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
                                   batch_residues=config.MEM_QUERY_BATCH_RESIDUES,
                                   read_ahead=config.MEM_READ_AHEAD):
             index, device_index = ready.result()
-            search = _search_module(device_index)
             qset = batch.sequences
             pages = []
             for number, page in enumerate(index.pages):
@@ -149,18 +152,6 @@ def _prepare(reference: Any, backend: str, min_length: int):
     from ._cuda import DeviceIndex
 
     return index, DeviceIndex(index)
-
-
-def _search_module(device_index: Any) -> Any:
-    """The backend module that searches: CUDA with a device index, else the CPU (imported
-    here, so that a CUDA run does not load the CPU's compiled code)."""
-    if device_index is not None:
-        from . import _cuda
-
-        return _cuda
-    from . import _cpu
-
-    return _cpu
 
 
 def _merge_pages(pages: list[tuple]) -> tuple:
