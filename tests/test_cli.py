@@ -7,6 +7,7 @@ runs the installed module in a subprocess to check the real exit status and stde
 
 from __future__ import annotations
 
+import doctest
 import gzip
 import re
 import subprocess
@@ -19,7 +20,7 @@ from naive import rescore_alignment
 from rapidfuzz.distance import LCSseq
 
 import gpualign
-from gpualign import cli
+from gpualign.allpairs import cluster
 from gpualign.backend import cuda_status
 from gpualign.cli import ALIGN_COLUMNS, EDIT_COLUMNS, LCS_ALL_COLUMNS, LCS_TOP_COLUMNS, main
 from gpualign.io import read_records
@@ -710,17 +711,22 @@ def test_allpairs_on_a_local_dask_cluster(tmp_path):
     assert dask.read_text() == local.read_text() and "copy" in local.read_text()
 
 
+def test_local_cluster_example_runs():
+    pytest.importorskip("distributed")
+    assert doctest.testmod(cluster, raise_on_error=True).attempted > 0
+
+
 def test_local_cluster_pins_one_worker_to_each_gpu(monkeypatch):
     # Two GPUs named by CUDA_VISIBLE_DEVICES and three workers: a GPU worker on each GPU,
     # resource GPU=1, and a CPU worker that sees no GPU; the cores are shared out.
-    monkeypatch.setattr(cli, "cuda_devices", lambda: ["2", "5"])
-    monkeypatch.setattr(cli, "resolve_backend", lambda backend: "cuda")
-    specs = cli._local_workers(3, "auto", cores=12)
+    monkeypatch.setattr(cluster, "cuda_devices", lambda: ["2", "5"])
+    monkeypatch.setattr(cluster, "resolve_backend", lambda backend: "cuda")
+    specs = cluster.worker_specs(3, "auto", cores=12)
     assert list(specs) == ["gpu-2", "gpu-5", "cpu-0"]
     assert [env["CUDA_VISIBLE_DEVICES"] for env, _ in specs.values()] == ["2", "5", ""]
     assert [resources for _, resources in specs.values()] == [{"GPU": 1}, {"GPU": 1}, {}]
     assert {env["NUMBA_NUM_THREADS"] for env, _ in specs.values()} == {"4"}
     with pytest.raises(ValueError, match="2 GPU"):
-        cli._local_workers(3, "cuda")
-    monkeypatch.setattr(cli, "resolve_backend", lambda backend: "cpu")
-    assert list(cli._local_workers(2, "auto", cores=2)) == ["cpu-0", "cpu-1"]
+        cluster.worker_specs(3, "cuda")
+    monkeypatch.setattr(cluster, "resolve_backend", lambda backend: "cpu")
+    assert list(cluster.worker_specs(2, "auto", cores=2)) == ["cpu-0", "cpu-1"]

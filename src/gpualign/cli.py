@@ -28,7 +28,7 @@ import numpy as np
 
 from . import __version__
 from ._progress import progress_bar
-from .backend import BackendUnavailableError, cuda_devices, resolve_backend
+from .backend import BackendUnavailableError, resolve_backend
 from .io import SequenceFileError, read_records, write_mummer, write_sam, write_tsv
 from .scoring import MATRICES, Scoring
 from .sequences import InvalidSymbolError, SequenceSet
@@ -451,50 +451,18 @@ def _dask_client(args: argparse.Namespace) -> Iterator[object]:
     if args.scheduler is None and args.workers is None:
         yield None
         return
-    try:
-        import distributed
-    except ImportError:
-        raise ValueError("--scheduler/--workers need Dask: pip install "
-                         "'gpualign[distributed]'") from None
     if args.scheduler is not None:
+        try:
+            import distributed
+        except ImportError:
+            raise ValueError("--scheduler needs Dask: pip install 'gpualign[distributed]'") \
+                from None
         with distributed.Client(args.scheduler) as client:
             yield client
         return
-    specs = _local_workers(args.workers, args.backend)
-    cluster = distributed.SpecCluster(
-        workers={name: {"cls": distributed.Nanny,
-                        "options": {"nthreads": 1, "host": "127.0.0.1", "env": env,
-                                    "resources": resources}}
-                 for name, (env, resources) in specs.items()},
-        scheduler={"cls": distributed.Scheduler,
-                   "options": {"host": "127.0.0.1", "dashboard": False}})
-    with cluster, distributed.Client(cluster) as client:
+    from .allpairs.cluster import local_cluster
+    with local_cluster(args.workers, args.backend) as client:
         yield client
-
-
-def _local_workers(count: int, backend: str,
-                   cores: int | None = None) -> dict[str, tuple[dict[str, str], dict[str, int]]]:
-    """Name -> (environment, Dask resources) of the ``count`` workers of a local cluster.
-
-    With the CUDA backend (``backend`` "cuda", or "auto" on a machine with GPUs) the first
-    workers are GPU workers, one per GPU, pinned to it with ``CUDA_VISIBLE_DEVICES`` and
-    holding the resource ``GPU=1``; the others are CPU workers that see no GPU. Each worker
-    runs one tile at a time on its share of the cores (Numba threads), so that the workers do
-    not oversubscribe the machine.
-    """
-    gpus = cuda_devices() if resolve_backend(backend) == "cuda" else []
-    if backend == "cuda" and count > len(gpus):
-        raise ValueError(f"--workers {count} with --backend cuda: this machine has "
-                         f"{len(gpus)} GPU(s), one worker each")
-    threads = str(max(1, (cores or os.cpu_count() or 1) // count))
-    specs = {}
-    for k in range(count):
-        gpu = gpus[k] if k < len(gpus) else None
-        env = {"NUMBA_NUM_THREADS": threads, "OMP_NUM_THREADS": threads,
-               "CUDA_VISIBLE_DEVICES": gpu or ""}
-        name = f"gpu-{gpu}" if gpu else f"cpu-{k - len(gpus)}"
-        specs[name] = (env, {"GPU": 1} if gpu else {})
-    return specs
 
 
 def run_allpairs(args: argparse.Namespace) -> int:
