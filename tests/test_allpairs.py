@@ -235,6 +235,22 @@ def test_dask_equals_local(client, monkeypatch, tmp_path):
     same_result(local, resumed)
 
 
+def test_dask_spreads_tiles_over_the_workers(client, monkeypatch):
+    # Dask on its own sends every task that needs the set to the worker holding it; the pull
+    # model must keep both workers busy.
+    from distributed import get_task_stream
+
+    monkeypatch.setattr(gpualign.config, "ALLPAIRS_TILE", 6)
+    _, texts = genes()
+    with get_task_stream(client) as stream:
+        on_dask = gpualign.allpairs(texts, min_identity=0.6, scoring=SCORING, client=client)
+    same_result(gpualign.allpairs(texts, min_identity=0.6, scoring=SCORING), on_dask)
+    tiles = [task for task in stream.data if "allpairs-tile" in str(task["key"])]
+    total = len(list(allpairs_api._tiles(len(texts), len(texts), True, 6)))
+    assert len(tiles) == total
+    assert {task["worker"] for task in tiles} == set(client.scheduler_info()["workers"])
+
+
 def test_dask_worker_killed_mid_run(client, monkeypatch, tmp_path):
     import os
     import threading

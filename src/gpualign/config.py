@@ -111,6 +111,10 @@ ALIGN_TRACE_LANE_ROWS: tuple[int, ...] = (8, 16, 24, 32)
 #: of checkpointing: up to ALLPAIRS_TILE**2 pairs).
 ALLPAIRS_TILE = 1024
 
+#: Tiles a Dask worker of :func:`gpualign.allpairs` holds per thread: the one it runs and the
+#: next, so that it never waits for the scheduler between tiles.
+ALLPAIRS_TILES_IN_FLIGHT = 2
+
 #: k of the k-mer table of a MEM index (4**k rows of two int64: k=10 takes 16 MiB); searches
 #: for MEMs shorter than k go through the whole suffix array instead.
 MEM_KMER_SIZE = 10

@@ -19,6 +19,7 @@ TSV) and a rerun skips it.
 
 from __future__ import annotations
 
+import collections
 import gzip
 import hashlib
 import json
@@ -223,14 +224,39 @@ def _run_tiles(qset, tset, tiles, job, client):
                                 key=f"gpualign-allpairs-set-{which}-{run}")
                   for which, sequences in (("q", qset), ("t", tset)) if sequences is not None]
     shared_t = inputs[1] if len(inputs) > 1 else None
-    futures = {client.submit(_tile_task, inputs[0], shared_t, tile, job, pure=False,
-                             key=f"gpualign-allpairs-tile-{tile[0]}-{tile[1]}-{run}"): tile
-               for tile in tiles}
+    # Pull model: each worker holds at most ALLPAIRS_TILES_IN_FLIGHT tiles per thread and gets
+    # the next when one finishes, so GPU and CPU workers take tiles at their own pace. Left to
+    # itself, Dask places every task that needs the set on the worker that already holds it
+    # (one GPU of two did all the work). The restriction is loose: the tiles of a worker that
+    # dies run elsewhere, and a worker that joins gets tiles at the next refill.
+    pending = collections.deque(tiles)
+    in_flight: dict[Any, tuple[tuple[int, int], str]] = {}
+    load: collections.Counter[str] = collections.Counter()
+    finished = as_completed()
+
+    def refill() -> None:
+        threads = client.nthreads()
+        for worker in sorted(threads, key=lambda address: load[address] / threads[address]):
+            while pending and load[worker] < config.ALLPAIRS_TILES_IN_FLIGHT * threads[worker]:
+                tile = pending.popleft()
+                future = client.submit(
+                    _tile_task, inputs[0], shared_t, tile, job, pure=False,
+                    key=f"gpualign-allpairs-tile-{tile[0]}-{tile[1]}-{run}",
+                    workers=[worker], allow_other_workers=True)
+                in_flight[future] = tile, worker
+                load[worker] += 1
+                finished.add(future)
+
     try:
-        for future in as_completed(futures):
-            yield futures[future], future.result()
+        refill()
+        for future in finished:
+            tile, worker = in_flight.pop(future)
+            load[worker] -= 1
+            result = future.result()
+            refill()
+            yield tile, result
     finally:
-        client.cancel([*futures, *inputs])
+        client.cancel([*in_flight, *inputs])
 
 
 def _input(sequences: SequenceSet) -> SequenceSet:
