@@ -80,10 +80,11 @@ def cuda_sync() -> None:
     cupy.cuda.Device().synchronize()
 
 
-def time_gpu(call: Callable[[], object], repeats: int) -> tuple[list[float], object]:
-    """Warm-up call (compilation, transfers), then ``repeats`` timed calls; returns the times
-    and the last result."""
-    result = call()
+def time_gpu(call: Callable[[], object], repeats: int,
+             warm_up: bool = True) -> tuple[list[float], object]:
+    """Warm-up call (compilation, transfers; left out when the caller warmed up), then
+    ``repeats`` timed calls; returns the times and the last result."""
+    result = call() if warm_up else None
     cuda_sync()
     times = []
     for _ in range(repeats):
