@@ -15,6 +15,7 @@ import pytest
 from gpualign.align import _cuda as align_cuda
 from gpualign.cuda import loader
 from gpualign.edit import _cuda as edit_cuda
+from gpualign.formats import _cuda as formats_cuda
 from gpualign.mems import _cuda as mems_cuda
 
 KERNELS = {
@@ -34,6 +35,8 @@ KERNELS = {
     ],
     "lcs/kernels/lcs.cu": ["lcs_tiles<2, true>", "lcs_tiles<1, false>"],
     mems_cuda.KERNEL_FILE: ["mems_at<false>", "mems_at<true>"],
+    formats_cuda.KERNEL_FILE: ["fasta_records<false>", "fasta_records<true>",
+                               "mummer_blocks<false>", "mummer_blocks<true>"],
 }
 
 

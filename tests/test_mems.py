@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import doctest
 import gzip
+import io
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,7 @@ import pytest
 from naive import mems_naive
 
 import gpualign
+from gpualign.backend import cuda_status
 from gpualign.cli import main
 from gpualign.io import read_records
 from gpualign.mems import api as mems_api
@@ -25,6 +28,7 @@ DATA = Path(__file__).resolve().parent / "data"
 CODES = {c: k for k, c in enumerate("ACGTN")}
 COMPLEMENT = {0: 3, 1: 2, 2: 1, 3: 0, 4: 4}
 MUMMER = shutil.which("mummer")
+CUDA_AVAILABLE, CUDA_REASON = cuda_status()
 
 
 def encode(text: str) -> list[int]:
@@ -234,3 +238,65 @@ def test_pages_find_what_one_page_finds(monkeypatch, tmp_path, backend):
             assert getattr(found, name).tolist() == getattr(whole, name).tolist(), name
     with pytest.raises(ValueError, match="supports MEMs of at most 64"):
         gpualign.find_mems(paged, reads, min_length=65, backend=backend)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not CUDA_AVAILABLE, reason=f"CUDA backend unavailable: {CUDA_REASON}")
+def test_mummer_text_the_same_on_both_backends():
+    # Random MEMs, positions up to 10^9 (wider than MUMmer's 8 columns), names with non-ASCII
+    # letters, queries without MEMs, one to three reference records, every output option.
+    from gpualign.io import write_mummer
+
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        queries, records = int(rng.integers(0, 7)), int(rng.integers(1, 4))
+        count = int(rng.integers(0, 40)) if queries else 0
+        wide = 10**9 if trial % 4 == 0 else 500
+        query_lengths = rng.integers(wide + 300, 2 * wide + 300, queries)
+        mems = mems_api.Mems(
+            np.sort(rng.integers(0, max(queries, 1), count)), rng.integers(0, 2, count) > 0,
+            rng.integers(0, wide, count), rng.integers(0, records, count),
+            rng.integers(0, 10**9 if trial % 3 == 0 else 5000, count),
+            rng.integers(1, 300, count), [f"read{k}{'é' * (trial % 2)}" for k in range(queries)],
+            [f"chr{k}" * int(rng.integers(1, 4)) for k in range(records)], query_lengths)
+        for strands in ("forward", "reverse", "both"):
+            for options in ({}, {"four_columns": True},
+                            {"forward_positions": True, "lengths": True}):
+                texts = []
+                for backend in ("cpu", "cuda"):
+                    out = io.StringIO()
+                    write_mummer(out, mems, strands, backend=backend, **options)
+                    texts.append(out.getvalue())
+                assert texts[0] == texts[1], (trial, strands, options)
+                assert texts[0].count(">") == queries * (1 + (strands == "both"))
+
+
+_NUMBA_LOADED = """
+import sys
+from gpualign.cli import main
+code = main(sys.argv[1:])
+print("numba" in sys.modules)
+sys.exit(code)
+"""
+
+
+def test_modules_of_a_cuda_mems_run_do_not_import_numba():
+    # Importing Numba costs most of a second: the CUDA path of find_mems, its file reading
+    # and its MUMmer writer keep it out (the CPU parts load it when first used).
+    code = ("import sys, gpualign, gpualign.cli, gpualign.io, gpualign.mems.api, "
+            "gpualign.mems._cuda, gpualign.formats._cuda; print('numba' in sys.modules)")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True)
+    assert shown.stdout.split() == ["False"]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not CUDA_AVAILABLE, reason=f"CUDA backend unavailable: {CUDA_REASON}")
+def test_cuda_mems_run_does_not_load_numba(tmp_path):
+    out = tmp_path / "mems.txt"
+    shown = subprocess.run(
+        [sys.executable, "-c", _NUMBA_LOADED, "mems", str(EXAMPLES / "hiv_reference.fa"),
+         str(EXAMPLES / "hiv_reads.fa"), "-b", "-q", "--backend", "cuda", "-o", str(out)],
+        capture_output=True, text=True, check=True)
+    assert shown.stdout.split() == ["False"]
+    assert out.read_text().count("Reverse") == 800

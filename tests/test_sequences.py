@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import gpualign
+from gpualign.formats import _cpu as formats_cpu
 from gpualign.sequences import ALPHABETS, SequenceSet, as_sequence_set, encode, get_alphabet
 
 
@@ -360,13 +361,14 @@ _QUIRKS = [
 
 @pytest.mark.parametrize(("content", "fast"), _QUIRKS)
 @pytest.mark.parametrize(("block", "chunk"), [(3, 1 << 20), (1 << 20, 1 << 20), (1 << 20, 4)])
-def test_compiled_fasta_reader_equals_dnaio(tmp_path, monkeypatch, content, fast, block, chunk):
+def test_compiled_fasta_reader_equals_dnaio(tmp_path, monkeypatch, content, fast, block, chunk,
+                                            backend):
     # Blocks of 3 bytes put every record across block borders; chunks of 4 bytes parse every
-    # record of a block on its own thread.
+    # record of a block on its own thread (CPU parser).
     from gpualign import io
 
     monkeypatch.setattr(io, "_BLOCK", block)
-    monkeypatch.setattr(io, "_CHUNK", chunk)
+    monkeypatch.setattr(formats_cpu, "CHUNK", chunk)
     suffix = ".fq" if content.startswith(b"@") else ".fa"
     for path in (tmp_path / f"x{suffix}", tmp_path / f"x{suffix}.gz"):
         path.write_bytes(gzip.compress(content) if path.suffix == ".gz" else content)
@@ -374,15 +376,15 @@ def test_compiled_fasta_reader_equals_dnaio(tmp_path, monkeypatch, content, fast
             want = list(io.read_records(path))
         except io.SequenceFileError as exc:
             with pytest.raises(io.SequenceFileError, match=re.escape(str(exc)[-30:])):
-                list(io.read_packed(path, 5))
+                list(io.read_packed(path, 5, backend))
             continue
         got = []
-        for names, sequences, offsets in io.read_packed(path, 5):
+        for names, sequences, offsets in io.read_packed(path, 5, backend):
             got += [(name, sequences[offsets[k]:offsets[k + 1]].decode("latin-1"))
                     for k, name in enumerate(names)]
         assert got == want
         parsed: list[int] = []
-        list(io._fasta_blocks(path, parsed))
+        list(io._fasta_blocks(path, parsed, backend))
         assert (sum(parsed) == len(want)) == fast or not want
 
 
@@ -398,19 +400,21 @@ def test_long_records_are_left_to_dnaio(tmp_path):
     assert sequences == ("ACGTN" * 30000 + "AC").encode()
 
 
-def test_compiled_fasta_reader_on_many_reads(tmp_path, monkeypatch):
+def test_compiled_fasta_reader_on_many_reads(tmp_path, monkeypatch, backend):
     # 3,000 random reads, multi-line, in blocks of 1 KiB and chunks of 100 bytes: the same as
     # dnaio, batch by batch.
     from gpualign import io
+    from gpualign.streaming import iter_batches
 
     monkeypatch.setattr(io, "_BLOCK", 1024)
-    monkeypatch.setattr(io, "_CHUNK", 100)
+    monkeypatch.setattr(formats_cpu, "CHUNK", 100)
     rng = np.random.default_rng(5)
     records = [(f"read{k}", "".join(rng.choice(list("ACGTN"), int(rng.integers(0, 200)))))
                for k in range(3000)]
     path = tmp_path / "reads.fa"
     path.write_text("".join(f">{name} sample\n{seq[:60]}\n{seq[60:]}\n" for name, seq in records))
-    batches = list(SequenceSet.iter_file(path, batch_residues=5000))
+    batches = [batch.sequences
+               for batch in iter_batches(path, "dna", batch_residues=5000, parser=backend)]
     assert [name for batch in batches for name in batch.names] == [n for n, _ in records]
     assert [batch[k] for batch in batches for k in range(len(batch))] == [s for _, s in records]
     assert all(batch.lengths[:-1].sum() < 5000 <= batch.lengths.sum() for batch in batches[:-1])

@@ -570,9 +570,10 @@ def run_mems(args: argparse.Namespace) -> int:
     except (ValueError, OSError, KeyError):  # not an index: a FASTA file, indexed by find_mems
         reference = Path(args.reference)
     strands = "both" if args.both else "reverse" if args.reverse else "forward"
+    backend = resolve_backend(args.backend)
     with _reading(args.reads):
         mems = find_mems(reference, Path(args.reads), min_length=args.min_length,
-                         strands=strands, backend=args.backend)
+                         strands=strands, backend=backend)
     with _open_output(args.output) as out:
         if args.format == "tsv":
             write_tsv(out, MEM_COLUMNS, [
@@ -582,13 +583,13 @@ def run_mems(args: argparse.Namespace) -> int:
                 mems.reference_pos, mems.query_pos, mems.length])
         else:
             write_mummer(out, mems, strands, four_columns=args.four_columns or None,
-                         forward_positions=args.forward_positions, lengths=args.lengths)
+                         forward_positions=args.forward_positions, lengths=args.lengths,
+                         backend=backend)
     where = _destination(args)
     _report(args, f"{_plural(len(mems.query_names), 'read')} ({strands}) against "
                   f"{_plural(len(mems.reference_names), 'reference record')}, l = "
                   f"{args.min_length}: {_plural(len(mems), 'MEM')}{where} in "
-                  f"{time.perf_counter() - began:.2f} s (backend "
-                  f"{resolve_backend(args.backend)})")
+                  f"{time.perf_counter() - began:.2f} s (backend {backend})")
     return 0
 
 

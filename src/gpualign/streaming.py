@@ -60,11 +60,11 @@ def _records(source: Iterable[Any]) -> Iterator[tuple[str, Any]]:
 
 
 def _file_batches(path: os.PathLike, alphabet: Alphabet, invalid: str,
-                  batch_residues: int) -> Iterator[Batch]:
+                  batch_residues: int, parser: str = "cpu") -> Iterator[Batch]:
     from .io import read_packed
 
     start = 0
-    for names, sequences, offsets in read_packed(path, batch_residues):
+    for names, sequences, offsets in read_packed(path, batch_residues, parser):
         codes = encode_packed(sequences, offsets, alphabet, names=names, first_index=start,
                               invalid=invalid)
         yield Batch(start, SequenceSet(codes, offsets, names, alphabet))
@@ -72,9 +72,9 @@ def _file_batches(path: os.PathLike, alphabet: Alphabet, invalid: str,
 
 
 def _encoded_batches(source: Any, alphabet: Alphabet, invalid: str,
-                     batch_residues: int) -> Iterator[Batch]:
+                     batch_residues: int, parser: str = "cpu") -> Iterator[Batch]:
     if isinstance(source, os.PathLike):
-        yield from _file_batches(source, alphabet, invalid, batch_residues)
+        yield from _file_batches(source, alphabet, invalid, batch_residues, parser)
         return
     names: list[str] = []
     sequences: list[Any] = []
@@ -140,7 +140,8 @@ def _read_ahead(batches: Iterator[Batch], read_ahead: int) -> Iterator[Batch]:
 
 def iter_batches(subjects: Any, alphabet: str | Alphabet = "dna", *, invalid: str = "error",
                  batch_residues: int = 1 << 26, first_residues: int | None = None,
-                 read_ahead: int = _READ_AHEAD, role: str = "subjects") -> Iterator[Batch]:
+                 read_ahead: int = _READ_AHEAD, role: str = "subjects",
+                 parser: str = "cpu") -> Iterator[Batch]:
     """Cut ``subjects`` into batches of about ``batch_residues`` symbols.
 
     Parameters
@@ -154,6 +155,8 @@ def iter_batches(subjects: Any, alphabet: str | Alphabet = "dna", *, invalid: st
         For sets in memory: the size of the first batch, doubling up to ``batch_residues``.
     read_ahead : int
         For files and iterators: batches read ahead of the consumer, at most.
+    parser : {"cpu", "cuda"}
+        For FASTA files: where blocks are parsed (see :func:`gpualign.io.read_packed`).
 
     Examples
     --------
@@ -173,4 +176,5 @@ def iter_batches(subjects: Any, alphabet: str | Alphabet = "dna", *, invalid: st
                         f"sequences, got {type(subjects).__name__}")
     if isinstance(subjects, (list, tuple)):  # already in memory: no thread needed
         return _encoded_batches(subjects, alpha, invalid, batch_residues)
-    return _read_ahead(_encoded_batches(subjects, alpha, invalid, batch_residues), read_ahead)
+    return _read_ahead(_encoded_batches(subjects, alpha, invalid, batch_residues, parser),
+                       read_ahead)

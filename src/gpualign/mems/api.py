@@ -101,11 +101,11 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
         # moved to the GPU while the first reads are read; reads from a file or an iterator
         # are read and encoded in batches on a background thread, up to MEM_READ_AHEAD
         # batches ahead, so that reading does not wait for the index and host memory stays
-        # bounded.
+        # bounded. FASTA is parsed on the same backend: a CUDA run never loads Numba.
         ready = pool.submit(_prepare, reference, backend, min_length)
         for batch in iter_batches(queries, "dna", invalid=invalid, role="queries",
                                   batch_residues=config.MEM_QUERY_BATCH_RESIDUES,
-                                  read_ahead=config.MEM_READ_AHEAD):
+                                  read_ahead=config.MEM_READ_AHEAD, parser=backend):
             index, device_index = ready.result()
             qset = batch.sequences
             pages = []

@@ -1,0 +1,218 @@
+"""The CPU side of the file formats: the FASTA parser and the MUMmer text writer, compiled
+with Numba (``formats/_cuda.py`` does the same on the GPU, with the same results).
+
+Imported only when used, so that a CUDA run does not load Numba.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from numba import njit, prange
+
+#: Bytes of a block that one thread parses (blocks are cut at record starts).
+CHUNK = 1 << 20
+# What the compiled FASTA parser reports: every complete record of the block parsed, or a
+# record it leaves to dnaio (FASTQ, non-ASCII, white space inside a sequence line).
+_PARSED, _UNUSUAL = 0, 1
+
+
+def parse_block(raw: bytes, final: bool) -> tuple[list[str], bytes, np.ndarray, int, bool]:
+    """The complete records of ``raw`` (all of them when ``final``) as ``names, sequences,
+    lengths``, the bytes they take, and whether parsing stopped at a record left to dnaio.
+
+    The block is cut into chunks of about ``CHUNK`` bytes at record starts (a line that
+    begins with ``>``), parsed on parallel threads (the parser releases the GIL); only the
+    last chunk can end inside a record."""
+    data = np.frombuffer(raw, dtype=np.uint8)
+    cuts = [0]
+    while len(data) - cuts[-1] > CHUNK:
+        at = raw.find(b"\n>", cuts[-1] + CHUNK)
+        if at < 0:
+            break
+        cuts.append(at + 1)
+    cuts.append(len(data))
+    # Chunk c writes from a + c (names) and a // 2 + c (lengths, two bytes a record at least):
+    # regions as large as the chunk's bytes allow, one after the other.
+    sequences = np.empty(len(data), dtype=np.uint8)
+    lengths = np.empty(len(data) // 2 + len(cuts), dtype=np.int64)
+    name_bytes = np.empty(len(data) + len(cuts), dtype=np.uint8)
+
+    def parse(chunk: int) -> tuple:
+        a, b = cuts[chunk], cuts[chunk + 1]
+        return _parse_fasta(data[a:b], final or chunk < len(cuts) - 2, sequences[a:b],
+                            lengths[a // 2 + chunk:b // 2 + chunk + 1],
+                            name_bytes[a + chunk:b + chunk + 1])
+
+    # The first chunk on this thread: a process's first call loads the compiled parser, once,
+    # rather than every thread of the pool waiting on that load.
+    results = [parse(0), *_parsers().map(parse, range(1, len(cuts) - 1))]
+    names, parts, counts = [], [], []
+    consumed, unusual = 0, False
+    for chunk, (status, records, taken, used, name_used) in enumerate(results):
+        a = cuts[chunk]
+        names.append(name_bytes[a + chunk:a + chunk + name_used])
+        parts.append(sequences[a:a + used])
+        counts.append(lengths[a // 2 + chunk:a // 2 + chunk + records])
+        consumed = a + taken
+        unusual = status == _UNUSUAL
+        if unusual or taken < cuts[chunk + 1] - a:
+            break
+    text = b"".join(part.data for part in names).decode("ascii")
+    return (text.split("\n")[:-1], b"".join(part.data for part in parts),
+            np.concatenate(counts), consumed, unusual)
+
+
+@functools.cache
+def _parsers() -> ThreadPoolExecutor:
+    """Threads that parse the chunks of a block."""
+    return ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
+                              thread_name_prefix="gpualign-parse")
+
+
+@njit(cache=True, nogil=True)
+def _parse_fasta(data, final, sequences, lengths, name_bytes):
+    """Parse the complete FASTA records of ``data`` (all of them when ``final``). Returns
+    ``status, records, consumed bytes, sequence bytes, name bytes``: sequences concatenated
+    into ``sequences``, lengths into ``lengths``, names (the header up to its first white
+    space) into ``name_bytes``, each followed by a newline."""
+    n = len(data)
+    at = records = used = name_used = 0
+    while at < n and (data[at] == 10 or data[at] == 13 or data[at] == 32 or data[at] == 9):
+        at += 1  # blank lines before the first record
+    while at < n:
+        start, start_used, start_name = at, used, name_used
+        if data[at] != 62:  # '>'
+            return _UNUSUAL, records, start, start_used, start_name
+        end = at + 1
+        while end < n and data[end] != 10:
+            end += 1
+        if end == n and not final:
+            return _PARSED, records, start, start_used, start_name
+        for position in range(at + 1, end):
+            byte = data[position]  # other white space, or not ASCII: dnaio and str.split
+            if byte >= 128 or byte == 11 or byte == 12 or 28 <= byte <= 31:
+                return _UNUSUAL, records, start, start_used, start_name
+        name = at + 1
+        while name < end and (data[name] == 32 or data[name] == 9):
+            name += 1
+        while name < end and data[name] != 32 and data[name] != 9 and data[name] != 13:
+            name_bytes[name_used] = data[name]
+            name_used += 1
+            name += 1
+        name_bytes[name_used] = 10
+        name_used += 1
+        at = end + 1
+        complete = True
+        while at < n and data[at] != 62:  # sequence lines up to the next header
+            end = at
+            while end < n and data[end] != 10:
+                end += 1
+            if end == n and not final:
+                complete = False
+                break
+            last = end  # trailing white space (and a carriage return) is dropped, as dnaio
+            while last > at and (data[last - 1] == 32 or data[last - 1] == 9 or
+                                 data[last - 1] == 13):
+                last -= 1
+            for position in range(at, last):
+                byte = data[position]
+                if byte <= 32 or byte >= 127:
+                    return _UNUSUAL, records, start, start_used, start_name
+                sequences[used] = byte
+                used += 1
+            at = end + 1
+        if not complete or (at >= n and not final):
+            return _PARSED, records, start, start_used, start_name
+        lengths[records] = used - start_used
+        records += 1
+    return _PARSED, records, min(at, n), used, name_used
+
+
+def mummer_text(names, name_offsets, query_lengths, bounds, forward, reverse, with_lengths,
+                is_reverse, reference_index, reference_pos, query_pos, length, labels,
+                label_offsets, forward_positions) -> np.ndarray:
+    """The MUMmer text of :func:`gpualign.io.write_mummer` (its arguments prepared there) as
+    ``uint8``: every query's blocks sized, then written, in parallel."""
+    args = (names, name_offsets, query_lengths, bounds, forward, reverse, with_lengths,
+            is_reverse, reference_index, reference_pos, query_pos, length, labels,
+            label_offsets, forward_positions)
+    sizes = np.zeros(len(name_offsets) - 1, dtype=np.int64)
+    _mummer_blocks(*args, False, sizes, np.zeros(0, dtype=np.uint8))
+    starts = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    text = np.empty(int(starts[-1]), dtype=np.uint8)
+    _mummer_blocks(*args, True, starts, text)
+    return text
+
+
+#: Pieces of MUMmer's text, as arrays for the compiled writer.
+_HEADER_TAG = np.frombuffer(b"> ", dtype=np.uint8)
+_REVERSE_TAG = np.frombuffer(b" Reverse", dtype=np.uint8)
+_LENGTH_TAG = np.frombuffer(b"  Len = ", dtype=np.uint8)
+_GAP = np.frombuffer(b"  ", dtype=np.uint8)
+_NEWLINE = np.frombuffer(b"\n", dtype=np.uint8)
+
+
+@njit(cache=True, nogil=True)
+def _put_bytes(text, at, source, lo, hi, write):
+    if write:
+        text[at:at + hi - lo] = source[lo:hi]
+    return at + hi - lo
+
+
+@njit(cache=True, nogil=True)
+def _put_number(text, at, value, width, write):
+    """``value`` (>= 0) right-aligned in ``width`` characters (more when it has more digits)."""
+    digits, rest = 1, value // 10
+    while rest:
+        digits, rest = digits + 1, rest // 10
+    end = at + max(width, digits)
+    if write:
+        text[at:end - digits] = 32  # spaces
+        for position in range(end - 1, end - digits - 1, -1):
+            text[position] = 48 + value % 10
+            value //= 10
+    return end
+
+
+@njit(cache=True, parallel=True)
+def _mummer_blocks(names, name_offsets, query_lengths, bounds, forward, reverse, with_lengths,
+                   is_reverse, reference_index, reference_pos, query_pos, length, labels,
+                   label_offsets, forward_positions, write, starts, text):
+    """Without ``write``: the size of every query's blocks into ``starts[query]``; with it:
+    the blocks written into ``text`` from ``starts[query]``."""
+    for number in prange(len(name_offsets) - 1):
+        at = starts[number] if write else 0
+        for block in range(2):
+            if (block == 0 and not forward) or (block == 1 and not reverse):
+                continue
+            at = _put_bytes(text, at, _HEADER_TAG, 0, len(_HEADER_TAG), write)
+            at = _put_bytes(text, at, names, name_offsets[number], name_offsets[number + 1],
+                            write)
+            if block == 1:
+                at = _put_bytes(text, at, _REVERSE_TAG, 0, len(_REVERSE_TAG), write)
+            if with_lengths:
+                at = _put_bytes(text, at, _LENGTH_TAG, 0, len(_LENGTH_TAG), write)
+                at = _put_number(text, at, query_lengths[number], 0, write)
+            at = _put_bytes(text, at, _NEWLINE, 0, 1, write)
+            for j in range(bounds[number], bounds[number + 1]):
+                if is_reverse[j] != (block == 1):
+                    continue
+                record = reference_index[j]
+                at = _put_bytes(text, at, labels, label_offsets[record],
+                                label_offsets[record + 1], write)
+                position = query_pos[j] + 1
+                if block == 1 and forward_positions:
+                    position = query_lengths[number] - query_pos[j]
+                at = _put_number(text, at, reference_pos[j] + 1, 8, write)
+                at = _put_bytes(text, at, _GAP, 0, 2, write)
+                at = _put_number(text, at, position, 8, write)
+                at = _put_bytes(text, at, _GAP, 0, 2, write)
+                at = _put_number(text, at, length[j], 8, write)
+                at = _put_bytes(text, at, _NEWLINE, 0, 1, write)
+        if not write:
+            starts[number] = at

@@ -1,0 +1,111 @@
+"""The GPU side of the file formats (``kernels/formats.cu``): the FASTA parser and the MUMmer
+text writer of :mod:`gpualign.io`, with the results of ``formats/_cpu.py``.
+
+A block of FASTA goes to the device as it was read; its record starts are found there, one
+thread per record measures it and a second launch copies sequences and names into place, and
+only those come back. The MUMmer text is sized and written the same way, one thread a query.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..cuda.loader import get_kernel
+
+KERNEL_FILE = "formats/kernels/formats.cu"
+_THREADS = 256
+_BLANKS = b" \t\r\n"
+
+
+def _first_non_blank(raw: bytes) -> int:
+    """Index of the first byte of ``raw`` that is not white space (``len(raw)`` if none)."""
+    at = 0
+    while at < len(raw):
+        window = raw[at:at + 4096]
+        rest = window.lstrip(_BLANKS)
+        if rest:
+            return at + len(window) - len(rest)
+        at += len(window)
+    return len(raw)
+
+
+def _grid(count: int) -> tuple[int]:
+    return ((count + _THREADS - 1) // _THREADS,)
+
+
+def parse_block(raw: bytes, final: bool) -> tuple[list[str], bytes, np.ndarray, int, bool]:
+    """The complete records of ``raw`` (all of them when ``final``) as ``names, sequences,
+    lengths``, the bytes they take, and whether parsing stopped at a record left to dnaio
+    (as :func:`gpualign.formats._cpu.parse_block`)."""
+    import cupy
+
+    empty = ([], b"", np.zeros(0, dtype=np.int64))
+    first = _first_non_blank(raw)
+    if first == len(raw):
+        return *empty, len(raw), False
+    if raw[first] != ord(">"):
+        return *empty, first, True
+    data = cupy.asarray(np.frombuffer(raw, dtype=np.uint8))
+    # A record starts at the first '>' and at every '>' that opens a line after it; the last
+    # record of a block that is not the file's last may go on in the next block.
+    heads = cupy.flatnonzero((data[first + 1:] == ord(">")) & (data[first:-1] == ord("\n")))
+    starts = cupy.concatenate((cupy.asarray([first], dtype=cupy.int64),
+                               heads.astype(cupy.int64) + first + 1,
+                               cupy.asarray([len(raw)], dtype=cupy.int64)))
+    records = len(starts) - 1 - (not final)
+    if records == 0:
+        return *empty, first, False
+    sequence_at = cupy.empty(records, dtype=cupy.int64)
+    name_at = cupy.empty(records, dtype=cupy.int64)
+    unusual = cupy.zeros(records, dtype=cupy.int32)
+    unused = cupy.zeros(1, dtype=cupy.uint8)
+    get_kernel(KERNEL_FILE, "fasta_records<false>")(
+        _grid(records), (_THREADS,),
+        (data, starts, np.int64(records), sequence_at, name_at, unusual, unused, unused))
+    flagged = cupy.flatnonzero(unusual)
+    stopped = len(flagged) > 0
+    if stopped:
+        records = int(flagged[0])
+    consumed = int(starts[records]) if stopped or not final else len(raw)
+    if records == 0:
+        return *empty, consumed, stopped
+    lengths = sequence_at[:records].copy()
+    sequence_ends = cupy.cumsum(lengths)
+    name_ends = cupy.cumsum(name_at[:records])
+    sequences = cupy.empty(int(sequence_ends[-1]), dtype=cupy.uint8)
+    names = cupy.empty(int(name_ends[-1]), dtype=cupy.uint8)
+    get_kernel(KERNEL_FILE, "fasta_records<true>")(
+        _grid(records), (_THREADS,),
+        (data, starts, np.int64(records), sequence_ends - lengths, name_ends - name_at[:records],
+         unusual, sequences, names))
+    return (names.get().tobytes().decode("ascii").split("\n")[:-1], sequences.get().tobytes(),
+            lengths.get(), consumed, stopped)
+
+
+def mummer_text(names, name_offsets, query_lengths, bounds, forward, reverse, with_lengths,
+                is_reverse, reference_index, reference_pos, query_pos, length, labels,
+                label_offsets, forward_positions) -> np.ndarray:
+    """The MUMmer text of :func:`gpualign.io.write_mummer` (its arguments prepared there) as
+    host ``uint8``: every query's blocks sized, then written, one GPU thread a query."""
+    import cupy
+
+    queries = len(name_offsets) - 1
+    if queries == 0:
+        return np.zeros(0, dtype=np.uint8)
+    device = [cupy.asarray(array) for array in (
+        names, name_offsets, query_lengths, bounds, np.asarray(is_reverse, dtype=np.uint8),
+        reference_index, reference_pos, query_pos, length, labels, label_offsets)]
+    (names, name_offsets, query_lengths, bounds, is_reverse, reference_index, reference_pos,
+     query_pos, length, labels, label_offsets) = device
+    args = (names, name_offsets, np.int64(queries), query_lengths, bounds, np.int32(forward),
+            np.int32(reverse), np.int32(with_lengths), is_reverse, reference_index,
+            reference_pos, query_pos, length, labels, label_offsets,
+            np.int32(forward_positions))
+    sizes = cupy.empty(queries, dtype=cupy.int64)
+    get_kernel(KERNEL_FILE, "mummer_blocks<false>")(
+        _grid(queries), (_THREADS,), (*args, sizes, cupy.zeros(1, dtype=cupy.uint8)))
+    ends = cupy.cumsum(sizes)
+    text = cupy.empty(int(ends[-1]), dtype=cupy.uint8)
+    get_kernel(KERNEL_FILE, "mummer_blocks<true>")(
+        _grid(queries), (_THREADS,), (*args, ends - sizes, text))
+    return text.get()
