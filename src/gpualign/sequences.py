@@ -274,12 +274,15 @@ class SequenceSet:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,
-                  invalid: str = "error") -> SequenceSet:
-        """Read a FASTA or FASTQ file (plain, .gz, .bz2, .xz), streamed record by record."""
+                  invalid: str = "error", parser: str = "cpu") -> SequenceSet:
+        """Read a FASTA or FASTQ file (plain, .gz, .bz2, .xz), streamed record by record;
+        ``parser`` ("cpu" or "cuda") is where FASTA blocks are parsed (see
+        :func:`gpualign.io.read_packed`)."""
         from .streaming import _file_batches
 
         alpha = get_alphabet(alphabet)
-        whole = [batch.sequences for batch in _file_batches(path, alpha, invalid, 1 << 62)]
+        whole = [batch.sequences
+                 for batch in _file_batches(path, alpha, invalid, 1 << 62, parser)]
         return whole[0] if whole else cls.from_codes([], [], alpha)
 
     @classmethod
@@ -385,9 +388,11 @@ class SequenceSet:
 
 
 def as_sequence_set(sequences: Any, alphabet: str | Alphabet = "dna", *,
-                    invalid: str = "error", role: str = "sequences") -> SequenceSet:
-    """Accept a :class:`SequenceSet`, a :class:`os.PathLike` to a FASTA/FASTQ file, or an
-    iterable of str/bytes/uint8 arrays, and return a :class:`SequenceSet`.
+                    invalid: str = "error", role: str = "sequences",
+                    parser: str = "cpu") -> SequenceSet:
+    """Accept a :class:`SequenceSet`, a :class:`os.PathLike` to a FASTA/FASTQ file (its FASTA
+    parsed on the ``parser`` backend), or an iterable of str/bytes/uint8 arrays, and return a
+    :class:`SequenceSet`.
 
     A plain ``str`` is refused because it is ambiguous (one sequence, or a file name?): wrap a
     single sequence in a list, or a file name in :class:`pathlib.Path`.
@@ -399,5 +404,5 @@ def as_sequence_set(sequences: Any, alphabet: str | Alphabet = "dna", *,
         raise TypeError(f"{role}: pass a list of sequences, a SequenceSet or a pathlib.Path, "
                         f"not a single {type(sequences).__name__}")
     if isinstance(sequences, os.PathLike):
-        return SequenceSet.from_file(sequences, alpha, invalid=invalid)
+        return SequenceSet.from_file(sequences, alpha, invalid=invalid, parser=parser)
     return SequenceSet.from_sequences(sequences, alpha, invalid=invalid)

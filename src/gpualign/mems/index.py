@@ -124,13 +124,15 @@ def build_index(reference, *, invalid: str = "wildcard", kmer_size: int | None =
     >>> index.pages[0].suffix_array.tolist()
     [0, 5, 1, 6, 2, 7, 4, 3, 8]
     """
-    records = as_sequence_set(reference, "dna", invalid=invalid, role="reference")
+    backend = resolve_backend(backend)
+    records = as_sequence_set(reference, "dna", invalid=invalid, role="reference",
+                              parser=backend)
     if len(records) == 0:
         raise ValueError("reference: no records")
     k = int(kmer_size or config.MEM_KMER_SIZE)
     page_bases, overlap = int(config.MEM_PAGE_BASES), int(config.MEM_PAGE_OVERLAP)
     text, starts = _concatenate(records)
-    if resolve_backend(backend) == "cuda":
+    if backend == "cuda":
         from ._cuda import PageBuilder
     else:
         from ._cpu import PageBuilder
