@@ -580,18 +580,26 @@ def test_set_in_host_memory_copy_paths(backend, monkeypatch, pinned, slots):
     # through every slot. Same lengths either way, on every backend.
     if pinned and backend != "cuda":
         pytest.skip("pin_memory needs CuPy")
-    monkeypatch.setattr(gpualign.config, "LCS_GPU_SLOTS", slots)
+    # A pinned set is cut by the LCS_GPU_PINNED_* plan, any other by LCS_GPU_*: the plan in
+    # use gets the parametrized slots and batches of 9,000 symbols, the other one 2 slots and
+    # one batch, so that a wrong choice shows.
+    mine, other = ("LCS_GPU_PINNED_", "LCS_GPU_") if pinned else ("LCS_GPU_", "LCS_GPU_PINNED_")
+    monkeypatch.setattr(gpualign.config, mine + "SLOTS", slots)
+    monkeypatch.setattr(gpualign.config, mine + "BATCH_RESIDUES", 9000)
+    monkeypatch.setattr(gpualign.config, other + "SLOTS", 2)
+    monkeypatch.setattr(gpualign.config, other + "BATCH_RESIDUES", 1 << 30)
     monkeypatch.setattr(gpualign.config, "LCS_GPU_FIRST_BATCH_RESIDUES", 3000)
-    monkeypatch.setattr(gpualign.config, "LCS_GPU_BATCH_RESIDUES", 9000)
     rng = np.random.default_rng(15)
     query = random_codes(rng, 300, 4, 0.01)
     subjects = [related(rng, query, int(n), rate=0.3) for n in rng.integers(0, 700, 150)]
     seqs = SequenceSet.from_sequences([to_input(s) for s in subjects])
-    if pinned:
-        seqs = seqs.pin_memory()
+    if backend == "cuda":
         from gpualign.lcs import _cuda
 
-        assert _cuda._page_locked(seqs.codes)
+        if pinned:
+            seqs = seqs.pin_memory()
+            assert _cuda._page_locked(seqs.codes)
+        assert _cuda.plan(seqs) == (9000, 3000, slots)
     lengths = gpualign.lcs_length(to_input(query), seqs, backend=backend)
     assert lengths.tolist() == [oracle(query, s) for s in subjects]
     top = gpualign.lcs_top(to_input(query), seqs, 5, backend=backend)

@@ -1,6 +1,6 @@
 """CUDA backend of LCS: one thread per subject, the query's bit-vector tiles in registers.
 
-Batches of subjects flow through a few slots per GPU (``LCS_GPU_SLOTS``), each with its own
+Batches of subjects flow through a few slots per GPU (:func:`plan`), each with its own
 CUDA stream and page-locked host buffers. While the GPU works on one slot's batch, the host
 copies the next batch into another slot's page-locked buffer (several threads; or not at all
 when the subjects already lie in page-locked memory) and queues its host-to-device copy,
@@ -143,11 +143,17 @@ def resident_lengths(queries: list[np.ndarray], alphabet: Alphabet, subjects: Se
         return out.get()
 
 
-def batch_residues() -> int:
-    """Subject symbols per batch: the configured size, capped so that every slot fits the GPU."""
+def plan(subjects: Any) -> tuple[int, int, int]:
+    """``(batch residues, first batch residues, slots)`` for ``subjects``: finer batches, more
+    in flight, for a set in page-locked memory (``config.LCS_GPU_PINNED_*``); batches capped
+    so that every slot fits the GPU."""
+    pinned = isinstance(subjects, SequenceSet) and _page_locked(subjects.codes)
+    residues, slots = ((config.LCS_GPU_PINNED_BATCH_RESIDUES, config.LCS_GPU_PINNED_SLOTS)
+                       if pinned else (config.LCS_GPU_BATCH_RESIDUES, config.LCS_GPU_SLOTS))
+    slots = max(2, slots)
     per_symbol = 1 + 1 / 8 + 1  # codes, carries, and room for offsets/lengths of short subjects
-    slots = max(2, config.LCS_GPU_SLOTS)
-    return max(1, min(config.LCS_GPU_BATCH_RESIDUES, int(batch_budget() / (slots * per_symbol))))
+    residues = max(1, min(residues, int(batch_budget() / (slots * per_symbol))))
+    return residues, min(residues, config.LCS_GPU_FIRST_BATCH_RESIDUES), slots
 
 
 def _staging_threads() -> int:
@@ -209,16 +215,16 @@ class _Slot:
 
 
 class _Pipeline:
-    """``LCS_GPU_SLOTS`` slots on one device, used in turn; ``submit`` batches, then ``drain``."""
+    """``slots`` slots on one device, used in turn; ``submit`` batches, then ``drain``."""
 
     def __init__(self, device: int, queries: list[np.ndarray], alphabet: Alphabet, consume,
-                 copier: ThreadPoolExecutor):
+                 copier: ThreadPoolExecutor, slots: int):
         import cupy
 
         self.device = cupy.cuda.Device(device)
         with self.device:
             self.queries = [prepare_query(q, alphabet) for q in queries]
-            self.slots = [_Slot() for _ in range(max(2, config.LCS_GPU_SLOTS))]
+            self.slots = [_Slot() for _ in range(max(2, slots))]
         self.turn = 0
         self.consume = consume
         self.copier = copier
@@ -320,9 +326,10 @@ def _halves(batch: Batch) -> list[Batch]:
 
 
 def run(queries: list[np.ndarray], alphabet: Alphabet, batches, consume,
-        devices: list[int] | None) -> None:
+        devices: list[int] | None, slots: int | None = None) -> None:
     """Compute the LCS lengths of ``queries`` with every batch; ``consume(batch, lengths)`` is
-    called once per batch (never concurrently), ``lengths`` of shape (queries, subjects)."""
+    called once per batch (never concurrently), ``lengths`` of shape (queries, subjects);
+    ``slots`` batches in flight per GPU (default ``config.LCS_GPU_SLOTS``)."""
     import cupy
 
     if devices is None:
@@ -339,10 +346,11 @@ def run(queries: list[np.ndarray], alphabet: Alphabet, batches, consume,
 
     with ThreadPoolExecutor(max_workers=_staging_threads(),
                             thread_name_prefix="gpualign-stage") as copier:
-        _run_pipelines(queries, alphabet, batches, consume_locked, devices, copier)
+        _run_pipelines(queries, alphabet, batches, consume_locked, devices, copier,
+                       slots or config.LCS_GPU_SLOTS)
 
 
-def _run_pipelines(queries, alphabet, batches, consume, devices, copier) -> None:
+def _run_pipelines(queries, alphabet, batches, consume, devices, copier, slots) -> None:
     """One pipeline per device, each pulling batches from the shared source."""
     source = iter(batches)
     source_lock = threading.Lock()
@@ -351,7 +359,7 @@ def _run_pipelines(queries, alphabet, batches, consume, devices, copier) -> None
     def work(device: int) -> None:
         pipeline = None
         try:
-            pipeline = _Pipeline(device, queries, alphabet, consume, copier)
+            pipeline = _Pipeline(device, queries, alphabet, consume, copier, slots)
             while not errors:
                 with source_lock:
                     batch = next(source, None)

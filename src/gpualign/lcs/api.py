@@ -69,38 +69,34 @@ def _encode_query(query: Any, alphabet: Alphabet, invalid: str, what: str = "que
 
 
 def _engine(backend: str, devices: Sequence[int] | None) -> Callable[..., None]:
-    """``run(queries, batches, consume)``: calls ``consume(batch, lengths)`` for every batch, with
-    ``lengths`` of shape ``(len(queries), len(batch))``."""
+    """``run(queries, alphabet, subjects, invalid, consume)``: cuts ``subjects`` into batches
+    and calls ``consume(batch, lengths)`` for every batch, with ``lengths`` of shape
+    ``(len(queries), len(batch))``."""
     if resolve_backend(backend) == "cuda":
         from . import _cuda
 
-        return lambda queries, alphabet, batches, consume: _cuda.run(
-            queries, alphabet, batches, consume, devices)
+        def run_cuda(queries, alphabet, subjects, invalid, consume) -> None:
+            residues, first, slots = _cuda.plan(subjects)
+            batches = iter_batches(subjects, alphabet, invalid=invalid, batch_residues=residues,
+                                   first_residues=first)
+            _cuda.run(queries, alphabet, batches, consume, devices, slots)
+
+        return run_cuda
     if devices is not None:
         raise ValueError("devices= applies to the CUDA backend only")
     return _cpu_run
 
 
-def _cpu_run(queries: list[np.ndarray], alphabet: Alphabet, batches, consume) -> None:
-    for batch in batches:
-        subjects = batch.sequences
-        lengths = np.empty((len(queries), len(subjects)), dtype=np.int32)
+def _cpu_run(queries: list[np.ndarray], alphabet: Alphabet, subjects: Any, invalid: str,
+             consume) -> None:
+    for batch in iter_batches(subjects, alphabet, invalid=invalid,
+                              batch_residues=config.LCS_CPU_BATCH_RESIDUES):
+        sequences = batch.sequences
+        lengths = np.empty((len(queries), len(sequences)), dtype=np.int32)
         for row, query in enumerate(queries):
             lengths[row] = _cpu.lengths(query, alphabet.size, alphabet.match_codes,
-                                        subjects.codes, subjects.offsets)
+                                        sequences.codes, sequences.offsets)
         consume(batch, lengths)
-
-
-def _batches(subjects: Any, alphabet: Alphabet, invalid: str, backend: str):
-    if resolve_backend(backend) == "cuda":
-        from . import _cuda
-
-        residues = _cuda.batch_residues()
-        first = min(residues, config.LCS_GPU_FIRST_BATCH_RESIDUES)
-    else:
-        residues = first = config.LCS_CPU_BATCH_RESIDUES
-    return iter_batches(subjects, alphabet, invalid=invalid, batch_residues=residues,
-                        first_residues=first)
 
 
 def _check_devices(devices: Sequence[int] | None) -> list[int] | None:
@@ -159,7 +155,7 @@ def _length_rows(queries: list[np.ndarray], subjects: Any, alphabet: Alphabet, i
         bar.update(len(batch))
 
     try:
-        run(queries, alphabet, _batches(subjects, alphabet, invalid, backend), consume)
+        run(queries, alphabet, subjects, invalid, consume)
     finally:
         bar.close()
     rows.sort(key=lambda item: item[0])
@@ -324,7 +320,7 @@ def lcs_top(query: Any, subjects: Any, n: int = 10, *, with_lcs: bool = True,
         bar.update(len(batch))
 
     try:
-        run([encoded], alpha, _batches(subjects, alpha, invalid, backend), consume)
+        run([encoded], alpha, subjects, invalid, consume)
         return top.result(seen[0])
     finally:
         bar.close()
