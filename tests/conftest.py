@@ -50,7 +50,6 @@ def small_lcs_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     through the two CUDA slots and the top-N merge."""
     monkeypatch.setattr(gpualign.config, "LCS_CPU_BATCH_RESIDUES", 7)
     monkeypatch.setattr(gpualign.config, "LCS_GPU_BATCH_RESIDUES", 64)
-    monkeypatch.setattr(gpualign.config, "LCS_GPU_PINNED_BATCH_RESIDUES", 64)
     monkeypatch.setattr(gpualign.config, "LCS_GPU_FIRST_BATCH_RESIDUES", 5)
 
 

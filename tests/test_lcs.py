@@ -580,14 +580,13 @@ def test_set_in_host_memory_copy_paths(backend, monkeypatch, pinned, slots):
     # through every slot. Same lengths either way, on every backend.
     if pinned and backend != "cuda":
         pytest.skip("pin_memory needs CuPy")
-    # A pinned set is cut by the LCS_GPU_PINNED_* plan, any other by LCS_GPU_*: the plan in
-    # use gets the parametrized slots and batches of 9,000 symbols, the other one 2 slots and
-    # one batch, so that a wrong choice shows.
-    mine, other = ("LCS_GPU_PINNED_", "LCS_GPU_") if pinned else ("LCS_GPU_", "LCS_GPU_PINNED_")
-    monkeypatch.setattr(gpualign.config, mine + "SLOTS", slots)
-    monkeypatch.setattr(gpualign.config, mine + "BATCH_RESIDUES", 9000)
-    monkeypatch.setattr(gpualign.config, other + "SLOTS", 2)
-    monkeypatch.setattr(gpualign.config, other + "BATCH_RESIDUES", 1 << 30)
+    # A pinned set is cut by the LCS_GPU_PINNED_* plan (4,500 symbols a batch for this query
+    # of 300), any other by LCS_GPU_* (9,000): the plan in use gets the parametrized slots,
+    # the other one 2, so that a wrong choice shows.
+    monkeypatch.setattr(gpualign.config, "LCS_GPU_BATCH_RESIDUES", 9000)
+    monkeypatch.setattr(gpualign.config, "LCS_GPU_PINNED_BATCH_CELLS", 300 * 4500)
+    monkeypatch.setattr(gpualign.config, "LCS_GPU_PINNED_SLOTS", slots if pinned else 2)
+    monkeypatch.setattr(gpualign.config, "LCS_GPU_SLOTS", 2 if pinned else slots)
     monkeypatch.setattr(gpualign.config, "LCS_GPU_FIRST_BATCH_RESIDUES", 3000)
     rng = np.random.default_rng(15)
     query = random_codes(rng, 300, 4, 0.01)
@@ -599,7 +598,7 @@ def test_set_in_host_memory_copy_paths(backend, monkeypatch, pinned, slots):
         if pinned:
             seqs = seqs.pin_memory()
             assert _cuda._page_locked(seqs.codes)
-        assert _cuda.plan(seqs) == (9000, 3000, slots)
+        assert _cuda.plan(seqs, len(query)) == (4500 if pinned else 9000, 3000, slots)
     lengths = gpualign.lcs_length(to_input(query), seqs, backend=backend)
     assert lengths.tolist() == [oracle(query, s) for s in subjects]
     top = gpualign.lcs_top(to_input(query), seqs, 5, backend=backend)

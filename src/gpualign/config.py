@@ -68,15 +68,17 @@ MATRIX_BLOCK_PAIRS = 1 << 22
 #: each with its own stream and page-locked buffers: while the GPU computes one, the next is
 #: being staged and copied). Batches staged through those buffers (subjects in pageable
 #: memory, or read from a file) are large, so that staging gets long copies. Batches of a set
-#: already in page-locked memory (:meth:`SequenceSet.pin_memory`) need no staging and are cut
-#: finer, with more in flight: the GPU fills sooner at the start and drains sooner at the end
-#: (one subject per thread, each thread busy for milliseconds). On the H100, query 4,096 vs
-#: 720,000 pinned subjects of 4,096: 3 x 2^28 took 101 ms, 12 x 2^25 91 ms, the kernels
-#: alone 86 ms. The first batches are smaller (``LCS_GPU_FIRST_BATCH_RESIDUES``, doubling)
-#: so that copies and kernels start overlapping early.
+#: already in page-locked memory (:meth:`SequenceSet.pin_memory`) need no staging: they are
+#: cut by GPU work, ``LCS_GPU_PINNED_BATCH_CELLS`` cells (query symbols x subject symbols,
+#: about a millisecond on an H100; at most ``LCS_GPU_BATCH_RESIDUES`` symbols), with more in
+#: flight, so that the GPU fills sooner at the start and drains sooner at the end (one
+#: subject per thread, each thread busy for milliseconds). On the H100, query 4,096 vs
+#: 720,000 pinned subjects of 4,096: 3 x 2^28 symbols took 101 ms, 12 x 2^25 91 ms, the
+#: kernels alone 86 ms. The first batches are smaller (``LCS_GPU_FIRST_BATCH_RESIDUES``,
+#: doubling) so that copies and kernels start overlapping early.
 LCS_GPU_BATCH_RESIDUES = 1 << 28
 LCS_GPU_SLOTS = 3
-LCS_GPU_PINNED_BATCH_RESIDUES = 1 << 25
+LCS_GPU_PINNED_BATCH_CELLS = 1 << 37
 LCS_GPU_PINNED_SLOTS = 12
 LCS_GPU_FIRST_BATCH_RESIDUES = 1 << 24
 

@@ -143,13 +143,14 @@ def resident_lengths(queries: list[np.ndarray], alphabet: Alphabet, subjects: Se
         return out.get()
 
 
-def plan(subjects: Any) -> tuple[int, int, int]:
-    """``(batch residues, first batch residues, slots)`` for ``subjects``: finer batches, more
-    in flight, for a set in page-locked memory (``config.LCS_GPU_PINNED_*``); batches capped
-    so that every slot fits the GPU."""
-    pinned = isinstance(subjects, SequenceSet) and _page_locked(subjects.codes)
-    residues, slots = ((config.LCS_GPU_PINNED_BATCH_RESIDUES, config.LCS_GPU_PINNED_SLOTS)
-                       if pinned else (config.LCS_GPU_BATCH_RESIDUES, config.LCS_GPU_SLOTS))
+def plan(subjects: Any, query_symbols: int) -> tuple[int, int, int]:
+    """``(batch residues, first batch residues, slots)`` for ``subjects`` and queries of
+    ``query_symbols`` in all: batches of a set in page-locked memory are cut by GPU work
+    (``config.LCS_GPU_PINNED_*``); every batch is capped so that all slots fit the GPU."""
+    residues, slots = config.LCS_GPU_BATCH_RESIDUES, config.LCS_GPU_SLOTS
+    if isinstance(subjects, SequenceSet) and _page_locked(subjects.codes):
+        residues = min(residues, config.LCS_GPU_PINNED_BATCH_CELLS // max(1, query_symbols))
+        slots = config.LCS_GPU_PINNED_SLOTS
     slots = max(2, slots)
     per_symbol = 1 + 1 / 8 + 1  # codes, carries, and room for offsets/lengths of short subjects
     residues = max(1, min(residues, int(batch_budget() / (slots * per_symbol))))
