@@ -143,13 +143,16 @@ def resident_lengths(queries: list[np.ndarray], alphabet: Alphabet, subjects: Se
         return out.get()
 
 
-def plan(subjects: Any, query_symbols: int) -> tuple[int, int, int]:
-    """``(batch residues, first batch residues, slots)`` for ``subjects`` and queries of
-    ``query_symbols`` in all: batches of a set in page-locked memory are cut by GPU work
-    (``config.LCS_GPU_PINNED_*``); every batch is capped so that all slots fit the GPU."""
+def plan(subjects: Any, query_symbols: int, devices: int = 1) -> tuple[int, int, int]:
+    """``(batch residues, first batch residues, slots)`` for ``subjects``, queries of
+    ``query_symbols`` in all and ``devices`` GPUs: batches of a set in page-locked memory are
+    cut by GPU work (``config.LCS_GPU_PINNED_*``), times the number of GPUs, since one host
+    thread (and one GIL) queues the batches of them all; every batch is capped so that all
+    slots fit the GPU."""
     residues, slots = config.LCS_GPU_BATCH_RESIDUES, config.LCS_GPU_SLOTS
     if isinstance(subjects, SequenceSet) and _page_locked(subjects.codes):
-        residues = min(residues, config.LCS_GPU_PINNED_BATCH_CELLS // max(1, query_symbols))
+        cells = config.LCS_GPU_PINNED_BATCH_CELLS * max(1, devices)
+        residues = min(residues, cells // max(1, query_symbols))
         slots = config.LCS_GPU_PINNED_SLOTS
     slots = max(2, slots)
     per_symbol = 1 + 1 / 8 + 1  # codes, carries, and room for offsets/lengths of short subjects

@@ -76,7 +76,8 @@ def _engine(backend: str, devices: Sequence[int] | None) -> Callable[..., None]:
         from . import _cuda
 
         def run_cuda(queries, alphabet, subjects, invalid, consume) -> None:
-            residues, first, slots = _cuda.plan(subjects, sum(map(len, queries)))
+            residues, first, slots = _cuda.plan(subjects, sum(map(len, queries)),
+                                                len(devices or [0]))
             batches = iter_batches(subjects, alphabet, invalid=invalid, batch_residues=residues,
                                    first_residues=first)
             _cuda.run(queries, alphabet, batches, consume, devices, slots)
