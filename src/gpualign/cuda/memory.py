@@ -24,8 +24,8 @@ def batch_budget() -> int:
 
 def device_chunks(qset, tset, q_index, t_index, step):
     """Yield ``(slice, device sequences, local q_index, local t_index)`` chunks of at most
-    ``step`` pairs: the whole sets on the device when they fit, else each chunk's own gathered
-    sequences."""
+    ``step`` pairs: the whole sets on the device when they fit (local indices are then the
+    same object when ``q_index is t_index``), else each chunk's own gathered sequences."""
     count = len(q_index)
     step = max(1, step)
     budget = batch_budget()
@@ -34,7 +34,10 @@ def device_chunks(qset, tset, q_index, t_index, step):
         sequences = (*qset.to_device(), *tset.to_device())
         for lo in range(0, count, step):
             part = slice(lo, min(count, lo + step))
-            yield part, sequences, q_index[part], t_index[part]
+            q_part = q_index[part]
+            # One array for both sides when the caller passed one (queries[i] with targets[i]):
+            # the consumer may then copy it to the device once.
+            yield part, sequences, q_part, q_part if t_index is q_index else t_index[part]
         return
     # Too large to keep: cut chunks so that each one's sequences fill at most half the budget.
     residues = qset.lengths[q_index] + tset.lengths[t_index] + 32

@@ -109,17 +109,19 @@ def bin_limits() -> np.ndarray:
     return np.array([b[0] for b in config.EDIT_KERNEL_BINS], dtype=np.int64)
 
 
-def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, want_start):
-    """Distances, starts and ends of one chunk of pairs on the GPU.
+def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, want_start, out):
+    """Distances, starts and ends of one chunk of pairs on the GPU, copied into the host
+    arrays ``out`` = (distance, start, end); start and end may be None (``task="distance"``),
+    and are then neither computed nor copied.
 
-    Returns host arrays (distance, start, end) and the chunk-local indices of the pairs left to
-    the CPU backend (their entries are to be filled in by the caller).
+    Returns the chunk-local indices of the pairs left to the CPU backend (their entries are to
+    be filled in by the caller).
     """
     import cupy
 
     q_codes, q_offsets, t_codes, t_offsets = sequences
     qi = cupy.asarray(q_index, dtype=cupy.int64)
-    ti = cupy.asarray(t_index, dtype=cupy.int64)
+    ti = qi if t_index is q_index else cupy.asarray(t_index, dtype=cupy.int64)
     q_len = q_offsets[qi + 1] - q_offsets[qi]
     t_len = (t_offsets[ti + 1] - t_offsets[ti]).astype(cupy.int32)
     limits = bin_limits()
@@ -135,7 +137,8 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, want_start):
 
     distance = cupy.full(len(key), -1, dtype=cupy.int32)
     end = cupy.full(len(key), -1, dtype=cupy.int32)
-    start = cupy.full(len(key), -1, dtype=cupy.int32)
+    want_end = out[2] is not None
+    start = cupy.full(len(key), -1, dtype=cupy.int32) if want_end else None
     top_delta = 0 if mode == _cpu.INFIX else 1
     for bin_id in np.flatnonzero(counts[:-1]):
         sliced = bin_id == len(limits)
@@ -161,7 +164,8 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, want_start):
             end[part] = e
 
         launch_split(forward, members, per_pair)
-        start[members] = cupy.where(distance[members] >= 0, 0, -1)
+        if want_end:
+            start[members] = cupy.where(distance[members] >= 0, 0, -1)
         if not (want_start and mode == _cpu.INFIX):
             continue
         # Leftmost start of an optimal alignment ending at ``end``: the longest reversed target
@@ -174,17 +178,20 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, want_start):
 
         if len(again):
             launch_split(backward, again, per_pair)
-    cpu_pairs = order[bounds[-2]:].get()
-    return distance.get(), start.get(), end.get(), cpu_pairs
+    for device, host in zip((distance, start, end), out, strict=True):
+        if host is not None:
+            device.get(out=host)
+    return order[bounds[-2]:].get()
 
 
 def edit_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False):
     """Edit distance of index pairs on the current CUDA device (same contract as the CPU's)."""
     count = len(q_index)
-    distance = np.full(count, -1, dtype=np.int32)
-    start = np.full(count, -1, dtype=np.int32)
-    end = np.full(count, -1, dtype=np.int32)
     want_start = task != "distance"
+    # Every entry is written by a chunk; starts and ends only when the task reports them.
+    distance = np.empty(count, dtype=np.int32)
+    start = np.empty(count, dtype=np.int32) if want_start else None
+    end = np.empty(count, dtype=np.int32) if want_start else None
     tracer = ThreadPoolExecutor(max_workers=1) if task == "path" else None
     traced: list[tuple[slice, Future]] = []
     bar = progress_bar(count, progress, "edit")
@@ -194,16 +201,19 @@ def edit_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False):
             step = min(step, config.EDIT_GPU_PATH_CHUNK_PAIRS)
         for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
                                                                 step):
-            d, s, e, cpu_local = _chunk_on_gpu(sequences, qset.alphabet, q_local, t_local,
-                                               mode, k, want_start)
+            out = (distance[part], *(None if a is None else a[part] for a in (start, end)))
+            cpu_local = _chunk_on_gpu(sequences, qset.alphabet, q_local, t_local, mode, k,
+                                      want_start, out)
             if len(cpu_local):
-                cpu_pairs = np.arange(part.start, part.stop)[cpu_local]
-                d[cpu_local], s[cpu_local], e[cpu_local] = _cpu.distance_batch(
-                    qset, tset, q_index[cpu_pairs], t_index[cpu_pairs], mode, k, want_start)
-            distance[part], start[part], end[part] = d, s, e
+                cpu_pairs = part.start + cpu_local
+                found = _cpu.distance_batch(qset, tset, q_index[cpu_pairs], t_index[cpu_pairs],
+                                            mode, k, want_start)
+                for host, values in zip(out, found, strict=True):
+                    if host is not None:
+                        host[cpu_local] = values
             if tracer is not None:
                 traced.append((part, tracer.submit(
-                    _cpu.cigar_batch, qset, tset, q_index[part], t_index[part], s, e)))
+                    _cpu.cigar_batch, qset, tset, q_index[part], t_index[part], out[1], out[2])))
             bar.update(part.stop - part.start)
         cigar = None
         if tracer is not None:
