@@ -80,11 +80,25 @@ def cuda_sync() -> None:
     cupy.cuda.Device().synchronize()
 
 
+#: Seconds of untimed warm-up calls before a GPU row is timed: compilation and first transfers,
+#: and time under load for the GPU's clocks to rise after seconds of host work. After a single
+#: warm-up call, the 1M-pair infix edit call took 13-21 ms in bench_edit at b03e5f9; after two
+#: warm-up calls and in a process of its own, 9.3-9.9 ms (median of 15).
+WARM_UP_SECONDS = 0.5
+
+
 def time_gpu(call: Callable[[], object], repeats: int,
              warm_up: bool = True) -> tuple[list[float], object]:
-    """Warm-up call (compilation, transfers; left out when the caller warmed up), then
-    ``repeats`` timed calls; returns the times and the last result."""
-    result = call() if warm_up else None
+    """Warm-up calls for ``WARM_UP_SECONDS`` (at least one; left out when the caller warmed
+    up), then ``repeats`` timed calls; returns the times and the last result."""
+    result = None
+    if warm_up:
+        began = time.perf_counter()
+        result = call()
+        cuda_sync()
+        while time.perf_counter() - began < WARM_UP_SECONDS:
+            result = call()
+            cuda_sync()
     cuda_sync()
     times = []
     for _ in range(repeats):

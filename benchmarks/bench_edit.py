@@ -9,10 +9,10 @@ with device, commit, date and versions, to ``benchmarks/results/edit-<device>-<d
     python benchmarks/bench_edit.py --only global-1k --only kernel-choice
 
 Workloads, engines and columns are described in benchmarks/README.md. GPU engines run every
-pair (warm-up call first, then the median of ``--repeats`` timed calls, the device synchronized
-before each clock read). CPU engines run a random subset of the pairs sized to take about
-``--cpu-seconds`` per call; their rate is the rate on that subset, and the seconds column is the
-time of the pairs actually run.
+pair (warm-up calls for 0.5 s first, then the median of ``--repeats`` timed calls, the device
+synchronized before each clock read). CPU engines run a random subset of the pairs sized to
+take about ``--cpu-seconds`` per call; their rate is the rate on that subset, and the seconds
+column is the time of the pairs actually run.
 """
 
 from __future__ import annotations
@@ -746,7 +746,7 @@ class Bench(BenchBase):
 def method(bench: Bench) -> str:
     return (
         "Cells are m*n per pair (query length times target length), summed over the pairs run. "
-        "GPU rows run every pair: one warm-up call, then the median of "
+        "GPU rows run every pair: warm-up calls for 0.5 s, then the median of "
         f"{bench.args.repeats} calls, the device synchronized before each clock read; the call "
         "starts from encoded SequenceSets and returns host NumPy arrays. CPU rows run a random "
         f"subset sized to take about {bench.args.cpu_seconds:g} s per call (median of "

@@ -21,7 +21,7 @@ Workloads (``--only``):
   ``lcs_top`` streaming the original gzipped FASTA file.
 - ``multi-gpu``: ``lcs_top`` of the paper shape on 1..N GPUs (when more than one is present).
 
-GPU rows: one warm-up call, then the median of ``--repeats`` calls, the device synchronized
+GPU rows: warm-up calls for 0.5 s, then the median of ``--repeats`` calls, the device synchronized
 before each clock read. CPU rows run a prefix of the subjects sized to take about
 ``--cpu-seconds`` per call; their rate extrapolates, their seconds do not.
 """
@@ -458,7 +458,7 @@ def is_subsequence(needle: str, haystack: str) -> bool:
 def method(bench: Bench) -> str:
     return (
         "Cells are query length times subject length, summed over the subjects run; 'pairs' "
-        "counts subjects. GPU rows run every subject: one warm-up call, then the median of "
+        "counts subjects. GPU rows run every subject: warm-up calls for 0.5 s, then the median of "
         f"{bench.args.repeats} calls, the device synchronized before each clock read. "
         "'kernels only' starts from subjects already on the GPU and ends with the lengths on "
         "the host; 'lcs_top' rows start from a SequenceSet in host memory (or the FASTA file) "
