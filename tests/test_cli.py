@@ -530,9 +530,13 @@ def test_lcs_devices_on_cuda(rdp16s, tmp_path, capsys):
     common = [str(query_file), str(RDP16S), "--top", "5", "--invalid", "wildcard", "-q"]
     assert main(["lcs", *common, "--backend", "cpu"]) == 0
     on_cpu = capsys.readouterr().out
-    assert main(["lcs", *common, "--backend", "cuda", "--devices", "0"]) == 0
-    assert read_table(capsys.readouterr().out, LCS_TOP_COLUMNS) == read_table(
-        on_cpu, LCS_TOP_COLUMNS)
+    import cupy
+
+    every = ",".join(map(str, range(cupy.cuda.runtime.getDeviceCount())))
+    for devices in sorted({"0", every}):  # all GPUs too, where there are several
+        assert main(["lcs", *common, "--backend", "cuda", "--devices", devices]) == 0
+        assert read_table(capsys.readouterr().out, LCS_TOP_COLUMNS) == read_table(
+            on_cpu, LCS_TOP_COLUMNS)
     assert "distinct" in lcs_error(capsys, [*common, "--backend", "cuda", "--devices", "0,0"])
     assert "does not exist" in lcs_error(capsys, [*common, "--backend", "cuda",
                                                   "--devices", "0,99"])
