@@ -109,9 +109,9 @@ def bin_limits() -> np.ndarray:
     return np.array([b[0] for b in config.EDIT_KERNEL_BINS], dtype=np.int64)
 
 
-def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, want_start, out):
+def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out):
     """Distances, starts and ends of one chunk of pairs on the GPU, copied into the host
-    arrays ``out`` = (distance, start, end); start and end may be None (``task="distance"``),
+    arrays ``out`` = (distance, start, end); start and end are None for ``task="distance"``,
     and are then neither computed nor copied.
 
     Returns the chunk-local indices of the pairs left to the CPU backend (their entries are to
@@ -135,10 +135,10 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, want_start, ou
     order = cupy.argsort(key) if np.count_nonzero(counts) > 1 else cupy.arange(len(key))
     bounds = np.concatenate(([0], np.cumsum(counts)))
 
+    want_start = out[1] is not None
     distance = cupy.full(len(key), -1, dtype=cupy.int32)
-    end = cupy.full(len(key), -1, dtype=cupy.int32)
-    want_end = out[2] is not None
-    start = cupy.full(len(key), -1, dtype=cupy.int32) if want_end else None
+    end = cupy.full(len(key), -1, dtype=cupy.int32) if want_start else None
+    start = cupy.full(len(key), -1, dtype=cupy.int32) if want_start else None
     top_delta = 0 if mode == _cpu.INFIX else 1
     for bin_id in np.flatnonzero(counts[:-1]):
         sliced = bin_id == len(limits)
@@ -161,12 +161,14 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, want_start, ou
         def forward(part, run=run):
             d, e = run(part, t_len[part], (top_delta, 0, 0, int(mode == _cpu.GLOBAL)), k)
             distance[part] = d
-            end[part] = e
+            if want_start:
+                end[part] = e
 
         launch_split(forward, members, per_pair)
-        if want_end:
-            start[members] = cupy.where(distance[members] >= 0, 0, -1)
-        if not (want_start and mode == _cpu.INFIX):
+        if not want_start:
+            continue
+        start[members] = cupy.where(distance[members] >= 0, 0, -1)
+        if mode != _cpu.INFIX:
             continue
         # Leftmost start of an optimal alignment ending at ``end``: the longest reversed target
         # prefix (of target[:end]) that the reversed query matches at the same cost.
@@ -202,8 +204,7 @@ def edit_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False):
         for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
                                                                 step):
             out = (distance[part], *(None if a is None else a[part] for a in (start, end)))
-            cpu_local = _chunk_on_gpu(sequences, qset.alphabet, q_local, t_local, mode, k,
-                                      want_start, out)
+            cpu_local = _chunk_on_gpu(sequences, qset.alphabet, q_local, t_local, mode, k, out)
             if len(cpu_local):
                 cpu_pairs = part.start + cpu_local
                 found = _cpu.distance_batch(qset, tset, q_index[cpu_pairs], t_index[cpu_pairs],
