@@ -53,9 +53,9 @@ BASE_PAIRS = {"infix-reads": 1_000_000, "global-1k": 100_000, "global-10k": 4_00
 CUDA_TARGET_TCUPS = {"infix-reads": 30.0, "global-1k": 25.0, "global-10k": 20.0}
 PATH_TARGET_RATIO = 0.20  # task path >= 20% of the distance-only rate (infix-reads)
 CPU_TARGET_RATIO = 0.50  # gpualign-cpu >= 50% of edlib's single-core rate
-KERNEL_CHOICES = {  # (query length, bins to force); None = the shipped default bins
-    256: [None, ((4, 1, 4),), ((4, 4, 1),)],
-    1000: [None, ((16, 1, 16),), ((16, 4, 4),), ((16, 8, 2),)],
+KERNEL_CHOICES = {  # (query length, bins in 32-bit words to force); None = the shipped bins
+    256: [None, ((8, 1, 8),), ((8, 2, 4),), ((8, 4, 2),)],
+    1000: [None, ((32, 2, 16),), ((32, 4, 8),), ((32, 8, 4),)],
 }
 # Real data, as scripts/fetch-data.sh names it in data/ (first choice) or examples/ holds it.
 FILES = {
@@ -654,7 +654,7 @@ class Bench(BenchBase):
                 continue
             pairs = data.kernel_choice(n, q_len)
             self.sources[pairs.name] = pairs.source
-            words = -(-q_len // 64)
+            words = -(-q_len // 32)
             log(f"{pairs.name}: {len(pairs):,} pairs, {words} words per query; {pairs.source}")
             shipped = config.EDIT_KERNEL_BINS
             first = len(self.rows)

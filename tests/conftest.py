@@ -36,10 +36,11 @@ def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def small_kernel_bins(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only two kernel bins (1 word per thread; 2 words over 2 lanes) and slices of 128 rows
-    (2 lanes x 1 word), so that queries over 128 symbols run in many sliced passes and short
+    """Only two kernel bins (1 word of 32 rows per thread; up to 3 words over 2 lanes of 2
+    words, so that queries of 33-96 rows are padded by whole words and lanes) and slices of 64
+    rows (2 lanes x 1 word), so that queries over 96 symbols run in many sliced passes and short
     ones use the thread-cooperative kernel."""
-    monkeypatch.setattr(gpualign.config, "EDIT_KERNEL_BINS", ((1, 1, 1), (2, 2, 1)))
+    monkeypatch.setattr(gpualign.config, "EDIT_KERNEL_BINS", ((1, 1, 1), (3, 2, 2)))
     monkeypatch.setattr(gpualign.config, "EDIT_SLICE_KERNEL", (2, 1))
 
 

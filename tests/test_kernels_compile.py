@@ -30,8 +30,10 @@ KERNELS = {
         "trace_back<2, true>",
     ],
     edit_cuda.KERNEL_FILE: [
-        "build_match_table", edit_cuda._kernel_name(1, 1, True),
-        edit_cuda._kernel_name(32, 2, False),
+        "build_match_table", edit_cuda._kernel_name(1, 1, True, edit_cuda.TRACK_BEST),
+        edit_cuda._kernel_name(1, 3, True, edit_cuda.TRACK_FINAL),
+        edit_cuda._kernel_name(4, 8, True, edit_cuda.TRACK_LAST_END),
+        edit_cuda._kernel_name(32, 2, False, edit_cuda.TRACK_FIRST_END),
     ],
     "lcs/kernels/lcs.cu": ["lcs_tiles<2, true>", "lcs_tiles<1, false>"],
     mems_cuda.KERNEL_FILE: ["mems_at<false>", "mems_at<true>"],

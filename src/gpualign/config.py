@@ -12,35 +12,36 @@ BACKEND_ENV_VAR = "GPUALIGN_BACKEND"
 #: CUDA threads per block for the edit-distance kernels.
 EDIT_THREADS_PER_BLOCK = 128
 
-#: Kernel bins for edit distance, by query length in 64-bit words:
+#: Kernel bins for edit distance, by query length in 32-bit words (32 query rows each):
 #: ``(max_words, lanes_per_pair, words_per_lane)``. ``lanes_per_pair == 1`` is the task-parallel
 #: kernel (one pair per thread); larger values spread a query's words over that many lanes of a
-#: warp (the thread-cooperative kernel). Queries longer than the last bin run in passes over row
-#: slices (``EDIT_SLICE_KERNEL``), passing the horizontal deltas of slice borders through memory.
+#: warp (the thread-cooperative kernel). A query is padded to its bin's ``lanes * words`` words,
+#: so one-lane bins hold one length in words each. Queries longer than the last bin run in
+#: passes over row slices (``EDIT_SLICE_KERNEL``), passing the horizontal deltas of slice
+#: borders through memory.
 EDIT_KERNEL_BINS: tuple[tuple[int, int, int], ...] = (
-    # Measured on an H100 (benchmarks/results): one pair per thread is fastest up to 4 words
-    # (19-21 TCUPS kernel-only for 64-150 bp vs 1 kb, against 5-11 with 4 lanes a pair); above
-    # that 4 lanes x 4 words beat 8 x 2, 16 x 1 and 1 x 16 at 1,000 bp (22 vs 20, 18, 12 TCUPS);
-    # and idle words cost in proportion (10 kb: 32 x 5 words, 20 TCUPS; 32 x 8, 13 TCUPS).
     (1, 1, 1),
     (2, 1, 2),
     (3, 1, 3),
     (4, 1, 4),
-    (8, 4, 2),
+    (5, 1, 5),
+    (6, 1, 6),
+    (7, 1, 7),
+    (8, 1, 8),
     (16, 4, 4),
-    (32, 8, 4),
-    (64, 16, 4),
-    (96, 32, 3),
-    (128, 32, 4),
-    (160, 32, 5),
+    (32, 4, 8),
+    (64, 8, 8),
+    (128, 16, 8),
     (192, 32, 6),
-    (224, 32, 7),
     (256, 32, 8),
+    (320, 32, 10),
+    (384, 32, 12),
+    (512, 32, 16),
 )
 
 #: ``(lanes_per_pair, words_per_lane)`` of the cooperative kernel that runs queries longer than
-#: the last bin, in passes over slices of ``lanes * words * 64`` query rows.
-EDIT_SLICE_KERNEL: tuple[int, int] = (32, 8)
+#: the last bin, in passes over slices of ``lanes * words * 32`` query rows.
+EDIT_SLICE_KERNEL: tuple[int, int] = (32, 16)
 
 #: Pairs per chunk of the CUDA edit-distance backend (bounds its index and result arrays).
 EDIT_GPU_CHUNK_PAIRS = 1 << 22

@@ -29,74 +29,81 @@ from . import _cpu
 KERNEL_FILE = "edit/kernels/myers.cu"
 
 
-def _kernel_name(lanes: int, words_per_lane: int, dna: bool) -> str:
-    return f"myers_edit<{lanes}, {words_per_lane}, {'true' if dna else 'false'}>"
+#: What a kernel tracks along the query's last row (TRACK_* in myers.cu): nothing until the last
+#: column (global), the smallest value, or the smallest value and its leftmost/rightmost column.
+TRACK_FINAL, TRACK_BEST, TRACK_FIRST_END, TRACK_LAST_END = range(4)
+
+
+def _kernel_name(lanes: int, words_per_lane: int, dna: bool, track: int) -> str:
+    return f"myers_edit<{lanes}, {words_per_lane}, {'true' if dna else 'false'}, {track}>"
 
 
 def run_kernel(sequences, q_index, t_index, t_length, alphabet, lanes: int,
-               words_per_lane: int, mode_flags: tuple[int, int, int, int], cutoff: int,
-               row_begin: int = 0, borders=None, outputs=None):
+               words_per_lane: int, top_delta: int, reverse: int, track: int, cutoff: int,
+               pass_from_end: int = 0, borders=None, outputs=None):
     """Launch one pass over device index arrays; returns device (distance, end).
 
-    ``sequences`` is ``(q_codes, q_offsets, t_codes, t_offsets)`` on the device, ``mode_flags``
-    is (top_delta, reverse, tie_last, global_mode), ``t_length`` the target symbols to use.
-    For a pass over the query rows from ``row_begin``, ``borders`` is ``(h_in, h_out)``: int8
-    ``(pairs, columns)`` arrays of the horizontal deltas entering and leaving the slice, and
-    ``outputs`` the (distance, end) arrays that the pass holding a query's last row fills.
+    ``sequences`` is ``(q_codes, q_offsets, t_codes, t_offsets)`` on the device, ``t_length``
+    the target symbols to use, ``top_delta`` the horizontal delta of the top row (0: free start
+    in the target, 1: D[0][j] = j), ``track`` one of the ``TRACK_*`` values. Queries longer than
+    the kernel's rows run in passes over row slices, numbered back from the last one
+    (``pass_from_end``); ``borders`` is then ``(h_in, h_out)``: int8 ``(pairs, columns)`` arrays
+    of the horizontal deltas entering and leaving the slice, and ``outputs`` the (distance, end)
+    arrays that the last pass fills.
     """
     import cupy
 
-    top_delta, reverse, tie_last, global_mode = mode_flags
     q_codes, q_offsets, t_codes, t_offsets = sequences
     size = len(q_index)
     if borders is None:
         borders = (cupy.zeros((1, 1), dtype=cupy.int8),) * 2
     dna = alphabet.name == "dna"
-    word_stride = lanes * words_per_lane
+    words = lanes * words_per_lane
     if dna:
-        table = cupy.zeros(1, dtype=cupy.uint64)
+        table = cupy.zeros(1, dtype=cupy.uint32)
     else:
-        table = cupy.zeros(size * alphabet.size * word_stride, dtype=cupy.uint64)
+        table = cupy.zeros(size * alphabet.size * words, dtype=cupy.uint32)
         builder = get_kernel(KERNEL_FILE, "build_match_table")
-        work = size * word_stride
+        work = size * words
         builder(((work + 255) // 256,), (256,),
-                (q_codes, q_offsets, q_index, np.int32(size), np.int32(word_stride),
+                (q_codes, q_offsets, q_index, np.int32(size), np.int32(words),
                  np.int32(alphabet.size), np.int32(alphabet.match_codes), np.int32(reverse),
-                 np.int32(row_begin), table))
+                 np.int32(pass_from_end), table))
     if outputs is None:
         outputs = (cupy.empty(size, dtype=cupy.int32), cupy.empty(size, dtype=cupy.int32))
     distance, end = outputs
     threads = config.EDIT_THREADS_PER_BLOCK
     blocks = (size * lanes + threads - 1) // threads
-    kernel = get_kernel(KERNEL_FILE, _kernel_name(lanes, words_per_lane, dna))
+    kernel = get_kernel(KERNEL_FILE, _kernel_name(lanes, words_per_lane, dna, track))
     kernel((blocks,), (threads,),
            (q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, t_length, table,
-            np.int32(alphabet.size), np.int32(word_stride), np.int32(size),
-            np.int32(top_delta), np.int32(reverse), np.int32(tie_last), np.int32(global_mode),
-            np.int32(cutoff), np.int32(row_begin), borders[0], borders[1],
+            np.int32(alphabet.size), np.int32(size), np.int32(top_delta), np.int32(reverse),
+            np.int32(cutoff), np.int32(pass_from_end), borders[0], borders[1],
             np.int64(borders[1].shape[1]), distance, end))
     return distance, end
 
 
-def _run_sliced(sequences, q_index, t_index, t_length, q_length, alphabet, mode_flags,
-                cutoff: int):
+def _run_sliced(sequences, q_index, t_index, t_length, q_length, alphabet, top_delta: int,
+                reverse: int, track: int, cutoff: int):
     """All passes of queries longer than the last bin; returns device (distance, end)."""
     import cupy
 
     lanes, per_lane = config.EDIT_SLICE_KERNEL
-    rows = lanes * per_lane * 64
+    rows = lanes * per_lane * 32
     size = len(q_index)
     columns = max(1, int(t_length.max()))
     borders = [cupy.zeros((size, columns), dtype=cupy.int8) for _ in range(2)]
     outputs = (cupy.full(size, -1, dtype=cupy.int32), cupy.full(size, -1, dtype=cupy.int32))
-    for number, row_begin in enumerate(range(0, int(q_length.max()), rows)):
-        run_kernel(sequences, q_index, t_index, t_length, alphabet, lanes, per_lane, mode_flags,
-                   cutoff, row_begin, (borders[number % 2], borders[1 - number % 2]), outputs)
+    passes = -(-int(q_length.max()) // rows)
+    for number in range(passes):
+        run_kernel(sequences, q_index, t_index, t_length, alphabet, lanes, per_lane, top_delta,
+                   reverse, track, cutoff, passes - 1 - number,
+                   (borders[number % 2], borders[1 - number % 2]), outputs)
     return outputs
 
 
 def bin_limits() -> np.ndarray:
-    """Largest query length in words of each kernel bin (after checking the bins)."""
+    """Largest query length in 32-bit words of each kernel bin (after checking the bins)."""
     lanes_ok = (1, 2, 4, 8, 16, 32)
     for max_words, lanes, per_lane in config.EDIT_KERNEL_BINS:
         if lanes not in lanes_ok or per_lane < 1 or lanes * per_lane < max_words:
@@ -126,7 +133,7 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out):
     t_len = (t_offsets[ti + 1] - t_offsets[ti]).astype(cupy.int32)
     limits = bin_limits()
     # key: a kernel bin, then len(limits) for queries run in slices, then one more for the CPU.
-    key = cupy.searchsorted(cupy.asarray(limits), (q_len + 63) // 64)
+    key = cupy.searchsorted(cupy.asarray(limits), (q_len + 31) // 32)
     on_cpu = (q_len == 0) | (t_len == 0)
     if mode == _cpu.GLOBAL and k >= 0:
         on_cpu |= cupy.abs(q_len - t_len) > k
@@ -140,26 +147,31 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out):
     end = cupy.full(len(key), -1, dtype=cupy.int32) if want_start else None
     start = cupy.full(len(key), -1, dtype=cupy.int32) if want_start else None
     top_delta = 0 if mode == _cpu.INFIX else 1
+    if mode == _cpu.GLOBAL:
+        forward_track = TRACK_FINAL
+    else:
+        forward_track = TRACK_FIRST_END if want_start else TRACK_BEST
     for bin_id in np.flatnonzero(counts[:-1]):
         sliced = bin_id == len(limits)
         if sliced:
             lanes, per_lane = config.EDIT_SLICE_KERNEL
         else:
             _, lanes, per_lane = config.EDIT_KERNEL_BINS[bin_id]
-        table_bytes = 0 if alphabet.name == "dna" else alphabet.size * lanes * per_lane * 8
+        table_bytes = 0 if alphabet.name == "dna" else alphabet.size * lanes * per_lane * 4
         members = order[bounds[bin_id]:bounds[bin_id + 1]]
         # Sliced passes keep two int8 borders per target column of every pair of a launch.
         per_pair = 64 + table_bytes + (2 * int(t_len[members].max()) if sliced else 0)
 
-        def run(part, length, flags, cutoff, lanes=lanes, per_lane=per_lane, sliced=sliced):
+        def run(part, length, top_delta, reverse, track, cutoff, lanes=lanes,
+                per_lane=per_lane, sliced=sliced):
             if sliced:
                 return _run_sliced(sequences, qi[part], ti[part], length, q_len[part], alphabet,
-                                   flags, cutoff)
+                                   top_delta, reverse, track, cutoff)
             return run_kernel(sequences, qi[part], ti[part], length, alphabet, lanes, per_lane,
-                              flags, cutoff)
+                              top_delta, reverse, track, cutoff)
 
         def forward(part, run=run):
-            d, e = run(part, t_len[part], (top_delta, 0, 0, int(mode == _cpu.GLOBAL)), k)
+            d, e = run(part, t_len[part], top_delta, 0, forward_track, k)
             distance[part] = d
             if want_start:
                 end[part] = e
@@ -175,7 +187,7 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out):
         again = members[(distance[members] >= 0) & (end[members] > 0)]
 
         def backward(part, run=run):
-            _, length = run(part, end[part], (1, 1, 1, 0), -1)
+            _, length = run(part, end[part], 1, 1, TRACK_LAST_END, -1)
             start[part] = end[part] - length
 
         if len(again):

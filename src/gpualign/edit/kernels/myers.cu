@@ -1,46 +1,73 @@
 // Myers/Hyyro bit-vector edit distance for batches of (query, target) pairs.
 //
-// A query is cut into 64-row words. Each word keeps its vertical delta vectors (pv/mv) in
-// registers and hands the horizontal delta of its bottom row (-1, 0, +1) to the word below.
+// Words are 32 query rows. The GPU's integer units are 32 bits wide: a 64-bit word costs two
+// instructions per operation anyway, and 32-row words waste fewer rows on short queries.
+// A lane's WPL words form one block of WPL*32 rows, advanced by a target column as a single
+// big integer: the carry of the addition runs through the words (add.cc/addc), and the shifts
+// of the horizontal deltas are funnel shifts, so no word needs a delta from its neighbour.
 //
-// LANES == 1 is the task-parallel kernel: one thread owns a pair and all of its WPL words.
+// LANES == 1 is the task-parallel kernel: one thread owns a pair and all of its words.
 // LANES > 1 is the thread-cooperative kernel: a group of LANES lanes of one warp shares a pair,
-// lane l owning words [l*WPL, (l+1)*WPL). The lanes form a wavefront: at step s lane l works on
-// target column s - l, using the carry that lane l-1 produced for that column one step earlier
-// (passed with __shfl_up_sync), so no lane ever waits inside a step.
+// lane l owning rows [l*WPL*32, (l+1)*WPL*32). The lanes form a wavefront: at step s lane l works
+// on target column s - l, taking the delta that lane l-1 produced for that column one step
+// earlier (passed with __shfl_up_sync), so no lane ever waits inside a step.
 //
-// DNA (codes 0..3 match, 4 = N matches nothing) keeps its match table (Peq) in registers; other
-// alphabets read it from a table in global memory built by build_match_table.
+// A query sits at the bottom of its kernel's rows, so that its last row is always bit 31 of the
+// last lane's last word: the delta of the last row is read from the same place for every pair,
+// with no per-pair shifts or selects. The padding rows above the query match nothing and
+// reproduce the top boundary. With a free start in the target (top delta 0) they begin with
+// vertical deltas +1: D[i][j] = i on every padding row, a constant that leaves every horizontal
+// delta below unchanged. With D[0][j] = j (top delta +1) they begin with deltas 0: D[i][j] = j
+// on every padding row, which is the boundary the query's first row needs.
 //
-// Queries longer than one kernel's LANES * WPL words run as several passes over row slices
-// (cooperative kernels only): a pass over rows [row_begin, row_begin + LANES*WPL*64) reads the
-// horizontal deltas entering its top row from h_in and writes those leaving its bottom row to
-// h_out, one signed byte per target column. Only the pass holding the query's last row writes the
-// distance and end.
+// DNA (codes 0..3 match, 4 = N matches nothing) keeps the query as two bit-planes and a
+// valid-row plane in registers: the match word of a column is two 3-input logic operations per
+// word, from the column symbol's bits spread to all-ones/all-zeros masks. Other alphabets read
+// their match words from a table in global memory built by build_match_table.
+//
+// Queries longer than one kernel's rows run as several passes over row slices (cooperative
+// kernels only). The passes of all pairs of a launch end together: launch number p of P covers,
+// for a pair of S slices, its slice S - P + p (pairs with fewer slices sit out the first
+// launches). A pass reads the horizontal deltas entering its top row from h_in and writes those
+// leaving its bottom row to h_out, one signed byte per target column. Only the last pass writes
+// the distance and end.
 
-typedef unsigned long long u64;
+typedef unsigned int u32;
 typedef long long i64;
 
-#define HIGH_BIT 0x8000000000000000ull
+// Big-integer addition through the words of a block: the carry flag links the asm statements
+// (kept in order by volatile), as in multi-precision libraries.
+__device__ __forceinline__ u32 add_cc(u32 a, u32 b) {
+    u32 r;
+    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+__device__ __forceinline__ u32 addc_cc(u32 a, u32 b) {
+    u32 r;
+    asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+__device__ __forceinline__ u32 addc(u32 a, u32 b) {
+    u32 r;
+    asm volatile("addc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
 
-// Advances one word by one target column. The horizontal delta entering the word's top row is
-// carried as two 0/1 words (hp: +1, hn: -1) and replaced by the delta leaving row `out_row` of
-// the word (63 for a full word, the query's last row for the last word).
-__device__ __forceinline__ void advance_word(u64& pv, u64& mv, u64 eq, u64& hp, u64& hn,
-                                             unsigned out_row) {
-    const u64 xv = eq | mv;
-    eq |= hn;  // a negative carry acts like a match just above the word
-    const u64 xh = (((eq & pv) + pv) ^ pv) | eq;
-    u64 ph = mv | ~(xh | pv);
-    u64 mh = pv & xh;
-    const u64 out_p = (ph >> out_row) & 1ull;
-    const u64 out_n = (mh >> out_row) & 1ull;
-    ph = (ph << 1) | hp;
-    mh = (mh << 1) | hn;
-    pv = mh | ~(xv | ph);
-    mv = ph & xv;
-    hp = out_p;
-    hn = out_n;
+// Word w of the sum of two WPL-word integers (words in order, lowest first).
+template <int WPL>
+__device__ __forceinline__ u32 chain_add(int w, u32 a, u32 b) {
+    if (WPL == 1) return a + b;
+    if (w == 0) return add_cc(a, b);
+    if (w == WPL - 1) return addc(a, b);
+    return addc_cc(a, b);
+}
+
+// All 32 bits set to bit 7 of byte U of x (PRMT in its sign-replicating mode).
+template <int U>
+__device__ __forceinline__ u32 spread_byte_sign(u32 x) {
+    u32 r;
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(x), "n"(0x8888 | (U * 0x1111)));
+    return r;
 }
 
 // Query symbol i, read forwards or backwards.
@@ -48,13 +75,23 @@ __device__ __forceinline__ int symbol_at(const unsigned char* s, int length, int
     return reverse ? s[length - 1 - i] : s[i];
 }
 
-// One thread per (pair, word): sets the bits of that word in table[pair][code][word_stride], for
-// the query rows from row_begin.
+// Query row held by bit 0 of word `word` of a pass: slices of `rows` rows, the query at the
+// bottom of its last slice (rows above the query are negative). `pass_from_end` counts the
+// pass back from the last one; returns INT_MIN (as -2^30) when the pair has no such pass.
+__device__ __forceinline__ int first_row_of_word(int m, int rows, int pass_from_end, int word) {
+    const int slices = (m + rows - 1) / rows;
+    const int slice = slices - 1 - pass_from_end;
+    if (slice < 0) return -(1 << 30);
+    return slice * rows - (slices * rows - m) + word * 32;
+}
+
+// One thread per (pair, word): sets the bits of that word in table[pair][code][word_stride] for
+// the pass `pass_from_end` of kernels with `word_stride` words (rows outside the query: none).
 // The table must be zeroed first.
 extern "C" __global__ void build_match_table(
     const unsigned char* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const i64* __restrict__ q_index, const int n_pairs, const int word_stride, const int n_codes,
-    const int match_codes, const int reverse, const int row_begin, u64* __restrict__ table) {
+    const int match_codes, const int reverse, const int pass_from_end, u32* __restrict__ table) {
     const i64 gid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (gid >= (i64)n_pairs * word_stride) return;
     const i64 pair = gid / word_stride;
@@ -62,155 +99,229 @@ extern "C" __global__ void build_match_table(
     const i64 qi = q_index[pair];
     const unsigned char* q = q_codes + q_offsets[qi];
     const int m = (int)(q_offsets[qi + 1] - q_offsets[qi]);
-    u64* row = table + pair * n_codes * word_stride + word;
-    for (int b = 0; b < 64; ++b) {
-        const int i = row_begin + word * 64 + b;  // the query row of this bit (slices: see below)
-        if (i >= m) break;
+    const int first = first_row_of_word(m, word_stride * 32, pass_from_end, word);
+    u32* row = table + pair * n_codes * word_stride + word;
+    for (int b = 0; b < 32; ++b) {
+        const int i = first + b;
+        if (i < 0 || i >= m) continue;
         const int c = symbol_at(q, m, i, reverse);
-        if (c < match_codes) row[(i64)c * word_stride] |= 1ull << b;
+        if (c < match_codes) row[(i64)c * word_stride] |= 1u << b;
     }
 }
 
-template <int LANES, int WPL, bool DNA>
+// Advances a lane's block of WPL words (vertical deltas pv/mv) by one target column: `match(w)`
+// gives the match word of word w, (hp, hn) the horizontal delta entering the top row as two 0/1
+// flags. Returns the delta leaving the bottom row.
+template <int LANES, int WPL, typename Match>
+__device__ __forceinline__ int advance_block(u32 (&pv)[WPL], u32 (&mv)[WPL], const Match& match,
+                                             u32 hp, u32 hn) {
+    u32 ph_above = hp << 31, mh_above = hn << 31;  // bit 31: the row above the block
+#pragma unroll
+    for (int w = 0; w < WPL; ++w) {
+        u32 eq = match(w);
+        const u32 xv = eq | mv[w];
+        if (LANES > 1 && w == 0) eq |= hn;  // a negative delta acts like a match above
+        const u32 sum = chain_add<WPL>(w, eq & pv[w], pv[w]);
+        // Xh = (sum ^ pv) | eq;  mh = pv & Xh;  ph = mv | ~(Xh | pv)
+        const u32 mh = pv[w] & (~sum | eq);
+        const u32 ph = mv[w] | ~(sum | eq | pv[w]);
+        const u32 ph_shifted = __funnelshift_l(ph_above, ph, 1);
+        const u32 mh_shifted = __funnelshift_l(mh_above, mh, 1);
+        pv[w] = mh_shifted | ~(xv | ph_shifted);
+        mv[w] = ph_shifted & xv;
+        ph_above = ph;
+        mh_above = mh;
+    }
+    return (int)(ph_above >> 31) - (int)(mh_above >> 31);
+}
+
+// What a kernel tracks along the query's last row.
+//   TRACK_FINAL: only the last column (global mode); the distance comes from the final column's
+//                vertical deltas, with nothing done per column.
+//   TRACK_BEST: the smallest value (free end, distance only).
+//   TRACK_FIRST_END / TRACK_LAST_END: the smallest value and its leftmost / rightmost column.
+#define TRACK_FINAL 0
+#define TRACK_BEST 1
+#define TRACK_FIRST_END 2
+#define TRACK_LAST_END 3
+
+template <int LANES, int WPL, bool DNA, int TRACK>
 __global__ void __launch_bounds__(128) myers_edit(
     const unsigned char* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const unsigned char* __restrict__ t_codes, const i64* __restrict__ t_offsets,
     const i64* __restrict__ q_index, const i64* __restrict__ t_index,
     const int* __restrict__ t_length,  // symbols of each target to use (all, or the end found)
-    const u64* __restrict__ table, const int n_codes, const int word_stride,
-    const int n_pairs, const int top_delta, const int reverse, const int tie_last,
-    const int global_mode, const int cutoff, const int row_begin,
+    const u32* __restrict__ table, const int n_codes, const int n_pairs, const int top_delta,
+    const int reverse, const int cutoff, const int pass_from_end,
     const signed char* __restrict__ h_in, signed char* __restrict__ h_out, const i64 h_stride,
     int* __restrict__ out_distance, int* __restrict__ out_end) {
-    constexpr int SLICE_ROWS = LANES * WPL * 64;
-    const int group_lane = LANES == 1 ? 0 : (int)(threadIdx.x % LANES);
+    constexpr int ROWS = LANES * WPL * 32;
+    constexpr int WORDS = LANES * WPL;
+    const int lane = LANES == 1 ? 0 : (int)(threadIdx.x % LANES);
     const i64 pair = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
-    const bool active = pair < n_pairs;
+    bool active = pair < n_pairs;
 
     const unsigned char* q = q_codes;
     const unsigned char* t = t_codes;
-    int query_length = 1, n = 0;
+    int m = 1, n = 0;
     if (active) {
         const i64 qi = q_index[pair];
         const i64 ti = t_index[pair];
         q = q_codes + q_offsets[qi];
-        query_length = (int)(q_offsets[qi + 1] - q_offsets[qi]);
+        m = (int)(q_offsets[qi + 1] - q_offsets[qi]);
         t = t_codes + t_offsets[ti];
         n = t_length[pair];
     }
-    // This pass covers rows [row_begin, row_begin + m) of the query; it is the last pass of a
-    // pair when the query ends inside it. Pairs whose query ended in an earlier pass sit out.
-    const int m = min(query_length - row_begin, SLICE_ROWS);
-    const bool last_pass = query_length - row_begin <= SLICE_ROWS;
-    if (m <= 0) {
+    const int slices = (m + ROWS - 1) / ROWS;
+    const int slice = slices - 1 - pass_from_end;  // this pass's slice of the pair's rows
+    if (slice < 0) active = false;                 // the pair has fewer slices: it sits out
+    if (!active) {
         if (LANES == 1) return;
         n = 0;  // keep the lanes in step for the shuffles
     }
-    const int words = (max(m, 1) + 63) >> 6;
-    const int first_word = group_lane * WPL;
-    const int last_word = words - 1;
-    const int local_last = last_word - first_word;  // in [0, WPL) for the lane that owns it
-    const bool owns_last = 0 <= local_last && local_last < WPL;
+    const bool last_pass = pass_from_end == 0;
 
-    u64 pv[WPL], mv[WPL];
-    u64 peq_a[DNA ? WPL : 1], peq_c[DNA ? WPL : 1], peq_g[DNA ? WPL : 1], peq_t[DNA ? WPL : 1];
+    u32 pv[WPL], mv[WPL], q1[DNA ? WPL : 1], q0[DNA ? WPL : 1], qv[DNA ? WPL : 1];
 #pragma unroll
     for (int w = 0; w < WPL; ++w) {
-        pv[w] = ~0ull;
-        mv[w] = 0ull;
-        if constexpr (DNA) {
-            u64 a = 0, c = 0, g = 0, tt = 0;
-            const int base = (first_word + w) * 64;
-            for (int b = 0; b < 64 && base + b < m; ++b) {
-                const int s = symbol_at(q, query_length, row_begin + base + b, reverse);
-                const u64 bit = 1ull << b;
-                a |= s == 0 ? bit : 0ull;
-                c |= s == 1 ? bit : 0ull;
-                g |= s == 2 ? bit : 0ull;
-                tt |= s == 3 ? bit : 0ull;
+        const int first = first_row_of_word(m, ROWS, pass_from_end, lane * WPL + w);
+        u32 hi = 0, lo = 0, valid = 0, query_rows = 0;
+#pragma unroll 1
+        for (int b = 0; b < 32 && active; ++b) {
+            const int i = first + b;
+            if (i < 0) continue;
+            query_rows |= 1u << b;
+            const int s = symbol_at(q, m, i, reverse);
+            if (DNA && s < 4) {
+                valid |= 1u << b;
+                hi |= (u32)(s >> 1) << b;
+                lo |= (u32)(s & 1) << b;
             }
-            peq_a[w] = a;
-            peq_c[w] = c;
-            peq_g[w] = g;
-            peq_t[w] = tt;
+        }
+        // Padding rows start at delta +1 under a free top row, else at 0 (see the top).
+        pv[w] = top_delta ? query_rows : ~0u;
+        mv[w] = 0u;
+        if constexpr (DNA) {
+            q1[w] = hi;
+            q0[w] = lo;
+            qv[w] = valid;
         }
     }
-    const u64* pair_table = DNA ? table : table + pair * n_codes * word_stride;
+    const u32* pair_table = DNA ? table : table + pair * n_codes * WORDS + lane * WPL;
 
-    unsigned out_row[WPL];
-#pragma unroll
-    for (int w = 0; w < WPL; ++w) out_row[w] = w == local_last ? (unsigned)((m - 1) & 63) : 63u;
-
-    int score = row_begin + m, best = row_begin + m, best_end = 0;  // D[row][0] = row
-    int carry = 0;
-    // Advances all of this lane's words by target column j (symbol c). Words past the query's
-    // end compute junk that only flows upwards, into nothing that is read: the last-row delta is
-    // taken from the last word itself.
-    auto advance_column = [&](int c, int j, int hin) {
-        u64 hp = (u64)(hin > 0), hn = (u64)(hin < 0);
-        u64 last_p = 0, last_n = 0;
-#pragma unroll
-        for (int w = 0; w < WPL; ++w) {
-            u64 eq;
-            if constexpr (DNA) {
-                eq = c == 0 ? peq_a[w] : c == 1 ? peq_c[w] : c == 2 ? peq_g[w]
-                                         : c == 3 ? peq_t[w] : 0ull;
+    int score = m, best = m, best_end = 0;  // D[m][0] = m
+    auto track = [&](int delta, int j) {
+        if constexpr (TRACK != TRACK_FINAL) {
+            score += delta;
+            if constexpr (TRACK == TRACK_BEST) {
+                best = min(best, score);
             } else {
-                eq = __ldg(pair_table + (i64)c * word_stride + first_word + w);
-            }
-            advance_word(pv[w], mv[w], eq, hp, hn, out_row[w]);
-            if (w == local_last) {
-                last_p = hp;
-                last_n = hn;
+                const bool better = TRACK == TRACK_LAST_END ? score <= best : score < best;
+                best = better ? score : best;
+                best_end = better ? j + 1 : best_end;
             }
         }
-        carry = (int)hp - (int)hn;
-        const int row_delta = (int)last_p - (int)last_n;
-        if (LANES > 1 && !last_pass && owns_last) h_out[pair * h_stride + j] = (signed char)row_delta;
-        score += row_delta;
-        const bool better = tie_last ? score <= best : score < best;
-        best = better ? score : best;
-        best_end = better ? j + 1 : best_end;
+    };
+    // A column from the column symbol's two bits spread to masks (DNA, not N).
+    auto dna_column = [&](u32 c1, u32 c0, u32 hp, u32 hn) -> int {
+        if constexpr (DNA) {
+            return advance_block<LANES, WPL>(pv, mv, [&](int w) { return ~(q1[w] ^ c1) & qv[w] & ~(q0[w] ^ c0); }, hp, hn);
+        } else {
+            return 0;
+        }
+    };
+    // A column from its symbol code.
+    auto column = [&](int c, u32 hp, u32 hn) -> int {
+        if constexpr (DNA) {
+            if (c > 3) return advance_block<LANES, WPL>(pv, mv, [](int) { return 0u; }, hp, hn);
+            return dna_column(0u - (u32)(c >> 1), 0u - (u32)(c & 1), hp, hn);
+        } else {
+            const u32* row = pair_table + (i64)c * WORDS;
+            return advance_block<LANES, WPL>(pv, mv, [&](int w) { return __ldg(row + w); }, hp, hn);
+        }
     };
 
     if constexpr (LANES == 1) {
-        if (!active) return;
+        const u32 hp = (u32)top_delta;
         int j = 0;
-        if (reverse) {
-            for (; j < n; ++j) advance_column(t[n - 1 - j], j, top_delta);
-        } else {
-            // Each thread reads a different target, so a warp's byte loads would touch 32 cache
-            // lines per column; 16-byte aligned loads touch them once per 16 columns. The
-            // device arrays are padded so that the last aligned load stays inside them.
-            for (; j < n && ((unsigned long long)(t + j) & 15); ++j)
-                advance_column(t[j], j, top_delta);
-            for (; j + 16 <= n; j += 16) {
-                const uint4 v = __ldg(reinterpret_cast<const uint4*>(t + j));
+        // Each thread reads a different target, so a warp's byte loads would touch 32 cache
+        // lines per column; 16-byte aligned loads touch them once per 16 columns. The device
+        // arrays are padded so that the last aligned load stays inside them. Backwards, the
+        // 16 bytes ending at the next symbol are loaded and their order reversed.
+        auto aligned = [&](int j) {
+            const unsigned long long at = (unsigned long long)(reverse ? t + n - j : t + j);
+            return (at & 15) == 0;
+        };
+        for (; j < n && !aligned(j); ++j) track(column(reverse ? t[n - 1 - j] : t[j], hp, 0), j);
+        for (; j + 16 <= n; j += 16) {
+            uint4 v = __ldg(reinterpret_cast<const uint4*>(reverse ? t + n - j - 16 : t + j));
+            if (reverse) {
+                v = make_uint4(__byte_perm(v.w, 0, 0x0123), __byte_perm(v.z, 0, 0x0123),
+                               __byte_perm(v.y, 0, 0x0123), __byte_perm(v.x, 0, 0x0123));
+            }
+            if (DNA && ((v.x | v.y | v.z | v.w) & 0x04040404u) == 0) {
+                // No N: bit 1 of each code moved to bit 7 of its byte (x << 6), bit 0 too
+                // (x << 7), then spread to masks.
+#pragma unroll 1
+                for (int k = 0; k < 4; ++k) {
+                    const u32 x1 = v.x << 6, x0 = v.x << 7;
+                    track(dna_column(spread_byte_sign<0>(x1), spread_byte_sign<0>(x0), hp, 0), j + 4 * k);
+                    track(dna_column(spread_byte_sign<1>(x1), spread_byte_sign<1>(x0), hp, 0), j + 4 * k + 1);
+                    track(dna_column(spread_byte_sign<2>(x1), spread_byte_sign<2>(x0), hp, 0), j + 4 * k + 2);
+                    track(dna_column(spread_byte_sign<3>(x1), spread_byte_sign<3>(x0), hp, 0), j + 4 * k + 3);
+                    v = make_uint4(v.y, v.z, v.w, v.x);
+                }
+            } else {
+#pragma unroll 1
+                for (int k = 0; k < 4; ++k) {
+                    u32 x = v.x;
 #pragma unroll
-                for (int u = 0; u < 16; ++u) {
-                    const unsigned bytes = u < 4 ? v.x : u < 8 ? v.y : u < 12 ? v.z : v.w;
-                    advance_column((bytes >> ((u & 3) * 8)) & 0xffu, j + u, top_delta);
+                    for (int u = 0; u < 4; ++u, x >>= 8) track(column((int)(x & 0xffu), hp, 0), j + 4 * k + u);
+                    v = make_uint4(v.y, v.z, v.w, v.x);
                 }
             }
-            for (; j < n; ++j) advance_column(t[j], j, top_delta);
         }
+        for (; j < n; ++j) track(column(reverse ? t[n - 1 - j] : t[j], hp, 0), j);
     } else {
-        // Wavefront: lane l handles column s - l, taking the carry lane l-1 made for it one
-        // step earlier. Every lane of the warp runs the same number of steps for the shuffle.
+        // Wavefront: lane l handles column s - l, taking the delta lane l-1 made for it one step
+        // earlier. Every lane of the warp runs the same number of steps for the shuffles.
         const int steps = __reduce_max_sync(0xffffffffu, active ? n + LANES - 1 : 0);
+        int carry = 0, top_sum = 0;
         for (int s = 0; s < steps; ++s) {
             const int from_above = __shfl_up_sync(0xffffffffu, carry, 1, LANES);
-            const int j = s - group_lane;
-            if (active && j >= 0 && j < n && first_word < words) {  // lanes past the query idle
+            const int j = s - lane;
+            if (active && j >= 0 && j < n) {
                 int hin = from_above;
-                if (group_lane == 0) hin = row_begin > 0 ? (int)h_in[pair * h_stride + j] : top_delta;
-                advance_column(reverse ? t[n - 1 - j] : t[j], j, hin);
+                if (lane == 0) hin = slice > 0 ? (int)h_in[pair * h_stride + j] : top_delta;
+                top_sum += hin;
+                carry = column(reverse ? t[n - 1 - j] : t[j], (u32)(hin > 0), (u32)(hin < 0));
+                if (!last_pass && lane == LANES - 1) h_out[pair * h_stride + j] = (signed char)carry;
+                track(carry, j);
             }
         }
+        if constexpr (TRACK == TRACK_FINAL) {
+            // D at the top of the slice in the last column, from lane 0 to the others.
+            score = __shfl_sync(0xffffffffu, top_sum, 0, LANES);
+        }
     }
-    if (active && owns_last && m > 0 && last_pass) {
-        int distance = global_mode ? score : best;
-        int end = global_mode ? n : best_end;
+    if constexpr (TRACK == TRACK_FINAL) {
+        // D[last row][n] = D[top row][n] + the vertical deltas of the last column.
+        int deltas = 0;
+#pragma unroll
+        for (int w = 0; w < WPL; ++w) deltas += __popc(pv[w]) - __popc(mv[w]);
+#pragma unroll
+        for (int offset = LANES / 2; offset > 0; offset /= 2)
+            deltas += __shfl_xor_sync(0xffffffffu, deltas, offset, LANES);
+        // The top of the first slice is the padded top row, D = n * top_delta; a later slice
+        // starts at query row slice*ROWS - padding, with the deltas summed along its top.
+        const int top = slice == 0 ? n * top_delta
+                                   : slice * ROWS - (slices * ROWS - m) + (LANES == 1 ? 0 : score);
+        best = top + deltas;
+        best_end = n;
+    }
+    if (active && last_pass && lane == LANES - 1) {
+        int distance = best;
+        int end = best_end;
         if (cutoff >= 0 && distance > cutoff) {
             distance = -1;
             end = -1;
