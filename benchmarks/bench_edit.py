@@ -463,38 +463,26 @@ class Bench(BenchBase):
                             statistics.median(times), check, note=note))
 
     def gpualign_cuda_kernels(self, pairs: Pairs) -> Row:
-        """The kernels alone: sequences and pair indices already on the GPU, one launch per
-        kernel bin, timed with CUDA events (the output copies to the host are included)."""
+        """The GPU side of a call alone: sequences and pair indices already on the GPU, the
+        binning, the kernels (bins side by side on their streams) and the results left on the
+        GPU, timed with CUDA events."""
         engine = "gpualign-cuda kernels only"
         if not self.cuda_ok:
             return self.add(Row(pairs.name, engine, note=f"skipped: {self.cuda_why}"))
         import cupy
 
-        from gpualign import config
         from gpualign.edit import _cpu, _cuda
 
         mode = {"global": _cpu.GLOBAL, "infix": _cpu.INFIX}[pairs.mode]
-        words = (pairs.qset.lengths + 63) // 64
-        bins = np.searchsorted(_cuda.bin_limits(), words)
         sequences = (*pairs.qset.to_device(), *pairs.tset.to_device())
-        launches = []
-        for bin_id in np.unique(bins):
-            members = np.flatnonzero(bins == bin_id)
-            _, lanes, per_lane = config.EDIT_KERNEL_BINS[bin_id]
-            index = cupy.asarray(members)
-            t_len = cupy.asarray(pairs.tset.lengths[members].astype(np.int32))
-            launches.append((members, index, t_len, lanes, per_lane))
-        flags = (0 if mode == _cpu.INFIX else 1, 0, 0, int(mode == _cpu.GLOBAL))
+        index = cupy.arange(len(pairs), dtype=cupy.int64)
 
         def run():
-            distance = np.empty(len(pairs), dtype=np.int32)
-            for members, index, t_len, lanes, per_lane in launches:
-                d, _ = _cuda.run_kernel(sequences, index, index, t_len, pairs.qset.alphabet,
-                                        lanes, per_lane, flags, -1)
-                distance[members] = d.get()
+            (distance, _, _), _ = _cuda.gpu_results(sequences, pairs.qset.alphabet, index, index,
+                                                    mode, -1, False)
             return distance
 
-        distance = run()
+        distance = run().get()
         start, stop = cupy.cuda.Event(), cupy.cuda.Event()
         times = []
         for _ in range(self.args.repeats):
@@ -506,7 +494,8 @@ class Bench(BenchBase):
         check = check_distances(pairs, np.arange(len(pairs)), distance)
         return self.add(Row(pairs.name, engine, len(pairs), int(pairs.cells.sum()),
                             statistics.median(times), check,
-                            note="inputs resident, CUDA events; " + gpu_note(times)))
+                            note="inputs and results resident, CUDA events; "
+                                 + gpu_note(times)))
 
     def gpualign_cpu(self, pairs: Pairs) -> Row:
         import numba

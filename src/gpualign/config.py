@@ -43,6 +43,9 @@ EDIT_KERNEL_BINS: tuple[tuple[int, int, int], ...] = (
 #: the last bin, in passes over slices of ``lanes * words * 32`` query rows.
 EDIT_SLICE_KERNEL: tuple[int, int] = (32, 16)
 
+#: CUDA streams on which the kernel bins of a chunk of edit-distance pairs run side by side.
+EDIT_GPU_STREAMS = 4
+
 #: Pairs per chunk of the CUDA edit-distance backend (bounds its index and result arrays).
 EDIT_GPU_CHUNK_PAIRS = 1 << 22
 

@@ -16,6 +16,7 @@ that every backend returns the same results.
 
 from __future__ import annotations
 
+import functools
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
@@ -116,19 +117,26 @@ def bin_limits() -> np.ndarray:
     return np.array([b[0] for b in config.EDIT_KERNEL_BINS], dtype=np.int64)
 
 
-def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out):
-    """Distances, starts and ends of one chunk of pairs on the GPU, copied into the host
-    arrays ``out`` = (distance, start, end); start and end are None for ``task="distance"``,
-    and are then neither computed nor copied.
+@functools.cache
+def _bin_streams(device: int) -> tuple:
+    """Streams on which the kernel bins of a chunk run side by side (per device)."""
+    import cupy
 
-    Returns the chunk-local indices of the pairs left to the CPU backend (their entries are to
-    be filled in by the caller).
+    with cupy.cuda.Device(device):
+        return tuple(cupy.cuda.Stream(non_blocking=True) for _ in range(config.EDIT_GPU_STREAMS))
+
+
+def gpu_results(sequences, alphabet, qi, ti, mode, k, want_start):
+    """The GPU work of one chunk of pairs, from device index arrays ``qi``/``ti``.
+
+    Returns device ``(distance, start, end)`` (start and end None unless ``want_start``) and the
+    device positions of the pairs left to the CPU backend (an empty side, or a global length
+    difference over ``k``), whose entries are -1. Each kernel bin runs on its own stream: a
+    launch ends in a partly filled wave of blocks, and the bins fill each other's.
     """
     import cupy
 
     q_codes, q_offsets, t_codes, t_offsets = sequences
-    qi = cupy.asarray(q_index, dtype=cupy.int64)
-    ti = qi if t_index is q_index else cupy.asarray(t_index, dtype=cupy.int64)
     q_len = q_offsets[qi + 1] - q_offsets[qi]
     t_len = (t_offsets[ti + 1] - t_offsets[ti]).astype(cupy.int32)
     limits = bin_limits()
@@ -142,7 +150,6 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out):
     order = cupy.argsort(key) if np.count_nonzero(counts) > 1 else cupy.arange(len(key))
     bounds = np.concatenate(([0], np.cumsum(counts)))
 
-    want_start = out[1] is not None
     distance = cupy.full(len(key), -1, dtype=cupy.int32)
     end = cupy.full(len(key), -1, dtype=cupy.int32) if want_start else None
     start = cupy.full(len(key), -1, dtype=cupy.int32) if want_start else None
@@ -151,61 +158,109 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out):
         forward_track = TRACK_FINAL
     else:
         forward_track = TRACK_FIRST_END if want_start else TRACK_BEST
-    for bin_id in np.flatnonzero(counts[:-1]):
-        sliced = bin_id == len(limits)
+    main = cupy.cuda.get_current_stream()
+    ready = main.record()
+    streams = _bin_streams(cupy.cuda.Device().id)
+    for number, bin_id in enumerate(np.flatnonzero(counts[:-1])):
+        stream = streams[number % len(streams)]
+        stream.wait_event(ready)
+        with stream:
+            _run_bin(sequences, alphabet, qi, ti, q_len, t_len, order[bounds[bin_id]:
+                     bounds[bin_id + 1]], bin_id, mode, k, top_delta, forward_track,
+                     (distance, start, end))
+    for stream in streams:
+        main.wait_event(stream.record())
+    return (distance, start, end), order[bounds[-2]:]
+
+
+def _run_bin(sequences, alphabet, qi, ti, q_len, t_len, members, bin_id, mode, k, top_delta,
+             forward_track, outputs):
+    """Forward pass (and the backward pass for infix starts) of one kernel bin's pairs."""
+    import cupy
+
+    distance, start, end = outputs
+    want_start = start is not None
+    limits = bin_limits()
+    sliced = bin_id == len(limits)
+    if sliced:
+        lanes, per_lane = config.EDIT_SLICE_KERNEL
+    else:
+        _, lanes, per_lane = config.EDIT_KERNEL_BINS[bin_id]
+    table_bytes = 0 if alphabet.name == "dna" else alphabet.size * lanes * per_lane * 4
+    # Sliced passes keep two int8 borders per target column of every pair of a launch.
+    per_pair = 64 + table_bytes + (2 * int(t_len[members].max()) if sliced else 0)
+
+    def run(part, length, top_delta, reverse, track, cutoff):
         if sliced:
-            lanes, per_lane = config.EDIT_SLICE_KERNEL
-        else:
-            _, lanes, per_lane = config.EDIT_KERNEL_BINS[bin_id]
-        table_bytes = 0 if alphabet.name == "dna" else alphabet.size * lanes * per_lane * 4
-        members = order[bounds[bin_id]:bounds[bin_id + 1]]
-        # Sliced passes keep two int8 borders per target column of every pair of a launch.
-        per_pair = 64 + table_bytes + (2 * int(t_len[members].max()) if sliced else 0)
+            return _run_sliced(sequences, qi[part], ti[part], length, q_len[part], alphabet,
+                               top_delta, reverse, track, cutoff)
+        return run_kernel(sequences, qi[part], ti[part], length, alphabet, lanes, per_lane,
+                          top_delta, reverse, track, cutoff)
 
-        def run(part, length, top_delta, reverse, track, cutoff, lanes=lanes,
-                per_lane=per_lane, sliced=sliced):
-            if sliced:
-                return _run_sliced(sequences, qi[part], ti[part], length, q_len[part], alphabet,
-                                   top_delta, reverse, track, cutoff)
-            return run_kernel(sequences, qi[part], ti[part], length, alphabet, lanes, per_lane,
-                              top_delta, reverse, track, cutoff)
+    def forward(part):
+        d, e = run(part, t_len[part], top_delta, 0, forward_track, k)
+        distance[part] = d
+        if want_start:
+            end[part] = e
 
-        def forward(part, run=run):
-            d, e = run(part, t_len[part], top_delta, 0, forward_track, k)
-            distance[part] = d
-            if want_start:
-                end[part] = e
+    launch_split(forward, members, per_pair)
+    if not want_start:
+        return
+    start[members] = cupy.where(distance[members] >= 0, 0, -1)
+    if mode != _cpu.INFIX:
+        return
+    # Leftmost start of an optimal alignment ending at ``end``: the longest reversed target
+    # prefix (of target[:end]) that the reversed query matches at the same cost.
+    again = members[(distance[members] >= 0) & (end[members] > 0)]
 
-        launch_split(forward, members, per_pair)
-        if not want_start:
-            continue
-        start[members] = cupy.where(distance[members] >= 0, 0, -1)
-        if mode != _cpu.INFIX:
-            continue
-        # Leftmost start of an optimal alignment ending at ``end``: the longest reversed target
-        # prefix (of target[:end]) that the reversed query matches at the same cost.
-        again = members[(distance[members] >= 0) & (end[members] > 0)]
+    def backward(part):
+        _, length = run(part, end[part], 1, 1, TRACK_LAST_END, -1)
+        start[part] = end[part] - length
 
-        def backward(part, run=run):
-            _, length = run(part, end[part], 1, 1, TRACK_LAST_END, -1)
-            start[part] = end[part] - length
+    if len(again):
+        launch_split(backward, again, per_pair)
 
-        if len(again):
-            launch_split(backward, again, per_pair)
-    for device, host in zip((distance, start, end), out, strict=True):
+
+def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out, positional):
+    """Distances, starts and ends of one chunk of pairs on the GPU, copied into the host
+    arrays ``out`` = (distance, start, end); start and end are None for ``task="distance"``,
+    and are then neither computed nor copied. With ``positional``, ``q_index`` is ``t_index``
+    and holds consecutive numbers, made on the GPU instead of copied there.
+
+    Returns the chunk-local indices of the pairs left to the CPU backend (their entries are to
+    be filled in by the caller).
+    """
+    import cupy
+
+    if positional and len(q_index):
+        first = int(q_index[0])
+        qi = cupy.arange(first, first + len(q_index), dtype=cupy.int64)
+    else:
+        qi = cupy.asarray(q_index, dtype=cupy.int64)
+    ti = qi if t_index is q_index else cupy.asarray(t_index, dtype=cupy.int64)
+    results, cpu_pairs = gpu_results(sequences, alphabet, qi, ti, mode, k, out[1] is not None)
+    for device, host in zip(results, out, strict=True):
         if host is not None:
             device.get(out=host)
-    return order[bounds[-2]:].get()
+    return cpu_pairs.get()
 
 
-def edit_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False):
-    """Edit distance of index pairs on the current CUDA device (same contract as the CPU's)."""
+def edit_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False, positional=False):
+    """Edit distance of index pairs on the current CUDA device (same contract as the CPU's).
+
+    ``positional``: the pairs are ``queries[i]`` with ``targets[i]`` (``q_index`` is ``t_index``
+    and counts from 0), so the GPU makes its index arrays itself.
+    """
+    import cupyx
+
     count = len(q_index)
     want_start = task != "distance"
-    # Every entry is written by a chunk; starts and ends only when the task reports them.
-    distance = np.empty(count, dtype=np.int32)
-    start = np.empty(count, dtype=np.int32) if want_start else None
-    end = np.empty(count, dtype=np.int32) if want_start else None
+    positional = positional and q_index is t_index
+    # Every entry is written by a chunk; starts and ends only when the task reports them. The
+    # results land in page-locked memory, which copies from the GPU about twice as fast.
+    distance = cupyx.empty_pinned(count, dtype=np.int32)
+    start = cupyx.empty_pinned(count, dtype=np.int32) if want_start else None
+    end = cupyx.empty_pinned(count, dtype=np.int32) if want_start else None
     tracer = ThreadPoolExecutor(max_workers=1) if task == "path" else None
     traced: list[tuple[slice, Future]] = []
     bar = progress_bar(count, progress, "edit")
@@ -216,7 +271,8 @@ def edit_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False):
         for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
                                                                 step):
             out = (distance[part], *(None if a is None else a[part] for a in (start, end)))
-            cpu_local = _chunk_on_gpu(sequences, qset.alphabet, q_local, t_local, mode, k, out)
+            cpu_local = _chunk_on_gpu(sequences, qset.alphabet, q_local, t_local, mode, k, out,
+                                      positional)
             if len(cpu_local):
                 cpu_pairs = part.start + cpu_local
                 found = _cpu.distance_batch(qset, tset, q_index[cpu_pairs], t_index[cpu_pairs],

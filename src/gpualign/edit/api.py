@@ -107,17 +107,19 @@ def _engine(backend: str) -> Callable[..., Any]:
     return _cpu_pairs
 
 
-def _cpu_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False):
+def _cpu_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False, positional=False):
     distance, start, end = _cpu.distance_batch(qset, tset, q_index, t_index, mode, k,
                                                task != "distance", progress)
     cigar = _cpu.cigar_batch(qset, tset, q_index, t_index, start, end) if task == "path" else None
     return distance, start, end, cigar
 
 
-def _compare_pairs(qset, tset, q_index, t_index, mode, k, task, backend, progress=False):
-    """Run the chosen backend on index pairs; the engine behind both public functions."""
+def _compare_pairs(qset, tset, q_index, t_index, mode, k, task, backend, progress=False,
+                   positional=False):
+    """Run the chosen backend on index pairs; the engine behind both public functions.
+    ``positional``: the pairs are ``queries[i]`` with ``targets[i]``."""
     distance, start, end, cigar = _engine(backend)(qset, tset, q_index, t_index, mode, k, task,
-                                                   progress=progress)
+                                                   progress=progress, positional=positional)
     if task == "distance":
         start = np.full(len(distance), -1, dtype=np.int32)
         end = start.copy()
@@ -174,7 +176,7 @@ def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | 
     qset, tset = pair_sets(queries, targets, alphabet, invalid)
     q_index, t_index = pair_indices(qset, tset, pairs, "edit_distance", "edit_distance_matrix")
     distance, start, end, cigar = _compare_pairs(qset, tset, q_index, t_index, mode_code, cutoff,
-                                                 task, backend, progress)
+                                                 task, backend, progress, positional=pairs is None)
     return EditResult(distance, start, end, cigar, _MODE_NAMES[mode_code], task, k, q_index,
                       t_index)
 

@@ -32,6 +32,10 @@
 // leaving its bottom row to h_out, one signed byte per target column. Only the last pass writes
 // the distance and end.
 
+#ifndef MYERS_FMA_SHIFTS
+#define MYERS_FMA_SHIFTS 0
+#endif
+
 typedef unsigned int u32;
 typedef long long i64;
 
@@ -62,11 +66,26 @@ __device__ __forceinline__ u32 chain_add(int w, u32 a, u32 b) {
     return addc_cc(a, b);
 }
 
-// All 32 bits set to bit 7 of byte U of x (PRMT in its sign-replicating mode).
-template <int U>
-__device__ __forceinline__ u32 spread_byte_sign(u32 x) {
+// a * b + c and the high word of a * b, plus c, on the multiply-add unit (IMAD). The integer/logic
+// unit is the one a column keeps busy, so work that multiply-adds can do moves there; written as
+// PTX so that the compiler does not turn a product by a 0/1 value into a select or a product
+// by 2 into a shift, which would run on the integer/logic unit again.
+__device__ __forceinline__ u32 mad_lo(u32 a, u32 b, u32 c) {
     u32 r;
-    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(x), "n"(0x8888 | (U * 0x1111)));
+    asm("mad.lo.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+__device__ __forceinline__ u32 mad_hi(u32 a, u32 b, u32 c) {
+    u32 r;
+    asm("mad.hi.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+
+// Byte U of x, zero-extended (PRMT).
+template <int U>
+__device__ __forceinline__ u32 byte_of(u32 x) {
+    u32 r;
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(x), "n"(0x4440 | U));
     return r;
 }
 
@@ -114,7 +133,7 @@ extern "C" __global__ void build_match_table(
 // flags. Returns the delta leaving the bottom row.
 template <int LANES, int WPL, typename Match>
 __device__ __forceinline__ int advance_block(u32 (&pv)[WPL], u32 (&mv)[WPL], const Match& match,
-                                             u32 hp, u32 hn) {
+                                             u32 hp, u32 hn, u32 two) {
     u32 ph_above = hp << 31, mh_above = hn << 31;  // bit 31: the row above the block
 #pragma unroll
     for (int w = 0; w < WPL; ++w) {
@@ -125,8 +144,17 @@ __device__ __forceinline__ int advance_block(u32 (&pv)[WPL], u32 (&mv)[WPL], con
         // Xh = (sum ^ pv) | eq;  mh = pv & Xh;  ph = mv | ~(Xh | pv)
         const u32 mh = pv[w] & (~sum | eq);
         const u32 ph = mv[w] | ~(sum | eq | pv[w]);
+#if MYERS_FMA_SHIFTS >= 1
+        // (ph << 1) | (ph_above >> 31) as ph * 2 + high word of ph_above * 2
+        const u32 ph_shifted = mad_hi(ph_above, two, ph * two);
+#else
         const u32 ph_shifted = __funnelshift_l(ph_above, ph, 1);
+#endif
+#if MYERS_FMA_SHIFTS >= 2
+        const u32 mh_shifted = mad_hi(mh_above, two, mh * two);
+#else
         const u32 mh_shifted = __funnelshift_l(mh_above, mh, 1);
+#endif
         pv[w] = mh_shifted | ~(xv | ph_shifted);
         mv[w] = ph_shifted & xv;
         ph_above = ph;
@@ -157,6 +185,7 @@ __global__ void __launch_bounds__(128) myers_edit(
     int* __restrict__ out_distance, int* __restrict__ out_end) {
     constexpr int ROWS = LANES * WPL * 32;
     constexpr int WORDS = LANES * WPL;
+    const u32 two = 1u + (u32)(n_codes > 0);  // 2, opaque to the compiler (EXPERIMENT)
     const int lane = LANES == 1 ? 0 : (int)(threadIdx.x % LANES);
     const i64 pair = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     bool active = pair < n_pairs;
@@ -181,30 +210,32 @@ __global__ void __launch_bounds__(128) myers_edit(
     }
     const bool last_pass = pass_from_end == 0;
 
-    u32 pv[WPL], mv[WPL], q1[DNA ? WPL : 1], q0[DNA ? WPL : 1], qv[DNA ? WPL : 1];
+    // DNA match words as pa + c0 * d1 + c1 * d2 + c0 * c1 * d3 for a symbol of bits (c1, c0):
+    // A 00 -> pa, C 01 -> pa + d1, G 10 -> pa + d2, T 11 -> pa + d1 + d2 + d3 (modulo 2^32), three
+    // multiply-adds per word.
+    constexpr int DNA_WORDS = DNA ? WPL : 1;
+    u32 pv[WPL], mv[WPL], pa[DNA_WORDS], d1[DNA_WORDS], d2[DNA_WORDS], d3[DNA_WORDS];
 #pragma unroll
     for (int w = 0; w < WPL; ++w) {
         const int first = first_row_of_word(m, ROWS, pass_from_end, lane * WPL + w);
-        u32 hi = 0, lo = 0, valid = 0, query_rows = 0;
+        u32 match[4] = {0, 0, 0, 0};
+        u32 query_rows = 0;
 #pragma unroll 1
         for (int b = 0; b < 32 && active; ++b) {
             const int i = first + b;
             if (i < 0) continue;
             query_rows |= 1u << b;
             const int s = symbol_at(q, m, i, reverse);
-            if (DNA && s < 4) {
-                valid |= 1u << b;
-                hi |= (u32)(s >> 1) << b;
-                lo |= (u32)(s & 1) << b;
-            }
+            if (DNA && s < 4) match[s] |= 1u << b;
         }
         // Padding rows start at delta +1 under a free top row, else at 0 (see the top).
         pv[w] = top_delta ? query_rows : ~0u;
         mv[w] = 0u;
         if constexpr (DNA) {
-            q1[w] = hi;
-            q0[w] = lo;
-            qv[w] = valid;
+            pa[w] = match[0];
+            d1[w] = match[1] - match[0];
+            d2[w] = match[2] - match[0];
+            d3[w] = match[3] - match[2] - match[1] + match[0];
         }
     }
     const u32* pair_table = DNA ? table : table + pair * n_codes * WORDS + lane * WPL;
@@ -222,10 +253,12 @@ __global__ void __launch_bounds__(128) myers_edit(
             }
         }
     };
-    // A column from the column symbol's two bits spread to masks (DNA, not N).
-    auto dna_column = [&](u32 c1, u32 c0, u32 hp, u32 hn) -> int {
+    // A DNA column (not N) from the bits of its symbol as 0/1 values: c0, c1 and c0 & c1.
+    auto dna_column = [&](u32 c0, u32 c1, u32 c01, u32 hp, u32 hn) -> int {
         if constexpr (DNA) {
-            return advance_block<LANES, WPL>(pv, mv, [&](int w) { return ~(q1[w] ^ c1) & qv[w] & ~(q0[w] ^ c0); }, hp, hn);
+            return advance_block<LANES, WPL>(pv, mv, [&](int w) {
+                return mad_lo(c01, d3[w], mad_lo(c1, d2[w], mad_lo(c0, d1[w], pa[w])));
+            }, hp, hn, two);
         } else {
             return 0;
         }
@@ -233,11 +266,11 @@ __global__ void __launch_bounds__(128) myers_edit(
     // A column from its symbol code.
     auto column = [&](int c, u32 hp, u32 hn) -> int {
         if constexpr (DNA) {
-            if (c > 3) return advance_block<LANES, WPL>(pv, mv, [](int) { return 0u; }, hp, hn);
-            return dna_column(0u - (u32)(c >> 1), 0u - (u32)(c & 1), hp, hn);
+            if (c > 3) return advance_block<LANES, WPL>(pv, mv, [](int) { return 0u; }, hp, hn, two);
+            return dna_column((u32)c & 1u, (u32)c >> 1, (u32)(c == 3), hp, hn);
         } else {
             const u32* row = pair_table + (i64)c * WORDS;
-            return advance_block<LANES, WPL>(pv, mv, [&](int w) { return __ldg(row + w); }, hp, hn);
+            return advance_block<LANES, WPL>(pv, mv, [&](int w) { return __ldg(row + w); }, hp, hn, two);
         }
     };
 
@@ -260,15 +293,14 @@ __global__ void __launch_bounds__(128) myers_edit(
                                __byte_perm(v.y, 0, 0x0123), __byte_perm(v.x, 0, 0x0123));
             }
             if (DNA && ((v.x | v.y | v.z | v.w) & 0x04040404u) == 0) {
-                // No N: bit 1 of each code moved to bit 7 of its byte (x << 6), bit 0 too
-                // (x << 7), then spread to masks.
+                // No N: the two bits of the 4 codes of a word, and their AND, as 0/1 bytes.
 #pragma unroll 1
                 for (int k = 0; k < 4; ++k) {
-                    const u32 x1 = v.x << 6, x0 = v.x << 7;
-                    track(dna_column(spread_byte_sign<0>(x1), spread_byte_sign<0>(x0), hp, 0), j + 4 * k);
-                    track(dna_column(spread_byte_sign<1>(x1), spread_byte_sign<1>(x0), hp, 0), j + 4 * k + 1);
-                    track(dna_column(spread_byte_sign<2>(x1), spread_byte_sign<2>(x0), hp, 0), j + 4 * k + 2);
-                    track(dna_column(spread_byte_sign<3>(x1), spread_byte_sign<3>(x0), hp, 0), j + 4 * k + 3);
+                    const u32 x0 = v.x & 0x01010101u, x1 = (v.x >> 1) & 0x01010101u, x01 = x0 & x1;
+                    track(dna_column(byte_of<0>(x0), byte_of<0>(x1), byte_of<0>(x01), hp, 0), j + 4 * k);
+                    track(dna_column(byte_of<1>(x0), byte_of<1>(x1), byte_of<1>(x01), hp, 0), j + 4 * k + 1);
+                    track(dna_column(byte_of<2>(x0), byte_of<2>(x1), byte_of<2>(x01), hp, 0), j + 4 * k + 2);
+                    track(dna_column(byte_of<3>(x0), byte_of<3>(x1), byte_of<3>(x01), hp, 0), j + 4 * k + 3);
                     v = make_uint4(v.y, v.z, v.w, v.x);
                 }
             } else {
