@@ -30,7 +30,7 @@ def pair_indices(qset: SequenceSet, tset: SequenceSet, pairs: tuple[Any, Any] | 
             raise ValueError(f"{len(qset)} queries but {len(tset)} targets: {function} "
                              "compares queries[i] with targets[i]; pass pairs=, or use "
                              f"{matrix_function} for all pairs")
-        index = np.arange(len(qset), dtype=np.int64)
+        index = positions(len(qset))
         return index, index
     q_index, t_index = (_index_array(a, len(s), what)
                         for a, s, what in zip(pairs, (qset, tset), ("query", "target"),
@@ -39,6 +39,21 @@ def pair_indices(qset: SequenceSet, tset: SequenceSet, pairs: tuple[Any, Any] | 
         raise ValueError(f"pairs: {len(q_index)} query indices but {len(t_index)} target "
                          "indices")
     return q_index, t_index
+
+
+_positions = np.zeros(0, dtype=np.int64)
+
+
+def positions(count: int) -> np.ndarray:
+    """``0 .. count-1`` as a read-only int64 array: a view of one array kept between calls, which
+    grows as needed (a call on a million pairs would otherwise spend about a millisecond
+    allocating and filling it)."""
+    global _positions
+    if len(_positions) < count:
+        grown = np.arange(max(count, 2 * len(_positions)), dtype=np.int64)
+        grown.setflags(write=False)
+        _positions = grown
+    return _positions[:count]
 
 
 def _index_array(values: Any, size: int, what: str) -> np.ndarray:

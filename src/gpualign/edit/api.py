@@ -32,8 +32,9 @@ class EditResult:
         Edit distance, or -1 where it exceeds ``k``.
     target_start, target_end : np.ndarray of int32
         0-based half-open target range of an optimal alignment (``task`` "locations" or
-        "path"; -1 otherwise and for pairs over ``k``). For infix mode the end is the leftmost
-        optimal end, the start the leftmost start of an optimal alignment ending there.
+        "path"; -1 for pairs over ``k``, and a read-only array of -1 for ``task="distance"``).
+        For infix mode the end is the leftmost optimal end, the start the leftmost start of an
+        optimal alignment ending there.
     cigar : list of str or None
         Extended CIGAR (``=``, ``X``, ``I`` consumes the query, ``D`` the target) of the
         alignment of the query with ``target[target_start:target_end]`` (``task="path"``);
@@ -121,8 +122,8 @@ def _compare_pairs(qset, tset, q_index, t_index, mode, k, task, backend, progres
     distance, start, end, cigar = _engine(backend)(qset, tset, q_index, t_index, mode, k, task,
                                                    progress=progress, positional=positional)
     if task == "distance":
-        start = np.full(len(distance), -1, dtype=np.int32)
-        end = start.copy()
+        # Read-only -1s that take no memory: the task reports no locations.
+        start = end = np.broadcast_to(np.int32(-1), distance.shape)
     return distance, start, end, cigar
 
 

@@ -32,10 +32,6 @@
 // leaving its bottom row to h_out, one signed byte per target column. Only the last pass writes
 // the distance and end.
 
-#ifndef MYERS_FMA_SHIFTS
-#define MYERS_FMA_SHIFTS 0
-#endif
-
 typedef unsigned int u32;
 typedef long long i64;
 
@@ -66,18 +62,26 @@ __device__ __forceinline__ u32 chain_add(int w, u32 a, u32 b) {
     return addc_cc(a, b);
 }
 
-// a * b + c and the high word of a * b, plus c, on the multiply-add unit (IMAD). The integer/logic
-// unit is the one a column keeps busy, so work that multiply-adds can do moves there; written as
-// PTX so that the compiler does not turn a product by a 0/1 value into a select or a product
-// by 2 into a shift, which would run on the integer/logic unit again.
+// a * b + c on the multiply-add unit (IMAD). The integer/logic unit is the one a column keeps
+// busy (87% of its issue slots on an H100 before this), so work that multiply-adds can do moves
+// there; written as PTX so that the compiler does not turn a product by a 0/1 value into a
+// select, which would run on the integer/logic unit again.
 __device__ __forceinline__ u32 mad_lo(u32 a, u32 b, u32 c) {
     u32 r;
     asm("mad.lo.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
     return r;
 }
-__device__ __forceinline__ u32 mad_hi(u32 a, u32 b, u32 c) {
+
+// ~(a | b | c) and a | ~(b | c), each one 3-input logic operation (LOP3) on words already at
+// hand: left to itself, the compiler kept a NOT apart or rebuilt xv's OR inside another LOP3.
+__device__ __forceinline__ u32 nor3(u32 a, u32 b, u32 c) {
     u32 r;
-    asm("mad.hi.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    asm("lop3.b32 %0, %1, %2, %3, 0x01;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+__device__ __forceinline__ u32 or_nor(u32 a, u32 b, u32 c) {
+    u32 r;
+    asm("lop3.b32 %0, %1, %2, %3, 0xf1;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
     return r;
 }
 
@@ -133,7 +137,7 @@ extern "C" __global__ void build_match_table(
 // flags. Returns the delta leaving the bottom row.
 template <int LANES, int WPL, typename Match>
 __device__ __forceinline__ int advance_block(u32 (&pv)[WPL], u32 (&mv)[WPL], const Match& match,
-                                             u32 hp, u32 hn, u32 two) {
+                                             u32 hp, u32 hn, u32 one) {
     u32 ph_above = hp << 31, mh_above = hn << 31;  // bit 31: the row above the block
 #pragma unroll
     for (int w = 0; w < WPL; ++w) {
@@ -141,21 +145,14 @@ __device__ __forceinline__ int advance_block(u32 (&pv)[WPL], u32 (&mv)[WPL], con
         const u32 xv = eq | mv[w];
         if (LANES > 1 && w == 0) eq |= hn;  // a negative delta acts like a match above
         const u32 sum = chain_add<WPL>(w, eq & pv[w], pv[w]);
-        // Xh = (sum ^ pv) | eq;  mh = pv & Xh;  ph = mv | ~(Xh | pv)
+        // Xh = (sum ^ pv) | eq;  mh = pv & Xh;  ph = mv | ~(Xh | pv) = mv | ~(sum | eq | mv | pv),
+        // an OR of disjoint words, so an addition on the multiply-add unit (eq here with the
+        // negative carry, xv without it).
         const u32 mh = pv[w] & (~sum | eq);
-        const u32 ph = mv[w] | ~(sum | eq | pv[w]);
-#if MYERS_FMA_SHIFTS >= 1
-        // (ph << 1) | (ph_above >> 31) as ph * 2 + high word of ph_above * 2
-        const u32 ph_shifted = mad_hi(ph_above, two, ph * two);
-#else
+        const u32 ph = mad_lo(nor3(sum, LANES > 1 && w == 0 ? xv | hn : xv, pv[w]), one, mv[w]);
         const u32 ph_shifted = __funnelshift_l(ph_above, ph, 1);
-#endif
-#if MYERS_FMA_SHIFTS >= 2
-        const u32 mh_shifted = mad_hi(mh_above, two, mh * two);
-#else
         const u32 mh_shifted = __funnelshift_l(mh_above, mh, 1);
-#endif
-        pv[w] = mh_shifted | ~(xv | ph_shifted);
+        pv[w] = or_nor(mh_shifted, xv, ph_shifted);
         mv[w] = ph_shifted & xv;
         ph_above = ph;
         mh_above = mh;
@@ -185,7 +182,9 @@ __global__ void __launch_bounds__(128) myers_edit(
     int* __restrict__ out_distance, int* __restrict__ out_end) {
     constexpr int ROWS = LANES * WPL * 32;
     constexpr int WORDS = LANES * WPL;
-    const u32 two = 1u + (u32)(n_codes > 0);  // 2, opaque to the compiler (EXPERIMENT)
+    // 1 (every alphabet has symbols), in a form the compiler cannot see through: a product by
+    // 1 would otherwise become an addition on the integer/logic unit.
+    const u32 one = (u32)(n_codes > 0);
     const int lane = LANES == 1 ? 0 : (int)(threadIdx.x % LANES);
     const i64 pair = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     bool active = pair < n_pairs;
@@ -258,7 +257,7 @@ __global__ void __launch_bounds__(128) myers_edit(
         if constexpr (DNA) {
             return advance_block<LANES, WPL>(pv, mv, [&](int w) {
                 return mad_lo(c01, d3[w], mad_lo(c1, d2[w], mad_lo(c0, d1[w], pa[w])));
-            }, hp, hn, two);
+            }, hp, hn, one);
         } else {
             return 0;
         }
@@ -266,11 +265,11 @@ __global__ void __launch_bounds__(128) myers_edit(
     // A column from its symbol code.
     auto column = [&](int c, u32 hp, u32 hn) -> int {
         if constexpr (DNA) {
-            if (c > 3) return advance_block<LANES, WPL>(pv, mv, [](int) { return 0u; }, hp, hn, two);
+            if (c > 3) return advance_block<LANES, WPL>(pv, mv, [](int) { return 0u; }, hp, hn, one);
             return dna_column((u32)c & 1u, (u32)c >> 1, (u32)(c == 3), hp, hn);
         } else {
             const u32* row = pair_table + (i64)c * WORDS;
-            return advance_block<LANES, WPL>(pv, mv, [&](int w) { return __ldg(row + w); }, hp, hn, two);
+            return advance_block<LANES, WPL>(pv, mv, [&](int w) { return __ldg(row + w); }, hp, hn, one);
         }
     };
 
