@@ -475,11 +475,11 @@ class Bench(BenchBase):
 
         mode = {"global": _cpu.GLOBAL, "infix": _cpu.INFIX}[pairs.mode]
         sequences = (*pairs.qset.to_device(), *pairs.tset.to_device())
-        index = cupy.arange(len(pairs), dtype=cupy.int64)
+        index = _cuda.positional_index(0)
 
         def run():
-            (distance, _, _), _ = _cuda.gpu_results(sequences, pairs.qset.alphabet, index, index,
-                                                    mode, -1, False)
+            (distance, _, _), _ = _cuda.gpu_results(sequences, pairs.qset.alphabet, index,
+                                                    len(pairs), mode, -1, False)
             return distance
 
         distance = run().get()

@@ -39,68 +39,95 @@ def _kernel_name(lanes: int, words_per_lane: int, dna: bool, track: int) -> str:
     return f"myers_edit<{lanes}, {words_per_lane}, {'true' if dna else 'false'}, {track}>"
 
 
-def run_kernel(sequences, q_index, t_index, t_length, alphabet, lanes: int,
-               words_per_lane: int, top_delta: int, reverse: int, track: int, cutoff: int,
-               pass_from_end: int = 0, borders=None, outputs=None):
-    """Launch one pass over device index arrays; returns device (distance, end).
+def run_kernel(sequences, index, order, t_length, alphabet, lanes: int, words_per_lane: int,
+               top_delta: int, reverse: int, track: int, cutoff: int, outputs,
+               pass_from_end: int = 0, borders=None):
+    """Launch one pass of a kernel over the pairs ``order`` (a device int64 array).
 
-    ``sequences`` is ``(q_codes, q_offsets, t_codes, t_offsets)`` on the device, ``t_length``
-    the target symbols to use, ``top_delta`` the horizontal delta of the top row (0: free start
-    in the target, 1: D[0][j] = j), ``track`` one of the ``TRACK_*`` values. Queries longer than
-    the kernel's rows run in passes over row slices, numbered back from the last one
-    (``pass_from_end``); ``borders`` is then ``(h_in, h_out)``: int8 ``(pairs, columns)`` arrays
-    of the horizontal deltas entering and leaving the slice, and ``outputs`` the (distance, end)
-    arrays that the last pass fills.
+    ``sequences`` is ``(q_codes, q_offsets, t_codes, t_offsets)`` on the device, ``index``
+    ``(q_index, t_index, first)``: device arrays of each pair's query and target, or (with
+    ``first >= 0``) ``first + pair`` for both. ``t_length`` holds the target symbols to use per
+    pair, ``top_delta`` the horizontal delta of the top row (0: free start in the target, 1:
+    D[0][j] = j), ``track`` one of the ``TRACK_*`` values; the results go to the per-pair device
+    arrays ``outputs`` = (distance, end). Queries longer than the kernel's rows run in passes over
+    row slices, numbered back from the last one (``pass_from_end``); ``borders`` is then
+    ``(h_in, h_out)``: int8 ``(len(order), columns)`` arrays of the horizontal deltas entering and
+    leaving the slice, and only the last pass writes ``outputs``.
     """
     import cupy
 
     q_codes, q_offsets, t_codes, t_offsets = sequences
-    size = len(q_index)
+    q_index, t_index, first = index
+    size = len(order)
     if borders is None:
-        borders = (cupy.zeros((1, 1), dtype=cupy.int8),) * 2
+        borders = (_zeros(cupy.int8),) * 2
     dna = alphabet.name == "dna"
     words = lanes * words_per_lane
     if dna:
-        table = cupy.zeros(1, dtype=cupy.uint32)
+        table = _zeros(cupy.uint32)
     else:
         table = cupy.zeros(size * alphabet.size * words, dtype=cupy.uint32)
         builder = get_kernel(KERNEL_FILE, "build_match_table")
         work = size * words
         builder(((work + 255) // 256,), (256,),
-                (q_codes, q_offsets, q_index, np.int32(size), np.int32(words),
-                 np.int32(alphabet.size), np.int32(alphabet.match_codes), np.int32(reverse),
-                 np.int32(pass_from_end), table))
-    if outputs is None:
-        outputs = (cupy.empty(size, dtype=cupy.int32), cupy.empty(size, dtype=cupy.int32))
+                (q_codes, q_offsets, q_index, order, np.int64(first), np.int32(size),
+                 np.int32(words), np.int32(alphabet.size), np.int32(alphabet.match_codes),
+                 np.int32(reverse), np.int32(pass_from_end), table))
     distance, end = outputs
     threads = config.EDIT_THREADS_PER_BLOCK
     blocks = (size * lanes + threads - 1) // threads
     kernel = get_kernel(KERNEL_FILE, _kernel_name(lanes, words_per_lane, dna, track))
     kernel((blocks,), (threads,),
-           (q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, t_length, table,
-            np.int32(alphabet.size), np.int32(size), np.int32(top_delta), np.int32(reverse),
-            np.int32(cutoff), np.int32(pass_from_end), borders[0], borders[1],
-            np.int64(borders[1].shape[1]), distance, end))
-    return distance, end
+           (q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, order, np.int64(first),
+            t_length, table, np.int32(alphabet.size), np.int32(size), np.int32(top_delta),
+            np.int32(reverse), np.int32(cutoff), np.int32(pass_from_end), borders[0],
+            borders[1], np.int64(borders[1].shape[1]), distance, end))
 
 
-def _run_sliced(sequences, q_index, t_index, t_length, q_length, alphabet, top_delta: int,
-                reverse: int, track: int, cutoff: int):
-    """All passes of queries longer than the last bin; returns device (distance, end)."""
+def positional_index(first: int) -> tuple:
+    """``index`` (see :func:`run_kernel`) of pairs ``first + i`` with ``first + i``."""
+    import cupy
+
+    dummy = _zeros(cupy.int64)
+    return dummy, dummy, first
+
+
+def _zeros(dtype):
+    """A one-element zero device array of ``dtype`` for arguments a launch does not read."""
+    import cupy
+
+    return _dummies(cupy.cuda.Device().id)[np.dtype(dtype).name]
+
+
+@functools.cache
+def _dummies(device: int) -> dict:
+    import cupy
+
+    with cupy.cuda.Device(device):
+        # int8: a (pairs, columns) border array of one pair and one column
+        return {"int8": cupy.zeros((1, 1), dtype=cupy.int8),
+                "uint32": cupy.zeros(1, dtype=cupy.uint32),
+                "int64": cupy.zeros(1, dtype=cupy.int64)}
+
+
+def _run_sliced(sequences, index, order, t_length, alphabet, top_delta: int, reverse: int,
+                track: int, cutoff: int, outputs):
+    """All passes over the pairs ``order`` whose queries are longer than the last bin."""
     import cupy
 
     lanes, per_lane = config.EDIT_SLICE_KERNEL
     rows = lanes * per_lane * 32
-    size = len(q_index)
-    columns = max(1, int(t_length.max()))
-    borders = [cupy.zeros((size, columns), dtype=cupy.int8) for _ in range(2)]
-    outputs = (cupy.full(size, -1, dtype=cupy.int32), cupy.full(size, -1, dtype=cupy.int32))
-    passes = -(-int(q_length.max()) // rows)
+    q_offsets = sequences[1]
+    q_index, _, first = index
+    qi = order + first if first >= 0 else q_index[order]
+    longest = int((q_offsets[qi + 1] - q_offsets[qi]).max())
+    columns = max(1, int(t_length[order].max()))
+    borders = [cupy.zeros((len(order), columns), dtype=cupy.int8) for _ in range(2)]
+    passes = -(-longest // rows)
     for number in range(passes):
-        run_kernel(sequences, q_index, t_index, t_length, alphabet, lanes, per_lane, top_delta,
-                   reverse, track, cutoff, passes - 1 - number,
-                   (borders[number % 2], borders[1 - number % 2]), outputs)
-    return outputs
+        run_kernel(sequences, index, order, t_length, alphabet, lanes, per_lane, top_delta,
+                   reverse, track, cutoff, outputs, passes - 1 - number,
+                   (borders[number % 2], borders[1 - number % 2]))
 
 
 def bin_limits() -> np.ndarray:
@@ -114,6 +141,9 @@ def bin_limits() -> np.ndarray:
     if lanes not in lanes_ok[1:] or per_lane < 1:
         raise ValueError(f"EDIT_SLICE_KERNEL {config.EDIT_SLICE_KERNEL}: a cooperative kernel "
                          f"(lanes in {lanes_ok[1:]}) is needed for slices")
+    if len(config.EDIT_KERNEL_BINS) > 30:
+        raise ValueError("EDIT_KERNEL_BINS: at most 30 bins (the GPU counts pairs per bin in 32 "
+                         "slots, with the sliced queries and the CPU's pairs)")
     return np.array([b[0] for b in config.EDIT_KERNEL_BINS], dtype=np.int64)
 
 
@@ -126,62 +156,72 @@ def _bin_streams(device: int) -> tuple:
         return tuple(cupy.cuda.Stream(non_blocking=True) for _ in range(config.EDIT_GPU_STREAMS))
 
 
-def gpu_results(sequences, alphabet, qi, ti, mode, k, want_start):
-    """The GPU work of one chunk of pairs, from device index arrays ``qi``/``ti``.
+@functools.cache
+def _device_limits(device: int, bins: tuple) -> object:
+    """``bin_limits()`` on a device (``bins``: the config they come from, as the cache key)."""
+    import cupy
+
+    with cupy.cuda.Device(device):
+        return cupy.asarray(bin_limits())
+
+
+def gpu_results(sequences, alphabet, index, count: int, mode, k, want_start):
+    """The GPU work of one chunk of ``count`` pairs, given by ``index`` = ``(q_index, t_index,
+    first)`` on the device (see :func:`run_kernel`).
 
     Returns device ``(distance, start, end)`` (start and end None unless ``want_start``) and the
     device positions of the pairs left to the CPU backend (an empty side, or a global length
-    difference over ``k``), whose entries are -1. Each kernel bin runs on its own stream: a
-    launch ends in a partly filled wave of blocks, and the bins fill each other's.
+    difference over ``k``), whose entries are -1. The pairs are binned and sorted by bin on the
+    GPU (two kernels, one small copy of the bin counts to the host), and each bin's launches
+    run on their own stream: a launch ends in a partly filled wave of blocks, and the bins fill
+    each other's.
     """
     import cupy
 
     q_codes, q_offsets, t_codes, t_offsets = sequences
-    q_len = q_offsets[qi + 1] - q_offsets[qi]
-    t_len = (t_offsets[ti + 1] - t_offsets[ti]).astype(cupy.int32)
-    limits = bin_limits()
-    # key: a kernel bin, then len(limits) for queries run in slices, then one more for the CPU.
-    key = cupy.searchsorted(cupy.asarray(limits), (q_len + 31) // 32)
-    on_cpu = (q_len == 0) | (t_len == 0)
-    if mode == _cpu.GLOBAL and k >= 0:
-        on_cpu |= cupy.abs(q_len - t_len) > k
-    key = cupy.where(on_cpu, len(limits) + 1, key)
-    counts = cupy.bincount(key, minlength=len(limits) + 2).get()
-    order = cupy.argsort(key) if np.count_nonzero(counts) > 1 else cupy.arange(len(key))
-    bounds = np.concatenate(([0], np.cumsum(counts)))
+    q_index, t_index, first = index
+    device = cupy.cuda.Device().id
+    limits = _device_limits(device, config.EDIT_KERNEL_BINS)
+    keys = len(limits) + 2  # the bins, queries run in slices, pairs left to the CPU
+    key = cupy.empty(count, dtype=cupy.int32)
+    t_len = cupy.empty(count, dtype=cupy.int32)
+    counts = cupy.zeros(keys, dtype=cupy.int32)
+    blocks = ((count + 255) // 256,)
+    get_kernel(KERNEL_FILE, "plan_pairs")(
+        blocks, (256,),
+        (q_offsets, t_offsets, q_index, t_index, np.int64(first), np.int32(count), limits,
+         np.int32(len(limits)), np.int32(k if mode == _cpu.GLOBAL else -1), key, t_len, counts))
+    bounds = np.concatenate(([0], np.cumsum(counts.get())))
+    order = cupy.empty(count, dtype=cupy.int64)
+    cursor = cupy.asarray(bounds[:-1].astype(np.int32))
+    get_kernel(KERNEL_FILE, "order_pairs")(blocks, (256,), (key, np.int32(count), cursor, order))
 
-    distance = cupy.full(len(key), -1, dtype=cupy.int32)
-    end = cupy.full(len(key), -1, dtype=cupy.int32) if want_start else None
-    start = cupy.full(len(key), -1, dtype=cupy.int32) if want_start else None
-    top_delta = 0 if mode == _cpu.INFIX else 1
-    if mode == _cpu.GLOBAL:
-        forward_track = TRACK_FINAL
-    else:
-        forward_track = TRACK_FIRST_END if want_start else TRACK_BEST
+    distance = cupy.full(count, -1, dtype=cupy.int32)
+    # Without starts the kernels still write ends somewhere.
+    end = cupy.full(count, -1, dtype=cupy.int32) if want_start else cupy.empty(count, cupy.int32)
+    start = cupy.full(count, -1, dtype=cupy.int32) if want_start else None
     main = cupy.cuda.get_current_stream()
     ready = main.record()
-    streams = _bin_streams(cupy.cuda.Device().id)
-    for number, bin_id in enumerate(np.flatnonzero(counts[:-1])):
+    streams = _bin_streams(device)
+    for number, bin_id in enumerate(np.flatnonzero(np.diff(bounds)[:-1])):
         stream = streams[number % len(streams)]
         stream.wait_event(ready)
         with stream:
-            _run_bin(sequences, alphabet, qi, ti, q_len, t_len, order[bounds[bin_id]:
-                     bounds[bin_id + 1]], bin_id, mode, k, top_delta, forward_track,
-                     (distance, start, end))
+            _run_bin(sequences, alphabet, index, t_len, order[bounds[bin_id]:bounds[bin_id + 1]],
+                     bin_id, mode, k, (distance, start, end))
     for stream in streams:
         main.wait_event(stream.record())
-    return (distance, start, end), order[bounds[-2]:]
+    return (distance, start if want_start else None, end if want_start else None), \
+        order[bounds[-2]:]
 
 
-def _run_bin(sequences, alphabet, qi, ti, q_len, t_len, members, bin_id, mode, k, top_delta,
-             forward_track, outputs):
+def _run_bin(sequences, alphabet, index, t_len, members, bin_id, mode, k, outputs):
     """Forward pass (and the backward pass for infix starts) of one kernel bin's pairs."""
     import cupy
 
     distance, start, end = outputs
     want_start = start is not None
-    limits = bin_limits()
-    sliced = bin_id == len(limits)
+    sliced = bin_id == len(bin_limits())
     if sliced:
         lanes, per_lane = config.EDIT_SLICE_KERNEL
     else:
@@ -190,20 +230,21 @@ def _run_bin(sequences, alphabet, qi, ti, q_len, t_len, members, bin_id, mode, k
     # Sliced passes keep two int8 borders per target column of every pair of a launch.
     per_pair = 64 + table_bytes + (2 * int(t_len[members].max()) if sliced else 0)
 
-    def run(part, length, top_delta, reverse, track, cutoff):
+    def run(part, length, top_delta, reverse, track, cutoff, results):
         if sliced:
-            return _run_sliced(sequences, qi[part], ti[part], length, q_len[part], alphabet,
-                               top_delta, reverse, track, cutoff)
-        return run_kernel(sequences, qi[part], ti[part], length, alphabet, lanes, per_lane,
-                          top_delta, reverse, track, cutoff)
+            _run_sliced(sequences, index, part, length, alphabet, top_delta, reverse, track,
+                        cutoff, results)
+        else:
+            run_kernel(sequences, index, part, length, alphabet, lanes, per_lane, top_delta,
+                       reverse, track, cutoff, results)
 
-    def forward(part):
-        d, e = run(part, t_len[part], top_delta, 0, forward_track, k)
-        distance[part] = d
-        if want_start:
-            end[part] = e
-
-    launch_split(forward, members, per_pair)
+    if mode == _cpu.GLOBAL:
+        track = TRACK_FINAL
+    else:
+        track = TRACK_FIRST_END if want_start else TRACK_BEST
+    top_delta = 0 if mode == _cpu.INFIX else 1
+    launch_split(lambda part: run(part, t_len, top_delta, 0, track, k, (distance, end)),
+                 members, per_pair)
     if not want_start:
         return
     start[members] = cupy.where(distance[members] >= 0, 0, -1)
@@ -212,20 +253,23 @@ def _run_bin(sequences, alphabet, qi, ti, q_len, t_len, members, bin_id, mode, k
     # Leftmost start of an optimal alignment ending at ``end``: the longest reversed target
     # prefix (of target[:end]) that the reversed query matches at the same cost.
     again = members[(distance[members] >= 0) & (end[members] > 0)]
+    if not len(again):
+        return
+    ignored = cupy.empty(len(distance), dtype=cupy.int32)
+    length = cupy.empty(len(distance), dtype=cupy.int32)
 
     def backward(part):
-        _, length = run(part, end[part], 1, 1, TRACK_LAST_END, -1)
-        start[part] = end[part] - length
+        run(part, end, 1, 1, TRACK_LAST_END, -1, (ignored, length))
+        start[part] = end[part] - length[part]
 
-    if len(again):
-        launch_split(backward, again, per_pair)
+    launch_split(backward, again, per_pair)
 
 
 def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out, positional):
     """Distances, starts and ends of one chunk of pairs on the GPU, copied into the host
     arrays ``out`` = (distance, start, end); start and end are None for ``task="distance"``,
     and are then neither computed nor copied. With ``positional``, ``q_index`` is ``t_index``
-    and holds consecutive numbers, made on the GPU instead of copied there.
+    and holds consecutive numbers, which the kernels compute instead of reading.
 
     Returns the chunk-local indices of the pairs left to the CPU backend (their entries are to
     be filled in by the caller).
@@ -233,12 +277,13 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out, positiona
     import cupy
 
     if positional and len(q_index):
-        first = int(q_index[0])
-        qi = cupy.arange(first, first + len(q_index), dtype=cupy.int64)
+        index = positional_index(int(q_index[0]))
     else:
         qi = cupy.asarray(q_index, dtype=cupy.int64)
-    ti = qi if t_index is q_index else cupy.asarray(t_index, dtype=cupy.int64)
-    results, cpu_pairs = gpu_results(sequences, alphabet, qi, ti, mode, k, out[1] is not None)
+        ti = qi if t_index is q_index else cupy.asarray(t_index, dtype=cupy.int64)
+        index = (qi, ti, -1)
+    results, cpu_pairs = gpu_results(sequences, alphabet, index, len(q_index), mode, k,
+                                     out[1] is not None)
     for device, host in zip(results, out, strict=True):
         if host is not None:
             device.get(out=host)

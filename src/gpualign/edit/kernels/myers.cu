@@ -20,10 +20,16 @@
 // delta below unchanged. With D[0][j] = j (top delta +1) they begin with deltas 0: D[i][j] = j
 // on every padding row, which is the boundary the query's first row needs.
 //
-// DNA (codes 0..3 match, 4 = N matches nothing) keeps the query as two bit-planes and a
-// valid-row plane in registers: the match word of a column is two 3-input logic operations per
-// word, from the column symbol's bits spread to all-ones/all-zeros masks. Other alphabets read
-// their match words from a table in global memory built by build_match_table.
+// DNA (codes 0..3 match, 4 = N matches nothing) keeps four words per query word in registers,
+// from which the match word of a column is three multiply-adds by the bits of its symbol (see
+// the kernel). Other alphabets read their match words from a table in global memory built by
+// build_match_table.
+//
+// A launch works on a slice of `order`, the pairs of one kernel bin (plan_pairs and order_pairs
+// sort them by bin on the GPU): slot p handles pair order[p], whose query and target are
+// q_index[pair] and t_index[pair] (or first + pair for both, when queries[i] meet targets[i]),
+// and whose results go to out_distance[pair] and out_end[pair], so nothing is gathered or
+// scattered around a launch.
 //
 // Queries longer than one kernel's rows run as several passes over row slices (cooperative
 // kernels only). The passes of all pairs of a launch end together: launch number p of P covers,
@@ -108,24 +114,87 @@ __device__ __forceinline__ int first_row_of_word(int m, int rows, int pass_from_
     return slice * rows - (slices * rows - m) + word * 32;
 }
 
-// One thread per (pair, word): sets the bits of that word in table[pair][code][word_stride] for
+// Query and target of a pair: from the index arrays, or both first + pair (first >= 0).
+__device__ __forceinline__ void pair_sequences(const i64* q_index, const i64* t_index,
+                                               const i64 first, const i64 pair, i64& qi,
+                                               i64& ti) {
+    qi = first >= 0 ? first + pair : q_index[pair];
+    ti = first >= 0 ? first + pair : t_index[pair];
+}
+
+// Bins for the kernels: one thread per pair writes the symbols of its target (t_length) and its
+// key, the first bin whose `limits` (query words) holds the query, n_limits for queries run in
+// slices and n_limits + 1 for pairs left to the CPU (an empty side, or in global mode a length
+// difference over `global_cutoff` >= 0), and counts the keys (keys < 32).
+extern "C" __global__ void plan_pairs(
+    const i64* __restrict__ q_offsets, const i64* __restrict__ t_offsets,
+    const i64* __restrict__ q_index, const i64* __restrict__ t_index, const i64 first,
+    const int n_pairs, const i64* __restrict__ limits, const int n_limits,
+    const int global_cutoff, int* __restrict__ key, int* __restrict__ t_length,
+    int* __restrict__ counts) {
+    __shared__ int block_counts[32];
+    if (threadIdx.x < 32) block_counts[threadIdx.x] = 0;
+    __syncthreads();
+    const i64 pair = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (pair < n_pairs) {
+        i64 qi, ti;
+        pair_sequences(q_index, t_index, first, pair, qi, ti);
+        const i64 m = q_offsets[qi + 1] - q_offsets[qi];
+        const i64 n = t_offsets[ti + 1] - t_offsets[ti];
+        const i64 words = (m + 31) / 32;
+        int k = 0;
+        while (k < n_limits && limits[k] < words) ++k;
+        const i64 difference = m > n ? m - n : n - m;
+        if (m == 0 || n == 0 || (global_cutoff >= 0 && difference > global_cutoff)) k = n_limits + 1;
+        key[pair] = k;
+        t_length[pair] = (int)n;
+        atomicAdd(&block_counts[k], 1);
+    }
+    __syncthreads();
+    if (threadIdx.x < 32 && block_counts[threadIdx.x])
+        atomicAdd(&counts[threadIdx.x], block_counts[threadIdx.x]);
+}
+
+// Counting sort of the pairs by key: `cursor` starts at each key's first position in `order`
+// and is advanced a block at a time. Pairs of one key keep no particular order.
+extern "C" __global__ void order_pairs(const int* __restrict__ key, const int n_pairs,
+                                       int* __restrict__ cursor, i64* __restrict__ order) {
+    __shared__ int block_counts[32], base[32];
+    if (threadIdx.x < 32) block_counts[threadIdx.x] = 0;
+    __syncthreads();
+    const i64 pair = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    int k = 0, rank = 0;
+    if (pair < n_pairs) {
+        k = key[pair];
+        rank = atomicAdd(&block_counts[k], 1);
+    }
+    __syncthreads();
+    if (threadIdx.x < 32 && block_counts[threadIdx.x])
+        base[threadIdx.x] = atomicAdd(&cursor[threadIdx.x], block_counts[threadIdx.x]);
+    __syncthreads();
+    if (pair < n_pairs) order[base[k] + rank] = pair;
+}
+
+// One thread per (slot, word): sets the bits of that word in table[slot][code][word_stride] for
 // the pass `pass_from_end` of kernels with `word_stride` words (rows outside the query: none).
 // The table must be zeroed first.
 extern "C" __global__ void build_match_table(
     const unsigned char* __restrict__ q_codes, const i64* __restrict__ q_offsets,
-    const i64* __restrict__ q_index, const int n_pairs, const int word_stride, const int n_codes,
-    const int match_codes, const int reverse, const int pass_from_end, u32* __restrict__ table) {
+    const i64* __restrict__ q_index, const i64* __restrict__ order, const i64 first,
+    const int n_slots, const int word_stride, const int n_codes, const int match_codes,
+    const int reverse, const int pass_from_end, u32* __restrict__ table) {
     const i64 gid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (gid >= (i64)n_pairs * word_stride) return;
-    const i64 pair = gid / word_stride;
+    if (gid >= (i64)n_slots * word_stride) return;
+    const i64 slot = gid / word_stride;
     const int word = (int)(gid % word_stride);
-    const i64 qi = q_index[pair];
+    i64 qi, ti;
+    pair_sequences(q_index, q_index, first, order[slot], qi, ti);
     const unsigned char* q = q_codes + q_offsets[qi];
     const int m = (int)(q_offsets[qi + 1] - q_offsets[qi]);
-    const int first = first_row_of_word(m, word_stride * 32, pass_from_end, word);
-    u32* row = table + pair * n_codes * word_stride + word;
+    const int first_row = first_row_of_word(m, word_stride * 32, pass_from_end, word);
+    u32* row = table + slot * n_codes * word_stride + word;
     for (int b = 0; b < 32; ++b) {
-        const int i = first + b;
+        const int i = first_row + b;
         if (i < 0 || i >= m) continue;
         const int c = symbol_at(q, m, i, reverse);
         if (c < match_codes) row[(i64)c * word_stride] |= 1u << b;
@@ -175,8 +244,9 @@ __global__ void __launch_bounds__(128) myers_edit(
     const unsigned char* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const unsigned char* __restrict__ t_codes, const i64* __restrict__ t_offsets,
     const i64* __restrict__ q_index, const i64* __restrict__ t_index,
+    const i64* __restrict__ order, const i64 first,
     const int* __restrict__ t_length,  // symbols of each target to use (all, or the end found)
-    const u32* __restrict__ table, const int n_codes, const int n_pairs, const int top_delta,
+    const u32* __restrict__ table, const int n_codes, const int n_slots, const int top_delta,
     const int reverse, const int cutoff, const int pass_from_end,
     const signed char* __restrict__ h_in, signed char* __restrict__ h_out, const i64 h_stride,
     int* __restrict__ out_distance, int* __restrict__ out_end) {
@@ -186,15 +256,16 @@ __global__ void __launch_bounds__(128) myers_edit(
     // 1 would otherwise become an addition on the integer/logic unit.
     const u32 one = (u32)(n_codes > 0);
     const int lane = LANES == 1 ? 0 : (int)(threadIdx.x % LANES);
-    const i64 pair = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
-    bool active = pair < n_pairs;
+    const i64 slot = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / LANES;
+    bool active = slot < n_slots;
+    const i64 pair = active ? order[slot] : 0;
 
     const unsigned char* q = q_codes;
     const unsigned char* t = t_codes;
     int m = 1, n = 0;
     if (active) {
-        const i64 qi = q_index[pair];
-        const i64 ti = t_index[pair];
+        i64 qi, ti;
+        pair_sequences(q_index, t_index, first, pair, qi, ti);
         q = q_codes + q_offsets[qi];
         m = (int)(q_offsets[qi + 1] - q_offsets[qi]);
         t = t_codes + t_offsets[ti];
@@ -216,28 +287,31 @@ __global__ void __launch_bounds__(128) myers_edit(
     u32 pv[WPL], mv[WPL], pa[DNA_WORDS], d1[DNA_WORDS], d2[DNA_WORDS], d3[DNA_WORDS];
 #pragma unroll
     for (int w = 0; w < WPL; ++w) {
-        const int first = first_row_of_word(m, ROWS, pass_from_end, lane * WPL + w);
-        u32 match[4] = {0, 0, 0, 0};
-        u32 query_rows = 0;
+        const int first_row = first_row_of_word(m, ROWS, pass_from_end, lane * WPL + w);
+        u32 match_a = 0, match_c = 0, match_g = 0, match_t = 0, query_rows = 0;
 #pragma unroll 1
         for (int b = 0; b < 32 && active; ++b) {
-            const int i = first + b;
+            const int i = first_row + b;
             if (i < 0) continue;
-            query_rows |= 1u << b;
+            const u32 bit = 1u << b;
+            query_rows |= bit;
             const int s = symbol_at(q, m, i, reverse);
-            if (DNA && s < 4) match[s] |= 1u << b;
+            match_a |= s == 0 ? bit : 0u;
+            match_c |= s == 1 ? bit : 0u;
+            match_g |= s == 2 ? bit : 0u;
+            match_t |= s == 3 ? bit : 0u;
         }
         // Padding rows start at delta +1 under a free top row, else at 0 (see the top).
         pv[w] = top_delta ? query_rows : ~0u;
         mv[w] = 0u;
         if constexpr (DNA) {
-            pa[w] = match[0];
-            d1[w] = match[1] - match[0];
-            d2[w] = match[2] - match[0];
-            d3[w] = match[3] - match[2] - match[1] + match[0];
+            pa[w] = match_a;
+            d1[w] = match_c - match_a;
+            d2[w] = match_g - match_a;
+            d3[w] = match_t - match_g - match_c + match_a;
         }
     }
-    const u32* pair_table = DNA ? table : table + pair * n_codes * WORDS + lane * WPL;
+    const u32* pair_table = DNA ? table : table + slot * n_codes * WORDS + lane * WPL;
 
     int score = m, best = m, best_end = 0;  // D[m][0] = m
     auto track = [&](int delta, int j) {
@@ -323,10 +397,10 @@ __global__ void __launch_bounds__(128) myers_edit(
             const int j = s - lane;
             if (active && j >= 0 && j < n) {
                 int hin = from_above;
-                if (lane == 0) hin = slice > 0 ? (int)h_in[pair * h_stride + j] : top_delta;
+                if (lane == 0) hin = slice > 0 ? (int)h_in[slot * h_stride + j] : top_delta;
                 top_sum += hin;
                 carry = column(reverse ? t[n - 1 - j] : t[j], (u32)(hin > 0), (u32)(hin < 0));
-                if (!last_pass && lane == LANES - 1) h_out[pair * h_stride + j] = (signed char)carry;
+                if (!last_pass && lane == LANES - 1) h_out[slot * h_stride + j] = (signed char)carry;
                 track(carry, j);
             }
         }
