@@ -35,6 +35,7 @@ KERNELS = {
         edit_cuda._kernel_name(4, 8, True, edit_cuda.TRACK_LAST_END),
         edit_cuda._kernel_name(32, 2, False, edit_cuda.TRACK_FIRST_END),
     ],
+    edit_cuda.PATH_KERNEL_FILE: ["trace_paths", "write_paths"],
     "lcs/kernels/lcs.cu": ["lcs_tiles<2, true>", "lcs_tiles<1, false>"],
     mems_cuda.KERNEL_FILE: ["mems_at<false>", "mems_at<true>"],
     formats_cuda.KERNEL_FILE: ["fasta_records<false>", "fasta_records<true>",

@@ -49,10 +49,6 @@ EDIT_GPU_STREAMS = 4
 #: Pairs per chunk of the CUDA edit-distance backend (bounds its index and result arrays).
 EDIT_GPU_CHUNK_PAIRS = 1 << 22
 
-#: Pairs per chunk when CIGARs are traced: the CPU traces one chunk while the GPU computes the
-#: next, so smaller chunks overlap more.
-EDIT_GPU_PATH_CHUNK_PAIRS = 1 << 16
-
 #: Fraction of the free GPU memory one batch may use.
 GPU_MEMORY_FRACTION = 0.6
 

@@ -281,19 +281,25 @@ def distance_batch(queries, targets, q_index, t_index, mode, k, want_start, prog
     return distance, start, end
 
 
-def cigar_batch(queries, targets, q_index, t_index, start, end):
-    """Extended CIGARs of the global alignments of queries with their target ranges (None where
-    ``start < 0``); CPU threads, so it can overlap GPU work of the next batch."""
-    q_len = queries.lengths[q_index]
-    span = np.where(start >= 0, end - start, 0)
-    words = (q_len + 63) // 64
-    matrix_bytes = (span + 1) * words * 16
+def check_traceback_size(q_len: np.ndarray, span: np.ndarray) -> None:
+    """Raise MemoryError, naming the pair, when a traceback's stored delta vectors (a query of
+    ``q_len`` against a target range of ``span``) would exceed
+    ``config.PATH_MAX_BYTES_PER_PAIR`` (the same check on every backend)."""
+    matrix_bytes = (np.asarray(span) + 1) * ((np.asarray(q_len) + 63) // 64) * 16
     worst = int(np.argmax(matrix_bytes)) if len(matrix_bytes) else 0
     if len(matrix_bytes) and matrix_bytes[worst] > config.PATH_MAX_BYTES_PER_PAIR:
         raise MemoryError(
             f"pair #{worst} needs {matrix_bytes[worst] / 2**30:.1f} GiB for its traceback "
             f"(query {q_len[worst]} x target range {span[worst]}), over "
             "gpualign.config.PATH_MAX_BYTES_PER_PAIR")
+
+
+def cigar_batch(queries, targets, q_index, t_index, start, end):
+    """Extended CIGARs of the global alignments of queries with their target ranges (None where
+    ``start < 0``); CPU threads, so it can overlap GPU work of the next batch."""
+    q_len = queries.lengths[q_index]
+    span = np.where(start >= 0, end - start, 0)
+    check_traceback_size(q_len, span)
     cigars: list[str | None] = []
     step = max(1, config.CPU_BATCH_PAIRS)
     for lo in range(0, len(q_index), step):

@@ -3,13 +3,15 @@
 Pairs are binned by query length (``config.EDIT_KERNEL_BINS``) and each bin goes to the kernel
 specialization made for it: one pair per thread for short queries, a query's words spread over
 lanes of a warp for long ones; queries longer than the last bin run in passes over slices of
-their rows. The per-pair bookkeeping (lengths, bins, ordering, scattering
-results back) runs on the GPU, so that a million pairs cost little more than their kernels.
+their rows. The per-pair bookkeeping (lengths, bins, the order by bin) runs on the GPU and the
+kernels write their results in place, so that a million pairs cost little more than their
+kernels.
 
 Pairs are processed in chunks (``config.EDIT_GPU_CHUNK_PAIRS``). Sequence sets move to the GPU
 once when they fit in free memory; otherwise each chunk gathers the sequences it needs. A launch
-that runs out of memory is split. For ``task="path"`` the CIGARs of a chunk are traced on CPU
-threads while the GPU works on the next chunk. Pairs whose results need no dynamic programming
+that runs out of memory is split. For ``task="path"`` the CIGARs are traced on the GPU too
+(``kernels/path.cu``), in batches whose stored delta vectors fit the memory budget, and come
+back as one text to split. Pairs whose results need no dynamic programming
 (an empty side, or a global length difference over ``k``) are computed by the CPU backend, so
 that every backend returns the same results.
 """
@@ -17,17 +19,17 @@ that every backend returns the same results.
 from __future__ import annotations
 
 import functools
-from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
 from .. import config
 from .._progress import progress_bar
 from ..cuda.loader import get_kernel
-from ..cuda.memory import device_chunks, launch_split
+from ..cuda.memory import batch_budget, device_chunks, launch_split
 from . import _cpu
 
 KERNEL_FILE = "edit/kernels/myers.cu"
+PATH_KERNEL_FILE = "edit/kernels/path.cu"
 
 
 #: What a kernel tracks along the query's last row (TRACK_* in myers.cu): nothing until the last
@@ -265,14 +267,16 @@ def _run_bin(sequences, alphabet, index, t_len, members, bin_id, mode, k, output
     launch_split(backward, again, per_pair)
 
 
-def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out, positional):
+def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out, positional, q_lengths,
+                  want_cigars):
     """Distances, starts and ends of one chunk of pairs on the GPU, copied into the host
     arrays ``out`` = (distance, start, end); start and end are None for ``task="distance"``,
     and are then neither computed nor copied. With ``positional``, ``q_index`` is ``t_index``
-    and holds consecutive numbers, which the kernels compute instead of reading.
+    and holds consecutive numbers, which the kernels compute instead of reading. With
+    ``want_cigars`` the CIGARs are traced on the GPU too (``q_lengths``: the queries' lengths).
 
-    Returns the chunk-local indices of the pairs left to the CPU backend (their entries are to
-    be filled in by the caller).
+    Returns the chunk-local indices of the pairs left to the CPU backend (their entries, and
+    CIGARs, are to be filled in by the caller) and the CIGARs (None without ``want_cigars``).
     """
     import cupy
 
@@ -287,7 +291,65 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out, positiona
     for device, host in zip(results, out, strict=True):
         if host is not None:
             device.get(out=host)
-    return cpu_pairs.get()
+    cigars = None
+    if want_cigars:
+        cigars = gpu_cigars(sequences, alphabet, index, results[1:], out[1:], q_lengths)
+    return cpu_pairs.get(), cigars
+
+
+def gpu_cigars(sequences, alphabet, index, device_range, host_range, q_lengths):
+    """CIGARs of a chunk's pairs, traced on the GPU (path.cu) from the target ranges found:
+    ``device_range`` and ``host_range`` are (start, end) on the device and on the host (start
+    -1: no alignment, None). Pairs go to the GPU in batches whose scratch memory (the stored
+    delta vectors) fits the memory budget.
+    """
+    import cupy
+
+    start, end = host_range
+    span = np.where(start >= 0, end - start, 0)
+    _cpu.check_traceback_size(q_lengths, span)
+    words = (q_lengths + 31) // 32
+    # 4-byte units: match table, columns 0..span (two words a row of 32), operations (bytes).
+    units = alphabet.size * words + 2 * (span + 1) * words + (q_lengths + span + 3) // 4
+    units = np.where(start >= 0, units, 0).astype(np.int64)
+    ends = np.cumsum(units)
+    budget = max(1, batch_budget() // 8)  # scratch plus its share of the rest
+    q_index, t_index, first = index
+    trace = get_kernel(PATH_KERNEL_FILE, "trace_paths")
+    write = get_kernel(PATH_KERNEL_FILE, "write_paths")
+    cigars: list[str | None] = []
+    lo = 0
+    while lo < len(units):
+        base = int(ends[lo - 1]) if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(ends, base + budget, side="right")))
+        count = hi - lo
+        offset = cupy.asarray(ends[lo:hi] - units[lo:hi] - base)
+        scratch = cupy.empty(max(1, int(ends[hi - 1]) - base), dtype=cupy.uint32)
+        op_count = cupy.empty(count, dtype=cupy.int32)
+        text_chars = cupy.empty(count, dtype=cupy.int32)
+        if first >= 0:
+            part = (q_index, t_index, np.int64(first + lo))
+        else:
+            part = (q_index[lo:hi], t_index[lo:hi], np.int64(-1))
+        d_start, d_end = (a[lo:hi] for a in device_range)
+        blocks = ((count + 127) // 128,)
+        trace(blocks, (128,), (sequences[0], sequences[1], sequences[2], sequences[3], *part,
+                               np.int32(count), d_start, d_end, np.int32(alphabet.size),
+                               np.int32(alphabet.match_codes), offset, scratch, op_count,
+                               text_chars))
+        text_at = cupy.zeros(count + 1, dtype=cupy.int64)
+        cupy.cumsum(text_chars + 1, out=text_at[1:])
+        text = cupy.empty(int(text_at[-1]), dtype=cupy.uint8)
+        write(blocks, (128,), (sequences[1], part[0], part[2], np.int32(count), d_start, d_end,
+                               np.int32(alphabet.size), offset, scratch, op_count, text_at,
+                               text))
+        # One decode and split for the batch (CIGARs hold no newline).
+        batch: list[str | None] = text.get().tobytes().decode("latin-1").split("\n")[:-1]
+        for p in np.flatnonzero(start[lo:hi] < 0).tolist():
+            batch[p] = None
+        cigars.extend(batch)
+        lo = hi
+    return cigars
 
 
 def edit_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False, positional=False):
@@ -306,18 +368,14 @@ def edit_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False, posi
     distance = cupyx.empty_pinned(count, dtype=np.int32)
     start = cupyx.empty_pinned(count, dtype=np.int32) if want_start else None
     end = cupyx.empty_pinned(count, dtype=np.int32) if want_start else None
-    tracer = ThreadPoolExecutor(max_workers=1) if task == "path" else None
-    traced: list[tuple[slice, Future]] = []
-    bar = progress_bar(count, progress, "edit")
-    try:
-        step = config.EDIT_GPU_CHUNK_PAIRS
-        if task == "path":
-            step = min(step, config.EDIT_GPU_PATH_CHUNK_PAIRS)
+    cigar: list[str | None] | None = [] if task == "path" else None
+    with progress_bar(count, progress, "edit") as bar:
         for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
-                                                                step):
+                                                                config.EDIT_GPU_CHUNK_PAIRS):
             out = (distance[part], *(None if a is None else a[part] for a in (start, end)))
-            cpu_local = _chunk_on_gpu(sequences, qset.alphabet, q_local, t_local, mode, k, out,
-                                      positional)
+            q_lengths = qset.lengths[q_index[part]] if cigar is not None else None
+            cpu_local, cigars = _chunk_on_gpu(sequences, qset.alphabet, q_local, t_local, mode,
+                                              k, out, positional, q_lengths, cigar is not None)
             if len(cpu_local):
                 cpu_pairs = part.start + cpu_local
                 found = _cpu.distance_batch(qset, tset, q_index[cpu_pairs], t_index[cpu_pairs],
@@ -325,17 +383,13 @@ def edit_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False, posi
                 for host, values in zip(out, found, strict=True):
                     if host is not None:
                         host[cpu_local] = values
-            if tracer is not None:
-                traced.append((part, tracer.submit(
-                    _cpu.cigar_batch, qset, tset, q_index[part], t_index[part], out[1], out[2])))
+                if cigars is not None:
+                    # Pairs with an empty side: their CIGARs are runs of I or D.
+                    traced = _cpu.cigar_batch(qset, tset, q_index[cpu_pairs], t_index[cpu_pairs],
+                                              out[1][cpu_local], out[2][cpu_local])
+                    for p, text in zip(cpu_local.tolist(), traced, strict=True):
+                        cigars[p] = text
+            if cigars is not None:
+                cigar.extend(cigars)
             bar.update(part.stop - part.start)
-        cigar = None
-        if tracer is not None:
-            cigar = []
-            for _, future in traced:
-                cigar.extend(future.result())
-    finally:
-        bar.close()
-        if tracer is not None:
-            tracer.shutdown(wait=True)
     return distance, start, end, cigar

@@ -203,9 +203,13 @@ extern "C" __global__ void build_match_table(
 
 // Advances a lane's block of WPL words (vertical deltas pv/mv) by one target column: `match(w)`
 // gives the match word of word w, (hp, hn) the horizontal delta entering the top row as two 0/1
-// flags. Returns the delta leaving the bottom row.
+// flags. Returns the bottom row's horizontal delta words (bit 31: the delta leaving the block).
+struct Bottom {
+    u32 p, n;
+    __device__ __forceinline__ int delta() const { return (int)(p >> 31) - (int)(n >> 31); }
+};
 template <int LANES, int WPL, typename Match>
-__device__ __forceinline__ int advance_block(u32 (&pv)[WPL], u32 (&mv)[WPL], const Match& match,
+__device__ __forceinline__ Bottom advance_block(u32 (&pv)[WPL], u32 (&mv)[WPL], const Match& match,
                                              u32 hp, u32 hn, u32 one) {
     u32 ph_above = hp << 31, mh_above = hn << 31;  // bit 31: the row above the block
 #pragma unroll
@@ -226,7 +230,7 @@ __device__ __forceinline__ int advance_block(u32 (&pv)[WPL], u32 (&mv)[WPL], con
         ph_above = ph;
         mh_above = mh;
     }
-    return (int)(ph_above >> 31) - (int)(mh_above >> 31);
+    return {ph_above, mh_above};
 }
 
 // What a kernel tracks along the query's last row.
@@ -314,9 +318,9 @@ __global__ void __launch_bounds__(128) myers_edit(
     const u32* pair_table = DNA ? table : table + slot * n_codes * WORDS + lane * WPL;
 
     int score = m, best = m, best_end = 0;  // D[m][0] = m
-    auto track = [&](int delta, int j) {
+    auto track = [&](Bottom bottom, int j) {
         if constexpr (TRACK != TRACK_FINAL) {
-            score += delta;
+            score += bottom.delta();
             if constexpr (TRACK == TRACK_BEST) {
                 best = min(best, score);
             } else {
@@ -327,17 +331,17 @@ __global__ void __launch_bounds__(128) myers_edit(
         }
     };
     // A DNA column (not N) from the bits of its symbol as 0/1 values: c0, c1 and c0 & c1.
-    auto dna_column = [&](u32 c0, u32 c1, u32 c01, u32 hp, u32 hn) -> int {
+    auto dna_column = [&](u32 c0, u32 c1, u32 c01, u32 hp, u32 hn) -> Bottom {
         if constexpr (DNA) {
             return advance_block<LANES, WPL>(pv, mv, [&](int w) {
                 return mad_lo(c01, d3[w], mad_lo(c1, d2[w], mad_lo(c0, d1[w], pa[w])));
             }, hp, hn, one);
         } else {
-            return 0;
+            return Bottom{0, 0};
         }
     };
     // A column from its symbol code.
-    auto column = [&](int c, u32 hp, u32 hn) -> int {
+    auto column = [&](int c, u32 hp, u32 hn) -> Bottom {
         if constexpr (DNA) {
             if (c > 3) return advance_block<LANES, WPL>(pv, mv, [](int) { return 0u; }, hp, hn, one);
             return dna_column((u32)c & 1u, (u32)c >> 1, (u32)(c == 3), hp, hn);
@@ -399,9 +403,11 @@ __global__ void __launch_bounds__(128) myers_edit(
                 int hin = from_above;
                 if (lane == 0) hin = slice > 0 ? (int)h_in[slot * h_stride + j] : top_delta;
                 top_sum += hin;
-                carry = column(reverse ? t[n - 1 - j] : t[j], (u32)(hin > 0), (u32)(hin < 0));
+                const Bottom bottom = column(reverse ? t[n - 1 - j] : t[j], (u32)(hin > 0),
+                                             (u32)(hin < 0));
+                carry = bottom.delta();
                 if (!last_pass && lane == LANES - 1) h_out[slot * h_stride + j] = (signed char)carry;
-                track(carry, j);
+                track(bottom, j);
             }
         }
         if constexpr (TRACK == TRACK_FINAL) {

@@ -1,0 +1,189 @@
+// CIGARs of task "path" on the GPU: the global alignment of each query with the target range
+// [start, end) that the distance kernels found, one thread per pair.
+//
+// trace_paths stores the vertical deltas of every column of the range (Myers' block step on
+// 32-row words, words read from and written to the pair's scratch memory, so any query length
+// runs), then walks back from the last cell exactly as the CPU backend does: a diagonal step
+// when the cell's value allows it, else an insertion (query only), else a deletion (target
+// only), with D[i][j] counted from the stored deltas. The operations, last first, stay in the
+// scratch memory; write_paths then writes their run-length text, each pair's followed by a
+// newline, at offsets summed from the lengths trace_paths counted, so the host decodes the
+// whole batch with one split.
+
+typedef unsigned int u32;
+typedef long long i64;
+typedef unsigned char u8;
+
+#define OP_MATCH 0
+#define OP_MISMATCH 1
+#define OP_INSERTION 2
+#define OP_DELETION 3
+
+// D[i][j] of a global alignment from the vertical deltas of column j (top row D[0][j] = j).
+__device__ __forceinline__ int column_value(const u32* pv, const u32* mv, int j, int i) {
+    int value = j;
+    const int full = i >> 5;
+    for (int w = 0; w < full; ++w) value += __popc(pv[w]) - __popc(mv[w]);
+    const int rest = i & 31;
+    if (rest) {
+        const u32 mask = (1u << rest) - 1u;
+        value += __popc(pv[full] & mask) - __popc(mv[full] & mask);
+    }
+    return value;
+}
+
+// D[i][j] - D[i-1][j] in a column (i >= 1).
+__device__ __forceinline__ int vertical_delta(const u32* pv, const u32* mv, int i) {
+    const int w = (i - 1) >> 5;
+    const u32 bit = 1u << ((i - 1) & 31);
+    return (pv[w] & bit) ? 1 : (mv[w] & bit) ? -1 : 0;
+}
+
+// Characters of the run-length text of ops[count-1] .. ops[0].
+__device__ int text_length(const u8* ops, int count) {
+    int length = 0;
+    for (int p = count - 1; p >= 0;) {
+        const u8 op = ops[p];
+        int run = 0;
+        while (p >= 0 && ops[p] == op) {
+            ++run;
+            --p;
+        }
+        for (; run > 0; run /= 10) ++length;
+        ++length;
+    }
+    return length;
+}
+
+// Scratch memory of a pair, from `scratch + offset[pair]` (4-byte units): its match table
+// (n_codes x words), its columns 0..span (pv words, then mv words), then its operations (bytes).
+extern "C" __global__ void trace_paths(
+    const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
+    const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
+    const i64* __restrict__ q_index, const i64* __restrict__ t_index, const i64 first,
+    const int n_pairs, const int* __restrict__ start, const int* __restrict__ end,
+    const int n_codes, const int match_codes, const i64* __restrict__ offset,
+    u32* __restrict__ scratch, int* __restrict__ op_count, int* __restrict__ text_chars) {
+    const i64 pair = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (pair >= n_pairs) return;
+    if (start[pair] < 0) {  // no alignment (over k, or left to the CPU)
+        op_count[pair] = 0;
+        text_chars[pair] = 0;
+        return;
+    }
+    const i64 qi = first >= 0 ? first + pair : q_index[pair];
+    const i64 ti = first >= 0 ? first + pair : t_index[pair];
+    const u8* q = q_codes + q_offsets[qi];
+    const int m = (int)(q_offsets[qi + 1] - q_offsets[qi]);
+    const u8* t = t_codes + t_offsets[ti] + start[pair];
+    const int n = end[pair] - start[pair];
+    const int words = (m + 31) >> 5;
+    u32* table = scratch + offset[pair];
+    u32* columns = table + (i64)n_codes * words;
+    u8* ops = reinterpret_cast<u8*>(columns + 2 * (i64)(n + 1) * words);
+    int count = 0;
+    if (m == 0 || n == 0) {
+        for (int j = 0; j < n; ++j) ops[count++] = OP_DELETION;
+        for (int i = 0; i < m; ++i) ops[count++] = OP_INSERTION;
+    } else {
+        for (int k = 0; k < n_codes * words; ++k) table[k] = 0u;
+        for (int i = 0; i < m; ++i) {
+            const int c = q[i];
+            if (c < match_codes) table[c * words + (i >> 5)] |= 1u << (i & 31);
+        }
+        for (int w = 0; w < words; ++w) {
+            columns[w] = ~0u;         // pv of column 0: D[i][0] = i
+            columns[words + w] = 0u;  // mv
+        }
+        for (int j = 0; j < n; ++j) {
+            const u32* row = table + t[j] * words;
+            const u32* before = columns + 2 * (i64)j * words;
+            u32* after = columns + 2 * (i64)(j + 1) * words;
+            int hin = 1;  // D[0][j] = j
+            for (int w = 0; w < words; ++w) {
+                u32 pv = before[w], mv = before[words + w], eq = row[w];
+                const u32 xv = eq | mv;
+                if (hin < 0) eq |= 1u;
+                const u32 xh = (((eq & pv) + pv) ^ pv) | eq;
+                u32 ph = mv | ~(xh | pv);
+                u32 mh = pv & xh;
+                const int hout = (int)(ph >> 31) - (int)(mh >> 31);
+                ph = (ph << 1) | (u32)(hin > 0);
+                mh = (mh << 1) | (u32)(hin < 0);
+                after[w] = mh | ~(xv | ph);
+                after[words + w] = ph & xv;
+                hin = hout;
+            }
+        }
+        auto pv_of = [&](int j) { return columns + 2 * (i64)j * words; };
+        auto mv_of = [&](int j) { return columns + 2 * (i64)j * words + words; };
+        int i = m, j = n;
+        int current = column_value(pv_of(j), mv_of(j), j, i);
+        int left = column_value(pv_of(j - 1), mv_of(j - 1), j - 1, i);  // D[i][j-1]
+        while (i > 0 || j > 0) {
+            if (i > 0 && j > 0) {
+                const int diagonal = left - vertical_delta(pv_of(j - 1), mv_of(j - 1), i);
+                const bool same = q[i - 1] == t[j - 1] && q[i - 1] < match_codes;
+                if (current == diagonal + (same ? 0 : 1)) {
+                    ops[count++] = same ? OP_MATCH : OP_MISMATCH;
+                    --i;
+                    --j;
+                    current = diagonal;
+                    left = j > 0 ? column_value(pv_of(j - 1), mv_of(j - 1), j - 1, i) : 0;
+                    continue;
+                }
+            }
+            if (i > 0) {
+                const int up = current - vertical_delta(pv_of(j), mv_of(j), i);
+                if (current == up + 1) {
+                    ops[count++] = OP_INSERTION;
+                    --i;
+                    current = up;
+                    left = j > 0 ? left - vertical_delta(pv_of(j - 1), mv_of(j - 1), i + 1) : 0;
+                    continue;
+                }
+            }
+            ops[count++] = OP_DELETION;  // in a consistent matrix current == left + 1 here
+            --j;
+            current = left;
+            left = j > 0 ? column_value(pv_of(j - 1), mv_of(j - 1), j - 1, i) : 0;
+        }
+    }
+    op_count[pair] = count;
+    text_chars[pair] = text_length(ops, count);
+}
+
+// Writes pair p's CIGAR text at text + text_at[p] (an exclusive sum of text_chars + 1), then a
+// newline.
+extern "C" __global__ void write_paths(
+    const i64* __restrict__ q_offsets, const i64* __restrict__ q_index, const i64 first,
+    const int n_pairs, const int* __restrict__ start, const int* __restrict__ end,
+    const int n_codes, const i64* __restrict__ offset, const u32* __restrict__ scratch,
+    const int* __restrict__ op_count, const i64* __restrict__ text_at, u8* __restrict__ text) {
+    const i64 pair = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (pair >= n_pairs) return;
+    u8* out = text + text_at[pair];
+    if (start[pair] >= 0) {
+        const i64 qi = first >= 0 ? first + pair : q_index[pair];
+        const int m = (int)(q_offsets[qi + 1] - q_offsets[qi]);
+        const int n = end[pair] - start[pair];
+        const int words = (m + 31) >> 5;
+        const u8* ops = reinterpret_cast<const u8*>(scratch + offset[pair] + (i64)n_codes * words
+                                                    + 2 * (i64)(n + 1) * words);
+        const char letters[4] = {'=', 'X', 'I', 'D'};
+        for (int p = op_count[pair] - 1; p >= 0;) {
+            const u8 op = ops[p];
+            int run = 0;
+            while (p >= 0 && ops[p] == op) {
+                ++run;
+                --p;
+            }
+            int digits = 0;
+            for (int r = run; r > 0; r /= 10) ++digits;
+            for (int d = digits - 1; d >= 0; --d, run /= 10) out[d] = (u8)('0' + run % 10);
+            out += digits;
+            *out++ = (u8)letters[op];
+        }
+    }
+    *out = '\n';
+}
