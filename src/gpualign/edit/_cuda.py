@@ -18,6 +18,7 @@ that every backend returns the same results.
 
 from __future__ import annotations
 
+import codecs
 import functools
 
 import numpy as np
@@ -343,8 +344,9 @@ def gpu_cigars(sequences, alphabet, index, device_range, host_range, q_lengths):
         write(blocks, (128,), (sequences[1], part[0], part[2], np.int32(count), d_start, d_end,
                                np.int32(alphabet.size), offset, scratch, op_count, text_at,
                                text))
-        # One decode and split for the batch (CIGARs hold no newline).
-        batch: list[str | None] = text.get().tobytes().decode("latin-1").split("\n")[:-1]
+        # One decode (from the array's buffer, no copy) and split for the batch (CIGARs hold no
+        # newline).
+        batch: list[str | None] = codecs.latin_1_decode(text.get())[0].split("\n")[:-1]
         for p in np.flatnonzero(start[lo:hi] < 0).tolist():
             batch[p] = None
         cigars.extend(batch)
