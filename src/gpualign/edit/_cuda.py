@@ -206,7 +206,9 @@ def gpu_results(sequences, alphabet, index, count: int, mode, k, want_start):
     main = cupy.cuda.get_current_stream()
     ready = main.record()
     streams = _bin_streams(device)
-    for number, bin_id in enumerate(np.flatnonzero(np.diff(bounds)[:-1])):
+    # Longest queries first: blocks start in launch order, so the last, partly filled wave is
+    # made of the shortest-running blocks.
+    for number, bin_id in enumerate(np.flatnonzero(np.diff(bounds)[:-1])[::-1]):
         stream = streams[number % len(streams)]
         stream.wait_event(ready)
         with stream:
