@@ -87,6 +87,17 @@ def run_kernel(sequences, index, order, t_length, alphabet, lanes: int, words_pe
             borders[1], np.int64(borders[1].shape[1]), distance, end))
 
 
+def _mapped(host: np.ndarray):
+    """A device array over page-locked host memory (``cupyx.empty_pinned``): with unified
+    addressing, memory from ``cudaHostAlloc`` has the same address on the device, so kernels
+    write it over the bus without a copy."""
+    import cupy
+
+    memory = cupy.cuda.UnownedMemory(host.ctypes.data, host.nbytes, host,
+                                     cupy.cuda.Device().id)
+    return cupy.ndarray(host.shape, host.dtype, cupy.cuda.MemoryPointer(memory, 0))
+
+
 def positional_index(first: int) -> tuple:
     """``index`` (see :func:`run_kernel`) of pairs ``first + i`` with ``first + i``."""
     import cupy
@@ -168,9 +179,10 @@ def _device_limits(device: int, bins: tuple) -> object:
         return cupy.asarray(bin_limits())
 
 
-def gpu_results(sequences, alphabet, index, count: int, mode, k, want_start):
+def gpu_results(sequences, alphabet, index, count: int, mode, k, want_start, distance=None):
     """The GPU work of one chunk of ``count`` pairs, given by ``index`` = ``(q_index, t_index,
-    first)`` on the device (see :func:`run_kernel`).
+    first)`` on the device (see :func:`run_kernel`). ``distance``, if given, is the array the
+    kernels write the distances to (else a new device array).
 
     Returns device ``(distance, start, end)`` (start and end None unless ``want_start``) and the
     device positions of the pairs left to the CPU backend (an empty side, or a global length
@@ -199,7 +211,8 @@ def gpu_results(sequences, alphabet, index, count: int, mode, k, want_start):
     cursor = cupy.asarray(bounds[:-1].astype(np.int32))
     get_kernel(KERNEL_FILE, "order_pairs")(blocks, (256,), (key, np.int32(count), cursor, order))
 
-    distance = cupy.full(count, -1, dtype=cupy.int32)
+    if distance is None:
+        distance = cupy.full(count, -1, dtype=cupy.int32)
     # Without starts the kernels still write ends somewhere.
     end = cupy.full(count, -1, dtype=cupy.int32) if want_start else cupy.empty(count, cupy.int32)
     start = cupy.full(count, -1, dtype=cupy.int32) if want_start else None
@@ -289,15 +302,19 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out, positiona
         qi = cupy.asarray(q_index, dtype=cupy.int64)
         ti = qi if t_index is q_index else cupy.asarray(t_index, dtype=cupy.int64)
         index = (qi, ti, -1)
+    # The kernels write the distances straight into the page-locked host array (the pairs left
+    # to the CPU are filled in by the caller), so no copy waits for the last kernel.
     results, cpu_pairs = gpu_results(sequences, alphabet, index, len(q_index), mode, k,
-                                     out[1] is not None)
-    for device, host in zip(results, out, strict=True):
+                                     out[1] is not None, _mapped(out[0]))
+    for device, host in zip(results[1:], out[1:], strict=True):
         if host is not None:
             device.get(out=host)
     cigars = None
     if want_cigars:
         cigars = gpu_cigars(sequences, alphabet, index, results[1:], out[1:], q_lengths)
-    return cpu_pairs.get(), cigars
+    cpu_local = cpu_pairs.get()
+    cupy.cuda.get_current_stream().synchronize()  # the distances written to host memory
+    return cpu_local, cigars
 
 
 def gpu_cigars(sequences, alphabet, index, device_range, host_range, q_lengths):
