@@ -87,6 +87,15 @@ def run_kernel(sequences, index, order, t_length, alphabet, lanes: int, words_pe
             borders[1], np.int64(borders[1].shape[1]), distance, end))
 
 
+@functools.cache
+def _maps_host_memory(device: int) -> bool:
+    """Whether kernels on ``device`` can use host pointers of page-locked memory as they are."""
+    import cupy
+
+    properties = cupy.cuda.runtime.getDeviceProperties(device)
+    return bool(properties["unifiedAddressing"] and properties["canMapHostMemory"])
+
+
 def _mapped(host: np.ndarray):
     """A device array over page-locked host memory (``cupyx.empty_pinned``): with unified
     addressing, memory from ``cudaHostAlloc`` has the same address on the device, so kernels
@@ -302,11 +311,14 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out, positiona
         qi = cupy.asarray(q_index, dtype=cupy.int64)
         ti = qi if t_index is q_index else cupy.asarray(t_index, dtype=cupy.int64)
         index = (qi, ti, -1)
-    # The kernels write the distances straight into the page-locked host array (the pairs left
-    # to the CPU are filled in by the caller), so no copy waits for the last kernel.
+    # Where the device can, the kernels write the distances straight into the page-locked host
+    # array (the pairs left to the CPU are filled in by the caller), so no copy waits for the
+    # last kernel.
+    mapped = _maps_host_memory(cupy.cuda.Device().id)
     results, cpu_pairs = gpu_results(sequences, alphabet, index, len(q_index), mode, k,
-                                     out[1] is not None, _mapped(out[0]))
-    for device, host in zip(results[1:], out[1:], strict=True):
+                                     out[1] is not None, _mapped(out[0]) if mapped else None)
+    copies = zip(results[1:], out[1:], strict=True) if mapped else zip(results, out, strict=True)
+    for device, host in copies:
         if host is not None:
             device.get(out=host)
     cigars = None

@@ -106,7 +106,7 @@ __device__ __forceinline__ int symbol_at(const unsigned char* s, int length, int
 
 // Query row held by bit 0 of word `word` of a pass: slices of `rows` rows, the query at the
 // bottom of its last slice (rows above the query are negative). `pass_from_end` counts the
-// pass back from the last one; returns INT_MIN (as -2^30) when the pair has no such pass.
+// pass back from the last one; returns -2^30 (below every row) when the pair has no such pass.
 __device__ __forceinline__ int first_row_of_word(int m, int rows, int pass_from_end, int word) {
     const int slices = (m + rows - 1) / rows;
     const int slice = slices - 1 - pass_from_end;
