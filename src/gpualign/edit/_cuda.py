@@ -311,10 +311,11 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out, positiona
         qi = cupy.asarray(q_index, dtype=cupy.int64)
         ti = qi if t_index is q_index else cupy.asarray(t_index, dtype=cupy.int64)
         index = (qi, ti, -1)
-    # Where the device can, the kernels write the distances straight into the page-locked host
-    # array (the pairs left to the CPU are filled in by the caller), so no copy waits for the
-    # last kernel.
-    mapped = _maps_host_memory(cupy.cuda.Device().id)
+    # For distances alone, and where the device can, the kernels write them straight into the
+    # page-locked host array (the pairs left to the CPU are filled in by the caller), so no copy
+    # waits for the last kernel. Starts need the distances again on the GPU, which would then
+    # read them over the bus.
+    mapped = out[1] is None and _maps_host_memory(cupy.cuda.Device().id)
     results, cpu_pairs = gpu_results(sequences, alphabet, index, len(q_index), mode, k,
                                      out[1] is not None, _mapped(out[0]) if mapped else None)
     copies = zip(results[1:], out[1:], strict=True) if mapped else zip(results, out, strict=True)
