@@ -281,16 +281,18 @@ def distance_batch(queries, targets, q_index, t_index, mode, k, want_start, prog
     return distance, start, end
 
 
-def check_traceback_size(q_len: np.ndarray, span: np.ndarray) -> None:
+def check_traceback_size(q_len, span) -> None:
     """Raise MemoryError, naming the pair, when a traceback's stored delta vectors (a query of
-    ``q_len`` against a target range of ``span``) would exceed
+    ``q_len`` against a target range of ``span``, arrays of NumPy or CuPy) would exceed
     ``config.PATH_MAX_BYTES_PER_PAIR`` (the same check on every backend)."""
-    matrix_bytes = (np.asarray(span) + 1) * ((np.asarray(q_len) + 63) // 64) * 16
-    worst = int(np.argmax(matrix_bytes)) if len(matrix_bytes) else 0
-    if len(matrix_bytes) and matrix_bytes[worst] > config.PATH_MAX_BYTES_PER_PAIR:
+    if not len(q_len):
+        return
+    matrix_bytes = (span + 1) * ((q_len + 63) // 64) * 16
+    worst = int(matrix_bytes.argmax())
+    if int(matrix_bytes[worst]) > config.PATH_MAX_BYTES_PER_PAIR:
         raise MemoryError(
-            f"pair #{worst} needs {matrix_bytes[worst] / 2**30:.1f} GiB for its traceback "
-            f"(query {q_len[worst]} x target range {span[worst]}), over "
+            f"pair #{worst} needs {int(matrix_bytes[worst]) / 2**30:.1f} GiB for its traceback "
+            f"(query {int(q_len[worst])} x target range {int(span[worst])}), over "
             "gpualign.config.PATH_MAX_BYTES_PER_PAIR")
 
 

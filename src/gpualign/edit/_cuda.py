@@ -292,13 +292,12 @@ def _run_bin(sequences, alphabet, index, t_len, members, bin_id, mode, k, output
     launch_split(backward, again, per_pair)
 
 
-def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out, positional, q_lengths,
-                  want_cigars):
+def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out, positional, want_cigars):
     """Distances, starts and ends of one chunk of pairs on the GPU, copied into the host
     arrays ``out`` = (distance, start, end); start and end are None for ``task="distance"``,
     and are then neither computed nor copied. With ``positional``, ``q_index`` is ``t_index``
     and holds consecutive numbers, which the kernels compute instead of reading. With
-    ``want_cigars`` the CIGARs are traced on the GPU too (``q_lengths``: the queries' lengths).
+    ``want_cigars`` the CIGARs are traced on the GPU too.
 
     Returns the chunk-local indices of the pairs left to the CPU backend (their entries, and
     CIGARs, are to be filled in by the caller) and the CIGARs (None without ``want_cigars``).
@@ -324,65 +323,78 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out, positiona
             device.get(out=host)
     cigars = None
     if want_cigars:
-        cigars = gpu_cigars(sequences, alphabet, index, results[1:], out[1:], q_lengths)
+        cigars = gpu_cigars(sequences, alphabet, index, results[1:], out[1] < 0)
     cpu_local = cpu_pairs.get()
     cupy.cuda.get_current_stream().synchronize()  # the distances written to host memory
     return cpu_local, cigars
 
 
-def gpu_cigars(sequences, alphabet, index, device_range, host_range, q_lengths):
-    """CIGARs of a chunk's pairs, traced on the GPU (path.cu) from the target ranges found:
-    ``device_range`` and ``host_range`` are (start, end) on the device and on the host (start
-    -1: no alignment, None). Pairs go to the GPU in batches whose scratch memory (the stored
-    delta vectors) fits the memory budget.
+def gpu_cigars(sequences, alphabet, index, device_range, no_alignment):
+    """CIGARs of a chunk's pairs, traced on the GPU (path.cu) from the target ranges found,
+    ``device_range`` = (start, end) on the device (start -1: no alignment). ``no_alignment`` is
+    the host mask of the pairs without one (their CIGAR is None). Pairs go to the GPU in batches
+    whose scratch memory (the stored delta vectors) fits the memory budget.
     """
     import cupy
+    import cupyx
 
-    start, end = host_range
-    span = np.where(start >= 0, end - start, 0)
-    _cpu.check_traceback_size(q_lengths, span)
-    words = (q_lengths + 31) // 32
-    # 4-byte units: match table, columns 0..span (two words a row of 32), operations (bytes).
-    units = alphabet.size * words + 2 * (span + 1) * words + (q_lengths + span + 3) // 4
-    units = np.where(start >= 0, units, 0).astype(np.int64)
-    ends = np.cumsum(units)
-    budget = max(1, batch_budget() // 8)  # scratch plus its share of the rest
     q_index, t_index, first = index
+    d_start, d_end = device_range
+    q_offsets = sequences[1]
+    pairs = len(d_start)
+    if first >= 0:
+        q_len = q_offsets[first + 1:first + pairs + 1] - q_offsets[first:first + pairs]
+    else:
+        q_len = q_offsets[q_index + 1] - q_offsets[q_index]
+    aligned = d_start >= 0
+    span = cupy.where(aligned, d_end - d_start, 0)
+    _cpu.check_traceback_size(q_len, span)
+    words = (q_len + 31) // 32
+    # 4-byte units: match table, columns 0..span (two words a row of 32), operations (bytes).
+    units = cupy.where(aligned, alphabet.size * words + 2 * (span + 1) * words
+                       + (q_len + span + 3) // 4, 0)
+    ends = cupy.cumsum(units)
+    budget = max(1, batch_budget() // 8)  # scratch plus its share of the rest
+    bounds = [0, pairs]
+    if int(ends[-1]) > budget:  # batches of pairs whose scratch fits
+        ends_host = ends.get()
+        bounds = [0]
+        while bounds[-1] < pairs:
+            lo = bounds[-1]
+            base = int(ends_host[lo - 1]) if lo else 0
+            bounds.append(max(lo + 1, int(np.searchsorted(ends_host, base + budget, "right"))))
     trace = get_kernel(PATH_KERNEL_FILE, "trace_paths")
     write = get_kernel(PATH_KERNEL_FILE, "write_paths")
     cigars: list[str | None] = []
-    lo = 0
-    while lo < len(units):
-        base = int(ends[lo - 1]) if lo else 0
-        hi = max(lo + 1, int(np.searchsorted(ends, base + budget, side="right")))
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
         count = hi - lo
-        offset = cupy.asarray(ends[lo:hi] - units[lo:hi] - base)
-        scratch = cupy.empty(max(1, int(ends[hi - 1]) - base), dtype=cupy.uint32)
+        offset = ends[lo:hi] - units[lo:hi]
+        if lo:
+            offset -= ends[lo - 1]
+        scratch = cupy.empty(max(1, int(offset[-1] + units[hi - 1])), dtype=cupy.uint32)
         op_count = cupy.empty(count, dtype=cupy.int32)
         text_chars = cupy.empty(count, dtype=cupy.int32)
         if first >= 0:
             part = (q_index, t_index, np.int64(first + lo))
         else:
             part = (q_index[lo:hi], t_index[lo:hi], np.int64(-1))
-        d_start, d_end = (a[lo:hi] for a in device_range)
         blocks = ((count + 127) // 128,)
-        trace(blocks, (128,), (sequences[0], sequences[1], sequences[2], sequences[3], *part,
-                               np.int32(count), d_start, d_end, np.int32(alphabet.size),
-                               np.int32(alphabet.match_codes), offset, scratch, op_count,
-                               text_chars))
+        trace(blocks, (128,), (*sequences, *part, np.int32(count), d_start[lo:hi], d_end[lo:hi],
+                               np.int32(alphabet.size), np.int32(alphabet.match_codes), offset,
+                               scratch, op_count, text_chars))
         text_at = cupy.zeros(count + 1, dtype=cupy.int64)
         cupy.cumsum(text_chars + 1, out=text_at[1:])
         text = cupy.empty(int(text_at[-1]), dtype=cupy.uint8)
-        write(blocks, (128,), (sequences[1], part[0], part[2], np.int32(count), d_start, d_end,
-                               np.int32(alphabet.size), offset, scratch, op_count, text_at,
-                               text))
-        # One decode (from the array's buffer, no copy) and split for the batch (CIGARs hold no
-        # newline).
-        batch: list[str | None] = codecs.latin_1_decode(text.get())[0].split("\n")[:-1]
-        for p in np.flatnonzero(start[lo:hi] < 0).tolist():
+        write(blocks, (128,), (q_offsets, part[0], part[2], np.int32(count), d_start[lo:hi],
+                               d_end[lo:hi], np.int32(alphabet.size), offset, scratch, op_count,
+                               text_at, text))
+        # Through page-locked memory, then one decode (from the array's buffer) and one split
+        # for the batch (CIGARs hold no newline).
+        host = text.get(out=cupyx.empty_pinned(len(text), dtype=np.uint8))
+        batch: list[str | None] = codecs.latin_1_decode(host)[0].split("\n")[:-1]
+        for p in np.flatnonzero(no_alignment[lo:hi]).tolist():
             batch[p] = None
         cigars.extend(batch)
-        lo = hi
     return cigars
 
 
@@ -407,9 +419,8 @@ def edit_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False, posi
         for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
                                                                 config.EDIT_GPU_CHUNK_PAIRS):
             out = (distance[part], *(None if a is None else a[part] for a in (start, end)))
-            q_lengths = qset.lengths[q_index[part]] if cigar is not None else None
             cpu_local, cigars = _chunk_on_gpu(sequences, qset.alphabet, q_local, t_local, mode,
-                                              k, out, positional, q_lengths, cigar is not None)
+                                              k, out, positional, cigar is not None)
             if len(cpu_local):
                 cpu_pairs = part.start + cpu_local
                 found = _cpu.distance_batch(qset, tset, q_index[cpu_pairs], t_index[cpu_pairs],
