@@ -710,3 +710,29 @@ def test_backend_environment_variable(monkeypatch):
         gpualign.edit_distance(["A"], ["A"])
     monkeypatch.setenv("GPUALIGN_BACKEND", "")
     assert resolve_backend("auto") in ("cpu", "cuda")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="no GPU")
+def test_results_without_page_locked_memory(monkeypatch):
+    # Where the system pins no more memory, results go to ordinary arrays (copied from the GPU
+    # instead of written to host memory by the kernels): the same answers for every task.
+    import cupy
+    import cupyx
+
+    rng = np.random.default_rng(31)
+    queries = [random_codes(rng, int(rng.integers(1, 200))) for _ in range(60)]
+    targets = [related_target(rng, q, int(rng.integers(1, 400)), "infix") for q in queries]
+    expected = {task: run(queries, targets, mode="infix", task=task, backend="cuda")
+                for task in TASKS}
+
+    def refuse(*args, **kwargs):
+        raise cupy.cuda.runtime.CUDARuntimeError(2)  # cudaErrorMemoryAllocation
+
+    monkeypatch.setattr(cupyx, "empty_pinned", refuse)
+    for task in TASKS:
+        r = run(queries, targets, mode="infix", task=task, backend="cuda")
+        for name in ("distance", "target_start", "target_end", "cigar"):
+            got, want = getattr(r, name), getattr(expected[task], name)
+            assert (got == want if name == "cigar" else np.array_equal(got, want)), (task, name)
+        check(queries, targets, r, mode="infix", task=task)

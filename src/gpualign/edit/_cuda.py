@@ -96,6 +96,19 @@ def _maps_host_memory(device: int) -> bool:
     return bool(properties["unifiedAddressing"] and properties["canMapHostMemory"])
 
 
+def _host_array(count: int, dtype) -> tuple[np.ndarray, bool]:
+    """An uninitialized host array for results, page-locked where the system lets CuPy pin it
+    (copies from the GPU run about twice as fast), else ordinary memory; and whether it is
+    page-locked."""
+    import cupy
+    import cupyx
+
+    try:
+        return cupyx.empty_pinned(count, dtype=dtype), True
+    except (cupy.cuda.runtime.CUDARuntimeError, MemoryError):
+        return np.empty(count, dtype=dtype), False
+
+
 def _mapped(host: np.ndarray):
     """A device array over page-locked host memory (``cupyx.empty_pinned``): with unified
     addressing, memory from ``cudaHostAlloc`` has the same address on the device, so kernels
@@ -292,12 +305,14 @@ def _run_bin(sequences, alphabet, index, t_len, members, bin_id, mode, k, output
     launch_split(backward, again, per_pair)
 
 
-def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out, positional, want_cigars):
+def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out, positional, want_cigars,
+                  pinned):
     """Distances, starts and ends of one chunk of pairs on the GPU, copied into the host
     arrays ``out`` = (distance, start, end); start and end are None for ``task="distance"``,
     and are then neither computed nor copied. With ``positional``, ``q_index`` is ``t_index``
     and holds consecutive numbers, which the kernels compute instead of reading. With
-    ``want_cigars`` the CIGARs are traced on the GPU too.
+    ``want_cigars`` the CIGARs are traced on the GPU too. ``pinned``: ``out[0]`` is
+    page-locked.
 
     Returns the chunk-local indices of the pairs left to the CPU backend (their entries, and
     CIGARs, are to be filled in by the caller) and the CIGARs (None without ``want_cigars``).
@@ -314,7 +329,7 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out, positiona
     # page-locked host array (the pairs left to the CPU are filled in by the caller), so no copy
     # waits for the last kernel. Starts need the distances again on the GPU, which would then
     # read them over the bus.
-    mapped = out[1] is None and _maps_host_memory(cupy.cuda.Device().id)
+    mapped = pinned and out[1] is None and _maps_host_memory(cupy.cuda.Device().id)
     results, cpu_pairs = gpu_results(sequences, alphabet, index, len(q_index), mode, k,
                                      out[1] is not None, _mapped(out[0]) if mapped else None)
     copies = zip(results[1:], out[1:], strict=True) if mapped else zip(results, out, strict=True)
@@ -336,7 +351,6 @@ def gpu_cigars(sequences, alphabet, index, device_range, no_alignment):
     whose scratch memory (the stored delta vectors) fits the memory budget.
     """
     import cupy
-    import cupyx
 
     q_index, t_index, first = index
     d_start, d_end = device_range
@@ -390,7 +404,7 @@ def gpu_cigars(sequences, alphabet, index, device_range, no_alignment):
                                text_at, text))
         # Through page-locked memory, then one decode (from the array's buffer) and one split
         # for the batch (CIGARs hold no newline).
-        host = text.get(out=cupyx.empty_pinned(len(text), dtype=np.uint8))
+        host = text.get(out=_host_array(len(text), np.uint8)[0])
         batch: list[str | None] = codecs.latin_1_decode(host)[0].split("\n")[:-1]
         for p in np.flatnonzero(no_alignment[lo:hi]).tolist():
             batch[p] = None
@@ -404,23 +418,22 @@ def edit_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False, posi
     ``positional``: the pairs are ``queries[i]`` with ``targets[i]`` (``q_index`` is ``t_index``
     and counts from 0), so the GPU makes its index arrays itself.
     """
-    import cupyx
 
     count = len(q_index)
     want_start = task != "distance"
     positional = positional and q_index is t_index
     # Every entry is written by a chunk; starts and ends only when the task reports them. The
     # results land in page-locked memory, which copies from the GPU about twice as fast.
-    distance = cupyx.empty_pinned(count, dtype=np.int32)
-    start = cupyx.empty_pinned(count, dtype=np.int32) if want_start else None
-    end = cupyx.empty_pinned(count, dtype=np.int32) if want_start else None
+    distance, pinned = _host_array(count, np.int32)
+    start = _host_array(count, np.int32)[0] if want_start else None
+    end = _host_array(count, np.int32)[0] if want_start else None
     cigar: list[str | None] | None = [] if task == "path" else None
     with progress_bar(count, progress, "edit") as bar:
         for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
                                                                 config.EDIT_GPU_CHUNK_PAIRS):
             out = (distance[part], *(None if a is None else a[part] for a in (start, end)))
             cpu_local, cigars = _chunk_on_gpu(sequences, qset.alphabet, q_local, t_local, mode,
-                                              k, out, positional, cigar is not None)
+                                              k, out, positional, cigar is not None, pinned)
             if len(cpu_local):
                 cpu_pairs = part.start + cpu_local
                 found = _cpu.distance_batch(qset, tset, q_index[cpu_pairs], t_index[cpu_pairs],
