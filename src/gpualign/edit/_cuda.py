@@ -52,7 +52,8 @@ def run_kernel(sequences, index, order, t_length, alphabet, lanes: int, words_pe
     ``first >= 0``) ``first + pair`` for both. ``t_length`` holds the target symbols to use per
     pair, ``top_delta`` the horizontal delta of the top row (0: free start in the target, 1:
     D[0][j] = j), ``track`` one of the ``TRACK_*`` values; the results go to the per-pair device
-    arrays ``outputs`` = (distance, end). Queries longer than the kernel's rows run in passes over
+    arrays ``outputs`` = (distance, end), ends only from ``TRACK_FIRST_END`` and
+    ``TRACK_LAST_END``. Queries longer than the kernel's rows run in passes over
     row slices, numbered back from the last one (``pass_from_end``); ``borders`` is then
     ``(h_in, h_out)``: int8 ``(len(order), columns)`` arrays of the horizontal deltas entering and
     leaving the slice, and only the last pass writes ``outputs``.
@@ -142,6 +143,7 @@ def _dummies(device: int) -> dict:
     with cupy.cuda.Device(device):
         # int8: a (pairs, columns) border array of one pair and one column
         return {"int8": cupy.zeros((1, 1), dtype=cupy.int8),
+                "int32": cupy.zeros(1, dtype=cupy.int32),
                 "uint32": cupy.zeros(1, dtype=cupy.uint32),
                 "int64": cupy.zeros(1, dtype=cupy.int64)}
 
@@ -235,9 +237,9 @@ def gpu_results(sequences, alphabet, index, count: int, mode, k, want_start, dis
 
     if distance is None:
         distance = cupy.full(count, -1, dtype=cupy.int32)
-    # Without starts the kernels still write ends somewhere.
-    end = cupy.full(count, -1, dtype=cupy.int32) if want_start else cupy.empty(count, cupy.int32)
-    start = cupy.full(count, -1, dtype=cupy.int32) if want_start else None
+    start = end = None
+    if want_start:
+        start, end = (cupy.full(count, -1, dtype=cupy.int32) for _ in range(2))
     main = cupy.cuda.get_current_stream()
     ready = main.record()
     streams = _bin_streams(device)
@@ -248,20 +250,19 @@ def gpu_results(sequences, alphabet, index, count: int, mode, k, want_start, dis
         stream.wait_event(ready)
         with stream:
             _run_bin(sequences, alphabet, index, t_len, order[bounds[bin_id]:bounds[bin_id + 1]],
-                     bin_id, mode, k, (distance, start, end))
+                     bin_id == len(limits), bin_id, mode, k, (distance, start, end))
     for stream in streams:
         main.wait_event(stream.record())
-    return (distance, start if want_start else None, end if want_start else None), \
-        order[bounds[-2]:]
+    return (distance, start, end), order[bounds[-2]:]
 
 
-def _run_bin(sequences, alphabet, index, t_len, members, bin_id, mode, k, outputs):
-    """Forward pass (and the backward pass for infix starts) of one kernel bin's pairs."""
+def _run_bin(sequences, alphabet, index, t_len, members, sliced, bin_id, mode, k, outputs):
+    """Forward pass (and the backward pass for infix starts) of one kernel bin's pairs (or, with
+    ``sliced``, of the queries longer than the last bin)."""
     import cupy
 
     distance, start, end = outputs
     want_start = start is not None
-    sliced = bin_id == len(bin_limits())
     if sliced:
         lanes, per_lane = config.EDIT_SLICE_KERNEL
     else:
@@ -283,16 +284,20 @@ def _run_bin(sequences, alphabet, index, t_len, members, bin_id, mode, k, output
     else:
         track = TRACK_FIRST_END if want_start else TRACK_BEST
     top_delta = 0 if mode == _cpu.INFIX else 1
-    launch_split(lambda part: run(part, t_len, top_delta, 0, track, k, (distance, end)),
+    ends = end if want_start else _zeros(cupy.int32)  # written only by the end-tracking kernels
+    launch_split(lambda part: run(part, t_len, top_delta, 0, track, k, (distance, ends)),
                  members, per_pair)
     if not want_start:
         return
-    start[members] = cupy.where(distance[members] >= 0, 0, -1)
+    aligned = distance[members] >= 0
+    start[members] = cupy.where(aligned, 0, -1)
+    if mode == _cpu.GLOBAL:
+        end[members] = cupy.where(aligned, t_len[members], -1)
     if mode != _cpu.INFIX:
         return
     # Leftmost start of an optimal alignment ending at ``end``: the longest reversed target
     # prefix (of target[:end]) that the reversed query matches at the same cost.
-    again = members[(distance[members] >= 0) & (end[members] > 0)]
+    again = members[aligned & (end[members] > 0)]
     if not len(again):
         return
     ignored = cupy.empty(len(distance), dtype=cupy.int32)

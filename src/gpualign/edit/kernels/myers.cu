@@ -28,8 +28,8 @@
 // A launch works on a slice of `order`, the pairs of one kernel bin (plan_pairs and order_pairs
 // sort them by bin on the GPU): slot p handles pair order[p], whose query and target are
 // q_index[pair] and t_index[pair] (or first + pair for both, when queries[i] meet targets[i]),
-// and whose results go to out_distance[pair] and out_end[pair], so nothing is gathered or
-// scattered around a launch.
+// and whose results go to out_distance[pair] and, from the kernels that track ends,
+// out_end[pair], so nothing is gathered or scattered around a launch.
 //
 // Queries longer than one kernel's rows run as several passes over row slices (cooperative
 // kernels only). The passes of all pairs of a launch end together: launch number p of P covers,
@@ -351,6 +351,7 @@ __global__ void __launch_bounds__(128) myers_edit(
         }
     };
 
+    int along_top = 0;  // D[top row][n] - D[top row][0] of a later slice (cooperative kernels)
     if constexpr (LANES == 1) {
         const u32 hp = (u32)top_delta;
         int j = 0;
@@ -395,14 +396,14 @@ __global__ void __launch_bounds__(128) myers_edit(
         // Wavefront: lane l handles column s - l, taking the delta lane l-1 made for it one step
         // earlier. Every lane of the warp runs the same number of steps for the shuffles.
         const int steps = __reduce_max_sync(0xffffffffu, active ? n + LANES - 1 : 0);
-        int carry = 0, top_sum = 0;
+        int carry = 0;
         for (int s = 0; s < steps; ++s) {
             const int from_above = __shfl_up_sync(0xffffffffu, carry, 1, LANES);
             const int j = s - lane;
             if (active && j >= 0 && j < n) {
                 int hin = from_above;
                 if (lane == 0) hin = slice > 0 ? (int)h_in[slot * h_stride + j] : top_delta;
-                top_sum += hin;
+                along_top += hin;
                 const Bottom bottom = column(reverse ? t[n - 1 - j] : t[j], (u32)(hin > 0),
                                              (u32)(hin < 0));
                 carry = bottom.delta();
@@ -410,10 +411,8 @@ __global__ void __launch_bounds__(128) myers_edit(
                 track(bottom, j);
             }
         }
-        if constexpr (TRACK == TRACK_FINAL) {
-            // D at the top of the slice in the last column, from lane 0 to the others.
-            score = __shfl_sync(0xffffffffu, top_sum, 0, LANES);
-        }
+        // Lane 0's sum is the one along the slice's top row; the others get it.
+        along_top = __shfl_sync(0xffffffffu, along_top, 0, LANES);
     }
     if constexpr (TRACK == TRACK_FINAL) {
         // D[last row][n] = D[top row][n] + the vertical deltas of the last column.
@@ -425,10 +424,9 @@ __global__ void __launch_bounds__(128) myers_edit(
             deltas += __shfl_xor_sync(0xffffffffu, deltas, offset, LANES);
         // The top of the first slice is the padded top row, D = n * top_delta; a later slice
         // starts at query row slice*ROWS - padding, with the deltas summed along its top.
-        const int top = slice == 0 ? n * top_delta
-                                   : slice * ROWS - (slices * ROWS - m) + (LANES == 1 ? 0 : score);
+        const int top =
+            slice == 0 ? n * top_delta : slice * ROWS - (slices * ROWS - m) + along_top;
         best = top + deltas;
-        best_end = n;
     }
     if (active && last_pass && lane == LANES - 1) {
         int distance = best;
@@ -438,6 +436,6 @@ __global__ void __launch_bounds__(128) myers_edit(
             end = -1;
         }
         out_distance[pair] = distance;
-        out_end[pair] = end;
+        if constexpr (TRACK == TRACK_FIRST_END || TRACK == TRACK_LAST_END) out_end[pair] = end;
     }
 }

@@ -56,7 +56,17 @@ __device__ int text_length(const u8* ops, int count) {
 }
 
 // Scratch memory of a pair, from `scratch + offset[pair]` (4-byte units): its match table
-// (n_codes x words), its columns 0..span (pv words, then mv words), then its operations (bytes).
+// (n_codes x words), its columns 0..n (pv words, then mv words), then its operations (bytes).
+__device__ __forceinline__ u32* columns_of(u32* scratch, const i64 offset, int n_codes,
+                                          int words) {
+    return scratch + offset + (i64)n_codes * words;
+}
+__device__ __forceinline__ u8* ops_of(u32* scratch, const i64 offset, int n_codes, int words,
+                                      int n) {
+    return reinterpret_cast<u8*>(columns_of(scratch, offset, n_codes, words)
+                                 + 2 * (i64)(n + 1) * words);
+}
+
 extern "C" __global__ void trace_paths(
     const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
@@ -79,8 +89,8 @@ extern "C" __global__ void trace_paths(
     const int n = end[pair] - start[pair];
     const int words = (m + 31) >> 5;
     u32* table = scratch + offset[pair];
-    u32* columns = table + (i64)n_codes * words;
-    u8* ops = reinterpret_cast<u8*>(columns + 2 * (i64)(n + 1) * words);
+    u32* columns = columns_of(scratch, offset[pair], n_codes, words);
+    u8* ops = ops_of(scratch, offset[pair], n_codes, words, n);
     int count = 0;
     if (m == 0 || n == 0) {
         for (int j = 0; j < n; ++j) ops[count++] = OP_DELETION;
@@ -158,7 +168,7 @@ extern "C" __global__ void trace_paths(
 extern "C" __global__ void write_paths(
     const i64* __restrict__ q_offsets, const i64* __restrict__ q_index, const i64 first,
     const int n_pairs, const int* __restrict__ start, const int* __restrict__ end,
-    const int n_codes, const i64* __restrict__ offset, const u32* __restrict__ scratch,
+    const int n_codes, const i64* __restrict__ offset, u32* __restrict__ scratch,
     const int* __restrict__ op_count, const i64* __restrict__ text_at, u8* __restrict__ text) {
     const i64 pair = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (pair >= n_pairs) return;
@@ -168,8 +178,7 @@ extern "C" __global__ void write_paths(
         const int m = (int)(q_offsets[qi + 1] - q_offsets[qi]);
         const int n = end[pair] - start[pair];
         const int words = (m + 31) >> 5;
-        const u8* ops = reinterpret_cast<const u8*>(scratch + offset[pair] + (i64)n_codes * words
-                                                    + 2 * (i64)(n + 1) * words);
+        const u8* ops = ops_of(scratch, offset[pair], n_codes, words, n);
         const char letters[4] = {'=', 'X', 'I', 'D'};
         for (int p = op_count[pair] - 1; p >= 0;) {
             const u8 op = ops[p];
