@@ -20,9 +20,11 @@
 // delta below unchanged. With D[0][j] = j (top delta +1) they begin with deltas 0: D[i][j] = j
 // on every padding row, which is the boundary the query's first row needs.
 //
-// DNA (codes 0..3 match, 4 = N matches nothing) keeps four words per query word in registers,
-// from which the match word of a column is three multiply-adds by the bits of its symbol (see
-// the kernel). Other alphabets read their match words from a table in global memory built by
+// DNA (codes 0..3 match, 4 = N matches nothing) keeps each thread's match words in shared
+// memory, five rows of WPL words (N's row is zero), laid out [word][code][thread] so that the
+// 32 threads of a warp read 32 different banks whatever symbols they meet: a column costs one
+// load per word, on the memory pipe, instead of integer work on the pipe the column keeps busy.
+// Other alphabets read their match words from a table in global memory built by
 // build_match_table.
 //
 // A launch works on a slice of `order`, the pairs of one kernel bin (plan_pairs and order_pairs
@@ -40,6 +42,11 @@
 
 typedef unsigned int u32;
 typedef long long i64;
+
+// DNA symbol codes: A C G T, and N (4), which matches nothing.
+constexpr int DNA_CODES = 5;
+// Threads per block of the edit-distance kernels (the stride of the DNA match tables).
+constexpr int BLOCK_THREADS = 128;
 
 // Big-integer addition through the words of a block: the carry flag links the asm statements
 // (kept in order by volatile), as in multi-precision libraries.
@@ -88,6 +95,16 @@ __device__ __forceinline__ u32 nor3(u32 a, u32 b, u32 c) {
 __device__ __forceinline__ u32 or_nor(u32 a, u32 b, u32 c) {
     u32 r;
     asm("lop3.b32 %0, %1, %2, %3, 0xf1;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+
+// The shared-memory word at a 32-bit shared address. Written out so that a column's address is
+// one multiply-add from its symbol: left to itself, the compiler adds the shared window's base
+// to every address with an extra integer instruction. Volatile keeps these loads after the
+// barrier that ends the writes of the table (see the kernel).
+__device__ __forceinline__ u32 load_shared(u32 address) {
+    u32 r;
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(r) : "r"(address));
     return r;
 }
 
@@ -244,7 +261,7 @@ __device__ __forceinline__ Bottom advance_block(u32 (&pv)[WPL], u32 (&mv)[WPL], 
 #define TRACK_LAST_END 3
 
 template <int LANES, int WPL, bool DNA, int TRACK>
-__global__ void __launch_bounds__(128) myers_edit(
+__global__ void __launch_bounds__(BLOCK_THREADS) myers_edit(
     const unsigned char* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const unsigned char* __restrict__ t_codes, const i64* __restrict__ t_offsets,
     const i64* __restrict__ q_index, const i64* __restrict__ t_index,
@@ -284,11 +301,12 @@ __global__ void __launch_bounds__(128) myers_edit(
     }
     const bool last_pass = pass_from_end == 0;
 
-    // DNA match words as pa + c0 * d1 + c1 * d2 + c0 * c1 * d3 for a symbol of bits (c1, c0):
-    // A 00 -> pa, C 01 -> pa + d1, G 10 -> pa + d2, T 11 -> pa + d1 + d2 + d3 (modulo 2^32), three
-    // multiply-adds per word.
-    constexpr int DNA_WORDS = DNA ? WPL : 1;
-    u32 pv[WPL], mv[WPL], pa[DNA_WORDS], d1[DNA_WORDS], d2[DNA_WORDS], d3[DNA_WORDS];
+    // The DNA match words of this thread: word w of code c at
+    // dna_table[(w * DNA_CODES + c) * BLOCK_THREADS + threadIdx.x].
+    constexpr int block = BLOCK_THREADS;
+    __shared__ u32 dna_table[DNA ? DNA_CODES * WPL * block : 1];
+    u32* const own_rows = dna_table + threadIdx.x;
+    u32 pv[WPL], mv[WPL];
 #pragma unroll
     for (int w = 0; w < WPL; ++w) {
         const int first_row = first_row_of_word(m, ROWS, pass_from_end, lane * WPL + w);
@@ -309,12 +327,17 @@ __global__ void __launch_bounds__(128) myers_edit(
         pv[w] = top_delta ? query_rows : ~0u;
         mv[w] = 0u;
         if constexpr (DNA) {
-            pa[w] = match_a;
-            d1[w] = match_c - match_a;
-            d2[w] = match_g - match_a;
-            d3[w] = match_t - match_g - match_c + match_a;
+            u32* const rows = own_rows + w * DNA_CODES * block;
+            rows[0] = match_a;
+            rows[block] = match_c;
+            rows[2 * block] = match_g;
+            rows[3 * block] = match_t;
+            rows[4 * block] = 0u;
         }
     }
+    // The table's writes stay before its loads (which the compiler sees as volatile asm only).
+    asm volatile("" ::: "memory");
+    const u32 own_address = (u32)__cvta_generic_to_shared(own_rows);
     const u32* pair_table = DNA ? table : table + slot * n_codes * WORDS + lane * WPL;
 
     int score = m, best = m, best_end = 0;  // D[m][0] = m
@@ -330,21 +353,13 @@ __global__ void __launch_bounds__(128) myers_edit(
             }
         }
     };
-    // A DNA column (not N) from the bits of its symbol as 0/1 values: c0, c1 and c0 & c1.
-    auto dna_column = [&](u32 c0, u32 c1, u32 c01, u32 hp, u32 hn) -> Bottom {
-        if constexpr (DNA) {
-            return advance_block<LANES, WPL>(pv, mv, [&](int w) {
-                return mad_lo(c01, d3[w], mad_lo(c1, d2[w], mad_lo(c0, d1[w], pa[w])));
-            }, hp, hn, one);
-        } else {
-            return Bottom{0, 0};
-        }
-    };
     // A column from its symbol code.
-    auto column = [&](int c, u32 hp, u32 hn) -> Bottom {
+    auto column = [&](u32 c, u32 hp, u32 hn) -> Bottom {
         if constexpr (DNA) {
-            if (c > 3) return advance_block<LANES, WPL>(pv, mv, [](int) { return 0u; }, hp, hn, one);
-            return dna_column((u32)c & 1u, (u32)c >> 1, (u32)(c == 3), hp, hn);
+            const u32 rows = mad_lo(c, block * 4, own_address);
+            return advance_block<LANES, WPL>(
+                pv, mv, [&](int w) { return load_shared(rows + w * DNA_CODES * block * 4); }, hp,
+                hn, one);
         } else {
             const u32* row = pair_table + (i64)c * WORDS;
             return advance_block<LANES, WPL>(pv, mv, [&](int w) { return __ldg(row + w); }, hp, hn, one);
@@ -370,25 +385,13 @@ __global__ void __launch_bounds__(128) myers_edit(
                 v = make_uint4(__byte_perm(v.w, 0, 0x0123), __byte_perm(v.z, 0, 0x0123),
                                __byte_perm(v.y, 0, 0x0123), __byte_perm(v.x, 0, 0x0123));
             }
-            if (DNA && ((v.x | v.y | v.z | v.w) & 0x04040404u) == 0) {
-                // No N: the two bits of the 4 codes of a word, and their AND, as 0/1 bytes.
 #pragma unroll 1
-                for (int k = 0; k < 4; ++k) {
-                    const u32 x0 = v.x & 0x01010101u, x1 = (v.x >> 1) & 0x01010101u, x01 = x0 & x1;
-                    track(dna_column(byte_of<0>(x0), byte_of<0>(x1), byte_of<0>(x01), hp, 0), j + 4 * k);
-                    track(dna_column(byte_of<1>(x0), byte_of<1>(x1), byte_of<1>(x01), hp, 0), j + 4 * k + 1);
-                    track(dna_column(byte_of<2>(x0), byte_of<2>(x1), byte_of<2>(x01), hp, 0), j + 4 * k + 2);
-                    track(dna_column(byte_of<3>(x0), byte_of<3>(x1), byte_of<3>(x01), hp, 0), j + 4 * k + 3);
-                    v = make_uint4(v.y, v.z, v.w, v.x);
-                }
-            } else {
-#pragma unroll 1
-                for (int k = 0; k < 4; ++k) {
-                    u32 x = v.x;
-#pragma unroll
-                    for (int u = 0; u < 4; ++u, x >>= 8) track(column((int)(x & 0xffu), hp, 0), j + 4 * k + u);
-                    v = make_uint4(v.y, v.z, v.w, v.x);
-                }
+            for (int k = 0; k < 4; ++k) {
+                track(column(byte_of<0>(v.x), hp, 0), j + 4 * k);
+                track(column(byte_of<1>(v.x), hp, 0), j + 4 * k + 1);
+                track(column(byte_of<2>(v.x), hp, 0), j + 4 * k + 2);
+                track(column(byte_of<3>(v.x), hp, 0), j + 4 * k + 3);
+                v = make_uint4(v.y, v.z, v.w, v.x);
             }
         }
         for (; j < n; ++j) track(column(reverse ? t[n - 1 - j] : t[j], hp, 0), j);
