@@ -31,9 +31,6 @@ from . import _cpu
 
 KERNEL_FILE = "edit/kernels/myers.cu"
 PATH_KERNEL_FILE = "edit/kernels/path.cu"
-#: Threads per block of the Myers kernels: BLOCK_THREADS in myers.cu, which sizes their
-#: shared-memory tables and launch bounds with it.
-THREADS_PER_BLOCK = 128
 
 
 #: What a kernel tracks along the query's last row (TRACK_* in myers.cu): nothing until the last
@@ -81,9 +78,11 @@ def run_kernel(sequences, index, order, t_length, alphabet, lanes: int, words_pe
                  np.int32(words), np.int32(alphabet.size), np.int32(alphabet.match_codes),
                  np.int32(reverse), np.int32(pass_from_end), table))
     distance, end = outputs
-    threads = THREADS_PER_BLOCK
-    blocks = (size * lanes + threads - 1) // threads
     kernel = get_kernel(KERNEL_FILE, _kernel_name(lanes, words_per_lane, dna, track))
+    # Blocks of exactly the kernel's launch bounds (BLOCK_THREADS in myers.cu), the stride of
+    # its shared-memory tables.
+    threads = kernel.max_threads_per_block
+    blocks = (size * lanes + threads - 1) // threads
     if dna and 1 < lanes < 32:
         # The driver would give these kernels' shared-memory tables all it can, for occupancy,
         # leaving an L1 cache too small for the target bytes that their many groups per warp

@@ -45,7 +45,8 @@ typedef long long i64;
 
 // DNA symbol codes: A C G T, and N (4), which matches nothing.
 constexpr int DNA_CODES = 5;
-// Threads per block of the edit-distance kernels (the stride of the DNA match tables).
+// Threads per block of the edit-distance kernels: their launch bounds, which the host reads back
+// to size its launches, and the stride of the DNA match tables.
 constexpr int BLOCK_THREADS = 128;
 
 // Big-integer addition through the words of a block: the carry flag links the asm statements
