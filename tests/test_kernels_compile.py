@@ -57,12 +57,12 @@ def _nvrtc(major: int) -> ctypes.CDLL | None:
 def _compile(nvrtc: ctypes.CDLL, path: str, names: list[str]) -> tuple[int, str]:
     """Compile package file ``path`` with ``names`` as name expressions: (status, log)."""
     program = ctypes.c_void_p()
-    source = loader._source(path).encode()
+    source = loader.source(path).encode()
     assert nvrtc.nvrtcCreateProgram(ctypes.byref(program), source, path.encode(), 0, None,
                                     None) == 0
     for name in names:
         assert nvrtc.nvrtcAddNameExpression(program, name.encode()) == 0
-    options = [option.encode() for option in (*loader._OPTIONS, "--gpu-architecture=sm_90")]
+    options = [option.encode() for option in (*loader.OPTIONS, "--gpu-architecture=sm_90")]
     status = nvrtc.nvrtcCompileProgram(program, len(options),
                                        (ctypes.c_char_p * len(options))(*options))
     size = ctypes.c_size_t()

@@ -1,10 +1,26 @@
-"""Tunables, read at call time so that tests can patch them.
+"""User settings: tunables with documented defaults, read at call time.
 
-Tests shrink the batch sizes (``unittest.mock.patch("gpualign.config.X", ...)``) to drive the
-multi-batch and multi-bin code paths with tiny inputs.
+Change one by assignment (``gpualign.config.CPU_BATCH_PAIRS = 1 << 14``), for a block of code
+with :func:`override`, and go back to the defaults with :func:`reset`. Tests shrink the batch
+sizes (``monkeypatch.setattr(gpualign.config, ...)``) to drive the multi-batch and multi-bin
+code paths with tiny inputs. Constants that must match a kernel live beside that kernel, not
+here; the measurements behind the defaults are in ``benchmarks/results/tuning.md``.
+
+Examples
+--------
+>>> from gpualign import config
+>>> with override(CPU_BATCH_PAIRS=7):
+...     config.CPU_BATCH_PAIRS
+7
+>>> config.CPU_BATCH_PAIRS == 1 << 16
+True
 """
 
 from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
 
 #: Environment variable consulted when ``backend="auto"``: ``cpu`` or ``cuda``.
 BACKEND_ENV_VAR = "GPUALIGN_BACKEND"
@@ -42,8 +58,8 @@ EDIT_SLICE_KERNEL: tuple[int, int] = (32, 16)
 
 #: Shared-memory share (percent of the most an SM can have) preferred for the DNA kernels of
 #: 2 to 16 lanes per pair; the rest of an SM's unified L1/shared memory stays L1 cache, which
-#: holds the targets their lanes read a byte at a time. In an A/B on an H100, 43% ran global
-#: 1k pairs 9% faster than the driver's choice (all shared memory).
+#: holds the targets their lanes read a byte at a time (the driver's own choice, all shared
+#: memory, is slower: tuning.md).
 EDIT_COOPERATIVE_SHARED_CARVEOUT = 43
 
 #: CUDA streams on which the kernel bins of a chunk of edit-distance pairs run side by side.
@@ -75,9 +91,8 @@ MATRIX_BLOCK_PAIRS = 1 << 22
 #: cut by GPU work, ``LCS_GPU_PINNED_BATCH_CELLS`` cells (query symbols x subject symbols,
 #: about a millisecond on an H100; at most ``LCS_GPU_BATCH_RESIDUES`` symbols), with more in
 #: flight, so that the GPU fills sooner at the start and drains sooner at the end (one
-#: subject per thread, each thread busy for milliseconds). On the H100, query 4,096 vs
-#: 720,000 pinned subjects of 4,096: 3 x 2^28 symbols took 101 ms, 12 x 2^25 91 ms, the
-#: kernels alone 86 ms. The first batches are smaller (``LCS_GPU_FIRST_BATCH_RESIDUES``,
+#: subject per thread, each thread busy for milliseconds). The first batches are smaller
+#: (``LCS_GPU_FIRST_BATCH_RESIDUES``,
 #: doubling) so that copies and kernels start overlapping early.
 LCS_GPU_BATCH_RESIDUES = 1 << 28
 LCS_GPU_SLOTS = 3
@@ -93,8 +108,6 @@ ALIGN_CPU_SCORES = "parasail"
 #: Query rows per strip of the CUDA alignment kernels (even): a thread keeps a strip's cells in
 #: ``ALIGN_STRIP_ROWS / 2`` registers of two lanes and passes the strip's last row to the next
 #: strip through memory, so longer strips mean less memory traffic but more registers.
-#: Measured on an H100 (16S pairs, NW / SW; UniProt SW): 16 rows 1.85 / 1.54 / 0.12 TCUPS,
-#: 32 rows 1.91 / 1.78 / 0.17, 64 rows 2.12 / 1.87 / 0.19 (before query profiles).
 ALIGN_STRIP_ROWS = 64
 
 #: Pairs per chunk of the CUDA alignment backend (bounds its index and result arrays). A chunk
@@ -107,10 +120,10 @@ ALIGN_GPU_CHUNK_PAIRS = 1 << 22
 #: overlap, not local end cells): a thread would compute such a pair alone, long after the rest.
 ALIGN_WARP_MIN_CELLS = 1 << 22
 
-#: ... and at least this many times the mean cells of the call's pairs. Measured on an H100:
-#: the warp kernel scores long protein pairs at about 0.35-0.4 TCUPS, the thread kernels whole
-#: batches at 1-3, so only a tail far above the mean is worth moving (UniProt SW: 0.41 -> 0.79
-#: TCUPS; 16S pairs, whose longest are about twice the mean, stay on the thread kernels).
+#: ... and at least this many times the mean cells of the call's pairs: the warp kernel is
+#: slower per cell than the thread kernels on whole batches, so only a tail far above the mean
+#: is worth moving (16S pairs, whose longest are about twice the mean, stay on the thread
+#: kernels).
 ALIGN_WARP_MIN_RATIO = 16.0
 
 #: Query rows each lane of the CUDA path kernel (``task="path"``) may keep, multiples of 8: a
@@ -153,9 +166,6 @@ ALIGN_CPU_BATCH_RESIDUES = 1 << 24
 #: Subject symbols per batch of the CPU LCS backend.
 LCS_CPU_BATCH_RESIDUES = 1 << 24
 
-#: CUDA threads per block of the LCS kernel.
-LCS_THREADS_PER_BLOCK = 128
-
 #: Query words (32 rows each) that one LCS thread keeps in registers per pass over a subject;
 #: the kernel is specialized for each. A query runs in the tiles that cost least
 #: (``LCS_TILE_PASS_COST``).
@@ -174,7 +184,32 @@ LCS_WIDE_LOADS = False
 #: queries (or larger alphabets) run as several launches over groups of tiles.
 LCS_SHARED_BYTES = 48 * 1024
 
-#: Host threads that copy a batch into page-locked memory (None: one per core). One thread
-#: copies about 11 GB/s on the H100 host, 16 about 40 GB/s; the kernel consumes a 4,096-symbol
-#: query's subjects at about 33 GB/s.
+#: Host threads that copy a batch into page-locked memory (None: one per core): one thread
+#: copies slower than the LCS kernel consumes subjects.
 LCS_STAGING_THREADS: int | None = None
+
+
+#: The settings as shipped, for :func:`reset`.
+_DEFAULTS: dict[str, Any] = {name: value for name, value in globals().items()
+                             if name.isupper() and not name.startswith("_")}
+
+
+def reset() -> None:
+    """Put every setting back to its default."""
+    globals().update(_DEFAULTS)
+
+
+@contextlib.contextmanager
+def override(**settings: Any) -> Iterator[None]:
+    """Change settings for the ``with`` block, then restore the values they had before.
+
+    Raises AttributeError for a name that is not a setting."""
+    unknown = sorted(set(settings) - set(_DEFAULTS))
+    if unknown:
+        raise AttributeError(f"gpualign.config has no setting {', '.join(unknown)}")
+    saved = {name: globals()[name] for name in settings}
+    globals().update(settings)
+    try:
+        yield
+    finally:
+        globals().update(saved)

@@ -1,5 +1,6 @@
-"""Device memory: how much one batch may use, chunks of pairs whose sequences fit, and launches
-that split when they run out of memory."""
+"""Device memory, the one budget: how much one batch may use, whether data may stay resident,
+chunks of pairs whose sequences fit, and launches that split when they run out of memory. No
+other module asks the device how much memory is free."""
 
 from __future__ import annotations
 
@@ -8,18 +9,30 @@ import numpy as np
 from .. import config
 
 
-def batch_budget() -> int:
-    """Bytes one batch may allocate: a fraction of the free memory, capped by the config."""
+def free_bytes() -> int:
+    """Free memory of the current device, counting what CuPy's pool holds but does not use."""
     import cupy
 
     free, _total = cupy.cuda.runtime.memGetInfo()
-    # Memory CuPy's pool holds but does not use is free for us too.
     pool = cupy.get_default_memory_pool()
-    free += pool.total_bytes() - pool.used_bytes()
-    budget = int(free * config.GPU_MEMORY_FRACTION)
+    return int(free + pool.total_bytes() - pool.used_bytes())
+
+
+def batch_budget() -> int:
+    """Bytes one batch may allocate: ``config.GPU_MEMORY_FRACTION`` of the free memory, capped
+    by ``config.GPU_BATCH_BYTES``."""
+    budget = int(free_bytes() * config.GPU_MEMORY_FRACTION)
     if config.GPU_BATCH_BYTES is not None:
         budget = min(budget, int(config.GPU_BATCH_BYTES))
     return max(budget, 1)
+
+
+def fits_resident(nbytes: int) -> bool:
+    """Whether data of ``nbytes`` may stay on the device for a whole call (an index, a page's
+    sort): at most ``config.GPU_MEMORY_FRACTION`` of the free memory. Unlike
+    :func:`batch_budget` this is not capped by ``config.GPU_BATCH_BYTES``, which bounds
+    batches."""
+    return nbytes <= config.GPU_MEMORY_FRACTION * free_bytes()
 
 
 def device_chunks(qset, tset, q_index, t_index, step):

@@ -40,7 +40,6 @@ typedef long long i64;
 
 enum { GLOBAL = 0, LOCAL = 1, SEMI_GLOBAL = 2, OVERLAP = 3 };
 enum { FROM_DIAGONAL = 0, FROM_E = 1, FROM_F = 2, STOP = 3, E_OPENED = 4, F_OPENED = 8 };
-enum { OP_MATCH = 0, OP_MISMATCH = 1, OP_INSERT = 2, OP_DELETE = 3 };
 constexpr int NEG = -(1 << 30);  // "minus infinity", with room to subtract gap costs
 constexpr u32 FULL_WARP = 0xffffffffu;
 
@@ -234,14 +233,14 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     while (true) {
         if (MODE == GLOBAL) {
             if (i == 0 || j == 0) {  // the rest is one gap along the border
-                for (; j > 0; --j) ops[n_ops++] = OP_DELETE;
-                for (; i > 0; --i) ops[n_ops++] = OP_INSERT;
+                for (; j > 0; --j) ops[n_ops++] = OP_DELETION;
+                for (; i > 0; --i) ops[n_ops++] = OP_INSERTION;
                 break;
             }
         } else if (MODE == SEMI_GLOBAL) {
             if (i == 0) break;
             if (j == 0) {
-                for (; i > 0; --i) ops[n_ops++] = OP_INSERT;
+                for (; i > 0; --i) ops[n_ops++] = OP_INSERTION;
                 break;
             }
         } else if (i == 0 || j == 0) {  // overlap: free ends; local: the border scores 0
@@ -263,11 +262,11 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                 state = source == FROM_E ? 1 : 2;
             }
         } else if (state == 1) {
-            ops[n_ops++] = OP_DELETE;
+            ops[n_ops++] = OP_DELETION;
             if (code & E_OPENED) state = 0;
             --j;
         } else {
-            ops[n_ops++] = OP_INSERT;
+            ops[n_ops++] = OP_INSERTION;
             if (code & F_OPENED) state = 0;
             --i;
         }

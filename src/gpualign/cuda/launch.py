@@ -1,0 +1,110 @@
+"""Launch sizes from the kernel and the device, never from a constant copied into Python.
+
+A kernel states its block size in its ``__launch_bounds__``; CuPy reports it back as the
+function's ``max_threads_per_block`` (the bound, or less where the kernel's registers allow
+fewer threads). Grids are sized from it, shared memory is checked against the device's limits,
+and a kernel whose needs the device cannot meet raises :class:`KernelResourceError` naming the
+kernel, what it needs and what the device has.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["DeviceLimits", "KernelResourceError", "block_threads", "device_limits", "grid",
+           "reserve_shared"]
+
+#: Dynamic shared memory a block gets without opting in (the CUDA default on every GPU).
+DEFAULT_SHARED_BYTES = 48 * 1024
+
+
+class KernelResourceError(RuntimeError):
+    """A kernel needs more of a resource (threads, shared memory) than the device has."""
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """The limits of one device that launches are checked against."""
+
+    name: str
+    multiprocessors: int
+    max_threads_per_block: int
+    max_grid_x: int
+    shared_per_block_optin: int
+    warp_size: int
+
+
+@functools.cache
+def device_limits(device: int) -> DeviceLimits:
+    """The :class:`DeviceLimits` of CUDA device ``device`` (read once per process)."""
+    import cupy
+
+    properties = cupy.cuda.runtime.getDeviceProperties(device)
+    name = properties["name"]
+    return DeviceLimits(
+        name=name.decode() if isinstance(name, bytes) else str(name),
+        multiprocessors=int(properties["multiProcessorCount"]),
+        max_threads_per_block=int(properties["maxThreadsPerBlock"]),
+        max_grid_x=int(properties["maxGridSize"][0]),
+        shared_per_block_optin=int(properties["sharedMemPerBlockOptin"]),
+        warp_size=int(properties["warpSize"]),
+    )
+
+
+def _current_device() -> int:
+    import cupy
+
+    return cupy.cuda.Device().id
+
+
+def block_threads(kernel: Any) -> int:
+    """Threads per block of ``kernel``: its launch bounds as the compiled function reports
+    them."""
+    return int(kernel.max_threads_per_block)
+
+
+def grid(kernel: Any, items: int, items_per_block: int | None = None,
+         ) -> tuple[tuple[int], tuple[int]]:
+    """``(grid, block)`` for ``items`` work items, ``items_per_block`` to a block (default: one
+    a thread). Raises :class:`KernelResourceError` when the grid is larger than the device
+    allows.
+
+    Examples
+    --------
+    >>> class Kernel:  # a stand-in for a compiled cupy.RawKernel
+    ...     max_threads_per_block = 128
+    >>> grid(Kernel(), 1000)  # doctest: +SKIP
+    ((8,), (128,))
+    """
+    threads = block_threads(kernel)
+    per_block = items_per_block or threads
+    blocks = max(1, -(-int(items) // per_block))
+    limit = device_limits(_current_device()).max_grid_x
+    if blocks > limit:
+        raise KernelResourceError(f"kernel {_name(kernel)}: {blocks} blocks of {per_block} items "
+                                  f"exceed the device's grid limit of {limit}")
+    return (blocks,), (threads,)
+
+
+def reserve_shared(kernel: Any, shared_bytes: int) -> int:
+    """Let ``kernel`` use ``shared_bytes`` of dynamic shared memory per block: opt in above the
+    default 48 KiB, or raise :class:`KernelResourceError` when the device has less. Returns
+    ``shared_bytes``."""
+    shared_bytes = int(shared_bytes)
+    if shared_bytes <= DEFAULT_SHARED_BYTES:
+        return shared_bytes
+    limits = device_limits(_current_device())
+    available = limits.shared_per_block_optin - int(kernel.shared_size_bytes)
+    if shared_bytes > available:
+        raise KernelResourceError(
+            f"kernel {_name(kernel)} needs {shared_bytes} bytes of shared memory per block; "
+            f"{limits.name} offers {available}")
+    if kernel.max_dynamic_shared_size_bytes < shared_bytes:
+        kernel.max_dynamic_shared_size_bytes = shared_bytes
+    return shared_bytes
+
+
+def _name(kernel: Any) -> str:
+    return str(getattr(kernel, "name", kernel))
