@@ -38,6 +38,7 @@ KERNELS = {
     edit_cuda.PATH_KERNEL_FILE: ["trace_paths", "write_paths"],
     "lcs/kernels/lcs.cu": ["lcs_tiles<2, true>", "lcs_tiles<1, false>"],
     mems_cuda.KERNEL_FILE: ["mems_at<false>", "mems_at<true>"],
+    mems_cuda.INDEX_KERNEL_FILE: ["kmer_codes_at_rows", "kmer_bounds"],
     formats_cuda.KERNEL_FILE: ["fasta_records<false>", "fasta_records<true>",
                                "mummer_blocks<false>", "mummer_blocks<true>"],
 }

@@ -291,13 +291,15 @@ sys.exit(code)
 
 
 def test_modules_of_a_cuda_mems_run_do_not_import_numba():
-    # Importing Numba costs most of a second: the CUDA path of find_mems, its file reading
-    # and its MUMmer writer keep it out (the CPU parts load it when first used).
+    # Importing Numba is slow: the CUDA path of find_mems (the backend module api.py and
+    # index.py pick for "cuda"), its file reading and its MUMmer writer keep it out (the CPU
+    # parts load it when first used).
     code = ("import sys, gpualign, gpualign.cli, gpualign.io, gpualign.mems.api, "
-            "gpualign.mems._cuda, gpualign.formats._cuda; print('numba' in sys.modules)")
+            "gpualign.formats._cuda; from gpualign.mems.index import _backend; "
+            "print(_backend('cuda').__name__, 'numba' in sys.modules)")
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True)
-    assert shown.stdout.split() == ["False"]
+    assert shown.stdout.split() == ["gpualign.mems._cuda", "False"]
 
 
 @pytest.mark.cuda

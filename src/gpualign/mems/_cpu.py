@@ -14,6 +14,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .index import MemIndex
+
+__all__ = ["PageBuilder", "find_all", "prepare"]
+
 #: Complement of each DNA code (A<->T, C<->G, N stays N).
 COMPLEMENT = np.array([3, 2, 1, 0, 4], dtype=np.uint8)
 
@@ -100,13 +104,29 @@ def _strand(codes, reverse_codes, offsets, number, reverse):
     return codes[offsets[number]:offsets[number + 1]]
 
 
+def prepare(index: MemIndex) -> MemIndex:
+    """The reference as :func:`find_all` searches it: ``index`` itself, in host memory."""
+    return index
+
+
+def find_all(codes: np.ndarray, offsets: np.ndarray, strands: int, first_reverse: bool,
+             index: MemIndex, page_number: int, min_length: int,
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The MEMs of every query of ``codes``/``offsets`` on ``strands`` strands (1 or 2; strand
+    0 is the reverse complement when ``first_reverse``, strand 1 always) against page
+    ``page_number`` of ``index`` (from :func:`prepare`). Returns ``entry, query_pos, text_pos,
+    length`` arrays (entry: ``query * strands + strand``), ordered by entry, then query
+    position, then text position."""
+    page = index.pages[page_number]
+    return _find_all(codes, offsets, strands, first_reverse, index.text, page.start,
+                     page.suffix_array, page.kmer_rows, index.kmer_size, min_length)
+
+
 @njit(cache=True, parallel=True)
-def find_all(codes, offsets, strands, first_reverse, text, page_start, suffix_array, kmer_rows,
-             k, min_length):
-    """MEMs of every query of ``codes``/``offsets`` on ``strands`` strands (1 or 2; strand 0 is
-    the reverse complement when ``first_reverse``, strand 1 always) against one page. Returns
-    ``entry, query_pos, text_pos, length`` arrays (entry: ``query * strands + strand``), ordered
-    by entry, then query position, then text position."""
+def _find_all(codes, offsets, strands, first_reverse, text, page_start, suffix_array,
+              kmer_rows, k, min_length):
+    """:func:`find_all` against the page of ``text`` at ``page_start`` with ``suffix_array``
+    and ``kmer_rows``, its k-mer table of ``k``-mers."""
     queries = len(offsets) - 1
     entries = queries * strands
     reverse_codes = COMPLEMENT[codes[::-1]] if first_reverse or strands == 2 else codes[:0]

@@ -13,12 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import config
+from ..cuda.launch import grid
 from ..cuda.loader import get_kernel
+from ..cuda.memory import fits_resident
+from .index import MemIndex
+
+__all__ = ["DeviceIndex", "PageBuilder", "find_all", "prepare"]
 
 KERNEL_FILE = "mems/kernels/mems.cu"
 INDEX_KERNEL_FILE = "mems/kernels/index.cu"
-_THREADS = 256
 #: Device bytes per suffix while a page is sorted: the int64 rank, next rank, key, sorted key
 #: and order arrays, and the sort's own buffers.
 _SORT_BYTES_PER_SUFFIX = 64
@@ -45,8 +48,7 @@ class PageBuilder:
     def __call__(self, start: int, end: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         import cupy
 
-        free, _ = cupy.cuda.runtime.memGetInfo()
-        if _SORT_BYTES_PER_SUFFIX * (stop - start) > config.GPU_MEMORY_FRACTION * free:
+        if not fits_resident(_SORT_BYTES_PER_SUFFIX * (stop - start)):
             if self.cpu is None:
                 from ._cpu import PageBuilder as CpuPageBuilder
 
@@ -57,14 +59,14 @@ class PageBuilder:
             order = order[order < end - start]
         suffix_array = order.astype(cupy.int32)
         rows = len(suffix_array)
-        grid = ((rows + _THREADS - 1) // _THREADS,)
         codes = cupy.empty(rows, dtype=cupy.int64)
-        get_kernel(INDEX_KERNEL_FILE, "kmer_codes_at_rows")(
-            grid, (_THREADS,), (self.device_text, np.int64(len(self.text)), np.int64(start),
-                                suffix_array, np.int64(rows), np.int32(self.k), codes))
+        kernel = get_kernel(INDEX_KERNEL_FILE, "kmer_codes_at_rows")
+        kernel(*grid(kernel, rows), (self.device_text, np.int64(len(self.text)),
+                                     np.int64(start), suffix_array, np.int64(rows),
+                                     np.int32(self.k), codes))
         kmer_rows = cupy.zeros((4 ** self.k, 2), dtype=cupy.int64)
-        get_kernel(INDEX_KERNEL_FILE, "kmer_bounds")(
-            grid, (_THREADS,), (codes, np.int64(rows), kmer_rows))
+        kernel = get_kernel(INDEX_KERNEL_FILE, "kmer_bounds")
+        kernel(*grid(kernel, rows), (codes, np.int64(rows), kmer_rows))
         return suffix_array.get(), kmer_rows.get()
 
 
@@ -98,15 +100,13 @@ def _sorted_suffixes(symbols):
 class DeviceIndex:
     """A :class:`~gpualign.mems.MemIndex` on the current CUDA device."""
 
-    def __init__(self, index):
+    def __init__(self, index: MemIndex):
         import cupy
 
         self.index = index
         self.text = cupy.asarray(index.text)
-        free, _ = cupy.cuda.runtime.memGetInfo()
-        page_bytes = sum(page.suffix_array.nbytes + page.kmer_rows.nbytes
-                         for page in index.pages)
-        self.resident = page_bytes <= config.GPU_MEMORY_FRACTION * free
+        self.resident = fits_resident(sum(page.suffix_array.nbytes + page.kmer_rows.nbytes
+                                          for page in index.pages))
         self._pages: dict[int, tuple] = {}
         for name in ("mems_at<false>", "mems_at<true>"):  # compiled or loaded now, off the
             get_kernel(KERNEL_FILE, name)                  # path of the first batch
@@ -124,11 +124,18 @@ class DeviceIndex:
         return arrays
 
 
+def prepare(index: MemIndex) -> DeviceIndex:
+    """The reference as :func:`find_all` searches it: ``index`` on the current device."""
+    return DeviceIndex(index)
+
+
 def find_all(codes: np.ndarray, offsets: np.ndarray, strands: int, first_reverse: bool,
-             index: DeviceIndex, page_number: int, min_length: int):
-    """The MEMs of every query of ``codes``/``offsets`` against one page, as
-    :func:`gpualign.mems._cpu.find_all` returns them: host arrays ``entry, query_pos,
-    text_pos, length``, ordered by entry, then query position, then text position."""
+             index: DeviceIndex, page_number: int, min_length: int,
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The MEMs of every query of ``codes``/``offsets`` against page ``page_number`` of
+    ``index`` (from :func:`prepare`), as :func:`gpualign.mems._cpu.find_all` returns them:
+    host arrays ``entry, query_pos, text_pos, length``, ordered by entry, then query
+    position, then text position."""
     import cupy
 
     queries = len(offsets) - 1
@@ -136,7 +143,6 @@ def find_all(codes: np.ndarray, offsets: np.ndarray, strands: int, first_reverse
     if positions == 0:
         return tuple(np.zeros(0, dtype=np.int64) for _ in range(4))
     suffix_array, kmer_rows = index.page(page_number)
-    grid = ((positions + _THREADS - 1) // _THREADS,)
     common = (cupy.asarray(codes), cupy.asarray(offsets), np.int32(queries), np.int32(strands),
               np.int32(first_reverse), np.int64(positions), index.text,
               np.int64(index.index.pages[page_number].start), suffix_array,
@@ -144,12 +150,12 @@ def find_all(codes: np.ndarray, offsets: np.ndarray, strands: int, first_reverse
               np.int32(min_length))
     counts = cupy.empty(positions, dtype=cupy.int32)
     unused = cupy.zeros(1, dtype=cupy.int64)
-    get_kernel(KERNEL_FILE, "mems_at<false>")(
-        grid, (_THREADS,), (*common, counts, unused, unused, unused, unused, unused))
+    count = get_kernel(KERNEL_FILE, "mems_at<false>")
+    count(*grid(count, positions), (*common, counts, unused, unused, unused, unused, unused))
     ends = cupy.cumsum(counts, dtype=cupy.int64)
     total = int(ends[-1])
     found = [cupy.empty(total, dtype=cupy.int64) for _ in range(4)]
     if total:
-        get_kernel(KERNEL_FILE, "mems_at<true>")(
-            grid, (_THREADS,), (*common, counts, ends - counts, *found))
+        emit = get_kernel(KERNEL_FILE, "mems_at<true>")
+        emit(*grid(emit, positions), (*common, counts, ends - counts, *found))
     return tuple(column.get() for column in found)

@@ -12,7 +12,7 @@ from .. import config
 from .._checks import integer
 from ..backend import resolve_backend
 from ..streaming import iter_batches
-from .index import MemIndex, build_index
+from .index import MemIndex, _backend, build_index
 
 __all__ = ["Mems", "find_mems"]
 
@@ -90,10 +90,7 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
     if strands not in _STRANDS:
         raise ValueError(f"strands={strands!r}: expected one of {', '.join(_STRANDS)}")
     backend = resolve_backend(backend)
-    if backend == "cuda":  # imported here: a CUDA run does not load the CPU's compiled code
-        from . import _cuda as search
-    else:
-        from . import _cpu as search
+    search = _backend(backend)
     count, first_reverse = (2, False) if strands == "both" else (1, strands == "reverse")
     found, names, lengths = [], [], []
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -106,18 +103,10 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
         for batch in iter_batches(queries, "dna", invalid=invalid, role="queries",
                                   batch_residues=config.MEM_QUERY_BATCH_RESIDUES,
                                   read_ahead=config.MEM_READ_AHEAD, parser=backend):
-            index, device_index = ready.result()
+            index, prepared = ready.result()
             qset = batch.sequences
-            pages = []
-            for number, page in enumerate(index.pages):
-                if device_index is None:
-                    pages.append(search.find_all(qset.codes, qset.offsets, count, first_reverse,
-                                                 index.text, page.start, page.suffix_array,
-                                                 page.kmer_rows, index.kmer_size, min_length))
-                else:
-                    pages.append(search.find_all(qset.codes, qset.offsets, count,
-                                                 first_reverse, device_index, number,
-                                                 min_length))
+            pages = [search.find_all(qset.codes, qset.offsets, count, first_reverse, prepared,
+                                     number, min_length) for number in range(len(index.pages))]
             entry, q_pos, t_pos, length = _merge_pages(pages)
             found.append((entry // count + batch.start, (entry % count + first_reverse) > 0,
                           q_pos, t_pos, length))
@@ -138,20 +127,17 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
                 np.zeros(0, dtype=np.int64))
 
 
-def _prepare(reference: Any, backend: str, min_length: int):
-    """The :class:`MemIndex` of ``reference`` (built unless it is one) and, for CUDA, its
-    :class:`~gpualign.mems._cuda.DeviceIndex`."""
+def _prepare(reference: Any, backend: str, min_length: int) -> tuple[MemIndex, Any]:
+    """The :class:`MemIndex` of ``reference`` (built unless it is one) and the reference as
+    the resolved ``backend`` searches it (its ``prepare``: the index itself on the CPU, a
+    :class:`~gpualign.mems._cuda.DeviceIndex` on CUDA)."""
     index = (reference if isinstance(reference, MemIndex) else
              build_index(reference, backend=backend))
     if len(index.pages) > 1 and min_length > index.overlap:
         raise ValueError(f"min_length={min_length}: this index of {len(index.pages)} pages "
                          f"supports MEMs of at most {index.overlap} (MEM_PAGE_OVERLAP when it "
                          f"was built)")
-    if backend != "cuda":
-        return index, None
-    from ._cuda import DeviceIndex
-
-    return index, DeviceIndex(index)
+    return index, _backend(backend).prepare(index)
 
 
 def _merge_pages(pages: list[tuple]) -> tuple:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import zipfile
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 
@@ -132,16 +133,25 @@ def build_index(reference, *, invalid: str = "wildcard", kmer_size: int | None =
     k = int(kmer_size or config.MEM_KMER_SIZE)
     page_bases, overlap = int(config.MEM_PAGE_BASES), int(config.MEM_PAGE_OVERLAP)
     text, starts = _concatenate(records)
-    if backend == "cuda":
-        from ._cuda import PageBuilder
-    else:
-        from ._cpu import PageBuilder
-    build = PageBuilder(text, k)
+    build = _backend(backend).PageBuilder(text, k)
     pages = []
     for start in range(0, len(text), page_bases):
         end = min(len(text), start + page_bases)
         pages.append(IndexPage(start, end, *build(start, end, min(len(text), end + overlap))))
     return MemIndex(text, starts, list(records.names), k, pages, overlap)
+
+
+def _backend(backend: str) -> ModuleType:
+    """The module of the resolved ``backend`` (``"cpu"`` or ``"cuda"``): imported on first use,
+    so a CUDA run never loads Numba. Both offer ``PageBuilder(text, k)``, ``prepare(index)``
+    and ``find_all``."""
+    if backend == "cuda":
+        from . import _cuda
+
+        return _cuda
+    from . import _cpu
+
+    return _cpu
 
 
 def _concatenate(records: SequenceSet) -> tuple[np.ndarray, np.ndarray]:

@@ -5,15 +5,18 @@
 // rows [first, last + 1) of the suffixes that start with it. Those rows are consecutive in a
 // suffix array, so each row only compares its k-mer with its neighbours' to know whether it
 // opens or closes one.
+//
+// One thread per row, in blocks of 256 threads: the kernels' launch bounds, which
+// mems/_cuda.py sizes the grid from.
 
-typedef unsigned char u8;
-typedef long long i64;
+#include "common.cuh"
 
 // The k-mer code of the suffix in every row: -1 when one of its first k symbols is not
 // A/C/G/T or the text ends first.
-extern "C" __global__ void kmer_codes_at_rows(const u8* __restrict__ text, i64 text_length,
-                                              i64 page_start, const int* __restrict__ suffix_array,
-                                              i64 rows, int k, i64* __restrict__ codes) {
+extern "C" __global__ void __launch_bounds__(256)
+kmer_codes_at_rows(const u8* __restrict__ text, i64 text_length, i64 page_start,
+                   const int* __restrict__ suffix_array, i64 rows, int k,
+                   i64* __restrict__ codes) {
     const i64 row = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (row >= rows) return;
     const i64 position = page_start + suffix_array[row];
@@ -29,8 +32,8 @@ extern "C" __global__ void kmer_codes_at_rows(const u8* __restrict__ text, i64 t
 }
 
 // kmer_rows[c] = {first, last + 1} for every k-mer c present; the caller zeroes the table.
-extern "C" __global__ void kmer_bounds(const i64* __restrict__ codes, i64 rows,
-                                       i64* __restrict__ kmer_rows) {
+extern "C" __global__ void __launch_bounds__(256)
+kmer_bounds(const i64* __restrict__ codes, i64 rows, i64* __restrict__ kmer_rows) {
     const i64 row = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (row >= rows) return;
     const i64 code = codes[row];

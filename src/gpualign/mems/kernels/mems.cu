@@ -17,9 +17,10 @@
 // never builds it. The text is the whole reference, records each followed by a separator
 // (code 5): a comparison or an extension stops at a separator or at N (code 4) in the query,
 // so no read runs past the text. The page's suffix array holds text positions minus page_start.
+//
+// Blocks of 256 threads, the launch bounds of mems_at (mems/_cuda.py sizes the grid from them).
 
-typedef unsigned char u8;
-typedef long long i64;
+#include "common.cuh"
 
 // One query on one strand, read as the search sees it.
 struct Query {
@@ -84,14 +85,13 @@ __device__ void sort_by_key(i64* keys, i64* values, i64 n) {
 // (the exclusive prefix sums of the counts). first_reverse: whether strand 0 is the reverse
 // complement (strands = 1 searching only it); strand 1, when searched, always is.
 template <bool EMIT>
-__global__ void mems_at(const u8* __restrict__ codes, const i64* __restrict__ offsets,
-                        const int queries, const int strands, const int first_reverse,
-                        const i64 positions, const u8* __restrict__ text, const i64 page_start,
-                        const int* __restrict__ suffix_array, const i64 rows,
-                        const i64* __restrict__ kmer_rows, const int k, const int min_length,
-                        int* __restrict__ counts, const i64* __restrict__ starts,
-                        i64* __restrict__ entry_out, i64* __restrict__ q_out,
-                        i64* __restrict__ t_out, i64* __restrict__ length_out) {
+__global__ void __launch_bounds__(256)
+mems_at(const u8* __restrict__ codes, const i64* __restrict__ offsets, const int queries,
+        const int strands, const int first_reverse, const i64 positions,
+        const u8* __restrict__ text, const i64 page_start, const int* __restrict__ suffix_array,
+        const i64 rows, const i64* __restrict__ kmer_rows, const int k, const int min_length,
+        int* __restrict__ counts, const i64* __restrict__ starts, i64* __restrict__ entry_out,
+        i64* __restrict__ q_out, i64* __restrict__ t_out, i64* __restrict__ length_out) {
     const i64 x = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (x >= positions) return;
     const int number = query_of(offsets, queries, strands, x);
