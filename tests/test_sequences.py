@@ -13,7 +13,14 @@ import pytest
 
 import gpualign
 from gpualign.formats import _cpu as formats_cpu
-from gpualign.sequences import ALPHABETS, SequenceSet, as_sequence_set, encode, get_alphabet
+from gpualign.sequences import (
+    ALPHABETS,
+    SequenceSet,
+    as_sequence_set,
+    encode,
+    get_alphabet,
+    read_sets,
+)
 
 
 def test_docstring_examples_run():
@@ -328,6 +335,26 @@ def test_iter_file_batches(tmp_path):
         assert batch.lengths[:-1].sum() < 12
     whole = list(SequenceSet.iter_file(path))
     assert len(whole) == 1 and whole[0].names == names
+
+
+def test_read_sets_gives_first_record_index(tmp_path):
+    path = tmp_path / "many.fa"
+    path.write_text("".join(f">s{i}\n{'ACGT' * (1 + i % 3)}\nAC\n" for i in range(10)))
+    sets = list(read_sets(path, batch_residues=15))
+    assert [start for start, _ in sets] == np.cumsum([0] + [len(s) for _, s in sets[:-1]]).tolist()
+    assert [s.names for _, s in sets] == [s.names for s in SequenceSet.iter_file(path,
+                                                                                 batch_residues=15)]
+    path.write_text(">a\nACGT\n>b\nACGT\n>c\nAXGT\n")
+    with pytest.raises(gpualign.InvalidSymbolError, match=r"'c' \(#2\).*'X' at position 1"):
+        list(read_sets(path, batch_residues=4))
+
+
+def test_unknown_parser_is_refused(tmp_path):
+    path = tmp_path / "reads.fa"
+    path.write_text(">a\nACGT\n")
+    with pytest.raises(ValueError, match="unknown file-format backend 'auto': expected 'cpu' or"
+                                         " 'cuda'"):
+        SequenceSet.from_file(path, parser="auto")
 
 
 def test_as_sequence_set_refuses_plain_str_and_bytes(tmp_path):

@@ -302,7 +302,7 @@ def test_stopping_early_inside_the_lcs_api(tmp_path):
     assert wait_until_gone(readers() - before)
 
 
-# --- SequenceSet.iter_file delegates to streaming --------------------------------------------
+# --- SequenceSet.iter_file reads files as iter_batches does ----------------------------------
 
 
 def test_iter_file_matches_iter_batches(tmp_path):

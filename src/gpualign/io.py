@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import importlib
 import itertools
 import lzma
 import os
@@ -82,7 +81,15 @@ _LONG_RECORD = 1 << 16
 def _formats(backend: str) -> Any:
     """The compiled parts of the file formats for ``backend`` ("cpu" or "cuda"): imported on
     first use, so that a CUDA run never loads Numba."""
-    return importlib.import_module(f".formats._{backend}", __package__)
+    if backend == "cuda":
+        from .formats import _cuda
+
+        return _cuda
+    if backend == "cpu":
+        from .formats import _cpu
+
+        return _cpu
+    raise ValueError(f"unknown file-format backend {backend!r}: expected 'cpu' or 'cuda'")
 
 
 def read_packed(path: str | os.PathLike, batch_residues: int, backend: str = "cpu",

@@ -23,6 +23,7 @@ __all__ = [
     "encode_many",
     "encode_packed",
     "get_alphabet",
+    "read_sets",
 ]
 
 
@@ -278,11 +279,9 @@ class SequenceSet:
         """Read a FASTA or FASTQ file (plain, .gz, .bz2, .xz), streamed record by record;
         ``parser`` ("cpu" or "cuda") is where FASTA blocks are parsed (see
         :func:`gpualign.io.read_packed`)."""
-        from .streaming import _file_batches
-
         alpha = get_alphabet(alphabet)
-        whole = [batch.sequences
-                 for batch in _file_batches(path, alpha, invalid, 1 << 62, parser)]
+        whole = [sequences for _, sequences in read_sets(path, alpha, batch_residues=1 << 62,
+                                                          invalid=invalid, parser=parser)]
         return whole[0] if whole else cls.from_codes([], [], alpha)
 
     @classmethod
@@ -291,13 +290,9 @@ class SequenceSet:
                   ) -> Iterator[SequenceSet]:
         """Yield consecutive sets of records from a file, each holding about ``batch_residues``
         symbols, so that host memory stays bounded whatever the file size."""
-        from pathlib import Path
-
-        from .streaming import _encoded_batches
-
-        batches = _encoded_batches(Path(path), get_alphabet(alphabet), invalid, batch_residues)
-        for batch in batches:
-            yield batch.sequences
+        for _, sequences in read_sets(path, alphabet, batch_residues=batch_residues,
+                                      invalid=invalid):
+            yield sequences
 
     @classmethod
     def from_codes(cls, encoded: list[np.ndarray], names: Sequence[str],
@@ -355,14 +350,14 @@ class SequenceSet:
                 self._device[device_id] = (codes, cupy.asarray(self.offsets))
         return self._device[device_id]
 
-
     def pin_memory(self) -> SequenceSet:
         """A copy of the set whose codes lie in page-locked ("pinned") host memory (needs CuPy).
 
         Streaming backends (:func:`gpualign.lcs_top` and friends on CUDA) copy batches of a
         pinned set to the GPU directly at full bus speed, with no staging copy and no locking
         per call; worth it for a large set searched more than once. Pinned memory cannot be
-        swapped out: pin only what fits comfortably in RAM.
+        swapped out: pin only what fits comfortably in RAM. Where the system refuses to pin,
+        the copy lies in ordinary memory (:func:`gpualign.cuda.host.pinned_copy`).
 
         Examples
         --------
@@ -370,11 +365,9 @@ class SequenceSet:
         >>> subjects.pin_memory()  # doctest: +SKIP
         SequenceSet(2 sequences, 7 symbols, alphabet dna)
         """
-        import cupyx
+        from .cuda.host import pinned_copy
 
-        codes = cupyx.empty_pinned(max(len(self.codes), 1), dtype=np.uint8)[:len(self.codes)]
-        codes[:] = self.codes
-        return SequenceSet(codes, self.offsets, self.names, self.alphabet)
+        return SequenceSet(pinned_copy(self.codes), self.offsets, self.names, self.alphabet)
 
     def view(self, lo: int, hi: int) -> SequenceSet:
         """Sequences ``lo .. hi - 1`` as a set that shares this one's codes (no copy)."""
@@ -406,3 +399,29 @@ def as_sequence_set(sequences: Any, alphabet: str | Alphabet = "dna", *,
     if isinstance(sequences, os.PathLike):
         return SequenceSet.from_file(sequences, alpha, invalid=invalid, parser=parser)
     return SequenceSet.from_sequences(sequences, alpha, invalid=invalid)
+
+
+def read_sets(path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,
+              batch_residues: int = 1 << 26, invalid: str = "error",
+              parser: str = "cpu") -> Iterator[tuple[int, SequenceSet]]:
+    """Consecutive sets of records of a FASTA or FASTQ file (plain, .gz, .bz2, .xz), each
+    holding about ``batch_residues`` symbols, with the index of its first record in the file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    alphabet, invalid : as :func:`encode`; errors name the record by its index in the file.
+    batch_residues : int
+        A set closes at the record that brings it to this many symbols.
+    parser : {"cpu", "cuda"}
+        Where FASTA blocks are parsed (see :func:`gpualign.io.read_packed`).
+    """
+    from .io import read_packed  # dnaio and xopen load only once a file is read
+
+    alpha = get_alphabet(alphabet)
+    start = 0
+    for names, raw, offsets in read_packed(path, batch_residues, parser):
+        codes = encode_packed(raw, offsets, alpha, names=names, first_index=start,
+                              invalid=invalid)
+        yield start, SequenceSet(codes, offsets, names, alpha)
+        start += len(names)

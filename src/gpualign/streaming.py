@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .sequences import Alphabet, SequenceSet, encode_many, encode_packed, get_alphabet
+from .sequences import Alphabet, SequenceSet, encode_many, get_alphabet, read_sets
 
 __all__ = ["Batch", "iter_batches"]
 
@@ -59,22 +59,12 @@ def _records(source: Iterable[Any]) -> Iterator[tuple[str, Any]]:
             yield str(index), item
 
 
-def _file_batches(path: os.PathLike, alphabet: Alphabet, invalid: str,
-                  batch_residues: int, parser: str = "cpu") -> Iterator[Batch]:
-    from .io import read_packed
-
-    start = 0
-    for names, sequences, offsets in read_packed(path, batch_residues, parser):
-        codes = encode_packed(sequences, offsets, alphabet, names=names, first_index=start,
-                              invalid=invalid)
-        yield Batch(start, SequenceSet(codes, offsets, names, alphabet))
-        start += len(names)
-
-
 def _encoded_batches(source: Any, alphabet: Alphabet, invalid: str,
                      batch_residues: int, parser: str = "cpu") -> Iterator[Batch]:
     if isinstance(source, os.PathLike):
-        yield from _file_batches(source, alphabet, invalid, batch_residues, parser)
+        for start, chunk in read_sets(source, alphabet, batch_residues=batch_residues,
+                                      invalid=invalid, parser=parser):
+            yield Batch(start, chunk)
         return
     names: list[str] = []
     sequences: list[Any] = []

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..cuda import launch
 from ..cuda.loader import get_kernel
 
 KERNEL_FILE = "formats/kernels/formats.cu"
-_THREADS = 256
 _BLANKS = b" \t\r\n"
 
 
@@ -27,10 +27,6 @@ def _first_non_blank(raw: bytes) -> int:
             return at + len(window) - len(rest)
         at += len(window)
     return len(raw)
-
-
-def _grid(count: int) -> tuple[int]:
-    return ((count + _THREADS - 1) // _THREADS,)
 
 
 def parse_block(raw: bytes, final: bool) -> tuple[list[str], bytes, np.ndarray, int, bool]:
@@ -59,9 +55,9 @@ def parse_block(raw: bytes, final: bool) -> tuple[list[str], bytes, np.ndarray, 
     name_at = cupy.empty(records, dtype=cupy.int64)
     unusual = cupy.zeros(records, dtype=cupy.int32)
     unused = cupy.zeros(1, dtype=cupy.uint8)
-    get_kernel(KERNEL_FILE, "fasta_records<false>")(
-        _grid(records), (_THREADS,),
-        (data, starts, np.int64(records), sequence_at, name_at, unusual, unused, unused))
+    measure = get_kernel(KERNEL_FILE, "fasta_records<false>")
+    measure(*launch.grid(measure, records),
+            (data, starts, np.int64(records), sequence_at, name_at, unusual, unused, unused))
     flagged = cupy.flatnonzero(unusual)
     stopped = len(flagged) > 0
     if stopped:
@@ -74,10 +70,10 @@ def parse_block(raw: bytes, final: bool) -> tuple[list[str], bytes, np.ndarray, 
     name_ends = cupy.cumsum(name_at[:records])
     sequences = cupy.empty(int(sequence_ends[-1]), dtype=cupy.uint8)
     names = cupy.empty(int(name_ends[-1]), dtype=cupy.uint8)
-    get_kernel(KERNEL_FILE, "fasta_records<true>")(
-        _grid(records), (_THREADS,),
-        (data, starts, np.int64(records), sequence_ends - lengths, name_ends - name_at[:records],
-         unusual, sequences, names))
+    copy = get_kernel(KERNEL_FILE, "fasta_records<true>")
+    copy(*launch.grid(copy, records),
+         (data, starts, np.int64(records), sequence_ends - lengths, name_ends - name_at[:records],
+          unusual, sequences, names))
     return (names.get().tobytes().decode("ascii").split("\n")[:-1], sequences.get().tobytes(),
             lengths.get(), consumed, stopped)
 
@@ -102,10 +98,10 @@ def mummer_text(names, name_offsets, query_lengths, bounds, forward, reverse, wi
             reference_pos, query_pos, length, labels, label_offsets,
             np.int32(forward_positions))
     sizes = cupy.empty(queries, dtype=cupy.int64)
-    get_kernel(KERNEL_FILE, "mummer_blocks<false>")(
-        _grid(queries), (_THREADS,), (*args, sizes, cupy.zeros(1, dtype=cupy.uint8)))
+    measure = get_kernel(KERNEL_FILE, "mummer_blocks<false>")
+    measure(*launch.grid(measure, queries), (*args, sizes, cupy.zeros(1, dtype=cupy.uint8)))
     ends = cupy.cumsum(sizes)
     text = cupy.empty(int(ends[-1]), dtype=cupy.uint8)
-    get_kernel(KERNEL_FILE, "mummer_blocks<true>")(
-        _grid(queries), (_THREADS,), (*args, ends - sizes, text))
+    write = get_kernel(KERNEL_FILE, "mummer_blocks<true>")
+    write(*launch.grid(write, queries), (*args, ends - sizes, text))
     return text.get()

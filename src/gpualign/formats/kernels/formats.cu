@@ -1,9 +1,9 @@
 // FASTA parsing and MUMmer text on the GPU (formats/_cuda.py drives them): one thread per
 // record or per query, each doing what formats/_cpu.py does for it in Numba, so that both
-// backends give the same bytes.
+// backends give the same bytes. Blocks of 256 threads (the launch bounds; formats/_cuda.py
+// sizes its grids from them).
 
-typedef unsigned char u8;
-typedef long long i64;
+#include "common.cuh"
 
 __device__ __forceinline__ bool trailing_blank(u8 byte) {
     return byte == ' ' || byte == '\t' || byte == '\r';
@@ -22,10 +22,11 @@ __device__ __forceinline__ bool unusual_header_byte(u8 byte) {
 // space in a sequence line, a header byte above). With write: the sequence copied to
 // sequences + sequence_at[r], the name and a newline to names + name_at[r].
 template <bool write>
-__global__ void fasta_records(const u8* __restrict__ data, const i64* __restrict__ starts,
-                              i64 records, i64* __restrict__ sequence_at,
-                              i64* __restrict__ name_at, int* __restrict__ unusual,
-                              u8* __restrict__ sequences, u8* __restrict__ names) {
+__global__ void __launch_bounds__(256)
+fasta_records(const u8* __restrict__ data, const i64* __restrict__ starts,
+              i64 records, i64* __restrict__ sequence_at,
+              i64* __restrict__ name_at, int* __restrict__ unusual,
+              u8* __restrict__ sequences, u8* __restrict__ names) {
     const i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= records) return;
     const i64 end = starts[r + 1];
@@ -100,16 +101,17 @@ __device__ __forceinline__ i64 put_number(u8* text, i64 at, i64 value, int width
 // The MUMmer blocks of query q (io.write_mummer prepares the arguments): without write,
 // their size into starts[q]; with write, the text from text + starts[q].
 template <bool write>
-__global__ void mummer_blocks(const u8* __restrict__ names, const i64* __restrict__ name_offsets,
-                              i64 queries, const i64* __restrict__ query_lengths,
-                              const i64* __restrict__ bounds, int forward, int reverse,
-                              int with_lengths, const u8* __restrict__ is_reverse,
-                              const i64* __restrict__ reference_index,
-                              const i64* __restrict__ reference_pos,
-                              const i64* __restrict__ query_pos, const i64* __restrict__ length,
-                              const u8* __restrict__ labels,
-                              const i64* __restrict__ label_offsets, int forward_positions,
-                              i64* __restrict__ starts, u8* __restrict__ text) {
+__global__ void __launch_bounds__(256)
+mummer_blocks(const u8* __restrict__ names, const i64* __restrict__ name_offsets,
+              i64 queries, const i64* __restrict__ query_lengths,
+              const i64* __restrict__ bounds, int forward, int reverse,
+              int with_lengths, const u8* __restrict__ is_reverse,
+              const i64* __restrict__ reference_index,
+              const i64* __restrict__ reference_pos,
+              const i64* __restrict__ query_pos, const i64* __restrict__ length,
+              const u8* __restrict__ labels,
+              const i64* __restrict__ label_offsets, int forward_positions,
+              i64* __restrict__ starts, u8* __restrict__ text) {
     const i64 q = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (q >= queries) return;
     i64 at = write ? starts[q] : 0;
