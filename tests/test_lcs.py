@@ -15,6 +15,8 @@ import doctest
 import functools
 import gzip
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -593,11 +595,12 @@ def test_set_in_host_memory_copy_paths(backend, monkeypatch, pinned, slots):
     subjects = [related(rng, query, int(n), rate=0.3) for n in rng.integers(0, 700, 150)]
     seqs = SequenceSet.from_sequences([to_input(s) for s in subjects])
     if backend == "cuda":
+        from gpualign.cuda.host import is_page_locked
         from gpualign.lcs import _cuda
 
         if pinned:
             seqs = seqs.pin_memory()
-            assert _cuda._page_locked(seqs.codes)
+            assert is_page_locked(seqs.codes)
         assert _cuda.plan(seqs, len(query)) == (4500 if pinned else 9000, 3000, slots)
         assert _cuda.plan(seqs, len(query), 2)[0] == 9000  # 2 GPUs: 4x the work, capped
     lengths = gpualign.lcs_length(to_input(query), seqs, backend=backend)
@@ -671,15 +674,16 @@ def test_devices_argument(backend):
             gpualign.lcs_top("ACGT", ["ACGT"], devices=bad, backend=backend)
 
 
-def test_several_pipelines_share_the_batches(backend):
+def test_several_pipelines_share_the_batches(backend, monkeypatch):
     # devices=[0, 1, ...] runs one pipeline per GPU, each pulling batches from the shared source
     # on its own thread. Two pipelines on the same GPU (allowed internally, refused by the API)
     # exercise that sharing on a one-GPU machine: every batch consumed once, lengths right.
     if backend != "cuda":
         pytest.skip("CUDA pipelines")
     from gpualign.lcs import _cuda
-    from gpualign.streaming import iter_batches
 
+    monkeypatch.setattr(gpualign.config, "LCS_GPU_BATCH_RESIDUES", 800)
+    monkeypatch.setattr(gpualign.config, "LCS_GPU_FIRST_BATCH_RESIDUES", 100)
     rng = np.random.default_rng(16)
     query = random_codes(rng, 200, 4, 0.02)
     subjects = [related(rng, query, int(n), rate=0.3) for n in rng.integers(0, 400, 120)]
@@ -690,11 +694,41 @@ def test_several_pipelines_share_the_batches(backend):
         assert batch.start not in consumed
         consumed[batch.start] = lengths[0].copy()
 
-    _cuda.run([np.asarray(query, dtype=np.uint8)], get_alphabet("dna"),
-              iter_batches(seqs, batch_residues=800, first_residues=100), consume, [0, 0])
+    _cuda.run([np.asarray(query, dtype=np.uint8)], get_alphabet("dna"), seqs, "error", consume,
+              [0, 0])
     assert len(consumed) > 4
     lengths = np.concatenate([consumed[start] for start in sorted(consumed)])
     assert lengths.tolist() == [oracle(query, s) for s in subjects]
+
+
+# Lengths, a matrix and a top-N without strings on the backend named by argv[1], then whether
+# Numba is loaded; then a top-N with strings (computed on the CPU) and whether it is loaded.
+_NUMBA_LOADED = """
+import sys, gpualign
+backend = sys.argv[1]
+gpualign.lcs_length("ACGT", ["AGT", "TT"], backend=backend)
+gpualign.lcs_length_matrix(["ACGT", "GG"], ["AGT"], backend=backend)
+gpualign.lcs_top("ACGT", ["AGT", "TT"], 1, with_lcs=False, backend=backend)
+print("numba" in sys.modules)
+assert gpualign.lcs_top("ACGT", ["AGT"], 1, backend=backend).lcs == ["AGT"]
+print("numba" in sys.modules)
+"""
+
+
+def test_modules_of_a_cuda_lcs_run_do_not_import_numba():
+    # Importing Numba costs most of a second: the API, the CUDA backend and its pipeline leave
+    # it out (the CPU backend and the LCS strings load it when first used).
+    code = ("import sys, gpualign, gpualign.lcs.api, gpualign.lcs._cuda, "
+            "gpualign.cuda.pipeline; print('numba' in sys.modules)")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True)
+    assert shown.stdout.split() == ["False"]
+
+
+def test_only_the_cpu_backend_and_strings_load_numba(backend):
+    shown = subprocess.run([sys.executable, "-c", _NUMBA_LOADED, backend], capture_output=True,
+                           text=True, check=True)
+    assert shown.stdout.split() == ["False" if backend == "cuda" else "True", "True"]
 
 
 # --- real data -------------------------------------------------------------------------------

@@ -10,10 +10,16 @@ over all cores (``prange``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import numpy as np
 from numba import njit, prange
 
+from .. import config
 from .._bitvectors import ALL, ONE, match_table
+from ..sequences import Alphabet
+from ..streaming import Batch, iter_batches
 
 #: Subproblems with at most this many DP cells are traced back from a full matrix.
 _BASE_CELLS = 4096
@@ -69,6 +75,24 @@ def lengths(query, n_codes, match_codes, codes, offsets):
         _advance(v, table, codes[offsets[s]:offsets[s + 1]])
         out[s] = _zeros(v, m)
     return out
+
+
+def run(queries: list[np.ndarray], alphabet: Alphabet, subjects: Any, invalid: str,
+        consume: Callable[[Batch, np.ndarray], None], devices: Sequence[int] | None) -> None:
+    """Compute the LCS lengths of ``queries`` with every subject, in batches of
+    ``config.LCS_CPU_BATCH_RESIDUES`` symbols; ``consume(batch, lengths)`` is called once per
+    batch, in order, ``lengths`` of shape ``(len(queries), len(batch))``. ``devices`` must be
+    None (GPUs only)."""
+    if devices is not None:
+        raise ValueError("devices= applies to the CUDA backend only")
+    for batch in iter_batches(subjects, alphabet, invalid=invalid,
+                              batch_residues=config.LCS_CPU_BATCH_RESIDUES):
+        sequences = batch.sequences
+        rows = np.empty((len(queries), len(sequences)), dtype=np.int32)
+        for row, query in enumerate(queries):
+            rows[row] = lengths(query, alphabet.size, alphabet.match_codes, sequences.codes,
+                                sequences.offsets)
+        consume(batch, rows)
 
 
 @njit(cache=True, nogil=True)

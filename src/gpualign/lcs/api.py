@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .. import config
 from .._checks import integer
 from .._progress import progress_bar
 from ..backend import resolve_backend
 from ..sequences import Alphabet, SequenceSet, encode, get_alphabet
-from ..streaming import Batch, iter_batches
-from . import _cpu
+from ..streaming import Batch
 
 __all__ = ["LcsTop", "lcs_length", "lcs_length_matrix", "lcs_top"]
 
@@ -68,36 +66,16 @@ def _encode_query(query: Any, alphabet: Alphabet, invalid: str, what: str = "que
     return encode(query, alphabet, name=what, index=index, invalid=invalid)
 
 
-def _engine(backend: str, devices: Sequence[int] | None) -> Callable[..., None]:
-    """``run(queries, alphabet, subjects, invalid, consume)``: cuts ``subjects`` into batches
-    and calls ``consume(batch, lengths)`` for every batch, with ``lengths`` of shape
-    ``(len(queries), len(batch))``."""
+def _backend(backend: str):
+    """The backend module for ``backend``: imported on first use, so a CUDA run never loads
+    Numba. Both expose ``run(queries, alphabet, subjects, invalid, consume, devices)``, which
+    cuts ``subjects`` into batches and calls ``consume(batch, lengths)`` for every batch, with
+    ``lengths`` of shape ``(len(queries), len(batch))``."""
     if resolve_backend(backend) == "cuda":
         from . import _cuda
-
-        def run_cuda(queries, alphabet, subjects, invalid, consume) -> None:
-            residues, first, slots = _cuda.plan(subjects, sum(map(len, queries)),
-                                                len(devices or [0]))
-            batches = iter_batches(subjects, alphabet, invalid=invalid, batch_residues=residues,
-                                   first_residues=first)
-            _cuda.run(queries, alphabet, batches, consume, devices, slots)
-
-        return run_cuda
-    if devices is not None:
-        raise ValueError("devices= applies to the CUDA backend only")
-    return _cpu_run
-
-
-def _cpu_run(queries: list[np.ndarray], alphabet: Alphabet, subjects: Any, invalid: str,
-             consume) -> None:
-    for batch in iter_batches(subjects, alphabet, invalid=invalid,
-                              batch_residues=config.LCS_CPU_BATCH_RESIDUES):
-        sequences = batch.sequences
-        lengths = np.empty((len(queries), len(sequences)), dtype=np.int32)
-        for row, query in enumerate(queries):
-            lengths[row] = _cpu.lengths(query, alphabet.size, alphabet.match_codes,
-                                        sequences.codes, sequences.offsets)
-        consume(batch, lengths)
+        return _cuda
+    from . import _cpu
+    return _cpu
 
 
 def _check_devices(devices: Sequence[int] | None) -> list[int] | None:
@@ -147,7 +125,8 @@ def lcs_length_matrix(queries: Any, subjects: Any, *, alphabet: str | Alphabet =
 
 def _length_rows(queries: list[np.ndarray], subjects: Any, alphabet: Alphabet, invalid: str,
                  backend: str, devices: Sequence[int] | None, progress: bool) -> np.ndarray:
-    run = _engine(backend, _check_devices(devices))
+    devices = _check_devices(devices)
+    engine = _backend(backend)
     rows: list[tuple[int, np.ndarray]] = []
     bar = progress_bar(None, progress, "lcs", unit="subject")
 
@@ -156,7 +135,7 @@ def _length_rows(queries: list[np.ndarray], subjects: Any, alphabet: Alphabet, i
         bar.update(len(batch))
 
     try:
-        run(queries, alphabet, subjects, invalid, consume)
+        engine.run(queries, alphabet, subjects, invalid, consume, devices)
     finally:
         bar.close()
     rows.sort(key=lambda item: item[0])
@@ -213,6 +192,11 @@ class _TopN:
         self.with_lcs = with_lcs
         self.executor = executor
         self.lock = threading.Lock()
+        if with_lcs:
+            # The strings are computed on the CPU whatever the backend; without them a CUDA
+            # run does not load Numba.
+            from ._cpu import lcs_codes
+            self.lcs_codes = lcs_codes
 
     def _best(self, index: np.ndarray, length: np.ndarray) -> np.ndarray:
         order = np.lexsort((index, -length.astype(np.int64)))
@@ -249,7 +233,7 @@ class _TopN:
                 if self.with_lcs:
                     subject = batch.sequences.codes_of(position).copy()
                     self.strings[i] = self.executor.submit(
-                        _cpu.lcs_codes, self.query, subject, self.alphabet.size,
+                        self.lcs_codes, self.query, subject, self.alphabet.size,
                         self.alphabet.match_codes)
 
     def result(self, subjects: int) -> LcsTop:
@@ -271,7 +255,7 @@ def lcs_top(query: Any, subjects: Any, n: int = 10, *, with_lcs: bool = True,
     Ties are broken by the lower subject index, so the result is the same on every backend.
     Subjects from a file or an iterator are streamed in batches: host memory holds a few
     batches and the current best ``n``, whatever the size of the collection. On the GPU, batches
-    go through page-locked buffers on two CUDA streams per device, so that reading, copies,
+    go through page-locked buffers on a few CUDA streams per device, so that reading, copies,
     kernels and the CPU work on results (top-N, LCS strings) overlap.
 
     Parameters
@@ -308,7 +292,8 @@ def lcs_top(query: Any, subjects: Any, n: int = 10, *, with_lcs: bool = True,
     n = integer(n, "n", 1)
     alpha = get_alphabet(alphabet)
     encoded = _encode_query(query, alpha, invalid)
-    run = _engine(backend, _check_devices(devices))
+    devices = _check_devices(devices)
+    engine = _backend(backend)
     bar = progress_bar(None, progress, "lcs", unit="subject")
     executor = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 2),
                                   thread_name_prefix="gpualign-lcs") if with_lcs else None
@@ -321,7 +306,7 @@ def lcs_top(query: Any, subjects: Any, n: int = 10, *, with_lcs: bool = True,
         bar.update(len(batch))
 
     try:
-        run([encoded], alpha, subjects, invalid, consume)
+        engine.run([encoded], alpha, subjects, invalid, consume, devices)
         return top.result(seen[0])
     finally:
         bar.close()

@@ -20,8 +20,7 @@
 // table by `remap` (symbols absent from the query, and symbols that match nothing, map to row 0,
 // which is all zeros), so the table has one row per distinct query symbol whatever the alphabet.
 
-typedef unsigned int u32;
-typedef long long i64;
+#include "common.cuh"
 
 // Table rows in shared memory are read either 16 bytes at a time (WIDE) or one word at a time.
 // Rows are padded so that the rows of different symbols read by one warp fall in different
@@ -72,16 +71,16 @@ __device__ __forceinline__ u32 advance_tile(u32 (&v)[TILE], const u32* __restric
 //   lengths:       LCS length per subject; the launch with tile_begin == 0 initialises it.
 template <int TILE, bool WIDE>
 __global__ void __launch_bounds__(128) lcs_tiles(
-    const unsigned char* __restrict__ codes, const i64* __restrict__ offsets,
+    const u8* __restrict__ codes, const i64* __restrict__ offsets,
     const int* __restrict__ order, const int n_subjects, const u32* __restrict__ table,
-    const int n_rows, const int table_words, const unsigned short* __restrict__ remap,
+    const int n_rows, const int table_words, const u16* __restrict__ remap,
     const int query_length, const int n_tiles, const int tile_begin, const int tile_end,
     u32* __restrict__ carries, int* __restrict__ lengths) {
     extern __shared__ __align__(16) unsigned char shared[];
     const int span = (tile_end - tile_begin) * TILE;
     const int row_stride = span + row_padding<WIDE>();
     u32* sh_table = reinterpret_cast<u32*>(shared);
-    unsigned short* sh_remap = reinterpret_cast<unsigned short*>(sh_table + n_rows * row_stride);
+    u16* sh_remap = reinterpret_cast<u16*>(sh_table + n_rows * row_stride);
     for (int i = threadIdx.x; i < n_rows * span; i += blockDim.x) {
         const int r = i / span;
         const int w = i - r * span;
