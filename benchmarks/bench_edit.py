@@ -471,9 +471,10 @@ class Bench(BenchBase):
             return self.add(Row(pairs.name, engine, note=f"skipped: {self.cuda_why}"))
         import cupy
 
-        from gpualign.edit import _cpu, _cuda
+        from gpualign.codes import edit_mode
+        from gpualign.edit import _cuda
 
-        mode = {"global": _cpu.GLOBAL, "infix": _cpu.INFIX}[pairs.mode]
+        mode = edit_mode(pairs.mode)
         sequences = (*pairs.qset.to_device(), *pairs.tset.to_device())
         index = _cuda.positional_index(0)
 

@@ -256,6 +256,39 @@ def test_empty_sequences(backend, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("k", [None, 0, 1, 2, 4])
+def test_pairs_without_dp_on_the_host_match_the_cpu_backend(mode, k):
+    # The CUDA backend fills in the pairs that need no dynamic programming (an empty side, or a
+    # global length difference over k) on the host with NumPy, without loading the CPU backend;
+    # this runs on the CPU, checking that they get exactly the CPU backend's results.
+    from gpualign.codes import edit_mode
+    from gpualign.edit import _cpu, _shared
+    from gpualign.pairs import pair_sets
+
+    rng = np.random.default_rng(41)
+    lengths = (0, 1, 2, 3, 5, 8)
+    shapes = [(m, n) for m in lengths for n in lengths]
+    qset, tset = pair_sets(to_inputs([random_codes(rng, m) for m, _ in shapes]),
+                           to_inputs([random_codes(rng, n) for _, n in shapes]), "dna", "error")
+    code, cutoff = edit_mode(mode), -1 if k is None else k
+    m, n = qset.lengths, tset.lengths
+    trivial = (m == 0) | (n == 0)
+    if mode == "global" and k is not None:
+        trivial |= np.abs(m - n) > k
+    index = np.flatnonzero(trivial).astype(np.int64)
+    distance, start, end = _shared.trivial_results(m[index], n[index], code, cutoff)
+    cigars = _shared.trivial_cigars(m[index], start, end)
+    assert (distance == -1).any() == (k is not None)  # the cutoff is exercised
+    for task in TASKS:
+        want = _cpu.edit_pairs(qset, tset, index, index, code, cutoff, task)
+        assert want[0].dtype == distance.dtype and np.array_equal(want[0], distance), task
+        if task != "distance":
+            assert np.array_equal(want[1], start) and np.array_equal(want[2], end), task
+        if task == "path":
+            assert want[3] == cigars
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_n_matches_nothing(backend, mode):
     r = gpualign.edit_distance(["N", "NNNN", "ACNT", "acnt", "N"], ["N", "NNNN", "ACNT", "ACNT",
                                                                     "ACGTN"],

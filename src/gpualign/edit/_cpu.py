@@ -9,6 +9,9 @@ bit. Pairs run in parallel over all cores (``prange``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numba import njit, prange
 
@@ -16,9 +19,19 @@ from .. import config
 from .._bitvectors import ALL, ONE, ZERO, match_table
 from .._cigar_text import decode_cigars, text_offsets, write_cigar
 from .._progress import progress_bar
+from ..codes import (
+    EDIT_GLOBAL,
+    EDIT_INFIX,
+    EDIT_PREFIX,
+    OP_DELETION,
+    OP_INSERTION,
+    OP_MATCH,
+    OP_MISMATCH,
+)
+from ._shared import check_traceback_size
 
-GLOBAL, PREFIX, INFIX = 0, 1, 2
-OP_MATCH, OP_MISMATCH, OP_INSERTION, OP_DELETION = 0, 1, 2, 3
+if TYPE_CHECKING:
+    from ..sequences import SequenceSet
 
 _HIGH = np.uint64(1 << 63)
 
@@ -123,10 +136,10 @@ def _pair(query, target, mode, k, want_start, n_codes, match_codes):
     m = query.shape[0]
     n = target.shape[0]
     if m == 0:
-        distance, start, end = (n, 0, n) if mode == GLOBAL else (0, 0, 0)
+        distance, start, end = (n, 0, n) if mode == EDIT_GLOBAL else (0, 0, 0)
     elif n == 0:
         distance, start, end = m, 0, 0
-    elif mode == GLOBAL:
+    elif mode == EDIT_GLOBAL:
         if k >= 0 and abs(m - n) > k:
             return -1, -1, -1
         table = match_table(query, n_codes, match_codes)
@@ -134,9 +147,9 @@ def _pair(query, target, mode, k, want_start, n_codes, match_codes):
         start, end = 0, n
     else:
         table = match_table(query, n_codes, match_codes)
-        _, distance, end = _scan(table, m, target, 1 if mode == PREFIX else 0, False)
-        start = 0 if mode == PREFIX else -1
-        if mode == INFIX and want_start and (k < 0 or distance <= k):
+        _, distance, end = _scan(table, m, target, 1 if mode == EDIT_PREFIX else 0, False)
+        start = 0 if mode == EDIT_PREFIX else -1
+        if mode == EDIT_INFIX and want_start and (k < 0 or distance <= k):
             # The leftmost start of an optimal alignment ending at ``end``: the longest reversed
             # target prefix that the reversed query matches at the same cost (as edlib does).
             reversed_table = match_table(query[::-1].copy(), n_codes, match_codes)
@@ -262,6 +275,14 @@ def _cigar_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, start
         char_counts[p] = write_cigar(ops, count, chars[char_offsets[p]:char_offsets[p + 1]])
 
 
+def _batches(count: int) -> Iterator[slice]:
+    """Consecutive slices of ``config.CPU_BATCH_PAIRS`` of ``count`` pairs: each compiled call
+    gets a bounded share of the pairs, so a progress bar moves and temporaries stay small."""
+    step = max(1, config.CPU_BATCH_PAIRS)
+    for lo in range(0, count, step):
+        yield slice(lo, min(count, lo + step))
+
+
 def distance_batch(queries, targets, q_index, t_index, mode, k, want_start, progress=False):
     """Distances and (half-open) target ranges of pairs ``(queries[q_index[p]],
     targets[t_index[p]])`` on the CPU; -1s for pairs over ``k`` (``k < 0``: no cutoff)."""
@@ -269,31 +290,14 @@ def distance_batch(queries, targets, q_index, t_index, mode, k, want_start, prog
     distance = np.empty(count, dtype=np.int32)
     start = np.empty(count, dtype=np.int32)
     end = np.empty(count, dtype=np.int32)
-    step = max(1, config.CPU_BATCH_PAIRS)
     with progress_bar(count, progress, "edit") as bar:
-        for lo in range(0, count, step):
-            hi = min(count, lo + step)
+        for part in _batches(count):
             _distance_batch(queries.codes, queries.offsets, targets.codes, targets.offsets,
-                            q_index[lo:hi], t_index[lo:hi], mode, k, want_start,
+                            q_index[part], t_index[part], mode, k, want_start,
                             queries.alphabet.size, queries.alphabet.match_codes,
-                            distance[lo:hi], start[lo:hi], end[lo:hi])
-            bar.update(hi - lo)
+                            distance[part], start[part], end[part])
+            bar.update(part.stop - part.start)
     return distance, start, end
-
-
-def check_traceback_size(q_len, span) -> None:
-    """Raise MemoryError, naming the pair, when a traceback's stored delta vectors (a query of
-    ``q_len`` against a target range of ``span``, arrays of NumPy or CuPy) would exceed
-    ``config.PATH_MAX_BYTES_PER_PAIR`` (the same check on every backend)."""
-    if not len(q_len):
-        return
-    matrix_bytes = (span + 1) * ((q_len + 63) // 64) * 16
-    worst = int(matrix_bytes.argmax())
-    if int(matrix_bytes[worst]) > config.PATH_MAX_BYTES_PER_PAIR:
-        raise MemoryError(
-            f"pair #{worst} needs {int(matrix_bytes[worst]) / 2**30:.1f} GiB for its traceback "
-            f"(query {int(q_len[worst])} x target range {int(span[worst])}), over "
-            "gpualign.config.PATH_MAX_BYTES_PER_PAIR")
 
 
 def cigar_batch(queries, targets, q_index, t_index, start, end):
@@ -303,15 +307,54 @@ def cigar_batch(queries, targets, q_index, t_index, start, end):
     span = np.where(start >= 0, end - start, 0)
     check_traceback_size(q_len, span)
     cigars: list[str | None] = []
-    step = max(1, config.CPU_BATCH_PAIRS)
-    for lo in range(0, len(q_index), step):
-        hi = min(len(q_index), lo + step)
-        char_offsets = text_offsets(q_len[lo:hi] + span[lo:hi])
+    for part in _batches(len(q_index)):
+        char_offsets = text_offsets(q_len[part] + span[part])
         chars = np.empty(int(char_offsets[-1]), dtype=np.uint8)
-        char_counts = np.empty(hi - lo, dtype=np.int64)
+        char_counts = np.empty(part.stop - part.start, dtype=np.int64)
         _cigar_batch(queries.codes, queries.offsets, targets.codes, targets.offsets,
-                     q_index[lo:hi], t_index[lo:hi], start[lo:hi], end[lo:hi],
+                     q_index[part], t_index[part], start[part], end[part],
                      queries.alphabet.size, queries.alphabet.match_codes, char_offsets, chars,
                      char_counts)
         cigars.extend(decode_cigars(chars, char_offsets[:-1], char_counts))
     return cigars
+
+
+def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: np.ndarray,
+               mode: int, k: int, task: str, progress: bool = False, positional: bool = False,
+               ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None,
+                          list[str | None] | None]:
+    """Edit distance of the pairs ``(qset[q_index[p]], tset[t_index[p]])`` on the CPU (the
+    contract of every backend).
+
+    Parameters
+    ----------
+    qset, tset : SequenceSet
+        Queries and targets, encoded with one alphabet.
+    q_index, t_index : np.ndarray of int64
+        The pairs.
+    mode : int
+        An edit mode code (:func:`gpualign.codes.edit_mode`).
+    k : int
+        Cutoff, or -1 for none.
+    task : {"distance", "locations", "path"}
+    progress : bool
+        Show a progress bar on stderr.
+    positional : bool
+        The pairs are ``queries[i]`` with ``targets[i]``; the CPU reads the index arrays anyway.
+
+    Returns
+    -------
+    distance : np.ndarray of int32
+        -1 for pairs over ``k``.
+    start, end : np.ndarray of int32 or None
+        The target range (half-open; -1s for pairs over ``k``), None for ``task="distance"``.
+    cigar : list of str or None, or None
+        The CIGARs for ``task="path"`` (None for pairs over ``k``), else None.
+    """
+    want_start = task != "distance"
+    distance, start, end = distance_batch(qset, tset, q_index, t_index, mode, k, want_start,
+                                          progress)
+    if not want_start:
+        return distance, None, None, None
+    cigar = cigar_batch(qset, tset, q_index, t_index, start, end) if task == "path" else None
+    return distance, start, end, cigar

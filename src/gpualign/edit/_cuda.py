@@ -12,22 +12,29 @@ once when they fit in free memory; otherwise each chunk gathers the sequences it
 that runs out of memory is split. For ``task="path"`` the CIGARs are traced on the GPU too
 (``kernels/path.cu``), in batches whose stored delta vectors fit the memory budget, and come
 back as one text to split. Pairs whose results need no dynamic programming
-(an empty side, or a global length difference over ``k``) are computed by the CPU backend, so
-that every backend returns the same results.
+(an empty side, or a global length difference over ``k``) are filled in on the host
+(:mod:`._shared`), exactly as the CPU backend computes them, without loading it (nor Numba).
 """
 
 from __future__ import annotations
 
 import codecs
 import functools
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import config
 from .._progress import progress_bar
+from ..codes import EDIT_GLOBAL, EDIT_INFIX
+from ..cuda.host import mapped, maps_host_memory, pinned_empty
+from ..cuda.launch import grid
 from ..cuda.loader import get_kernel
 from ..cuda.memory import batch_budget, device_chunks, launch_split
-from . import _cpu
+from ._shared import check_traceback_size, trivial_cigars, trivial_results
+
+if TYPE_CHECKING:
+    from ..sequences import SequenceSet
 
 KERNEL_FILE = "edit/kernels/myers.cu"
 PATH_KERNEL_FILE = "edit/kernels/path.cu"
@@ -72,60 +79,24 @@ def run_kernel(sequences, index, order, t_length, alphabet, lanes: int, words_pe
     else:
         table = cupy.zeros(size * alphabet.size * words, dtype=cupy.uint32)
         builder = get_kernel(KERNEL_FILE, "build_match_table")
-        work = size * words
-        builder(((work + 255) // 256,), (256,),
+        builder(*grid(builder, size * words),
                 (q_codes, q_offsets, q_index, order, np.int64(first), np.int32(size),
                  np.int32(words), np.int32(alphabet.size), np.int32(alphabet.match_codes),
                  np.int32(reverse), np.int32(pass_from_end), table))
     distance, end = outputs
     kernel = get_kernel(KERNEL_FILE, _kernel_name(lanes, words_per_lane, dna, track))
-    # Blocks of exactly the kernel's launch bounds (BLOCK_THREADS in myers.cu), the stride of
-    # its shared-memory tables.
-    threads = kernel.max_threads_per_block
-    blocks = (size * lanes + threads - 1) // threads
     if dna and 1 < lanes < 32:
         # The driver would give these kernels' shared-memory tables all it can, for occupancy,
         # leaving an L1 cache too small for the target bytes that their many groups per warp
-        # read a column at a time (Nsight Compute: L1 hits 97% -> 31%, global 1k 5-9% slower).
+        # read a column at a time.
         kernel.preferred_shared_memory_carveout = config.EDIT_COOPERATIVE_SHARED_CARVEOUT
-    kernel((blocks,), (threads,),
+    # Blocks of exactly the kernel's launch bounds (BLOCK_THREADS in myers.cu), the stride of
+    # its shared-memory tables.
+    kernel(*grid(kernel, size * lanes),
            (q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, order, np.int64(first),
             t_length, table, np.int32(alphabet.size), np.int32(size), np.int32(top_delta),
             np.int32(reverse), np.int32(cutoff), np.int32(pass_from_end), borders[0],
             borders[1], np.int64(borders[1].shape[1]), distance, end))
-
-
-@functools.cache
-def _maps_host_memory(device: int) -> bool:
-    """Whether kernels on ``device`` can use host pointers of page-locked memory as they are."""
-    import cupy
-
-    properties = cupy.cuda.runtime.getDeviceProperties(device)
-    return bool(properties["unifiedAddressing"] and properties["canMapHostMemory"])
-
-
-def _host_array(count: int, dtype) -> tuple[np.ndarray, bool]:
-    """An uninitialized host array for results, page-locked where the system lets CuPy pin it
-    (copies from the GPU run about twice as fast), else ordinary memory; and whether it is
-    page-locked."""
-    import cupy
-    import cupyx
-
-    try:
-        return cupyx.empty_pinned(count, dtype=dtype), True
-    except (cupy.cuda.runtime.CUDARuntimeError, MemoryError):
-        return np.empty(count, dtype=dtype), False
-
-
-def _mapped(host: np.ndarray):
-    """A device array over page-locked host memory (``cupyx.empty_pinned``): with unified
-    addressing, memory from ``cudaHostAlloc`` has the same address on the device, so kernels
-    write it over the bus without a copy."""
-    import cupy
-
-    memory = cupy.cuda.UnownedMemory(host.ctypes.data, host.nbytes, host,
-                                     cupy.cuda.Device().id)
-    return cupy.ndarray(host.shape, host.dtype, cupy.cuda.MemoryPointer(memory, 0))
 
 
 def positional_index(first: int) -> tuple:
@@ -216,11 +187,11 @@ def gpu_results(sequences, alphabet, index, count: int, mode, k, want_start, dis
     kernels write the distances to (else a new device array).
 
     Returns device ``(distance, start, end)`` (start and end None unless ``want_start``) and the
-    device positions of the pairs left to the CPU backend (an empty side, or a global length
-    difference over ``k``), whose entries are -1. The pairs are binned and sorted by bin on the
-    GPU (two kernels, one small copy of the bin counts to the host), and each bin's launches
-    run on their own stream: a launch ends in a partly filled wave of blocks, and the bins fill
-    each other's.
+    device positions of the pairs that need no dynamic programming (an empty side, or a global
+    length difference over ``k``), left to the host, whose entries are -1. The pairs are binned
+    and sorted by bin on the GPU (two kernels, one small copy of the bin counts to the host),
+    and each bin's launches run on their own stream: a launch ends in a partly filled wave of
+    blocks, and the bins fill each other's.
     """
     import cupy
 
@@ -228,19 +199,19 @@ def gpu_results(sequences, alphabet, index, count: int, mode, k, want_start, dis
     q_index, t_index, first = index
     device = cupy.cuda.Device().id
     limits = _device_limits(device, config.EDIT_KERNEL_BINS)
-    keys = len(limits) + 2  # the bins, queries run in slices, pairs left to the CPU
+    keys = len(limits) + 2  # the bins, queries run in slices, pairs left to the host
     key = cupy.empty(count, dtype=cupy.int32)
     t_len = cupy.empty(count, dtype=cupy.int32)
     counts = cupy.zeros(keys, dtype=cupy.int32)
-    blocks = ((count + 255) // 256,)
-    get_kernel(KERNEL_FILE, "plan_pairs")(
-        blocks, (256,),
-        (q_offsets, t_offsets, q_index, t_index, np.int64(first), np.int32(count), limits,
-         np.int32(len(limits)), np.int32(k if mode == _cpu.GLOBAL else -1), key, t_len, counts))
+    plan = get_kernel(KERNEL_FILE, "plan_pairs")
+    plan(*grid(plan, count),
+         (q_offsets, t_offsets, q_index, t_index, np.int64(first), np.int32(count), limits,
+          np.int32(len(limits)), np.int32(k if mode == EDIT_GLOBAL else -1), key, t_len, counts))
     bounds = np.concatenate(([0], np.cumsum(counts.get())))
     order = cupy.empty(count, dtype=cupy.int64)
     cursor = cupy.asarray(bounds[:-1].astype(np.int32))
-    get_kernel(KERNEL_FILE, "order_pairs")(blocks, (256,), (key, np.int32(count), cursor, order))
+    sort = get_kernel(KERNEL_FILE, "order_pairs")
+    sort(*grid(sort, count), (key, np.int32(count), cursor, order))
 
     if distance is None:
         distance = cupy.full(count, -1, dtype=cupy.int32)
@@ -286,11 +257,11 @@ def _run_bin(sequences, alphabet, index, t_len, members, sliced, bin_id, mode, k
             run_kernel(sequences, index, part, length, alphabet, lanes, per_lane, top_delta,
                        reverse, track, cutoff, results)
 
-    if mode == _cpu.GLOBAL:
+    if mode == EDIT_GLOBAL:
         track = TRACK_FINAL
     else:
         track = TRACK_FIRST_END if want_start else TRACK_BEST
-    top_delta = 0 if mode == _cpu.INFIX else 1
+    top_delta = 0 if mode == EDIT_INFIX else 1
     ends = end if want_start else _zeros(cupy.int32)  # written only by the end-tracking kernels
     launch_split(lambda part: run(part, t_len, top_delta, 0, track, k, (distance, ends)),
                  members, per_pair)
@@ -298,9 +269,9 @@ def _run_bin(sequences, alphabet, index, t_len, members, sliced, bin_id, mode, k
         return
     aligned = distance[members] >= 0
     start[members] = cupy.where(aligned, 0, -1)
-    if mode == _cpu.GLOBAL:
+    if mode == EDIT_GLOBAL:
         end[members] = cupy.where(aligned, t_len[members], -1)
-    if mode != _cpu.INFIX:
+    if mode != EDIT_INFIX:
         return
     # Leftmost start of an optimal alignment ending at ``end``: the longest reversed target
     # prefix (of target[:end]) that the reversed query matches at the same cost.
@@ -326,8 +297,8 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out, positiona
     ``want_cigars`` the CIGARs are traced on the GPU too. ``pinned``: ``out[0]`` is
     page-locked.
 
-    Returns the chunk-local indices of the pairs left to the CPU backend (their entries, and
-    CIGARs, are to be filled in by the caller) and the CIGARs (None without ``want_cigars``).
+    Returns the chunk-local indices of the pairs left to the host (their entries, and CIGARs,
+    are to be filled in by the caller) and the CIGARs (None without ``want_cigars``).
     """
     import cupy
 
@@ -338,22 +309,22 @@ def _chunk_on_gpu(sequences, alphabet, q_index, t_index, mode, k, out, positiona
         ti = qi if t_index is q_index else cupy.asarray(t_index, dtype=cupy.int64)
         index = (qi, ti, -1)
     # For distances alone, and where the device can, the kernels write them straight into the
-    # page-locked host array (the pairs left to the CPU are filled in by the caller), so no copy
+    # page-locked host array (the pairs left to the host are filled in by the caller), so no copy
     # waits for the last kernel. Starts need the distances again on the GPU, which would then
     # read them over the bus.
-    mapped = pinned and out[1] is None and _maps_host_memory(cupy.cuda.Device().id)
-    results, cpu_pairs = gpu_results(sequences, alphabet, index, len(q_index), mode, k,
-                                     out[1] is not None, _mapped(out[0]) if mapped else None)
-    copies = zip(results[1:], out[1:], strict=True) if mapped else zip(results, out, strict=True)
+    direct = pinned and out[1] is None and maps_host_memory(cupy.cuda.Device().id)
+    results, trivial = gpu_results(sequences, alphabet, index, len(q_index), mode, k,
+                                   out[1] is not None, mapped(out[0]) if direct else None)
+    copies = zip(results[1:], out[1:], strict=True) if direct else zip(results, out, strict=True)
     for device, host in copies:
         if host is not None:
             device.get(out=host)
     cigars = None
     if want_cigars:
         cigars = gpu_cigars(sequences, alphabet, index, results[1:], out[1] < 0)
-    cpu_local = cpu_pairs.get()
+    trivial_local = trivial.get()
     cupy.cuda.get_current_stream().synchronize()  # the distances written to host memory
-    return cpu_local, cigars
+    return trivial_local, cigars
 
 
 def gpu_cigars(sequences, alphabet, index, device_range, no_alignment):
@@ -374,7 +345,7 @@ def gpu_cigars(sequences, alphabet, index, device_range, no_alignment):
         q_len = q_offsets[q_index + 1] - q_offsets[q_index]
     aligned = d_start >= 0
     span = cupy.where(aligned, d_end - d_start, 0)
-    _cpu.check_traceback_size(q_len, span)
+    check_traceback_size(q_len, span)
     words = (q_len + 31) // 32
     # 4-byte units: match table, columns 0..span (two words a row of 32), operations (bytes).
     units = cupy.where(aligned, alphabet.size * words + 2 * (span + 1) * words
@@ -404,19 +375,19 @@ def gpu_cigars(sequences, alphabet, index, device_range, no_alignment):
             part = (q_index, t_index, np.int64(first + lo))
         else:
             part = (q_index[lo:hi], t_index[lo:hi], np.int64(-1))
-        blocks = ((count + 127) // 128,)
-        trace(blocks, (128,), (*sequences, *part, np.int32(count), d_start[lo:hi], d_end[lo:hi],
-                               np.int32(alphabet.size), np.int32(alphabet.match_codes), offset,
-                               scratch, op_count, text_chars))
+        trace(*grid(trace, count),
+              (*sequences, *part, np.int32(count), d_start[lo:hi], d_end[lo:hi],
+               np.int32(alphabet.size), np.int32(alphabet.match_codes), offset, scratch,
+               op_count, text_chars))
         text_at = cupy.zeros(count + 1, dtype=cupy.int64)
         cupy.cumsum(text_chars + 1, out=text_at[1:])
         text = cupy.empty(int(text_at[-1]), dtype=cupy.uint8)
-        write(blocks, (128,), (q_offsets, part[0], part[2], np.int32(count), d_start[lo:hi],
-                               d_end[lo:hi], np.int32(alphabet.size), offset, scratch, op_count,
-                               text_at, text))
+        write(*grid(write, count),
+              (q_offsets, part[0], part[2], np.int32(count), d_start[lo:hi], d_end[lo:hi],
+               np.int32(alphabet.size), offset, scratch, op_count, text_at, text))
         # Through page-locked memory, then one decode (from the array's buffer) and one split
         # for the batch (CIGARs hold no newline).
-        host = text.get(out=_host_array(len(text), np.uint8)[0])
+        host = text.get(out=pinned_empty(len(text), np.uint8)[0])
         batch: list[str | None] = codecs.latin_1_decode(host)[0].split("\n")[:-1]
         for p in np.flatnonzero(no_alignment[lo:hi]).tolist():
             batch[p] = None
@@ -424,40 +395,43 @@ def gpu_cigars(sequences, alphabet, index, device_range, no_alignment):
     return cigars
 
 
-def edit_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False, positional=False):
-    """Edit distance of index pairs on the current CUDA device (same contract as the CPU's).
+def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: np.ndarray,
+               mode: int, k: int, task: str, progress: bool = False, positional: bool = False,
+               ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None,
+                          list[str | None] | None]:
+    """Edit distance of index pairs on the current CUDA device (the contract of
+    :func:`gpualign.edit._cpu.edit_pairs`).
 
     ``positional``: the pairs are ``queries[i]`` with ``targets[i]`` (``q_index`` is ``t_index``
     and counts from 0), so the GPU makes its index arrays itself.
     """
-
     count = len(q_index)
     want_start = task != "distance"
     positional = positional and q_index is t_index
     # Every entry is written by a chunk; starts and ends only when the task reports them. The
-    # results land in page-locked memory, which copies from the GPU about twice as fast.
-    distance, pinned = _host_array(count, np.int32)
-    start = _host_array(count, np.int32)[0] if want_start else None
-    end = _host_array(count, np.int32)[0] if want_start else None
+    # results land in page-locked memory, which copies from the GPU faster.
+    distance, pinned = pinned_empty(count, np.int32)
+    start = pinned_empty(count, np.int32)[0] if want_start else None
+    end = pinned_empty(count, np.int32)[0] if want_start else None
     cigar: list[str | None] | None = [] if task == "path" else None
     with progress_bar(count, progress, "edit") as bar:
         for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
                                                                 config.EDIT_GPU_CHUNK_PAIRS):
             out = (distance[part], *(None if a is None else a[part] for a in (start, end)))
-            cpu_local, cigars = _chunk_on_gpu(sequences, qset.alphabet, q_local, t_local, mode,
-                                              k, out, positional, cigar is not None, pinned)
-            if len(cpu_local):
-                cpu_pairs = part.start + cpu_local
-                found = _cpu.distance_batch(qset, tset, q_index[cpu_pairs], t_index[cpu_pairs],
-                                            mode, k, want_start)
+            trivial_local, cigars = _chunk_on_gpu(sequences, qset.alphabet, q_local, t_local,
+                                                  mode, k, out, positional, cigar is not None,
+                                                  pinned)
+            if len(trivial_local):
+                trivial = part.start + trivial_local
+                q_len = qset.lengths[q_index[trivial]]
+                found = trivial_results(q_len, tset.lengths[t_index[trivial]], mode, k)
                 for host, values in zip(out, found, strict=True):
                     if host is not None:
-                        host[cpu_local] = values
+                        host[trivial_local] = values
                 if cigars is not None:
-                    # Pairs with an empty side: their CIGARs are runs of I or D.
-                    traced = _cpu.cigar_batch(qset, tset, q_index[cpu_pairs], t_index[cpu_pairs],
-                                              out[1][cpu_local], out[2][cpu_local])
-                    for p, text in zip(cpu_local.tolist(), traced, strict=True):
+                    # Runs of I or D: the pairs have an empty side (or no alignment within k).
+                    texts = trivial_cigars(q_len, found[1], found[2])
+                    for p, text in zip(trivial_local.tolist(), texts, strict=True):
                         cigars[p] = text
             if cigars is not None:
                 cigar.extend(cigars)

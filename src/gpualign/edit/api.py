@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from .. import config
 from ..backend import resolve_backend
+from ..codes import EDIT_MODE_NAMES, EDIT_TASKS, check_task, edit_mode
 from ..pairs import pair_indices, pair_sets
 from ..sequences import Alphabet
-from . import _cpu
 
 __all__ = ["EditMatrix", "EditResult", "edit_distance", "edit_distance_matrix"]
-
-_MODES = {"global": _cpu.GLOBAL, "nw": _cpu.GLOBAL, "prefix": _cpu.PREFIX, "shw": _cpu.PREFIX,
-          "infix": _cpu.INFIX, "hw": _cpu.INFIX}
-_MODE_NAMES = {_cpu.GLOBAL: "global", _cpu.PREFIX: "prefix", _cpu.INFIX: "infix"}
-_TASKS = ("distance", "locations", "path")
 
 
 @dataclass
@@ -83,13 +78,6 @@ class EditMatrix:
         return dense
 
 
-def _normalize_mode(mode: str) -> int:
-    try:
-        return _MODES[mode.lower()]
-    except (KeyError, AttributeError):
-        raise ValueError(f"mode={mode!r}: expected global/NW, infix/HW or prefix/SHW") from None
-
-
 def _normalize_k(k: int | None) -> int:
     if k is None:
         return -1
@@ -100,27 +88,24 @@ def _normalize_k(k: int | None) -> int:
     return int(k)
 
 
-def _engine(backend: str) -> Callable[..., Any]:
+def _backend(backend: str) -> ModuleType:
+    """The backend module for ``backend``: imported on first use, so a CUDA run never loads
+    Numba."""
     if resolve_backend(backend) == "cuda":
         from . import _cuda
 
-        return _cuda.edit_pairs
-    return _cpu_pairs
+        return _cuda
+    from . import _cpu
+
+    return _cpu
 
 
-def _cpu_pairs(qset, tset, q_index, t_index, mode, k, task, progress=False, positional=False):
-    distance, start, end = _cpu.distance_batch(qset, tset, q_index, t_index, mode, k,
-                                               task != "distance", progress)
-    cigar = _cpu.cigar_batch(qset, tset, q_index, t_index, start, end) if task == "path" else None
-    return distance, start, end, cigar
-
-
-def _compare_pairs(qset, tset, q_index, t_index, mode, k, task, backend, progress=False,
-                   positional=False):
-    """Run the chosen backend on index pairs; the engine behind both public functions.
-    ``positional``: the pairs are ``queries[i]`` with ``targets[i]``."""
-    distance, start, end, cigar = _engine(backend)(qset, tset, q_index, t_index, mode, k, task,
-                                                   progress=progress, positional=positional)
+def _compare_pairs(engine: ModuleType, qset, tset, q_index, t_index, mode, k, task,
+                   progress=False, positional=False):
+    """Run the backend module ``engine`` on index pairs; the engine behind both public
+    functions. ``positional``: the pairs are ``queries[i]`` with ``targets[i]``."""
+    distance, start, end, cigar = engine.edit_pairs(qset, tset, q_index, t_index, mode, k, task,
+                                                    progress=progress, positional=positional)
     if task == "distance":
         # Read-only -1s that take no memory: the task reports no locations.
         start = end = np.broadcast_to(np.int32(-1), distance.shape)
@@ -169,16 +154,15 @@ def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | 
     >>> r.distance.tolist(), r.target_start.tolist(), r.target_end.tolist(), r.cigar
     ([1, 1], [0, 2], [3, 6], ['1=1I2=', '2=1X1='])
     """
-    mode_code = _normalize_mode(mode)
+    mode_code = edit_mode(mode)
     cutoff = _normalize_k(k)
-    if task not in _TASKS:
-        raise ValueError(f"task={task!r}: expected one of {', '.join(_TASKS)}")
-    resolve_backend(backend)  # fail on a bad backend before the inputs are encoded
+    check_task(task, EDIT_TASKS)
+    engine = _backend(backend)  # fails on a bad backend before the inputs are encoded
     qset, tset = pair_sets(queries, targets, alphabet, invalid)
     q_index, t_index = pair_indices(qset, tset, pairs, "edit_distance", "edit_distance_matrix")
-    distance, start, end, cigar = _compare_pairs(qset, tset, q_index, t_index, mode_code, cutoff,
-                                                 task, backend, progress, positional=pairs is None)
-    return EditResult(distance, start, end, cigar, _MODE_NAMES[mode_code], task, k, q_index,
+    distance, start, end, cigar = _compare_pairs(engine, qset, tset, q_index, t_index, mode_code,
+                                                 cutoff, task, progress, positional=pairs is None)
+    return EditResult(distance, start, end, cigar, EDIT_MODE_NAMES[mode_code], task, k, q_index,
                       t_index)
 
 
@@ -200,9 +184,9 @@ def edit_distance_matrix(queries: Any, targets: Any, *, mode: str = "global",
     >>> m.query_index.tolist(), m.target_index.tolist(), m.distance.tolist()
     ([0, 0, 1], [0, 2, 1], [1, 0, 1])
     """
-    mode_code = _normalize_mode(mode)
+    mode_code = edit_mode(mode)
     cutoff = _normalize_k(k)
-    resolve_backend(backend)
+    engine = _backend(backend)
     qset, tset = pair_sets(queries, targets, alphabet, invalid)
     n_queries, n_targets = len(qset), len(tset)
     rows_per_block = max(1, config.MATRIX_BLOCK_PAIRS // max(1, n_targets))
@@ -212,8 +196,8 @@ def edit_distance_matrix(queries: Any, targets: Any, *, mode: str = "global",
         rows = np.arange(row, min(n_queries, row + rows_per_block), dtype=np.int64)
         q_index = np.repeat(rows, n_targets)
         t_index = np.tile(np.arange(n_targets, dtype=np.int64), len(rows))
-        distance, _, _, _ = _compare_pairs(qset, tset, q_index, t_index, mode_code, cutoff,
-                                           "distance", backend, progress)
+        distance, _, _, _ = _compare_pairs(engine, qset, tset, q_index, t_index, mode_code,
+                                           cutoff, "distance", progress)
         if dense is not None:
             dense[rows] = distance.reshape(len(rows), n_targets)
         else:

@@ -40,14 +40,14 @@
 // leaving its bottom row to h_out, one signed byte per target column. Only the last pass writes
 // the distance and end.
 
-typedef unsigned int u32;
-typedef long long i64;
+#include "common.cuh"
 
-// DNA symbol codes: A C G T, and N (4), which matches nothing.
-constexpr int DNA_CODES = 5;
 // Threads per block of the edit-distance kernels: their launch bounds, which the host reads back
 // to size its launches, and the stride of the DNA match tables.
 constexpr int BLOCK_THREADS = 128;
+// Threads per block of the one-thread-per-item kernels that bin the pairs and build match
+// tables (their launch bounds, read back by the host likewise).
+constexpr int ITEM_THREADS = 256;
 
 // Big-integer addition through the words of a block: the carry flag links the asm statements
 // (kept in order by volatile), as in multi-precision libraries.
@@ -77,9 +77,9 @@ __device__ __forceinline__ u32 chain_add(int w, u32 a, u32 b) {
 }
 
 // a * b + c on the multiply-add unit (IMAD). The integer/logic unit is the one a column keeps
-// busy (87% of its issue slots on an H100 before this), so work that multiply-adds can do moves
-// there; written as PTX so that the compiler does not turn a product by a 0/1 value into a
-// select, which would run on the integer/logic unit again.
+// busy, so work that multiply-adds can do moves there; written as PTX so that the compiler does
+// not turn a product by a 0/1 value into a select, which would run on the integer/logic unit
+// again.
 __device__ __forceinline__ u32 mad_lo(u32 a, u32 b, u32 c) {
     u32 r;
     asm("mad.lo.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
@@ -142,9 +142,9 @@ __device__ __forceinline__ void pair_sequences(const i64* q_index, const i64* t_
 
 // Bins for the kernels: one thread per pair writes the symbols of its target (t_length) and its
 // key, the first bin whose `limits` (query words) holds the query, n_limits for queries run in
-// slices and n_limits + 1 for pairs left to the CPU (an empty side, or in global mode a length
+// slices and n_limits + 1 for pairs left to the host (an empty side, or in global mode a length
 // difference over `global_cutoff` >= 0), and counts the keys (keys < 32).
-extern "C" __global__ void plan_pairs(
+extern "C" __global__ void __launch_bounds__(ITEM_THREADS) plan_pairs(
     const i64* __restrict__ q_offsets, const i64* __restrict__ t_offsets,
     const i64* __restrict__ q_index, const i64* __restrict__ t_index, const i64 first,
     const int n_pairs, const i64* __restrict__ limits, const int n_limits,
@@ -175,8 +175,9 @@ extern "C" __global__ void plan_pairs(
 
 // Counting sort of the pairs by key: `cursor` starts at each key's first position in `order`
 // and is advanced a block at a time. Pairs of one key keep no particular order.
-extern "C" __global__ void order_pairs(const int* __restrict__ key, const int n_pairs,
-                                       int* __restrict__ cursor, i64* __restrict__ order) {
+extern "C" __global__ void __launch_bounds__(ITEM_THREADS) order_pairs(
+    const int* __restrict__ key, const int n_pairs, int* __restrict__ cursor,
+    i64* __restrict__ order) {
     __shared__ int block_counts[32], base[32];
     if (threadIdx.x < 32) block_counts[threadIdx.x] = 0;
     __syncthreads();
@@ -196,7 +197,7 @@ extern "C" __global__ void order_pairs(const int* __restrict__ key, const int n_
 // One thread per (slot, word): sets the bits of that word in table[slot][code][word_stride] for
 // the pass `pass_from_end` of kernels with `word_stride` words (rows outside the query: none).
 // The table must be zeroed first.
-extern "C" __global__ void build_match_table(
+extern "C" __global__ void __launch_bounds__(ITEM_THREADS) build_match_table(
     const unsigned char* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const i64* __restrict__ q_index, const i64* __restrict__ order, const i64 first,
     const int n_slots, const int word_stride, const int n_codes, const int match_codes,

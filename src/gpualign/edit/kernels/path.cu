@@ -10,14 +10,11 @@
 // newline, at offsets summed from the lengths trace_paths counted, so the host decodes the
 // whole batch with one split.
 
-typedef unsigned int u32;
-typedef long long i64;
-typedef unsigned char u8;
+#include "common.cuh"
 
-#define OP_MATCH 0
-#define OP_MISMATCH 1
-#define OP_INSERTION 2
-#define OP_DELETION 3
+// Threads per block of both kernels: their launch bounds, which the host reads back to size its
+// launches.
+constexpr int PATH_THREADS = 128;
 
 // D[i][j] of a global alignment from the vertical deltas of column j (top row D[0][j] = j).
 __device__ __forceinline__ int column_value(const u32* pv, const u32* mv, int j, int i) {
@@ -67,7 +64,7 @@ __device__ __forceinline__ u8* ops_of(u32* scratch, const i64 offset, int n_code
                                  + 2 * (i64)(n + 1) * words);
 }
 
-extern "C" __global__ void trace_paths(
+extern "C" __global__ void __launch_bounds__(PATH_THREADS) trace_paths(
     const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
     const i64* __restrict__ q_index, const i64* __restrict__ t_index, const i64 first,
@@ -76,7 +73,7 @@ extern "C" __global__ void trace_paths(
     u32* __restrict__ scratch, int* __restrict__ op_count, int* __restrict__ text_chars) {
     const i64 pair = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (pair >= n_pairs) return;
-    if (start[pair] < 0) {  // no alignment (over k, or left to the CPU)
+    if (start[pair] < 0) {  // no alignment (over k, or left to the host)
         op_count[pair] = 0;
         text_chars[pair] = 0;
         return;
@@ -165,7 +162,7 @@ extern "C" __global__ void trace_paths(
 
 // Writes pair p's CIGAR text at text + text_at[p] (an exclusive sum of text_chars + 1), then a
 // newline.
-extern "C" __global__ void write_paths(
+extern "C" __global__ void __launch_bounds__(PATH_THREADS) write_paths(
     const i64* __restrict__ q_offsets, const i64* __restrict__ q_index, const i64 first,
     const int n_pairs, const int* __restrict__ start, const int* __restrict__ end,
     const int n_codes, const i64* __restrict__ offset, u32* __restrict__ scratch,

@@ -1,0 +1,99 @@
+"""What both edit-distance backends share without Numba: the results of pairs that need no
+dynamic programming, and the size check of a traceback.
+
+The CUDA backend takes its pairs with an empty side (or, in global mode, a length difference
+over ``k``) from here, so that a CUDA run never loads the CPU backend; the results are exactly
+those of the CPU backend's dynamic programming (``tests/test_edit.py`` checks every mode, task
+and cutoff).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import config
+from ..codes import CIGAR_OPS, EDIT_GLOBAL, OP_DELETION, OP_INSERTION
+
+__all__ = ["check_traceback_size", "trivial_cigars", "trivial_results"]
+
+
+def trivial_results(q_len: np.ndarray, t_len: np.ndarray, mode: int, k: int,
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distance, target start and end (half-open) of pairs that need no dynamic programming:
+    an empty query or target, or in global mode ``|m - n| > k``; -1s for pairs over ``k``
+    (``k < 0``: no cutoff).
+
+    Parameters
+    ----------
+    q_len, t_len : np.ndarray
+        Query and target lengths of the pairs (every pair one of the kinds above).
+    mode : int
+        An edit mode code (:func:`gpualign.codes.edit_mode`).
+    k : int
+        The cutoff, or -1.
+
+    Returns
+    -------
+    distance, start, end : np.ndarray of int32
+
+    Notes
+    -----
+    In global mode such a pair's distance is ``|m - n|``: with an empty side the alignment is
+    the other side's insertions or deletions over the whole target, and otherwise ``|m - n|``
+    is over ``k`` and the pair reports -1s. With a free target end an empty query aligns with
+    the empty range at 0 at no cost, and a query against an empty target costs its length.
+
+    Examples
+    --------
+    >>> [a.tolist() for a in trivial_results(np.array([0, 3]), np.array([2, 0]), 0, -1)]
+    [[2, 3], [0, 0], [2, 0]]
+    """
+    q_len = np.asarray(q_len, dtype=np.int64)
+    t_len = np.asarray(t_len, dtype=np.int64)
+    if mode == EDIT_GLOBAL:
+        distance, end = np.abs(q_len - t_len), t_len
+    else:
+        distance, end = q_len, np.zeros_like(q_len)
+    over = (distance > k) if k >= 0 else np.zeros(len(distance), dtype=bool)
+    distance, start, end = (np.where(over, -1, values).astype(np.int32)
+                            for values in (distance, np.zeros_like(q_len), end))
+    return distance, start, end
+
+
+def trivial_cigars(q_len: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[str | None]:
+    """The CIGARs of the pairs of :func:`trivial_results` from their query lengths and target
+    ranges: the query's insertions, then the range's deletions (``""`` for an empty pair,
+    None where ``start < 0``), as a traceback writes them.
+
+    Examples
+    --------
+    >>> trivial_cigars(np.array([0, 3, 0, 2]), np.array([0, 0, 0, -1]), np.array([2, 0, 0, -1]))
+    ['2D', '3I', '', None]
+    """
+    insertion, deletion = CIGAR_OPS[OP_INSERTION], CIGAR_OPS[OP_DELETION]
+    cigars: list[str | None] = []
+    for m, first, last in zip(np.asarray(q_len).tolist(), np.asarray(start).tolist(),
+                              np.asarray(end).tolist(), strict=True):
+        if first < 0:
+            cigars.append(None)
+            continue
+        span = last - first
+        cigars.append((f"{m}{insertion}" if m else "") + (f"{span}{deletion}" if span else ""))
+    return cigars
+
+
+def check_traceback_size(q_len: Any, span: Any) -> None:
+    """Raise MemoryError, naming the pair, when a traceback's stored delta vectors (a query of
+    ``q_len`` against a target range of ``span``, arrays of NumPy or CuPy) would exceed
+    ``config.PATH_MAX_BYTES_PER_PAIR`` (the same check on every backend)."""
+    if not len(q_len):
+        return
+    matrix_bytes = (span + 1) * ((q_len + 63) // 64) * 16
+    worst = int(matrix_bytes.argmax())
+    if int(matrix_bytes[worst]) > config.PATH_MAX_BYTES_PER_PAIR:
+        raise MemoryError(
+            f"pair #{worst} needs {int(matrix_bytes[worst]) / 2**30:.1f} GiB for its traceback "
+            f"(query {int(q_len[worst])} x target range {int(span[worst])}), over "
+            "gpualign.config.PATH_MAX_BYTES_PER_PAIR")
