@@ -8,6 +8,8 @@ from __future__ import annotations
 import doctest
 import gzip
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -426,7 +428,7 @@ def test_cuda_warp_per_pair_scores_equal_the_cpu(monkeypatch, heights):
     monkeypatch.setattr(gpualign.config, "ALIGN_WARP_MIN_CELLS", 1)
     monkeypatch.setattr(gpualign.config, "ALIGN_WARP_MIN_RATIO", 0.0)
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANE_ROWS", heights)
-    from gpualign.align import _cuda
+    from gpualign.align import _cpu
 
     def no_fallback(*args):  # every pair here fits the GPU: none may go to the CPU
         raise AssertionError("a pair was computed by the CPU backend")
@@ -438,13 +440,39 @@ def test_cuda_warp_per_pair_scores_equal_the_cpu(monkeypatch, heights):
                 want = gpualign.align(queries, targets, mode=mode, scoring=scoring, task=task,
                                       alphabet=alphabet, backend="cpu")
                 with monkeypatch.context() as patch:
-                    patch.setattr(_cuda._cpu, "scores", no_fallback)
+                    patch.setattr(_cpu, "align_pairs", no_fallback)
                     got = gpualign.align(queries, targets, mode=mode, scoring=scoring,
                                          task=task, alphabet=alphabet, backend="cuda")
                 where = (mode, task, alphabet, scoring.describe())
                 assert got.score.tolist() == want.score.tolist(), where
                 assert got.query_end.tolist() == want.query_end.tolist(), where
                 assert got.target_end.tolist() == want.target_end.tolist(), where
+
+
+def test_cuda_backend_imports_no_numba():
+    # The CUDA backend loads neither Numba nor the CPU backend (the rare pairs that the GPU
+    # cannot take import it when they occur); in a fresh process, as a user's run starts.
+    code = ("import sys\n"
+            "from gpualign.align import _cuda, api\n"
+            "api.resolve_backend = lambda backend: 'cuda'\n"
+            "assert api._backend('cuda') is _cuda\n"
+            "loaded = [m for m in sys.modules if m == 'numba' or m.endswith('._cpu')]\n"
+            "assert not loaded, loaded\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_cuda_cigar_texts_split_once():
+    # The GPU packs a launch's CIGARs, each followed by a newline; the host decodes them with
+    # one split, keeping the empty CIGARs of empty alignments.
+    from gpualign.align import _cuda
+
+    cigar = ["?"] * 4
+    results = _cuda._TraceResults(None, *(np.zeros(4, dtype=np.int64) for _ in range(3)),
+                                  np.zeros(4), cigar)
+    ones = np.ones(3, dtype=np.int32)
+    results.store(np.array([3, 0, 1]), ones, ones, ones, ones, ones, ones,
+                  np.frombuffer(b"3=\n\n12X1D\n", dtype=np.uint8))
+    assert cigar == ["", "12X1D", "?", "3="]
 
 
 # --- inputs, tasks, errors ------------------------------------------------------------------------

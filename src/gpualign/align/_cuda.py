@@ -18,37 +18,43 @@ Pairs of at least ``config.ALIGN_WARP_MIN_CELLS`` cells (global, semi-global and
 global and semi-global ends) run one warp per pair instead, so that the longest pairs do not
 leave a launch waiting for a few threads.
 
-Paths (:func:`align_paths`): one warp per pair fills the DP up to the end cell (local and
-overlap: from the score kernels; global and semi-global: found on the way), keeping a 4-bit
-traceback code per cell (a 1.5 kb pair takes about 1.2 MB), then one thread per pair walks back
-and writes the CIGAR. A launch holds as many pairs as the
-memory budget allows, pairs of one lane height (``config.ALIGN_TRACE_LANE_ROWS``) together,
-longest first.
+Paths (``task="path"``): one warp per pair fills the DP up to the end cell (local and overlap:
+from the score kernels; global and semi-global: found on the way), keeping a 4-bit traceback
+code per cell, then one thread per pair walks back and writes the CIGAR, and a warp per pair
+packs the texts, each followed by a newline, for one decode on the host. A launch holds as many
+pairs as the memory budget allows, pairs of one lane height (``config.ALIGN_TRACE_LANE_ROWS``)
+together, longest first.
+
+Block sizes come from the kernels' ``__launch_bounds__`` (:mod:`gpualign.cuda.launch`). Nothing
+here imports Numba: pairs that the GPU cannot take go to the CPU backend, imported only then.
 """
 
 from __future__ import annotations
 
+import codecs
 import functools
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from .. import config
-from .._cigar_text import decode_cigars
+from ..codes import ALIGN_GLOBAL, ALIGN_LOCAL, ALIGN_OVERLAP, ALIGN_SEMI_GLOBAL
+from ..cuda import launch
 from ..cuda.loader import get_kernel
 from ..cuda.memory import device_chunks, launch_split
-from . import _cpu
+from ..sequences import SequenceSet
 
 KERNEL_FILE = "align/kernels/align.cu"
 WARP_KERNEL_FILE = "align/kernels/warp.cu"
-_THREADS = 128  # the kernel's __launch_bounds__
-_NARROW_NEG = -32768 + 1024  # Narrow::NEG in the kernel
-_NARROW_LIMIT = 32767 - 256
+_NARROW_NEG = -32768 + 1024  # Narrow::NEG in align.cu
+_NARROW_LIMIT = 32767 - 256  # below the int16 maximum of Narrow's lanes in align.cu, a margin
+# The largest wide value in magnitude: Wide::NEG in align.cu and NEG in warp.cu are -(1 << 30),
+# so no real value may reach them.
 _WIDE_LIMIT = (1 << 30) - (1 << 20)
-_MAX_SHARED = 227 * 1024  # shared memory of one block on Hopper
-_MAX_GAP_EXTEND = 1000  # Narrow::NEG - gap_extend must not wrap
-# How the kernels look up substitution scores: DNA match/mismatch from two constants, a query
-# profile of int8 scores (16-byte loads per strip and column), or a table in shared memory.
+_MAX_GAP_EXTEND = 1000  # Narrow::NEG in align.cu - gap_extend must not wrap
+# How the kernels look up substitution scores (SUB_* in align.cu): DNA match/mismatch from two
+# constants, a query profile of int8 scores (16-byte loads per strip and column), or a table in
+# shared memory.
 _SUB_DNA, _SUB_TABLE, _SUB_PROFILE = 0, 1, 2
 
 
@@ -77,11 +83,29 @@ def value_bounds(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
     return high, low
 
 
-def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.ndarray,
-                gap_open: int, gap_extend: int, mode: int, want_end: bool):
-    """Scores and end cells of index pairs on the current CUDA device: int64 arrays ``score,
-    query_end, target_end``, as the CPU backend's ``scores`` returns them (every mode
-    reports its ends, except local alignments without ``want_end``: theirs are meaningless)."""
+def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: np.ndarray,
+                table: np.ndarray, gap_open: int, gap_extend: int, mode: int, task: str,
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                           list[str | None] | None, np.ndarray | None]:
+    """Align index pairs on the current CUDA device, with the results and the contract of the
+    CPU backend's :func:`gpualign.align._cpu.align_pairs`: int64 arrays ``score, query_start,
+    query_end, target_start, target_end`` (-1 where ``task`` reports no such value), the CIGAR
+    strings and the identities (None unless ``task="path"``)."""
+    if task == "path":
+        return _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode)
+    score, q_end, t_end = _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend,
+                                  mode, want_end=task == "end")
+    if task == "score":
+        q_end[:] = -1
+        t_end[:] = -1
+    missing = np.full(len(score), -1, dtype=np.int64)
+    return score, missing, q_end, missing.copy(), t_end, None, None
+
+
+def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, want_end):
+    """Scores and end cells of index pairs: int64 arrays ``score, query_end, target_end``
+    (every mode reports its ends, except local alignments without ``want_end``: theirs are
+    meaningless)."""
     import cupy
 
     count = len(q_index)
@@ -100,13 +124,13 @@ def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
     wide_ok = shifted.min() >= -32768 and shifted.max() <= 32767
     on_gpu = (m > 0) & (n > 0) & (high < _WIDE_LIMIT) & (low > -_WIDE_LIMIT) & wide_ok
     narrow = on_gpu & narrow_ok & (high < _NARROW_LIMIT) & (low > _NARROW_NEG + 256)
-    find_end = want_end and mode == _cpu.LOCAL
+    find_end = want_end and mode == ALIGN_LOCAL
     cells = m.astype(np.int64) * n
     # Long for the batch: only pairs far above the mean would hold a launch up (a warp computes
     # a pair at a fraction of what 32 threads compute on 32 pairs).
     threshold = max(config.ALIGN_WARP_MIN_CELLS,
                     config.ALIGN_WARP_MIN_RATIO * float(cells.mean()) if len(cells) else 0.0)
-    long = on_gpu & (cells >= threshold) & (mode != _cpu.OVERLAP) & (not find_end)
+    long = on_gpu & (cells >= threshold) & (mode != ALIGN_OVERLAP) & (not find_end)
     if long.any():
         chosen = np.flatnonzero(long)
         chosen = chosen[warp_fits(m[chosen], n[chosen], table, gap_open, gap_extend,
@@ -116,7 +140,7 @@ def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
         s, te = _warp_scores(qset, tset, q_index[chosen], t_index[chosen], table, gap_open,
                              gap_extend, mode)
         score[chosen], t_end[chosen] = s, te
-        q_end[chosen] = m[chosen] if mode != _cpu.LOCAL else -1
+        q_end[chosen] = m[chosen] if mode != ALIGN_LOCAL else -1
     half = config.ALIGN_STRIP_ROWS // 2
     if config.ALIGN_STRIP_ROWS % 2 or half < 1:
         raise ValueError(f"ALIGN_STRIP_ROWS={config.ALIGN_STRIP_ROWS}: a positive even number")
@@ -135,15 +159,20 @@ def align_pairs(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
         bounds = np.cumsum(cupy.bincount(chunk_lanes, minlength=3).get()[:2])
         for wide, first, last in ((False, 0, bounds[0]), (True, bounds[0], bounds[1])):
             if last > first:
-                launch_split(functools.partial(setup.launch, wide, chunk), order[first:last],
+                launch_split(functools.partial(setup.run, wide, chunk), order[first:last],
                              (8 if wide else 4) * (int(n[part].mean()) + 2) + 32)
         inside = lanes[part] < 2
         for host, device in zip((score, q_end, t_end), chunk.results, strict=True):
             np.copyto(host[part], device.get(), where=inside)
     rest = np.flatnonzero(~on_gpu)
     if len(rest):
-        score[rest], q_end[rest], t_end[rest] = _cpu.scores(
-            qset, tset, q_index[rest], t_index[rest], table, gap_open, gap_extend, mode)
+        # The CPU's DP (task "end": never parasail, whose 32-bit scores could clip the pairs
+        # that are here for being too large).
+        from . import _cpu
+
+        s, _, qe, _, te, _, _ = _cpu.align_pairs(qset, tset, q_index[rest], t_index[rest], table,
+                                                 gap_open, gap_extend, mode, "end")
+        score[rest], q_end[rest], t_end[rest] = s, qe, te
     return score, q_end, t_end
 
 
@@ -189,8 +218,26 @@ def warp_fits(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
     low = low - (padded - m) * gap_open
     shifted = table.astype(np.int64) + gap_open
     table_ok = shifted.min() >= -32768 and shifted.max() <= 32767 and \
-        2 * (n_codes + 1) * n_codes <= _MAX_SHARED
+        _warp_table_bytes(n_codes) <= _shared_per_block()
     return (m > 0) & (n > 0) & (high < _WIDE_LIMIT) & (low > -_WIDE_LIMIT) & table_ok
+
+
+def _warp_table_bytes(n_codes: int) -> int:
+    """Dynamic shared memory of ``warp_fill``: its int16 substitution table and padding row."""
+    return 2 * (n_codes + 1) * n_codes
+
+
+def _shared_per_block() -> int:
+    """Shared memory a block of the current device may opt in to (``warp_fill`` has no static
+    shared memory, so its table may take all of it)."""
+    import cupy
+
+    return launch.device_limits(cupy.cuda.Device().id).shared_per_block_optin
+
+
+def _warp_grid(kernel, pairs: int):
+    """``(grid, block)`` of a warp-per-pair kernel: one warp of its block for each pair."""
+    return launch.grid(kernel, pairs, launch.block_threads(kernel) // 32)
 
 
 def _warp_scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode):
@@ -204,7 +251,7 @@ def _warp_scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode
     t_end = n.copy()
     shifted = cupy.asarray((table.astype(np.int64) + gap_open).astype(np.int16).ravel())
     n_codes = qset.alphabet.size
-    shared = 2 * (n_codes + 1) * n_codes
+    shared = _warp_table_bytes(n_codes)
     order = np.lexsort((-(m * n), rows))  # by lane height, the longest first
     for part, sequences, q_local, t_local in device_chunks(
             qset, tset, q_index[order], t_index[order], config.ALIGN_GPU_CHUNK_PAIRS):
@@ -212,13 +259,12 @@ def _warp_scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode
         for height in np.unique(rows[positions]).tolist():
             same = np.flatnonzero(rows[positions] == height)
             kernel = get_kernel(WARP_KERNEL_FILE, f"warp_fill<{height}, {mode}, false, false>")
-            if shared > 48 * 1024:
-                kernel.max_dynamic_shared_size_bytes = shared
-            launch = functools.partial(
+            launch.reserve_shared(kernel, shared)
+            run = functools.partial(
                 _warp_score_launch, kernel, sequences, q_local[same], t_local[same],
                 m[positions[same]], n[positions[same]], positions[same],
                 (shifted, n_codes, gap_open, gap_extend, shared, mode), (score, t_end))
-            launch_split(launch, np.arange(len(same)), int(16 * (n[positions[same]].max() + 1)))
+            launch_split(run, np.arange(len(same)), int(16 * (n[positions[same]].max() + 1)))
     return score, t_end
 
 
@@ -236,34 +282,32 @@ def _warp_score_launch(kernel, sequences, q_local, t_local, m, n, where, scheme,
     border = cupy.empty(2 * int(border_base[-1]), dtype=cupy.int32)
     score, end = cupy.zeros(size, dtype=cupy.int32), cupy.zeros(size, dtype=cupy.int32)
     unused = cupy.zeros(1, dtype=cupy.int64)  # the trace and last-row arguments
-    kernel(((size + _THREADS // 32 - 1) // (_THREADS // 32),), (_THREADS,),
+    kernel(*_warp_grid(kernel, size),
            (*sequences, cupy.asarray(q_local[members]), cupy.asarray(t_local[members]),
             cupy.asarray(m.astype(np.int32)), cupy.asarray(n.astype(np.int32)), np.int32(size),
             shifted, np.int32(n_codes), np.int32(gap_open), np.int32(gap_extend),
             unused.view(cupy.uint32), unused, border, cupy.asarray(border_base[:-1]),
             unused.view(cupy.int32), unused, score, end), shared_mem=shared)
     results[0][where[members]] = score.get()
-    if mode != _cpu.LOCAL:
+    if mode != ALIGN_LOCAL:
         results[1][where[members]] = end.get()
 
 
-def align_paths(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.ndarray,
-                gap_open: int, gap_extend: int, mode: int):
-    """Scores, coordinates and paths of index pairs on the current CUDA device: int64 arrays
-    ``score, query_start, query_end, target_start, target_end``, the CIGAR strings and the
-    identities, as the CPU backend's traceback reports them."""
+def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode):
+    """Scores, coordinates and paths of index pairs: :func:`align_pairs` for
+    ``task="path"``."""
 
     m = qset.lengths[q_index]
     n = tset.lengths[t_index]
     # Global and semi-global alignments end in the last row: the path kernels find their ends
     # (and scores); the other modes' ends come from the score kernels first.
-    find_end = mode in (_cpu.GLOBAL, _cpu.SEMI_GLOBAL)
+    find_end = mode in (ALIGN_GLOBAL, ALIGN_SEMI_GLOBAL)
     if find_end:
         score, q_end, t_end = np.zeros(len(m), dtype=np.int64), m.astype(np.int64), \
             n.astype(np.int64)
     else:
-        score, q_end, t_end = align_pairs(qset, tset, q_index, t_index, table, gap_open,
-                                          gap_extend, mode, want_end=True)
+        score, q_end, t_end = _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend,
+                                      mode, want_end=True)
     count = len(q_index)
     q_start = np.full(count, -1, dtype=np.int64)
     t_start = np.full(count, -1, dtype=np.int64)
@@ -302,8 +346,10 @@ def align_paths(qset, tset, q_index: np.ndarray, t_index: np.ndarray, table: np.
         future.result()  # raises what a store() raised
     rest = np.flatnonzero(~on_gpu)
     if len(rest):
-        s, qs, qe, ts, te, texts, ident = _cpu.paths(qset, tset, q_index[rest], t_index[rest],
-                                                     table, gap_open, gap_extend, mode)
+        from . import _cpu
+
+        s, qs, qe, ts, te, texts, ident = _cpu.align_pairs(
+            qset, tset, q_index[rest], t_index[rest], table, gap_open, gap_extend, mode, "path")
         score[rest], q_start[rest], q_end[rest], t_start[rest], t_end[rest] = s, qs, qe, ts, te
         identity[rest] = ident
         for k, p in enumerate(rest.tolist()):
@@ -320,7 +366,7 @@ def _is_match_mismatch(table: np.ndarray, match_codes: int) -> bool:
 
 
 class _Setup:
-    """The kernel arguments shared by every launch of one :func:`align_pairs` call."""
+    """The kernel arguments shared by every launch of one :func:`_scores` call."""
 
     def __init__(self, mode, affine, substitution, find_end, half, shifted_table, n_codes,
                  gap_open, gap_extend):
@@ -351,13 +397,13 @@ class _Setup:
             cupy.cumsum(sizes[:-1], out=base[1:])
         profiles = cupy.empty(int(sizes.sum()) + 16, dtype=cupy.int8)
         if len(sizes):
-            get_kernel(KERNEL_FILE, "build_profiles")(
-                (len(sizes),), (256,),
-                (q_codes, q_offsets, base, padded, cupy.asarray(self.shifted_table.ravel()),
-                 np.int32(self.n_codes), profiles))
+            build = get_kernel(KERNEL_FILE, "build_profiles")
+            build(*launch.grid(build, len(sizes), items_per_block=1),  # a block per record
+                  (q_codes, q_offsets, base, padded, cupy.asarray(self.shifted_table.ravel()),
+                   np.int32(self.n_codes), profiles))
         return profiles, base, padded
 
-    def launch(self, wide, chunk, members):
+    def run(self, wide, chunk, members):
         """Align the pairs ``members`` (device positions in ``chunk``) in one launch; their
         scores and ends go to ``chunk.results``."""
         import cupy
@@ -375,14 +421,13 @@ class _Setup:
         kernel = get_kernel(KERNEL_FILE, _kernel_name(wide, self.mode, self.affine,
                                                       self.substitution, self.find_end,
                                                       self.half))
-        shared = 2 * self.n_codes ** 2 if self.substitution == _SUB_TABLE else 0
-        if shared > 48 * 1024:
-            kernel.max_dynamic_shared_size_bytes = shared
+        shared = launch.reserve_shared(
+            kernel, 2 * self.n_codes ** 2 if self.substitution == _SUB_TABLE else 0)
         table = cupy.asarray(self.shifted_table.ravel())
         border = cupy.empty(int(segment.sum()) * (2 if wide else 1), dtype=cupy.uint32)
         results = [cupy.empty(size, dtype=cupy.int32) for _ in range(3)]
         q_codes, q_offsets, t_codes, t_offsets = chunk.sequences
-        kernel(((size + _THREADS - 1) // _THREADS,), (_THREADS,),
+        kernel(*launch.grid(kernel, size),
                (q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, np.int32(size), table,
                 np.int32(self.n_codes), np.int32(self.match), np.int32(self.mismatch),
                 *chunk.profiles, np.int32(self.gap_open), np.int32(self.gap_extend), border,
@@ -405,7 +450,7 @@ class _Chunk:
 
 
 class _TraceSetup:
-    """The kernel arguments shared by every path launch of one :func:`align_paths` call."""
+    """The kernel arguments shared by every path launch of one :func:`_paths` call."""
 
     def __init__(self, mode, find_end, table, n_codes, match_codes, gap_open, gap_extend):
         import cupy
@@ -417,7 +462,7 @@ class _TraceSetup:
 
 
 class _TraceResults:
-    """Host arrays of :func:`align_paths` that the launches fill: scores (None: known before),
+    """Host arrays of :func:`_paths` that the launches fill: scores (None: known before),
     target ends, starts, identities, CIGARs."""
 
     def __init__(self, score, t_end, q_start, t_start, identity, cigar):
@@ -426,9 +471,9 @@ class _TraceResults:
         self.finisher: ThreadPoolExecutor | None = None
         self.finished: list = []  # the futures of store()
 
-    def store(self, where, score, t_end, q_start, t_start, matches, columns, text, text_base,
-              length):
-        """Store the results of the pairs at positions ``where`` (host arrays)."""
+    def store(self, where, score, t_end, q_start, t_start, matches, columns, text):
+        """Store the results of the pairs at positions ``where`` (host arrays; ``text``: their
+        CIGARs, each followed by a newline)."""
         if self.score is not None:
             self.score[where] = score
         self.t_end[where] = t_end
@@ -436,8 +481,10 @@ class _TraceResults:
         self.t_start[where] = t_start
         self.identity[where] = np.divide(matches, columns, out=np.zeros(len(where)),
                                          where=columns > 0)
-        for p, cigar in zip(where.tolist(), decode_cigars(text, text_base, length),
-                            strict=True):
+        # One decode (latin-1: a character per byte) and one split for the launch: CIGARs hold
+        # no newline, and the last newline leaves an empty string behind.
+        cigars = codecs.latin_1_decode(text)[0].split("\n")[:-1]
+        for p, cigar in zip(where.tolist(), cigars, strict=True):
             self.cigar[p] = cigar
 
 
@@ -481,16 +528,12 @@ class _TraceGroup:
         columns_dev = cupy.asarray(columns_end.astype(np.int32))
         trace_dev = cupy.asarray(trace_base[:-1])
         text_dev = cupy.asarray(text_base[:-1])
-        shared = 2 * (setup.n_codes + 1) * setup.n_codes
         find_end = "true" if setup.find_end else "false"
         fill = get_kernel(WARP_KERNEL_FILE,
                           f"warp_fill<{self.height}, {setup.mode}, true, {find_end}>")
-        if shared > 48 * 1024:
-            fill.max_dynamic_shared_size_bytes = shared
+        shared = launch.reserve_shared(fill, _warp_table_bytes(setup.n_codes))
         unused = cupy.zeros(1, dtype=cupy.int32)  # the fill's score outputs (without TRACE)
-        warps_per_block = _THREADS // 32
-        warp_blocks = ((size + warps_per_block - 1) // warps_per_block,)
-        fill(warp_blocks, (_THREADS,),
+        fill(*_warp_grid(fill, size),
              (*self.sequences, q_index, t_index, rows_dev, columns_dev, np.int32(size),
               setup.table, np.int32(setup.n_codes), np.int32(setup.gap_open),
               np.int32(setup.gap_extend), trace, trace_dev, border,
@@ -500,20 +543,20 @@ class _TraceGroup:
         score, t_end, q_start, t_start, length, matches, columns = (
             cupy.empty(size, dtype=cupy.int32) for _ in range(7))
         back = get_kernel(WARP_KERNEL_FILE, f"trace_back<{setup.mode}, {find_end}>")
-        back(((size + _THREADS - 1) // _THREADS,), (_THREADS,),
+        back(*launch.grid(back, size),
              (*self.sequences, q_index, t_index, rows_dev, columns_dev, np.int32(size),
               np.int32(self.height), np.int32(setup.match_codes), np.int32(setup.gap_open),
               last_row, last_dev, trace, trace_dev, ops, cupy.asarray(ops_base[:-1]), text,
               text_dev, score, t_end, q_start, t_start, length, matches, columns))
         del trace, ops, last_row
-        # Only the written text comes back: packed on the device, pair after pair.
+        # Only the written text comes back: packed on the device, pair after pair, each
+        # followed by a newline.
         packed_base = cupy.zeros(size + 1, dtype=cupy.int64)
-        cupy.cumsum(length, out=packed_base[1:])
-        packed = cupy.empty(int(packed_base[-1]) + 1, dtype=cupy.uint8)
-        get_kernel(WARP_KERNEL_FILE, "gather_text")(
-            warp_blocks, (_THREADS,), (text, text_dev, length, packed_base, np.int32(size),
-                                       packed))
+        cupy.cumsum(length + 1, out=packed_base[1:])
+        packed = cupy.empty(int(packed_base[-1]), dtype=cupy.uint8)
+        gather = get_kernel(WARP_KERNEL_FILE, "gather_text")
+        gather(*_warp_grid(gather, size),
+               (text, text_dev, length, packed_base, np.int32(size), packed))
         self.results.finished.append(self.results.finisher.submit(
             self.results.store, self.positions[members], score.get(), t_end.get(),
-            q_start.get(), t_start.get(),
-            matches.get(), columns.get(), packed.get(), packed_base.get()[:-1], length.get()))
+            q_start.get(), t_start.get(), matches.get(), columns.get(), packed.get()))

@@ -15,12 +15,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..codes import ALIGN_GLOBAL, ALIGN_LOCAL, ALIGN_OVERLAP, ALIGN_SEMI_GLOBAL
 from ..sequences import SequenceSet
-from . import _cpu
 
 #: parasail's name of each mode: semi-global is ``sg_dx`` (both target ends free), overlap
 #: ``sg`` (all four ends free).
-_NAMES = {_cpu.GLOBAL: "nw", _cpu.LOCAL: "sw", _cpu.SEMI_GLOBAL: "sg_dx", _cpu.OVERLAP: "sg"}
+_NAMES = {ALIGN_GLOBAL: "nw", ALIGN_LOCAL: "sw", ALIGN_SEMI_GLOBAL: "sg_dx", ALIGN_OVERLAP: "sg"}
 _PAIRS_PER_TASK = 256
 
 
@@ -50,7 +50,7 @@ def _matrix(symbols: str, table_bytes: bytes, size: int):
 def _border_score(m: int, n: int, mode: int, gap_open: int, gap_extend: int) -> int:
     """Score when a sequence is empty (parasail needs both non-empty)."""
     gap = max(m, n)
-    if gap and (mode == _cpu.GLOBAL or (mode == _cpu.SEMI_GLOBAL and n == 0)):
+    if gap and (mode == ALIGN_GLOBAL or (mode == ALIGN_SEMI_GLOBAL and n == 0)):
         return -(gap_open + (gap - 1) * gap_extend)
     return 0
 

@@ -10,20 +10,13 @@ import numpy as np
 from .. import config
 from .._checks import integer
 from ..backend import resolve_backend
+from ..codes import ALIGN_MODE_NAMES, ALIGN_TASKS, align_mode, check_task
 from ..pairs import pair_indices, pair_sets
 from ..scoring import Scoring
 from ..sequences import Alphabet, SequenceSet, as_sequence_set, get_alphabet
 from ..streaming import iter_batches
-from . import _cpu, _cuda, _parasail
 
 __all__ = ["AlignResult", "align", "align_one_to_many"]
-
-_MODES = {"global": _cpu.GLOBAL, "nw": _cpu.GLOBAL, "local": _cpu.LOCAL, "sw": _cpu.LOCAL,
-          "semi-global": _cpu.SEMI_GLOBAL, "semiglobal": _cpu.SEMI_GLOBAL,
-          "overlap": _cpu.OVERLAP}
-_MODE_NAMES = {_cpu.GLOBAL: "global", _cpu.LOCAL: "local", _cpu.SEMI_GLOBAL: "semi-global",
-               _cpu.OVERLAP: "overlap"}
-_TASKS = ("score", "end", "path")
 
 
 @dataclass
@@ -66,12 +59,14 @@ class AlignResult:
         return len(self.score)
 
 
-def _mode_code(mode: str) -> int:
-    try:
-        return _MODES[str(mode).lower()]
-    except KeyError:
-        raise ValueError(f"mode={mode!r}: expected one of global (NW), local (SW), "
-                         "semi-global, overlap") from None
+def _backend(backend: str):
+    """The backend module for ``backend``: imported on first use, so a CUDA run never loads
+    Numba."""
+    if resolve_backend(backend) == "cuda":
+        from . import _cuda
+        return _cuda
+    from . import _cpu
+    return _cpu
 
 
 def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring | None = None,
@@ -112,42 +107,22 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
     >>> int(r.score[0]), int(r.target_start[0]), int(r.target_end[0]), r.cigar[0]
     (11, 2, 10, '3=1X4=')
     """
-    mode_code = _mode_code(mode)
-    if task not in _TASKS:
-        raise ValueError(f"task={task!r}: expected one of {', '.join(_TASKS)}")
+    mode_code = align_mode(mode)
+    check_task(task, ALIGN_TASKS)
     scoring = Scoring() if scoring is None else scoring
     if not isinstance(scoring, Scoring):
         raise TypeError(f"scoring must be a gpualign.Scoring, got {type(scoring).__name__}")
-    engine = resolve_backend(backend)
+    engine = _backend(backend)
     qset, tset = pair_sets(queries, targets, alphabet, invalid)
     q_index, t_index = pair_indices(qset, tset, pairs, "align", "align_one_to_many")
     scoring.check_covered(qset, "queries")
     scoring.check_covered(tset, "targets")
     table, _ = scoring.table(qset.alphabet)
-    missing = np.full(len(q_index), -1, dtype=np.int64)
-    q_start, t_start, cigar, identity = missing, missing.copy(), None, None
-    if task == "path":
-        paths = _cuda.align_paths if engine == "cuda" else _cpu.paths
-        score, q_start, q_end, t_start, t_end, cigar, identity = paths(
-            qset, tset, q_index, t_index, table, scoring.gap_open, scoring.gap_extend,
-            mode_code)
-    elif engine == "cuda":
-        score, q_end, t_end = _cuda.align_pairs(qset, tset, q_index, t_index, table,
-                                                scoring.gap_open, scoring.gap_extend, mode_code,
-                                                want_end=task == "end")
-    elif task == "score" and config.ALIGN_CPU_SCORES == "parasail" and \
-            _parasail.available(qset.alphabet.name):
-        score = _parasail.scores(qset, tset, q_index, t_index, table, scoring.gap_open,
-                                 scoring.gap_extend, mode_code)
-        q_end, t_end = missing.copy(), missing.copy()
-    else:
-        score, q_end, t_end = _cpu.scores(qset, tset, q_index, t_index, table,
-                                          scoring.gap_open, scoring.gap_extend, mode_code)
-    if task == "score":
-        q_end[:] = -1
-        t_end[:] = -1
+    score, q_start, q_end, t_start, t_end, cigar, identity = engine.align_pairs(
+        qset, tset, q_index, t_index, table, scoring.gap_open, scoring.gap_extend, mode_code,
+        task)
     return AlignResult(score, q_start, q_end, t_start, t_end, cigar, identity,
-                       _MODE_NAMES[mode_code], task, scoring, q_index, t_index)
+                       ALIGN_MODE_NAMES[mode_code], task, scoring, q_index, t_index)
 
 
 def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
@@ -188,9 +163,8 @@ def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
         n = integer(n, "n", 1)
     if min_score is not None:
         min_score = integer(min_score, "min_score")
-    mode_code = _mode_code(mode)
-    if task not in _TASKS:
-        raise ValueError(f"task={task!r}: expected one of {', '.join(_TASKS)}")
+    mode_code = align_mode(mode)
+    check_task(task, ALIGN_TASKS)
     scoring = Scoring() if scoring is None else scoring
     alpha = get_alphabet(alphabet)
     qset = as_sequence_set([query] if not isinstance(query, SequenceSet) else query, alpha,
@@ -203,7 +177,7 @@ def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
     for batch in iter_batches(targets, alpha, invalid=invalid, role="targets",
                               batch_residues=config.ALIGN_CPU_BATCH_RESIDUES):
         zeros = np.zeros(len(batch), dtype=np.int64)
-        scores = align(qset, batch.sequences, mode=_MODE_NAMES[mode_code], scoring=scoring,
+        scores = align(qset, batch.sequences, mode=ALIGN_MODE_NAMES[mode_code], scoring=scoring,
                        backend=backend, pairs=(zeros, np.arange(len(batch)))).score
         local = np.arange(len(batch)) if min_score is None else \
             np.flatnonzero(scores >= min_score)
@@ -222,7 +196,7 @@ def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
     subjects = SequenceSet.from_codes([kept[i][0] for i in chosen],
                                       [kept[i][1] for i in chosen], alpha)
     zeros = np.zeros(len(chosen), dtype=np.int64)
-    result = align(qset, subjects, mode=_MODE_NAMES[mode_code], scoring=scoring, task=task,
+    result = align(qset, subjects, mode=ALIGN_MODE_NAMES[mode_code], scoring=scoring, task=task,
                    backend=backend, pairs=(zeros, np.arange(len(chosen))))
     result.target_index = kept_index
     result.target_name = subjects.names

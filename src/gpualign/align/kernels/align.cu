@@ -30,11 +30,9 @@
 // column) or the last column, smallest end; local: any cell, smallest target end, then
 // smallest query end, or the empty alignment at (0, 0) when nothing scores above 0.
 
-typedef unsigned char u8;
-typedef unsigned int u32;
-typedef long long i64;
+#include "common.cuh"
 
-enum { GLOBAL = 0, LOCAL = 1, SEMI_GLOBAL = 2, OVERLAP = 3 };
+// Substitution schemes (_SUB_* in align/_cuda.py).
 enum { SUB_DNA = 0, SUB_TABLE = 1, SUB_PROFILE = 2 };
 
 // PTX prmt in its default mode: a selector nibble with bit 3 set replicates the sign of the
@@ -50,8 +48,8 @@ struct Narrow {
     typedef u32 V;
     typedef u32 Border;  // t in the low half, F in the high half
     static constexpr int NEG = -32768 + 1024;  // "minus infinity": room to subtract from
-    // Blocks per multiprocessor the kernels ask the compiler for (registers <= 168): measured
-    // faster on an H100 than the compiler's own choice, though a few registers spill.
+    // Blocks per multiprocessor the kernels ask the compiler for (registers <= 168): faster
+    // than the compiler's own choice, though a few registers spill.
     static constexpr int MIN_BLOCKS = 3;
     __device__ static V make(int lo, int hi) { return (u32)(lo & 0xffff) | ((u32)hi << 16); }
     __device__ static V splat(int x) { return make(x, x); }
@@ -254,7 +252,7 @@ struct Substitution<L, SUB_PROFILE, HALF> {
 
 // One block per query record: its profile (see SUB_PROFILE) at profile + profile_base[k],
 // padded_rows[k] rows per target symbol. `table` is shifted by gap_open and fits int8.
-extern "C" __global__ void build_profiles(
+extern "C" __global__ void __launch_bounds__(256) build_profiles(
     const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const i64* __restrict__ profile_base, const int* __restrict__ padded_rows,
     const short* __restrict__ table, const int n_codes, signed char* __restrict__ profile) {
@@ -272,11 +270,11 @@ extern "C" __global__ void build_profiles(
 // Boundary scores of the mode (before the shift by gap_open).
 template <int MODE>
 __device__ __forceinline__ int first_row_score(int j, int gap_open, int gap_extend) {
-    return (MODE == GLOBAL && j > 0) ? -(gap_open + (j - 1) * gap_extend) : 0;
+    return (MODE == ALIGN_GLOBAL && j > 0) ? -(gap_open + (j - 1) * gap_extend) : 0;
 }
 template <int MODE>
 __device__ __forceinline__ int first_column_score(int i, int gap_open, int gap_extend) {
-    return ((MODE == GLOBAL || MODE == SEMI_GLOBAL) && i > 0)
+    return ((MODE == ALIGN_GLOBAL || MODE == ALIGN_SEMI_GLOBAL) && i > 0)
                ? -(gap_open + (i - 1) * gap_extend) : 0;
 }
 
@@ -356,7 +354,8 @@ __device__ __forceinline__ void sweep_strip(
         V diagonal = L::make(top_diagonal, mid_diagonal);
         // Local scores: the best of the column, carried over from the last one when both
         // lanes' columns are real.
-        V column_max = (MODE == LOCAL && !FIND_END && WHERE == INNER_COLUMN) ? local_best : neg2;
+        V column_max =
+            (MODE == ALIGN_LOCAL && !FIND_END && WHERE == INNER_COLUMN) ? local_best : neg2;
 #pragma unroll
         for (int r = 0; r < HALF; ++r) {
             V s = substitution(rows[r], column, r);
@@ -375,14 +374,15 @@ __device__ __forceinline__ void sweep_strip(
                 other = L::max2(t[r], up);
             }
             // H = max(diagonal + s, E, F); local alignments also max with 0.
-            const V h = MODE == LOCAL ? L::add_max_relu(diagonal, s, other)
+            const V h = MODE == ALIGN_LOCAL ? L::add_max_relu(diagonal, s, other)
                                       : L::add_max(diagonal, s, other);
             const V next = L::add_max(h, neg_open2, neg2);
             diagonal = t[r];
             t[r] = next;
             up_t = next;
-            if (MODE == LOCAL && r % 2 == 1) column_max = L::max3(column_max, t[r - 1], next);
-            if (MODE == LOCAL && r % 2 == 0 && r == HALF - 1)
+            if (MODE == ALIGN_LOCAL && r % 2 == 1)
+                column_max = L::max3(column_max, t[r - 1], next);
+            if (MODE == ALIGN_LOCAL && r % 2 == 0 && r == HALF - 1)
                 column_max = L::max2(column_max, next);
         }
         if (WHERE == FIRST_COLUMN) {  // the lower half computed "column 0": put the true one back
@@ -397,7 +397,7 @@ __device__ __forceinline__ void sweep_strip(
             border[(i64)(c - 1) * border_stride] = L::border(L::hi(up_t), L::hi(up_f));
         }
         const int bottom = L::hi(up_t);  // row i0 + 2 * HALF (the query's last row when LAST)
-        if (MODE == LOCAL) {
+        if (MODE == ALIGN_LOCAL) {
             if (FIND_END) {
                 // Lane hi is column c - 1, lane lo column c: the earlier column first.
                 const int v_hi = L::hi(column_max), v_lo = L::lo(column_max);
@@ -423,12 +423,14 @@ __device__ __forceinline__ void sweep_strip(
                                                            column_max, neg2));
             }
         }
-        if ((MODE == SEMI_GLOBAL || MODE == OVERLAP) && LAST && WHERE != FIRST_COLUMN &&
-            (MODE == SEMI_GLOBAL || WHERE != PAST_COLUMN) && bottom > best.score) {
+        if ((MODE == ALIGN_SEMI_GLOBAL || MODE == ALIGN_OVERLAP) && LAST &&
+            WHERE != FIRST_COLUMN && (MODE == ALIGN_SEMI_GLOBAL || WHERE != PAST_COLUMN) &&
+            bottom > best.score) {
             best.score = bottom;  // the last row, at column c - 1
             best.j = c - 1;
         }
-        if (MODE == OVERLAP && c >= n) {  // the last column: upper rows at c = n, lower at n + 1
+        // The last column: upper rows at c = n, lower at n + 1.
+        if (MODE == ALIGN_OVERLAP && c >= n) {
 #pragma unroll
             for (int r = 0; r < HALF; ++r) {
                 const int v = c == n ? L::lo(t[r]) : L::hi(t[r]);
@@ -439,7 +441,7 @@ __device__ __forceinline__ void sweep_strip(
                 }
             }
         }
-        if (MODE == GLOBAL && LAST && WHERE == PAST_COLUMN) global_t = bottom;
+        if (MODE == ALIGN_GLOBAL && LAST && WHERE == PAST_COLUMN) global_t = bottom;
         top_diagonal = top_t;
         mid_diagonal = mid_t;
         mid_t = L::lo(up_t);
@@ -503,8 +505,8 @@ __global__ void __launch_bounds__(128, L::MIN_BLOCKS) align_pairs(
     const i64 border_stride = 32;
 
     Best best;
-    best.score = MODE == LOCAL ? -gap_open : L::NEG;  // local: the empty alignment, H = 0
-    best.i = MODE == LOCAL ? 0 : m;
+    best.score = MODE == ALIGN_LOCAL ? -gap_open : L::NEG;  // local: the empty alignment, H = 0
+    best.i = MODE == ALIGN_LOCAL ? 0 : m;
     best.j = 0;
     best.column_score = L::NEG;
     best.column_i = m;
@@ -520,14 +522,14 @@ __global__ void __launch_bounds__(128, L::MIN_BLOCKS) align_pairs(
         border_stride, best, local_best, global_t);
 
     int score, q_end, t_end;
-    if (MODE == GLOBAL) {
+    if (MODE == ALIGN_GLOBAL) {
         score = global_t;
         q_end = m;
         t_end = n;
-    } else if (MODE == LOCAL && !FIND_END) {
+    } else if (MODE == ALIGN_LOCAL && !FIND_END) {
         score = max(L::lo(local_best), L::hi(local_best));
         q_end = t_end = -1;
-    } else if (MODE == OVERLAP && best.column_score > best.score) {
+    } else if (MODE == ALIGN_OVERLAP && best.column_score > best.score) {
         score = best.column_score;  // the last row wins ties (the CPU backend's rule)
         q_end = best.column_i;
         t_end = n;

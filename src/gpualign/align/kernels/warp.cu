@@ -34,14 +34,10 @@
 // from row m (the lane that owns it tracks them), local the largest H of any cell (a maximum
 // over the warp; no end cell). The host sends no overlap pairs and no local ends here.
 
-typedef unsigned char u8;
-typedef unsigned int u32;
-typedef long long i64;
+#include "common.cuh"
 
-enum { GLOBAL = 0, LOCAL = 1, SEMI_GLOBAL = 2, OVERLAP = 3 };
 enum { FROM_DIAGONAL = 0, FROM_E = 1, FROM_F = 2, STOP = 3, E_OPENED = 4, F_OPENED = 8 };
 constexpr int NEG = -(1 << 30);  // "minus infinity", with room to subtract gap costs
-constexpr u32 FULL_WARP = 0xffffffffu;
 
 // H of border cell k (k >= 1) of row 0 (`pays`: global) or of column 0 (`pays`: global or
 // semi-global): a gap along the border, or free.
@@ -87,8 +83,8 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     if (m == 0 || n == 0) return;
     const u8* a = q_codes + q_offsets[q_index[p]];
     const u8* b = t_codes + t_offsets[t_index[p]];
-    const bool row0_pays = MODE == GLOBAL;
-    const bool column0_pays = MODE == GLOBAL || MODE == SEMI_GLOBAL;
+    const bool row0_pays = MODE == ALIGN_GLOBAL;
+    const bool column0_pays = MODE == ALIGN_GLOBAL || MODE == ALIGN_SEMI_GLOBAL;
     const int steps = n + 31;
     u32* out = TRACE ? trace + trace_base[p] : nullptr;
     int2* borders = border + border_base[p];
@@ -100,8 +96,8 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const int lane_last = ((m - 1) % BAND) / ROWS;
     for (int band = 0; band < bands; ++band) {
         const int row0 = band * BAND + lane * ROWS;  // the lane's rows: row0 + 1 .. row0 + ROWS
-        const bool owns_last = (FIND_END || (!TRACE && MODE != LOCAL)) && band == bands - 1 &&
-                               lane == lane_last;
+        const bool owns_last = (FIND_END || (!TRACE && MODE != ALIGN_LOCAL)) &&
+                               band == bands - 1 && lane == lane_last;
         int t[ROWS], e[ROWS], sub_row[ROWS];
 #pragma unroll
         for (int r = 0; r < ROWS; ++r) {
@@ -143,15 +139,15 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                     const int f = f_opened ? vt : f_extend;
                     const int d = diagonal + s_table[sub_row[r] + bj];  // H + s
                     int score = max(d, max(e[r], f));
-                    if (MODE == LOCAL) score = max(score, 0);
+                    if (MODE == ALIGN_LOCAL) score = max(score, 0);
                     if (TRACE) {
-                        u32 code = (MODE == LOCAL && score == 0) ? STOP
+                        u32 code = (MODE == ALIGN_LOCAL && score == 0) ? STOP
                                    : score == d                  ? FROM_DIAGONAL
                                    : score == e[r]               ? FROM_E
                                                                  : FROM_F;
                         code |= (e_opened ? E_OPENED : 0) | (f_opened ? F_OPENED : 0);
                         words[r / 8] |= code << (4 * (r & 7));
-                    } else if (MODE == LOCAL) {
+                    } else if (MODE == ALIGN_LOCAL) {
                         cell_best = max(cell_best, score);
                     }
                     diagonal = t[r];
@@ -171,7 +167,7 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                     for (int r = 1; r < ROWS; ++r) v = r == r_last ? t[r] : v;
                     if (TRACE) {
                         last[j] = v;
-                    } else if (MODE == GLOBAL || v > row_best) {  // semi-global: first best
+                    } else if (MODE == ALIGN_GLOBAL || v > row_best) {  // semi-global: first best
                         row_best = v;
                         row_best_j = j;
                     }
@@ -189,7 +185,7 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
         }
         __syncwarp();  // the next band reads `below`
     }
-    if (!TRACE && MODE == LOCAL) {
+    if (!TRACE && MODE == ALIGN_LOCAL) {
         for (int d = 16; d > 0; d /= 2) {
             cell_best = max(cell_best, __shfl_xor_sync(FULL_WARP, cell_best, d));
         }
@@ -223,7 +219,7 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     int i = rows_end[p], j = columns_end[p], n_ops = 0, matched = 0;
     if (FIND_END) {
         const int* last = last_row + last_base[p];
-        if (MODE == SEMI_GLOBAL) {
+        if (MODE == ALIGN_SEMI_GLOBAL) {
             for (int k = j - 1; k >= 1; --k) j = last[k] >= last[j] ? k : j;
         }
         score[p] = last[j] + gap_open;
@@ -231,13 +227,13 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     t_end[p] = j;
     int state = 0;  // 0: in H, 1: in E (a run of D), 2: in F (a run of I)
     while (true) {
-        if (MODE == GLOBAL) {
+        if (MODE == ALIGN_GLOBAL) {
             if (i == 0 || j == 0) {  // the rest is one gap along the border
                 for (; j > 0; --j) ops[n_ops++] = OP_DELETION;
                 for (; i > 0; --i) ops[n_ops++] = OP_INSERTION;
                 break;
             }
-        } else if (MODE == SEMI_GLOBAL) {
+        } else if (MODE == ALIGN_SEMI_GLOBAL) {
             if (i == 0) break;
             if (j == 0) {
                 for (; i > 0; --i) ops[n_ops++] = OP_INSERTION;
@@ -292,8 +288,9 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     text_length[p] = written;
 }
 
-// Copy each pair's CIGAR text (at text_base[p], length[p] bytes) to packed_base[p] in
-// `packed`, one warp per pair, so that only the written text goes to the host.
+// Copy each pair's CIGAR text (at text_base[p], length[p] bytes) and a newline to
+// packed_base[p] in `packed` (offsets summed from length + 1), one warp per pair, so that only
+// the written text goes to the host, which decodes a launch's texts with one split.
 extern "C" __global__ void __launch_bounds__(128)
 gather_text(const u8* __restrict__ text, const i64* __restrict__ text_base,
             const int* __restrict__ length, const i64* __restrict__ packed_base, int count,
@@ -302,5 +299,7 @@ gather_text(const u8* __restrict__ text, const i64* __restrict__ text_base,
     if (p >= count) return;
     const u8* from = text + text_base[p];
     u8* to = packed + packed_base[p];
-    for (int k = threadIdx.x & 31; k < length[p]; k += 32) to[k] = from[k];
+    const int written = length[p];
+    for (int k = threadIdx.x & 31; k < written; k += 32) to[k] = from[k];
+    if ((threadIdx.x & 31) == 0) to[written] = '\n';
 }
