@@ -168,7 +168,7 @@ def test_kernel_preamble_has_every_code_of_the_python_side():
     for name in ("EDIT_GLOBAL", "EDIT_PREFIX", "EDIT_INFIX", "ALIGN_GLOBAL", "ALIGN_LOCAL",
                  "ALIGN_SEMI_GLOBAL", "ALIGN_OVERLAP", "OP_MATCH", "OP_MISMATCH",
                  "OP_INSERTION", "OP_DELETION"):
-        assert f"constexpr int {name} = {getattr(codes, name)};" in preamble
+        assert f"    {name} = {getattr(codes, name)}," in preamble
     assert codes.CIGAR_OPS[codes.OP_INSERTION] == "I"
     assert codes.CIGAR_OPS[codes.OP_DELETION] == "D"
 

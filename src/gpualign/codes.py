@@ -1,7 +1,7 @@
 """The codes that the Python side and the kernels share: modes, tasks and CIGAR operations.
 
 This module is their one source. Every backend takes them from here (a CUDA run never loads a
-CPU backend for a constant), and the kernels get them as ``constexpr`` lines that
+CPU backend for a constant), and the kernels get them as enumerators that
 :func:`kernel_preamble` generates and :mod:`gpualign.cuda.loader` puts before every ``.cu``
 source, so a code cannot differ between Python and C++.
 """
@@ -94,13 +94,16 @@ _KERNEL_CODES = {
 
 
 def kernel_preamble() -> str:
-    """C++ ``constexpr`` definitions of every shared code, put before each kernel source.
+    """C++ definitions of every shared code, put before each kernel source: enumerators of an
+    unnamed ``int`` enum (unlike ``constexpr`` variables, NVRTC does not warn about the ones a
+    kernel leaves unused).
 
     Examples
     --------
-    >>> "constexpr int OP_DELETION = 3;" in kernel_preamble()
+    >>> "    OP_DELETION = 3," in kernel_preamble()
     True
     """
-    lines = ["// Generated from gpualign/codes.py by the kernel loader: do not edit."]
-    lines += [f"constexpr int {name} = {value};" for name, value in _KERNEL_CODES.items()]
-    return "\n".join(lines) + "\n"
+    lines = ["// Generated from gpualign/codes.py by the kernel loader: do not edit.",
+             "enum : int {"]
+    lines += [f"    {name} = {value}," for name, value in _KERNEL_CODES.items()]
+    return "\n".join(lines + ["};"]) + "\n"

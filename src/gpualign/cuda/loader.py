@@ -9,7 +9,7 @@ processes).
 
 Examples
 --------
->>> "constexpr int OP_MATCH = 0;" in source("edit/kernels/path.cu")
+>>> "    OP_MATCH = 0," in source("edit/kernels/path.cu")
 True
 """
 

@@ -11,10 +11,10 @@ and the match is extended to the right as far as it goes (right-maximal by const
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit, prange
-
-from .index import MemIndex
 
 __all__ = ["PageBuilder", "find_all", "prepare"]
 
@@ -104,13 +104,14 @@ def _strand(codes, reverse_codes, offsets, number, reverse):
     return codes[offsets[number]:offsets[number + 1]]
 
 
-def prepare(index: MemIndex) -> MemIndex:
-    """The reference as :func:`find_all` searches it: ``index`` itself, in host memory."""
+def prepare(index: Any) -> Any:
+    """The reference (a :class:`~gpualign.mems.MemIndex`) as :func:`find_all` searches it:
+    ``index`` itself, in host memory."""
     return index
 
 
 def find_all(codes: np.ndarray, offsets: np.ndarray, strands: int, first_reverse: bool,
-             index: MemIndex, page_number: int, min_length: int,
+             index: Any, page_number: int, min_length: int,
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The MEMs of every query of ``codes``/``offsets`` on ``strands`` strands (1 or 2; strand
     0 is the reverse complement when ``first_reverse``, strand 1 always) against page

@@ -16,7 +16,6 @@ import numpy as np
 from ..cuda.launch import grid
 from ..cuda.loader import get_kernel
 from ..cuda.memory import fits_resident
-from .index import MemIndex
 
 __all__ = ["DeviceIndex", "PageBuilder", "find_all", "prepare"]
 
@@ -100,7 +99,7 @@ def _sorted_suffixes(symbols):
 class DeviceIndex:
     """A :class:`~gpualign.mems.MemIndex` on the current CUDA device."""
 
-    def __init__(self, index: MemIndex):
+    def __init__(self, index: Any):
         import cupy
 
         self.index = index
@@ -124,7 +123,7 @@ class DeviceIndex:
         return arrays
 
 
-def prepare(index: MemIndex) -> DeviceIndex:
+def prepare(index: Any) -> DeviceIndex:
     """The reference as :func:`find_all` searches it: ``index`` on the current device."""
     return DeviceIndex(index)
 
