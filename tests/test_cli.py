@@ -299,6 +299,30 @@ def test_subprocess_exit_status_and_quiet(hiv_subset, tmp_path):
     assert done.stderr.startswith("gpualign: error: ") and "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize(("argv", "imported"), [
+    (["--help"], []), (["--version"], []), (["mems", "--help"], ["gpualign.mems.api"])],
+    ids=["help", "version", "mems-help"])
+def test_parser_imports_only_the_api_of_its_command(argv, imported):
+    """A command's options are declared on first use, with defaults read from its API:
+    ``gpualign --help`` imports no capability (nor Numba), a command only its own."""
+    code = ("import sys; from gpualign.cli import main; main(sys.argv[1:]); "
+            "print(sorted(m for m in sys.modules if m == 'numba' or m.endswith('.api')))")
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.splitlines()[-1] == repr(imported)
+
+
+def test_help_prints_the_api_defaults(capsys):
+    assert main(["allpairs", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    scoring, matrix = gpualign.Scoring(), gpualign.Scoring.matrix("PAM30")
+    min_identity = gpualign.allpairs.__kwdefaults__["min_identity"]
+    for shown in (f"this identity (default {min_identity})",
+                  f"match score (default {scoring.match})",
+                  f"symbol (default {scoring.gap_open}; {matrix.gap_open} with --matrix)"):
+        assert shown in text, shown
+
+
 # --------------------------------------------------------------------------- lcs
 
 
@@ -628,6 +652,14 @@ def test_align_sam(tmp_path):
     consumed = sum(int(n) for n, op in re.findall(r"(\d+)([=XIS])", second[5]))
     assert consumed == len(second[9])
     assert third[1:6] == ["4", "*", "0", "255", "*"]  # an empty read aligns nowhere
+
+
+def test_align_path_summary_names_the_backend(pair_files, tmp_path, capsys, backend):
+    # Paths (and so SAM) are computed on the backend asked for; the summary names it.
+    queries, targets = pair_files
+    for extra in (["--task", "path"], ["-o", str(tmp_path / "out.sam")]):
+        assert main(["align", str(queries), str(targets), "--backend", backend, *extra]) == 0
+        assert summary_line(capsys.readouterr().err).endswith(f"(backend {backend})"), extra
 
 
 def test_align_errors(tmp_path, capsys):

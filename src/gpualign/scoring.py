@@ -18,11 +18,21 @@ import numpy as np
 
 from .sequences import Alphabet, SequenceSet, get_alphabet
 
-__all__ = ["MATRICES", "Scoring"]
+__all__ = ["DEFAULT_GAP_EXTEND", "DEFAULT_GAP_OPEN", "DEFAULT_MATCH", "DEFAULT_MATRIX_GAP_EXTEND",
+           "DEFAULT_MATRIX_GAP_OPEN", "DEFAULT_MISMATCH", "MATRICES", "Scoring"]
 
 #: Names of the shipped substitution matrices.
 MATRICES = ("BLOSUM45", "BLOSUM50", "BLOSUM62", "BLOSUM80", "BLOSUM90", "PAM30", "PAM70",
             "PAM250")
+
+#: Defaults of :class:`Scoring` (match/mismatch scores and gap costs; the command line's too).
+DEFAULT_MATCH = 2
+DEFAULT_MISMATCH = -3
+DEFAULT_GAP_OPEN = 5
+DEFAULT_GAP_EXTEND = 2
+#: Default gap costs of a substitution matrix (:meth:`Scoring.matrix`, :meth:`Scoring.from_file`).
+DEFAULT_MATRIX_GAP_OPEN = 11
+DEFAULT_MATRIX_GAP_EXTEND = 1
 
 
 @dataclass(frozen=True)
@@ -48,10 +58,10 @@ class Scoring:
     (11, -3)
     """
 
-    match: int = 2
-    mismatch: int = -3
-    gap_open: int = 5
-    gap_extend: int = 2
+    match: int = DEFAULT_MATCH
+    mismatch: int = DEFAULT_MISMATCH
+    gap_open: int = DEFAULT_GAP_OPEN
+    gap_extend: int = DEFAULT_GAP_EXTEND
     #: Name of the substitution matrix (None: match/mismatch).
     matrix_name: str | None = None
     #: Symbols of the matrix's rows and columns, and its scores.
@@ -77,7 +87,8 @@ class Scoring:
     # --- construction ---------------------------------------------------------------------------
 
     @classmethod
-    def matrix(cls, name: str, *, gap_open: int = 11, gap_extend: int = 1) -> Scoring:
+    def matrix(cls, name: str, *, gap_open: int = DEFAULT_MATRIX_GAP_OPEN,
+               gap_extend: int = DEFAULT_MATRIX_GAP_EXTEND) -> Scoring:
         """A shipped substitution matrix by name (case-insensitive): one of :data:`MATRICES`."""
         key = str(name).upper()
         if key not in MATRICES:
@@ -87,8 +98,8 @@ class Scoring:
         return cls._parse(text, key, gap_open, gap_extend)
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike, *, gap_open: int = 11,
-                  gap_extend: int = 1) -> Scoring:
+    def from_file(cls, path: str | os.PathLike, *, gap_open: int = DEFAULT_MATRIX_GAP_OPEN,
+                  gap_extend: int = DEFAULT_MATRIX_GAP_EXTEND) -> Scoring:
         """A substitution matrix in NCBI format (``#`` comments, a header line of symbols, then
         one row per symbol: the symbol and its scores)."""
         path = os.fspath(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from .. import config
 from .._checks import integer
+from .._tables import alignment_table
 from ..backend import resolve_backend
 from ..codes import ALIGN_MODE_NAMES, ALIGN_TASKS, align_mode, check_task
 from ..pairs import pair_indices, pair_sets
@@ -57,6 +59,39 @@ class AlignResult:
 
     def __len__(self) -> int:
         return len(self.score)
+
+    def table(self, query_names: Sequence[str],
+              target_names: Sequence[str]) -> tuple[tuple[str, ...], list[Any]]:
+        """The alignments as a table: the header and columns that ``gpualign align`` writes.
+
+        Parameters
+        ----------
+        query_names, target_names : sequence of str
+            Names of the queries and the targets (e.g. ``SequenceSet.names``), looked up with
+            ``query_index`` and ``target_index``.
+
+        Returns
+        -------
+        header : tuple of str
+            ``query, target, identity, score, query_start, query_end, target_start,
+            target_end, cigar``.
+        columns : list of list or np.ndarray
+            One per header entry, one value per pair: identity as text with four decimals;
+            None where a value was not computed (starts, CIGAR and identity without
+            ``task="path"``, ends with ``task="score"``), which
+            :func:`gpualign.io.write_tsv` writes as ``*``.
+
+        Examples
+        --------
+        >>> import sys
+        >>> from gpualign.io import write_tsv
+        >>> r = align(["ACGTACGT"], ["TTACGAACGTTT"], mode="semi-global", task="path")
+        >>> write_tsv(sys.stdout, *r.table(["read"], ["window"]))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        query  target  identity  score  query_start  query_end  target_start  target_end  cigar
+        read   window  0.8750    11     0            8          2             10          3=1X4=
+        """
+        return alignment_table(self, query_names, target_names)
 
 
 def _backend(backend: str):

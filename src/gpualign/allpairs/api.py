@@ -26,6 +26,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ import numpy as np
 
 from .. import config
 from .._progress import progress_bar
+from .._tables import alignment_table
 from ..align import align as align_pairs
 from ..edit import edit_distance
 from ..pairs import pair_sets
@@ -86,6 +88,61 @@ class AllPairs:
 
     def __len__(self) -> int:
         return len(self.query_index)
+
+    def table(self, query_names: Sequence[str],
+              target_names: Sequence[str]) -> tuple[tuple[str, ...], list[Any]]:
+        """The pairs as a table: the header and columns that ``gpualign allpairs`` writes, those
+        of :meth:`AlignResult.table <gpualign.AlignResult.table>`.
+
+        Parameters
+        ----------
+        query_names, target_names : sequence of str
+            Names of ``seqs`` and of ``others`` (``seqs`` again for the pairs within one set),
+            looked up with ``query_index`` and ``target_index``.
+
+        Returns
+        -------
+        header : tuple of str
+        columns : list of list or np.ndarray
+            The CIGAR column is None (written ``*``) without ``align=True``.
+
+        Examples
+        --------
+        >>> import sys
+        >>> from gpualign.io import write_tsv
+        >>> hits = allpairs(["ACGTACGTAC", "ACGTACGTAA", "TTTTTTTTTT"], min_identity=0.8)
+        >>> write_tsv(sys.stdout, *hits.table(["a", "b", "c"], ["a", "b", "c"]))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        query  target  identity  score  query_start  query_end  target_start  target_end  cigar
+        a      b       0.9000    15     0            10         0             10          9=1X
+        """
+        return alignment_table(self, query_names, target_names)
+
+    def describe_stages(self) -> str:
+        """The pairs entering each stage of the cascade, as the summary line of ``gpualign
+        allpairs`` gives them.
+
+        Examples
+        --------
+        >>> hits = allpairs(["ACGTACGTAC", "ACGTACGTAA", "TTTTTTTTTT"], min_identity=0.8)
+        >>> hits.describe_stages()
+        '3 pairs; after the length bound 3, after the edit-distance bound 1, aligned 1'
+        """
+        stages = self.stages
+        return (f"{stages['pairs']} pairs; after the length bound {stages['length']}, after "
+                f"the edit-distance bound {stages['edit']}, aligned {stages['aligned']}")
+
+    def describe_seconds(self) -> str:
+        """The seconds each stage took, as the summary line of ``gpualign allpairs`` gives
+        them.
+
+        Examples
+        --------
+        >>> hits = allpairs(["ACGTACGTAC", "ACGTACGTAA"], min_identity=0.8)
+        >>> hits.describe_seconds()  # doctest: +ELLIPSIS
+        'length ... s, edit ... s, align ... s'
+        """
+        return ", ".join(f"{stage} {seconds:.2f} s" for stage, seconds in self.seconds.items())
 
 
 def _compute_tile(qset: SequenceSet, tset: SequenceSet, tile: tuple[int, int], side: int,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import config
+from .._tables import EDIT_COLUMNS, available, named
 from ..backend import resolve_backend
 from ..codes import EDIT_MODE_NAMES, EDIT_TASKS, check_task, edit_mode
 from ..pairs import pair_indices, pair_sets
@@ -49,6 +51,42 @@ class EditResult:
     def __len__(self) -> int:
         return len(self.distance)
 
+    def table(self, query_names: Sequence[str],
+              target_names: Sequence[str]) -> tuple[tuple[str, ...], list[Any]]:
+        """The pairs as a table: the header and columns that ``gpualign edit`` writes.
+
+        Parameters
+        ----------
+        query_names, target_names : sequence of str
+            Names of the queries and the targets (e.g. ``SequenceSet.names``), looked up with
+            ``query_index`` and ``target_index``.
+
+        Returns
+        -------
+        header : tuple of str
+            ``query, target, distance, target_start, target_end, cigar``.
+        columns : list of list or np.ndarray
+            One per header entry, one value per pair; None where a value is not available
+            (locations with ``task="distance"`` or over ``k``, CIGARs without ``task="path"``),
+            which :func:`gpualign.io.write_tsv` writes as ``*``.
+
+        Examples
+        --------
+        >>> import sys
+        >>> from gpualign.io import write_tsv
+        >>> r = edit_distance(["ACGT", "ACGT"], ["AGT", "TTACCTTT"], mode="infix",
+        ...                   task="path", backend="cpu")
+        >>> write_tsv(sys.stdout, *r.table(["q1", "q2"], ["t1", "t2"]))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        query  target  distance  target_start  target_end  cigar
+        q1     t1      1         0             3           1=1I2=
+        q2     t2      1         2             6           2=1X1=
+        """
+        return EDIT_COLUMNS, [
+            named(query_names, self.query_index), named(target_names, self.target_index),
+            self.distance, available(self.target_start), available(self.target_end),
+            self.cigar if self.cigar is not None else [None] * len(self)]
+
 
 @dataclass
 class EditMatrix:
@@ -76,6 +114,40 @@ class EditMatrix:
         dense = np.full(self.shape, fill, dtype=np.int32)
         dense[self.query_index, self.target_index] = self.distance
         return dense
+
+    def table(self, query_names: Sequence[str],
+              target_names: Sequence[str]) -> tuple[tuple[str, ...], list[Any]]:
+        """The pairs within ``k`` as a table: the header and columns of
+        :meth:`EditResult.table`, with no locations or CIGARs (None, written ``*``).
+
+        Parameters
+        ----------
+        query_names, target_names : sequence of str
+            Names of the queries and the targets, looked up with ``query_index`` and
+            ``target_index``.
+
+        Returns
+        -------
+        header : tuple of str
+        columns : list of list or np.ndarray
+
+        Examples
+        --------
+        >>> import sys
+        >>> from gpualign.io import write_tsv
+        >>> m = edit_distance_matrix(["ACGT", "TTTT"], ["ACG", "TTT", "ACGT"], k=1,
+        ...                          backend="cpu")
+        >>> write_tsv(sys.stdout, *m.table(["a", "b"], ["x", "y", "z"]))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        query  target  distance  target_start  target_end  cigar
+        a      x       1         *             *           *
+        a      z       0         *             *           *
+        b      y       1         *             *           *
+        """
+        missing = [None] * len(self)
+        return EDIT_COLUMNS, [
+            named(query_names, self.query_index), named(target_names, self.target_index),
+            self.distance, missing, missing, missing]
 
 
 def _normalize_k(k: int | None) -> int:

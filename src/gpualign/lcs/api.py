@@ -13,6 +13,7 @@ import numpy as np
 
 from .._checks import integer
 from .._progress import progress_bar
+from .._tables import LCS_TOP_COLUMNS
 from ..backend import resolve_backend
 from ..sequences import Alphabet, SequenceSet, encode, get_alphabet
 from ..streaming import Batch
@@ -50,6 +51,40 @@ class LcsTop:
 
     def __len__(self) -> int:
         return len(self.index)
+
+    def table(self, query_name: str) -> tuple[tuple[str, ...], list[Any]]:
+        """The best subjects as a table: the header and columns that ``gpualign lcs`` writes
+        for this query.
+
+        Parameters
+        ----------
+        query_name : str
+            Written in the query column.
+
+        Returns
+        -------
+        header : tuple of str
+            ``query, subject, rank, lcs_length, query_length, subject_length, lcs`` (without
+            ``lcs`` when the result holds no LCS strings).
+        columns : list of list or np.ndarray
+            One per header entry, one value per subject, best first (rank 1).
+
+        Examples
+        --------
+        >>> import sys
+        >>> from gpualign.io import write_tsv
+        >>> top = lcs_top("ACGTACGT", ["ACGT", "TTTTTTTT", "CGTACG"], 2)
+        >>> write_tsv(sys.stdout, *top.table("q"))  # doctest: +NORMALIZE_WHITESPACE
+        query  subject  rank  lcs_length  query_length  subject_length  lcs
+        q      2        1     6           8             6               CGTACG
+        q      0        2     4           8             4               ACGT
+        """
+        count = len(self)
+        columns = [[query_name] * count, self.name, list(range(1, count + 1)), self.length,
+                   [self.query_length] * count, self.subject_length]
+        if self.lcs is None:
+            return LCS_TOP_COLUMNS[:-1], columns
+        return LCS_TOP_COLUMNS, [*columns, self.lcs]
 
 
 def _encode_query(query: Any, alphabet: Alphabet, invalid: str, what: str = "query",

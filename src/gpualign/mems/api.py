@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import config
 from .._checks import integer
+from .._tables import MEM_COLUMNS, named
 from ..backend import resolve_backend
 from ..streaming import iter_batches
 from .index import MemIndex, _backend, build_index
@@ -51,6 +52,34 @@ class Mems:
 
     def __len__(self) -> int:
         return len(self.length)
+
+    def table(self) -> tuple[tuple[str, ...], list[Any]]:
+        """The matches as a table: the header and columns that ``gpualign mems --format tsv``
+        writes (0-based positions).
+
+        Returns
+        -------
+        header : tuple of str
+            ``query, strand, reference, reference_pos, query_pos, length``.
+        columns : list of list or np.ndarray
+            One per header entry, one value per match; strand ``+`` or ``-`` (reverse
+            complement).
+
+        Examples
+        --------
+        >>> import sys
+        >>> from gpualign.io import write_tsv
+        >>> m = find_mems(["TTACGTACGGA"], ["ACGTACG"], min_length=6)
+        >>> write_tsv(sys.stdout, *m.table())  # doctest: +NORMALIZE_WHITESPACE
+        query  strand  reference  reference_pos  query_pos  length
+        0      +       0          2              0          7
+        0      -       0          3              0          6
+        """
+        return MEM_COLUMNS, [
+            named(self.query_names, self.query_index),
+            ["-" if r else "+" for r in self.reverse.tolist()],
+            named(self.reference_names, self.reference_index),
+            self.reference_pos, self.query_pos, self.length]
 
 
 def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: str = "both",

@@ -1,0 +1,7 @@
+"""``python -m gpualign.cli``: the ``gpualign`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

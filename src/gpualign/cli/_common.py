@@ -1,0 +1,264 @@
+"""What the ``gpualign`` commands share: the parser of a command, the options several commands
+take, argparse types, reading the inputs (errors name the file and the command-line options),
+opening the output and the summary line."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TextIO
+
+import numpy as np
+
+from ..scoring import (
+    DEFAULT_GAP_EXTEND,
+    DEFAULT_GAP_OPEN,
+    DEFAULT_MATCH,
+    DEFAULT_MATRIX_GAP_EXTEND,
+    DEFAULT_MATRIX_GAP_OPEN,
+    DEFAULT_MISMATCH,
+    MATRICES,
+    Scoring,
+)
+from ..sequences import InvalidSymbolError, SequenceSet
+
+PROG = "gpualign"
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of one command, whose options are declared by ``declare(parser)`` when the
+    parser is first used (to parse or to print help or usage).
+
+    The declarations read defaults from the capability APIs (:func:`api_default`); declaring
+    them late keeps ``gpualign --help`` from importing any API, and a run from importing those
+    of the other commands (some load Numba, which a CUDA run leaves out).
+    """
+
+    def __init__(self, *args: Any,
+                 declare: Callable[[argparse.ArgumentParser], None] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._declare = declare
+
+    def _declared(self) -> None:
+        if self._declare is not None:
+            declare, self._declare = self._declare, None
+            declare(self)
+
+    def parse_known_args(self, args: Sequence[str] | None = None,
+                         namespace: argparse.Namespace | None = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        self._declared()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self._declared()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._declared()
+        return super().format_help()
+
+
+def api_default(function: Callable[..., Any], parameter: str) -> Any:
+    """The default of ``function``'s ``parameter``: an option that stands for an API argument
+    takes its default from the API."""
+    return inspect.signature(function).parameters[parameter].default
+
+
+# --------------------------------------------------------------------------- argparse types
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    value = non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def device_list(text: str) -> list[int]:
+    """argparse type: a comma-separated list of GPU ordinals, e.g. ``0,1``."""
+    try:
+        return [non_negative_int(item.strip()) for item in text.split(",")]
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"expected GPU ids such as 0,1 ({exc})") from None
+
+
+# --------------------------------------------------------------------------- shared options
+
+
+def add_pair_inputs(parser: argparse.ArgumentParser) -> None:
+    """QUERIES and TARGETS files plus the options that control how they are encoded."""
+    parser.add_argument("queries", metavar="QUERIES",
+                        help="FASTA/FASTQ file of queries (.gz, .bz2, .xz accepted)")
+    parser.add_argument("targets", metavar="TARGETS",
+                        help="FASTA/FASTQ file of targets (.gz, .bz2, .xz accepted)")
+    add_encoding_options(parser)
+
+
+def add_encoding_options(parser: argparse.ArgumentParser) -> None:
+    """--alphabet and --invalid: how the symbols of every input file are encoded."""
+    parser.add_argument("--alphabet", choices=("dna", "protein", "bytes"), default="dna",
+                        help="sequence alphabet (default: dna; in DNA, N matches nothing)")
+    parser.add_argument("--invalid", choices=("error", "wildcard"), default="error",
+                        help="symbols outside the alphabet: stop with an error naming the record "
+                             "and position (default), or read them as the wildcard N/X")
+
+
+def add_backend_option(parser: argparse.ArgumentParser) -> None:
+    """--backend: where to compute."""
+    parser.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
+                        help="where to compute (default: auto = $GPUALIGN_BACKEND if set, else "
+                             "CUDA when CuPy and a GPU are present, else CPU)")
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """-o/--output and -q/--quiet."""
+    parser.add_argument("-o", "--output", metavar="OUT.tsv", default=None,
+                        help="write the table here (default: standard output)")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bar and no summary line on standard error")
+
+
+def add_scoring_options(parser: argparse.ArgumentParser) -> None:
+    """--match/--mismatch or --matrix, and the gap costs (see :func:`scoring`)."""
+    parser.set_defaults(alphabet=None)  # dna, or protein with --matrix
+    parser.add_argument("--match", type=int, default=DEFAULT_MATCH,
+                        help="match score (default %(default)s)")
+    parser.add_argument("--mismatch", type=int, default=DEFAULT_MISMATCH,
+                        help="mismatch score (default %(default)s)")
+    parser.add_argument("--matrix", metavar="NAME|FILE", default=None,
+                        help=f"substitution matrix instead of --match/--mismatch: one of "
+                             f"{', '.join(MATRICES)} or an NCBI-format file; implies "
+                             "--alphabet protein unless given")
+    parser.add_argument("--gap-open", type=int, default=None,
+                        help=f"cost of a gap's first symbol (default {DEFAULT_GAP_OPEN}; "
+                             f"{DEFAULT_MATRIX_GAP_OPEN} with --matrix)")
+    parser.add_argument("--gap-extend", type=int, default=None,
+                        help=f"cost of each further symbol (default {DEFAULT_GAP_EXTEND}; "
+                             f"{DEFAULT_MATRIX_GAP_EXTEND} with --matrix)")
+
+
+def scoring(args: argparse.Namespace) -> Scoring:
+    """The Scoring the options describe; also settles the alphabet (protein with a matrix).
+    Gap costs left out take the defaults of :class:`~gpualign.Scoring` or, with a matrix, of
+    :meth:`Scoring.matrix <gpualign.Scoring.matrix>`."""
+    if args.alphabet is None:
+        args.alphabet = "protein" if args.matrix is not None else "dna"
+    gaps = {name: value for name, value in (("gap_open", args.gap_open),
+                                            ("gap_extend", args.gap_extend))
+            if value is not None}
+    if args.matrix is None:
+        return Scoring(match=args.match, mismatch=args.mismatch, **gaps)
+    if os.path.isfile(args.matrix):
+        return Scoring.from_file(args.matrix, **gaps)
+    return Scoring.matrix(args.matrix, **gaps)
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def symbol_error(path: str, exc: InvalidSymbolError) -> InvalidSymbolError:
+    """``exc`` with the file name in front and the command-line options in its hint (the
+    library's hint names Python keywords)."""
+    message = (str(exc).replace("invalid='wildcard'", "--invalid wildcard")
+               .replace("alphabet='protein'/'bytes'", "--alphabet protein/bytes"))
+    return InvalidSymbolError(f"{path}: {message}")
+
+
+@contextlib.contextmanager
+def reading(path: str) -> Iterator[None]:
+    """Invalid-symbol errors met while reading ``path`` (at once or streamed) get the file name
+    and the CLI options."""
+    try:
+        yield
+    except InvalidSymbolError as exc:
+        raise symbol_error(path, exc) from exc
+
+
+def read_sequences(path: str, args: argparse.Namespace) -> SequenceSet:
+    """Encode one FASTA/FASTQ file; errors name the file and the CLI options."""
+    with reading(path):
+        return SequenceSet.from_file(path, args.alphabet, invalid=args.invalid)
+
+
+def read_pair_inputs(args: argparse.Namespace) -> tuple[SequenceSet, SequenceSet]:
+    """Encode QUERIES and TARGETS (once when both name the same file)."""
+    queries = read_sequences(args.queries, args)
+    if os.path.exists(args.targets) and os.path.samefile(args.queries, args.targets):
+        return queries, queries
+    return queries, read_sequences(args.targets, args)
+
+
+def record_pairs(args: argparse.Namespace, n_q: int,
+                 n_t: int) -> tuple[np.ndarray, np.ndarray, str]:
+    """The pairs of a pairwise command: records by order, or every query with every target
+    (``--all-vs-all``); returns the index arrays and a description for the summary."""
+    if args.all_vs_all:
+        return (np.repeat(np.arange(n_q, dtype=np.int64), n_t),
+                np.tile(np.arange(n_t, dtype=np.int64), n_q), f"{n_q} x {n_t} all-vs-all")
+    if n_q != n_t:
+        raise ValueError(f"{args.queries} has {plural(n_q, 'record')} but {args.targets} "
+                         f"has {plural(n_t, 'record')}: "
+                         "pairs are formed by record order; use --all-vs-all to compare "
+                         "every query with every target")
+    index = np.arange(n_q, dtype=np.int64)
+    return index, index, plural(n_q, "pair")
+
+
+# --------------------------------------------------------------------------- output
+
+
+def check_output(path: str | None) -> None:
+    """Fail before any work when ``path`` cannot be written (its folder is missing or locked)."""
+    if path is None or path == "-":
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(2, "no such folder for the output file", path)
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise PermissionError(13, "output file not writable", path)
+
+
+@contextlib.contextmanager
+def open_output(path: str | None) -> Iterator[TextIO]:
+    """Yield standard output, or ``path`` opened for writing (``-`` means standard output)."""
+    if path is None or path == "-":
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    with open(path, "w", encoding="utf-8", newline="\n") as handle:
+        yield handle
+
+
+def plural(count: int, noun: str, plural: str | None = None) -> str:
+    """``count`` and ``noun``, in the plural unless ``count`` is 1 (``noun + "s"`` unless
+    ``plural`` is given)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+def report(args: argparse.Namespace, message: str) -> None:
+    """Print a summary line on standard error unless ``--quiet``."""
+    if not args.quiet:
+        print(f"{PROG} {args.command}: {message}", file=sys.stderr)
+
+
+def destination(args: argparse.Namespace) -> str:
+    """`` -> FILE`` for the summary line when the output goes to a file."""
+    return f" -> {args.output}" if args.output not in (None, "-") else ""

@@ -1,0 +1,119 @@
+"""``gpualign allpairs``: every pair of a set (or of two sets) at or above a percent identity."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import time
+from collections.abc import Iterator
+
+from ..backend import resolve_backend
+from ..io import write_tsv
+from ._common import (
+    add_backend_option,
+    add_encoding_options,
+    add_output_options,
+    add_scoring_options,
+    api_default,
+    check_output,
+    destination,
+    open_output,
+    plural,
+    positive_int,
+    read_sequences,
+    report,
+    scoring,
+)
+
+
+def add_command(subparsers: argparse._SubParsersAction) -> None:
+    """Declare ``gpualign allpairs``."""
+    parser = subparsers.add_parser(
+        "allpairs", help="every pair of a set at or above a percent identity",
+        description="Every unordered pair of SEQS (or every pair of SEQS x OTHERS) whose "
+                    "identity in its optimal global alignment reaches --min-identity. A "
+                    "lossless cascade (length bound, edit-distance bound) spares most pairs "
+                    "the alignment. Writes a TSV table: query, target, identity, score, "
+                    "query_start, query_end, target_start, target_end (0-based, half-open), "
+                    "cigar (=/X/I/D, I consumes the query).",
+        epilog="example: gpualign allpairs tests/data/rdp16s_200.fasta.gz --min-identity 0.9 "
+               "--invalid wildcard -o pairs.tsv",
+        declare=_arguments)
+    parser.set_defaults(run=run)
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    from ..allpairs import allpairs
+    parser.add_argument("seqs", metavar="SEQS",
+                        help="FASTA/FASTQ file (.gz, .bz2, .xz accepted)")
+    parser.add_argument("others", metavar="OTHERS", nargs="?", default=None,
+                        help="optional second file: compare SEQS x OTHERS instead of the pairs "
+                             "within SEQS")
+    add_encoding_options(parser)
+    parser.add_argument("--min-identity", type=float,
+                        default=api_default(allpairs, "min_identity"),
+                        help="keep pairs with at least this identity (default %(default)s)")
+    parser.add_argument("--identity", choices=("columns", "shorter"),
+                        default=api_default(allpairs, "identity"),
+                        help="columns: matches / alignment columns; shorter: matches / length "
+                             "of the shorter sequence (default: %(default)s)")
+    parser.add_argument("--no-align", action="store_true",
+                        help="leave out the cigar column")
+    add_scoring_options(parser)
+    parser.add_argument("--checkpoint", metavar="DIR", default=None,
+                        help="keep finished tiles in DIR; a rerun with the same DIR resumes")
+    cluster = parser.add_mutually_exclusive_group()
+    cluster.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                         help="run the tiles on the Dask cluster at ADDRESS "
+                              "(e.g. tcp://host:8786); needs gpualign[distributed]")
+    cluster.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                         help="start a local Dask cluster of N worker processes for this run: "
+                              "one per GPU (pinned to it, resource GPU=1), the others on the "
+                              "CPU")
+    add_backend_option(parser)
+    add_output_options(parser)
+
+
+@contextlib.contextmanager
+def _dask_client(args: argparse.Namespace) -> Iterator[object]:
+    """The Dask client of ``--scheduler``/``--workers`` (None without either)."""
+    if args.scheduler is None and args.workers is None:
+        yield None
+        return
+    if args.scheduler is not None:
+        try:
+            import distributed
+        except ImportError:
+            raise ValueError("--scheduler needs Dask: pip install 'gpualign[distributed]'") \
+                from None
+        with distributed.Client(args.scheduler) as client:
+            yield client
+        return
+    from ..allpairs.cluster import local_cluster
+    with local_cluster(args.workers, args.backend) as client:
+        yield client
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``gpualign allpairs`` on the parsed ``args``; return the exit status (0; errors
+    raise and :func:`gpualign.cli.main` turns them into status 2)."""
+    from ..allpairs import allpairs
+    began = time.perf_counter()
+    scheme = scoring(args)
+    backend = resolve_backend(args.backend)
+    check_output(args.output)
+    seqs = read_sequences(args.seqs, args)
+    others = read_sequences(args.others, args) if args.others is not None else None
+    with _dask_client(args) as client:
+        hits = allpairs(seqs, others, min_identity=args.min_identity, scoring=scheme,
+                        identity=args.identity, align=not args.no_align,
+                        checkpoint=args.checkpoint, client=client, alphabet=args.alphabet,
+                        invalid=args.invalid, backend=args.backend, progress=not args.quiet)
+    targets = seqs if others is None else others
+    with open_output(args.output) as out:
+        write_tsv(out, *hits.table(seqs.names, targets.names))
+    report(args, f"{hits.describe_stages()}, identity >= {args.min_identity:g} "
+                 f"({args.identity}): {plural(len(hits), 'row')} written{destination(args)} in "
+                 f"{time.perf_counter() - began:.2f} s (stages: {hits.describe_seconds()}; "
+                 f"backend {backend})")
+    return 0

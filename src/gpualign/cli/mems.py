@@ -1,0 +1,121 @@
+"""``gpualign index`` and ``gpualign mems``: maximal exact matches between reads and a reference,
+from its FASTA file or from an index built once."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from ..backend import resolve_backend
+from ..io import write_mummer, write_tsv
+from ._common import (
+    add_backend_option,
+    add_output_options,
+    api_default,
+    check_output,
+    destination,
+    open_output,
+    plural,
+    positive_int,
+    reading,
+    report,
+)
+
+
+def add_command(subparsers: argparse._SubParsersAction) -> None:
+    """Declare ``gpualign index`` and ``gpualign mems``, in this order."""
+    index = subparsers.add_parser(
+        "index", help="index a reference for gpualign mems",
+        description="Build the MEM index of a DNA reference (suffix array and k-mer table; "
+                    "symbols other than A/C/G/T are read as N, which matches nothing) and "
+                    "write it to a file that gpualign mems reads instead of the FASTA.",
+        epilog="example: gpualign index examples/hiv_reference.fa -o hiv.gpuidx",
+        declare=_index_arguments)
+    index.set_defaults(run=run_index)
+    mems = subparsers.add_parser(
+        "mems", help="maximal exact matches between reads and a reference (MUMmer format)",
+        description="All maximal exact matches of at least -l bases between every read and "
+                    "the reference, every occurrence (mummer -maxmatch). Only A/C/G/T match, "
+                    "in any case (N and IUPAC codes match nothing: as mummer -maxmatch -n). "
+                    "Output: MUMmer's format (> read, > read Reverse; ref_id ref_pos "
+                    "query_pos length, 1-based; ref_id only for several reference records "
+                    "or -F), or a TSV table (0-based).",
+        epilog="example: gpualign mems examples/hiv_reference.fa examples/hiv_reads.fa -l 20 -b",
+        declare=_arguments)
+    mems.set_defaults(run=run)
+
+
+def _index_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("reference", metavar="REF", help="FASTA file (.gz accepted)")
+    parser.add_argument("-o", "--output", required=True, metavar="REF.gpuidx",
+                        help="where to write the index")
+    add_backend_option(parser)
+    parser.add_argument("-q", "--quiet", action="store_true", help="no summary line")
+
+
+def run_index(args: argparse.Namespace) -> int:
+    """Run ``gpualign index`` on the parsed ``args``; return the exit status (0; errors raise
+    and :func:`gpualign.cli.main` turns them into status 2)."""
+    from ..mems import build_index
+    began = time.perf_counter()
+    check_output(args.output)
+    index = build_index(Path(args.reference), backend=args.backend)
+    index.save(args.output)
+    report(args, f"{plural(len(index.names), 'record')}, {int(index.lengths.sum())} bp -> "
+                 f"{args.output} in {time.perf_counter() - began:.2f} s")
+    return 0
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    from ..mems import find_mems
+    parser.add_argument("reference", metavar="REF",
+                        help="FASTA file (.gz accepted) or an index from gpualign index")
+    parser.add_argument("reads", metavar="READS", help="FASTA/FASTQ file (.gz accepted)")
+    parser.add_argument("-l", "--min-length", type=positive_int,
+                        default=api_default(find_mems, "min_length"), metavar="L",
+                        help="minimum match length (default %(default)s)")
+    strands = parser.add_mutually_exclusive_group()
+    strands.add_argument("-b", "--both", action="store_true",
+                         help="forward and reverse-complement matches")
+    strands.add_argument("-r", "--reverse", action="store_true",
+                         help="reverse-complement matches only")
+    parser.add_argument("-c", dest="forward_positions", action="store_true",
+                        help="reverse matches: query position relative to the forward read")
+    parser.add_argument("-F", dest="four_columns", action="store_true",
+                        help="always write the ref_id column")
+    parser.add_argument("-L", dest="lengths", action="store_true",
+                        help="read lengths on the header lines")
+    parser.add_argument("--format", choices=("mummer", "tsv"), default="mummer",
+                        help="output format (default: mummer)")
+    add_backend_option(parser)
+    add_output_options(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``gpualign mems`` on the parsed ``args``; return the exit status (0; errors raise
+    and :func:`gpualign.cli.main` turns them into status 2)."""
+    from ..mems import MemIndex, find_mems
+    began = time.perf_counter()
+    check_output(args.output)
+    try:
+        reference = MemIndex.load(args.reference)
+    except (ValueError, OSError, KeyError):  # not an index: a FASTA file, indexed by find_mems
+        reference = Path(args.reference)
+    strands = "both" if args.both else "reverse" if args.reverse else "forward"
+    backend = resolve_backend(args.backend)
+    with reading(args.reads):
+        mems = find_mems(reference, Path(args.reads), min_length=args.min_length,
+                         strands=strands, backend=backend)
+    with open_output(args.output) as out:
+        if args.format == "tsv":
+            write_tsv(out, *mems.table())
+        else:
+            write_mummer(out, mems, strands, four_columns=args.four_columns or None,
+                         forward_positions=args.forward_positions, lengths=args.lengths,
+                         backend=backend)
+    report(args, f"{plural(len(mems.query_names), 'read')} ({strands}) against "
+                 f"{plural(len(mems.reference_names), 'reference record')}, l = "
+                 f"{args.min_length}: {plural(len(mems), 'MEM')}{destination(args)} in "
+                 f"{time.perf_counter() - began:.2f} s (backend {backend})")
+    return 0
