@@ -259,6 +259,15 @@ def versions() -> str:
     return ", ".join(out) + f"; Python {platform.python_version()}"
 
 
+def shown(path: Path) -> str:
+    """``path`` as the results name it: relative to the checkout when inside it (``data/...``
+    for the default ``--data-dir``), else as given."""
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"
 
@@ -307,7 +316,9 @@ def base_parser(doc: str, workloads: tuple[str, ...], engines: tuple[str, ...]
                         help="target seconds of one CPU engine call (sizes its subset)")
     parser.add_argument("--cpu-repeats", type=int, default=3, help="timed CPU calls (median)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--data-dir", type=Path, default=ROOT / "data")
+    parser.add_argument("--data-dir", type=Path, default=ROOT / "data",
+                        help="the real data, as scripts/fetch-data.sh writes it (default: data/ "
+                             "of this checkout)")
     parser.add_argument("--results-dir", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--commit", help="commit to record (default: git, else $GPUALIGN_COMMIT)")
     parser.add_argument("--no-save", action="store_true", help="print only; write no file")

@@ -28,6 +28,7 @@ from __future__ import annotations
 import statistics
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from _common import (
@@ -40,9 +41,11 @@ from _common import (
     log,
     parse,
     run_benchmark,
+    shown,
     time_cpu,
     time_gpu,
 )
+from _gaps import strip_gaps
 
 import gpualign
 from gpualign import Scoring, SequenceSet
@@ -51,8 +54,9 @@ WORKLOADS = ("nw-16s", "sw-16s", "sw-protein", "path-16s")
 ENGINES = ("cuda", "cpu", "parasail", "stringzillas")
 CPU_TARGET_RATIO = 0.50  # gpualign-cpu >= 50% of parasail's single-core rate
 CHECK_PAIRS = 200
-FILES = {"16s": ("data/core_rdp.fasta.gz", "tests/data/rdp16s_200.fasta.gz"),
-         "protein": ("data/uniprot_db.fasta.gz", "tests/data/uniprot_200.fasta.gz")}
+# Each collection in --data-dir (as scripts/fetch-data.sh names it), else the excerpt of the tests.
+FILES = {"16s": ("core_rdp.fasta.gz", "rdp16s_200.fasta.gz"),
+         "protein": ("uniprot_db.fasta.gz", "uniprot_200.fasta.gz")}
 SETUPS = {  # workload: (data, mode, scoring, task, parasail function)
     "nw-16s": ("16s", "global", Scoring(match=2, mismatch=-3, gap_open=3, gap_extend=3),
                "score", "nw_scan_16"),
@@ -69,20 +73,26 @@ SETUPS = {  # workload: (data, mode, scoring, task, parasail function)
 GPU_TARGETS = {"nw-16s": 4.0, "sw-16s": 3.0, "sw-protein": 2.0, "path-16s": 0.5}
 
 
-def window_pairs(kind: str, cells: float) -> tuple[SequenceSet, np.ndarray, np.ndarray, str]:
+def data_file(kind: str, data_dir: Path) -> Path:
+    """The ``kind`` collection in ``data_dir``, else the excerpt of it in tests/data/."""
+    real, excerpt = FILES[kind]
+    return data_dir / real if (data_dir / real).is_file() else ROOT / "tests" / "data" / excerpt
+
+
+def window_pairs(kind: str, cells: float, data_dir: Path
+                 ) -> tuple[SequenceSet, np.ndarray, np.ndarray, str]:
     """Every record of the collection against its next ``w`` records, ``w`` chosen so that
     the pairs hold about ``cells`` DP cells: enough pairs to fill a GPU (one per thread)."""
-    path = next(ROOT / p for p in FILES[kind] if (ROOT / p).is_file())
+    path = data_file(kind, data_dir)
     alphabet = "dna" if kind == "16s" else "protein"
-    sequences = [sequence.replace("-", "").replace(".", "")
-                 for _, sequence in gpualign.io.read_records(path)]
+    sequences = [strip_gaps(sequence) for _, sequence in gpualign.io.read_records(path)]
     everything = SequenceSet.from_sequences(sequences, alphabet, invalid="wildcard")
     count = len(everything)
     mean_cells = float(np.mean(everything.lengths.astype(np.float64)) ** 2)
     width = int(np.clip(cells / max(mean_cells * count, 1.0), 1, count - 1))
     first = np.concatenate([np.arange(count - d) for d in range(1, width + 1)])
     second = np.concatenate([np.arange(d, count) for d in range(1, width + 1)])
-    source = (f"{path.relative_to(ROOT)}: all {count:,} records, each against its next "
+    source = (f"{shown(path)}: all {count:,} records, each against its next "
               f"{width} ({len(first):,} pairs)")
     return everything, first.astype(np.int64), second.astype(np.int64), source
 
@@ -103,21 +113,21 @@ class Pairs:
         return self.queries.take(index), self.targets.take(index)
 
 
-def read_pairs(kind: str, count: int) -> Pairs:
+def read_pairs(kind: str, count: int, data_dir: Path) -> Pairs:
     """Neighbouring records of the real collection as pairs (record 2k with 2k+1)."""
-    path = next(ROOT / p for p in FILES[kind] if (ROOT / p).is_file())
+    path = data_file(kind, data_dir)
     alphabet = "dna" if kind == "16s" else "protein"
     names, sequences = [], []
     for name, sequence in gpualign.io.read_records(path):
         names.append(name)
-        sequences.append(sequence.replace("-", "").replace(".", ""))  # RDP files are aligned
+        sequences.append(strip_gaps(sequence))  # RDP files are aligned
         if len(sequences) == 2 * count:
             break
     found = len(sequences) // 2
     sets = [SequenceSet.from_sequences(sequences[k::2][:found], alphabet,
                                        names=names[k::2][:found], invalid="wildcard")
             for k in (0, 1)]
-    source = (f"{path.relative_to(ROOT)}: {found:,} pairs of neighbouring records (alignment "
+    source = (f"{shown(path)}: {found:,} pairs of neighbouring records (alignment "
               "gaps removed, other symbols outside the alphabet read as the wildcard)")
     return Pairs(kind, alphabet, sets[0], sets[1], source)
 
@@ -131,7 +141,7 @@ class Bench(BenchBase):
         for name in self.args.only:
             kind, mode, scoring, task, peer = SETUPS[name]
             if kind not in self.data:
-                self.data[kind] = read_pairs(kind, self.args.pairs)
+                self.data[kind] = read_pairs(kind, self.args.pairs, self.args.data_dir)
             pairs = self.data[kind]
             self.sources[name] = (f"{pairs.source}; mode {mode}, {scoring.describe()}, "
                                   f"task {task}")
@@ -156,7 +166,8 @@ class Bench(BenchBase):
         engine = "gpualign-cuda"
         if not self.cuda_ok:
             return self.add(Row(name, engine, note=f"skipped: {self.cuda_why}"))
-        everything, q_index, t_index, source = window_pairs(kind, self.args.gpu_cells)
+        everything, q_index, t_index, source = window_pairs(kind, self.args.gpu_cells,
+                                                            self.args.data_dir)
         self.sources[f"{name} (GPU)"] = source
 
         def call():

@@ -8,8 +8,9 @@ Prints a Markdown table and writes it, with device, commit, date and versions, t
     python benchmarks/bench_allpairs.py --sequences 300 --cpu-sequences 100 --no-save  # smoke
 
 Workload ``rdp-97``: ``gpualign.allpairs`` of the first ``--sequences`` records of
-``data/core_rdp.fasta.gz`` (default all 10,143: 51.4 M pairs), ``min_identity=0.97``,
-identity over alignment columns, with CIGARs, Scoring() (+2/-3, gaps 5/2). Engines:
+``core_rdp.fasta.gz`` in ``--data-dir`` (default all 10,143: 51.4 M pairs),
+``min_identity=0.97``, identity over alignment columns, with CIGARs, Scoring() (+2/-3, gaps
+5/2). Engines:
 
 - ``gpualign-cuda``: one local GPU; the median of ``--repeats`` timed runs after a warm-up on a
   small subset that compiles the kernels. Its hits on the first ``--check-sequences`` records
@@ -29,25 +30,27 @@ from __future__ import annotations
 
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
-from _common import ROOT, BenchBase, Row, base_parser, gpu_note, parse, run_benchmark, time_gpu
+from _common import BenchBase, Row, base_parser, gpu_note, parse, run_benchmark, shown, time_gpu
+from _gaps import strip_gaps
 
 import gpualign
 from gpualign import SequenceSet
 
 WORKLOADS = ("rdp-97",)
 ENGINES = ("cuda", "dask", "cpu")
-DATA = "data/core_rdp.fasta.gz"
+DATA = "core_rdp.fasta.gz"  # in --data-dir, as scripts/fetch-data.sh names it
 TARGET_SECONDS = 30.0  # issue 5, on one H100, for all 10,143 records
 TARGET_TWO_GPUS = 1.8  # issue 5: two GPUs on Dask against one
 
 
-def read_set(count: int) -> SequenceSet:
+def read_set(path: Path, count: int) -> SequenceSet:
     sequences, names = [], []
-    for name, sequence in gpualign.io.read_records(ROOT / DATA):
+    for name, sequence in gpualign.io.read_records(path):
         names.append(name)
-        sequences.append(sequence.replace("-", "").replace(".", ""))  # RDP files are aligned
+        sequences.append(strip_gaps(sequence))  # RDP files are aligned
         if len(sequences) == count:
             break
     return SequenceSet.from_sequences(sequences, "dna", names=names, invalid="wildcard")
@@ -73,9 +76,14 @@ def same_hits(a, b) -> bool:
 
 
 class Bench(BenchBase):
+    def __init__(self, args):
+        super().__init__(args)
+        self.path = args.data_dir / DATA
+
     def run(self) -> None:
-        if not (ROOT / DATA).is_file():
-            self.add(Row("rdp-97", "-", note=f"skipped: {DATA} missing (scripts/fetch-data.sh)"))
+        if not self.path.is_file():
+            self.add(Row("rdp-97", "-",
+                         note=f"skipped: {shown(self.path)} missing (scripts/fetch-data.sh)"))
             return
         if "cuda" in self.engines or "dask" in self.engines:
             self.cuda()
@@ -89,9 +97,9 @@ class Bench(BenchBase):
         if not self.cuda_ok:
             self.add(Row("rdp-97", "gpualign-cuda", note=f"skipped: {self.cuda_why}"))
             return
-        sequences = read_set(args.sequences)
-        self.sources["rdp-97"] = f"{DATA}: first {len(sequences):,} records"
-        check = read_set(args.check_sequences)
+        sequences = read_set(self.path, args.sequences)
+        self.sources["rdp-97"] = f"{shown(self.path)}: first {len(sequences):,} records"
+        check = read_set(self.path, args.check_sequences)
         want = gpualign.allpairs(check, backend="cpu")
         got = gpualign.allpairs(check, backend="cuda")  # also the warm-up (compiles)
         verdict = (f"ok ({len(want)} hits of {len(check)} records equal the CPU's)"
@@ -117,8 +125,8 @@ class Bench(BenchBase):
         if most < 2:
             self.add(Row("rdp-97", "gpualign-dask", note=f"skipped: {gpus} GPU(s), needs 2"))
             return
-        sequences = read_set(self.args.sequences)
-        warm_up = read_set(self.args.check_sequences)
+        sequences = read_set(self.path, self.args.sequences)
+        warm_up = read_set(self.path, self.args.check_sequences)
         one_gpu = None
         local = next(row.seconds for row in self.rows if row.engine == "gpualign-cuda")
         for workers in sorted({1, most}):
@@ -152,9 +160,9 @@ class Bench(BenchBase):
     def cpu(self) -> None:
         import numba
 
-        sequences = read_set(self.args.cpu_sequences)
-        self.sources["rdp-97 (CPU)"] = f"{DATA}: first {len(sequences):,} records"
-        gpualign.allpairs(read_set(20), backend="cpu")  # warm-up: Numba compiles
+        sequences = read_set(self.path, self.args.cpu_sequences)
+        self.sources["rdp-97 (CPU)"] = f"{shown(self.path)}: first {len(sequences):,} records"
+        gpualign.allpairs(read_set(self.path, 20), backend="cpu")  # warm-up: Numba compiles
         began = time.perf_counter()
         hits = gpualign.allpairs(sequences, backend="cpu")
         seconds = time.perf_counter() - began

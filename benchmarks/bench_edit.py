@@ -18,7 +18,6 @@ column is the time of the pairs actually run.
 from __future__ import annotations
 
 import argparse
-import re
 import statistics
 import sys
 import time
@@ -38,12 +37,15 @@ from _common import (
     parse,
     run_benchmark,
     sanitize,
+    shown,
     time_cpu,
     time_gpu,
 )
+from _gaps import strip_gaps
 
 import gpualign
 from gpualign import SequenceSet
+from gpualign.cigar import cigar_edit_cost
 
 WORKLOADS = ("infix-reads", "global-1k", "global-10k", "infix-path", "kernel-choice")
 ENGINES = ("cuda", "stringzillas", "cpu", "edlib", "rapidfuzz")
@@ -57,7 +59,8 @@ KERNEL_CHOICES = {  # (query length, bins in 32-bit words to force); None = the 
     256: [None, ((8, 1, 8),), ((8, 2, 4),), ((8, 4, 2),)],
     1000: [None, ((32, 2, 16),), ((32, 4, 8),), ((32, 8, 4),)],
 }
-# Real data, as scripts/fetch-data.sh names it in data/ (first choice) or examples/ holds it.
+# Real data, as scripts/fetch-data.sh names it in --data-dir (first choice) or --examples-dir
+# holds it.
 FILES = {
     "reads": ("hiv_reads_1.fq.gz", "hiv_reads.fa", "hiv_reads.fa.gz"),
     "hiv": ("hiv_reference.fasta", "hiv_reference.fa", "hiv_reference.fa.gz"),
@@ -281,7 +284,7 @@ class Data:
         if path is not None:
             seqs = []
             for _, seq in self.records(path):
-                seq = seq.replace("-", "").replace(".", "").upper()
+                seq = strip_gaps(seq).upper()
                 if len(seq) >= width:
                     seqs.append(sanitize(seq[:width], rng))
                 if len(seqs) > n:
@@ -298,8 +301,8 @@ class Data:
         base_q = windows(genome, rng.integers(0, len(genome) - width + 1, pool), width)
         base_t = mutate(base_q, rng)
         i = np.arange(n, dtype=np.int64) % pool
-        source = (f"FALLBACK (no data/core_rdp.fasta.gz): {pool} 1,000 bp windows of {gsource} "
-                  "vs a copy with ~10% seeded edits, cycled")
+        source = (f"FALLBACK (no {shown(self.data_dir / FILES['16s'][0])}): {pool} 1,000 bp "
+                  f"windows of {gsource} vs a copy with ~10% seeded edits, cycled")
         return Pairs("global-1k", "global", "distance", cycle(base_q, i), base_t.take(i), source)
 
     def global_10k(self, n: int) -> Pairs:
@@ -340,43 +343,17 @@ class Data:
 # Checks
 
 
-_CIGAR_OP = re.compile(r"(\d+)([=XIDM])")
-
-
 def cigar_problem(cigar: str | None, query: np.ndarray, target: np.ndarray, start: int,
                   end: int, distance: int) -> str | None:
-    """None when the CIGAR aligns query with target[start:end] at cost ``distance``."""
+    """None when the CIGAR aligns query with target[start:end] at cost ``distance`` (every
+    ``=`` a match of A, C, G or T, every ``X`` a mismatch), else what is wrong."""
     if cigar is None:
         return "no CIGAR"
-    text = target[start:end]
-    ops = _CIGAR_OP.findall(cigar)
-    if "".join(count + op for count, op in ops) != cigar:
-        return "unparsable"
-    qi = ti = cost = 0
-    for count_text, op in ops:
-        count = int(count_text)
-        if op in "=X":
-            a, b = query[qi:qi + count], text[ti:ti + count]
-            if len(a) != count or len(b) != count:
-                return "runs past the sequences"
-            same = (a == b) & (a < 4)
-            if op == "=" and not same.all():
-                return "'=' over a mismatch"
-            if op == "X" and same.any():
-                return "'X' over a match"
-            qi, ti = qi + count, ti + count
-            cost += count if op == "X" else 0
-        elif op == "I":
-            qi, cost = qi + count, cost + count
-        elif op == "D":
-            ti, cost = ti + count, cost + count
-        else:
-            return f"unexpected op {op}"
-    if qi != len(query) or ti != len(text):
-        return f"covers {qi}/{len(query)} query, {ti}/{len(text)} target"
-    if cost != distance:
-        return f"cost {cost} != distance {distance}"
-    return None
+    try:
+        cost = cigar_edit_cost(query, target[start:end], cigar, match_codes=4)
+    except ValueError as exc:
+        return str(exc)
+    return None if cost == distance else f"cost {cost} != distance {distance}"
 
 
 def run_cpu_reference(pairs: Pairs, index: np.ndarray, task: str):
@@ -648,22 +625,18 @@ class Bench(BenchBase):
             log(f"{pairs.name}: {len(pairs):,} pairs, {words} words per query; {pairs.source}")
             shipped = config.EDIT_KERNEL_BINS
             first = len(self.rows)
-            try:
-                for bins in choices:
-                    if bins is None:
-                        chosen = next((b for b in shipped if b[0] >= words), shipped[-1])
-                        label = "gpualign-cuda shipped bins"
-                        note = f"EDIT_KERNEL_BINS as shipped: {words} words -> {chosen}"
-                    else:
-                        [(_, lanes, per_lane)] = bins
-                        kind = "task-parallel" if lanes == 1 else "thread-cooperative"
-                        label = f"gpualign-cuda {kind} {lanes}x{per_lane}"
-                        note = f"EDIT_KERNEL_BINS={bins}"
-                        config.EDIT_KERNEL_BINS = bins
+            for bins in choices:
+                if bins is None:
+                    chosen = next((b for b in shipped if b[0] >= words), shipped[-1])
+                    label = "gpualign-cuda shipped bins"
+                    note = f"EDIT_KERNEL_BINS as shipped: {words} words -> {chosen}"
+                else:
+                    [(_, lanes, per_lane)] = bins
+                    kind = "task-parallel" if lanes == 1 else "thread-cooperative"
+                    label = f"gpualign-cuda {kind} {lanes}x{per_lane}"
+                    note = f"EDIT_KERNEL_BINS={bins}"
+                with config.override(EDIT_KERNEL_BINS=bins or shipped):
                     self.gpualign_cuda(pairs, label, note)
-                    config.EDIT_KERNEL_BINS = shipped
-            finally:
-                config.EDIT_KERNEL_BINS = shipped
             ran = [r for r in self.rows[first:] if r.ran and "FAIL" not in r.check]
             if ran:
                 best = max(ran, key=lambda r: r.gcups)

@@ -53,6 +53,7 @@ from _common import (
     time_cpu,
     time_gpu,
 )
+from _gaps import strip_gaps
 
 import gpualign
 from gpualign import SequenceSet
@@ -66,7 +67,7 @@ END_TO_END_TARGET_RATIO = 0.90
 ALPHABET_SPREAD_TARGET = 0.05
 TOP_N = 10
 CHECK_SUBJECTS = 300
-# Real data, as scripts/fetch-data.sh names it in data/.
+# Real data, as scripts/fetch-data.sh names it, in --data-dir.
 FILES = {"16s": "core_rdp.fasta.gz", "16s-queries": "rdp_set1000.fasta.gz",
          "proteins": "uniprot_db.fasta.gz", "protein-queries": "uniprot_queries.fasta.gz"}
 # Symbols of the random subjects of each alphabet size (codes of the named alphabet).
@@ -442,7 +443,7 @@ def read_collection(path: Path, alphabet: str) -> SequenceSet:
     with dnaio.open(path) as reader:
         for record in reader:
             names.append(record.name.split(maxsplit=1)[0] if record.name else "")
-            sequences.append(record.sequence.replace("-", "").replace(".", ""))
+            sequences.append(strip_gaps(record.sequence))
     return SequenceSet.from_sequences(sequences, alphabet, names=names, invalid="wildcard")
 
 

@@ -8,15 +8,15 @@ Prints a Markdown table and writes it, with device, commit, date and versions, t
     python benchmarks/bench_mems.py --reads 2000 --cpu-reads 2000 --mummer-reads 2000 --no-save
 
 Workload ``ecoli-l20``: ``--reads`` reads (default 1,000,000) of 100-150 bp simulated from
-``data/ecoli_MG1655.fasta.gz`` (4.6 Mbp; uniform start, either strand, 1% substitutions, seed
-``--seed``), MEMs of at least 20 bp on both strands. Every engine runs end to end, as a user
-would, from FASTA files to MUMmer's text output, index or suffix tree built in the run:
-``gpualign mems REF READS -l 20 -b`` with ``--backend cuda`` (after a warm-up on the check
-reads that compiles the kernels) or ``--backend cpu``, ``mummer -maxmatch -n -b -l 20`` in one
-process, and MUMmer as ``--processes`` parallel processes over read chunks. The check compares
-gpualign's output on the first ``--check-reads`` reads with MUMmer's, block by block as sorted
-sets (MUMmer orders equal query positions by its tree walk). Rows count reads as "pairs" and
-read bases as "cells" (GCUPS: billions of read bases a second).
+``ecoli_MG1655.fasta.gz`` in ``--data-dir`` (4.6 Mbp; uniform start, either strand, 1%
+substitutions, seed ``--seed``), MEMs of at least 20 bp on both strands. Every engine runs end
+to end, as a user would, from FASTA files to MUMmer's text output, index or suffix tree built in
+the run: ``gpualign mems REF READS -l 20 -b`` with ``--backend cuda`` (after a warm-up on the
+check reads that compiles the kernels) or ``--backend cpu``, ``mummer -maxmatch -n -b -l 20`` in
+one process, and MUMmer as ``--processes`` parallel processes over read chunks. The check
+compares gpualign's output on the first ``--check-reads`` reads with MUMmer's, block by block as
+sorted sets (MUMmer orders equal query positions by its tree walk). Rows count reads as "pairs"
+and read bases as "cells" (GCUPS: billions of read bases a second).
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from _common import ROOT, BenchBase, Row, base_parser, parse, run_benchmark
+from _common import BenchBase, Row, base_parser, parse, run_benchmark, shown
 
 import gpualign
 
 WORKLOADS = ("ecoli-l20",)
 ENGINES = ("cuda", "cpu", "mummer")
-DATA = "data/ecoli_MG1655.fasta.gz"
+DATA = "ecoli_MG1655.fasta.gz"  # in --data-dir, as scripts/fetch-data.sh names it
 TARGET_ONE = 50.0  # issue 6: >= 50x mummer -maxmatch, end to end
 TARGET_PARALLEL = 5.0  # and >= 5x MUMmer run as 16 parallel processes
 _COMPLEMENT = str.maketrans("ACGT", "TGCA")
@@ -95,12 +95,14 @@ class Bench(BenchBase):
         self.folder = Path(tempfile.mkdtemp(prefix="bench-mems-"))
         self.mummer = args.mummer or shutil.which("mummer")
         self.seconds: dict[str, float] = {}
+        self.path = args.data_dir / DATA
 
     def run(self) -> None:
-        if not (ROOT / DATA).is_file():
-            self.add(Row("ecoli-l20", "-", note=f"skipped: {DATA} missing (scripts/fetch-data.sh)"))
+        if not self.path.is_file():
+            self.add(Row("ecoli-l20", "-",
+                         note=f"skipped: {shown(self.path)} missing (scripts/fetch-data.sh)"))
             return
-        (name, genome), = gpualign.io.read_records(ROOT / DATA)
+        (name, genome), = gpualign.io.read_records(self.path)
         self.reference = write_fasta(self.folder / "reference.fa", [(name, genome.upper())])
         size = max(self.args.reads, self.args.cpu_reads, self.args.mummer_reads,
                    self.args.check_reads)
@@ -109,8 +111,8 @@ class Bench(BenchBase):
                       for count in {self.args.reads, self.args.cpu_reads,
                                     self.args.mummer_reads, self.args.check_reads}}
         self.bases = {count: sum(len(s) for _, s in reads[:count]) for count in self.files}
-        self.sources["ecoli-l20"] = (f"{DATA} ({len(genome):,} bp); reads simulated with seed "
-                                     f"{self.args.seed}")
+        self.sources["ecoli-l20"] = (f"{shown(self.path)} ({len(genome):,} bp); reads simulated "
+                                     f"with seed {self.args.seed}")
         self.expected = None
         if self.mummer:
             check = self.folder / "check-mummer.txt"

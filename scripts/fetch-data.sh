@@ -8,6 +8,8 @@
 #   mmseqs2-examples             20,000 UniProt proteins (mean 453 aa) + 500 query proteins
 #
 # Usage: scripts/fetch-data.sh [DATA_DIR]     (default: ./data)
+# The benchmarks and examples/make_examples.py take the same folder as --data-dir (default: data/
+# of the checkout).
 # Idempotent: files already present are kept; packages are only downloaded when a file is missing.
 set -euo pipefail
 

@@ -14,7 +14,8 @@
 #   ROUNDS   alternations per benchmark (default 2)
 #   PYTHON   interpreter (default python3);  WHEELS  wheels to install first (default .whl)
 #   EXTRA_<NAME>  extra arguments of one benchmark, e.g. EXTRA_EDIT="--repeats 15"
-# Each run prints its table (GPU rows only: --engines cuda, nothing saved); the logs are
+# Each run prints its table (GPU rows only: --engines cuda); the new tree's tables are also saved
+# as results files under $OUT/results-<round>/ (the base tree's are not saved). The logs are
 # $OUT/<bench>-<base|new>-<round>.log and a last summary lists every gpualign-cuda row.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -40,12 +41,13 @@ for name in "${benches[@]}"; do
     for round in $(seq 1 "$rounds"); do
         for side in base new; do
             tree=$root
-            [[ $side == base ]] && tree=$base
+            save=(--results-dir "$out/results-$round" --commit "${GPUALIGN_COMMIT:-unknown}")
+            [[ $side == base ]] && tree=$base && save=(--no-save)
             log=$out/$name-$side-$round.log
             printf '\n=== %s %s round %s (%s)\n' "$name" "$side" "$round" "$tree"
             # shellcheck disable=SC2086  # the extra arguments are a list of words
             (cd "$tree" && PYTHONPATH=$site:$tree/src "$py" "benchmarks/bench_$name.py" \
-                --require-cuda --engines cuda --no-save --data-dir "$root/data" \
+                --require-cuda --engines cuda "${save[@]}" --data-dir "$root/data" \
                 ${!extra_var:-}) >"$log" 2>&1
             rc=$?
             grep -E '^\| [a-z0-9-]+ \| gpualign-cuda' "$log" || tail -5 "$log"

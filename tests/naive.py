@@ -21,6 +21,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gpualign.cigar import parse_cigar
+
 GLOBAL_MODES = ("global", "nw")
 PREFIX_MODES = ("prefix", "shw")
 INFIX_MODES = ("infix", "hw")
@@ -360,11 +362,8 @@ def rescore_alignment(query: Sequence[int], target: Sequence[int], query_start: 
     """Apply ``cigar`` from ``(query_start, target_start)``: return ``(score, query_end,
     target_end)``; raise AssertionError when an ``=``/``X`` label is wrong or the CIGAR runs
     past a sequence."""
-    import re
-
     i, j, score, previous = query_start, target_start, 0, ""
-    for count, op in re.findall(r"(\d+)([=XID])", cigar):
-        count = int(count)
+    for count, op in parse_cigar(cigar):
         if op in "=X":
             for _ in range(count):
                 assert i < len(query) and j < len(target), "CIGAR runs past a sequence"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import doctest
 import gzip
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from strategies import mutated
 import gpualign
 from gpualign import Scoring, SequenceSet
 from gpualign.align import api as align_api
+from gpualign.cigar import count_ops
 from gpualign.sequences import get_alphabet
 
 DATA = Path(__file__).parent / "data"
@@ -80,9 +80,8 @@ def check_result(result, queries, targets, scoring, mode, alphabet="dna"):
                                      want.query_start, want.target_start, result.cigar[p],
                                      table, scoring.gap_open, scoring.gap_extend, match_codes)
         assert rescored == (want.score, want.query_end, want.target_end), where
-        runs = re.findall(r"(\d+)([=XID])", result.cigar[p])
-        columns = sum(int(n) for n, _ in runs)
-        matches = sum(int(n) for n, op in runs if op == "=")
+        columns = count_ops(result.cigar[p])
+        matches = count_ops(result.cigar[p], "=")
         assert result.identity[p] == pytest.approx(matches / columns if columns else 0.0)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import doctest
 import functools
-import re
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ import pytest
 import gpualign
 from gpualign import Scoring, SequenceSet
 from gpualign.allpairs import api as allpairs_api
+from gpualign.cigar import count_ops
 
 DATA = Path(__file__).parent / "data"
 SCORING = Scoring(match=2, mismatch=-3, gap_open=5, gap_extend=2)
@@ -64,8 +64,7 @@ def brute_force() -> dict[str, np.ndarray]:
     q_index, t_index = np.triu_indices(n, 1)
     result = gpualign.align(texts, texts, scoring=SCORING, task="path",
                             pairs=(q_index, t_index))
-    matches = np.array([sum(int(c) for c in re.findall(r"(\d+)=", cigar))
-                        for cigar in result.cigar])
+    matches = np.array([count_ops(cigar, "=") for cigar in result.cigar])
     lengths = np.array([len(t) for t in texts])
     shorter = np.minimum(lengths[q_index], lengths[t_index])
     return {"query_index": q_index, "target_index": t_index, "score": result.score,

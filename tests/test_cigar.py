@@ -12,12 +12,12 @@ from naive import apply_cigar, dp_matrix, rescore_cigar
 
 import gpualign.cigar
 from gpualign._cigar_text import decode_cigars
-from gpualign.cigar import cigar_edit_cost, cigar_lengths, parse_cigar
+from gpualign.cigar import cigar_edit_cost, cigar_lengths, count_ops, parse_cigar
 
 
 def test_docstring_examples_run():
     outcome = doctest.testmod(gpualign.cigar)
-    assert outcome.attempted >= 5 and outcome.failed == 0
+    assert outcome.attempted >= 9 and outcome.failed == 0
 
 
 @pytest.mark.parametrize("text,runs", [
@@ -45,6 +45,30 @@ def test_parse_cigar_rejects_malformed(text):
 def test_parse_cigar_rejects_non_str(bad):
     with pytest.raises(TypeError):
         parse_cigar(bad)
+
+
+@pytest.mark.parametrize("text,ops,count", [
+    ("", "=XID", 0),
+    ("3=1X2I10D", "=", 3),
+    ("3=1X2I10D", "XID", 13),
+    ("3=1X2I10D", "DIX", 13),
+    ("3=1X2I10D", "=XID", 16),
+    ("12345=6=", "=", 12351),
+    ("007X", "X", 7),
+    ("1I1D", "=X", 0),
+])
+def test_count_ops(text, ops, count):
+    assert count_ops(text, ops) == count
+
+
+def test_count_ops_counts_every_column_by_default():
+    assert count_ops("3=1X2I10D") == 16
+
+
+@pytest.mark.parametrize("ops", ["", "M", "=S", "]", "=X-", None, 3])
+def test_count_ops_rejects_unknown_ops(ops):
+    with pytest.raises(ValueError, match="ops="):
+        count_ops("1=", ops)
 
 
 @pytest.mark.parametrize("text,lengths", [
@@ -169,6 +193,8 @@ def test_edit_cost_agrees_with_oracle(alignment):
     assert cigar_lengths(text) == (len(query), len(target))
     assert [op for _, _, op in apply_cigar(query, target, text)] == ops
     assert sum(length for length, _ in parse_cigar(text)) == len(ops)
+    for counted in ("=", "X", "I", "D", "XID", "=XI", "=XID"):
+        assert count_ops(text, counted) == sum(op in counted for op in ops)
     # No alignment is cheaper than the edit distance.
     assert cost >= dp_matrix(query, target, "global", 4)[-1][-1]
 

@@ -22,6 +22,7 @@ from rapidfuzz.distance import LCSseq
 import gpualign
 from gpualign.allpairs import cluster
 from gpualign.backend import cuda_status
+from gpualign.cigar import cigar_lengths, count_ops, parse_cigar
 from gpualign.cli import ALIGN_COLUMNS, EDIT_COLUMNS, LCS_ALL_COLUMNS, LCS_TOP_COLUMNS, main
 from gpualign.io import read_records
 
@@ -52,11 +53,9 @@ def check_cigar(row: dict[str, str], query: str, target: str) -> None:
     """The CIGAR spans the query and target[start:end], costs the distance, and = columns match."""
     start, end, distance = int(row["target_start"]), int(row["target_end"]), int(row["distance"])
     assert 0 <= start <= end <= len(target)
-    ops = [(int(n), op) for n, op in re.findall(r"(\d+)([=XID])", row["cigar"])]
-    assert "".join(f"{n}{op}" for n, op in ops) == row["cigar"]
-    assert sum(n for n, op in ops if op in "=XI") == len(query)
-    assert sum(n for n, op in ops if op in "=XD") == end - start
-    assert sum(n for n, op in ops if op in "XID") == distance
+    ops = parse_cigar(row["cigar"])
+    assert cigar_lengths(ops) == (len(query), end - start)
+    assert count_ops(row["cigar"], "XID") == distance
     qi, ti = 0, start
     for n, op in ops:
         if op in "=X":
@@ -717,9 +716,7 @@ def test_readme_main_job_all_pairs_of_1000_genes(tmp_path, capsys, backend):
         score, q_end, t_end = rescore_alignment(query.tolist(), target.tolist(), 0, 0,
                                                 row["cigar"], table, 5, 2)
         assert (score, q_end, t_end) == (int(row["score"]), len(query), len(target))
-        runs = re.findall(r"(\d+)([=XID])", row["cigar"])
-        matches = sum(int(n) for n, op in runs if op == "=")
-        identity = matches / sum(int(n) for n, _ in runs)
+        identity = count_ops(row["cigar"], "=") / count_ops(row["cigar"])
         assert float(row["identity"]) == pytest.approx(identity, abs=5e-5) and identity >= 0.97
 
 

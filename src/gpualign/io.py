@@ -7,7 +7,6 @@ import gzip
 import itertools
 import lzma
 import os
-import re
 import zlib
 from collections.abc import Generator, Iterator, Sequence
 from typing import IO, Any
@@ -15,14 +14,13 @@ from typing import IO, Any
 import dnaio
 import numpy as np
 
+from .cigar import count_ops
+
 __all__ = ["SequenceFileError", "read_packed", "read_records", "write_tsv"]
 
 
 class SequenceFileError(ValueError):
     """A sequence file is missing, truncated, corrupt or not FASTA/FASTQ."""
-
-
-_CIGAR_RUN = re.compile(r"(\d+)([=XID])")
 
 
 def _decompression_errors() -> tuple[type[Exception], ...]:
@@ -238,7 +236,7 @@ def write_sam(out: IO[str], queries: Any, targets: Any, query_index: np.ndarray,
             rname = targets.names[t] or str(t)
         else:  # nothing aligned (an empty local alignment): unmapped
             full, flag, position, rname = "*", 4, 0, "*"
-        edits = sum(int(n) for n, op in _CIGAR_RUN.findall(cigar) if op in "XID")
+        edits = count_ops(cigar, "XID")
         sequence = queries[q] or "*"
         out.write(f"{queries.names[q] or q}\t{flag}\t{rname}\t{position}\t255\t{full}\t*\t0\t0"
                   f"\t{sequence}\t*\tAS:i:{int(result.score[p])}\tNM:i:{edits}\n")

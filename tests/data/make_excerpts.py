@@ -29,6 +29,10 @@ from pathlib import Path
 import dnaio
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1] / "benchmarks"))  # for _gaps, shared with the benchmarks
+
+from _gaps import strip_gaps  # noqa: E402
+
 RDP_PACKAGE = "parsinsert-testdata"
 RDP_PATH = "usr/share/doc/parsinsert/test_data/core_rdp.fasta.gz"
 MITO_PACKAGE = "minimap2"
@@ -92,7 +96,7 @@ def rdp_excerpt(source: Path) -> list[tuple[str, str]]:
     records = []
     with dnaio.open(source) as reader:
         for record in reader:
-            sequence = record.sequence.replace("-", "").replace(".", "").upper()
+            sequence = strip_gaps(record.sequence).upper()
             records.append((record.name.split()[0], sequence))
     odd = {i for i, (_, s) in enumerate(records) if set(s) - set("ACGT")}
     chosen = set(odd)

@@ -24,7 +24,6 @@ import gzip
 import hashlib
 import json
 import os
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from .. import config
 from .._progress import progress_bar
 from .._tables import alignment_table
 from ..align import align as align_pairs
+from ..cigar import count_ops
 from ..edit import edit_distance
 from ..pairs import pair_sets
 from ..scoring import Scoring
@@ -48,7 +48,6 @@ __all__ = ["AllPairs", "allpairs"]
 _IDENTITIES = ("columns", "shorter")
 _FIELDS = ("query_index", "target_index", "identity", "score", "query_start", "query_end",
            "target_start", "target_end", "cigar")
-_MATCH_RUN = re.compile(r"(\d+)=")
 
 
 @dataclass
@@ -167,8 +166,8 @@ def _compute_tile(qset: SequenceSet, tset: SequenceSet, tile: tuple[int, int], s
     if kind == "columns":
         identity = result.identity
     else:
-        matches = np.array([sum(int(c) for c in _MATCH_RUN.findall(cigar))
-                            for cigar in result.cigar], dtype=np.float64)
+        matches = np.array([count_ops(cigar, "=") for cigar in result.cigar],
+                           dtype=np.float64)
         shorter = np.minimum(qset.lengths[q_index], tset.lengths[t_index])
         identity = matches / np.maximum(shorter, 1)
     keep = identity >= min_identity
