@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-#: CIGAR letters of the operation codes 0-3 that every traceback writes.
-OP_CHARS = np.frombuffer(b"=XID", dtype=np.uint8)
+from .codes import CIGAR_OPS
+
+#: CIGAR letters of the operation codes (``codes.OP_*``) that every traceback writes.
+OP_CHARS = np.frombuffer(CIGAR_OPS.encode("ascii"), dtype=np.uint8)
 
 
 def text_offsets(max_ops: np.ndarray) -> np.ndarray:
