@@ -33,6 +33,8 @@ if compgen -G "$wheels/*.whl" >/dev/null; then
         --target "$site" "$wheels"/*.whl || { echo "wheel install failed" >&2; exit 1; }
     export PATH=$(cd "$wheels" && pwd):$PATH
 fi
+# An older tree may read some data from its own data/ whatever --data-dir says: link ours there.
+[[ -e $base/data ]] || ln -s "$root/data" "$base/data"
 benches=("$@")
 [[ ${#benches[@]} -gt 0 ]] || benches=(edit lcs align allpairs mems)
 status=0
