@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import doctest
 import functools
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 
 import gpualign
 from gpualign import Scoring, SequenceSet
+from gpualign.allpairs import CheckpointWarning
 from gpualign.allpairs import api as allpairs_api
 from gpualign.cigar import count_ops
 
@@ -281,3 +283,183 @@ def test_dask_worker_killed_mid_run(client, monkeypatch, tmp_path):
     assert not thread.is_alive()
     assert finished_before < total  # the worker died in the middle of the run
     same_result(undisturbed, outcome["result"])
+
+
+# --- damaged checkpoints --------------------------------------------------------------------------
+
+
+def finished_checkpoint(monkeypatch, folder, client=None):
+    """The uninterrupted result at 0.9 with 7-sequence tiles, its checkpoint in ``folder``, and
+    a counter of the tiles computed from then on."""
+    monkeypatch.setattr(gpualign.config, "ALLPAIRS_TILE", 7)
+    _, texts = genes()
+    plain = gpualign.allpairs(texts, min_identity=0.9, scoring=SCORING, checkpoint=folder,
+                              client=client)
+    computed = []
+    real_compute = allpairs_api._compute_tile
+    monkeypatch.setattr(allpairs_api, "_compute_tile",
+                        lambda *args, **kwargs: computed.append(args[2])
+                        or real_compute(*args, **kwargs))
+    return texts, plain, computed
+
+
+def fullest_tile(folder) -> tuple[int, int]:
+    """The tile with the most rows, from the checkpoint's ledger."""
+    records = [line.split("\t") for line in (folder / "tiles.tsv").read_text().splitlines()]
+    bi, bj, _, _ = max(records, key=lambda record: int(record[2]))
+    return int(bi), int(bj)
+
+
+def remove_rows(path, count: int) -> bytes:
+    """The tile file at ``path`` without its last ``count`` rows (its header as it was)."""
+    import gzip
+
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines(keepends=True)
+    return gzip.compress("".join(lines[:-count]).encode())
+
+
+def forge_ledger(folder, tile, data: bytes, rows: int) -> None:
+    """Record ``data`` (``rows`` rows) as tile ``tile``: a ledger edited to match."""
+    import hashlib
+
+    with open(folder / "tiles.tsv", "a") as ledger:
+        ledger.write(f"{tile[0]}\t{tile[1]}\t{rows}\t{hashlib.sha256(data).hexdigest()}\n")
+
+
+def damage(kind: str, folder, tile) -> None:
+    path = folder / f"tile-{tile[0]}-{tile[1]}.tsv.gz"
+    data = path.read_bytes()
+    if kind == "truncated":
+        path.write_bytes(data[:len(data) // 2])
+    elif kind == "garbage":
+        path.write_bytes(b"\x00not a tile\n" * 20)
+    elif kind == "rows removed":
+        path.write_bytes(remove_rows(path, 3))
+    elif kind == "rows removed, ledger forged":  # the checksum matches: the counts do not
+        data = remove_rows(path, 3)
+        path.write_bytes(data)
+        records = (folder / "tiles.tsv").read_text().splitlines()
+        forge_ledger(folder, tile, data, int(next(
+            r.split("\t")[2] for r in records if r.startswith(f"{tile[0]}\t{tile[1]}\t"))) - 3)
+    elif kind == "garbage, ledger forged":
+        path.write_bytes(b"\x00not a tile\n")
+        forge_ledger(folder, tile, b"\x00not a tile\n", 1)
+    elif kind == "missing":
+        path.unlink()
+    elif kind == "ledger line cut":  # a crash while recording the last tile
+        ledger = folder / "tiles.tsv"
+        ledger.write_text(ledger.read_text()[:-20])
+
+
+DAMAGES = {"truncated": "checksum mismatch", "garbage": "checksum mismatch",
+           "rows removed": "checksum mismatch",
+           "rows removed, ledger forged": r"\d+ rows, \d+ counted, \d+ recorded",
+           "garbage, ledger forged": "unreadable: Not a gzipped file .*",
+           "missing": "file missing", "ledger line cut": "not recorded in tiles.tsv"}
+
+
+@pytest.mark.parametrize("kind", DAMAGES)
+def test_damaged_tile_is_recomputed_with_a_warning(monkeypatch, tmp_path, kind):
+    folder = tmp_path / "ckpt"
+    texts, plain, computed = finished_checkpoint(monkeypatch, folder)
+    if kind == "ledger line cut":
+        last = (folder / "tiles.tsv").read_text().splitlines()[-1].split("\t")
+        tile = int(last[0]), int(last[1])
+    else:
+        tile = fullest_tile(folder)
+    damage(kind, folder, tile)
+    with pytest.warns(CheckpointWarning,
+                      match=rf"tile \({tile[0]}, {tile[1]}\) damaged \({DAMAGES[kind]}\): "
+                            r"recomputed") as caught:
+        resumed = gpualign.allpairs(texts, min_identity=0.9, scoring=SCORING,
+                                    checkpoint=folder)
+    assert len(caught) == 1 and computed == [tile]
+    same_result(plain, resumed)
+    assert len(resumed) == resumed.stages["kept"] > 0
+    with warnings.catch_warnings():  # repaired: the next run reads every tile back, silently
+        warnings.simplefilter("error")
+        same_result(plain, gpualign.allpairs(texts, min_identity=0.9, scoring=SCORING,
+                                             checkpoint=folder))
+    assert computed == [tile]
+
+
+def test_damaged_manifest_is_an_error(monkeypatch, tmp_path):
+    folder = tmp_path / "ckpt"
+    texts, _, computed = finished_checkpoint(monkeypatch, folder)
+    manifest = folder / "manifest.json"
+    for content in (manifest.read_bytes()[:40], b"\xff\xfe garbage", b"[1, 2]"):
+        manifest.write_bytes(content)
+        with pytest.raises(ValueError, match=r"checkpoint .* is damaged \(manifest.json: .*\); "
+                                             r"remove the folder"):
+            gpualign.allpairs(texts, min_identity=0.9, scoring=SCORING, checkpoint=folder)
+    manifest.unlink()  # the tiles are there, but nothing says which run they belong to
+    with pytest.raises(ValueError, match=r"is damaged \(manifest.json missing\)"):
+        gpualign.allpairs(texts, min_identity=0.9, scoring=SCORING, checkpoint=folder)
+    assert computed == []
+
+
+def test_checkpoint_of_the_older_format_is_recomputed(monkeypatch, tmp_path):
+    import json
+
+    folder = tmp_path / "ckpt"
+    texts, plain, computed = finished_checkpoint(monkeypatch, folder)
+    # The layout before tile checksums: a manifest without "format", no ledger.
+    manifest = json.loads((folder / "manifest.json").read_text())
+    del manifest["format"]
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    (folder / "tiles.tsv").unlink()
+    tiles = len(list(folder.glob("tile-*.tsv.gz")))
+    with pytest.warns(CheckpointWarning, match="older gpualign, without tile checksums: its "
+                                               "tiles are recomputed") as caught:
+        resumed = gpualign.allpairs(texts, min_identity=0.9, scoring=SCORING,
+                                    checkpoint=folder)
+    assert len(caught) == 1 and len(computed) == tiles
+    same_result(plain, resumed)
+    assert json.loads((folder / "manifest.json").read_text())["format"] == 2
+    # An old checkpoint of other parameters is still refused, not overwritten.
+    del manifest["tile"]
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "min_identity": 0.8}))
+    with pytest.raises(ValueError, match="another run .*min_identity"):
+        gpualign.allpairs(texts, min_identity=0.9, scoring=SCORING, checkpoint=folder)
+
+
+def test_cli_damaged_checkpoint(monkeypatch, tmp_path, capsys):
+    from gpualign.cli import main
+
+    folder, out = tmp_path / "ckpt", tmp_path / "pairs.tsv"
+    _, texts = genes()
+    seqs = tmp_path / "genes.fa"
+    seqs.write_text("".join(f">g{k}\n{text}\n" for k, text in enumerate(texts)))
+    monkeypatch.setattr(gpualign.config, "ALLPAIRS_TILE", 7)
+    args = ["allpairs", str(seqs), "--min-identity", "0.9", "--gap-open", "5", "--gap-extend",
+            "2", "--checkpoint", str(folder), "-o", str(out), "-q"]
+    assert main(args) == 0 and capsys.readouterr().err == ""
+    first = out.read_text()
+    tile = fullest_tile(folder)
+    damage("rows removed", folder, tile)
+    # --quiet drops the summary, not the warning: one line, and the same rows.
+    assert main(args) == 0
+    assert capsys.readouterr().err == (f"gpualign allpairs: checkpoint {folder}: tile ({tile[0]}, "
+                                       f"{tile[1]}) damaged (checksum mismatch): recomputed\n")
+    assert out.read_text() == first
+    assert main(args[:-1]) == 0  # the summary counts the rows written
+    summary = capsys.readouterr().err
+    assert summary.count("\n") == 1 and f"{first.count(chr(10)) - 1} rows written" in summary
+    (folder / "manifest.json").write_bytes(b"\x00" * 10)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gpualign: error: checkpoint {folder} is damaged (manifest.json: ")
+    assert err.count("\n") == 1
+
+
+def test_dask_damaged_checkpoint(client, monkeypatch, tmp_path):
+    folder = tmp_path / "ckpt"
+    texts, plain, _ = finished_checkpoint(monkeypatch, folder, client=client)
+    tile = fullest_tile(folder)
+    damage("rows removed", folder, tile)
+    with pytest.warns(CheckpointWarning, match=rf"tile \({tile[0]}, {tile[1]}\) damaged "
+                                               r"\(checksum mismatch\)") as caught:
+        resumed = gpualign.allpairs(texts, min_identity=0.9, scoring=SCORING, client=client,
+                                    checkpoint=folder)
+    assert len(caught) == 1
+    same_result(plain, resumed)

@@ -1,5 +1,5 @@
 """All-vs-all comparison with an identity filter."""
 
-from .api import AllPairs, allpairs
+from .api import AllPairs, CheckpointWarning, allpairs
 
-__all__ = ["AllPairs", "allpairs"]
+__all__ = ["AllPairs", "CheckpointWarning", "allpairs"]

@@ -14,7 +14,8 @@ Every unordered pair of a set (or every pair of two sets) goes through a lossles
 No stage drops a pair that meets the threshold: the bounds hold for every alignment, the
 optimal one included. The pairs are cut into tiles (``config.ALLPAIRS_TILE`` sequences a
 side); with ``checkpoint`` every finished tile is written to that folder (atomically, gzipped
-TSV) and a rerun skips it.
+TSV, its row count and checksum in a ledger) and a rerun skips it, unless its file does not
+match its record: then it is computed again (see :class:`_Checkpoint`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +46,7 @@ from ..scoring import Scoring
 from ..sequences import Alphabet, SequenceSet, as_sequence_set
 from ._length_bound import length_survivors
 
-__all__ = ["AllPairs", "allpairs"]
+__all__ = ["AllPairs", "CheckpointWarning", "allpairs"]
 
 _IDENTITIES = ("columns", "shorter")
 _FIELDS = ("query_index", "target_index", "identity", "score", "query_start", "query_end",
@@ -189,52 +192,160 @@ def _tiles(n_q: int, n_t: int, same: bool, side: int):
             yield bi, bj
 
 
-class _Checkpoint:
-    """A folder of finished tiles (``tile-<query block>-<target block>.tsv.gz``) and a
-    manifest that ties it to its inputs and parameters."""
+class CheckpointWarning(UserWarning):
+    """A tile of an :func:`allpairs` checkpoint could not be used and is computed again, or the
+    checkpoint is started afresh."""
 
-    def __init__(self, folder: str | os.PathLike, manifest: dict[str, Any]):
+
+#: Version of the checkpoint layout, in the manifest. 1 (no "format" key): tiles without a
+#: ledger; 2: the ledger ``tiles.tsv`` records each tile's row count and checksum.
+_FORMAT = 2
+_LEDGER = "tiles.tsv"
+_RECORD = re.compile(r"(\d+)\t(\d+)\t(\d+)\t([0-9a-f]{64})\n")
+
+
+class _Checkpoint:
+    """A folder of finished tiles (``tile-<query block>-<target block>.tsv.gz``), a manifest
+    (``manifest.json``) that ties it to its inputs and parameters, and a ledger (``tiles.tsv``)
+    with one line per finished tile: its blocks, its row count and the SHA-256 of its file.
+
+    A tile is read back only if its file matches its ledger line; any other tile found (file
+    missing, unreadable, damaged, rows removed, not recorded) is computed again, with a
+    :class:`CheckpointWarning` naming it, so that a damaged checkpoint never shortens the
+    output. The ledger is appended to rather than rewritten, so that recording a tile costs as
+    little at the last of a hundred thousand tiles as at the first.
+    """
+
+    def __init__(self, folder: str | os.PathLike, run: dict[str, Any]):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
+        self.ledger = self.folder / _LEDGER
         path = self.folder / "manifest.json"
         if path.exists():
-            found = json.loads(path.read_text())
-            if found != manifest:
-                changed = sorted(k for k in manifest if found.get(k) != manifest[k])
+            found = self._read_manifest(path)
+            changed = sorted(k for k in run if found.get(k) != run[k])
+            if changed:
                 raise ValueError(f"checkpoint {self.folder} belongs to another run (different "
                                  f"{', '.join(changed)}); use a new folder")
+            fresh = "format" not in found
+            if fresh:
+                # Its tiles cannot be checked: computing them again is the only way to be
+                # sure of them.
+                warnings.warn(CheckpointWarning(
+                    f"checkpoint {self.folder} was written by an older gpualign, without tile "
+                    f"checksums: its tiles are recomputed"), stacklevel=3)
+                for tile in self.folder.glob("tile-*.tsv.gz"):
+                    tile.unlink()
+            elif found["format"] != _FORMAT:
+                raise ValueError(f"checkpoint {self.folder} has format {found['format']!r}, "
+                                 f"not {_FORMAT}: written by another gpualign version; use a "
+                                 f"new folder")
+        elif self.ledger.exists():
+            raise ValueError(f"checkpoint {self.folder} is damaged (manifest.json missing); "
+                             f"remove the folder to start afresh, or use a new one")
         else:
-            _write_atomically(path, json.dumps(manifest, indent=1, sort_keys=True).encode())
+            fresh = True
+        if fresh:
+            # The ledger before the manifest: a manifest always has a ledger of its own run.
+            _write_atomically(self.ledger, b"")
+            _write_atomically(path, json.dumps({**run, "format": _FORMAT}, indent=1,
+                                               sort_keys=True).encode())
+        self.records = self._read_ledger()
+
+    def _read_manifest(self, path: Path) -> dict[str, Any]:
+        try:
+            found = json.loads(path.read_bytes())
+            if not isinstance(found, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as exc:  # bad JSON, bad UTF-8 or not an object
+            raise ValueError(f"checkpoint {self.folder} is damaged (manifest.json: {exc}); "
+                             f"remove the folder to start afresh, or use a new one") from None
+        return found
+
+    def _read_ledger(self) -> dict[tuple[int, int], tuple[int, str]]:
+        """``(query block, target block) -> (rows, SHA-256)``; a later line for a tile (computed
+        again) wins. Lines that are not whole records are dropped from the file."""
+        try:
+            text = self.ledger.read_bytes().decode("ascii", errors="replace")
+        except FileNotFoundError:  # lost: every tile file found counts as not recorded
+            text = ""
+        records, kept = {}, []
+        for line in text.splitlines(keepends=True):
+            record = _RECORD.fullmatch(line)
+            if record is not None:
+                bi, bj, rows, digest = record.groups()
+                records[int(bi), int(bj)] = int(rows), digest
+                kept.append(line)
+        if "".join(kept) != text:
+            # A line cut short by a crash, or damage: rewrite the ledger so that the next
+            # record starts on a line of its own.
+            _write_atomically(self.ledger, "".join(kept).encode())
+        return records
 
     def _path(self, bi: int, bj: int) -> Path:
         return self.folder / f"tile-{bi}-{bj}.tsv.gz"
 
     def load(self, bi: int, bj: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        path = self._path(bi, bj)
-        if not path.exists():
-            return None
-        lines = gzip.decompress(path.read_bytes()).decode().splitlines()
-        stages = json.loads(lines[0].lstrip("# "))
-        columns = list(zip(*[line.split("\t") for line in lines[2:]], strict=True)) or \
-            [()] * len(_FIELDS)
-        rows: dict[str, Any] = {}
-        for name, values in zip(_FIELDS, columns, strict=True):
-            if name == "cigar":
-                rows[name] = list(values)
-            elif name == "identity":
-                rows[name] = np.array(values, dtype=np.float64)
-            else:
-                rows[name] = np.array(values, dtype=np.int64)
+        """The rows and stages of a finished tile, or None when it must be computed (with a
+        :class:`CheckpointWarning` when it was there but cannot be used)."""
+        record = self.records.get((bi, bj))
+        try:
+            data = self._path(bi, bj).read_bytes()
+        except FileNotFoundError:
+            return None if record is None else self._damaged(bi, bj, "file missing")
+        except OSError as exc:
+            return self._damaged(bi, bj, f"unreadable: {exc.strerror or exc}")
+        if record is None:
+            return self._damaged(bi, bj, f"not recorded in {_LEDGER}")
+        if hashlib.sha256(data).hexdigest() != record[1]:
+            return self._damaged(bi, bj, "checksum mismatch")
+        try:
+            rows, stages = _read_tile(data)
+            kept = stages["kept"]
+        except (OSError, EOFError, ValueError, LookupError, TypeError) as exc:
+            return self._damaged(bi, bj, f"unreadable: {exc}")
+        if not len(rows["query_index"]) == kept == record[0]:
+            return self._damaged(bi, bj, f"{len(rows['query_index'])} rows, {kept} counted, "
+                                         f"{record[0]} recorded")
         return rows, stages
 
+    def _damaged(self, bi: int, bj: int, why: str) -> None:
+        warnings.warn(CheckpointWarning(f"checkpoint {self.folder}: tile ({bi}, {bj}) damaged "
+                                        f"({why}): recomputed"), stacklevel=4)
+
     def save(self, bi: int, bj: int, rows: dict[str, Any], stages: dict[str, Any]) -> None:
+        """Write a finished tile, then record it in the ledger (a crash in between leaves a
+        tile that is not recorded: computed again)."""
         lines = ["# " + json.dumps(stages, sort_keys=True), "\t".join(_FIELDS)]
         values = [rows[name] if name == "cigar" else
                   ([repr(float(x)) for x in rows[name]] if name == "identity"
                    else rows[name].tolist()) for name in _FIELDS]
         lines += ["\t".join(str(v) for v in row) for row in zip(*values, strict=True)]
-        _write_atomically(self._path(bi, bj),
-                          gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0))
+        data = gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0)
+        _write_atomically(self._path(bi, bj), data)
+        record = (len(rows["query_index"]), hashlib.sha256(data).hexdigest())
+        with open(self.ledger, "a", encoding="ascii") as handle:
+            handle.write(f"{bi}\t{bj}\t{record[0]}\t{record[1]}\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        self.records[bi, bj] = record
+
+
+def _read_tile(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The rows and stages of a tile file's bytes (as :meth:`_Checkpoint.save` writes them)."""
+    lines = gzip.decompress(data).decode().splitlines()
+    stages = json.loads(lines[0].lstrip("# "))
+    columns = list(zip(*[line.split("\t") for line in lines[2:]], strict=True)) or \
+        [()] * len(_FIELDS)
+    rows: dict[str, Any] = {}
+    for name, values in zip(_FIELDS, columns, strict=True):
+        if name == "cigar":
+            rows[name] = list(values)
+        elif name == "identity":
+            rows[name] = np.array(values, dtype=np.float64)
+        else:
+            rows[name] = np.array(values, dtype=np.int64)
+    return rows, stages
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -345,7 +456,9 @@ def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,
         Keep the CIGARs (False: None, to save memory; identities are computed either way).
     checkpoint : path, optional
         Folder for finished tiles; a rerun with the same folder, inputs and parameters skips
-        them and returns exactly the same result.
+        them and returns exactly the same result. A tile whose file is missing, damaged or
+        does not match its recorded row count and checksum is computed again, with a
+        :class:`CheckpointWarning`; a damaged manifest raises ValueError.
     client : dask.distributed.Client, optional
         Run the tiles on this Dask cluster: the encoded sets go to the cluster once (each the
         input of one task that every tile task depends on), each tile is one task

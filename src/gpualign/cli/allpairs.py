@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 import time
+import warnings
 from collections.abc import Iterator
 
 from ..backend import resolve_backend
 from ..io import write_tsv
 from ._common import (
+    PROG,
     add_backend_option,
     add_encoding_options,
     add_output_options,
@@ -94,6 +97,24 @@ def _dask_client(args: argparse.Namespace) -> Iterator[object]:
         yield client
 
 
+@contextlib.contextmanager
+def _checkpoint_warnings(args: argparse.Namespace) -> Iterator[None]:
+    """Print each :class:`~gpualign.allpairs.CheckpointWarning` as one line on standard error,
+    even with ``--quiet``: a tile computed again is a warning, not part of the summary."""
+    from ..allpairs import CheckpointWarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, CheckpointWarning):
+            print(f"{PROG} {args.command}: {message}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():  # restores showwarning and the filters
+        warnings.simplefilter("always", CheckpointWarning)
+        shown, warnings.showwarning = warnings.showwarning, show
+        yield
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign allpairs`` on the parsed ``args``; return the exit status (0; errors
     raise and :func:`gpualign.cli.main` turns them into status 2)."""
@@ -104,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.output)
     seqs = read_sequences(args.seqs, args)
     others = read_sequences(args.others, args) if args.others is not None else None
-    with _dask_client(args) as client:
+    with _dask_client(args) as client, _checkpoint_warnings(args):
         hits = allpairs(seqs, others, min_identity=args.min_identity, scoring=scheme,
                         identity=args.identity, align=not args.no_align,
                         checkpoint=args.checkpoint, client=client, alphabet=args.alphabet,
