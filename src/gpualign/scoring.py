@@ -123,7 +123,7 @@ class Scoring:
         header = lines[0]
         if (any(len(symbol) != 1 or not symbol.isascii() for symbol in header)
                 or len(set(header)) != len(header)):
-            raise _not_a_matrix(where, "the header must list distinct one-letter ASCII symbols")
+            raise _not_a_matrix(where, "the header must list distinct one-letter symbols (ASCII)")
         scores = np.zeros((len(header), len(header)), dtype=np.int32)
         rows = lines[1:]
         if len(rows) != len(header):
