@@ -4,6 +4,7 @@ from its FASTA file or from an index built once."""
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -100,8 +101,10 @@ def run(args: argparse.Namespace) -> int:
     began = time.perf_counter()
     check_output(args.output)
     # Told apart by their first bytes, so that a damaged index is reported as one; anything
-    # else is read as FASTA and indexed by find_mems.
-    reference = (MemIndex.load(args.reference) if is_index_file(args.reference)
+    # else (a folder or a missing file too: the FASTA reader says so) is read as FASTA and
+    # indexed by find_mems.
+    reference = (MemIndex.load(args.reference)
+                 if os.path.isfile(args.reference) and is_index_file(args.reference)
                  else Path(args.reference))
     strands = "both" if args.both else "reverse" if args.reverse else "forward"
     backend = resolve_backend(args.backend)

@@ -103,9 +103,8 @@ class MemIndex:
         """Read an index written by :meth:`save`: OSError when the file cannot be read,
         ValueError when it is not an index, is damaged or is of another format version."""
         path = os.fspath(path)
-        with open(path, "rb") as handle:
-            if handle.read(len(_MAGIC)) != _MAGIC:
-                raise ValueError(f"{path}: not a gpualign MEM index (gpualign index writes one)")
+        if not is_index_file(path):
+            raise ValueError(f"{path}: not a gpualign MEM index (gpualign index writes one)")
         try:
             with np.load(path, allow_pickle=False) as data:
                 version = int(data["format"][0])
@@ -125,13 +124,10 @@ class MemIndex:
 
 
 def is_index_file(path: str | os.PathLike) -> bool:
-    """Whether ``path`` starts as an index file does, so that a damaged index is reported as
-    one rather than read as FASTA (False when it cannot be read: the FASTA reader says why)."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(len(_MAGIC)) == _MAGIC
-    except OSError:
-        return False
+    """Whether the file ``path`` starts as an index file does (OSError when it cannot be read),
+    so that a damaged index is reported as one rather than read as FASTA."""
+    with open(path, "rb") as handle:
+        return handle.read(len(_MAGIC)) == _MAGIC
 
 
 def build_index(reference, *, invalid: str = "wildcard", kmer_size: int | None = None,
