@@ -46,11 +46,10 @@ def read_records(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
 
     The format and compression (.gz, .bz2, .xz) are detected from the content; records are
     streamed, so memory does not grow with the file. The name is the header up to the first
-    white space, as in SAM and MUMmer output.
+    white space, as in SAM and MUMmer output. A file that is missing, unreadable, truncated,
+    corrupt or not FASTA/FASTQ raises :class:`SequenceFileError` naming it.
     """
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise SequenceFileError(f"{path}: no such file")
+    path = _checked(path)
     index = -1
     try:
         with dnaio.open(path) as reader:
@@ -61,10 +60,59 @@ def read_records(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
                 if not (name and name.isprintable()):
                     name = record.name.split(None, 1)[0] if record.name.strip() else ""
                 yield name, record.sequence
+    except dnaio.UnknownFileFormat:
+        raise SequenceFileError(f"{path}: not a FASTA/FASTQ file (a FASTA record starts with "
+                                "'>', a FASTQ record with '@')") from None
     except (dnaio.FileFormatError, EOFError, OSError, gzip.BadGzipFile, zlib.error,
             lzma.LZMAError, UnicodeDecodeError, *_DECOMPRESSION_ERRORS) as exc:
         where = f"after record #{index}" if index >= 0 else "before the first record"
-        raise SequenceFileError(f"{path}: cannot read {where}: {exc}") from exc
+        raise SequenceFileError(f"{path}: cannot read {where}: {_reason(exc)}") from exc
+
+
+def _reason(exc: Exception) -> str:
+    """Why reading failed, in words: an OSError's text repeats the path the message starts with,
+    a decoding error's gives an offset into a buffer of dnaio's."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not FASTA/FASTQ text (byte {exc.object[exc.start]:#04x} is not UTF-8)"
+    return str(exc)
+
+
+#: Compressed formats that xopen reads, by file name extension: an empty file with one of
+#: these names is a truncated download or copy, not an empty set of records.
+_COMPRESSED = {".gz": "gzip", ".bgz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zst": "Zstandard"}
+
+
+def _checked(path: str | os.PathLike) -> str:
+    """``path`` as a string, once it is known to be a file that opens and none of the formats
+    that dnaio would read or misreport: BAM (dnaio reads unaligned BAM, which gpualign does
+    not promise), CRAM, a zip archive (such as a gpualign MEM index), or an empty file named
+    as compressed (xopen reads an empty .gz as no records)."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise SequenceFileError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise SequenceFileError(f"{path}: is a directory, not a FASTA/FASTQ file")
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4)
+    except OSError as exc:
+        raise SequenceFileError(f"{path}: cannot open: {exc.strerror or exc}") from exc
+    extension = os.path.splitext(path)[1].lower()
+    if not head and extension in _COMPRESSED:
+        raise SequenceFileError(f"{path}: empty file, not {_COMPRESSED[extension]} data "
+                                "(truncated?)")
+    if head.startswith(b"\x1f\x8b"):  # gzip, or BGZF (BAM is BGZF-compressed)
+        with contextlib.suppress(OSError, EOFError, zlib.error), gzip.open(path) as payload:
+            head = payload.read(4)  # a damaged gzip stream is reported by dnaio
+    if head.startswith((b"BAM\x01", b"CRAM")):
+        raise SequenceFileError(f"{path}: BAM/CRAM is not supported: convert with "
+                                "samtools fasta")
+    if head.startswith(b"PK\x03\x04"):
+        raise SequenceFileError(f"{path}: a zip archive (a gpualign MEM index?), not a "
+                                "FASTA/FASTQ file")
+    return path
 
 
 #: Bytes read from a file per block by :func:`read_packed`, each parsed at once (on the GPU)
@@ -138,6 +186,7 @@ def _blocks(path: str | os.PathLike,
             backend: str) -> Iterator[tuple[list[str], bytes, np.ndarray]]:
     """``(names, sequences, lengths)`` of consecutive records of the file: from the compiled
     FASTA parser, then from dnaio for the rest, a few thousand records at a time."""
+    path = _checked(path)
     parsed: list[int] = []
     if (yield from _fasta_blocks(path, parsed, backend)):
         return

@@ -103,8 +103,13 @@ class Scoring:
         """A substitution matrix in NCBI format (``#`` comments, a header line of symbols, then
         one row per symbol: the symbol and its scores)."""
         path = os.fspath(path)
-        with open(path) as handle:
-            text = handle.read()
+        with open(path, "rb") as handle:  # OSError (missing, unreadable) as it is
+            data = handle.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _not_a_matrix(path, f"byte {data[exc.start]:#04x} at offset {exc.start} is "
+                                      "not UTF-8 text") from None
         return cls._parse(text, os.path.basename(path), gap_open, gap_extend, path)
 
     @classmethod
@@ -114,23 +119,28 @@ class Scoring:
         lines = [line.split() for line in text.splitlines()
                  if line.strip() and not line.lstrip().startswith("#")]
         if not lines:
-            raise ValueError(f"{where}: no matrix found")
+            raise _not_a_matrix(where, "no matrix found")
         header = lines[0]
-        if any(len(symbol) != 1 for symbol in header) or len(set(header)) != len(header):
-            raise ValueError(f"{where}: the header must list distinct one-letter symbols")
+        if (any(len(symbol) != 1 or not symbol.isascii() for symbol in header)
+                or len(set(header)) != len(header)):
+            raise _not_a_matrix(where, "the header must list distinct one-letter symbols (ASCII)")
         scores = np.zeros((len(header), len(header)), dtype=np.int32)
         rows = lines[1:]
         if len(rows) != len(header):
-            raise ValueError(f"{where}: {len(rows)} rows for {len(header)} columns")
+            raise _not_a_matrix(where, f"{len(rows)} rows for {len(header)} columns")
         for number, row in enumerate(rows):
             if row[0] != header[number] or len(row) != len(header) + 1:
-                raise ValueError(f"{where}: row {number + 1} ({row[0]!r}) must be "
-                                 f"{header[number]!r} followed by {len(header)} scores")
+                raise _not_a_matrix(where, f"row {number + 1} ({row[0]!r}) must be "
+                                           f"{header[number]!r} followed by {len(header)} "
+                                           "scores")
             try:
                 scores[number] = [int(value) for value in row[1:]]
             except ValueError:
-                raise ValueError(f"{where}: row {row[0]!r} holds a score that is not an "
-                                 "integer") from None
+                raise _not_a_matrix(where, f"row {row[0]!r} holds a score that is not an "
+                                           "integer") from None
+            except OverflowError:
+                raise _not_a_matrix(where, f"row {row[0]!r} holds a score beyond int32"
+                                    ) from None
         return cls(gap_open=gap_open, gap_extend=gap_extend, matrix_name=name,
                    matrix_symbols="".join(header).encode("ascii"), matrix_scores=scores)
 
@@ -193,3 +203,8 @@ class Scoring:
         substitution = (self.matrix_name if self.matrix_scores is not None
                         else f"match {self.match:+d}, mismatch {self.mismatch:+d}")
         return f"{substitution}, gap open {self.gap_open}, extend {self.gap_extend}"
+
+
+def _not_a_matrix(where: str, reason: str) -> ValueError:
+    """The error of a matrix file that cannot be read: the file, then why."""
+    return ValueError(f"{where}: not an NCBI substitution matrix ({reason})")

@@ -93,7 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(exc) or type(exc).__name__
         if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
             message = f"{exc.filename}: {exc.strerror}"
-        print(f"{PROG}: error: {message}", file=sys.stderr)
+        # One line, whatever a library put in its message (a record's text, say).
+        print(f"{PROG}: error: {' '.join(message.splitlines())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # pragma: no cover - interactive
         print(f"{PROG}: interrupted", file=sys.stderr)

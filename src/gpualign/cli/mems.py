@@ -4,6 +4,7 @@ from its FASTA file or from an index built once."""
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -96,12 +97,15 @@ def run(args: argparse.Namespace) -> int:
     """Run ``gpualign mems`` on the parsed ``args``; return the exit status (0; errors raise
     and :func:`gpualign.cli.main` turns them into status 2)."""
     from ..mems import MemIndex, find_mems
+    from ..mems.index import is_index_file
     began = time.perf_counter()
     check_output(args.output)
-    try:
-        reference = MemIndex.load(args.reference)
-    except (ValueError, OSError, KeyError):  # not an index: a FASTA file, indexed by find_mems
-        reference = Path(args.reference)
+    # Told apart by their first bytes, so that a damaged index is reported as one; anything
+    # else (a folder or a missing file too: the FASTA reader says so) is read as FASTA and
+    # indexed by find_mems.
+    reference = (MemIndex.load(args.reference)
+                 if os.path.isfile(args.reference) and is_index_file(args.reference)
+                 else Path(args.reference))
     strands = "both" if args.both else "reverse" if args.reverse else "forward"
     backend = resolve_backend(args.backend)
     with reading(args.reads):

@@ -20,6 +20,7 @@ from types import ModuleType
 import numpy as np
 
 from .. import config
+from .._checks import integer
 from ..backend import resolve_backend
 from ..sequences import SequenceSet, as_sequence_set
 
@@ -28,6 +29,12 @@ __all__ = ["IndexPage", "MemIndex", "build_index"]
 #: Code of the separator after each reference record (DNA codes are 0-3 for ACGT and 4 for N).
 SEPARATOR = 5
 _FORMAT = 2
+#: The first bytes of an index file: :meth:`MemIndex.save` writes a NumPy ``.npz``, a zip archive.
+_MAGIC = b"PK\x03\x04"
+#: The largest k-mer size: every page's k-mer table has ``4 ** k`` rows of two int64, 16 GiB at
+#: k = 15 (on the host, on the GPU while it is built, and in the index file); 16 would take
+#: 64 GiB a page. (The int64 k-mer codes, -1 for none, would allow up to 31.)
+MAX_KMER_SIZE = 15
 
 
 @dataclass
@@ -93,21 +100,34 @@ class MemIndex:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> MemIndex:
-        """Read an index written by :meth:`save`."""
+        """Read an index written by :meth:`save`: OSError when the file cannot be read,
+        ValueError when it is not an index, is damaged or is of another format version."""
+        path = os.fspath(path)
+        if not is_index_file(path):
+            raise ValueError(f"{path}: not a gpualign MEM index (gpualign index writes one)")
         try:
             with np.load(path, allow_pickle=False) as data:
-                if int(data["format"][0]) != _FORMAT:
-                    raise ValueError("another version")
-                bounds = data["page_bounds"].tolist()
-                suffix_array, kmer_rows = data["suffix_array"], data["kmer_rows"]
-                pages = [IndexPage(bounds[number], bounds[number + 1],
-                                   suffix_array[bounds[number]:bounds[number + 1]],
-                                   kmer_rows[number]) for number in range(len(bounds) - 1)]
-                return cls(data["text"], data["starts"], [str(n) for n in data["names"]],
-                           int(data["kmer_size"][0]), pages, int(data["overlap"][0]))
-        except (ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
-            raise ValueError(f"{path}: not a gpualign MEM index of this version "
-                             f"({exc})") from None
+                version = int(data["format"][0])
+                if version == _FORMAT:
+                    bounds = data["page_bounds"].tolist()
+                    suffix_array, kmer_rows = data["suffix_array"], data["kmer_rows"]
+                    pages = [IndexPage(bounds[number], bounds[number + 1],
+                                       suffix_array[bounds[number]:bounds[number + 1]],
+                                       kmer_rows[number]) for number in range(len(bounds) - 1)]
+                    return cls(data["text"], data["starts"], [str(n) for n in data["names"]],
+                               int(data["kmer_size"][0]), pages, int(data["overlap"][0]))
+        except (ValueError, KeyError, IndexError, EOFError, OSError, zipfile.BadZipFile) as exc:
+            raise ValueError(f"{path}: damaged gpualign MEM index ({exc}); rebuild it with "
+                             "gpualign index") from None
+        raise ValueError(f"{path}: a gpualign MEM index of format {version}, this version reads "
+                         f"format {_FORMAT}: rebuild it with gpualign index")
+
+
+def is_index_file(path: str | os.PathLike) -> bool:
+    """Whether the file ``path`` starts as an index file does (OSError when it cannot be read),
+    so that a damaged index is reported as one rather than read as FASTA."""
+    with open(path, "rb") as handle:
+        return handle.read(len(_MAGIC)) == _MAGIC
 
 
 def build_index(reference, *, invalid: str = "wildcard", kmer_size: int | None = None,
@@ -118,6 +138,8 @@ def build_index(reference, *, invalid: str = "wildcard", kmer_size: int | None =
     for references (they hold N runs and IUPAC codes), and ``N`` matches nothing. With the
     CUDA backend the suffixes are sorted and the k-mer tables built on the GPU (a page too
     large for its free memory is sorted by libdivsufsort); the index is the same either way.
+    ``kmer_size`` (1 to :data:`MAX_KMER_SIZE`; None: ``config.MEM_KMER_SIZE``) is the length
+    of the k-mers whose table starts a search.
 
     Examples
     --------
@@ -125,12 +147,13 @@ def build_index(reference, *, invalid: str = "wildcard", kmer_size: int | None =
     >>> index.pages[0].suffix_array.tolist()
     [0, 5, 1, 6, 2, 7, 4, 3, 8]
     """
+    k = integer(config.MEM_KMER_SIZE if kmer_size is None else kmer_size, "kmer_size", 1,
+                MAX_KMER_SIZE)
     backend = resolve_backend(backend)
     records = as_sequence_set(reference, "dna", invalid=invalid, role="reference",
                               parser=backend)
     if len(records) == 0:
         raise ValueError("reference: no records")
-    k = int(kmer_size or config.MEM_KMER_SIZE)
     page_bases, overlap = int(config.MEM_PAGE_BASES), int(config.MEM_PAGE_OVERLAP)
     text, starts = _concatenate(records)
     build = _backend(backend).PageBuilder(text, k)
