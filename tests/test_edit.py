@@ -684,8 +684,9 @@ def test_error_bad_task(backend, task):
 
 
 def test_error_invalid_symbol_names_record_and_position(backend):
-    with pytest.raises(gpualign.InvalidSymbolError, match=r"#1\).*'U' at position 2"):
-        gpualign.edit_distance(["ACGT", "ACU"], ["A", "C"], backend=backend)
+    # (R was U until issue 20 made DNA read U as T.)
+    with pytest.raises(gpualign.InvalidSymbolError, match=r"#1\).*'R' at position 2"):
+        gpualign.edit_distance(["ACGT", "ACR"], ["A", "C"], backend=backend)
     with pytest.raises(gpualign.InvalidSymbolError, match=r"#0\).*'-' at position 3"):
         gpualign.edit_distance(["ACGT"], ["ACG-"], backend=backend)
     with pytest.raises(gpualign.InvalidSymbolError, match=r"#2\).*position 0"):

@@ -653,7 +653,8 @@ def test_invalid_wildcard_input(backend):
     lengths = gpualign.lcs_length("MKV1", ["MKVX", "MKV"], alphabet="protein",
                                   invalid="wildcard", backend=backend)
     assert lengths.tolist() == [4, 3]  # protein X is an ordinary symbol
-    top = gpualign.lcs_top("ACGU", iter(["ACGU", "ACG"]), 2, invalid="wildcard",
+    # (R was U until issue 20 made DNA read U as T.)
+    top = gpualign.lcs_top("ACGR", iter(["ACGR", "ACG"]), 2, invalid="wildcard",
                            backend=backend)
     assert top.length.tolist() == [3, 3] and top.lcs == ["ACG", "ACG"]
 
@@ -785,8 +786,9 @@ def test_real_data_many_batches(backend, small_lcs_batches):
 
 
 def test_error_invalid_symbol_names_record_and_position(backend, tmp_path):
-    for subjects in (["ACGT", "AC", "ACUG"], iter(["ACGT", "AC", "ACUG"])):
-        with pytest.raises(gpualign.InvalidSymbolError, match=r"'2' \(#2\).*'U' at position 2"):
+    # (R was U until issue 20 made DNA read U as T.)
+    for subjects in (["ACGT", "AC", "ACRG"], iter(["ACGT", "AC", "ACRG"])):
+        with pytest.raises(gpualign.InvalidSymbolError, match=r"'2' \(#2\).*'R' at position 2"):
             gpualign.lcs_length("ACGT", subjects, backend=backend)
     with pytest.raises(gpualign.InvalidSymbolError, match=r"'query' \(#0\).*'-' at position 3"):
         gpualign.lcs_length("ACG-", ["ACGT"], backend=backend)
@@ -795,8 +797,8 @@ def test_error_invalid_symbol_names_record_and_position(backend, tmp_path):
     with pytest.raises(gpualign.InvalidSymbolError, match=r"'query #1' \(#1\).*position 0"):
         gpualign.lcs_length_matrix(["A", "Z"], ["A"], backend=backend)
     path = tmp_path / "bad.fa"
-    path.write_text(">ok\nACGT\n>broken read\nACGU\n")
-    with pytest.raises(gpualign.InvalidSymbolError, match=r"'broken' \(#1\).*'U' at position 3"):
+    path.write_text(">ok\nACGT\n>broken read\nACGR\n")
+    with pytest.raises(gpualign.InvalidSymbolError, match=r"'broken' \(#1\).*'R' at position 3"):
         gpualign.lcs_top("ACGT", path, backend=backend)
     with pytest.raises(gpualign.InvalidSymbolError, match=r"'x' \(#1\).*position 0"):
         gpualign.lcs_top("ACGT", iter([("w", "A"), ("x", "-")]), backend=backend)
