@@ -2,7 +2,9 @@
 
 Sequences are encoded once into small integer codes, concatenated into one ``uint8`` array with
 ``int64`` offsets, and moved to the GPU once (:meth:`SequenceSet.to_device`). Work is then
-described by index arrays into sets, never by Python strings per pair.
+described by index arrays into sets, never by Python strings per pair. The capabilities take
+``alphabet="auto"`` by default: :func:`resolve_alphabet` infers one alphabet for all their inputs
+from their first records (:func:`infer_alphabet`).
 """
 
 from __future__ import annotations
@@ -47,7 +49,9 @@ class Alphabet:
     """A mapping from symbols to codes ``0 .. size-1``.
 
     Codes below ``match_codes`` compare equal when equal. Codes from ``match_codes`` up (DNA's
-    ``N``) match nothing, not even themselves.
+    ``N``) match nothing, not even themselves. Some symbols share the code of another (DNA's
+    ``U`` is ``T``; protein's ``U``, ``O``, ``J`` are ``C``, ``K``, ``X``): decoding gives the
+    canonical one.
     """
 
     name: str
@@ -298,6 +302,9 @@ def encode(sequence: Any, alphabet: str | Alphabet = "dna", *, name: str = "",
     ----------
     sequence : str, bytes or uint8 array of ASCII
     alphabet : alphabet name or :class:`Alphabet`
+        ``dna``: ``ACGTN`` and RNA's ``U`` (read as ``T``), any case; ``protein``: the 24
+        symbols of the NCBI matrices, and ``U``/``O``/``J`` read as ``C``/``K``/``X``;
+        ``bytes``: every byte.
     name, index : record name and 0-based record index, used in error messages
     invalid : ``"error"`` raises :class:`InvalidSymbolError` at the first symbol outside the
         alphabet; ``"wildcard"`` maps such symbols to the wildcard (``N`` for DNA, ``X`` for
