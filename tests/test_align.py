@@ -540,8 +540,9 @@ def test_errors(backend):
                                          r"is not in the matrix BLOSUM62"):
         gpualign.align([b"AW", b"W"], [b"WA", b"aW"], alphabet="bytes",
                        scoring=Scoring.matrix("BLOSUM62"), backend=backend)
+    # J is a protein symbol (read as X, issue 20); a digit is none.
     with pytest.raises(gpualign.InvalidSymbolError, match="position 1"):
-        gpualign.align(["AJ"], ["A"], alphabet="protein", backend=backend)
+        gpualign.align(["A1"], ["A"], alphabet="protein", backend=backend)
 
 
 # --- one query against many targets ---------------------------------------------------------------

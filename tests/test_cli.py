@@ -173,7 +173,8 @@ def test_reference_iupac_codes_are_an_error_by_default(hiv_subset, capsys):
     assert "position 929" in err and "--invalid wildcard" in err
 
 
-@pytest.mark.parametrize("sequence, position", [("ACGTXACGT", 4), ("ACGU", 3)])
+# (R was U until issue 20 made DNA read U as T.)
+@pytest.mark.parametrize("sequence, position", [("ACGTXACGT", 4), ("ACGR", 3)])
 def test_invalid_symbol_names_record_and_position(tmp_path, capsys, sequence, position):
     queries = write_fasta(tmp_path / "q.fa", [("good", "ACGT"), ("bad_read", sequence)])
     targets = write_fasta(tmp_path / "t.fa", [("t0", "ACGT"), ("t1", "ACGT")])
@@ -193,9 +194,10 @@ def test_invalid_symbol_names_record_and_position(tmp_path, capsys, sequence, po
 def test_protein_and_bytes_alphabets(tmp_path, capsys):
     queries = write_fasta(tmp_path / "q.fa", [("p", "MKVLAW")])
     targets = write_fasta(tmp_path / "t.fa", [("t", "MKILAW")])
-    assert main(["edit", str(queries), str(targets)]) == 2  # not DNA
+    # Protein letters are not DNA (--alphabet dna named since issue 20 infers the alphabet).
+    assert main(["edit", str(queries), str(targets), "--alphabet", "dna"]) == 2
     assert "dna alphabet" in capsys.readouterr().err
-    for alphabet in ("protein", "bytes"):
+    for alphabet in ("auto", "protein", "bytes"):
         assert main(["edit", str(queries), str(targets), "--alphabet", alphabet, "-q"]) == 0
         assert capsys.readouterr().out.splitlines()[1].split("\t")[:3] == ["p", "t", "1"]
 
@@ -451,8 +453,10 @@ def test_lcs_protein_without_strings(uniprot, tmp_path, capsys):
     assert expected[0] == 42
     assert [(r["subject"], int(r["lcs_length"]), int(r["subject_length"])) for r in rows] == [
         (uniprot[j][0], lengths[j], len(uniprot[j][1])) for j in expected]
-    # Protein letters are not DNA: the query file is named, with its record and position.
-    assert main(["lcs", str(query_file), str(UNIPROT), "--backend", "cpu"]) == 2
+    # Protein letters are not DNA: the query file is named, with its record and position
+    # (--alphabet dna named since issue 20 infers the alphabet).
+    assert main(["lcs", str(query_file), str(UNIPROT), "--alphabet", "dna", "--backend",
+                 "cpu"]) == 2
     err = capsys.readouterr().err
     first = min(i for i, c in enumerate(query) if c not in "ACGTN")
     assert err.startswith(f"gpualign: error: {query_file}: record '{name}' (#0): ")

@@ -684,12 +684,14 @@ def test_error_bad_task(backend, task):
 
 
 def test_error_invalid_symbol_names_record_and_position(backend):
-    with pytest.raises(gpualign.InvalidSymbolError, match=r"#1\).*'U' at position 2"):
-        gpualign.edit_distance(["ACGT", "ACU"], ["A", "C"], backend=backend)
+    # (R was U until issue 20 made DNA read U as T.)
+    with pytest.raises(gpualign.InvalidSymbolError, match=r"#1\).*'R' at position 2"):
+        gpualign.edit_distance(["ACGT", "ACR"], ["A", "C"], backend=backend)
     with pytest.raises(gpualign.InvalidSymbolError, match=r"#0\).*'-' at position 3"):
         gpualign.edit_distance(["ACGT"], ["ACG-"], backend=backend)
+    # (alphabet="dna" named since issue 20: "auto" takes A, C, Z for protein)
     with pytest.raises(gpualign.InvalidSymbolError, match=r"#2\).*position 0"):
-        gpualign.edit_distance_matrix(["A", "C", "Z"], ["A"], backend=backend)
+        gpualign.edit_distance_matrix(["A", "C", "Z"], ["A"], alphabet="dna", backend=backend)
     with pytest.raises(gpualign.InvalidSymbolError, match=r"'B' at position 1"):
         gpualign.edit_distance(["AB"], ["A"], alphabet="dna", backend=backend)
 
@@ -705,8 +707,10 @@ def test_error_plain_str_input(backend):
 
 def test_error_alphabet_mismatch(backend):
     proteins = SequenceSet.from_sequences(["MKV"], "protein")
+    # (alphabet="dna" named since issue 20: "auto" encodes ["ACG"] in the set's alphabet)
     with pytest.raises(ValueError, match="alphabet"):
-        gpualign.edit_distance(proteins, ["ACG"], backend=backend)
+        gpualign.edit_distance(proteins, ["ACG"], alphabet="dna", backend=backend)
+    assert gpualign.edit_distance(proteins, ["MKW"], backend=backend).distance.tolist() == [1]
 
 
 def test_error_unknown_alphabet(backend):

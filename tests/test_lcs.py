@@ -653,7 +653,8 @@ def test_invalid_wildcard_input(backend):
     lengths = gpualign.lcs_length("MKV1", ["MKVX", "MKV"], alphabet="protein",
                                   invalid="wildcard", backend=backend)
     assert lengths.tolist() == [4, 3]  # protein X is an ordinary symbol
-    top = gpualign.lcs_top("ACGU", iter(["ACGU", "ACG"]), 2, invalid="wildcard",
+    # (R was U until issue 20 made DNA read U as T.)
+    top = gpualign.lcs_top("ACGR", iter(["ACGR", "ACG"]), 2, invalid="wildcard",
                            backend=backend)
     assert top.length.tolist() == [3, 3] and top.lcs == ["ACG", "ACG"]
 
@@ -785,18 +786,21 @@ def test_real_data_many_batches(backend, small_lcs_batches):
 
 
 def test_error_invalid_symbol_names_record_and_position(backend, tmp_path):
-    for subjects in (["ACGT", "AC", "ACUG"], iter(["ACGT", "AC", "ACUG"])):
-        with pytest.raises(gpualign.InvalidSymbolError, match=r"'2' \(#2\).*'U' at position 2"):
+    # (R was U until issue 20 made DNA read U as T.)
+    for subjects in (["ACGT", "AC", "ACRG"], iter(["ACGT", "AC", "ACRG"])):
+        with pytest.raises(gpualign.InvalidSymbolError, match=r"'2' \(#2\).*'R' at position 2"):
             gpualign.lcs_length("ACGT", subjects, backend=backend)
     with pytest.raises(gpualign.InvalidSymbolError, match=r"'query' \(#0\).*'-' at position 3"):
         gpualign.lcs_length("ACG-", ["ACGT"], backend=backend)
-    with pytest.raises(gpualign.InvalidSymbolError, match=r"'query' \(#0\).*'J' at position 1"):
-        gpualign.lcs_top("MJ", ["MK"], alphabet="protein", backend=backend)
+    # (a digit since issue 20 made J a protein symbol, read as X)
+    with pytest.raises(gpualign.InvalidSymbolError, match=r"'query' \(#0\).*'1' at position 1"):
+        gpualign.lcs_top("M1", ["MK"], alphabet="protein", backend=backend)
+    # (alphabet="dna" named since issue 20: "auto" takes A, Z for protein)
     with pytest.raises(gpualign.InvalidSymbolError, match=r"'query #1' \(#1\).*position 0"):
-        gpualign.lcs_length_matrix(["A", "Z"], ["A"], backend=backend)
+        gpualign.lcs_length_matrix(["A", "Z"], ["A"], alphabet="dna", backend=backend)
     path = tmp_path / "bad.fa"
-    path.write_text(">ok\nACGT\n>broken read\nACGU\n")
-    with pytest.raises(gpualign.InvalidSymbolError, match=r"'broken' \(#1\).*'U' at position 3"):
+    path.write_text(">ok\nACGT\n>broken read\nACGR\n")
+    with pytest.raises(gpualign.InvalidSymbolError, match=r"'broken' \(#1\).*'R' at position 3"):
         gpualign.lcs_top("ACGT", path, backend=backend)
     with pytest.raises(gpualign.InvalidSymbolError, match=r"'x' \(#1\).*position 0"):
         gpualign.lcs_top("ACGT", iter([("w", "A"), ("x", "-")]), backend=backend)
@@ -829,14 +833,16 @@ def test_error_bad_n(backend, n, error):
 def test_error_alphabet_mismatch(backend):
     proteins = SequenceSet.from_sequences(["MKV"], "protein")
     dna = SequenceSet.from_sequences(["ACGT"])
+    # (alphabet="dna" named since issue 20: "auto" takes the alphabet of the encoded set)
     with pytest.raises(ValueError, match="subjects are encoded as protein, not dna"):
-        gpualign.lcs_length("ACGT", proteins, backend=backend)
+        gpualign.lcs_length("ACGT", proteins, alphabet="dna", backend=backend)
     with pytest.raises(ValueError, match="subjects are encoded as protein, not dna"):
-        gpualign.lcs_top("ACGT", proteins, backend=backend)
+        gpualign.lcs_top("ACGT", proteins, alphabet="dna", backend=backend)
     with pytest.raises(ValueError, match="encoded as dna, not protein"):
         gpualign.lcs_length(dna, ["MKV"], alphabet="protein", backend=backend)
     with pytest.raises(ValueError, match="queries are encoded as protein"):
-        gpualign.lcs_length_matrix(proteins, ["ACGT"], backend=backend)
+        gpualign.lcs_length_matrix(proteins, ["ACGT"], alphabet="dna", backend=backend)
+    assert gpualign.lcs_length("MKW", proteins, backend=backend).tolist() == [2]
 
 
 def test_error_plain_str_subjects_and_queries(backend):

@@ -90,8 +90,10 @@ def test_score_of_two_symbols():
     blosum = Scoring.matrix("BLOSUM62")
     assert (blosum.score("W", "W"), blosum.score("A", "W"), blosum.score("*", "*")) == (11, -3, 1)
     assert Scoring().score("A", "A") == 2 and Scoring().score("N", "N") == -3
+    # J is read as X since issue 20 (the protein alphabet keeps the matrices' other 24 symbols).
+    assert blosum.score("J", "A") == blosum.score("X", "A")
     with pytest.raises(ValueError, match="not scored"):
-        blosum.score("J", "A")  # J is in the matrix but not in the protein alphabet
+        blosum.score("1", "A")
 
 
 def write(tmp_path, text, name="NUC"):

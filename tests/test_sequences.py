@@ -313,8 +313,9 @@ def test_missing_file_raises_sequence_file_error(tmp_path):
 
 def test_invalid_symbol_in_file_names_the_record(tmp_path):
     path = tmp_path / "bad.fa"
-    path.write_text(">ok\nACGT\n>broken read\nACGU\n")
-    with pytest.raises(gpualign.InvalidSymbolError, match=r"'broken' \(#1\).*'U' at position 3"):
+    # (R was U until issue 20 made DNA read U as T.)
+    path.write_text(">ok\nACGT\n>broken read\nACGR\n")
+    with pytest.raises(gpualign.InvalidSymbolError, match=r"'broken' \(#1\).*'R' at position 3"):
         SequenceSet.from_file(path)
     assert SequenceSet.from_file(path, invalid="wildcard")[1] == "ACGN"
 

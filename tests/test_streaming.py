@@ -205,8 +205,9 @@ def test_lists_are_read_without_a_thread_and_iterators_with_one():
 
 def test_invalid_symbols_name_the_record_and_wildcards(tmp_path):
     path = tmp_path / "bad.fa"
-    path.write_text(">ok\nACGT\n>broken read\nACGU\n")
-    with pytest.raises(gpualign.InvalidSymbolError, match=r"'broken' \(#1\).*'U' at position 3"):
+    # (R was U until issue 20 made DNA read U as T.)
+    path.write_text(">ok\nACGT\n>broken read\nACGR\n")
+    with pytest.raises(gpualign.InvalidSymbolError, match=r"'broken' \(#1\).*'R' at position 3"):
         list(iter_batches(path))
     assert contents(list(iter_batches(path, invalid="wildcard")))[1] == ["ACGT", "ACGN"]
     with pytest.raises(gpualign.InvalidSymbolError, match=r"'7' \(#7\).*'-' at position 1"):

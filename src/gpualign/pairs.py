@@ -7,12 +7,15 @@ from typing import Any
 
 import numpy as np
 
-from .sequences import Alphabet, SequenceSet, as_sequence_set
+from .sequences import Alphabet, SequenceSet, as_sequence_set, resolve_alphabet
 
 
-def pair_sets(queries: Any, targets: Any, alphabet: str | Alphabet,
-              invalid: str) -> tuple[SequenceSet, SequenceSet]:
-    """Encode queries and targets (unless they are SequenceSets already) with one alphabet."""
+def pair_sets(queries: Any, targets: Any, alphabet: str | Alphabet, invalid: str, *,
+              matrix: bool = False) -> tuple[SequenceSet, SequenceSet]:
+    """Encode queries and targets (unless they are SequenceSets already) with one alphabet:
+    ``alphabet``, or for ``"auto"`` the one both sides imply (``matrix``: they are scored with
+    a substitution matrix; see :func:`~gpualign.sequences.resolve_alphabet`)."""
+    alphabet, (queries, targets) = resolve_alphabet(alphabet, queries, targets, matrix=matrix)
     qset = as_sequence_set(queries, alphabet, invalid=invalid, role="queries")
     tset = as_sequence_set(targets, alphabet, invalid=invalid, role="targets")
     if qset.alphabet.name != tset.alphabet.name:

@@ -5,7 +5,9 @@ gap_extend``; the penalties are given as positive costs. Linear gaps are ``gap_o
 gap_extend``. The standard NCBI matrices BLOSUM45/50/62/80/90 and PAM30/70/250 are shipped as
 NCBI BLAST distributes them (``gpualign/matrices``, copied from Debian's ``ncbi-data``; BLOSUM80
 is in half bits, as BLAST's, where parasail ships Henikoff's third-bit original); other
-NCBI-format files are read with :meth:`Scoring.from_file`.
+NCBI-format files are read with :meth:`Scoring.from_file`. Rows of symbols outside the alphabet
+are not used: the protein alphabet reads ``J`` as ``X`` (and ``U``, ``O`` as ``C``, ``K``), so
+the shipped matrices' ``J`` row is not used.
 """
 
 from __future__ import annotations

@@ -2,12 +2,18 @@
 
 Sequences are encoded once into small integer codes, concatenated into one ``uint8`` array with
 ``int64`` offsets, and moved to the GPU once (:meth:`SequenceSet.to_device`). Work is then
-described by index arrays into sets, never by Python strings per pair.
+described by index arrays into sets, never by Python strings per pair. The capabilities take
+``alphabet="auto"`` by default: :func:`resolve_alphabet` infers one alphabet for all their inputs
+from their first records (:func:`infer_alphabet`).
 """
 
 from __future__ import annotations
 
+import itertools
+import lzma
 import os
+import pathlib
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +22,7 @@ import numpy as np
 
 __all__ = [
     "ALPHABETS",
+    "AUTO",
     "Alphabet",
     "InvalidSymbolError",
     "SequenceSet",
@@ -23,7 +30,9 @@ __all__ = [
     "encode_many",
     "encode_packed",
     "get_alphabet",
+    "infer_alphabet",
     "read_sets",
+    "resolve_alphabet",
 ]
 
 
@@ -40,7 +49,9 @@ class Alphabet:
     """A mapping from symbols to codes ``0 .. size-1``.
 
     Codes below ``match_codes`` compare equal when equal. Codes from ``match_codes`` up (DNA's
-    ``N``) match nothing, not even themselves.
+    ``N``) match nothing, not even themselves. Some symbols share the code of another (DNA's
+    ``U`` is ``T``; protein's ``U``, ``O``, ``J`` are ``C``, ``K``, ``X``): decoding gives the
+    canonical one.
     """
 
     name: str
@@ -60,24 +71,36 @@ class Alphabet:
 
 
 def _make_alphabet(name: str, symbols: bytes, *, match_codes: int, wildcard: int | None,
-                   fold_case: bool) -> Alphabet:
+                   fold_case: bool, aliases: dict[str, str] | None = None) -> Alphabet:
+    """``aliases``: further symbols read as the code of another (``{"U": "T"}``)."""
     lookup = np.full(256, -1, dtype=np.int16)
-    for code, symbol in enumerate(symbols):
-        lookup[symbol] = code
+    pairs = [(chr(symbol), chr(symbol)) for symbol in symbols] + list((aliases or {}).items())
+    for symbol, canonical in pairs:
+        code = symbols.index(canonical.encode("latin-1"))
+        lookup[ord(symbol)] = code
         if fold_case:
-            lookup[ord(chr(symbol).lower())] = code
+            lookup[ord(symbol.lower())] = code
     return Alphabet(name, symbols, match_codes, wildcard, lookup)
 
 
 ALPHABETS: dict[str, Alphabet] = {
-    # N is the last code so that the bit-vector match tables simply have no row for it.
-    "dna": _make_alphabet("dna", b"ACGTN", match_codes=4, wildcard=4, fold_case=True),
-    # The 24 symbols of the NCBI BLOSUM/PAM matrices, in their order.
+    # N is the last code so that the bit-vector match tables simply have no row for it. RNA's U
+    # is T: RNA and its DNA spelling are the same sequence to every capability.
+    "dna": _make_alphabet("dna", b"ACGTN", match_codes=4, wildcard=4, fold_case=True,
+                          aliases={"U": "T"}),
+    # The 24 symbols of the NCBI BLOSUM/PAM matrices, in their order. The other IUPAC amino
+    # acids take the code of their closest relative, so that every matrix and kernel stays on
+    # these 24 codes: selenocysteine U as cysteine, pyrrolysine O as lysine, and J (leucine or
+    # isoleucine) as X.
     "protein": _make_alphabet("protein", b"ARNDCQEGHILKMFPSTWYVBZX*", match_codes=24,
-                              wildcard=22, fold_case=True),
+                              wildcard=22, fold_case=True,
+                              aliases={"U": "C", "O": "K", "J": "X"}),
     "bytes": _make_alphabet("bytes", bytes(range(256)), match_codes=256, wildcard=None,
                             fold_case=False),
 }
+
+#: The ``alphabet=`` that infers the alphabet from the data (:func:`resolve_alphabet`).
+AUTO = "auto"
 
 
 def get_alphabet(alphabet: str | Alphabet) -> Alphabet:
@@ -90,6 +113,164 @@ def get_alphabet(alphabet: str | Alphabet) -> Alphabet:
         raise ValueError(
             f"unknown alphabet {alphabet!r}: expected one of {', '.join(ALPHABETS)}"
         ) from None
+
+
+#: How much of each input :func:`resolve_alphabet` reads: the first records, up to this many
+#: records or this many symbols.
+_SAMPLE_RECORDS = 1000
+_SAMPLE_SYMBOLS = 1 << 16
+#: Bytes read from the start of a file to find those records (headers and qualities too).
+_SAMPLE_FILE_BYTES = 1 << 20
+
+
+def _byte_set(symbols: bytes) -> np.ndarray:
+    """A mask over the 256 byte values: ``symbols`` in either case."""
+    mask = np.zeros(256, dtype=bool)
+    mask[list(symbols.upper() + symbols.lower())] = True
+    return mask
+
+
+_LETTERS = _byte_set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_NUCLEOTIDES = _byte_set(b"ACGTUN")
+_IUPAC_NUCLEOTIDES = _byte_set(b"ACGTUNRYSWKMBDHV")
+#: Alignment gaps: no symbol of any alphabet, so they do not decide one (encoding reports them).
+_GAPS = _byte_set(b"-.")
+
+
+def infer_alphabet(sample: bytes) -> Alphabet:
+    """The alphabet that the symbols ``sample`` are written in.
+
+    ``dna`` when at least 90% of the symbols are letters, at least 90% of the letters (any
+    case) are nucleotide codes (``ACGTU``, ``N`` and the other IUPAC codes ``RYSWKMBDHV``) and
+    at least half are ``ACGTUN`` (a peptide may be spelt in IUPAC nucleotide codes only,
+    hardly in mostly ``ACGTUN``); else ``protein`` when every symbol is a letter or ``*``;
+    else ``bytes``. Gaps (``-``, ``.``) are left out, and a sample of no symbols is ``dna``.
+
+    Examples
+    --------
+    >>> [infer_alphabet(text).name for text in (b"ACGUNNNNRY", b"MEEPQSDPSV*", b"Hi, you")]
+    ['dna', 'protein', 'bytes']
+    """
+    counts = np.bincount(np.frombuffer(sample, dtype=np.uint8), minlength=256)
+    symbols = int(counts[~_GAPS].sum())
+    letters = int(counts[_LETTERS].sum())
+    if symbols == 0 or (10 * letters >= 9 * symbols
+                        and 10 * int(counts[_IUPAC_NUCLEOTIDES].sum()) >= 9 * letters
+                        and 2 * int(counts[_NUCLEOTIDES].sum()) >= letters):
+        return ALPHABETS["dna"]
+    if letters and letters + int(counts[ord("*")]) == symbols:
+        return ALPHABETS["protein"]
+    return ALPHABETS["bytes"]
+
+
+def _is_auto(alphabet: str | Alphabet) -> bool:
+    return isinstance(alphabet, str) and alphabet.lower() == AUTO
+
+
+def resolve_alphabet(alphabet: str | Alphabet, *sources: Any,
+                     matrix: bool = False) -> tuple[Alphabet, tuple[Any, ...]]:
+    """The one alphabet to encode all of ``sources`` with, and the sources to read from then on.
+
+    An ``alphabet`` other than ``"auto"`` is looked up (:func:`get_alphabet`). ``"auto"`` is
+    the alphabet of the first source that is a :class:`SequenceSet` (encoded already), else
+    ``protein`` when the scoring has a substitution ``matrix``, else :func:`infer_alphabet` of
+    the first records of all the sources together (up to 1,000 records or 64 KiB of symbols
+    of each), so that queries and targets never get two alphabets.
+
+    Parameters
+    ----------
+    alphabet : ``"auto"``, an alphabet name or an :class:`Alphabet`
+    *sources : SequenceSet, os.PathLike to FASTA/FASTQ (plain or compressed), or iterable of
+        sequences or of ``(name, sequence)`` pairs
+    matrix : bool
+        The sequences are to be scored with a substitution matrix.
+
+    Returns
+    -------
+    alphabet : Alphabet
+    sources : tuple
+        ``sources``, but a one-shot iterator is replaced by one that yields the records read
+        from it first and then the rest.
+
+    Examples
+    --------
+    >>> resolve_alphabet("auto", ["ACGUUGCA"], ["acgtnnnn"])[0].name
+    'dna'
+    >>> resolve_alphabet("auto", ["MEEPQSDPSVEPPLSQETF"])[0].name
+    'protein'
+    """
+    if not _is_auto(alphabet):
+        return get_alphabet(alphabet), sources
+    encoded = [source.alphabet for source in sources if isinstance(source, SequenceSet)]
+    if encoded:
+        return encoded[0], sources  # a disagreeing set is reported where the sets are paired
+    if matrix:
+        return ALPHABETS["protein"], sources
+    samples, kept = zip(*map(_sample, sources), strict=True) if sources else ((), ())
+    return infer_alphabet(b"".join(samples)), tuple(kept)
+
+
+def _sample(source: Any) -> tuple[bytes, Any]:
+    """The symbols of the first records of ``source`` (none from what is no collection of
+    sequences: encoding reports it), and ``source`` to read from then on."""
+    if isinstance(source, os.PathLike):
+        return _file_sample(source), source
+    if isinstance(source, (str, bytes, bytearray, memoryview, np.ndarray)) or \
+            not isinstance(source, Iterable):
+        return b"", source
+    records = iter(source)
+    head, parts, budget = [], [], _SAMPLE_SYMBOLS
+    for record in itertools.islice(records, _SAMPLE_RECORDS):
+        head.append(record)
+        symbols = _record_sample(record)
+        parts.append(symbols[:budget])
+        budget -= len(symbols)
+        if budget <= 0:
+            break
+    if not isinstance(source, Sequence):  # an iterator: put back what was read
+        source = itertools.chain(head, records)
+    return b"".join(parts), source
+
+
+def _record_sample(record: Any) -> bytes:
+    """The first symbols of a sequence (or of a ``(name, sequence)`` pair) as bytes."""
+    if isinstance(record, tuple) and len(record) == 2:
+        record = record[1]
+    if isinstance(record, (str, bytes, bytearray)) or \
+            (isinstance(record, np.ndarray) and record.ndim == 1):
+        record = record[:_SAMPLE_SYMBOLS]
+    try:
+        return _raw_bytes(record, ALPHABETS["bytes"]).tobytes()
+    except TypeError:  # not a sequence: encoding reports it
+        return b""
+
+
+def _file_sample(path: os.PathLike) -> bytes:
+    """The symbols of the first records of a FASTA or FASTQ file (plain or compressed);
+    none where it cannot be read or is neither (reading it reports why)."""
+    import xopen  # loads with the file readers, once a file is read
+
+    from .io import _DECOMPRESSION_ERRORS
+
+    try:
+        with xopen.xopen(os.fspath(path), "rb", threads=0) as handle:
+            lines = handle.read(_SAMPLE_FILE_BYTES).lstrip().splitlines()
+    except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError, *_DECOMPRESSION_ERRORS):
+        return b""
+    if lines and lines[0].startswith(b"@"):  # FASTQ: the second line of every four
+        sequences = lines[1::4][:_SAMPLE_RECORDS]
+    elif lines and lines[0].startswith(b">"):
+        sequences, records = [], 0
+        for line in lines:
+            if not line.startswith(b">"):
+                sequences.append(line)
+            elif records == _SAMPLE_RECORDS:
+                break
+            else:
+                records += 1
+    else:
+        return b""
+    return b"".join(line.strip() for line in sequences)[:_SAMPLE_SYMBOLS]
 
 
 def _raw_bytes(sequence: Any, alphabet: Alphabet) -> np.ndarray:
@@ -121,6 +302,9 @@ def encode(sequence: Any, alphabet: str | Alphabet = "dna", *, name: str = "",
     ----------
     sequence : str, bytes or uint8 array of ASCII
     alphabet : alphabet name or :class:`Alphabet`
+        ``dna``: ``ACGTN`` and RNA's ``U`` (read as ``T``), any case; ``protein``: the 24
+        symbols of the NCBI matrices, and ``U``/``O``/``J`` read as ``C``/``K``/``X``;
+        ``bytes``: every byte.
     name, index : record name and 0-based record index, used in error messages
     invalid : ``"error"`` raises :class:`InvalidSymbolError` at the first symbol outside the
         alphabet; ``"wildcard"`` maps such symbols to the wildcard (``N`` for DNA, ``X`` for
@@ -264,9 +448,10 @@ class SequenceSet:
     def from_sequences(cls, sequences: Iterable[Any], alphabet: str | Alphabet = "dna", *,
                        names: Sequence[str] | None = None,
                        invalid: str = "error") -> SequenceSet:
-        """Encode an iterable of str/bytes/uint8 arrays (see :func:`encode`)."""
-        alpha = get_alphabet(alphabet)
+        """Encode an iterable of str/bytes/uint8 arrays (see :func:`encode`; ``alphabet``
+        may also be ``"auto"``, see :func:`resolve_alphabet`)."""
         sequences = list(sequences)
+        alpha, _ = resolve_alphabet(alphabet, sequences)
         if names is None:
             names = [str(i) for i in range(len(sequences))]
         elif len(names) != len(sequences):
@@ -278,8 +463,9 @@ class SequenceSet:
                   invalid: str = "error", parser: str = "cpu") -> SequenceSet:
         """Read a FASTA or FASTQ file (plain, .gz, .bz2, .xz), streamed record by record;
         ``parser`` ("cpu" or "cuda") is where FASTA blocks are parsed (see
-        :func:`gpualign.io.read_packed`)."""
-        alpha = get_alphabet(alphabet)
+        :func:`gpualign.io.read_packed`); ``alphabet`` may also be ``"auto"`` (see
+        :func:`resolve_alphabet`)."""
+        alpha, _ = resolve_alphabet(alphabet, pathlib.Path(path))
         whole = [sequences for _, sequences in read_sets(path, alpha, batch_residues=1 << 62,
                                                           invalid=invalid, parser=parser)]
         return whole[0] if whole else cls.from_codes([], [], alpha)
@@ -388,17 +574,19 @@ def as_sequence_set(sequences: Any, alphabet: str | Alphabet = "dna", *,
     :class:`SequenceSet`.
 
     A plain ``str`` is refused because it is ambiguous (one sequence, or a file name?): wrap a
-    single sequence in a list, or a file name in :class:`pathlib.Path`.
+    single sequence in a list, or a file name in :class:`pathlib.Path`. A SequenceSet keeps its
+    alphabet; ``"auto"`` infers the others' (:func:`resolve_alphabet`).
     """
-    alpha = get_alphabet(alphabet)
+    if not _is_auto(alphabet):
+        alphabet = get_alphabet(alphabet)
     if isinstance(sequences, SequenceSet):
         return sequences
     if isinstance(sequences, (str, bytes)):
         raise TypeError(f"{role}: pass a list of sequences, a SequenceSet or a pathlib.Path, "
                         f"not a single {type(sequences).__name__}")
     if isinstance(sequences, os.PathLike):
-        return SequenceSet.from_file(sequences, alpha, invalid=invalid, parser=parser)
-    return SequenceSet.from_sequences(sequences, alpha, invalid=invalid)
+        return SequenceSet.from_file(sequences, alphabet, invalid=invalid, parser=parser)
+    return SequenceSet.from_sequences(sequences, alphabet, invalid=invalid)
 
 
 def read_sets(path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,

@@ -15,7 +15,7 @@ from ..backend import resolve_backend
 from ..codes import ALIGN_MODE_NAMES, ALIGN_TASKS, align_mode, check_task
 from ..pairs import pair_indices, pair_sets
 from ..scoring import Scoring
-from ..sequences import Alphabet, SequenceSet, as_sequence_set, get_alphabet
+from ..sequences import Alphabet, SequenceSet, as_sequence_set, resolve_alphabet
 from ..streaming import iter_batches
 
 __all__ = ["AlignResult", "align", "align_one_to_many"]
@@ -56,6 +56,8 @@ class AlignResult:
     target_index: np.ndarray | None = field(default=None, repr=False)
     #: Names of the targets (:func:`align_one_to_many`, which may stream them from a file).
     target_name: list[str] | None = field(default=None, repr=False)
+    #: Name of the alphabet the sequences were aligned in (inferred for ``"auto"``).
+    alphabet: str = "dna"
 
     def __len__(self) -> int:
         return len(self.score)
@@ -104,8 +106,16 @@ def _backend(backend: str):
     return _cpu
 
 
+def _scoring(scoring: Scoring | None) -> Scoring:
+    """``scoring``, checked, or the default."""
+    scoring = Scoring() if scoring is None else scoring
+    if not isinstance(scoring, Scoring):
+        raise TypeError(f"scoring must be a gpualign.Scoring, got {type(scoring).__name__}")
+    return scoring
+
+
 def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring | None = None,
-          task: str = "score", alphabet: str | Alphabet = "dna", invalid: str = "error",
+          task: str = "score", alphabet: str | Alphabet = "auto", invalid: str = "error",
           backend: str = "auto", pairs: tuple[Any, Any] | None = None) -> AlignResult:
     """Align ``queries[i]`` with ``targets[i]`` for every ``i`` (or the index ``pairs``).
 
@@ -123,7 +133,8 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
     task : {"score", "end", "path"}
         ``end`` adds where the alignment ends; ``path`` also where it starts, its CIGAR and
         identity.
-    alphabet, invalid : as in :func:`gpualign.edit_distance`.
+    alphabet, invalid : as in :func:`gpualign.edit_distance`; "auto" is protein for a scoring
+        with a substitution matrix.
     backend : {"auto", "cpu", "cuda"}
         ``"cuda"`` computes scores, end cells and paths (CIGARs) on the GPU. "auto": CUDA
         when a GPU is present.
@@ -144,11 +155,10 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
     """
     mode_code = align_mode(mode)
     check_task(task, ALIGN_TASKS)
-    scoring = Scoring() if scoring is None else scoring
-    if not isinstance(scoring, Scoring):
-        raise TypeError(f"scoring must be a gpualign.Scoring, got {type(scoring).__name__}")
+    scoring = _scoring(scoring)
     engine = _backend(backend)
-    qset, tset = pair_sets(queries, targets, alphabet, invalid)
+    qset, tset = pair_sets(queries, targets, alphabet, invalid,
+                           matrix=scoring.matrix_scores is not None)
     q_index, t_index = pair_indices(qset, tset, pairs, "align", "align_one_to_many")
     scoring.check_covered(qset, "queries")
     scoring.check_covered(tset, "targets")
@@ -157,13 +167,14 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
         qset, tset, q_index, t_index, table, scoring.gap_open, scoring.gap_extend, mode_code,
         task)
     return AlignResult(score, q_start, q_end, t_start, t_end, cigar, identity,
-                       ALIGN_MODE_NAMES[mode_code], task, scoring, q_index, t_index)
+                       ALIGN_MODE_NAMES[mode_code], task, scoring, q_index, t_index,
+                       alphabet=qset.alphabet.name)
 
 
 def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
                       scoring: Scoring | None = None, task: str = "score",
                       n: int | None = None, min_score: int | None = None,
-                      alphabet: str | Alphabet = "dna", invalid: str = "error",
+                      alphabet: str | Alphabet = "auto", invalid: str = "error",
                       backend: str = "auto") -> AlignResult:
     """Align one query with every target and keep the best: the ``n`` highest scores and/or
     those ``>= min_score`` (all targets when both are None), best first (ties: lower target
@@ -200,10 +211,11 @@ def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
         min_score = integer(min_score, "min_score")
     mode_code = align_mode(mode)
     check_task(task, ALIGN_TASKS)
-    scoring = Scoring() if scoring is None else scoring
-    alpha = get_alphabet(alphabet)
-    qset = as_sequence_set([query] if not isinstance(query, SequenceSet) else query, alpha,
-                           invalid=invalid, role="query")
+    scoring = _scoring(scoring)
+    query = query if isinstance(query, SequenceSet) else [query]
+    alpha, (query, targets) = resolve_alphabet(alphabet, query, targets,
+                                               matrix=scoring.matrix_scores is not None)
+    qset = as_sequence_set(query, alpha, invalid=invalid, role="query")
     if len(qset) != 1:
         raise ValueError(f"query: a SequenceSet of {len(qset)} sequences; pass one sequence")
     kept_index = np.zeros(0, dtype=np.int64)

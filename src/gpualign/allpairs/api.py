@@ -43,7 +43,7 @@ from ..cigar import count_ops
 from ..edit import edit_distance
 from ..pairs import pair_sets
 from ..scoring import Scoring
-from ..sequences import Alphabet, SequenceSet, as_sequence_set
+from ..sequences import Alphabet, SequenceSet, as_sequence_set, resolve_alphabet
 from ._length_bound import length_survivors
 
 __all__ = ["AllPairs", "CheckpointWarning", "allpairs"]
@@ -74,6 +74,8 @@ class AllPairs:
     seconds : dict
         Seconds each stage took (``length``, ``edit``, ``align``), summed over the tiles this
         call computed (not those read back from a checkpoint).
+    alphabet : str
+        Name of the alphabet the sequences were compared in (inferred for ``"auto"``).
     """
 
     query_index: np.ndarray
@@ -87,6 +89,7 @@ class AllPairs:
     cigar: list[str] | None
     stages: dict[str, int]
     seconds: dict[str, float]
+    alphabet: str = "dna"
 
     def __len__(self) -> int:
         return len(self.query_index)
@@ -434,7 +437,7 @@ def _input(sequences: SequenceSet) -> SequenceSet:
 def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,
              scoring: Scoring | None = None, identity: str = "columns", align: bool = True,
              checkpoint: str | os.PathLike | None = None, client: Any = None,
-             alphabet: str | Alphabet = "dna", invalid: str = "error",
+             alphabet: str | Alphabet = "auto", invalid: str = "error",
              backend: str = "auto", progress: bool = False) -> AllPairs:
     """Every pair of ``seqs`` (``i < j``), or every ``(seqs[i], others[j])``, whose identity
     reaches ``min_identity``.
@@ -465,7 +468,8 @@ def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,
         (``backend`` is resolved on the worker: CUDA where it has a GPU), results come back as
         tiles finish (and go to the checkpoint). The library never starts a cluster. Without a
         client the tiles run here, one after the other, each on all local cores.
-    alphabet, invalid, backend, progress : as in :func:`gpualign.edit_distance`
+    alphabet, invalid, backend, progress : as in :func:`gpualign.edit_distance` ("auto": protein
+        for a scoring with a substitution matrix)
         (``backend`` runs the edit-distance and the alignment stages).
 
     Returns
@@ -486,9 +490,12 @@ def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,
     if not isinstance(scoring, Scoring):
         raise TypeError(f"scoring must be a gpualign.Scoring, got {type(scoring).__name__}")
     if others is None:
+        alphabet, (seqs,) = resolve_alphabet(alphabet, seqs,
+                                             matrix=scoring.matrix_scores is not None)
         qset = tset = as_sequence_set(seqs, alphabet, invalid=invalid, role="sequences")
     else:
-        qset, tset = pair_sets(seqs, others, alphabet, invalid)
+        qset, tset = pair_sets(seqs, others, alphabet, invalid,
+                               matrix=scoring.matrix_scores is not None)
     same = others is None
     scoring.check_covered(qset, "sequences")
     if not same:
@@ -543,4 +550,4 @@ def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,
                          else columns[name][order])
     if not align:
         columns["cigar"] = None
-    return AllPairs(**columns, stages=totals, seconds=seconds)
+    return AllPairs(**columns, stages=totals, seconds=seconds, alphabet=qset.alphabet.name)

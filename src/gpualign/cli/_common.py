@@ -10,6 +10,7 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
@@ -24,7 +25,7 @@ from ..scoring import (
     MATRICES,
     Scoring,
 )
-from ..sequences import InvalidSymbolError, SequenceSet
+from ..sequences import AUTO, InvalidSymbolError, SequenceSet, resolve_alphabet
 
 PROG = "gpualign"
 
@@ -115,8 +116,11 @@ def add_pair_inputs(parser: argparse.ArgumentParser) -> None:
 
 def add_encoding_options(parser: argparse.ArgumentParser) -> None:
     """--alphabet and --invalid: how the symbols of every input file are encoded."""
-    parser.add_argument("--alphabet", choices=("dna", "protein", "bytes"), default="dna",
-                        help="sequence alphabet (default: dna; in DNA, N matches nothing)")
+    parser.add_argument("--alphabet", choices=(AUTO, "dna", "protein", "bytes"), default=AUTO,
+                        help="sequence alphabet (default: auto = from the first records of the "
+                             "inputs: dna, protein or bytes; protein with --matrix); in DNA, U "
+                             "is read as T and N matches nothing; in protein U is read as C, O "
+                             "as K and J as X")
     parser.add_argument("--invalid", choices=("error", "wildcard"), default="error",
                         help="symbols outside the alphabet: stop with an error naming the record "
                              "and position (default), or read them as the wildcard N/X")
@@ -139,7 +143,6 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
 
 def add_scoring_options(parser: argparse.ArgumentParser) -> None:
     """--match/--mismatch or --matrix, and the gap costs (see :func:`scoring`)."""
-    parser.set_defaults(alphabet=None)  # dna, or protein with --matrix
     parser.add_argument("--match", type=int, default=DEFAULT_MATCH,
                         help="match score (default %(default)s)")
     parser.add_argument("--mismatch", type=int, default=DEFAULT_MISMATCH,
@@ -157,11 +160,9 @@ def add_scoring_options(parser: argparse.ArgumentParser) -> None:
 
 
 def scoring(args: argparse.Namespace) -> Scoring:
-    """The Scoring the options describe; also settles the alphabet (protein with a matrix).
-    Gap costs left out take the defaults of :class:`~gpualign.Scoring` or, with a matrix, of
-    :meth:`Scoring.matrix <gpualign.Scoring.matrix>`."""
-    if args.alphabet is None:
-        args.alphabet = "protein" if args.matrix is not None else "dna"
+    """The Scoring the options describe. Gap costs left out take the defaults of
+    :class:`~gpualign.Scoring` or, with a matrix, of :meth:`Scoring.matrix
+    <gpualign.Scoring.matrix>`."""
     gaps = {name: value for name, value in (("gap_open", args.gap_open),
                                             ("gap_extend", args.gap_extend))
             if value is not None}
@@ -193,6 +194,23 @@ def reading(path: str) -> Iterator[None]:
         raise symbol_error(path, exc) from exc
 
 
+def settle_alphabet(args: argparse.Namespace, *paths: str | None) -> None:
+    """Turn ``--alphabet auto`` into the alphabet that the first records of the input files
+    ``paths`` imply together (protein with ``--matrix``; see
+    :func:`~gpualign.sequences.resolve_alphabet`), before any of them is read: queries and
+    targets get one alphabet. ``args.alphabet_inferred`` tells the summary line."""
+    args.alphabet_inferred = args.alphabet == AUTO
+    if args.alphabet_inferred:
+        sources = [Path(path) for path in paths if path is not None]
+        matrix = getattr(args, "matrix", None) is not None  # only some commands take --matrix
+        args.alphabet = resolve_alphabet(AUTO, *sources, matrix=matrix)[0].name
+
+
+def describe_alphabet(args: argparse.Namespace) -> str:
+    """The alphabet for the summary line, e.g. ``alphabet dna (inferred)``."""
+    return f"alphabet {args.alphabet}{' (inferred)' if args.alphabet_inferred else ''}"
+
+
 def read_sequences(path: str, args: argparse.Namespace) -> SequenceSet:
     """Encode one FASTA/FASTQ file; errors name the file and the CLI options."""
     with reading(path):
@@ -200,7 +218,8 @@ def read_sequences(path: str, args: argparse.Namespace) -> SequenceSet:
 
 
 def read_pair_inputs(args: argparse.Namespace) -> tuple[SequenceSet, SequenceSet]:
-    """Encode QUERIES and TARGETS (once when both name the same file)."""
+    """Encode QUERIES and TARGETS (once when both name the same file) in one alphabet."""
+    settle_alphabet(args, args.queries, args.targets)
     queries = read_sequences(args.queries, args)
     if os.path.exists(args.targets) and os.path.samefile(args.queries, args.targets):
         return queries, queries

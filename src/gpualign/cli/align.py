@@ -16,6 +16,7 @@ from ._common import (
     add_scoring_options,
     api_default,
     check_output,
+    describe_alphabet,
     destination,
     open_output,
     plural,
@@ -87,5 +88,6 @@ def run(args: argparse.Namespace) -> int:
             write_tsv(out, *result.table(queries.names, targets.names))
     report(args, f"{shape}, mode {args.mode}, {scheme.describe()}, task {task}: "
                  f"{plural(len(result), 'row')} written{destination(args)} in "
-                 f"{time.perf_counter() - began:.2f} s (backend {backend})")
+                 f"{time.perf_counter() - began:.2f} s, {describe_alphabet(args)} "
+                 f"(backend {backend})")
     return 0

@@ -19,6 +19,7 @@ from ._common import (
     add_scoring_options,
     api_default,
     check_output,
+    describe_alphabet,
     destination,
     open_output,
     plural,
@@ -26,6 +27,7 @@ from ._common import (
     read_sequences,
     report,
     scoring,
+    settle_alphabet,
 )
 
 
@@ -123,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
     scheme = scoring(args)
     backend = resolve_backend(args.backend)
     check_output(args.output)
+    settle_alphabet(args, args.seqs, args.others)
     seqs = read_sequences(args.seqs, args)
     others = read_sequences(args.others, args) if args.others is not None else None
     with _dask_client(args) as client, _checkpoint_warnings(args):
@@ -135,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
         write_tsv(out, *hits.table(seqs.names, targets.names))
     report(args, f"{hits.describe_stages()}, identity >= {args.min_identity:g} "
                  f"({args.identity}): {plural(len(hits), 'row')} written{destination(args)} in "
-                 f"{time.perf_counter() - began:.2f} s (stages: {hits.describe_seconds()}; "
+                 f"{time.perf_counter() - began:.2f} s, {describe_alphabet(args)} "
+                 f"(stages: {hits.describe_seconds()}; "
                  f"backend {backend})")
     return 0

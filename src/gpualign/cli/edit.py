@@ -15,6 +15,7 @@ from ._common import (
     add_pair_inputs,
     api_default,
     check_output,
+    describe_alphabet,
     destination,
     non_negative_int,
     open_output,
@@ -94,5 +95,6 @@ def run(args: argparse.Namespace) -> int:
               if args.k is not None else "")
     report(args, f"{shape}, mode {args.mode}, task {args.task}: {compared} compared{cutoff}, "
                  f"{plural(len(result), 'row')} written{destination(args)} in "
-                 f"{time.perf_counter() - began:.2f} s (backend {backend})")
+                 f"{time.perf_counter() - began:.2f} s, {describe_alphabet(args)} "
+                 f"(backend {backend})")
     return 0

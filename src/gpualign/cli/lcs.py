@@ -22,6 +22,7 @@ from ._common import (
     add_output_options,
     api_default,
     check_output,
+    describe_alphabet,
     destination,
     device_list,
     open_output,
@@ -30,6 +31,7 @@ from ._common import (
     read_sequences,
     reading,
     report,
+    settle_alphabet,
 )
 
 #: Rows of ``gpualign lcs --all`` formatted and written at a time.
@@ -132,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
     backend = resolve_backend(args.backend)  # fail early, before reading large files
     check_output(args.output)
     progress = not args.quiet
+    settle_alphabet(args, args.query, args.subjects)
     queries = read_sequences(args.query, args)
     n_q = len(queries)
     if n_q == 0:
@@ -171,5 +174,6 @@ def run(args: argparse.Namespace) -> int:
 
     report(args, f"{plural(n_q, 'query', 'queries')} x {plural(n_s, 'subject')}, {task}: "
                  f"{n_q * n_s} compared, {plural(rows, 'row')} written{destination(args)} in "
-                 f"{time.perf_counter() - began:.2f} s (backend {backend})")
+                 f"{time.perf_counter() - began:.2f} s, {describe_alphabet(args)} "
+                 f"(backend {backend})")
     return 0

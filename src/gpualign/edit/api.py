@@ -36,6 +36,8 @@ class EditResult:
         Extended CIGAR (``=``, ``X``, ``I`` consumes the query, ``D`` the target) of the
         alignment of the query with ``target[target_start:target_end]`` (``task="path"``);
         None otherwise and for pairs over ``k``.
+    alphabet : str
+        Name of the alphabet the sequences were compared in (inferred for ``"auto"``).
     """
 
     distance: np.ndarray
@@ -47,6 +49,7 @@ class EditResult:
     k: int | None = None
     query_index: np.ndarray | None = field(default=None, repr=False)
     target_index: np.ndarray | None = field(default=None, repr=False)
+    alphabet: str = "dna"
 
     def __len__(self) -> int:
         return len(self.distance)
@@ -98,6 +101,8 @@ class EditMatrix:
         Row and column of each pair, sorted by query then target.
     distance : np.ndarray of int32
     shape : (number of queries, number of targets)
+    alphabet : str
+        Name of the alphabet the sequences were compared in (inferred for ``"auto"``).
     """
 
     query_index: np.ndarray
@@ -105,6 +110,7 @@ class EditMatrix:
     distance: np.ndarray
     shape: tuple[int, int]
     k: int
+    alphabet: str = "dna"
 
     def __len__(self) -> int:
         return len(self.distance)
@@ -185,7 +191,7 @@ def _compare_pairs(engine: ModuleType, qset, tset, q_index, t_index, mode, k, ta
 
 
 def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | None = None,
-                  task: str = "distance", alphabet: str | Alphabet = "dna",
+                  task: str = "distance", alphabet: str | Alphabet = "auto",
                   invalid: str = "error", backend: str = "auto", progress: bool = False,
                   pairs: tuple[Any, Any] | None = None) -> EditResult:
     """Levenshtein distance of ``queries[i]`` with ``targets[i]`` for every ``i``, or of the
@@ -202,8 +208,10 @@ def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | 
         Cutoff: pairs whose distance exceeds ``k`` report -1 (and may stop early).
     task : {"distance", "locations", "path"}
         ``locations`` adds the target range of an optimal alignment; ``path`` adds its CIGAR.
-    alphabet : {"dna", "protein", "bytes"}
-        For plain inputs. In DNA, ``N`` matches nothing, not even ``N``.
+    alphabet : {"auto", "dna", "protein", "bytes"}
+        For plain inputs: "auto" infers it from the first records of both sides (a SequenceSet
+        keeps its own; see :func:`gpualign.sequences.resolve_alphabet`). In DNA, ``U`` is read
+        as ``T`` and ``N`` matches nothing, not even ``N``.
     invalid : {"error", "wildcard"}
         Symbols outside the alphabet raise an error naming record and position, or become the
         wildcard (``N``/``X``).
@@ -235,11 +243,11 @@ def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | 
     distance, start, end, cigar = _compare_pairs(engine, qset, tset, q_index, t_index, mode_code,
                                                  cutoff, task, progress, positional=pairs is None)
     return EditResult(distance, start, end, cigar, EDIT_MODE_NAMES[mode_code], task, k, q_index,
-                      t_index)
+                      t_index, qset.alphabet.name)
 
 
 def edit_distance_matrix(queries: Any, targets: Any, *, mode: str = "global",
-                         k: int | None = None, alphabet: str | Alphabet = "dna",
+                         k: int | None = None, alphabet: str | Alphabet = "auto",
                          invalid: str = "error", backend: str = "auto",
                          progress: bool = False) -> np.ndarray | EditMatrix:
     """Edit distance of every query with every target.
@@ -282,5 +290,5 @@ def edit_distance_matrix(queries: Any, targets: Any, *, mode: str = "global",
     else:
         q_all = t_all = np.zeros(0, dtype=np.int64)
         d_all = np.zeros(0, dtype=np.int32)
-    return EditMatrix(q_all, t_all, d_all, (n_queries, n_targets), cutoff)
+    return EditMatrix(q_all, t_all, d_all, (n_queries, n_targets), cutoff, qset.alphabet.name)
 

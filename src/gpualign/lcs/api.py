@@ -15,7 +15,7 @@ from .._checks import integer
 from .._progress import progress_bar
 from .._tables import LCS_TOP_COLUMNS
 from ..backend import resolve_backend
-from ..sequences import Alphabet, SequenceSet, encode, get_alphabet
+from ..sequences import Alphabet, SequenceSet, encode, resolve_alphabet
 from ..streaming import Batch
 
 __all__ = ["LcsTop", "lcs_length", "lcs_length_matrix", "lcs_top"]
@@ -39,6 +39,8 @@ class LcsTop:
     subjects : int
         Number of subjects compared.
     query_length : int
+    alphabet : str
+        Name of the alphabet the sequences were compared in (inferred for ``"auto"``).
     """
 
     index: np.ndarray
@@ -48,6 +50,7 @@ class LcsTop:
     lcs: list[str] | None
     subjects: int
     query_length: int
+    alphabet: str = "dna"
 
     def __len__(self) -> int:
         return len(self.index)
@@ -101,6 +104,14 @@ def _encode_query(query: Any, alphabet: Alphabet, invalid: str, what: str = "que
     return encode(query, alphabet, name=what, index=index, invalid=invalid)
 
 
+def _query_alphabet(alphabet: str | Alphabet, query: Any, subjects: Any) -> tuple[Alphabet, Any]:
+    """The alphabet of one query and its subjects (see
+    :func:`~gpualign.sequences.resolve_alphabet`), and the subjects to read from then on."""
+    alpha, (_, subjects) = resolve_alphabet(
+        alphabet, query if isinstance(query, SequenceSet) else [query], subjects)
+    return alpha, subjects
+
+
 def _backend(backend: str):
     """The backend module for ``backend``: imported on first use, so a CUDA run never loads
     Numba. Both expose ``run(queries, alphabet, subjects, invalid, consume, devices)``, which
@@ -122,7 +133,7 @@ def _check_devices(devices: Sequence[int] | None) -> list[int] | None:
     return devices
 
 
-def lcs_length_matrix(queries: Any, subjects: Any, *, alphabet: str | Alphabet = "dna",
+def lcs_length_matrix(queries: Any, subjects: Any, *, alphabet: str | Alphabet = "auto",
                       invalid: str = "error", backend: str = "auto",
                       devices: Sequence[int] | None = None,
                       progress: bool = False) -> np.ndarray:
@@ -144,7 +155,7 @@ def lcs_length_matrix(queries: Any, subjects: Any, *, alphabet: str | Alphabet =
     >>> lcs_length_matrix(["ACGT", "TTT"], ["AGT", "TATAT", ""], backend="cpu").tolist()
     [[3, 2, 0], [1, 3, 0]]
     """
-    alpha = get_alphabet(alphabet)
+    alpha, (queries, subjects) = resolve_alphabet(alphabet, queries, subjects)
     resolve_backend(backend)  # fail on a bad backend before the inputs are encoded
     if isinstance(queries, SequenceSet):
         if queries.alphabet.name != alpha.name:
@@ -179,7 +190,7 @@ def _length_rows(queries: list[np.ndarray], subjects: Any, alphabet: Alphabet, i
     return np.concatenate([lengths for _, lengths in rows], axis=1)
 
 
-def lcs_length(query: Any, subjects: Any, *, alphabet: str | Alphabet = "dna",
+def lcs_length(query: Any, subjects: Any, *, alphabet: str | Alphabet = "auto",
                invalid: str = "error", backend: str = "auto",
                devices: Sequence[int] | None = None, progress: bool = False) -> np.ndarray:
     """Length of the longest common subsequence of ``query`` with each subject.
@@ -200,7 +211,7 @@ def lcs_length(query: Any, subjects: Any, *, alphabet: str | Alphabet = "dna",
     >>> lcs_length("ACGTACGT", ["ACGT", "TTTTGGGG", "CAGTTACG"], backend="cpu").tolist()
     [4, 2, 6]
     """
-    alpha = get_alphabet(alphabet)
+    alpha, subjects = _query_alphabet(alphabet, query, subjects)
     resolve_backend(backend)
     return _length_rows([_encode_query(query, alpha, invalid)], subjects, alpha, invalid,
                         backend, devices, progress)[0]
@@ -279,11 +290,11 @@ class _TopN:
         if self.with_lcs:
             lcs = [self.alphabet.decode(self.strings[i].result()) for i in best]
         return LcsTop(self.index, names, self.length, subject_length, lcs, subjects,
-                      len(self.query))
+                      len(self.query), self.alphabet.name)
 
 
 def lcs_top(query: Any, subjects: Any, n: int = 10, *, with_lcs: bool = True,
-            alphabet: str | Alphabet = "dna", invalid: str = "error", backend: str = "auto",
+            alphabet: str | Alphabet = "auto", invalid: str = "error", backend: str = "auto",
             devices: Sequence[int] | None = None, progress: bool = False) -> LcsTop:
     """The ``n`` subjects with the longest common subsequence with ``query``.
 
@@ -303,8 +314,10 @@ def lcs_top(query: Any, subjects: Any, n: int = 10, *, with_lcs: bool = True,
     with_lcs : bool
         Also return one longest common subsequence per returned subject (computed on the CPU
         in linear space).
-    alphabet : {"dna", "protein", "bytes"}
-        In DNA, ``N`` matches nothing, not even ``N``.
+    alphabet : {"auto", "dna", "protein", "bytes"}
+        "auto" infers it from the query and the first subjects (a SequenceSet keeps its own;
+        see :func:`gpualign.sequences.resolve_alphabet`). In DNA, ``U`` is read as ``T`` and
+        ``N`` matches nothing, not even ``N``.
     invalid : {"error", "wildcard"}
         Symbols outside the alphabet raise an error naming record and position, or become the
         wildcard.
@@ -325,7 +338,7 @@ def lcs_top(query: Any, subjects: Any, n: int = 10, *, with_lcs: bool = True,
     ([2, 0], [6, 4], ['AGTACG', 'ACGT'])
     """
     n = integer(n, "n", 1)
-    alpha = get_alphabet(alphabet)
+    alpha, subjects = _query_alphabet(alphabet, query, subjects)
     encoded = _encode_query(query, alpha, invalid)
     devices = _check_devices(devices)
     engine = _backend(backend)

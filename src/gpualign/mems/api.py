@@ -13,7 +13,7 @@ from .._checks import integer
 from .._tables import MEM_COLUMNS, named
 from ..backend import resolve_backend
 from ..streaming import iter_batches
-from .index import MemIndex, _backend, build_index
+from .index import MemIndex, _backend, build_index, nucleotides
 
 __all__ = ["Mems", "find_mems"]
 
@@ -88,9 +88,10 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
     reference: substrings shared by both that cannot be extended left or right, every
     occurrence in the reference (MUMmer's ``-maxmatch``).
 
-    Only A/C/G/T match (case-insensitive); ``N`` and any other symbol (read as ``N`` with
-    ``invalid="wildcard"``) match nothing, as ``mummer -maxmatch -n``. Matches never span two
-    reference records.
+    Only A/C/G/T match (case-insensitive; RNA's U is T); ``N`` and any other symbol (read as
+    ``N`` with ``invalid="wildcard"``) match nothing, as ``mummer -maxmatch -n``. Matches never
+    span two reference records. Reads or a reference whose first records look like protein
+    (or text) are refused with a ValueError.
 
     Parameters
     ----------
@@ -102,6 +103,9 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
     strands : {"forward", "reverse", "both"}
         Search the queries, their reverse complements, or both (MUMmer: default, ``-r``,
         ``-b``).
+    invalid : {"wildcard", "error"}
+        Symbols other than A/C/G/T/U/N in the queries and in a reference that is not a
+        :class:`MemIndex`: read as ``N``, or an error naming record and position.
     backend : {"auto", "cpu", "cuda"}
         Where the search runs and a reference that is not a :class:`MemIndex` is indexed.
 
@@ -120,6 +124,7 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
         raise ValueError(f"strands={strands!r}: expected one of {', '.join(_STRANDS)}")
     backend = resolve_backend(backend)
     search = _backend(backend)
+    queries = nucleotides(queries, "queries")
     count, first_reverse = (2, False) if strands == "both" else (1, strands == "reverse")
     found, names, lengths = [], [], []
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -128,7 +133,7 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
         # are read and encoded in batches on a background thread, up to MEM_READ_AHEAD
         # batches ahead, so that reading does not wait for the index and host memory stays
         # bounded. FASTA is parsed on the same backend: a CUDA run never loads Numba.
-        ready = pool.submit(_prepare, reference, backend, min_length)
+        ready = pool.submit(_prepare, reference, backend, min_length, invalid)
         for batch in iter_batches(queries, "dna", invalid=invalid, role="queries",
                                   batch_residues=config.MEM_QUERY_BATCH_RESIDUES,
                                   read_ahead=config.MEM_READ_AHEAD, parser=backend):
@@ -156,12 +161,14 @@ def find_mems(reference: Any, queries: Any, *, min_length: int = 20, strands: st
                 np.zeros(0, dtype=np.int64))
 
 
-def _prepare(reference: Any, backend: str, min_length: int) -> tuple[MemIndex, Any]:
-    """The :class:`MemIndex` of ``reference`` (built unless it is one) and the reference as
-    the resolved ``backend`` searches it (its ``prepare``: the index itself on the CPU, a
-    :class:`~gpualign.mems._cuda.DeviceIndex` on CUDA)."""
+def _prepare(reference: Any, backend: str, min_length: int,
+             invalid: str) -> tuple[MemIndex, Any]:
+    """The :class:`MemIndex` of ``reference`` (built unless it is one, its symbols read as
+    ``invalid`` says) and the reference as the resolved ``backend`` searches it (its
+    ``prepare``: the index itself on the CPU, a :class:`~gpualign.mems._cuda.DeviceIndex` on
+    CUDA)."""
     index = (reference if isinstance(reference, MemIndex) else
-             build_index(reference, backend=backend))
+             build_index(reference, invalid=invalid, backend=backend))
     if len(index.pages) > 1 and min_length > index.overlap:
         raise ValueError(f"min_length={min_length}: this index of {len(index.pages)} pages "
                          f"supports MEMs of at most {index.overlap} (MEM_PAGE_OVERLAP when it "

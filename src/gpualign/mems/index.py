@@ -16,13 +16,14 @@ import os
 import zipfile
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
 from .. import config
 from .._checks import integer
 from ..backend import resolve_backend
-from ..sequences import SequenceSet, as_sequence_set
+from ..sequences import SequenceSet, as_sequence_set, resolve_alphabet
 
 __all__ = ["IndexPage", "MemIndex", "build_index"]
 
@@ -134,8 +135,10 @@ def build_index(reference, *, invalid: str = "wildcard", kmer_size: int | None =
                 backend: str = "auto") -> MemIndex:
     """Index a DNA reference (SequenceSet, FASTA path, or list of sequences) for MEM search.
 
-    Symbols other than A/C/G/T (any case) become ``N`` with ``invalid="wildcard"``, the default
-    for references (they hold N runs and IUPAC codes), and ``N`` matches nothing. With the
+    Symbols other than A/C/G/T (any case; RNA's U is T) become ``N`` with
+    ``invalid="wildcard"``, the default for references (they hold N runs and IUPAC codes), and
+    ``N`` matches nothing; ``invalid="error"`` stops at the first. A reference whose first
+    records look like protein (or text) is refused with a ValueError. With the
     CUDA backend the suffixes are sorted and the k-mer tables built on the GPU (a page too
     large for its free memory is sorted by libdivsufsort); the index is the same either way.
     ``kmer_size`` (1 to :data:`MAX_KMER_SIZE`; None: ``config.MEM_KMER_SIZE``) is the length
@@ -150,8 +153,8 @@ def build_index(reference, *, invalid: str = "wildcard", kmer_size: int | None =
     k = integer(config.MEM_KMER_SIZE if kmer_size is None else kmer_size, "kmer_size", 1,
                 MAX_KMER_SIZE)
     backend = resolve_backend(backend)
-    records = as_sequence_set(reference, "dna", invalid=invalid, role="reference",
-                              parser=backend)
+    records = as_sequence_set(nucleotides(reference, "reference"), "dna", invalid=invalid,
+                              role="reference", parser=backend)
     if len(records) == 0:
         raise ValueError("reference: no records")
     page_bases, overlap = int(config.MEM_PAGE_BASES), int(config.MEM_PAGE_OVERLAP)
@@ -162,6 +165,19 @@ def build_index(reference, *, invalid: str = "wildcard", kmer_size: int | None =
         end = min(len(text), start + page_bases)
         pages.append(IndexPage(start, end, *build(start, end, min(len(text), end + overlap))))
     return MemIndex(text, starts, list(records.names), k, pages, overlap)
+
+
+def nucleotides(source: Any, role: str) -> Any:
+    """``source`` after a look at its first records (a one-shot iterator comes back with them
+    put back in front): a ValueError naming the file (else ``role``) unless they look like
+    nucleotides (:func:`~gpualign.sequences.infer_alphabet`; RNA too), or a SequenceSet of
+    another alphabet than DNA."""
+    alphabet, (source,) = resolve_alphabet("auto", source)
+    if alphabet.name != "dna":
+        where = os.fspath(source) if isinstance(source, os.PathLike) else role
+        looks = "protein" if alphabet.name == "protein" else "neither DNA nor protein"
+        raise ValueError(f"{where}: looks like {looks}, MEMs are for DNA")
+    return source
 
 
 def _backend(backend: str) -> ModuleType:
