@@ -733,15 +733,18 @@ def test_allpairs_two_files_and_errors(tmp_path, capsys):
         assert message in capsys.readouterr().err
 
 
-def test_allpairs_on_a_local_dask_cluster(tmp_path):
+def test_allpairs_on_a_local_dask_cluster(tmp_path, capfd):
     pytest.importorskip("distributed")
     genes = _genes(12)
     seqs = write_fasta(tmp_path / "genes.fa", genes + [("copy", genes[2][1])])
     local, dask = tmp_path / "local.tsv", tmp_path / "dask.tsv"
     common = ["allpairs", str(seqs), "--min-identity", "0.85", "--invalid", "wildcard", "-q"]
     assert main([*common, "-o", str(local)]) == 0
+    capfd.readouterr()
     assert main([*common, "--workers", "2", "-o", str(dask)]) == 0
     assert dask.read_text() == local.read_text() and "copy" in local.read_text()
+    # -q: nothing on stderr, not even Dask's log of the cluster (here and in the workers)
+    assert capfd.readouterr().err.splitlines() == []
 
 
 def test_local_cluster_example_runs():

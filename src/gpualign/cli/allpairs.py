@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import time
 from collections.abc import Iterator
 
@@ -90,7 +91,9 @@ def _dask_client(args: argparse.Namespace) -> Iterator[object]:
             yield client
         return
     from ..allpairs.cluster import local_cluster
-    with local_cluster(args.workers, args.backend) as client:
+    # Dask's INFO lines (some 70 per run) are not for the user; --quiet drops its warnings too.
+    with local_cluster(args.workers, args.backend,
+                       logging.ERROR if args.quiet else logging.WARNING) as client:
         yield client
 
 
