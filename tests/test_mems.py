@@ -312,3 +312,22 @@ def test_cuda_mems_run_does_not_load_numba(tmp_path):
         capture_output=True, text=True, check=True)
     assert shown.stdout.split() == ["False"], shown.stderr
     assert out.read_text().count("Reverse") == 800
+
+
+def test_index_to_standard_output(tmp_path, capsysbinary, monkeypatch):
+    # -o - writes the index's bytes to standard output (as '-' means everywhere else), and
+    # refuses a terminal before any work.
+    reference = EXAMPLES / "hiv_reference.fa"
+    assert main(["index", str(reference), "-o", "-"]) == 0
+    captured = capsysbinary.readouterr()
+    assert b"-> standard output" in captured.err and not (Path.cwd() / "-").exists()
+    (tmp_path / "piped.gpuidx").write_bytes(captured.out)
+    loaded = gpualign.MemIndex.load(tmp_path / "piped.gpuidx")
+    built = build_index(reference)
+    assert np.array_equal(loaded.pages[0].suffix_array, built.pages[0].suffix_array)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main(["index", str(reference), "-o", "-"]) == 2
+    captured = capsysbinary.readouterr()
+    assert captured.out == b"" and captured.err.decode().splitlines() == [
+        "gpualign: error: -o -: an index is binary, not for a terminal; give a file name or "
+        "redirect standard output"]

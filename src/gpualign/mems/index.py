@@ -12,10 +12,12 @@ text, so pages sorted that far find every MEM, also those that run past the page
 
 from __future__ import annotations
 
+import contextlib
 import os
 import zipfile
 from dataclasses import dataclass
 from types import ModuleType
+from typing import BinaryIO
 
 import numpy as np
 
@@ -80,10 +82,12 @@ class MemIndex:
     def lengths(self) -> np.ndarray:
         return np.diff(self.starts) - 1
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the index to ``path`` (NumPy ``.npz``)."""
+    def save(self, path: str | os.PathLike | BinaryIO) -> None:
+        """Write the index to ``path``, a file name or a binary file open for writing (NumPy
+        ``.npz``)."""
         bounds = np.array([page.start for page in self.pages] + [len(self.text)])
-        with open(path, "wb") as handle:
+        with (open(path, "wb") if isinstance(path, str | os.PathLike)
+              else contextlib.nullcontext(path)) as handle:
             np.savez(handle, format=np.array([_FORMAT]), text=self.text, starts=self.starts,
                      names=np.array(self.names, dtype=object).astype(str),
                      kmer_size=np.array([self.kmer_size]), overlap=np.array([self.overlap]),
