@@ -30,6 +30,8 @@ __all__ = ["IndexPage", "MemIndex", "build_index"]
 #: Code of the separator after each reference record (DNA codes are 0-3 for ACGT and 4 for N).
 SEPARATOR = 5
 _FORMAT = 2
+#: The smallest k that :func:`default_kmer_size` chooses.
+_MIN_KMER_SIZE = 4
 
 
 @dataclass
@@ -134,7 +136,7 @@ def build_index(reference, *, invalid: str = "wildcard", kmer_size: int | None =
                               parser=backend)
     if len(records) == 0:
         raise ValueError("reference: no records")
-    k = int(kmer_size or config.MEM_KMER_SIZE)
+    k = int(kmer_size or default_kmer_size(int(records.lengths.sum())))
     page_bases, overlap = int(config.MEM_PAGE_BASES), int(config.MEM_PAGE_OVERLAP)
     text, starts = _concatenate(records)
     build = _backend(backend).PageBuilder(text, k)
@@ -143,6 +145,26 @@ def build_index(reference, *, invalid: str = "wildcard", kmer_size: int | None =
         end = min(len(text), start + page_bases)
         pages.append(IndexPage(start, end, *build(start, end, min(len(text), end + overlap))))
     return MemIndex(text, starts, list(records.names), k, pages, overlap)
+
+
+def default_kmer_size(bases: int) -> int:
+    """The k of the k-mer table of a reference of ``bases`` symbols: the largest k up to
+    ``config.MEM_KMER_SIZE`` whose table (4**k rows) has no more rows than the reference has
+    symbols, and at least 4 (a 4 KiB table).
+
+    k only narrows where a search starts (the MEMs are the same for every k), so a small
+    reference need not carry the 16 MiB table of k = 10.
+
+    Examples
+    --------
+    >>> default_kmer_size(9_000), default_kmer_size(5_000_000), default_kmer_size(10)
+    (6, 10, 4)
+    """
+    largest = int(config.MEM_KMER_SIZE)
+    k = min(largest, _MIN_KMER_SIZE)
+    while k < largest and 4 ** (k + 1) <= bases:
+        k += 1
+    return k
 
 
 def _backend(backend: str) -> ModuleType:
