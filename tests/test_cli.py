@@ -766,3 +766,32 @@ def test_local_cluster_pins_one_worker_to_each_gpu(monkeypatch):
         cluster.worker_specs(3, "cuda")
     monkeypatch.setattr(cluster, "resolve_backend", lambda backend: "cpu")
     assert list(cluster.worker_specs(2, "auto", cores=2)) == ["cpu-0", "cpu-1"]
+
+
+def test_lcs_several_queries_have_a_progress_bar(rdp16s, tmp_path, monkeypatch):
+    # One bar over the queries (each query's own bar counts its subjects), shown when the run
+    # outlasts a second (tqdm's delay, left to the real bar) and never with -q.
+    from gpualign.cli import lcs as lcs_command
+
+    bars = []
+
+    class RecordingBar:
+        def __init__(self, total, enabled, what, unit="pair"):
+            self.total, self.enabled, self.unit, self.steps = total, enabled, unit, []
+            bars.append(self)
+
+        def update(self, count=1):
+            self.steps.append(count)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(lcs_command, "progress_bar", RecordingBar)
+    query_file = write_fasta(tmp_path / "queries.fa", rdp16s[:3])
+    subjects = write_fasta(tmp_path / "subjects.fa", rdp16s[:5])
+    for quiet in ([], ["-q"]):
+        assert main(["lcs", str(query_file), str(subjects), "--top", "2", "--backend", "cpu",
+                     "--no-strings", "-o", str(tmp_path / "top.tsv"), *quiet]) == 0
+        assert [(bar.total, bar.enabled, bar.unit, bar.steps) for bar in bars] == [
+            (3, not quiet, "query", [1, 1, 1])]
+        bars.clear()
