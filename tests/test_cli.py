@@ -795,3 +795,21 @@ def test_lcs_several_queries_have_a_progress_bar(rdp16s, tmp_path, monkeypatch):
         assert [(bar.total, bar.enabled, bar.unit, bar.steps) for bar in bars] == [
             (3, not quiet, "query", [1, 1, 1])]
         bars.clear()
+
+
+def test_align_scores_on_the_cpu_hint_at_parasail(pair_files, monkeypatch, capsys):
+    # parasail is optional (no wheels for aarch64 Linux): CPU scores without it say how to get
+    # them faster, once, before the summary; -q keeps stderr empty; scores are the same.
+    pytest.importorskip("parasail")
+    queries, targets = pair_files
+    command = ["align", str(queries), str(targets), "--task", "score", "--backend", "cpu"]
+    assert main(command) == 0
+    with_parasail = capsys.readouterr()
+    assert "hint" not in with_parasail.err
+    monkeypatch.setitem(sys.modules, "parasail", None)  # import parasail fails
+    assert main(command) == 0
+    captured = capsys.readouterr()
+    assert captured.out == with_parasail.out
+    assert captured.err.splitlines()[0] == ("gpualign align: hint: pip install parasail for CPU "
+                                            "scores about 9x faster (the same scores)")
+    assert main([*command, "-q"]) == 0 and capsys.readouterr().err == ""

@@ -59,7 +59,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                         help="columns: matches / alignment columns; shorter: matches / length "
                              "of the shorter sequence (default: %(default)s)")
     parser.add_argument("--no-align", action="store_true",
-                        help="leave out the cigar column")
+                        help="keep no CIGARs: the cigar column is written '*'")
     add_scoring_options(parser)
     parser.add_argument("--checkpoint", metavar="DIR", default=None,
                         help="keep finished tiles in DIR; a rerun with the same DIR resumes")
