@@ -463,3 +463,42 @@ def test_dask_damaged_checkpoint(client, monkeypatch, tmp_path):
                                     checkpoint=folder)
     assert len(caught) == 1
     same_result(plain, resumed)
+
+class RecordingBar:
+    """Stands for the progress bar: keeps its total and every step."""
+
+    bars: list[RecordingBar] = []
+
+    def __init__(self, total, enabled, what, unit="pair"):
+        self.total, self.steps = total, []
+        RecordingBar.bars.append(self)
+
+    def update(self, count=1):
+        self.steps.append(count)
+
+    def close(self):
+        pass
+
+
+def test_progress_counts_pairs_stage_by_stage(monkeypatch, tmp_path, client):
+    # One tile moves the bar after each stage (not 0 -> 1 tile at the end); tiles from a
+    # checkpoint count at once, tiles from Dask when they come back; the steps add up to the
+    # pairs.
+    monkeypatch.setattr(allpairs_api, "progress_bar", RecordingBar)
+    _, texts = genes()
+    pairs = len(texts) * (len(texts) - 1) // 2
+    one_tile = gpualign.allpairs(texts, min_identity=0.9, scoring=SCORING, progress=True)
+    bar = RecordingBar.bars[-1]
+    assert bar.total == pairs == one_tile.stages["pairs"] and sum(bar.steps) == pairs
+    stages = one_tile.stages  # nothing from a checkpoint, then the pairs each stage settled
+    assert bar.steps == [0, stages["pairs"] - stages["length"],
+                         stages["length"] - stages["edit"], stages["aligned"]]
+    monkeypatch.setattr(gpualign.config, "ALLPAIRS_TILE", 8)
+    others = texts[:5]
+    for kwargs in ({"checkpoint": tmp_path / "ckpt"}, {"checkpoint": tmp_path / "ckpt"},
+                   {"client": client}):
+        gpualign.allpairs(texts, others, min_identity=0.9, scoring=SCORING, progress=True,
+                          **kwargs)
+        bar = RecordingBar.bars[-1]
+        assert bar.total == sum(bar.steps) == len(texts) * len(others)
+    assert len(bar.steps) == 1 + len(list(allpairs_api._tiles(len(texts), 5, False, 8)))

@@ -737,15 +737,18 @@ def test_allpairs_two_files_and_errors(tmp_path, capsys):
         assert message in capsys.readouterr().err
 
 
-def test_allpairs_on_a_local_dask_cluster(tmp_path):
+def test_allpairs_on_a_local_dask_cluster(tmp_path, capfd):
     pytest.importorskip("distributed")
     genes = _genes(12)
     seqs = write_fasta(tmp_path / "genes.fa", genes + [("copy", genes[2][1])])
     local, dask = tmp_path / "local.tsv", tmp_path / "dask.tsv"
     common = ["allpairs", str(seqs), "--min-identity", "0.85", "--invalid", "wildcard", "-q"]
     assert main([*common, "-o", str(local)]) == 0
+    capfd.readouterr()
     assert main([*common, "--workers", "2", "-o", str(dask)]) == 0
     assert dask.read_text() == local.read_text() and "copy" in local.read_text()
+    # -q: nothing on stderr, not even Dask's log of the cluster (here and in the workers)
+    assert capfd.readouterr().err.splitlines() == []
 
 
 def test_local_cluster_example_runs():
@@ -767,3 +770,50 @@ def test_local_cluster_pins_one_worker_to_each_gpu(monkeypatch):
         cluster.worker_specs(3, "cuda")
     monkeypatch.setattr(cluster, "resolve_backend", lambda backend: "cpu")
     assert list(cluster.worker_specs(2, "auto", cores=2)) == ["cpu-0", "cpu-1"]
+
+
+def test_lcs_several_queries_have_a_progress_bar(rdp16s, tmp_path, monkeypatch):
+    # One bar over the queries (each query's own bar counts its subjects), shown when the run
+    # outlasts a second (tqdm's delay, left to the real bar) and never with -q.
+    from gpualign.cli import lcs as lcs_command
+
+    bars = []
+
+    class RecordingBar:
+        def __init__(self, total, enabled, what, unit="pair"):
+            self.total, self.enabled, self.unit, self.steps = total, enabled, unit, []
+            bars.append(self)
+
+        def update(self, count=1):
+            self.steps.append(count)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(lcs_command, "progress_bar", RecordingBar)
+    query_file = write_fasta(tmp_path / "queries.fa", rdp16s[:3])
+    subjects = write_fasta(tmp_path / "subjects.fa", rdp16s[:5])
+    for quiet in ([], ["-q"]):
+        assert main(["lcs", str(query_file), str(subjects), "--top", "2", "--backend", "cpu",
+                     "--no-strings", "-o", str(tmp_path / "top.tsv"), *quiet]) == 0
+        assert [(bar.total, bar.enabled, bar.unit, bar.steps) for bar in bars] == [
+            (3, not quiet, "query", [1, 1, 1])]
+        bars.clear()
+
+
+def test_align_scores_on_the_cpu_hint_at_parasail(pair_files, monkeypatch, capsys):
+    # parasail is optional (no wheels for aarch64 Linux): CPU scores without it say how to get
+    # them faster, once, before the summary; -q keeps stderr empty; scores are the same.
+    pytest.importorskip("parasail")
+    queries, targets = pair_files
+    command = ["align", str(queries), str(targets), "--task", "score", "--backend", "cpu"]
+    assert main(command) == 0
+    with_parasail = capsys.readouterr()
+    assert "hint" not in with_parasail.err
+    monkeypatch.setitem(sys.modules, "parasail", None)  # import parasail fails
+    assert main(command) == 0
+    captured = capsys.readouterr()
+    assert captured.out == with_parasail.out
+    assert captured.err.splitlines()[0] == ("gpualign align: hint: pip install parasail for CPU "
+                                            "scores about 9x faster (the same scores)")
+    assert main([*command, "-q"]) == 0 and capsys.readouterr().err == ""

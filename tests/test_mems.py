@@ -35,9 +35,9 @@ def encode(text: str) -> list[int]:
     return [CODES.get(c, 4) for c in text.upper()]
 
 
-def check_against_oracle(references, queries, min_length, backend="cpu"):
-    mems = gpualign.find_mems(references, queries, min_length=min_length, strands="both",
-                              backend=backend)
+def check_against_oracle(references, queries, min_length, backend="cpu", index=None):
+    mems = gpualign.find_mems(references if index is None else index, queries,
+                              min_length=min_length, strands="both", backend=backend)
     for number, query in enumerate(queries):
         for reverse in (False, True):
             codes = encode(query)
@@ -312,3 +312,56 @@ def test_cuda_mems_run_does_not_load_numba(tmp_path):
         capture_output=True, text=True, check=True)
     assert shown.stdout.split() == ["False"], shown.stderr
     assert out.read_text().count("Reverse") == 800
+
+
+def test_index_to_standard_output(tmp_path, capsysbinary, monkeypatch):
+    # -o - writes the index's bytes to standard output (as '-' means everywhere else), and
+    # refuses a terminal before any work.
+    reference = EXAMPLES / "hiv_reference.fa"
+    assert main(["index", str(reference), "-o", "-"]) == 0
+    captured = capsysbinary.readouterr()
+    assert b"-> standard output" in captured.err and not (Path.cwd() / "-").exists()
+    (tmp_path / "piped.gpuidx").write_bytes(captured.out)
+    loaded = gpualign.MemIndex.load(tmp_path / "piped.gpuidx")
+    built = build_index(reference)
+    assert np.array_equal(loaded.pages[0].suffix_array, built.pages[0].suffix_array)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main(["index", str(reference), "-o", "-"]) == 2
+    captured = capsysbinary.readouterr()
+    assert captured.out == b"" and captured.err.decode().splitlines() == [
+        "gpualign: error: -o -: an index is binary, not for a terminal; give a file name or "
+        "redirect standard output"]
+
+
+@pytest.mark.parametrize("kmer", [1, 2, 5, 10])
+def test_every_kmer_size_against_the_oracle(kmer, backend):
+    # build_index(kmer_size=k) as given, lookups (min_length >= k) and whole-array searches
+    # alike; the default k follows the reference's length (see default_kmer_size).
+    rng = np.random.default_rng(kmer)
+    for _ in range(40):
+        references = ["".join(rng.choice(list("ACGTN"), int(rng.integers(1, 40))))
+                      for _ in range(int(rng.integers(1, 3)))]
+        queries = ["".join(rng.choice(list("ACGT"), int(rng.integers(0, 30)))) for _ in range(2)]
+        queries[0] += references[0][:20]
+        index = build_index(references, kmer_size=kmer, backend=backend)
+        assert index.kmer_size == kmer and index.pages[0].kmer_rows.shape == (4 ** kmer, 2)
+        check_against_oracle(references, queries, int(rng.integers(1, 14)), backend, index)
+
+
+def test_index_size_follows_the_reference(tmp_path, backend):
+    # A 9 kbp genome gets k = 6 (a 64 KiB table, not the 16 MiB of k = 10), and every k finds
+    # the same MEMs (l = 9: lookups for k <= 9, the whole suffix array for k = 10).
+    reference = EXAMPLES / "hiv_reference.fa"
+    reads = [sequence for _, sequence in read_records(EXAMPLES / "hiv_reads.fa")][:200]
+    assert main(["index", str(reference), "-o", str(tmp_path / "hiv.gpuidx"), "-q"]) == 0
+    assert (tmp_path / "hiv.gpuidx").stat().st_size < 1 << 20
+    assert gpualign.MemIndex.load(tmp_path / "hiv.gpuidx").kmer_size == 6
+    assert [mems_index.default_kmer_size(4 ** k) for k in range(3, 12)] == [4] * 2 + [
+        5, 6, 7, 8, 9, 10, 10]
+    found = {}
+    for kmer in (None, 1, 4, 8, 10):
+        mems = gpualign.find_mems(build_index(reference, kmer_size=kmer, backend=backend), reads,
+                                  min_length=9, strands="both", backend=backend)
+        found[kmer] = [getattr(mems, name).tolist() for name in (
+            "query_index", "reverse", "query_pos", "reference_pos", "length")]
+    assert all(value == found[None] for value in found.values()) and len(found[None][0]) > 100

@@ -139,8 +139,10 @@ ALLPAIRS_TILE = 1024
 #: next, so that it never waits for the scheduler between tiles.
 ALLPAIRS_TILES_IN_FLIGHT = 2
 
-#: k of the k-mer table of a MEM index (4**k rows of two int64: k=10 takes 16 MiB); searches
-#: for MEMs shorter than k go through the whole suffix array instead.
+#: The largest k of the k-mer table of a MEM index (4**k rows of two int64: k=10 takes 16 MiB);
+#: an index takes the largest k up to this whose table has no more rows than the reference has
+#: bases, at least 4 (k=6 for a 9 kbp genome, 10 from 1 Mbp on). Searches for MEMs shorter than
+#: k go through the whole suffix array instead.
 MEM_KMER_SIZE = 10
 
 #: Reference positions per page of a MEM index. Each page has its own suffix array (int32,

@@ -28,7 +28,7 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -151,11 +151,14 @@ class AllPairs:
 
 
 def _compute_tile(qset: SequenceSet, tset: SequenceSet, tile: tuple[int, int], side: int,
-                  same: bool, min_identity: float, scoring: Scoring, kind: str,
-                  backend: str) -> tuple[dict[str, Any], dict[str, Any]]:
+                  same: bool, min_identity: float, scoring: Scoring, kind: str, backend: str,
+                  advance: Callable[[int], object]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One tile through the cascade; ``advance(count)`` after each stage, with the pairs that
+    stage settled (the progress bar's steps)."""
     clock = time.perf_counter()
     q_index, t_index, limit, pairs = length_survivors(
         qset.lengths, tset.lengths, *tile, side, same, min_identity, kind == "columns")
+    advance(pairs - len(q_index))
     stages: dict[str, Any] = {"pairs": pairs, "length": len(q_index)}
     stages["seconds_length"], clock = time.perf_counter() - clock, time.perf_counter()
     if len(q_index):
@@ -164,10 +167,12 @@ def _compute_tile(qset: SequenceSet, tset: SequenceSet, tile: tuple[int, int], s
         keep = (distance >= 0) & (distance <= limit)
         q_index, t_index = q_index[keep], t_index[keep]
     stages["edit"] = len(q_index)
+    advance(stages["length"] - stages["edit"])
     stages["seconds_edit"], clock = time.perf_counter() - clock, time.perf_counter()
     result = align_pairs(qset, tset, mode="global", scoring=scoring, task="path",
                          backend=backend, pairs=(q_index, t_index))
     stages["aligned"] = len(q_index)
+    advance(stages["aligned"])
     stages["seconds_align"] = time.perf_counter() - clock
     if kind == "columns":
         identity = result.identity
@@ -368,18 +373,21 @@ def _fingerprint(sequences: SequenceSet) -> str:
 
 
 def _tile_task(qset: SequenceSet, tset: SequenceSet | None, tile: tuple[int, int],
-               job: tuple) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One tile, wherever it runs (here or on a Dask worker)."""
+               job: tuple, advance: Callable[[int], object] = lambda count: None
+               ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One tile, wherever it runs (here or on a Dask worker, where nothing follows its
+    stages)."""
     same, side, min_identity, scoring, identity, backend = job
     return _compute_tile(qset, qset if tset is None else tset, tile, side, same, min_identity,
-                         scoring, identity, backend)
+                         scoring, identity, backend, advance)
 
 
-def _run_tiles(qset, tset, tiles, job, client):
-    """Yield ``(tile, result)`` for every tile: in order here, or as they finish on Dask."""
+def _run_tiles(qset, tset, tiles, job, client, advance):
+    """Yield ``(tile, result)`` for every tile: in order here, calling ``advance`` after each
+    stage (see :func:`_compute_tile`), or as they finish on Dask."""
     if client is None:
         for tile in tiles:
-            yield tile, _tile_task(qset, tset, tile, job)
+            yield tile, _tile_task(qset, tset, tile, job, advance)
         return
     import dask
     from distributed import as_completed
@@ -517,17 +525,21 @@ def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,
         else:
             results[tile] = done
     job = (same, side, float(min_identity), scoring, identity, backend)
-    bar = progress_bar(len(tiles), progress, "allpairs", unit="tile")
-    bar.update(len(results))
+    # The bar counts pairs settled: here stage by stage, from Dask as whole tiles.
+    bar = progress_bar(len(qset) * (len(qset) - 1) // 2 if same else len(qset) * len(tset),
+                       progress, "allpairs")
+    bar.update(sum(int(stages["pairs"]) for _, stages in results.values()))
     seconds = dict.fromkeys(("length", "edit", "align"), 0.0)
     try:
-        for tile, done in _run_tiles(qset, None if same else tset, missing, job, client):
+        for tile, done in _run_tiles(qset, None if same else tset, missing, job, client,
+                                     bar.update):
             if store is not None:
                 store.save(*tile, *done)
             results[tile] = done
             for stage in seconds:
                 seconds[stage] += float(done[1][f"seconds_{stage}"])
-            bar.update(1)
+            if client is not None:
+                bar.update(int(done[1]["pairs"]))
     finally:
         bar.close()
     parts, totals = [], dict.fromkeys(("pairs", "length", "edit", "aligned", "kept"), 0)

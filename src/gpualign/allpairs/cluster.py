@@ -7,6 +7,7 @@ module is what ``gpualign allpairs --workers N`` (and the benchmark) start when 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -40,9 +41,19 @@ def worker_specs(count: int, backend: str = "auto",
 
 
 @contextlib.contextmanager
-def local_cluster(workers: int, backend: str = "auto") -> Iterator[Any]:
+def local_cluster(workers: int, backend: str = "auto",
+                  log_level: int = logging.WARNING) -> Iterator[Any]:
     """A Dask client of a cluster of ``workers`` local worker processes (see
     :func:`worker_specs`), closed on exit.
+
+    Parameters
+    ----------
+    workers : int
+    backend : {"auto", "cpu", "cuda"}
+    log_level : int
+        Dask's log records below this level are dropped, here and in the workers (the default,
+        as in Dask's ``LocalCluster``, keeps warnings and errors: starting and stopping a
+        cluster logs some 70 lines at level INFO).
 
     Examples
     --------
@@ -62,9 +73,10 @@ def local_cluster(workers: int, backend: str = "auto") -> Iterator[Any]:
     cluster = distributed.SpecCluster(
         workers={name: {"cls": distributed.Nanny,
                         "options": {"nthreads": 1, "host": "127.0.0.1", "env": env,
-                                    "resources": resources}}
+                                    "resources": resources, "silence_logs": log_level}}
                  for name, (env, resources) in worker_specs(workers, backend).items()},
         scheduler={"cls": distributed.Scheduler,
-                   "options": {"host": "127.0.0.1", "dashboard": False}})
+                   "options": {"host": "127.0.0.1", "dashboard": False}},
+        silence_logs=log_level)
     with cluster, distributed.Client(cluster) as client:
         yield client

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import sys
 import time
 import warnings
@@ -63,7 +64,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                         help="columns: matches / alignment columns; shorter: matches / length "
                              "of the shorter sequence (default: %(default)s)")
     parser.add_argument("--no-align", action="store_true",
-                        help="leave out the cigar column")
+                        help="keep no CIGARs: the cigar column is written '*'")
     add_scoring_options(parser)
     parser.add_argument("--checkpoint", metavar="DIR", default=None,
                         help="keep finished tiles in DIR; a rerun with the same DIR resumes")
@@ -95,7 +96,9 @@ def _dask_client(args: argparse.Namespace) -> Iterator[object]:
             yield client
         return
     from ..allpairs.cluster import local_cluster
-    with local_cluster(args.workers, args.backend) as client:
+    # Dask's INFO lines (some 70 per run) are not for the user; --quiet drops its warnings too.
+    with local_cluster(args.workers, args.backend,
+                       logging.ERROR if args.quiet else logging.WARNING) as client:
         yield client
 
 

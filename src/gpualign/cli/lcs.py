@@ -159,10 +159,15 @@ def run(args: argparse.Namespace) -> int:
         task = "all lengths"
     else:
         with_lcs = not args.no_strings
-        with reading(args.subjects):
-            # lcs_top takes one query; each query streams the subjects once.
-            tops = [lcs_top(queries.take(np.array([q])), subjects, args.top, with_lcs=with_lcs,
-                            **options) for q in range(n_q)]
+        # lcs_top takes one query; each query streams the subjects once, under a bar of its
+        # own (subjects done) and, for several queries, under one over the queries.
+        tops = []
+        bar = progress_bar(n_q, progress and n_q > 1, "lcs", unit="query")
+        with reading(args.subjects), contextlib.closing(bar):
+            for q in range(n_q):
+                tops.append(lcs_top(queries.take(np.array([q])), subjects, args.top,
+                                    with_lcs=with_lcs, **options))
+                bar.update(1)
         n_s = tops[0].subjects
         tables = [top.table(name) for top, name in zip(tops, queries.names, strict=True)]
         with open_output(args.output) as out:

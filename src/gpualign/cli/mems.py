@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -50,7 +51,8 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:
 def _index_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("reference", metavar="REF", help="FASTA file (.gz accepted)")
     parser.add_argument("-o", "--output", required=True, metavar="REF.gpuidx",
-                        help="where to write the index")
+                        help="where to write the index ('-': standard output, unless it is a "
+                             "terminal)")
     add_backend_option(parser)
     parser.add_argument("-q", "--quiet", action="store_true", help="no summary line")
 
@@ -60,11 +62,21 @@ def run_index(args: argparse.Namespace) -> int:
     and :func:`gpualign.cli.main` turns them into status 2)."""
     from ..mems import build_index
     began = time.perf_counter()
+    to_stdout = args.output == "-"
+    if to_stdout and sys.stdout.isatty():
+        raise ValueError("-o -: an index is binary, not for a terminal; give a file name or "
+                         "redirect standard output")
     check_output(args.output)
     index = build_index(Path(args.reference), backend=args.backend)
-    index.save(args.output)
+    if to_stdout:
+        sys.stdout.flush()
+        index.save(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+    else:
+        index.save(args.output)
     report(args, f"{plural(len(index.names), 'record')}, {int(index.lengths.sum())} bp -> "
-                 f"{args.output} in {time.perf_counter() - began:.2f} s")
+                 f"{'standard output' if to_stdout else args.output} in "
+                 f"{time.perf_counter() - began:.2f} s")
     return 0
 
 

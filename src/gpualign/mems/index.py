@@ -12,11 +12,12 @@ text, so pages sorted that far find every MEM, also those that run past the page
 
 from __future__ import annotations
 
+import contextlib
 import os
 import zipfile
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -36,6 +37,9 @@ _MAGIC = b"PK\x03\x04"
 #: k = 15 (on the host, on the GPU while it is built, and in the index file); 16 would take
 #: 64 GiB a page. (The int64 k-mer codes, -1 for none, would allow up to 31.)
 MAX_KMER_SIZE = 15
+
+#: The smallest k that :func:`default_kmer_size` chooses.
+_MIN_KMER_SIZE = 4
 
 
 @dataclass
@@ -88,10 +92,12 @@ class MemIndex:
     def lengths(self) -> np.ndarray:
         return np.diff(self.starts) - 1
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the index to ``path`` (NumPy ``.npz``)."""
+    def save(self, path: str | os.PathLike | BinaryIO) -> None:
+        """Write the index to ``path``, a file name or a binary file open for writing (NumPy
+        ``.npz``)."""
         bounds = np.array([page.start for page in self.pages] + [len(self.text)])
-        with open(path, "wb") as handle:
+        with (open(path, "wb") if isinstance(path, str | os.PathLike)
+              else contextlib.nullcontext(path)) as handle:
             np.savez(handle, format=np.array([_FORMAT]), text=self.text, starts=self.starts,
                      names=np.array(self.names, dtype=object).astype(str),
                      kmer_size=np.array([self.kmer_size]), overlap=np.array([self.overlap]),
@@ -141,8 +147,9 @@ def build_index(reference, *, invalid: str = "wildcard", kmer_size: int | None =
     records look like protein (or text) is refused with a ValueError. With the
     CUDA backend the suffixes are sorted and the k-mer tables built on the GPU (a page too
     large for its free memory is sorted by libdivsufsort); the index is the same either way.
-    ``kmer_size`` (1 to :data:`MAX_KMER_SIZE`; None: ``config.MEM_KMER_SIZE``) is the length
-    of the k-mers whose table starts a search.
+    ``kmer_size`` (1 to :data:`MAX_KMER_SIZE`; None: :func:`default_kmer_size` of the
+    reference, at most ``config.MEM_KMER_SIZE``) is the length of the k-mers whose table starts
+    a search.
 
     Examples
     --------
@@ -150,13 +157,14 @@ def build_index(reference, *, invalid: str = "wildcard", kmer_size: int | None =
     >>> index.pages[0].suffix_array.tolist()
     [0, 5, 1, 6, 2, 7, 4, 3, 8]
     """
-    k = integer(config.MEM_KMER_SIZE if kmer_size is None else kmer_size, "kmer_size", 1,
-                MAX_KMER_SIZE)
+    if kmer_size is not None:
+        integer(kmer_size, "kmer_size", 1, MAX_KMER_SIZE)
     backend = resolve_backend(backend)
     records = as_sequence_set(nucleotides(reference, "reference"), "dna", invalid=invalid,
                               role="reference", parser=backend)
     if len(records) == 0:
         raise ValueError("reference: no records")
+    k = int(kmer_size) if kmer_size is not None else default_kmer_size(int(records.lengths.sum()))
     page_bases, overlap = int(config.MEM_PAGE_BASES), int(config.MEM_PAGE_OVERLAP)
     text, starts = _concatenate(records)
     build = _backend(backend).PageBuilder(text, k)
@@ -178,6 +186,25 @@ def nucleotides(source: Any, role: str) -> Any:
         looks = "protein" if alphabet.name == "protein" else "neither DNA nor protein"
         raise ValueError(f"{where}: looks like {looks}, MEMs are for DNA")
     return source
+
+def default_kmer_size(bases: int) -> int:
+    """The k of the k-mer table of a reference of ``bases`` symbols: the largest k up to
+    ``config.MEM_KMER_SIZE`` whose table (4**k rows) has no more rows than the reference has
+    symbols, and at least 4 (a 4 KiB table).
+
+    k only narrows where a search starts (the MEMs are the same for every k), so a small
+    reference need not carry the 16 MiB table of k = 10.
+
+    Examples
+    --------
+    >>> default_kmer_size(9_000), default_kmer_size(5_000_000), default_kmer_size(10)
+    (6, 10, 4)
+    """
+    largest = int(config.MEM_KMER_SIZE)
+    k = min(largest, _MIN_KMER_SIZE)
+    while k < largest and 4 ** (k + 1) <= bases:
+        k += 1
+    return k
 
 
 def _backend(backend: str) -> ModuleType:
