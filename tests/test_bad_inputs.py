@@ -19,7 +19,7 @@ import gpualign
 from gpualign import MemIndex, Scoring, SequenceFileError, SequenceSet, build_index
 from gpualign.cli import main
 from gpualign.io import read_records
-from gpualign.mems.index import MAX_KMER_SIZE
+from gpualign.mems.index import MAX_KMER_SIZE, default_kmer_size
 
 FASTA = "".join(f">r{number}\n{'ACGTTGCAAC' * 12}\n" for number in range(300)).encode()
 
@@ -191,7 +191,8 @@ def test_build_index_kmer_size_values():
         build_index(["ACGTACGT"], kmer_size=2.5, backend="cpu")
     index = build_index(["ACGTACGTTTGA"], kmer_size=3, backend="cpu")
     assert index.kmer_size == 3 and index.pages[0].kmer_rows.shape == (4 ** 3, 2)
-    assert build_index(["ACGT"], backend="cpu").kmer_size == gpualign.config.MEM_KMER_SIZE
+    # None: the default for the reference's size (a small reference, a small table).
+    assert build_index(["ACGT"], backend="cpu").kmer_size == default_kmer_size(4)
     mems = gpualign.find_mems(index, ["TTACGTACGTTTGAT"], min_length=5, strands="forward",
                               backend="cpu")
     assert (mems.query_pos.tolist(), mems.length.tolist()) == ([1, 2], [5, 12])

@@ -641,12 +641,15 @@ def test_align_sam(tmp_path):
     reads_fa = write_fasta(tmp_path / "reads.fa", reads)
     ref = write_fasta(tmp_path / "ref.fa", [(genes[0][0], genes[0][1])] * 3)
     sam = tmp_path / "out.sam"
+    # The three references share a name: renamed, as @SQ names must be unique (issue 20).
     assert main(["align", str(reads_fa), str(ref), "--mode", "local", "--invalid", "wildcard",
-                 "-o", str(sam), "-q"]) == 0
+                 "-o", str(sam), "-q", "--rename-duplicates"]) == 0
     lines = sam.read_text().splitlines()
     header = [line for line in lines if line.startswith("@")]
     records = [line.split("\t") for line in lines if not line.startswith("@")]
-    assert header[0].startswith("@HD\tVN:1.6") and header[1].startswith(f"@SQ\tSN:{genes[0][0]}")
+    assert header[0].startswith("@HD\tVN:1.6")
+    assert [line.split("\t")[1] for line in header[1:4]] == [
+        f"SN:{genes[0][0]}", f"SN:{genes[0][0]}.2", f"SN:{genes[0][0]}.3"]
     assert len(records) == 3
     first, second, third = records
     assert first[:6] == ["read1", "0", genes[0][0], "101", "255", "300="]

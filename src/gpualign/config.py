@@ -191,6 +191,14 @@ LCS_SHARED_BYTES = 48 * 1024
 LCS_STAGING_THREADS: int | None = None
 
 
+#: Records of one file with the same name (the header up to its first white space), where a
+#: reading function is not told (``duplicates=None``): "keep" them as they are, stop with a
+#: :class:`~gpualign.io.DuplicateNameError` ("error"), or "rename" the later ones ``NAME.2``,
+#: ``NAME.3`` ... (a :class:`~gpualign.io.DuplicateNameWarning` says so). The command line
+#: uses "error", or "rename" with ``--rename-duplicates``. Checking keeps every name of a
+#: file in memory while it is read, streamed or not.
+DUPLICATE_NAMES = "keep"
+
 #: The settings as shipped, for :func:`reset`.
 _DEFAULTS: dict[str, Any] = {name: value for name, value in globals().items()
                              if name.isupper() and not name.startswith("_")}

@@ -7,6 +7,7 @@ import gzip
 import itertools
 import lzma
 import os
+import warnings
 import zlib
 from collections.abc import Generator, Iterator, Sequence
 from typing import IO, Any
@@ -16,7 +17,8 @@ import numpy as np
 
 from .cigar import count_ops
 
-__all__ = ["SequenceFileError", "read_packed", "read_records", "write_tsv"]
+__all__ = ["DuplicateNameError", "DuplicateNameWarning", "SequenceFileError", "read_packed",
+           "read_records", "write_tsv"]
 
 
 class SequenceFileError(ValueError):
@@ -41,25 +43,110 @@ def _decompression_errors() -> tuple[type[Exception], ...]:
 _DECOMPRESSION_ERRORS = _decompression_errors()
 
 
-def read_records(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
-    """Yield ``(name, sequence)`` for every record of a FASTA or FASTQ file.
+class DuplicateNameError(SequenceFileError):
+    """Two records of one file have the same name."""
 
-    The format and compression (.gz, .bz2, .xz) are detected from the content; records are
-    streamed, so memory does not grow with the file. The name is the header up to the first
-    white space, as in SAM and MUMmer output. A file that is missing, unreadable, truncated,
-    corrupt or not FASTA/FASTQ raises :class:`SequenceFileError` naming it.
-    """
+
+class DuplicateNameWarning(UserWarning):
+    """Records of a file were renamed to make their names unique."""
+
+
+#: What the reading functions do about records of one file with the same name (see
+#: :data:`gpualign.config.DUPLICATE_NAMES`).
+DUPLICATES = ("keep", "error", "rename")
+
+
+class _Names:
+    """The names of a file's records, settled as they are read: an empty name becomes the
+    record's 0-based number in the file; a name met before is kept, refused or renamed
+    (``duplicates``: see :data:`gpualign.config.DUPLICATE_NAMES`; None takes that setting).
+
+    A renamed record gets ``NAME.N``, the smallest N >= 2 that no record read before it has:
+    names stay unique even where a file holds ``NAME.2`` itself (a later such record is renamed
+    in turn), and the same file is renamed the same way however it is read."""
+
+    def __init__(self, path: str, duplicates: str | None) -> None:
+        if duplicates is None:
+            from . import config
+
+            duplicates = config.DUPLICATE_NAMES
+        if duplicates not in DUPLICATES:
+            raise ValueError(f"duplicates={duplicates!r}: expected one of "
+                             f"{', '.join(map(repr, DUPLICATES))}")
+        self.path, self.duplicates = path, duplicates
+        # Name -> number of the record that has it ("keep" needs none).
+        self.first: dict[str, int] | None = None if duplicates == "keep" else {}
+        self.suffixes: dict[str, int] = {}  # name -> the next N to try for it
+        self.count = 0
+        self.warned = False
+
+    def batch(self, names: list[str]) -> list[str]:
+        """The names of the next ``len(names)`` records."""
+        if "" not in names:  # the common case, at C speed: no empty name ...
+            if self.first is None:
+                self.count += len(names)
+                return names
+            fresh = dict(zip(names, range(self.count, self.count + len(names)), strict=True))
+            if len(fresh) == len(names) and self.first.keys().isdisjoint(fresh):
+                self.first.update(fresh)  # ... and no name met before
+                self.count += len(names)
+                return names
+        return [self.next(name) for name in names]
+
+    def next(self, name: str) -> str:
+        """The name of the next record, whose header gives ``name``."""
+        number = self.count
+        self.count += 1
+        name = name or str(number)
+        if self.first is None:
+            return name
+        first = self.first.setdefault(name, number)
+        if first == number:
+            return name
+        if self.duplicates == "error":
+            raise DuplicateNameError(
+                f"{self.path}: records #{first} and #{number} have the same name {name!r}; "
+                "names must be unique (use duplicates='rename')")
+        suffix = self.suffixes.get(name, 2)
+        while f"{name}.{suffix}" in self.first:
+            suffix += 1
+        self.suffixes[name] = suffix + 1
+        renamed = f"{name}.{suffix}"
+        self.first[renamed] = number
+        if not self.warned:
+            self.warned = True
+            warnings.warn(f"{self.path}: records #{first} and #{number} have the same name "
+                          f"{name!r}: #{number} renamed {renamed!r}; later repeats of any "
+                          "name are renamed likewise (NAME.N)", DuplicateNameWarning,
+                          stacklevel=2)
+        return renamed
+
+
+def _split_header(header: str) -> tuple[str, str]:
+    """The ID (the header up to its first white space) and the description (the rest, white
+    space around it dropped) of a header line."""
+    parts = header.split(None, 1)
+    if len(parts) < 2:
+        return (parts[0] if parts else ""), ""
+    return parts[0], parts[1].rstrip()
+
+
+def _records(path: str) -> Iterator[tuple[str, str, str]]:
+    """``(id, description, sequence)`` of every record of a FASTA or FASTQ file, as dnaio
+    reads it (names not settled: see :class:`_Names`)."""
     path = _checked(path)
     index = -1
     try:
         with dnaio.open(path) as reader:
             for index, record in enumerate(reader):  # noqa: B007 (read in the handler)
                 # dnaio's id ends at a space or tab; printable, it has no other white space
-                # either, so it is the split below, at a fraction of the cost.
+                # either, so it and the comment are the split below, at a fraction of the cost.
                 name = record.id
-                if not (name and name.isprintable()):
-                    name = record.name.split(None, 1)[0] if record.name.strip() else ""
-                yield name, record.sequence
+                if name and name.isprintable():
+                    comment = record.comment
+                    yield name, comment.strip() if comment else "", record.sequence
+                else:
+                    yield *_split_header(record.name), record.sequence
     except dnaio.UnknownFileFormat:
         raise SequenceFileError(f"{path}: not a FASTA/FASTQ file (a FASTA record starts with "
                                 "'>', a FASTQ record with '@')") from None
@@ -115,6 +202,29 @@ def _checked(path: str | os.PathLike) -> str:
     return path
 
 
+def read_records(path: str | os.PathLike, *, descriptions: bool = False,
+                 duplicates: str | None = None) -> Iterator[tuple[str, ...]]:
+    """Yield ``(name, sequence)`` for every record of a FASTA or FASTQ file, or ``(name,
+    description, sequence)`` with ``descriptions``.
+
+    The format and compression (.gz, .bz2, .xz) are detected from the content; records are
+    streamed, so memory does not grow with the file. As in samtools and BLAST, the name (the
+    record's ID) is the header up to the first white space, and the description the rest
+    (white space around it dropped; ``""`` when none). A record without a name is named by its
+    0-based number in the file (``"2"``), in every output. ``duplicates`` says what to do
+    about names that repeat: "keep", "error" (:class:`DuplicateNameError`) or "rename"
+    (``NAME.2``, ``NAME.3`` ...; :class:`DuplicateNameWarning`); None (the default) takes
+    :data:`gpualign.config.DUPLICATE_NAMES`, "keep" unless changed. A file that is missing,
+    unreadable, truncated, corrupt or not FASTA/FASTQ raises :class:`SequenceFileError` naming
+    it.
+    """
+    path = os.fspath(path)
+    names = _Names(path, duplicates)
+    for name, description, sequence in _records(path):
+        name = names.next(name)
+        yield (name, description, sequence) if descriptions else (name, sequence)
+
+
 #: Bytes read from a file per block by :func:`read_packed`, each parsed at once (on the GPU)
 #: or in chunks on parallel threads (on the CPU).
 _BLOCK = 1 << 25
@@ -138,12 +248,14 @@ def _formats(backend: str) -> Any:
     raise ValueError(f"unknown file-format backend {backend!r}: expected 'cpu' or 'cuda'")
 
 
-def read_packed(path: str | os.PathLike, batch_residues: int, backend: str = "cpu",
-                ) -> Iterator[tuple[list[str], bytes, np.ndarray]]:
-    """Records of a FASTA or FASTQ file in batches: ``(names, sequences, offsets)``, the
-    sequences' bytes concatenated as ``bytes`` with ``int64`` offsets; names and sequences as
-    :func:`read_records` gives them. A batch closes at the record that brings it to
-    ``batch_residues`` symbols.
+def read_packed(path: str | os.PathLike, batch_residues: int, backend: str = "cpu", *,
+                descriptions: bool = False, duplicates: str | None = None,
+                ) -> Iterator[tuple[Any, ...]]:
+    """Records of a FASTA or FASTQ file in batches: ``(names, sequences, offsets)``, or
+    ``(names, descriptions, sequences, offsets)`` with ``descriptions``; the sequences' bytes
+    concatenated as ``bytes`` with ``int64`` offsets; names (``duplicates`` included),
+    descriptions and sequences as :func:`read_records` gives them. A batch closes at the
+    record that brings it to ``batch_residues`` symbols.
 
     Plain ASCII FASTA of short records, the common case for large read sets, is parsed a
     block at a time in compiled code (``backend`` "cpu": Numba on all cores; "cuda": a
@@ -152,11 +264,14 @@ def read_packed(path: str | os.PathLike, batch_residues: int, backend: str = "cp
     line) on, dnaio reads the rest, so results and errors are those of :func:`read_records`.
     dnaio reads files of long records (genomes) from the start.
     """
+    settled = _Names(os.fspath(path), duplicates)
     names: list[str] = []
+    notes: list[str] = []
     parts: list[bytes] = []
     lengths: list[np.ndarray] = []
     residues = 0
-    for block_names, sequences, block_lengths in _blocks(path, backend):
+    for block_names, block_notes, sequences, block_lengths in _blocks(path, backend):
+        block_names = settled.batch(block_names)
         ends = np.cumsum(block_lengths)
         first = 0
         while first < len(block_names):
@@ -165,45 +280,48 @@ def read_packed(path: str | os.PathLike, batch_residues: int, backend: str = "cp
             last = int(np.searchsorted(ends, base + batch_residues - residues, side="left"))
             stop = min(last + 1, len(block_names))
             names.extend(block_names[first:stop])
+            notes.extend(block_notes[first:stop])
             parts.append(memoryview(sequences)[base:int(ends[stop - 1])])
             lengths.append(block_lengths[first:stop])
             residues += int(ends[stop - 1]) - base
             first = stop
             if last < len(block_names):
-                yield _packed(names, parts, lengths)
-                names, parts, lengths, residues = [], [], [], 0
+                yield _packed(names, notes, parts, lengths, descriptions)
+                names, notes, parts, lengths, residues = [], [], [], [], 0
     if names:
-        yield _packed(names, parts, lengths)
+        yield _packed(names, notes, parts, lengths, descriptions)
 
 
-def _packed(names: list[str], parts: list[memoryview], lengths: list[np.ndarray]) -> tuple:
+def _packed(names: list[str], notes: list[str], parts: list[memoryview],
+            lengths: list[np.ndarray], descriptions: bool) -> tuple:
     offsets = np.zeros(len(names) + 1, dtype=np.int64)
     np.cumsum(np.concatenate(lengths), out=offsets[1:])
-    return names, b"".join(parts), offsets
+    sequences = b"".join(parts)
+    return (names, notes, sequences, offsets) if descriptions else (names, sequences, offsets)
 
 
 def _blocks(path: str | os.PathLike,
-            backend: str) -> Iterator[tuple[list[str], bytes, np.ndarray]]:
-    """``(names, sequences, lengths)`` of consecutive records of the file: from the compiled
-    FASTA parser, then from dnaio for the rest, a few thousand records at a time."""
+            backend: str) -> Iterator[tuple[list[str], list[str], bytes, np.ndarray]]:
+    """``(names, descriptions, sequences, lengths)`` of consecutive records of the file (names
+    not settled): from the compiled FASTA parser, then from dnaio for the rest, a few thousand
+    records at a time."""
     path = _checked(path)
     parsed: list[int] = []
     if (yield from _fasta_blocks(path, parsed, backend)):
         return
-    records = itertools.islice(read_records(path), sum(parsed), None)
+    records = itertools.islice(_records(os.fspath(path)), sum(parsed), None)
     for chunk in iter(lambda: list(itertools.islice(records, 4096)), []):
-        sequences = [sequence for _, sequence in chunk]
-        yield ([name for name, _ in chunk],
-               "".join(sequences).encode("latin-1", errors="replace"),
+        names, notes, sequences = (list(column) for column in zip(*chunk, strict=True))
+        yield (names, notes, "".join(sequences).encode("latin-1", errors="replace"),
                np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences)))
 
 
 def _fasta_blocks(path: str | os.PathLike, parsed: list[int], backend: str = "cpu",
-                  ) -> Generator[tuple[list[str], bytes, np.ndarray], None, bool]:
-    """``(names, sequences, lengths)`` of consecutive records parsed by the compiled FASTA
-    parser, their counts appended to ``parsed``, up to the end (returns True) or to the first
-    record it leaves to dnaio (False). Nothing for a file that is missing, not FASTA, or
-    unreadable (dnaio then reports why)."""
+                  ) -> Generator[tuple[list[str], list[str], bytes, np.ndarray], None, bool]:
+    """``(names, descriptions, sequences, lengths)`` of consecutive records parsed by the
+    compiled FASTA parser, their counts appended to ``parsed``, up to the end (returns True)
+    or to the first record it leaves to dnaio (False). Nothing for a file that is missing,
+    not FASTA, or unreadable (dnaio then reports why)."""
     import xopen
 
     if not os.path.isfile(path):
@@ -229,10 +347,10 @@ def _fasta_blocks(path: str | os.PathLike, parsed: list[int], backend: str = "cp
             if first:
                 parse_block = _formats(backend).parse_block
             first = False
-            names, sequences, lengths, consumed, unusual = parse_block(joined, final)
+            names, notes, sequences, lengths, consumed, unusual = parse_block(joined, final)
             if len(names):
                 parsed.append(len(names))
-                yield names, sequences, lengths
+                yield names, notes, sequences, lengths
             if unusual:
                 return False
             carry = joined[consumed:]
@@ -270,10 +388,12 @@ def write_sam(out: IO[str], queries: Any, targets: Any, query_index: np.ndarray,
 
     POS is 1-based; the CIGAR is the alignment's (``=``/``X``/``I``/``D``), with the query's
     unaligned ends soft-clipped (``S``; local and overlap alignments); ``AS:i`` is the score,
-    ``NM:i`` the edit count (``X``, ``I`` and ``D`` symbols). Returns the number of records."""
+    ``NM:i`` the edit count (``X``, ``I`` and ``D`` symbols). Returns the number of records.
+    Names are written as they are: read from files, they are never empty (a record without
+    one is named by its number) and, read as the command line reads them, unique."""
     out.write("@HD\tVN:1.6\tSO:unsorted\n")
     for number, name in enumerate(targets.names):
-        out.write(f"@SQ\tSN:{name or number}\tLN:{max(int(targets.lengths[number]), 1)}\n")
+        out.write(f"@SQ\tSN:{name}\tLN:{max(int(targets.lengths[number]), 1)}\n")
     out.write(f"@PG\tID:gpualign\tPN:gpualign\tCL:{program}\n")
     for p, (q, t) in enumerate(zip(query_index.tolist(), target_index.tolist(), strict=True)):
         length = int(queries.lengths[q])
@@ -282,12 +402,12 @@ def write_sam(out: IO[str], queries: Any, targets: Any, query_index: np.ndarray,
         if cigar:
             full = (f"{head}S" if head else "") + cigar + (f"{tail}S" if tail else "")
             flag, position = 0, int(result.target_start[p]) + 1
-            rname = targets.names[t] or str(t)
+            rname = targets.names[t]
         else:  # nothing aligned (an empty local alignment): unmapped
             full, flag, position, rname = "*", 4, 0, "*"
         edits = count_ops(cigar, "XID")
         sequence = queries[q] or "*"
-        out.write(f"{queries.names[q] or q}\t{flag}\t{rname}\t{position}\t255\t{full}\t*\t0\t0"
+        out.write(f"{queries.names[q]}\t{flag}\t{rname}\t{position}\t255\t{full}\t*\t0\t0"
                   f"\t{sequence}\t*\tAS:i:{int(result.score[p])}\tNM:i:{edits}\n")
     return len(query_index)
 

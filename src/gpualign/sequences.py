@@ -421,6 +421,10 @@ class SequenceSet:
     offsets : np.ndarray of int64
         ``codes[offsets[i]:offsets[i+1]]`` is sequence ``i``; ``len(offsets) == len(self) + 1``.
     names : list of str
+        Record names: from a file, the headers up to their first white space (see
+        :func:`gpualign.io.read_records`).
+    descriptions : list of str
+        The rest of each header (``""`` when none, and for sets not read from a file).
     alphabet : Alphabet
 
     Examples
@@ -431,13 +435,16 @@ class SequenceSet:
     """
 
     def __init__(self, codes: np.ndarray, offsets: np.ndarray, names: Sequence[str],
-                 alphabet: str | Alphabet = "dna"):
+                 alphabet: str | Alphabet = "dna", descriptions: Sequence[str] | None = None):
         self.codes = np.ascontiguousarray(codes, dtype=np.uint8)
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.names = list(names)
+        self.descriptions = [""] * len(self.names) if descriptions is None else list(descriptions)
         self.alphabet = get_alphabet(alphabet)
         if self.offsets.ndim != 1 or len(self.offsets) != len(self.names) + 1:
             raise ValueError("offsets must have one entry more than names")
+        if len(self.descriptions) != len(self.names):
+            raise ValueError(f"{len(self.descriptions)} descriptions for {len(self.names)} names")
         if self.offsets[0] != 0 or self.offsets[-1] != len(self.codes):
             raise ValueError("offsets must start at 0 and end at len(codes)")
         if np.any(np.diff(self.offsets) < 0):
@@ -460,24 +467,30 @@ class SequenceSet:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,
-                  invalid: str = "error", parser: str = "cpu") -> SequenceSet:
+                  invalid: str = "error", parser: str = "cpu",
+                  duplicates: str | None = None) -> SequenceSet:
         """Read a FASTA or FASTQ file (plain, .gz, .bz2, .xz), streamed record by record;
         ``parser`` ("cpu" or "cuda") is where FASTA blocks are parsed (see
         :func:`gpualign.io.read_packed`); ``alphabet`` may also be ``"auto"`` (see
-        :func:`resolve_alphabet`)."""
+        :func:`resolve_alphabet`). Names and descriptions are those of
+        :func:`gpualign.io.read_records`; records with the same name are kept as they are,
+        refused or renamed (``duplicates`` "keep", "error" or "rename"; None, the default,
+        takes :data:`gpualign.config.DUPLICATE_NAMES`, which is "keep" unless changed)."""
         alpha, _ = resolve_alphabet(alphabet, pathlib.Path(path))
         whole = [sequences for _, sequences in read_sets(path, alpha, batch_residues=1 << 62,
-                                                          invalid=invalid, parser=parser)]
+                                                          invalid=invalid, parser=parser,
+                                                          duplicates=duplicates)]
         return whole[0] if whole else cls.from_codes([], [], alpha)
 
     @classmethod
     def iter_file(cls, path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,
                   batch_residues: int = 1 << 26, invalid: str = "error",
-                  ) -> Iterator[SequenceSet]:
+                  duplicates: str | None = None) -> Iterator[SequenceSet]:
         """Yield consecutive sets of records from a file, each holding about ``batch_residues``
-        symbols, so that host memory stays bounded whatever the file size."""
+        symbols, so that host memory stays bounded whatever the file size; names as
+        :meth:`from_file` (repeated names are found across the sets)."""
         for _, sequences in read_sets(path, alphabet, batch_residues=batch_residues,
-                                      invalid=invalid):
+                                      invalid=invalid, duplicates=duplicates):
             yield sequences
 
     @classmethod
@@ -519,7 +532,8 @@ class SequenceSet:
         # Gather all residues at once: position p of the new set comes from source offset + rank.
         starts = np.repeat(self.offsets[indices] - offsets[:-1], lengths)
         codes = self.codes[starts + np.arange(offsets[-1], dtype=np.int64)]
-        return SequenceSet(codes, offsets, [self.names[i] for i in indices], self.alphabet)
+        return SequenceSet(codes, offsets, [self.names[i] for i in indices], self.alphabet,
+                           [self.descriptions[i] for i in indices])
 
     def to_device(self, device: int | None = None) -> tuple[Any, Any]:
         """Return ``(codes, offsets)`` as CuPy arrays on ``device``; copied once, then cached.
@@ -553,13 +567,14 @@ class SequenceSet:
         """
         from .cuda.host import pinned_copy
 
-        return SequenceSet(pinned_copy(self.codes), self.offsets, self.names, self.alphabet)
+        return SequenceSet(pinned_copy(self.codes), self.offsets, self.names, self.alphabet,
+                           self.descriptions)
 
     def view(self, lo: int, hi: int) -> SequenceSet:
         """Sequences ``lo .. hi - 1`` as a set that shares this one's codes (no copy)."""
         base = self.offsets[lo]
         return SequenceSet(self.codes[base:self.offsets[hi]], self.offsets[lo:hi + 1] - base,
-                           self.names[lo:hi], self.alphabet)
+                           self.names[lo:hi], self.alphabet, self.descriptions[lo:hi])
 
     def release_device(self) -> None:
         """Drop the device copies made by :meth:`to_device`, giving their GPU memory back."""
@@ -591,7 +606,8 @@ def as_sequence_set(sequences: Any, alphabet: str | Alphabet = "dna", *,
 
 def read_sets(path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,
               batch_residues: int = 1 << 26, invalid: str = "error",
-              parser: str = "cpu") -> Iterator[tuple[int, SequenceSet]]:
+              parser: str = "cpu", duplicates: str | None = None,
+              ) -> Iterator[tuple[int, SequenceSet]]:
     """Consecutive sets of records of a FASTA or FASTQ file (plain, .gz, .bz2, .xz), each
     holding about ``batch_residues`` symbols, with the index of its first record in the file.
 
@@ -603,13 +619,16 @@ def read_sets(path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,
         A set closes at the record that brings it to this many symbols.
     parser : {"cpu", "cuda"}
         Where FASTA blocks are parsed (see :func:`gpualign.io.read_packed`).
+    duplicates : {"keep", "error", "rename"}, optional
+        Records with the same name (see :meth:`SequenceSet.from_file`).
     """
     from .io import read_packed  # dnaio and xopen load only once a file is read
 
     alpha = get_alphabet(alphabet)
     start = 0
-    for names, raw, offsets in read_packed(path, batch_residues, parser):
+    for names, descriptions, raw, offsets in read_packed(
+            path, batch_residues, parser, descriptions=True, duplicates=duplicates):
         codes = encode_packed(raw, offsets, alpha, names=names, first_index=start,
                               invalid=invalid)
-        yield start, SequenceSet(codes, offsets, names, alpha)
+        yield start, SequenceSet(codes, offsets, names, alpha, descriptions)
         start += len(names)

@@ -11,8 +11,13 @@ Coordinates in the TSV output are 0-based, half-open, as in the Python API; ``*`
 that is not available (SAM's convention). The tables are those of the results' ``table``
 methods.
 
+Record names are the headers up to their first white space; a record without one is named
+by its 0-based number in its file. Two records of one file with the same name are an error
+unless ``--rename-duplicates`` (see :func:`~gpualign.cli._common.names_policy`).
+
 Exit status: 0 on success, 2 on bad input (unreadable or malformed files, invalid symbols,
-mismatched record counts, bad options, CUDA asked for but absent), 130 when interrupted.
+duplicate record names, mismatched record counts, bad options, CUDA asked for but absent),
+130 when interrupted.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from ..backend import BackendUnavailableError
 from ..io import SequenceFileError
 from ..sequences import InvalidSymbolError
 from . import align, allpairs, edit, lcs, mems
-from ._common import PROG, CommandParser
+from ._common import PROG, CommandParser, names_policy
 
 __all__ = ["ALIGN_COLUMNS", "COMMANDS", "EDIT_COLUMNS", "LCS_ALL_COLUMNS", "LCS_TOP_COLUMNS",
            "MEM_COLUMNS", "build_parser", "main"]
@@ -83,7 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         return exc.code if isinstance(exc.code, int) else 2
     try:
-        return args.run(args)
+        with names_policy(args):
+            return args.run(args)
     except BrokenPipeError:  # pragma: no cover - e.g. piped into head (before OSError)
         # Python flushes stdout at exit; point it at devnull so that flush does not fail again.
         devnull = os.open(os.devnull, os.O_WRONLY)

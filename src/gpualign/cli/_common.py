@@ -9,6 +9,7 @@ import contextlib
 import inspect
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -115,7 +116,8 @@ def add_pair_inputs(parser: argparse.ArgumentParser) -> None:
 
 
 def add_encoding_options(parser: argparse.ArgumentParser) -> None:
-    """--alphabet and --invalid: how the symbols of every input file are encoded."""
+    """--alphabet and --invalid: how the symbols of every input file are encoded; and
+    --rename-duplicates."""
     parser.add_argument("--alphabet", choices=(AUTO, "dna", "protein", "bytes"), default=AUTO,
                         help="sequence alphabet (default: auto = from the first records of the "
                              "inputs: dna, protein or bytes; protein with --matrix); in DNA, U "
@@ -124,6 +126,16 @@ def add_encoding_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--invalid", choices=("error", "wildcard"), default="error",
                         help="symbols outside the alphabet: stop with an error naming the record "
                              "and position (default), or read them as the wildcard N/X")
+    add_names_option(parser)
+
+
+def add_names_option(parser: argparse.ArgumentParser) -> None:
+    """--rename-duplicates: what to do about records of one file with the same name (see
+    :func:`names_policy`)."""
+    parser.add_argument("--rename-duplicates", action="store_true",
+                        help="records of one input file with the same name (the header up "
+                             "to its first white space): rename the later ones NAME.2, "
+                             "NAME.3 ... with a warning, instead of stopping with an error")
 
 
 def add_backend_option(parser: argparse.ArgumentParser) -> None:
@@ -182,6 +194,35 @@ def symbol_error(path: str, exc: InvalidSymbolError) -> InvalidSymbolError:
     message = (str(exc).replace("invalid='wildcard'", "--invalid wildcard")
                .replace("alphabet='protein'/'bytes'", "--alphabet protein/bytes"))
     return InvalidSymbolError(f"{path}: {message}")
+
+
+@contextlib.contextmanager
+def names_policy(args: argparse.Namespace) -> Iterator[None]:
+    """Run a command with its inputs' record names checked: records of one file with the same
+    name stop it with an error (exit status 2) that names both records, or with
+    ``--rename-duplicates`` are renamed (:data:`gpualign.config.DUPLICATE_NAMES`) and one line
+    ``gpualign: warning: ...`` per file says so, even where a file is read twice."""
+    from .. import config
+    from ..io import DuplicateNameError, DuplicateNameWarning
+
+    def show(message: Warning | str, category: type[Warning], *rest: Any, **options: Any
+             ) -> None:
+        if issubclass(category, DuplicateNameWarning):
+            print(f"{PROG}: warning: {message}", file=sys.stderr)
+        else:
+            shown(message, category, *rest, **options)
+
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+        warnings.showwarning = show
+        warnings.simplefilter("once", DuplicateNameWarning)
+        try:
+            with config.override(DUPLICATE_NAMES="rename" if args.rename_duplicates
+                                 else "error"):
+                yield
+        except DuplicateNameError as exc:  # the hint names the option, not the API argument
+            raise DuplicateNameError(str(exc).replace("duplicates='rename'",
+                                                      "--rename-duplicates")) from exc
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ from ..backend import resolve_backend
 from ..io import write_mummer, write_tsv
 from ._common import (
     add_backend_option,
+    add_names_option,
     add_output_options,
     api_default,
     check_output,
@@ -53,6 +54,7 @@ def _index_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="REF.gpuidx",
                         help="where to write the index ('-': standard output, unless it is a "
                              "terminal)")
+    add_names_option(parser)
     add_backend_option(parser)
     parser.add_argument("-q", "--quiet", action="store_true", help="no summary line")
 
@@ -101,6 +103,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                         help="read lengths on the header lines")
     parser.add_argument("--format", choices=("mummer", "tsv"), default="mummer",
                         help="output format (default: mummer)")
+    add_names_option(parser)
     add_backend_option(parser)
     add_output_options(parser)
 

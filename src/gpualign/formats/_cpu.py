@@ -20,9 +20,11 @@ CHUNK = 1 << 20
 _PARSED, _UNUSUAL = 0, 1
 
 
-def parse_block(raw: bytes, final: bool) -> tuple[list[str], bytes, np.ndarray, int, bool]:
-    """The complete records of ``raw`` (all of them when ``final``) as ``names, sequences,
-    lengths``, the bytes they take, and whether parsing stopped at a record left to dnaio.
+def parse_block(raw: bytes, final: bool,
+                ) -> tuple[list[str], list[str], bytes, np.ndarray, int, bool]:
+    """The complete records of ``raw`` (all of them when ``final``) as ``names, descriptions,
+    sequences, lengths``, the bytes they take, and whether parsing stopped at a record left to
+    dnaio.
 
     The block is cut into chunks of about ``CHUNK`` bytes at record starts (a line that
     begins with ``>``), parsed on parallel threads (the parser releases the GIL); only the
@@ -35,35 +37,42 @@ def parse_block(raw: bytes, final: bool) -> tuple[list[str], bytes, np.ndarray, 
             break
         cuts.append(at + 1)
     cuts.append(len(data))
-    # Chunk c writes from a + c (names) and a // 2 + c (lengths, two bytes a record at least):
-    # regions as large as the chunk's bytes allow, one after the other.
+    # Chunk c writes from a + c (names, descriptions) and a // 2 + c (lengths, two bytes a
+    # record at least): regions as large as the chunk's bytes allow, one after the other.
     sequences = np.empty(len(data), dtype=np.uint8)
     lengths = np.empty(len(data) // 2 + len(cuts), dtype=np.int64)
     name_bytes = np.empty(len(data) + len(cuts), dtype=np.uint8)
+    note_bytes = np.empty(len(data) + len(cuts), dtype=np.uint8)
 
     def parse(chunk: int) -> tuple:
         a, b = cuts[chunk], cuts[chunk + 1]
         return _parse_fasta(data[a:b], final or chunk < len(cuts) - 2, sequences[a:b],
                             lengths[a // 2 + chunk:b // 2 + chunk + 1],
-                            name_bytes[a + chunk:b + chunk + 1])
+                            name_bytes[a + chunk:b + chunk + 1],
+                            note_bytes[a + chunk:b + chunk + 1])
 
     # The first chunk on this thread: a process's first call loads the compiled parser, once,
     # rather than every thread of the pool waiting on that load.
     results = [parse(0), *_parsers().map(parse, range(1, len(cuts) - 1))]
-    names, parts, counts = [], [], []
+    names, notes, parts, counts = [], [], [], []
     consumed, unusual = 0, False
-    for chunk, (status, records, taken, used, name_used) in enumerate(results):
+    for chunk, (status, records, taken, used, name_used, note_used) in enumerate(results):
         a = cuts[chunk]
         names.append(name_bytes[a + chunk:a + chunk + name_used])
+        notes.append(note_bytes[a + chunk:a + chunk + note_used])
         parts.append(sequences[a:a + used])
         counts.append(lengths[a // 2 + chunk:a // 2 + chunk + records])
         consumed = a + taken
         unusual = status == _UNUSUAL
         if unusual or taken < cuts[chunk + 1] - a:
             break
-    text = b"".join(part.data for part in names).decode("ascii")
-    return (text.split("\n")[:-1], b"".join(part.data for part in parts),
+    return (_lines(names), _lines(notes), b"".join(part.data for part in parts),
             np.concatenate(counts), consumed, unusual)
+
+
+def _lines(parts: list[np.ndarray]) -> list[str]:
+    """The lines of ASCII text in ``parts``, each ended by a newline."""
+    return b"".join(part.data for part in parts).decode("ascii").split("\n")[:-1]
 
 
 @functools.cache
@@ -74,37 +83,57 @@ def _parsers() -> ThreadPoolExecutor:
 
 
 @njit(cache=True, nogil=True)
-def _parse_fasta(data, final, sequences, lengths, name_bytes):
+def _blank(byte):
+    """Space, tab or carriage return: the white space a FASTA line of the parser may hold."""
+    return byte == 32 or byte == 9 or byte == 13
+
+
+@njit(cache=True, nogil=True)
+def _parse_fasta(data, final, sequences, lengths, name_bytes, note_bytes):
     """Parse the complete FASTA records of ``data`` (all of them when ``final``). Returns
-    ``status, records, consumed bytes, sequence bytes, name bytes``: sequences concatenated
-    into ``sequences``, lengths into ``lengths``, names (the header up to its first white
-    space) into ``name_bytes``, each followed by a newline."""
+    ``status, records, consumed bytes, sequence bytes, name bytes, description bytes``:
+    sequences concatenated into ``sequences``, lengths into ``lengths``, names (the header up
+    to its first white space) into ``name_bytes`` and descriptions (the rest, white space
+    around it dropped) into ``note_bytes``, each followed by a newline."""
     n = len(data)
-    at = records = used = name_used = 0
-    while at < n and (data[at] == 10 or data[at] == 13 or data[at] == 32 or data[at] == 9):
+    at = records = used = name_used = note_used = 0
+    while at < n and (data[at] == 10 or _blank(data[at])):
         at += 1  # blank lines before the first record
     while at < n:
-        start, start_used, start_name = at, used, name_used
+        start, start_used, start_name, start_note = at, used, name_used, note_used
         if data[at] != 62:  # '>'
-            return _UNUSUAL, records, start, start_used, start_name
+            return _UNUSUAL, records, start, start_used, start_name, start_note
         end = at + 1
         while end < n and data[end] != 10:
             end += 1
         if end == n and not final:
-            return _PARSED, records, start, start_used, start_name
+            return _PARSED, records, start, start_used, start_name, start_note
         for position in range(at + 1, end):
-            byte = data[position]  # other white space, or not ASCII: dnaio and str.split
-            if byte >= 128 or byte == 11 or byte == 12 or 28 <= byte <= 31:
-                return _UNUSUAL, records, start, start_used, start_name
+            # Other white space, or not ASCII (dnaio and str.split differ); a carriage return
+            # before the line's end (dnaio ends the line there).
+            byte = data[position]
+            if (byte >= 128 or byte == 11 or byte == 12 or 28 <= byte <= 31 or
+                    (byte == 13 and position < end - 1)):
+                return _UNUSUAL, records, start, start_used, start_name, start_note
         name = at + 1
-        while name < end and (data[name] == 32 or data[name] == 9):
+        while name < end and _blank(data[name]):
             name += 1
-        while name < end and data[name] != 32 and data[name] != 9 and data[name] != 13:
+        while name < end and not _blank(data[name]):
             name_bytes[name_used] = data[name]
             name_used += 1
             name += 1
         name_bytes[name_used] = 10
         name_used += 1
+        while name < end and _blank(data[name]):
+            name += 1
+        last = end
+        while last > name and _blank(data[last - 1]):
+            last -= 1
+        for position in range(name, last):
+            note_bytes[note_used] = data[position]
+            note_used += 1
+        note_bytes[note_used] = 10
+        note_used += 1
         at = end + 1
         complete = True
         while at < n and data[at] != 62:  # sequence lines up to the next header
@@ -115,21 +144,20 @@ def _parse_fasta(data, final, sequences, lengths, name_bytes):
                 complete = False
                 break
             last = end  # trailing white space (and a carriage return) is dropped, as dnaio
-            while last > at and (data[last - 1] == 32 or data[last - 1] == 9 or
-                                 data[last - 1] == 13):
+            while last > at and _blank(data[last - 1]):
                 last -= 1
             for position in range(at, last):
                 byte = data[position]
                 if byte <= 32 or byte >= 127:
-                    return _UNUSUAL, records, start, start_used, start_name
+                    return _UNUSUAL, records, start, start_used, start_name, start_note
                 sequences[used] = byte
                 used += 1
             at = end + 1
         if not complete or (at >= n and not final):
-            return _PARSED, records, start, start_used, start_name
+            return _PARSED, records, start, start_used, start_name, start_note
         lengths[records] = used - start_used
         records += 1
-    return _PARSED, records, min(at, n), used, name_used
+    return _PARSED, records, min(at, n), used, name_used, note_used
 
 
 def mummer_text(names, name_offsets, query_lengths, bounds, forward, reverse, with_lengths,

@@ -29,13 +29,14 @@ def _first_non_blank(raw: bytes) -> int:
     return len(raw)
 
 
-def parse_block(raw: bytes, final: bool) -> tuple[list[str], bytes, np.ndarray, int, bool]:
-    """The complete records of ``raw`` (all of them when ``final``) as ``names, sequences,
-    lengths``, the bytes they take, and whether parsing stopped at a record left to dnaio
-    (as :func:`gpualign.formats._cpu.parse_block`)."""
+def parse_block(raw: bytes, final: bool,
+                ) -> tuple[list[str], list[str], bytes, np.ndarray, int, bool]:
+    """The complete records of ``raw`` (all of them when ``final``) as ``names, descriptions,
+    sequences, lengths``, the bytes they take, and whether parsing stopped at a record left to
+    dnaio (as :func:`gpualign.formats._cpu.parse_block`)."""
     import cupy
 
-    empty = ([], b"", np.zeros(0, dtype=np.int64))
+    empty = ([], [], b"", np.zeros(0, dtype=np.int64))
     first = _first_non_blank(raw)
     if first == len(raw):
         return *empty, len(raw), False
@@ -53,11 +54,13 @@ def parse_block(raw: bytes, final: bool) -> tuple[list[str], bytes, np.ndarray, 
         return *empty, first, False
     sequence_at = cupy.empty(records, dtype=cupy.int64)
     name_at = cupy.empty(records, dtype=cupy.int64)
+    note_at = cupy.empty(records, dtype=cupy.int64)
     unusual = cupy.zeros(records, dtype=cupy.int32)
     unused = cupy.zeros(1, dtype=cupy.uint8)
     measure = get_kernel(KERNEL_FILE, "fasta_records<false>")
     measure(*launch.grid(measure, records),
-            (data, starts, np.int64(records), sequence_at, name_at, unusual, unused, unused))
+            (data, starts, np.int64(records), sequence_at, name_at, note_at, unusual, unused,
+             unused, unused))
     flagged = cupy.flatnonzero(unusual)
     stopped = len(flagged) > 0
     if stopped:
@@ -68,14 +71,21 @@ def parse_block(raw: bytes, final: bool) -> tuple[list[str], bytes, np.ndarray, 
     lengths = sequence_at[:records].copy()
     sequence_ends = cupy.cumsum(lengths)
     name_ends = cupy.cumsum(name_at[:records])
+    note_ends = cupy.cumsum(note_at[:records])
     sequences = cupy.empty(int(sequence_ends[-1]), dtype=cupy.uint8)
     names = cupy.empty(int(name_ends[-1]), dtype=cupy.uint8)
+    notes = cupy.empty(int(note_ends[-1]), dtype=cupy.uint8)
     copy = get_kernel(KERNEL_FILE, "fasta_records<true>")
     copy(*launch.grid(copy, records),
          (data, starts, np.int64(records), sequence_ends - lengths, name_ends - name_at[:records],
-          unusual, sequences, names))
-    return (names.get().tobytes().decode("ascii").split("\n")[:-1], sequences.get().tobytes(),
-            lengths.get(), consumed, stopped)
+          note_ends - note_at[:records], unusual, sequences, names, notes))
+    return (_lines(names), _lines(notes), sequences.get().tobytes(), lengths.get(), consumed,
+            stopped)
+
+
+def _lines(text) -> list[str]:
+    """The lines of the ASCII text in the device array ``text``, each ended by a newline."""
+    return text.get().tobytes().decode("ascii").split("\n")[:-1]
 
 
 def mummer_text(names, name_offsets, query_lengths, bounds, forward, reverse, with_lengths,

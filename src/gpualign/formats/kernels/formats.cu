@@ -9,24 +9,29 @@ __device__ __forceinline__ bool trailing_blank(u8 byte) {
     return byte == ' ' || byte == '\t' || byte == '\r';
 }
 
-// Header bytes that dnaio and str.split treat differently from the parser: records holding
-// them are left to dnaio.
-__device__ __forceinline__ bool unusual_header_byte(u8 byte) {
-    return byte >= 128 || byte == 11 || byte == 12 || (byte >= 28 && byte <= 31);
+// Header bytes that dnaio and str.split treat differently from the parser (a carriage
+// return before the line's end: dnaio ends the line there): records holding them are left to
+// dnaio.
+__device__ __forceinline__ bool unusual_header_byte(u8 byte, bool last) {
+    return byte >= 128 || byte == 11 || byte == 12 || (byte >= 28 && byte <= 31) ||
+           (byte == '\r' && !last);
 }
 
 // Record r of a FASTA block: data[starts[r], starts[r + 1]), from its '>' to the next
 // record's. Sequence lines lose trailing blanks and carriage returns; the name is the header
-// up to its first blank. Without write: the sequence length into sequence_at[r], the name
-// length + 1 into name_at[r], and unusual[r] = 1 for a record left to dnaio (other white
-// space in a sequence line, a header byte above). With write: the sequence copied to
-// sequences + sequence_at[r], the name and a newline to names + name_at[r].
+// up to its first blank, the description the rest, blanks around it dropped. Without write:
+// the sequence length into sequence_at[r], the name and description lengths + 1 into
+// name_at[r] and note_at[r], and unusual[r] = 1 for a record left to dnaio (other white space
+// in a sequence line, a header byte above). With write: the sequence copied to sequences +
+// sequence_at[r], the name and a newline to names + name_at[r], the description and a
+// newline to notes + note_at[r].
 template <bool write>
 __global__ void __launch_bounds__(256)
 fasta_records(const u8* __restrict__ data, const i64* __restrict__ starts,
               i64 records, i64* __restrict__ sequence_at,
-              i64* __restrict__ name_at, int* __restrict__ unusual,
-              u8* __restrict__ sequences, u8* __restrict__ names) {
+              i64* __restrict__ name_at, i64* __restrict__ note_at,
+              int* __restrict__ unusual, u8* __restrict__ sequences,
+              u8* __restrict__ names, u8* __restrict__ notes) {
     const i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= records) return;
     const i64 end = starts[r + 1];
@@ -34,22 +39,31 @@ fasta_records(const u8* __restrict__ data, const i64* __restrict__ starts,
     while (line_end < end && data[line_end] != '\n') ++line_end;
     if (!write) {
         for (i64 at = starts[r] + 1; at < line_end; ++at) {
-            if (unusual_header_byte(data[at])) {
+            if (unusual_header_byte(data[at], at + 1 == line_end)) {
                 unusual[r] = 1;
                 return;
             }
         }
     }
     i64 at = starts[r] + 1;
-    while (at < line_end && (data[at] == ' ' || data[at] == '\t')) ++at;
+    while (at < line_end && trailing_blank(data[at])) ++at;
     i64 name = write ? name_at[r] : 0;
     for (; at < line_end && !trailing_blank(data[at]); ++at, ++name) {
         if (write) names[name] = data[at];
     }
+    while (at < line_end && trailing_blank(data[at])) ++at;
+    i64 note_end = line_end;
+    while (note_end > at && trailing_blank(data[note_end - 1])) --note_end;
+    i64 note = write ? note_at[r] : 0;
+    for (; at < note_end; ++at, ++note) {
+        if (write) notes[note] = data[at];
+    }
     if (write) {
         names[name] = '\n';
+        notes[note] = '\n';
     } else {
         name_at[r] = name + 1;
+        note_at[r] = note + 1;
     }
     i64 used = write ? sequence_at[r] : 0;
     for (at = line_end + 1; at < end;) {

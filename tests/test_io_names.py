@@ -1,0 +1,237 @@
+"""Record names: the ID (the header up to its first white space) and the description, the same
+from dnaio and from both compiled FASTA parsers; empty names (the record's number, in TSV and
+SAM alike); repeated names (kept, refused or renamed, in the API and on the command line)."""
+
+from __future__ import annotations
+
+import gzip
+import warnings
+from pathlib import Path
+
+import pytest
+
+import gpualign
+from gpualign import config, io
+from gpualign.cli import main
+from gpualign.formats import _cpu as formats_cpu
+from gpualign.sequences import SequenceSet, read_sets
+
+# Headers with spaces, tabs, several blanks, leading blanks, a carriage return and nothing.
+HEADERS = ["a desc  with  blanks ", "b\tx\ty", "c", "  d lead", "e \t ", "f x\r", "", "\tg",
+           "h \t\r", "i  \t  j k\t"]
+WANT = [("a", "desc  with  blanks"), ("b", "x\ty"), ("c", ""), ("d", "lead"), ("e", ""),
+        ("f", "x"), ("6", ""), ("g", ""), ("h", ""), ("i", "j k")]
+
+
+def _fasta(headers: list[str]) -> bytes:
+    return "".join(f">{header}\nAC\nGT\n" for header in headers).encode()
+
+
+def _fastq(headers: list[str]) -> bytes:
+    return "".join(f"@{header}\nACGT\n+\nIIII\n" for header in headers).encode()
+
+
+def _write(path: Path, content: bytes) -> Path:
+    path.write_bytes(gzip.compress(content) if path.suffix == ".gz" else content)
+    return path
+
+
+@pytest.mark.parametrize("name", ["x.fa", "x.fa.gz", "x.fq", "x.fq.gz"])
+def test_id_and_description_as_samtools(tmp_path, name, backend, monkeypatch):
+    # Chunks of 8 bytes: the CPU parser reads every record on a thread of its own.
+    monkeypatch.setattr(formats_cpu, "CHUNK", 8)
+    content = (_fastq if ".fq" in name else _fasta)(HEADERS)
+    path = _write(tmp_path / name, content)
+    assert [(n, d) for n, d, _ in io.read_records(path, descriptions=True)] == WANT
+    assert [n for n, _ in io.read_records(path)] == [n for n, _ in WANT]
+    got = SequenceSet.from_file(path, parser=backend)
+    assert list(zip(got.names, got.descriptions, strict=True)) == WANT
+    assert got[0] == "ACGT"
+    batches = list(io.read_packed(path, 4, backend, descriptions=True))
+    assert len(batches) == len(WANT)
+    assert [(n, d) for names, notes, _, _ in batches
+            for n, d in zip(names, notes, strict=True)] == WANT
+    if ".fa" in name:  # the compiled parser read all of it, not dnaio
+        parsed: list[int] = []
+        list(io._fasta_blocks(path, parsed, backend))
+        assert sum(parsed) == len(WANT)
+
+
+@pytest.mark.parametrize(("header", "want"), [
+    ("b\x0bc d", [("b", "c d", "ACGT")]),  # white space to str.split, not to dnaio's id
+    ("b c\rA", [("b", "c", "AACGT")]),  # dnaio ends a FASTA line at a carriage return
+    ("b\r\r", [("b", "", "ACGT")]),
+])
+def test_parser_hands_unusual_headers_to_dnaio(tmp_path, backend, header, want):
+    path = _write(tmp_path / "x.fa", _fasta(["a x", header]))
+    want = [("a", "x", "ACGT"), *want]
+    assert list(io.read_records(path, descriptions=True)) == want
+    got = SequenceSet.from_file(path, parser=backend)
+    assert list(zip(got.names, got.descriptions, map(got.__getitem__, range(2)),
+                    strict=True)) == want
+    parsed: list[int] = []
+    list(io._fasta_blocks(path, parsed, backend))
+    assert parsed == [1]  # the first record only: dnaio reads the other
+
+
+def test_descriptions_follow_the_records():
+    s = SequenceSet.from_sequences(["AC", "GT", "TT"], names=["a", "b", "c"])
+    assert s.descriptions == ["", "", ""]  # the constructor takes no descriptions: ""
+    s = SequenceSet(s.codes, s.offsets, s.names, "dna", ["x", "", "z"])
+    assert s.take([2, 0]).descriptions == ["z", "x"]
+    assert s.view(1, 3).descriptions == ["", "z"]
+    with pytest.raises(ValueError, match="2 descriptions for 3 names"):
+        SequenceSet(s.codes, s.offsets, s.names, "dna", ["x", "y"])
+
+
+# --- duplicates in the API -------------------------------------------------------------------
+
+
+DUPLICATED = [">a one\nAC\n", ">b\nGG\n", ">a two\nTT\n", ">a.2\nCC\n", ">a\nAA\n", ">\nA\n",
+              ">5\nG\n"]
+
+
+@pytest.fixture
+def duplicated(tmp_path: Path) -> Path:
+    return _write(tmp_path / "dup.fa", "".join(DUPLICATED).encode())
+
+
+def test_api_keeps_duplicates_by_default(duplicated, backend):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = SequenceSet.from_file(duplicated, parser=backend)
+    assert s.names == ["a", "b", "a", "a.2", "a", "5", "5"]
+    assert s.descriptions == ["one", "", "two", "", "", "", ""]
+
+
+@pytest.mark.parametrize("batch_residues", [1, 1 << 20])
+def test_api_refuses_duplicates(duplicated, batch_residues):
+    message = (f"{duplicated}: records #0 and #2 have the same name 'a'; names must be unique "
+               "(use duplicates='rename')")
+    with pytest.raises(io.DuplicateNameError, match=f"^{message}$".replace("(", r"\(")
+                       .replace(")", r"\)")):
+        list(read_sets(duplicated, batch_residues=batch_residues, duplicates="error"))
+    with pytest.raises(gpualign.io.SequenceFileError, match="records #0 and #2"):
+        list(io.read_records(duplicated, duplicates="error"))
+
+
+@pytest.mark.parametrize("batch_residues", [1, 3, 1 << 20])
+def test_api_renames_duplicates_uniquely(duplicated, batch_residues, backend):
+    # The later 'a' become a.2 and a.3, so the file's own a.2 (read after a.2 was given) gets
+    # a.2.2; the empty name is '5', so the record named 5 becomes 5.2. However the file is cut.
+    want = ["a", "b", "a.2", "a.2.2", "a.3", "5", "5.2"]
+    with pytest.warns(io.DuplicateNameWarning) as caught:
+        names = [name for _, s in read_sets(duplicated, batch_residues=batch_residues,
+                                            parser=backend, duplicates="rename")
+                 for name in s.names]
+    assert names == want
+    assert len(caught) == 1
+    assert str(caught[0].message) == (
+        f"{duplicated}: records #0 and #2 have the same name 'a': #2 renamed 'a.2'; later "
+        "repeats of any name are renamed likewise (NAME.N)")
+    with pytest.warns(io.DuplicateNameWarning):
+        assert [n for n, _ in io.read_records(duplicated, duplicates="rename")] == want
+
+
+def test_config_sets_the_default_and_bad_values_are_refused(duplicated):
+    with config.override(DUPLICATE_NAMES="error"), pytest.raises(io.DuplicateNameError):
+        SequenceSet.from_file(duplicated)
+    with config.override(DUPLICATE_NAMES="error"):  # an explicit argument wins
+        assert len(SequenceSet.from_file(duplicated, duplicates="keep")) == 7
+    with pytest.raises(ValueError, match="duplicates='drop': expected one of 'keep', 'error'"):
+        SequenceSet.from_file(duplicated, duplicates="drop")
+
+
+def test_many_repeats_of_one_name(tmp_path):
+    path = _write(tmp_path / "r.fa", b"".join(b">r\nA\n" for _ in range(1000)))
+    with pytest.warns(io.DuplicateNameWarning):
+        s = SequenceSet.from_file(path, duplicates="rename")
+    assert s.names[:3] == ["r", "r.2", "r.3"] and s.names[-1] == "r.1000"
+    assert len(set(s.names)) == 1000
+
+
+# --- empty names: TSV and SAM ----------------------------------------------------------------
+
+
+def test_empty_names_are_numbers_in_tsv_and_sam(tmp_path, capsys):
+    queries = _write(tmp_path / "q.fa", b">\nACGT\n>q1\nACGA\n")
+    targets = _write(tmp_path / "t.fa", b">t0\nACGT\n> \nACGA\n")
+    assert main(["align", str(queries), str(targets), "--task", "path", "-q", "--backend",
+                 "cpu"]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()[1:]]
+    assert [row[:2] for row in rows] == [["0", "t0"], ["q1", "1"]]
+    assert main(["align", str(queries), str(targets), "--format", "sam", "-q", "--backend",
+                 "cpu"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.startswith("@SQ")] == ["@SQ\tSN:t0\tLN:4",
+                                                                 "@SQ\tSN:1\tLN:4"]
+    records = [line.split("\t") for line in lines if not line.startswith("@")]
+    assert [(r[0], r[2]) for r in records] == [("0", "t0"), ("q1", "1")]
+
+
+# --- duplicates on the command line ----------------------------------------------------------
+
+
+def _commands(tmp_path: Path, dup: Path) -> dict[str, list[str]]:
+    """Every command that reads records, with the file of repeated names in each role."""
+    other = _write(tmp_path / "other.fa", b">x\nACGTACGTACGTACGTACGTACGT\n>y\nTTTTGGGGCCCCAAAA\n"
+                                           b">z\nACGTACGTACGTACGTACGTACGT\n")
+    base = ["--backend", "cpu"]
+    return {
+        "edit queries": ["edit", str(dup), str(other), *base],
+        "edit targets": ["edit", str(other), str(dup), *base],
+        "align targets": ["align", str(other), str(dup), *base],
+        "allpairs": ["allpairs", str(dup), "--min-identity", "0.5", *base],
+        "lcs query": ["lcs", str(dup), str(other), *base],
+        "lcs subjects": ["lcs", str(other), str(dup), *base],
+        "lcs --all subjects": ["lcs", str(other), str(dup), "--all", *base],
+        "mems reference": ["mems", str(dup), str(other), "-l", "4", *base],
+        "mems reads": ["mems", str(other), str(dup), "-l", "4", *base],
+        "index": ["index", str(dup), "-o", str(tmp_path / "dup.gpuidx"), *base],
+    }
+
+
+COMMANDS = ["edit queries", "edit targets", "align targets", "allpairs", "lcs query",
+            "lcs subjects", "lcs --all subjects", "mems reference", "mems reads", "index"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_cli_refuses_duplicates(tmp_path, capsys, command):
+    dup = _write(tmp_path / "dup.fa", b">a\nACGTACGTAC\n>b\nGGGGTTTT\n>a desc\nACGTACGTAA\n")
+    argv = _commands(tmp_path, dup)[command]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err == (f"gpualign: error: {dup}: records #0 and #2 have the same name "
+                            "'a'; names must be unique (use --rename-duplicates)\n")
+    assert captured.out == ""
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_cli_renames_duplicates_with_one_warning(tmp_path, capsys, command):
+    dup = _write(tmp_path / "dup.fa", b">a\nACGTACGTAC\n>b\nGGGGTTTT\n>a desc\nACGTACGTAA\n")
+    argv = _commands(tmp_path, dup)[command]
+    assert main([*argv, "--rename-duplicates", "-q"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == (f"gpualign: warning: {dup}: records #0 and #2 have the same name "
+                            "'a': #2 renamed 'a.2'; later repeats of any name are renamed "
+                            "likewise (NAME.N)\n")
+    if command.startswith(("lcs subjects", "lcs --all", "edit targets")):
+        assert "\ta.2\t" in captured.out
+    if command == "mems reads":
+        assert "> a.2\n" in captured.out
+
+
+def test_sam_never_has_duplicate_sq_lines(tmp_path, capsys):
+    queries = _write(tmp_path / "q.fa", b">r\nACGTACGT\n>r\nACGAACGT\n>s\nACGT\n")
+    targets = _write(tmp_path / "t.fa", b">chr\nACGTACGT\n>chr\nACGAACGT\n>chr.2\nACGT\n")
+    argv = ["align", str(queries), str(targets), "--format", "sam", "-q", "--backend", "cpu"]
+    assert main(argv) == 2
+    assert "records #0 and #1 have the same name 'r'" in capsys.readouterr().err
+    assert main([*argv, "--rename-duplicates"]) == 0
+    captured = capsys.readouterr()
+    sq = [line for line in captured.out.splitlines() if line.startswith("@SQ")]
+    assert sq == ["@SQ\tSN:chr\tLN:8", "@SQ\tSN:chr.2\tLN:8", "@SQ\tSN:chr.2.2\tLN:4"]
+    names = [line.split("\t")[0] for line in captured.out.splitlines()
+             if not line.startswith("@")]
+    assert names == ["r", "r.2", "s"]
+    assert captured.err.count("gpualign: warning:") == 2  # one line per file
