@@ -74,8 +74,10 @@ class _Names:
             raise ValueError(f"duplicates={duplicates!r}: expected one of "
                              f"{', '.join(map(repr, DUPLICATES))}")
         self.path, self.duplicates = path, duplicates
-        # Name -> number of the record that has it ("keep" needs none).
-        self.first: dict[str, int] | None = None if duplicates == "keep" else {}
+        # The names given so far, as a set (membership) and in record order (the number of a
+        # record named before, for the messages); "keep" needs neither.
+        self.seen: set[str] | None = None if duplicates == "keep" else set()
+        self.order: list[str] = []
         self.suffixes: dict[str, int] = {}  # name -> the next N to try for it
         self.count = 0
         self.warned = False
@@ -83,12 +85,13 @@ class _Names:
     def batch(self, names: list[str]) -> list[str]:
         """The names of the next ``len(names)`` records."""
         if "" not in names:  # the common case, at C speed: no empty name ...
-            if self.first is None:
+            if self.seen is None:
                 self.count += len(names)
                 return names
-            fresh = dict(zip(names, range(self.count, self.count + len(names)), strict=True))
-            if len(fresh) == len(names) and self.first.keys().isdisjoint(fresh):
-                self.first.update(fresh)  # ... and no name met before
+            fresh = set(names)
+            if len(fresh) == len(names) and self.seen.isdisjoint(fresh):
+                self.seen |= fresh  # ... and no name met before
+                self.order.extend(names)
                 self.count += len(names)
                 return names
         return [self.next(name) for name in names]
@@ -98,27 +101,29 @@ class _Names:
         number = self.count
         self.count += 1
         name = name or str(number)
-        if self.first is None:
+        if self.seen is None:
             return name
-        first = self.first.setdefault(name, number)
-        if first == number:
+        if name not in self.seen:
+            self.seen.add(name)
+            self.order.append(name)
             return name
         if self.duplicates == "error":
             raise DuplicateNameError(
-                f"{self.path}: records #{first} and #{number} have the same name {name!r}; "
-                "names must be unique (use duplicates='rename')")
+                f"{self.path}: records #{self.order.index(name)} and #{number} have the same "
+                f"name {name!r}; names must be unique (use duplicates='rename')")
         suffix = self.suffixes.get(name, 2)
-        while f"{name}.{suffix}" in self.first:
+        while f"{name}.{suffix}" in self.seen:
             suffix += 1
         self.suffixes[name] = suffix + 1
         renamed = f"{name}.{suffix}"
-        self.first[renamed] = number
+        self.seen.add(renamed)
+        self.order.append(renamed)
         if not self.warned:
             self.warned = True
-            warnings.warn(f"{self.path}: records #{first} and #{number} have the same name "
-                          f"{name!r}: #{number} renamed {renamed!r}; later repeats of any "
-                          "name are renamed likewise (NAME.N)", DuplicateNameWarning,
-                          stacklevel=2)
+            warnings.warn(f"{self.path}: records #{self.order.index(name)} and #{number} have "
+                          f"the same name {name!r}: #{number} renamed {renamed!r}; later "
+                          "repeats of any name are renamed likewise (NAME.N)",
+                          DuplicateNameWarning, stacklevel=2)
         return renamed
 
 
