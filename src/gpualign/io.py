@@ -88,12 +88,13 @@ class _Names:
             if self.seen is None:
                 self.count += len(names)
                 return names
-            fresh = set(names)
-            if len(fresh) == len(names) and self.seen.isdisjoint(fresh):
-                self.seen |= fresh  # ... and no name met before
+            before = len(self.seen)
+            self.seen.update(names)  # one pass over the names
+            if len(self.seen) == before + len(names):  # ... and no name met before
                 self.order.extend(names)
                 self.count += len(names)
                 return names
+            self.seen = set(self.order)  # a repeat: undo, and settle name by name
         return [self.next(name) for name in names]
 
     def next(self, name: str) -> str:
