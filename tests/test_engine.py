@@ -215,8 +215,8 @@ class _Kernel:
 
 @pytest.fixture
 def small_device(monkeypatch):
-    limits = launch.DeviceLimits(name="small GPU", multiprocessors=2, max_threads_per_block=1024,
-                                 max_grid_x=10, shared_per_block_optin=100 * 1024, warp_size=32)
+    limits = launch.DeviceLimits(name="small GPU", max_grid_x=10,
+                                 shared_per_block_optin=100 * 1024)
     monkeypatch.setattr(launch, "device_limits", lambda device: limits)
     monkeypatch.setattr(launch, "_current_device", lambda: 0)
 

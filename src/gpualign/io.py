@@ -40,7 +40,9 @@ def _decompression_errors() -> tuple[type[Exception], ...]:
     return tuple(errors)
 
 
-_DECOMPRESSION_ERRORS = _decompression_errors()
+#: What the fast gzip decompressors raise on damaged data (the readers of this module and the
+#: alphabet sampling of :mod:`gpualign.sequences` catch them).
+DECOMPRESSION_ERRORS = _decompression_errors()
 
 
 class DuplicateNameError(SequenceFileError):
@@ -138,9 +140,8 @@ def _split_header(header: str) -> tuple[str, str]:
 
 
 def _records(path: str) -> Iterator[tuple[str, str, str]]:
-    """``(id, description, sequence)`` of every record of a FASTA or FASTQ file, as dnaio
-    reads it (names not settled: see :class:`_Names`)."""
-    path = _checked(path)
+    """``(id, description, sequence)`` of every record of the FASTA or FASTQ file ``path``
+    (checked by :func:`_checked`), as dnaio reads it (names not settled: see :class:`_Names`)."""
     index = -1
     try:
         with dnaio.open(path) as reader:
@@ -157,7 +158,7 @@ def _records(path: str) -> Iterator[tuple[str, str, str]]:
         raise SequenceFileError(f"{path}: not a FASTA/FASTQ file (a FASTA record starts with "
                                 "'>', a FASTQ record with '@')") from None
     except (dnaio.FileFormatError, EOFError, OSError, gzip.BadGzipFile, zlib.error,
-            lzma.LZMAError, UnicodeDecodeError, *_DECOMPRESSION_ERRORS) as exc:
+            lzma.LZMAError, UnicodeDecodeError, *DECOMPRESSION_ERRORS) as exc:
         where = f"after record #{index}" if index >= 0 else "before the first record"
         raise SequenceFileError(f"{path}: cannot read {where}: {_reason(exc)}") from exc
 
@@ -224,7 +225,7 @@ def read_records(path: str | os.PathLike, *, descriptions: bool = False,
     unreadable, truncated, corrupt or not FASTA/FASTQ raises :class:`SequenceFileError` naming
     it.
     """
-    path = os.fspath(path)
+    path = _checked(path)
     names = _Names(path, duplicates)
     for name, description, sequence in _records(path):
         name = names.next(name)
@@ -315,7 +316,7 @@ def _blocks(path: str | os.PathLike,
     parsed: list[int] = []
     if (yield from _fasta_blocks(path, parsed, backend)):
         return
-    records = itertools.islice(_records(os.fspath(path)), sum(parsed), None)
+    records = itertools.islice(_records(path), sum(parsed), None)
     for chunk in iter(lambda: list(itertools.islice(records, 4096)), []):
         names, notes, sequences = (list(column) for column in zip(*chunk, strict=True))
         yield (names, notes, "".join(sequences).encode("latin-1", errors="replace"),
@@ -334,7 +335,7 @@ def _fasta_blocks(path: str | os.PathLike, parsed: list[int], backend: str = "cp
         return False
     try:
         handle = xopen.xopen(path, "rb", threads=0)
-    except (OSError, ValueError, *_DECOMPRESSION_ERRORS):
+    except (OSError, ValueError, *DECOMPRESSION_ERRORS):
         return False
     with handle:
         carry = b""
@@ -343,7 +344,7 @@ def _fasta_blocks(path: str | os.PathLike, parsed: list[int], backend: str = "cp
             try:
                 block = handle.read(_BLOCK)
             except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError,
-                    *_DECOMPRESSION_ERRORS):
+                    *DECOMPRESSION_ERRORS):
                 return False  # read_records reports it
             final = not block
             joined = carry + block

@@ -250,12 +250,12 @@ def _file_sample(path: os.PathLike) -> bytes:
     none where it cannot be read or is neither (reading it reports why)."""
     import xopen  # loads with the file readers, once a file is read
 
-    from .io import _DECOMPRESSION_ERRORS
+    from .io import DECOMPRESSION_ERRORS
 
     try:
         with xopen.xopen(os.fspath(path), "rb", threads=0) as handle:
             lines = handle.read(_SAMPLE_FILE_BYTES).lstrip().splitlines()
-    except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError, *_DECOMPRESSION_ERRORS):
+    except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError, *DECOMPRESSION_ERRORS):
         return b""
     if lines and lines[0].startswith(b"@"):  # FASTQ: the second line of every four
         sequences = lines[1::4][:_SAMPLE_RECORDS]

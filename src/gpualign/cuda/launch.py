@@ -29,11 +29,8 @@ class DeviceLimits:
     """The limits of one device that launches are checked against."""
 
     name: str
-    multiprocessors: int
-    max_threads_per_block: int
     max_grid_x: int
     shared_per_block_optin: int
-    warp_size: int
 
 
 @functools.cache
@@ -45,11 +42,8 @@ def device_limits(device: int) -> DeviceLimits:
     name = properties["name"]
     return DeviceLimits(
         name=name.decode() if isinstance(name, bytes) else str(name),
-        multiprocessors=int(properties["multiProcessorCount"]),
-        max_threads_per_block=int(properties["maxThreadsPerBlock"]),
         max_grid_x=int(properties["maxGridSize"][0]),
         shared_per_block_optin=int(properties["sharedMemPerBlockOptin"]),
-        warp_size=int(properties["warpSize"]),
     )
 
 
