@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpualign.align import _cuda as align_cuda
+from gpualign.align import _cuda_long as align_long
 from gpualign.cuda import loader
 from gpualign.edit import _cuda as edit_cuda
 from gpualign.formats import _cuda as formats_cuda
@@ -28,6 +29,11 @@ KERNELS = {
     align_cuda.WARP_KERNEL_FILE: [
         "gather_text", "warp_fill<24, 2, true, true>", "warp_fill<32, 1, false, false>",
         "trace_back<2, true>",
+    ],
+    align_long.KERNEL_FILE: [
+        align_long.kernel_name(32, 16, True, False, False),  # one warp a tile, DNA
+        align_long.kernel_name(128, 8, False, True, True),  # four warps, a table, local
+        align_long.kernel_name(64, 1, True, False, True),
     ],
     edit_cuda.KERNEL_FILE: [
         "build_match_table", edit_cuda._kernel_name(1, 1, True, edit_cuda.TRACK_BEST),

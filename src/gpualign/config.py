@@ -126,6 +126,24 @@ ALIGN_WARP_MIN_CELLS = 1 << 22
 #: kernels).
 ALIGN_WARP_MIN_RATIO = 16.0
 
+#: Pairs of at least this many DP cells (query x target length) run on the CUDA long-alignment
+#: engine (``align/kernels/long.cu``): a wavefront of tiles over every SM for one pair, instead
+#: of a thread or a warp per pair (every mode; scores and end cells).
+LONG_ALIGN_MIN_CELLS = 1 << 26
+
+#: Threads of one tile of the long-alignment engine (a multiple of 32, at most 1024): a tile
+#: has ``LONG_ALIGN_THREADS * LONG_ALIGN_ROWS_PER_THREAD`` query rows, its threads run as a
+#: wavefront over its columns (a barrier per column when the tile has several warps).
+LONG_ALIGN_THREADS = 64
+
+#: Query rows each thread of a long-alignment tile keeps in registers (H and E of each).
+LONG_ALIGN_ROWS_PER_THREAD = 8
+
+#: Target columns of a long-alignment tile: larger tiles pay the wavefront's fill and drain
+#: less often, smaller ones give a launch more tiles (the launches go along the anti-diagonals
+#: of tiles).
+LONG_ALIGN_TILE_COLUMNS = 512
+
 #: Query rows each lane of the CUDA path kernel (``task="path"``) may keep, multiples of 8: a
 #: warp fills a pair in bands of 32 lanes x rows, so a pair runs with the fewest bands and then
 #: the lowest height that covers its rows (16S: 2 bands of 24-row lanes).

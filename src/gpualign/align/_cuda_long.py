@@ -1,0 +1,526 @@
+"""Long alignments on the whole GPU: a wavefront of DP tiles over every SM
+(``align/kernels/long.cu``), the CUDA engine of :mod:`gpualign.align._linear`'s protocol.
+
+A batch of problems (whole pairs, or the subproblems of one level of a linear-space alignment)
+is cut into tiles of ``config.LONG_ALIGN_THREADS * config.LONG_ALIGN_ROWS_PER_THREAD`` query
+rows by ``config.LONG_ALIGN_TILE_COLUMNS`` target columns. Launch ``d`` computes the tiles
+``(I, J)`` with ``I + J = d`` of every problem, a block per tile; tile borders pass through
+global memory, ``O(m + n)`` per problem. The host plans the launches (:func:`tile_schedule`),
+lays the borders out (:func:`border_layout`), and reads the results from the borders: the last
+row (``last_rows``; the end cells in the last row or column) or the best cell that the kernel
+kept per tile row (any cell: local alignments).
+
+Scores are int32 on the device: problems whose values might not fit (:func:`fits_int32`) are
+not sent here. Nothing here imports Numba.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import config
+from ..codes import ALIGN_GLOBAL, ALIGN_LOCAL, ALIGN_OVERLAP, ALIGN_SEMI_GLOBAL
+from ..cuda import launch
+from ..cuda.loader import get_kernel
+from ..cuda.memory import batch_budget
+
+KERNEL_FILE = "align/kernels/long.cu"
+#: The int64 fields of a problem, in the order of ``enum Field`` in long.cu.
+PROBLEM_FIELDS = ("a_base", "b_base", "m", "n", "reverse", "top_excess", "free_top",
+                  "free_left", "row_base", "column_base", "slot_base")
+#: "Minus infinity" of long.cu (NEG): F of row 0, the empty best cell of a tile row.
+NEG = -(1 << 30)
+# Every real value stays within this magnitude, far from NEG, so that NEG minus gap costs
+# never wraps and never reaches a real value.
+_VALUE_LIMIT = 1 << 29
+#: ``end_scope`` of :meth:`CudaLongEngine.best_cells`: the cells an alignment may end in.
+END_CORNER, END_LAST_ROW, END_ROW_OR_COLUMN, END_ANY = 0, 1, 2, 3
+#: The flags of each mode's forward pass: (start_free_top, start_free_left, floor_zero,
+#: end_scope), the boundaries and end cells of align/_cpu.py's ``_fill``.
+MODE_FLAGS = {
+    ALIGN_GLOBAL: (False, False, False, END_CORNER),
+    ALIGN_SEMI_GLOBAL: (True, False, False, END_LAST_ROW),
+    ALIGN_OVERLAP: (True, True, False, END_ROW_OR_COLUMN),
+    ALIGN_LOCAL: (True, True, True, END_ANY),
+}
+
+
+def kernel_name(threads: int, rows_per_thread: int, dna: bool, floor_zero: bool,
+                track_best: bool) -> str:
+    """The name expression of one specialization of ``long_tiles``.
+
+    Examples
+    --------
+    >>> kernel_name(64, 8, True, False, False)
+    'long_tiles<64, 8, true, false, false>'
+    """
+    def flag(value: bool) -> str:
+        return "true" if value else "false"
+
+    return (f"long_tiles<{threads}, {rows_per_thread}, {flag(dna)}, {flag(floor_zero)}, "
+            f"{flag(track_best)}>")
+
+
+def tile_shape() -> tuple[int, int, int]:
+    """``(threads, rows_per_thread, tile_columns)`` from the config, checked: threads a
+    multiple of 32 up to 1024, the others positive."""
+    threads = int(config.LONG_ALIGN_THREADS)
+    rows = int(config.LONG_ALIGN_ROWS_PER_THREAD)
+    columns = int(config.LONG_ALIGN_TILE_COLUMNS)
+    if threads % 32 or not 32 <= threads <= 1024:
+        raise ValueError(f"LONG_ALIGN_THREADS={threads}: a multiple of 32 from 32 to 1024")
+    if rows < 1 or columns < 1:
+        raise ValueError(f"LONG_ALIGN_ROWS_PER_THREAD={rows}, LONG_ALIGN_TILE_COLUMNS="
+                         f"{columns}: positive numbers")
+    return threads, rows, columns
+
+
+@dataclass(frozen=True)
+class TileSchedule:
+    """The launches of a wavefront over a batch of problems.
+
+    Attributes
+    ----------
+    order : np.ndarray of int32
+        The problems by decreasing number of tile anti-diagonals (stable): launch ``d`` takes
+        the first ``active[d]`` of them, those that have tiles on anti-diagonal ``d``.
+    first_block : np.ndarray of int64
+        For launch ``d``, at ``offset[d]``: ``active[d] + 1`` cumulative tile counts (0
+        first), so that block ``b`` computes a tile of problem ``order[k]`` for the ``k``
+        with ``first_block[offset[d] + k] <= b < first_block[offset[d] + k + 1]``.
+    offset, active, blocks : np.ndarray of int64
+        Per launch: where its counts start, its problems, its blocks (tiles).
+    """
+
+    order: np.ndarray
+    first_block: np.ndarray
+    offset: np.ndarray
+    active: np.ndarray
+    blocks: np.ndarray
+
+
+def tile_schedule(tile_rows: np.ndarray, tile_columns: np.ndarray) -> TileSchedule:
+    """Plan the launches of a batch whose problem ``p`` has ``tile_rows[p]`` x
+    ``tile_columns[p]`` tiles (at least 1 x 1): launch ``d`` computes every tile ``(I, J)``
+    with ``I + J = d``, block ``b`` of problem ``order[k]`` the tile of row ``I = max(0, d -
+    tile_columns + 1) + b - first_block[k]``.
+
+    Examples
+    --------
+    >>> s = tile_schedule(np.array([2, 1]), np.array([2, 3]))
+    >>> s.order.tolist(), s.active.tolist(), s.blocks.tolist()
+    ([0, 1], [2, 2, 2], [2, 3, 2])
+    >>> s.first_block[s.offset[1]:s.offset[1] + 3].tolist()
+    [0, 2, 3]
+    """
+    tile_rows = np.asarray(tile_rows, dtype=np.int64)
+    tile_columns = np.asarray(tile_columns, dtype=np.int64)
+    diagonals = tile_rows + tile_columns - 1
+    order = np.argsort(-diagonals, kind="stable")
+    launches = int(diagonals.max()) if len(diagonals) else 0
+    # Launch d: the problems with more than d anti-diagonals, a prefix of `order`.
+    active = len(order) - np.searchsorted(np.sort(diagonals), np.arange(launches), side="right")
+    starts = np.zeros(launches + 1, dtype=np.int64)
+    np.cumsum(active, out=starts[1:])
+    d = np.repeat(np.arange(launches, dtype=np.int64), active)
+    k = np.arange(int(starts[-1]), dtype=np.int64) - starts[:-1][d]
+    rows, columns = tile_rows[order][k], tile_columns[order][k]
+    counts = np.minimum(d, rows - 1) - np.maximum(0, d - columns + 1) + 1
+    cumulative = np.cumsum(counts)
+    before = np.concatenate(([0], cumulative))[starts[:-1]]  # total of the launches before d
+    within = cumulative - before[d]
+    offset = starts[:-1] + np.arange(launches)  # each launch's counts start with its 0
+    first_block = np.zeros(int(starts[-1]) + launches, dtype=np.int64)
+    first_block[np.arange(len(k)) + d + 1] = within
+    blocks = first_block[offset + active]
+    return TileSchedule(order.astype(np.int32), first_block, offset, active, blocks)
+
+
+@dataclass(frozen=True)
+class BorderLayout:
+    """Where each problem's borders lie in the batch's arrays (see long.cu): ``row_base``
+    (``n + 1`` cells of ``rows``), ``column_base`` (``tile_rows * tile_height + 1`` cells of
+    ``columns``), ``slot_base`` (``tile_rows`` corners and best cells), and the totals."""
+
+    row_base: np.ndarray
+    column_base: np.ndarray
+    slot_base: np.ndarray
+    rows: int
+    columns: int
+    slots: int
+
+
+def _starts(sizes: np.ndarray) -> tuple[np.ndarray, int]:
+    """Exclusive cumulative sums of ``sizes`` and their total."""
+    ends = np.cumsum(sizes, dtype=np.int64)
+    return ends - sizes, int(ends[-1]) if len(ends) else 0
+
+
+def border_layout(m: np.ndarray, n: np.ndarray, tile_height: int) -> BorderLayout:
+    """The :class:`BorderLayout` of problems of ``m`` rows and ``n`` columns in tiles of
+    ``tile_height`` rows.
+
+    Examples
+    --------
+    >>> layout = border_layout(np.array([5, 3]), np.array([4, 2]), tile_height=4)
+    >>> layout.row_base.tolist(), layout.column_base.tolist(), layout.slot_base.tolist()
+    ([0, 5], [0, 9], [0, 2])
+    """
+    m = np.asarray(m, dtype=np.int64)
+    tile_rows = -(-m // tile_height)
+    row_base, rows = _starts(np.asarray(n, dtype=np.int64) + 1)
+    column_base, columns = _starts(tile_rows * tile_height + 1)
+    slot_base, slots = _starts(tile_rows)
+    return BorderLayout(row_base, column_base, slot_base, rows, columns, slots)
+
+
+def problem_bytes(m: np.ndarray, n: np.ndarray, tile_height: int, tile_width: int) -> np.ndarray:
+    """Device bytes of each problem in a batch: borders, corners, best cells, its fields and
+    its share of the schedule."""
+    m = np.asarray(m, dtype=np.int64)
+    n = np.asarray(n, dtype=np.int64)
+    tile_rows = -(-m // tile_height)
+    tile_columns = -(-n // tile_width)
+    return (8 * (n + 1) + 8 * (tile_rows * tile_height + 1) + 16 * tile_rows
+            + 8 * len(PROBLEM_FIELDS) + 8 * (tile_rows + tile_columns) + 16)
+
+
+def fits_int32(m: np.ndarray, n: np.ndarray, top_excess: np.ndarray, table: np.ndarray,
+               gap_open: int, gap_extend: int, tile_height: int) -> np.ndarray:
+    """Per problem, whether every value of the tiled DP fits long.cu's int32 lanes with room
+    below NEG: no alignment of prefixes scores above ``max(s, 0) * min(m, n)``, none of the
+    global ones below all gaps, and each of the padding rows of the last tile row (up to
+    ``tile_height - 1``) adds at most the best substitution score or loses at most a gap.
+
+    Examples
+    --------
+    >>> table = np.array([[1, -1], [-1, 1]])
+    >>> fits_int32(np.array([10, 1 << 29]), np.array([10, 10]), np.array([2, 2]), table,
+    ...            3, 1, 64).tolist()
+    [True, False]
+    """
+    m = np.asarray(m, dtype=np.int64)
+    n = np.asarray(n, dtype=np.int64)
+    top = max(int(np.max(table)), 0)
+    worst = max(-int(np.min(table)), 0)
+    pad = tile_height - 1
+    high = top * (np.minimum(m, n) + pad)
+    low = (np.asarray(top_excess, dtype=np.int64) + 2 * gap_open + (m + n + pad) * gap_extend
+           + pad * (worst + gap_open))
+    return (high < _VALUE_LIMIT) & (low < _VALUE_LIMIT)
+
+
+def first_max(values: np.ndarray, starts: np.ndarray, stops: np.ndarray,
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Per segment ``values[starts[k]:stops[k]]``: its maximum and the position (relative to
+    ``starts[k]``) of its first occurrence; ``(NEG, -1)`` for an empty segment.
+
+    Examples
+    --------
+    >>> first_max(np.array([3, 7, 7, 1, 5]), np.array([0, 3, 4]), np.array([3, 4, 4]))
+    (array([          7,           1, -1073741824]), array([ 1,  0, -1]))
+    """
+    values = np.asarray(values, dtype=np.int64)
+    starts = np.asarray(starts, dtype=np.int64)
+    stops = np.asarray(stops, dtype=np.int64)
+    sizes = stops - starts
+    best = np.full(len(starts), NEG, dtype=np.int64)
+    where = np.full(len(starts), -1, dtype=np.int64)
+    filled = np.flatnonzero(sizes > 0)
+    if len(filled) == 0:
+        return best, where
+    # The segments' elements one after the other, each tagged with its segment.
+    segment = np.repeat(np.arange(len(filled)), sizes[filled])
+    inner = np.arange(len(segment)) - np.repeat(np.cumsum(sizes[filled]) - sizes[filled],
+                                               sizes[filled])
+    picked = values[starts[filled][segment] + inner]
+    heads = np.concatenate(([0], np.cumsum(sizes[filled])[:-1]))
+    best[filled] = np.maximum.reduceat(picked, heads)
+    first = np.where(picked == best[filled][segment], inner, np.iinfo(np.int64).max)
+    where[filled] = np.minimum.reduceat(first, heads)
+    return best, where
+
+
+@dataclass
+class TileResults:
+    """What a run of the wavefront leaves on the host, per problem ``p`` of the batch.
+
+    Attributes
+    ----------
+    h, f : np.ndarray of int64
+        Row ``m`` of every problem: H and F of columns ``0..n``, problem ``p`` at
+        ``row_base[p]`` (its cell 0 is the boundary, H(m, 0), F = H(m, 0)).
+    right : np.ndarray of int64 or None
+        With ``want_right``: H of column ``n``, rows ``1..m``, problem ``p`` at
+        ``right_base[p]``.
+    right_base : np.ndarray of int64 or None
+    best : np.ndarray of int64 or None
+        With ``track_best``: ``(score, i, j)`` of the best cell (any row and column >= 1; the
+        larger score, then the smaller column, then the smaller row), one row per problem.
+    """
+
+    h: np.ndarray
+    f: np.ndarray
+    row_base: np.ndarray
+    right: np.ndarray | None
+    right_base: np.ndarray | None
+    best: np.ndarray | None
+
+
+class TileEngine:
+    """Runs batches of DP problems as wavefronts of tiles on the current CUDA device.
+
+    Parameters
+    ----------
+    table : np.ndarray
+        Substitution scores, ``table[query code, target code]`` (int16 range).
+    gap_open, gap_extend : int
+        A gap of length L costs ``gap_open + (L - 1) * gap_extend``.
+    match_codes : int
+        Codes below it match themselves (the alphabet's ``match_codes``).
+    dna : bool
+        Whether ``table`` is match/mismatch (codes below ``match_codes`` score its diagonal,
+        everything else its off-diagonal): then the kernel needs no table.
+
+    Examples
+    --------
+    >>> engine = TileEngine(np.array([[2, -3], [-3, 2]]), 5, 2, 2, True)  # doctest: +SKIP
+    """
+
+    def __init__(self, table: np.ndarray, gap_open: int, gap_extend: int, match_codes: int,
+                 dna: bool) -> None:
+        self.table = np.asarray(table, dtype=np.int64)
+        self.gap_open, self.gap_extend = int(gap_open), int(gap_extend)
+        self.match_codes, self.dna = int(match_codes), bool(dna)
+        self.n_codes = len(self.table)
+        self.match = int(self.table[0, 0])
+        self.mismatch = int(self.table[0, 1]) if self.n_codes > 1 else self.match
+
+    def fits(self, m: np.ndarray, n: np.ndarray, top_excess: np.ndarray) -> np.ndarray:
+        """Per problem, whether it may run here (non-empty, values fit int32)."""
+        threads, rows, _ = tile_shape()
+        m = np.asarray(m, dtype=np.int64)
+        n = np.asarray(n, dtype=np.int64)
+        return (m > 0) & (n > 0) & fits_int32(m, n, top_excess, self.table, self.gap_open,
+                                              self.gap_extend, threads * rows)
+
+    def run(self, a_codes, b_codes, fields: np.ndarray, floor_zero: bool, track_best: bool,
+            want_right: bool) -> TileResults:
+        """Compute problems given by ``fields`` (int64, one row per problem, the first eight
+        columns of :data:`PROBLEM_FIELDS`; every problem non-empty and :meth:`fits`) over the
+        device code arrays ``a_codes``, ``b_codes``, in batches cut to the memory budget."""
+        threads, rows_per_thread, width = tile_shape()
+        height = threads * rows_per_thread
+        fields = np.asarray(fields, dtype=np.int64).reshape(-1, 8)
+        m, n = fields[:, 2], fields[:, 3]
+        layout = border_layout(m, n, height)
+        h = np.empty(layout.rows, dtype=np.int64)
+        f = np.empty(layout.rows, dtype=np.int64)
+        right_base, right_total = _starts(m)
+        right = np.empty(right_total, dtype=np.int64) if want_right else None
+        best = np.empty((len(m), 3), dtype=np.int64) if track_best else None
+        results = TileResults(h, f, layout.row_base, right, right_base if want_right else None,
+                              best)
+        sizes = problem_bytes(m, n, height, width)
+        budget = self._budget()
+        lo = 0
+        while lo < len(m):
+            fit = int(np.searchsorted(np.cumsum(sizes[lo:]), budget, side="right"))
+            hi = lo + max(1, fit)
+            plan = BatchPlan.of(fields[lo:hi], threads, rows_per_thread, width)
+            borders = self._launches(a_codes, b_codes, plan, floor_zero, track_best,
+                                     want_right)
+            plan.collect(borders, self.gap_extend, lo, results)
+            lo = hi
+        return results
+
+    def _budget(self) -> int:
+        """Device bytes a batch may take."""
+        return batch_budget()
+
+    def _launches(self, a_codes, b_codes, plan: BatchPlan, floor_zero: bool, track_best: bool,
+                  want_right: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Run the wavefront of one batch; return its borders on the host: ``rows`` and
+        (``want_right``) ``columns``, int32 ``(cells, 2)``, and (``track_best``) the best cell
+        of each tile row, int32 ``(slots, 3)``."""
+        import cupy
+
+        threads, rows_per_thread, width = plan.shape
+        layout, schedule = plan.layout, plan.schedule
+        problems = cupy.asarray(plan.packed)
+        order = cupy.asarray(schedule.order)
+        first_block = cupy.asarray(schedule.first_block)
+        rows = cupy.empty((layout.rows, 2), dtype=cupy.int32)
+        columns = cupy.empty((layout.columns, 2), dtype=cupy.int32)
+        corners = cupy.empty(max(layout.slots, 1), dtype=cupy.int32)
+        best = cupy.empty((max(layout.slots, 1), 3), dtype=cupy.int32)
+        if track_best:
+            best[:, 0] = NEG
+            best[:, 1:] = 0
+        table = cupy.asarray(self.table.astype(np.int16).ravel())
+        name = kernel_name(threads, rows_per_thread, self.dna, floor_zero, track_best)
+        kernel = get_kernel(KERNEL_FILE, name)
+        if launch.block_threads(kernel) != threads:  # the kernel's wavefront needs them all
+            raise launch.KernelResourceError(
+                f"{name} runs {launch.block_threads(kernel)} threads a block, not {threads}: "
+                "lower LONG_ALIGN_ROWS_PER_THREAD or LONG_ALIGN_THREADS")
+        shared = launch.reserve_shared(kernel, shared_bytes(threads, width, self.n_codes,
+                                                            self.dna))
+        for d in range(len(schedule.blocks)):
+            block_grid, block = launch.grid(kernel, int(schedule.blocks[d]), items_per_block=1)
+            kernel(block_grid, block,
+                   (a_codes, b_codes, problems, order, first_block[int(schedule.offset[d]):],
+                    np.int32(schedule.active[d]), np.int32(d), table, np.int32(self.n_codes),
+                    np.int32(self.match), np.int32(self.mismatch), np.int32(self.match_codes),
+                    np.int32(self.gap_open), np.int32(self.gap_extend), np.int32(width), rows,
+                    columns, corners, best), shared_mem=shared)
+        return (rows.get(), columns.get() if want_right else None,
+                best[:layout.slots].get() if track_best else None)
+
+
+def shared_bytes(threads: int, tile_columns: int, n_codes: int, dna: bool) -> int:
+    """Dynamic shared memory of ``long_tiles``: the tile's top row (int2 a column), the
+    exchange between warps (two int2 a warp), the substitution table (int16, unless DNA), the
+    tile's target codes.
+
+    Examples
+    --------
+    >>> shared_bytes(64, 512, 5, True)
+    4640
+    """
+    return 8 * tile_columns + 16 * (threads // 32) + (0 if dna else 2 * n_codes ** 2) + \
+        tile_columns
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """What the host prepares for one batch of consecutive problems: their ``fields`` with the
+    border bases (``packed``, the rows of ``enum Field`` in long.cu), the border layout, the
+    tile rows of each problem, the launches, and the tile shape ``(threads,
+    rows_per_thread, tile_columns)``."""
+
+    fields: np.ndarray
+    packed: np.ndarray
+    layout: BorderLayout
+    tile_rows: np.ndarray
+    schedule: TileSchedule
+    shape: tuple[int, int, int]
+
+    @classmethod
+    def of(cls, fields: np.ndarray, threads: int, rows_per_thread: int,
+           tile_columns: int) -> BatchPlan:
+        """The plan of problems ``fields`` (the first eight columns of
+        :data:`PROBLEM_FIELDS`) in tiles of that shape."""
+        height = threads * rows_per_thread
+        m, n = fields[:, 2], fields[:, 3]
+        layout = border_layout(m, n, height)
+        tile_rows = -(-m // height)
+        packed = np.ascontiguousarray(np.concatenate(
+            (fields, layout.row_base[:, None], layout.column_base[:, None],
+             layout.slot_base[:, None]), axis=1))
+        return cls(fields, packed, layout, tile_rows, tile_schedule(tile_rows,
+                                                                   -(-n // tile_columns)),
+                   (threads, rows_per_thread, tile_columns))
+
+    def collect(self, borders, gap_extend: int, first: int, results: TileResults) -> None:
+        """Put what the batch's ``borders`` (:meth:`TileEngine._launches`) hold into
+        ``results``, whose problems ``first ..`` are this batch's."""
+        rows, columns, best = borders
+        layout, fields = self.layout, self.fields
+        m = fields[:, 2]
+        host_rows = rows.astype(np.int64)
+        # Cell 0 of row m is the boundary: column 0's gap down to row m, which ends in F.
+        left = np.where(fields[:, 7] != 0, 0, -(fields[:, 5] + m * gap_extend))
+        host_rows[layout.row_base] = left[:, None]
+        # The batch's problems are consecutive, so their rows are one slice of the results.
+        at = int(results.row_base[first])
+        results.h[at:at + layout.rows] = host_rows[:, 0]
+        results.f[at:at + layout.rows] = host_rows[:, 1]
+        if results.right is not None:
+            # Rows 1..m of each problem's right column (padded to whole tiles on the device).
+            owner = np.repeat(np.arange(len(m)), m)
+            row = np.arange(int(m.sum())) - np.repeat(np.cumsum(m) - m, m) + 1
+            at = int(results.right_base[first])
+            results.right[at:at + len(row)] = columns[layout.column_base[owner] + row, 0]
+        if results.best is not None:
+            kept = best.astype(np.int64)
+            owner = np.repeat(np.arange(len(m)), self.tile_rows)
+            # Per problem, the larger score, then the smaller column, then the smaller row.
+            ranked = np.lexsort((kept[:, 1], kept[:, 2], -kept[:, 0], owner))
+            results.best[first:first + len(m)] = kept[ranked[layout.slot_base]]
+
+
+def best_cells(engine: TileEngine, a_codes, b_codes, fields: np.ndarray, floor_zero: bool,
+               end_scope: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(score, i_end, j_end)`` (int64) of non-empty problems (``fields`` as in
+    :meth:`TileEngine.run`, boundaries included): the best end cell in ``end_scope``
+    (``END_*``) with the tie rules of align/_cpu.py's ``_fill``: the last row's first best
+    column; the last row (before the last column) against the last column's first best row,
+    the row winning ties; any cell by the larger score, smaller column, smaller row, the empty
+    alignment ``(0, 0, 0)`` first when ``floor_zero``."""
+    fields = np.asarray(fields, dtype=np.int64).reshape(-1, 8)
+    m, n = fields[:, 2], fields[:, 3]
+    done = engine.run(a_codes, b_codes, fields, floor_zero, end_scope == END_ANY,
+                      end_scope == END_ROW_OR_COLUMN)
+    if end_scope == END_ANY:
+        score, i_end, j_end = done.best.T.copy()
+        if floor_zero:
+            empty = score <= 0  # (0, 0) is found first and wins a tie
+            score[empty], i_end[empty], j_end[empty] = 0, 0, 0
+        return score, i_end, j_end
+    if end_scope == END_CORNER:
+        return done.h[done.row_base + n].copy(), m.copy(), n.copy()
+    last = n if end_scope == END_LAST_ROW else n - 1  # overlap: the last column holds (m, n)
+    score, j = first_max(done.h, done.row_base + 1, done.row_base + 1 + last)
+    j_end = j + 1
+    i_end = m.copy()
+    if end_scope == END_ROW_OR_COLUMN:
+        column, i = first_max(done.right, done.right_base, done.right_base + m)
+        wins = column > score
+        score[wins], i_end[wins], j_end[wins] = column[wins], i[wins] + 1, n[wins]
+    return score, i_end, j_end
+
+
+def pair_fields(q_offsets: np.ndarray, t_offsets: np.ndarray, q_index: np.ndarray,
+                t_index: np.ndarray, mode: int, gap_open: int, gap_extend: int) -> np.ndarray:
+    """The ``fields`` (:meth:`TileEngine.run`) of whole pairs in ``mode``: forward, gaps down
+    column 0 charged ``gap_open - gap_extend`` plus each base.
+
+    Examples
+    --------
+    >>> pair_fields(np.array([0, 3, 8]), np.array([0, 4]), np.array([1]), np.array([0]),
+    ...             ALIGN_GLOBAL, 5, 2).tolist()
+    [[3, 0, 5, 4, 0, 3, 0, 0]]
+    """
+    free_top, free_left, _, _ = MODE_FLAGS[mode]
+    q_index = np.asarray(q_index, dtype=np.int64)
+    t_index = np.asarray(t_index, dtype=np.int64)
+    count = len(q_index)
+    fields = np.zeros((count, 8), dtype=np.int64)
+    fields[:, 0] = q_offsets[q_index]
+    fields[:, 1] = t_offsets[t_index]
+    fields[:, 2] = q_offsets[q_index + 1] - q_offsets[q_index]
+    fields[:, 3] = t_offsets[t_index + 1] - t_offsets[t_index]
+    fields[:, 5] = gap_open - gap_extend
+    fields[:, 6] = free_top
+    fields[:, 7] = free_left
+    return fields
+
+
+def pair_scores(engine: TileEngine, qset, tset, q_index: np.ndarray, t_index: np.ndarray,
+                mode: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Scores and end cells ``(score, query_end, target_end)`` (int64) of whole pairs in
+    ``mode``, the results of the CPU backend's ``_fill``; every pair non-empty and
+    :meth:`TileEngine.fits`. Only the records of these pairs go to the device."""
+    import cupy
+
+    q_unique, q_local = np.unique(q_index, return_inverse=True)
+    t_unique, t_local = np.unique(t_index, return_inverse=True)
+    queries, targets = qset.take(q_unique), tset.take(t_unique)
+    fields = pair_fields(queries.offsets, targets.offsets, q_local, t_local, mode,
+                         engine.gap_open, engine.gap_extend)
+    _, _, floor_zero, end_scope = MODE_FLAGS[mode]
+    return best_cells(engine, cupy.asarray(queries.codes), cupy.asarray(targets.codes), fields,
+                      floor_zero, end_scope)

@@ -1,0 +1,380 @@
+"""The long-alignment engine of the CUDA backend (align/_cuda_long.py, align/kernels/long.cu):
+a wavefront of DP tiles with borders in memory.
+
+Without a GPU, the host's part runs against references: the launch plan covers every tile once
+after its neighbours above and to the left, and an emulation of the kernel's border protocol
+(tile by tile, reading and writing only what long.cu reads and writes) gives the last rows of a
+full NumPy DP and the end cells of the oracle for every mode. With a GPU (marked ``cuda``),
+the kernel itself runs with tiny tiles, so that tile borders at 1, 63/64/65 rows and columns
+and the last partial tiles are hit, against the CPU backend, parasail and the same references.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import parasail
+import pytest
+from naive import ALIGN_MODES, align_naive, rescore_alignment
+
+import gpualign
+from gpualign import Scoring, config
+from gpualign.align import _cuda_long
+from gpualign.align._cuda_long import NEG, BatchPlan, TileEngine, best_cells, tile_schedule
+from gpualign.codes import align_mode
+from gpualign.sequences import get_alphabet
+
+SCHEMES = {
+    "dna-affine": (Scoring(match=2, mismatch=-3, gap_open=5, gap_extend=2), "dna"),
+    "dna-linear": (Scoring(match=1, mismatch=-1, gap_open=2, gap_extend=2), "dna"),
+    "dna-all-ties": (Scoring(match=1, mismatch=0, gap_open=0, gap_extend=0), "dna"),
+    "blosum62": (Scoring.matrix("BLOSUM62", gap_open=11, gap_extend=1), "protein"),
+}
+#: (LONG_ALIGN_THREADS, LONG_ALIGN_ROWS_PER_THREAD, LONG_ALIGN_TILE_COLUMNS): tiles of 64 rows x
+#: 64 columns (borders at 63/64/65), of 32 rows x 5 columns (many tiles, several per launch),
+#: of 64 rows x 1 column.
+SHAPES = [(32, 2, 64), (32, 1, 5), (64, 1, 1)]
+SIZES = [(1, 1), (1, 70), (70, 1), (63, 64), (64, 65), (65, 63), (130, 97)]
+
+
+def _random_pair(rng, m, n, alphabet):
+    symbols = "ACGTN" if alphabet == "dna" else "ARNDCQEGHILKMFPSTWYVBZX*"
+    weights = np.ones(len(symbols))
+    weights[-1] = 0.1 if alphabet == "dna" else 1.0
+    weights /= weights.sum()
+    a = "".join(rng.choice(list(symbols), size=m, p=weights))
+    # Half of b copies a, so that the alignments are not all gaps.
+    copied = list(a[:n]) + list(rng.choice(list(symbols), size=max(0, n - m), p=weights))
+    noise = rng.random(n) < 0.3
+    b = "".join(rng.choice(list(symbols)) if noisy else c
+                for c, noisy in zip(copied, noise, strict=True))
+    return a, b
+
+
+def _codes(text, alphabet):
+    lookup = get_alphabet(alphabet).lookup
+    return np.array([lookup[ord(c)] for c in text], dtype=np.uint8)
+
+
+def full_dp(a, b, table, gap_open, gap_extend, top_excess, free_top, free_left, floor_zero):
+    """H, E, F of the whole DP with long.cu's boundaries (row 0: a gap or free; column 0: a gap
+    costing ``top_excess + i * gap_extend`` or free; F on column 0 is its H)."""
+    m, n = len(a), len(b)
+    big = -(1 << 40)
+    H = np.zeros((m + 1, n + 1), dtype=np.int64)
+    E = np.full((m + 1, n + 1), big, dtype=np.int64)
+    F = np.full((m + 1, n + 1), big, dtype=np.int64)
+    for j in range(1, n + 1):
+        H[0, j] = 0 if free_top else -(gap_open + (j - 1) * gap_extend)
+    for i in range(1, m + 1):
+        H[i, 0] = F[i, 0] = 0 if free_left else -(top_excess + i * gap_extend)
+    for i in range(1, m + 1):
+        for j in range(1, n + 1):
+            E[i, j] = max(E[i, j - 1] - gap_extend, H[i, j - 1] - gap_open)
+            F[i, j] = max(F[i - 1, j] - gap_extend, H[i - 1, j] - gap_open)
+            h = max(H[i - 1, j - 1] + table[a[i - 1], b[j - 1]], E[i, j], F[i, j])
+            H[i, j] = max(h, 0) if floor_zero else h
+    return H, E, F
+
+
+class EmulatedEngine(TileEngine):
+    """The engine with long.cu's launches emulated on the host, tile by tile, through the same
+    border arrays (rows, columns, corners, best cells of tile rows), and a tiny memory budget
+    (a batch per few problems)."""
+
+    budget = 3000
+
+    def _budget(self):
+        return self.budget
+
+    def _launches(self, a_codes, b_codes, plan: BatchPlan, floor_zero, track_best, want_right):
+        threads, rows_per_thread, width = plan.shape
+        layout, schedule = plan.layout, plan.schedule
+        rows = np.full((layout.rows, 2), 12345, dtype=np.int64)  # garbage until written
+        columns = np.full((layout.columns, 2), 12345, dtype=np.int64)
+        corners = np.full(max(layout.slots, 1), 12345, dtype=np.int64)
+        best = np.zeros((max(layout.slots, 1), 3), dtype=np.int64)
+        best[:, 0] = NEG
+        for d in range(len(schedule.blocks)):
+            counts = schedule.first_block[schedule.offset[d]:][:schedule.active[d] + 1]
+            for block in range(int(schedule.blocks[d])):
+                k = int(np.searchsorted(counts, block, side="right")) - 1  # long.cu's search
+                fields = plan.packed[schedule.order[k]]
+                tiles_across = -(-int(fields[3]) // width)
+                tile_row = max(0, d - (tiles_across - 1)) + block - int(counts[k])
+                self._tile(a_codes, b_codes, fields, tile_row, d - tile_row,
+                           threads * rows_per_thread, width, floor_zero, track_best,
+                           (rows, columns, corners, best))
+        return rows, columns if want_right else None, best[:layout.slots] if track_best else None
+
+    def _tile(self, a_codes, b_codes, fields, tile_row, tile_column, height, tile_width, floor_zero,
+              track_best, borders):
+        rows, columns, corners, best = borders
+        a_base, b_base, m, n, reverse, top_excess, free_top, free_left, row_base, \
+            column_base, slot_base = (int(x) for x in fields)
+        go, ge = self.gap_open, self.gap_extend
+        slot = slot_base + tile_row
+
+        def top(j):
+            return 0 if free_top else -(go + (j - 1) * ge)
+
+        def left(i):
+            return 0 if free_left else -(top_excess + i * ge)
+
+        def a_code(i):
+            return a_codes[a_base + (m - i if reverse else i - 1)]
+
+        c0, r0 = tile_column * tile_width, tile_row * height
+        width, bottom = min(tile_width, n - c0), min(r0 + height, m)
+        # What a block reads before it writes: the top row, the left column, the corner.
+        above = [(top(c0 + 1 + k), NEG) if tile_row == 0 else tuple(rows[row_base + c0 + 1 + k])
+                 for k in range(width)]
+        H = np.zeros((height + 1, width + 1), dtype=np.int64)
+        E = np.full((height + 1, width + 1), NEG, dtype=np.int64)
+        F = np.full((height + 1, width + 1), NEG, dtype=np.int64)
+        for r in range(height):
+            i = r0 + r + 1
+            H[r + 1, 0], E[r + 1, 0] = \
+                (left(i), NEG) if tile_column == 0 else columns[column_base + i]
+        if r0 == 0:
+            H[0, 0] = 0 if c0 == 0 else top(c0)
+        elif c0 == 0:
+            H[0, 0] = left(r0)
+        else:
+            H[0, 0] = corners[slot]
+        corners[slot] = above[width - 1][0]
+        H[0, 1:] = [h for h, _ in above]
+        F[0, 1:] = [f for _, f in above]
+        found = (NEG, 0, 0)
+        for r in range(1, height + 1):
+            i = r0 + r
+            code = a_code(i) if i <= m else 0  # padding rows: any code
+            for k in range(1, width + 1):
+                j = c0 + k
+                E[r, k] = max(E[r, k - 1] - ge, H[r, k - 1] - go)
+                F[r, k] = max(F[r - 1, k] - ge, H[r - 1, k] - go)
+                b = b_codes[b_base + (n - j if reverse else j - 1)]
+                h = max(H[r - 1, k - 1] + self.table[code, b], E[r, k], F[r, k])
+                H[r, k] = max(h, 0) if floor_zero else h
+                key = (-H[r, k], j, i)
+                if i <= bottom and key < (-found[0], found[2], found[1]):
+                    found = (H[r, k], i, j)
+        for k in range(1, width + 1):
+            rows[row_base + c0 + k] = H[bottom - r0, k], F[bottom - r0, k]
+        for r in range(1, height + 1):
+            columns[column_base + r0 + r] = H[r, width], E[r, width]
+        kept = best[slot]
+        if track_best and (-found[0], found[2], found[1]) < (-kept[0], kept[2], kept[1]):
+            best[slot] = found
+
+
+def _engine(scheme, engine_class=EmulatedEngine):
+    scoring, alphabet = SCHEMES[scheme]
+    table, _ = scoring.table(alphabet)
+    match_codes = get_alphabet(alphabet).match_codes
+    return engine_class(table, scoring.gap_open, scoring.gap_extend, match_codes,
+                        alphabet == "dna"), alphabet
+
+
+@pytest.fixture(params=SHAPES, ids=lambda shape: "x".join(map(str, shape)))
+def tiny_tiles(request, monkeypatch):
+    threads, rows, columns = request.param
+    monkeypatch.setattr(config, "LONG_ALIGN_THREADS", threads)
+    monkeypatch.setattr(config, "LONG_ALIGN_ROWS_PER_THREAD", rows)
+    monkeypatch.setattr(config, "LONG_ALIGN_TILE_COLUMNS", columns)
+    monkeypatch.setattr(config, "LONG_ALIGN_MIN_CELLS", 1)
+    return request.param
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    assert doctest.testmod(_cuda_long).failed == 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_schedule_runs_every_tile_once_after_its_neighbours(seed):
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(1, 9))
+    tile_rows = rng.integers(1, 12, count)
+    tile_columns = rng.integers(1, 12, count)
+    s = tile_schedule(tile_rows, tile_columns)
+    when = {}
+    for d in range(len(s.blocks)):
+        counts = s.first_block[s.offset[d]:][:s.active[d] + 1]
+        assert counts[0] == 0 and counts[-1] == s.blocks[d]
+        for block in range(int(s.blocks[d])):
+            k = int(np.searchsorted(counts, block, side="right")) - 1
+            p = int(s.order[k])
+            row = max(0, d - int(tile_columns[p]) + 1) + block - int(counts[k])
+            tile = (p, row, d - row)
+            assert 0 <= row < tile_rows[p] and 0 <= d - row < tile_columns[p]
+            assert tile not in when
+            when[tile] = d
+    assert len(when) == int((tile_rows * tile_columns).sum())
+    for (p, row, column), d in when.items():
+        assert row == 0 or when[(p, row - 1, column)] < d
+        assert column == 0 or when[(p, row, column - 1)] < d
+
+
+def test_first_max_takes_the_first_of_equal_values():
+    best, where = _cuda_long.first_max(np.array([5, 5, -1, 9, 9]), np.array([0, 2, 5]),
+                                       np.array([2, 5, 5]))
+    assert best.tolist() == [5, 9, NEG] and where.tolist() == [0, 1, -1]
+
+
+def test_values_that_might_not_fit_int32_stay_off_the_gpu():
+    engine, _ = _engine("dna-affine")
+    fits = engine.fits(np.array([0, 5, 1 << 28, 100]), np.array([5, 0, 1 << 28, 100]),
+                       np.array([3, 3, 3, 3]))
+    assert fits.tolist() == [False, False, False, True]
+
+
+def _problems(scheme, rng, sizes):
+    """Random problems of ``sizes`` as (codes of a, codes of b, fields), half reversed, with
+    top excess 0 or the scheme's."""
+    scoring, alphabet = SCHEMES[scheme]
+    a_parts, b_parts, fields = [], [], []
+    a_at = b_at = 0
+    for k, (m, n) in enumerate(sizes):
+        a, b = (_codes(text, alphabet) for text in _random_pair(rng, m, n, alphabet))
+        excess = (scoring.gap_open - scoring.gap_extend) * (k % 2)
+        fields.append([a_at, b_at, m, n, k % 3 == 1, excess, 0, 0])
+        a_parts.append(a)
+        b_parts.append(b)
+        a_at += m
+        b_at += n
+    return np.concatenate(a_parts), np.concatenate(b_parts), np.array(fields, dtype=np.int64)
+
+
+def _check_last_rows(engine, a_codes, b_codes, fields, results):
+    for k, (a_base, b_base, m, n, reverse, excess, _, _) in enumerate(fields.tolist()):
+        a = a_codes[a_base:a_base + m]
+        b = b_codes[b_base:b_base + n]
+        if reverse:
+            a, b = a[::-1], b[::-1]
+        H, _, F = full_dp(a, b, engine.table, engine.gap_open, engine.gap_extend, excess,
+                          False, False, False)
+        at = results.row_base[k]
+        assert results.h[at:at + n + 1].tolist() == H[m].tolist()
+        got_f = results.f[at + 1:at + n + 1]
+        want_f = F[m, 1:]
+        # "Minus infinity" differs between the reference and the kernel: compare real values.
+        real = want_f > NEG // 2
+        assert got_f[real].tolist() == want_f[real].tolist()
+        assert (got_f[~real] <= NEG // 2).all()
+        assert results.f[at] == H[m, 0]
+
+
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+def test_emulated_tiles_give_the_last_rows(tiny_tiles, scheme):
+    engine, _ = _engine(scheme)
+    a_codes, b_codes, fields = _problems(scheme, np.random.default_rng(7), SIZES)
+    results = engine.run(a_codes, b_codes, fields, False, False, False)
+    _check_last_rows(engine, a_codes, b_codes, fields, results)
+
+
+def _check_best_cells(engine, alphabet, scheme, mode, a_texts, b_texts, score, i_end, j_end):
+    scoring, _ = SCHEMES[scheme]
+    match_codes = get_alphabet(alphabet).match_codes
+    for k, (a, b) in enumerate(zip(a_texts, b_texts, strict=True)):
+        want = align_naive(_codes(a, alphabet), _codes(b, alphabet), engine.table,
+                           scoring.gap_open, scoring.gap_extend, mode, match_codes)
+        assert (score[k], i_end[k], j_end[k]) == (want.score, want.query_end, want.target_end)
+
+
+@pytest.mark.parametrize("mode", ALIGN_MODES)
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+def test_emulated_tiles_give_the_oracles_end_cells(tiny_tiles, scheme, mode):
+    engine, alphabet = _engine(scheme)
+    rng = np.random.default_rng(11)
+    texts = [_random_pair(rng, m, n, alphabet) for m, n in SIZES]
+    queries = gpualign.SequenceSet.from_sequences([a for a, _ in texts], alphabet=alphabet)
+    targets = gpualign.SequenceSet.from_sequences([b for _, b in texts], alphabet=alphabet)
+    index = np.arange(len(texts))
+    fields = _cuda_long.pair_fields(queries.offsets, targets.offsets, index, index,
+                                    align_mode(mode), engine.gap_open, engine.gap_extend)
+    _, _, floor_zero, end_scope = _cuda_long.MODE_FLAGS[align_mode(mode)]
+    score, i_end, j_end = best_cells(engine, queries.codes, targets.codes, fields, floor_zero,
+                                     end_scope)
+    _check_best_cells(engine, alphabet, scheme, mode, [a for a, _ in texts],
+                      [b for _, b in texts], score, i_end, j_end)
+
+
+# --- On the GPU ------------------------------------------------------------------------------
+
+cuda = pytest.mark.cuda
+needs_gpu = pytest.mark.skipif(not gpualign.backend.cuda_status()[0],
+                               reason="needs a CUDA device")
+PARASAIL = {"global": parasail.nw_scan_32, "local": parasail.sw_scan_32,
+            "semi-global": parasail.sg_dx_scan_32, "overlap": parasail.sg_scan_32}
+
+
+def _parasail_matrix(scoring, alphabet):
+    table, _ = scoring.table(alphabet)
+    symbols = get_alphabet(alphabet).symbols[:len(table)].decode()
+    matrix = parasail.matrix_create(symbols, 0, 0)
+    for i in range(len(table)):
+        for j in range(len(table)):
+            matrix.set_value(i, j, int(table[i, j]))
+    return matrix
+
+
+@cuda
+@needs_gpu
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+def test_gpu_tiles_give_the_last_rows(tiny_tiles, scheme):
+    import cupy
+
+    engine, _ = _engine(scheme, TileEngine)
+    a_codes, b_codes, fields = _problems(scheme, np.random.default_rng(7), SIZES)
+    results = engine.run(cupy.asarray(a_codes), cupy.asarray(b_codes), fields, False, False,
+                         False)
+    _check_last_rows(engine, a_codes, b_codes, fields, results)
+
+
+@cuda
+@needs_gpu
+@pytest.mark.parametrize("mode", ALIGN_MODES)
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+def test_gpu_long_pairs_equal_the_cpu_backend_and_parasail(tiny_tiles, scheme, mode):
+    scoring, alphabet = SCHEMES[scheme]
+    rng = np.random.default_rng(13)
+    texts = [_random_pair(rng, m, n, alphabet) for m, n in SIZES]
+    # Short pairs in the same batch stay on the batch kernels (LONG_ALIGN_MIN_CELLS: 64 x 64).
+    texts += [_random_pair(rng, 9, 12, alphabet), _random_pair(rng, 40, 30, alphabet)]
+    queries, targets = [a for a, _ in texts], [b for _, b in texts]
+    with config.override(LONG_ALIGN_MIN_CELLS=64 * 64):
+        for task in ("score", "end"):
+            got = gpualign.align(queries, targets, mode=mode, scoring=scoring, task=task,
+                                 alphabet=alphabet, backend="cuda")
+            want = gpualign.align(queries, targets, mode=mode, scoring=scoring, task=task,
+                                  alphabet=alphabet, backend="cpu")
+            assert got.score.tolist() == want.score.tolist()
+            assert got.query_end.tolist() == want.query_end.tolist()
+            assert got.target_end.tolist() == want.target_end.tolist()
+    matrix = _parasail_matrix(scoring, alphabet)
+    for k, (a, b) in enumerate(texts):
+        if a and b:
+            expected = PARASAIL[mode](a, b, scoring.gap_open, scoring.gap_extend, matrix).score
+            assert got.score[k] == expected
+
+
+@cuda
+@needs_gpu
+@pytest.mark.parametrize("mode", ALIGN_MODES)
+def test_gpu_long_pair_paths_rescore(tiny_tiles, mode):
+    scoring, alphabet = SCHEMES["dna-affine"]
+    rng = np.random.default_rng(17)
+    texts = [_random_pair(rng, m, n, alphabet) for m, n in SIZES]
+    queries, targets = [a for a, _ in texts], [b for _, b in texts]
+    got = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="path",
+                         alphabet=alphabet, backend="cuda")
+    want = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="score",
+                          alphabet=alphabet, backend="cpu")
+    table, _ = scoring.table(alphabet)
+    for k, (a, b) in enumerate(texts):
+        assert got.score[k] == want.score[k]
+        rescored = rescore_alignment(_codes(a, alphabet), _codes(b, alphabet),
+                                     got.query_start[k], got.target_start[k], got.cigar[k],
+                                     table, scoring.gap_open, scoring.gap_extend)
+        assert rescored == (got.score[k], got.query_end[k], got.target_end[k])
