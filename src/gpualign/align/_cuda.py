@@ -43,6 +43,7 @@ from ..cuda import launch
 from ..cuda.loader import get_kernel
 from ..cuda.memory import device_chunks, launch_split
 from ..sequences import SequenceSet
+from . import _cuda_long
 
 KERNEL_FILE = "align/kernels/align.cu"
 WARP_KERNEL_FILE = "align/kernels/warp.cu"
@@ -126,11 +127,20 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
     narrow = on_gpu & narrow_ok & (high < _NARROW_LIMIT) & (low > _NARROW_NEG + 256)
     find_end = want_end and mode == ALIGN_LOCAL
     cells = m.astype(np.int64) * n
+    # Pairs long enough for the whole GPU: a wavefront of tiles each (every mode and end).
+    tiled = np.zeros(count, dtype=bool)
+    engine = _cuda_long.TileEngine(table, gap_open, gap_extend, qset.alphabet.match_codes, dna)
+    candidates = np.flatnonzero(on_gpu & (cells >= config.LONG_ALIGN_MIN_CELLS))
+    tiled[candidates[engine.fits(m[candidates], n[candidates], gap_open - gap_extend)]] = True
+    if tiled.any():
+        chosen = np.flatnonzero(tiled)
+        score[chosen], q_end[chosen], t_end[chosen] = _cuda_long.pair_scores(
+            engine, qset, tset, q_index[chosen], t_index[chosen], mode)
     # Long for the batch: only pairs far above the mean would hold a launch up (a warp computes
     # a pair at a fraction of what 32 threads compute on 32 pairs).
     threshold = max(config.ALIGN_WARP_MIN_CELLS,
                     config.ALIGN_WARP_MIN_RATIO * float(cells.mean()) if len(cells) else 0.0)
-    long = on_gpu & (cells >= threshold) & (mode != ALIGN_OVERLAP) & (not find_end)
+    long = on_gpu & ~tiled & (cells >= threshold) & (mode != ALIGN_OVERLAP) & (not find_end)
     if long.any():
         chosen = np.flatnonzero(long)
         chosen = chosen[warp_fits(m[chosen], n[chosen], table, gap_open, gap_extend,
@@ -148,7 +158,7 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
     setup = _Setup(mode, gap_open != gap_extend, substitution, find_end, half,
                    shifted.astype(np.int16), qset.alphabet.size, gap_open, gap_extend)
     # Lanes: 0 narrow, 1 wide, 2 not on the thread kernels.
-    lanes = np.where(on_gpu & ~long, np.where(narrow, 0, 1), 2).astype(np.uint8)
+    lanes = np.where(on_gpu & ~long & ~tiled, np.where(narrow, 0, 1), 2).astype(np.uint8)
     for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
                                                            config.ALIGN_GPU_CHUNK_PAIRS):
         profiles = setup.profiles(sequences)
