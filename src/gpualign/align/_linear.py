@@ -49,12 +49,14 @@ from ..codes import (
     ALIGN_LOCAL,
     ALIGN_OVERLAP,
     ALIGN_SEMI_GLOBAL,
+    CIGAR_OPS,
     OP_DELETION,
     OP_INSERTION,
     OP_MATCH,
 )
 
-__all__ = ["Engine", "PairCodes", "Problems", "global_paths", "mode_paths"]
+__all__ = ["Engine", "LinearPaths", "PairCodes", "Problems", "cigar_text", "global_paths",
+           "mode_ends", "mode_paths", "path_score"]
 
 #: ``best_cells`` scopes: where an alignment may end. The first four are the end cells of the
 #: modes, with the batch kernels' ties (``_cpu._fill``): the corner (global); the last row,
@@ -266,7 +268,7 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
     Examples
     --------
     >>> import numpy as np
-    >>> from gpualign.align._cpu_linear import CpuEngine
+    >>> from gpualign.align._cpu import CpuEngine
     >>> table = np.where(np.eye(5, dtype=bool), 2, -3)
     >>> codes = PairCodes.from_lists([np.array([0, 1, 2, 3, 0, 1], np.uint8)],
     ...                              [np.array([0, 1, 3, 0, 1], np.uint8)])
@@ -372,6 +374,55 @@ _REVERSE = {ALIGN_GLOBAL: None, ALIGN_SEMI_GLOBAL: SCOPE_START_ROW,
             ALIGN_OVERLAP: SCOPE_START_EDGE, ALIGN_LOCAL: SCOPE_ANY}
 
 
+def _whole(sequences: PairCodes, excess: int) -> Problems:
+    """Each pair of ``sequences`` as one forward subproblem."""
+    count = len(sequences.q_index)
+    return Problems.of(pair=np.arange(count), a_start=0, a_end=sequences.a_lengths(), b_start=0,
+                       b_end=sequences.b_lengths(), reverse=0, top_excess=excess,
+                       bottom_excess=excess)
+
+
+def mode_ends(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, engine: Engine,
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Score and end cell of every pair in ``mode``, as the batch kernels report them, from
+    one forward score pass (``engine.best_cells``).
+
+    Parameters
+    ----------
+    sequences : PairCodes
+        The pairs, both sequences of each non-empty.
+    gap_open, gap_extend : int
+        Gap costs: a gap of length L costs ``gap_open + (L-1)*gap_extend``.
+    mode : int
+        An ``ALIGN_*`` code of :mod:`gpualign.codes`.
+    engine : Engine
+        The backend's DP.
+
+    Returns
+    -------
+    score, query_end, target_end : np.ndarray of int64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpualign.align._cpu import CpuEngine
+    >>> table = np.where(np.eye(5, dtype=bool), 2, -3)
+    >>> codes = PairCodes.from_lists([np.array([0, 1, 2, 3], np.uint8)],
+    ...                              [np.array([3, 3, 0, 1, 2, 3, 2], np.uint8)])
+    >>> score, q_end, t_end = mode_ends(codes, 5, 2, 2, CpuEngine(table, 5, 2, 4))
+    >>> int(score[0]), int(q_end[0]), int(t_end[0])
+    (8, 4, 6)
+    """
+    _check_non_empty(sequences)
+    return engine.best_cells(sequences, _whole(sequences, gap_open - gap_extend),
+                             *_FORWARD[mode])
+
+
+def _check_non_empty(sequences: PairCodes) -> None:
+    if np.any(sequences.a_lengths() == 0) or np.any(sequences.b_lengths() == 0):
+        raise ValueError("linear-space alignment: every pair needs two non-empty sequences")
+
+
 def mode_paths(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, engine: Engine,
                leaf_cells: int) -> LinearPaths:
     """Optimal alignments of every pair of ``sequences`` in ``mode``, in linear space.
@@ -403,7 +454,7 @@ def mode_paths(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, 
     Examples
     --------
     >>> import numpy as np
-    >>> from gpualign.align._cpu_linear import CpuEngine
+    >>> from gpualign.align._cpu import CpuEngine
     >>> table = np.where(np.eye(5, dtype=bool), 2, -3)
     >>> codes = PairCodes.from_lists([np.array([0, 1, 2, 3], np.uint8)],
     ...                              [np.array([3, 3, 0, 1, 2, 3, 2], np.uint8)])
@@ -411,21 +462,17 @@ def mode_paths(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, 
     >>> int(r.score[0]), int(r.target_start[0]), int(r.target_end[0]), r.ops[0].tolist()
     (8, 2, 6, [0, 0, 0, 0])
     """
-    a_length, b_length = sequences.a_lengths(), sequences.b_lengths()
-    if np.any(a_length == 0) or np.any(b_length == 0):
-        raise ValueError("mode_paths: every pair needs two non-empty sequences")
-    count = len(a_length)
-    excess = gap_open - gap_extend
+    _check_non_empty(sequences)
+    whole = _whole(sequences, gap_open - gap_extend)
+    count = len(whole)
     pair = np.arange(count, dtype=np.int64)
     zeros = np.zeros(count, dtype=np.int64)
-    whole = Problems(pair, zeros, a_length, zeros.copy(), b_length, zeros.copy(),
-                     np.full(count, excess), np.full(count, excess))
     if mode == ALIGN_GLOBAL:
-        q_end, t_end = a_length, b_length
+        q_end, t_end = whole.a_end, whole.b_end
         q_start, t_start = zeros, zeros.copy()
         score = None
     else:
-        score, q_end, t_end = engine.best_cells(sequences, whole, *_FORWARD[mode])
+        score, q_end, t_end = mode_ends(sequences, gap_open, gap_extend, mode, engine)
         anchored = Problems(pair, zeros, q_end, zeros.copy(), t_end, np.ones(count, np.int64),
                             whole.top_excess, whole.bottom_excess)
         # A local alignment scoring 0 is empty: nothing to anchor.
@@ -471,3 +518,21 @@ def path_score(sequences: PairCodes, pair: int, ops: np.ndarray, table: np.ndarr
     opens = gaps & np.concatenate(([True], ops[1:] != ops[:-1]))
     return int(table[a, b].sum() - gap_extend * np.count_nonzero(gaps)
                - (gap_open - gap_extend) * np.count_nonzero(opens))
+
+
+def cigar_text(ops: np.ndarray) -> str:
+    """Extended CIGAR of a path of ``OP_*`` codes, first operation first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cigar_text(np.array([0, 0, 2, 0, 1, 3, 3], np.uint8))
+    '2=1I1=1X2D'
+    """
+    ops = np.asarray(ops, dtype=np.uint8)
+    if not len(ops):
+        return ""
+    starts = np.flatnonzero(np.concatenate(([True], ops[1:] != ops[:-1])))
+    runs = np.diff(np.append(starts, len(ops)))
+    return "".join(f"{run}{CIGAR_OPS[op]}"
+                   for run, op in zip(runs.tolist(), ops[starts].tolist(), strict=True))
