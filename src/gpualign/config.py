@@ -105,6 +105,21 @@ LCS_GPU_FIRST_BATCH_RESIDUES = 1 << 24
 #: that also serves "end" and "path").
 ALIGN_CPU_SCORES = "parasail"
 
+#: Alignment paths (``task="path"``) whose traceback would take more than this many bytes
+#: (one per DP cell, ``(m + 1) * (n + 1)``) are found in linear space instead (Myers-Miller,
+#: ``align/_linear.py``): ``O(m + n)`` memory plus the leaves below, same scores and ends.
+ALIGN_LINEAR_MIN_CELLS = 1 << 26
+
+#: Largest subproblem (DP cells) that the linear-space alignment solves with a full traceback
+#: (its leaves; a traceback byte per cell, one leaf per thread at a time).
+ALIGN_LINEAR_LEAF_CELLS = 1 << 20
+
+#: Score passes of the CPU backend over subproblems of at least this many cells (long pairs'
+#: scores and ends, the linear-space alignment's levels) run one subproblem at a time on every
+#: core, in tiles along anti-diagonals, while a call has fewer of them than threads; smaller
+#: ones run side by side, one per core.
+ALIGN_CPU_WAVEFRONT_MIN_CELLS = 1 << 24
+
 #: Query rows per strip of the CUDA alignment kernels (even): a thread keeps a strip's cells in
 #: ``ALIGN_STRIP_ROWS / 2`` registers of two lanes and passes the strip's last row to the next
 #: strip through memory, so longer strips mean less memory traffic but more registers.

@@ -15,6 +15,9 @@ every backend reports the same coordinates:
 
 from __future__ import annotations
 
+import os
+
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -32,6 +35,8 @@ from ..codes import (
 )
 from ..sequences import SequenceSet
 from . import _parasail
+from ._cpu_linear import score_pass
+from ._linear import SCOPE_CORNER, PairCodes, Problems, cigar_text, mode_ends, mode_paths
 
 # Traceback byte: bits 0-1 where H came from, bit 2 E opened here, bit 3 F opened here.
 _FROM_DIAGONAL, _FROM_E, _FROM_F, _STOP = 0, 1, 2, 3
@@ -40,9 +45,15 @@ _NEG = -(1 << 60)
 
 
 @njit(cache=True, nogil=True)
-def _fill(a, b, table, gap_open, gap_extend, mode, trace):
+def _fill(a, b, table, gap_open, gap_extend, mode, top_excess, bottom_excess, trace):
     """Fill the DP of one pair; return ``(score, query_end, target_end)``. ``trace`` (uint8,
-    ``(m + 1) * (n + 1)``, or empty for score only) receives the traceback bytes."""
+    ``(m + 1) * (n + 1)``, or empty for score only) receives the traceback bytes.
+
+    ``top_excess``, ``bottom_excess``: what opening a vertical gap costs beyond its
+    ``gap_extend`` per symbol where it runs down column 0 from the top (global and
+    semi-global) or ends at the bottom-right corner (global): ``gap_open - gap_extend`` for a
+    whole pair, 0 for a piece of a linear-space alignment whose gap continues across that
+    border (:mod:`._linear`)."""
     m, n = len(a), len(b)
     width = n + 1
     keep = len(trace) > 0
@@ -57,7 +68,7 @@ def _fill(a, b, table, gap_open, gap_extend, mode, trace):
     for i in range(1, m + 1):
         diagonal = h[0]
         if mode == ALIGN_GLOBAL or mode == ALIGN_SEMI_GLOBAL:
-            h[0] = -(gap_open + (i - 1) * gap_extend)
+            h[0] = -(top_excess + i * gap_extend)
         else:
             h[0] = 0
         e = _NEG
@@ -100,6 +111,13 @@ def _fill(a, b, table, gap_open, gap_extend, mode, trace):
                     best, best_i, best_j = score, i, j
             elif mode == ALIGN_OVERLAP and j == n and score > best:
                 best, best_i, best_j = score, i, j  # last column: smaller query end first
+    if mode == ALIGN_GLOBAL and m > 0 and n > 0:
+        # A vertical gap ending in the corner, charged bottom_excess instead of its opening.
+        ending_in_gap = f[n] + gap_open - gap_extend - bottom_excess
+        if ending_in_gap > h[n]:
+            h[n] = ending_in_gap
+            if keep:
+                trace[m * width + n] = (trace[m * width + n] & ~3) | _FROM_F
     if mode == ALIGN_GLOBAL or m == 0 or n == 0:
         if mode == ALIGN_LOCAL:
             return best, best_i, best_j
@@ -208,7 +226,8 @@ def align_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, table,
             trace = np.empty((len(a) + 1) * (len(b) + 1), dtype=np.uint8)
         else:
             trace = np.empty(0, dtype=np.uint8)
-        s, ie, je = _fill(a, b, table, gap_open, gap_extend, mode, trace)
+        s, ie, je = _fill(a, b, table, gap_open, gap_extend, mode, gap_open - gap_extend,
+                          gap_open - gap_extend, trace)
         score[p], q_end[p], t_end[p] = s, ie, je
         if want_path:
             ops = np.empty(len(a) + len(b), dtype=np.uint8)
@@ -217,6 +236,144 @@ def align_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, table,
             text_length[p] = write_cigar(ops, count,
                                          text[text_offsets[p]:text_offsets[p + 1]])
     return score, q_start, q_end, t_start, t_end, text_length, matches, columns
+
+
+@njit(cache=True, parallel=True)
+def _leaf_paths(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start, a_end,
+                b_start, b_end, top_excess, bottom_excess, table, match_codes, gap_open,
+                gap_extend, room, ops, count):
+    """Global path of subproblem ``k`` (full DP and traceback), first operation first, into
+    ``ops[room[k]:]``; its length into ``count[k]``."""
+    for k in prange(len(pair)):
+        q_first = q_offsets[q_index[pair[k]]]
+        t_first = t_offsets[t_index[pair[k]]]
+        a = q_codes[q_first + a_start[k]:q_first + a_end[k]]
+        b = t_codes[t_first + b_start[k]:t_first + b_end[k]]
+        trace = np.empty((len(a) + 1) * (len(b) + 1), dtype=np.uint8)
+        _fill(a, b, table, gap_open, gap_extend, ALIGN_GLOBAL, top_excess[k], bottom_excess[k],
+              trace)
+        out = ops[room[k]:room[k + 1]]
+        _, _, count[k], _ = _traceback(a, b, trace, ALIGN_GLOBAL, len(a), len(b), match_codes,
+                                       out)
+        out[:count[k]] = out[:count[k]][::-1].copy()
+
+
+class CpuEngine:
+    """The CPU engine of the linear-space driver (:class:`gpualign.align._linear.Engine`):
+    score passes of :mod:`._cpu_linear`, leaves with the batch DP and traceback.
+
+    Examples
+    --------
+    >>> table = np.where(np.eye(5, dtype=bool), 2, -3)
+    >>> codes = PairCodes.from_lists([np.array([0, 1, 2], np.uint8)],
+    ...                              [np.array([0, 2], np.uint8)])
+    >>> leaf = Problems.of(pair=[0], a_start=0, a_end=3, b_start=0, b_end=2, reverse=0,
+    ...                    top_excess=3, bottom_excess=3)
+    >>> ops, offsets = CpuEngine(table, 5, 2, 4).leaf_paths(codes, leaf)
+    >>> ops.tolist()
+    [0, 2, 0]
+    """
+
+    def __init__(self, table: np.ndarray, gap_open: int, gap_extend: int, match_codes: int):
+        self.table = np.ascontiguousarray(table, dtype=np.int64)
+        self.gap_open, self.gap_extend, self.match_codes = gap_open, gap_extend, match_codes
+
+    def last_rows(self, sequences: PairCodes, problems: Problems,
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """The last DP rows (H, F) of global alignments of the subproblems."""
+        h, f, _, _, _ = score_pass(sequences, problems, self.table, self.gap_open,
+                                   self.gap_extend, False, False, False, SCOPE_CORNER)
+        return h, f
+
+    def leaf_paths(self, sequences: PairCodes, problems: Problems,
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """Optimal global paths of small subproblems: ``(ops, offsets)``."""
+        room = np.zeros(len(problems) + 1, dtype=np.int64)
+        np.cumsum(problems.a_length() + problems.b_length(), out=room[1:])
+        ops = np.empty(int(room[-1]), dtype=np.uint8)
+        count = np.empty(len(problems), dtype=np.int64)
+        _leaf_paths(sequences.q_codes, sequences.q_offsets, sequences.t_codes,
+                    sequences.t_offsets, sequences.q_index, sequences.t_index, problems.pair,
+                    problems.a_start, problems.a_end, problems.b_start, problems.b_end,
+                    problems.top_excess, problems.bottom_excess, self.table, self.match_codes,
+                    self.gap_open, self.gap_extend, room, ops, count)
+        offsets = np.zeros(len(problems) + 1, dtype=np.int64)
+        np.cumsum(count, out=offsets[1:])
+        used = np.arange(int(offsets[-1])) + np.repeat(room[:-1] - offsets[:-1], count)
+        return ops[used], offsets
+
+    def best_cells(self, sequences: PairCodes, problems: Problems, start_free_top: bool,
+                   start_free_left: bool, floor_zero: bool, end_scope: int,
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Score and end cell of each subproblem in ``end_scope``."""
+        _, _, score, i_end, j_end = score_pass(sequences, problems, self.table, self.gap_open,
+                                               self.gap_extend, start_free_top,
+                                               start_free_left, floor_zero, end_scope)
+        return score, i_end, j_end
+
+
+#: Bytes of work arrays per symbol of a pair aligned in linear space (rows of H and F of both
+#: halves and the split's temporaries, column buffers, oriented copies, operations, CIGAR
+#: text), with room to spare: the check that runs before any work.
+_LINEAR_BYTES_PER_SYMBOL = 160
+
+
+def _available_memory() -> int:
+    """Bytes of physical memory available now (Linux), or no limit where unknown."""
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
+
+
+def _check_linear_memory(q_length: np.ndarray, t_length: np.ndarray,
+                         index: np.ndarray) -> None:
+    """Raise ValueError before any work when the linear-space work arrays of the pairs
+    ``index`` (all levels run together) and one leaf per thread do not fit in memory."""
+    need = _LINEAR_BYTES_PER_SYMBOL * (q_length[index] + t_length[index] + 1)
+    total = int(need.sum()) + numba.get_num_threads() * 2 * config.ALIGN_LINEAR_LEAF_CELLS
+    available = _available_memory()
+    if total > available:
+        worst = int(index[np.argmax(need)])
+        raise ValueError(
+            f"align: {len(index)} pairs aligned in linear space need {total / 2**30:.1f} GiB of "
+            f"work arrays, {available / 2**30:.1f} GiB of memory is available (largest: pair "
+            f"{worst}, query {int(q_length[worst])} x target {int(t_length[worst])} symbols)")
+
+
+def _linear_results(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
+                    t_index: np.ndarray, table: np.ndarray, gap_open: int, gap_extend: int,
+                    mode: int, task: str) -> tuple:
+    """:func:`align_pairs`' results for long pairs: paths in linear space
+    (:func:`._linear.mode_paths`), or scores and ends from score passes on every core
+    (:func:`._linear.mode_ends`)."""
+    sequences = PairCodes(qset.codes, qset.offsets, tset.codes, tset.offsets, q_index, t_index)
+    engine = CpuEngine(table, gap_open, gap_extend, qset.alphabet.match_codes)
+    missing = np.full(len(q_index), -1, dtype=np.int64)
+    if task != "path":
+        score, q_end, t_end = mode_ends(sequences, gap_open, gap_extend, mode, engine)
+        if task == "score":
+            q_end, t_end = missing.copy(), missing.copy()
+        return score, missing, q_end, missing.copy(), t_end, None, None
+    found = mode_paths(sequences, gap_open, gap_extend, mode, engine,
+                       config.ALIGN_LINEAR_LEAF_CELLS)
+    matches, columns = found.matches(), found.columns()
+    identity = np.zeros(len(q_index), dtype=np.float64)
+    np.divide(matches, columns, out=identity, where=columns > 0)
+    return (found.score, found.query_start, found.query_end, found.target_start,
+            found.target_end, [cigar_text(ops) for ops in found.ops], identity)
+
+
+def _linear_pairs(q_length: np.ndarray, t_length: np.ndarray, task: str) -> np.ndarray:
+    """Which pairs run in linear space: with ``task="path"``, those whose traceback would
+    exceed ``config.ALIGN_LINEAR_MIN_CELLS`` bytes; for scores and ends, those of at least
+    ``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS`` cells (a long pair then runs on every core)."""
+    cells = q_length * t_length
+    if task == "path":
+        large = (q_length + 1) * (t_length + 1) > config.ALIGN_LINEAR_MIN_CELLS
+    else:
+        large = cells >= config.ALIGN_CPU_WAVEFRONT_MIN_CELLS
+    return large & (cells > 0)
 
 
 def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: np.ndarray,
@@ -252,7 +409,12 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
     -----
     Scores alone come from parasail's SIMD kernels when ``config.ALIGN_CPU_SCORES`` is
     ``"parasail"`` and it can take the alphabet (identical scores), else from the DP of
-    :func:`align_batch`, which also gives the ends and paths.
+    :func:`align_batch`, which also gives the ends and paths. Paths whose traceback would
+    exceed ``config.ALIGN_LINEAR_MIN_CELLS`` bytes are found in linear space
+    (:mod:`._linear`, same scores and ends; a ValueError before any work when even their
+    linear work arrays do not fit in memory); scores and ends of pairs of
+    ``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS`` cells or more come from score passes that run a
+    long pair on every core.
     """
     if task == "score" and config.ALIGN_CPU_SCORES == "parasail" and \
             _parasail.available(qset.alphabet.name):
@@ -260,6 +422,38 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
                                  mode)
         missing = np.full(len(score), -1, dtype=np.int64)
         return score, missing, missing.copy(), missing.copy(), missing.copy(), None, None
+    q_length, t_length = qset.lengths[q_index], tset.lengths[t_index]
+    linear = _linear_pairs(q_length, t_length, task)
+    if task == "path" and linear.any():
+        _check_linear_memory(q_length, t_length, np.flatnonzero(linear))
+    if not linear.any():
+        return _batch_results(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode,
+                              task)
+    parts = [(np.flatnonzero(~linear), _batch_results), (np.flatnonzero(linear), _linear_results)]
+    merged: list = [None] * 7
+    for index, compute in parts:
+        if not len(index):
+            continue
+        values = compute(qset, tset, q_index[index], t_index[index], table, gap_open, gap_extend,
+                         mode, task)
+        for k, value in enumerate(values):
+            if value is None:
+                continue
+            if merged[k] is None:
+                merged[k] = [None] * len(q_index) if isinstance(value, list) else \
+                    np.empty(len(q_index), dtype=value.dtype)
+            if isinstance(value, list):
+                for position, item in zip(index.tolist(), value, strict=True):
+                    merged[k][position] = item
+            else:
+                merged[k][index] = value
+    return tuple(merged)
+
+
+def _batch_results(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
+                   t_index: np.ndarray, table: np.ndarray, gap_open: int, gap_extend: int,
+                   mode: int, task: str) -> tuple:
+    """:func:`align_pairs`' results from :func:`align_batch` (a full traceback per pair)."""
     want_path = task == "path"
     if want_path:
         offsets = text_offsets(qset.lengths[q_index] + tset.lengths[t_index])

@@ -1,0 +1,538 @@
+"""Alignments in linear space: Myers and Miller's divide and conquer ("Optimal alignments in
+linear space", CABIOS 1988) for every mode, driven level by level over a whole batch of pairs.
+
+Shared by the CPU and CUDA backends (NumPy only: no Numba, no CuPy). The driver never touches
+a DP cell itself: it describes subproblems (:class:`Problems`) and hands each recursion level
+of every pair to an *engine* (:class:`Engine`), so that a GPU engine gets many subproblems per
+launch. Memory is ``O(m + n)`` per pair plus the engine's leaves (at most ``leaf_cells`` cells
+each).
+
+Conventions (the contract between this driver and the engines):
+
+- Scores are maximized; a gap of length L costs ``gap_open + (L-1)*gap_extend``, that is
+  ``excess + L*gap_extend`` with ``excess = gap_open - gap_extend``. The query ``a`` is the
+  rows (length m), the target ``b`` the columns (length n); a vertical gap consumes the query
+  (``OP_INSERTION``, CIGAR ``I``), a horizontal one the target (``OP_DELETION``, ``D``).
+- ``sequences`` is a :class:`PairCodes` of NumPy arrays, the arrays ``align_batch`` of
+  ``_cpu.py`` takes: pair ``p`` aligns ``a = q_codes[q_offsets[q_index[p]]:
+  q_offsets[q_index[p] + 1]]`` with ``b = t_codes[t_offsets[t_index[p]]:
+  t_offsets[t_index[p] + 1]]``. The driver reads only the lengths from it and passes it on to
+  every engine call unchanged; a GPU engine copies the codes to the device once (when it is
+  built or on first use) and ignores the host arrays afterwards.
+- A subproblem ``k`` aligns ``a[a_start:a_end]`` with ``b[b_start:b_end]`` of pair
+  ``pair[k]``, both reversed when ``reverse[k]`` is 1 (all coordinates an engine returns are
+  those of the DP it ran, after the reversal). Its column 0 is one vertical gap charged
+  ``top_excess + i*gap_extend`` at row i (0 when that gap continues a gap opened above the
+  subproblem); every other gap costs the usual ``excess + L*gap_extend``.
+  ``bottom_excess`` is the same for a vertical gap that ends at the bottom-right corner (read
+  by ``leaf_paths`` only).
+- The driver sends ``last_rows`` and ``leaf_paths`` only subproblems with both sides non-empty;
+  ``best_cells`` only pairs with both sequences non-empty.
+
+Paths are optimal; where several paths are optimal they may differ from the batch traceback's
+(the split column of each level is the first best one, a join through the middle row's
+diagonal or horizontal step preferred to one through a vertical gap). Scores and end cells
+are always those of the batch kernels; start cells are the ones closest to the end among the
+optimal ones (the reverse passes' ties), which is where the batch traceback stops in all but
+unusual ties.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Protocol
+
+import numpy as np
+
+from ..codes import (
+    ALIGN_GLOBAL,
+    ALIGN_LOCAL,
+    ALIGN_OVERLAP,
+    ALIGN_SEMI_GLOBAL,
+    CIGAR_OPS,
+    OP_DELETION,
+    OP_INSERTION,
+    OP_MATCH,
+)
+
+__all__ = ["Engine", "LinearPaths", "PairCodes", "Problems", "cigar_text", "global_paths",
+           "mode_ends", "mode_paths", "path_score"]
+
+#: ``best_cells`` scopes: where an alignment may end. The first four are the end cells of the
+#: modes, with the batch kernels' ties (``_cpu._fill``): the corner (global); the last row,
+#: columns from 1, first best column (semi-global); the last row (columns 1 to n-1, first best)
+#: or the last column (rows 1 to m, first best), the row winning ties (overlap); any cell or
+#: the empty alignment (0, 0) with score 0, ties to the smaller column, then row (local).
+SCOPE_CORNER, SCOPE_LAST_ROW, SCOPE_LAST_ROW_OR_COLUMN, SCOPE_ANY = 0, 1, 2, 3
+#: The scopes of the anchored reverse passes that find start cells: the last row from column 0
+#: (semi-global: the query may start with a gap), the last row from column 0 or the last
+#: column from row 0 (overlap), with the same ties as their forward scopes.
+SCOPE_START_ROW, SCOPE_START_EDGE = 4, 5
+
+#: Sentinel of ``last_rows``' F where no alignment ends in a vertical gap (any value at or
+#: below ``NO_SCORE`` means none).
+NO_SCORE = -(1 << 40)
+
+
+@dataclass
+class PairCodes:
+    """The pairs of a batch as the backends store them (see the module's conventions).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = PairCodes.from_lists([np.array([0, 1, 2], np.uint8)], [np.array([0, 2], np.uint8)])
+    >>> codes.a_lengths().tolist(), codes.b_lengths().tolist()
+    ([3], [2])
+    """
+
+    q_codes: np.ndarray
+    q_offsets: np.ndarray
+    t_codes: np.ndarray
+    t_offsets: np.ndarray
+    q_index: np.ndarray
+    t_index: np.ndarray
+
+    @classmethod
+    def from_lists(cls, queries: list[np.ndarray], targets: list[np.ndarray]) -> PairCodes:
+        """Pair ``p`` = ``queries[p]`` with ``targets[p]`` (code arrays)."""
+        def packed(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+            offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+            np.cumsum([len(x) for x in arrays], out=offsets[1:])
+            codes = np.concatenate(arrays) if arrays else np.zeros(0, np.uint8)
+            return codes.astype(np.uint8), offsets
+
+        (q_codes, q_offsets), (t_codes, t_offsets) = packed(queries), packed(targets)
+        index = np.arange(len(queries), dtype=np.int64)
+        return cls(q_codes, q_offsets, t_codes, t_offsets, index, index.copy())
+
+    def a_lengths(self) -> np.ndarray:
+        """Length of each pair's query."""
+        return (self.q_offsets[self.q_index + 1] - self.q_offsets[self.q_index]).astype(np.int64)
+
+    def b_lengths(self) -> np.ndarray:
+        """Length of each pair's target."""
+        return (self.t_offsets[self.t_index + 1] - self.t_offsets[self.t_index]).astype(np.int64)
+
+
+@dataclass
+class Problems:
+    """Subproblems, a struct of equal-length int64 arrays (see the module's conventions).
+
+    Examples
+    --------
+    >>> p = Problems.of(pair=[0, 0], a_start=[0, 4], a_end=[4, 9], b_start=[0, 3],
+    ...                 b_end=[3, 7], reverse=[0, 1], top_excess=3, bottom_excess=3)
+    >>> len(p), p.cells().tolist()
+    (2, [12, 20])
+    """
+
+    pair: np.ndarray
+    a_start: np.ndarray
+    a_end: np.ndarray
+    b_start: np.ndarray
+    b_end: np.ndarray
+    reverse: np.ndarray
+    top_excess: np.ndarray
+    bottom_excess: np.ndarray
+
+    @classmethod
+    def of(cls, **columns) -> Problems:
+        """Problems from sequences or scalars (scalars broadcast to the others' length)."""
+        length = max((np.size(v) for v in columns.values() if np.ndim(v) > 0), default=1)
+        return cls(**{name: np.broadcast_to(np.asarray(value, dtype=np.int64), (length,)).copy()
+                      for name, value in columns.items()})
+
+    def __len__(self) -> int:
+        return len(self.pair)
+
+    def a_length(self) -> np.ndarray:
+        """Rows of each subproblem."""
+        return self.a_end - self.a_start
+
+    def b_length(self) -> np.ndarray:
+        """Columns of each subproblem."""
+        return self.b_end - self.b_start
+
+    def cells(self) -> np.ndarray:
+        """DP cells of each subproblem (rows x columns)."""
+        return self.a_length() * self.b_length()
+
+    def take(self, index: np.ndarray) -> Problems:
+        """The subproblems at ``index``."""
+        return Problems(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
+
+    @staticmethod
+    def concat(parts: list[Problems]) -> Problems:
+        """The subproblems of ``parts``, in order."""
+        return Problems(**{f.name: np.concatenate([getattr(p, f.name) for p in parts])
+                           for f in fields(Problems)})
+
+    def row_offsets(self) -> np.ndarray:
+        """Offsets of each subproblem's row in ``last_rows``' output (``b_length + 1`` each)."""
+        offsets = np.zeros(len(self) + 1, dtype=np.int64)
+        np.cumsum(self.b_length() + 1, out=offsets[1:])
+        return offsets
+
+
+class Engine(Protocol):
+    """What a backend computes for the driver; built with the scoring (substitution table,
+    gap costs, the alphabet's ``match_codes``), so that its calls take only the work."""
+
+    #: The substitution scores, ``table[query code, target code]`` (host NumPy array).
+    table: np.ndarray
+
+    def last_rows(self, sequences: PairCodes, problems: Problems) -> tuple[np.ndarray, np.ndarray]:
+        """``(H, F)``, the last DP row of each subproblem, concatenated (offsets
+        ``problems.row_offsets()``), int64 or int32: ``H[j]`` is the best score of a global
+        alignment of all of the subproblem's ``a`` with ``b[:j]``, ``F[j]`` the best among those
+        that end in a vertical gap (at or below ``NO_SCORE`` where none does; ``F[0] = H[0]``).
+        Memory ``O(b_length)`` per subproblem."""
+
+    def leaf_paths(self, sequences: PairCodes, problems: Problems) -> tuple[np.ndarray, np.ndarray]:
+        """``(ops, offsets)``: an optimal global path of each subproblem honouring
+        ``top_excess`` and ``bottom_excess``, ``OP_*`` codes (uint8) from the top-left corner,
+        concatenated (``offsets``: int64, ``len(problems) + 1``). ``=`` for equal codes below
+        ``match_codes``, else ``X``."""
+
+    def best_cells(self, sequences: PairCodes, problems: Problems, start_free_top: bool,
+                   start_free_left: bool, floor_zero: bool, end_scope: int,
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(score, i_end, j_end)`` of each subproblem (int64): the best cell in ``end_scope``
+        (a ``SCOPE_*``) of the DP whose row 0 (``start_free_top``) and column 0
+        (``start_free_left``) are free (0) rather than gaps, whose cells are floored at 0
+        (``floor_zero``: Smith-Waterman), with the ties the scope states."""
+
+
+def _gap_ops(op: int, count: int) -> np.ndarray:
+    return np.full(count, op, dtype=np.uint8)
+
+
+def _split_columns(h: np.ndarray, f: np.ndarray, offsets: np.ndarray, count: int,
+                   excess: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where the optimal paths of ``count`` split subproblems cross their middle row.
+
+    ``h``, ``f``: the forward last rows of the ``count`` top halves, then the reverse last rows
+    of their bottom halves (``offsets`` over both). Column j joins the top half's row ending at
+    j with the bottom half's reversed row ending at ``n - j``: through a cell (type 1) or
+    through one vertical gap crossing the middle (type 2, its open charged once). Returns the
+    first best column of each subproblem and whether it joins through a vertical gap."""
+    h = h.astype(np.int64, copy=False)
+    f = f.astype(np.int64, copy=False)
+    top_start, top_end = offsets[:count], offsets[1:count + 1]
+    length = top_end - top_start
+    segment = np.repeat(np.arange(count), length)
+    position = np.arange(int(length.sum())) - np.repeat(top_start - top_start[0], length)
+    top = np.repeat(top_start, length) + position
+    bottom = np.repeat(offsets[count:-1] + length - 1, length) - position
+    through_cell = h[top] + h[bottom]
+    through_gap = f[top] + f[bottom] + excess
+    best = np.maximum(through_cell, through_gap)
+    segment_best = np.maximum.reduceat(best, top_start - top_start[0])
+    hits = np.flatnonzero(best == segment_best[segment])
+    _, first = np.unique(segment[hits], return_index=True)
+    chosen = hits[first]
+    return position[chosen], through_cell[chosen] < best[chosen]
+
+
+def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_extend: int,
+                 engine: Engine, leaf_cells: int) -> list[np.ndarray]:
+    """Optimal global paths of the subproblems ``roots`` in linear space (Myers-Miller).
+
+    Each level splits every open subproblem at its middle row: ``engine.last_rows`` gives the
+    forward last row of its top half and the reverse last row of its bottom half (one call for
+    all subproblems of the level), the best column splits it in two (or three pieces around a
+    vertical gap that crosses the middle row). Subproblems of at most ``leaf_cells`` cells, or
+    of one row, are solved by ``engine.leaf_paths`` (one call per level); those with an empty
+    side are one gap.
+
+    Parameters
+    ----------
+    sequences : PairCodes
+        The pairs that ``roots.pair`` indexes.
+    roots : Problems
+        Forward subproblems (``reverse`` 0); ``top_excess`` and ``bottom_excess`` are usually
+        ``gap_open - gap_extend``.
+    gap_open, gap_extend : int
+        Gap costs: a gap of length L costs ``gap_open + (L-1)*gap_extend``.
+    engine : Engine
+        The backend's DP.
+    leaf_cells : int
+        Largest subproblem (cells) solved with a full DP.
+
+    Returns
+    -------
+    list of np.ndarray of uint8
+        Per root, the ``OP_*`` codes of its path from the top-left corner.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpualign.align._cpu import CpuEngine
+    >>> table = np.where(np.eye(5, dtype=bool), 2, -3)
+    >>> codes = PairCodes.from_lists([np.array([0, 1, 2, 3, 0, 1], np.uint8)],
+    ...                              [np.array([0, 1, 3, 0, 1], np.uint8)])
+    >>> roots = Problems.of(pair=[0], a_start=0, a_end=6, b_start=0, b_end=5, reverse=0,
+    ...                     top_excess=3, bottom_excess=3)
+    >>> global_paths(codes, roots, 5, 2, CpuEngine(table, 5, 2, 4), leaf_cells=4)[0].tolist()
+    [0, 0, 2, 0, 0, 0]
+    """
+    excess = gap_open - gap_extend
+    # Pieces of the paths: (root, row, column) where each starts, and its operations. Pieces
+    # of one root never overlap and the path is monotone, so sorting by start orders them.
+    piece_root: list[np.ndarray] = []
+    piece_row: list[np.ndarray] = []
+    piece_column: list[np.ndarray] = []
+    piece_ops: list[np.ndarray] = []
+
+    def add(root: np.ndarray, row: np.ndarray, column: np.ndarray, ops: list[np.ndarray]):
+        piece_root.append(root)
+        piece_row.append(row)
+        piece_column.append(column)
+        piece_ops.extend(ops)
+
+    open_ = roots
+    root = np.arange(len(roots), dtype=np.int64)
+    while len(open_):
+        rows, columns = open_.a_length(), open_.b_length()
+        empty = (rows == 0) | (columns == 0)
+        index = np.flatnonzero(empty & (rows + columns > 0))
+        add(root[index], open_.a_start[index], open_.b_start[index],
+            [_gap_ops(OP_INSERTION, r) if r else _gap_ops(OP_DELETION, c)
+             for r, c in zip(rows[index].tolist(), columns[index].tolist(), strict=True)])
+        leaf = ~empty & ((rows <= 1) | (rows * columns <= leaf_cells))
+        index = np.flatnonzero(leaf)
+        if len(index):
+            ops, offsets = engine.leaf_paths(sequences, open_.take(index))
+            bounds = offsets.tolist()
+            add(root[index], open_.a_start[index], open_.b_start[index],
+                [ops[bounds[k]:bounds[k + 1]] for k in range(len(index))])
+        index = np.flatnonzero(~empty & ~leaf)
+        if not len(index):
+            break
+        split, root = open_.take(index), root[index]
+        middle = split.a_start + split.a_length() // 2
+        top = Problems(split.pair, split.a_start, middle, split.b_start, split.b_end,
+                       np.zeros_like(middle), split.top_excess, split.bottom_excess)
+        bottom = Problems(split.pair, middle, split.a_end, split.b_start, split.b_end,
+                          np.ones_like(middle), split.bottom_excess, split.bottom_excess)
+        both = Problems.concat([top, bottom])
+        h, f = engine.last_rows(sequences, both)
+        column, through_gap = _split_columns(h, f, both.row_offsets(), len(split), excess)
+        column += split.b_start
+        # Through a vertical gap: rows middle-1 and middle are two I's of a gap that the top
+        # piece may end and the bottom piece may start without opening it again.
+        cut_top = np.where(through_gap, middle - 1, middle)
+        cut_bottom = np.where(through_gap, middle + 1, middle)
+        joined = np.where(through_gap, 0, excess)
+        gap = np.flatnonzero(through_gap)
+        add(root[gap], cut_top[gap], column[gap], [_gap_ops(OP_INSERTION, 2)] * len(gap))
+        upper = Problems(split.pair, split.a_start, cut_top, split.b_start, column,
+                         np.zeros_like(middle), split.top_excess, joined)
+        lower = Problems(split.pair, cut_bottom, split.a_end, column, split.b_end,
+                         np.zeros_like(middle), joined, split.bottom_excess)
+        open_ = Problems.concat([upper, lower])
+        root = np.concatenate([root, root])
+    paths: list[list[np.ndarray]] = [[] for _ in range(len(roots))]
+    if piece_root:
+        owner = np.concatenate(piece_root)
+        order = np.lexsort((np.concatenate(piece_column), np.concatenate(piece_row), owner))
+        for k in order.tolist():
+            paths[owner[k]].append(piece_ops[k])
+    return [np.concatenate(p) if p else np.zeros(0, dtype=np.uint8) for p in paths]
+
+
+@dataclass
+class LinearPaths:
+    """Results of :func:`mode_paths`, one entry per pair (int64 arrays; ``ops`` a list)."""
+
+    score: np.ndarray
+    query_start: np.ndarray
+    query_end: np.ndarray
+    target_start: np.ndarray
+    target_end: np.ndarray
+    ops: list[np.ndarray]
+
+    def matches(self) -> np.ndarray:
+        """``=`` operations of each path."""
+        return np.array([int(np.count_nonzero(p == OP_MATCH)) for p in self.ops], dtype=np.int64)
+
+    def columns(self) -> np.ndarray:
+        """Operations of each path."""
+        return np.array([len(p) for p in self.ops], dtype=np.int64)
+
+
+# Forward pass of each mode: (row 0 free, column 0 free, floor at 0, end scope), and the scope
+# of its anchored reverse pass (None: the alignment starts at (0, 0)).
+_FORWARD = {
+    ALIGN_GLOBAL: (False, False, False, SCOPE_CORNER),
+    ALIGN_SEMI_GLOBAL: (True, False, False, SCOPE_LAST_ROW),
+    ALIGN_OVERLAP: (True, True, False, SCOPE_LAST_ROW_OR_COLUMN),
+    ALIGN_LOCAL: (True, True, True, SCOPE_ANY),
+}
+_REVERSE = {ALIGN_GLOBAL: None, ALIGN_SEMI_GLOBAL: SCOPE_START_ROW,
+            ALIGN_OVERLAP: SCOPE_START_EDGE, ALIGN_LOCAL: SCOPE_ANY}
+
+
+def _whole(sequences: PairCodes, excess: int) -> Problems:
+    """Each pair of ``sequences`` as one forward subproblem."""
+    count = len(sequences.q_index)
+    return Problems.of(pair=np.arange(count), a_start=0, a_end=sequences.a_lengths(), b_start=0,
+                       b_end=sequences.b_lengths(), reverse=0, top_excess=excess,
+                       bottom_excess=excess)
+
+
+def mode_ends(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, engine: Engine,
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Score and end cell of every pair in ``mode``, as the batch kernels report them, from
+    one forward score pass (``engine.best_cells``).
+
+    Parameters
+    ----------
+    sequences : PairCodes
+        The pairs, both sequences of each non-empty.
+    gap_open, gap_extend : int
+        Gap costs: a gap of length L costs ``gap_open + (L-1)*gap_extend``.
+    mode : int
+        An ``ALIGN_*`` code of :mod:`gpualign.codes`.
+    engine : Engine
+        The backend's DP.
+
+    Returns
+    -------
+    score, query_end, target_end : np.ndarray of int64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpualign.align._cpu import CpuEngine
+    >>> table = np.where(np.eye(5, dtype=bool), 2, -3)
+    >>> codes = PairCodes.from_lists([np.array([0, 1, 2, 3], np.uint8)],
+    ...                              [np.array([3, 3, 0, 1, 2, 3, 2], np.uint8)])
+    >>> score, q_end, t_end = mode_ends(codes, 5, 2, 2, CpuEngine(table, 5, 2, 4))
+    >>> int(score[0]), int(q_end[0]), int(t_end[0])
+    (8, 4, 6)
+    """
+    _check_non_empty(sequences)
+    return engine.best_cells(sequences, _whole(sequences, gap_open - gap_extend),
+                             *_FORWARD[mode])
+
+
+def _check_non_empty(sequences: PairCodes) -> None:
+    if np.any(sequences.a_lengths() == 0) or np.any(sequences.b_lengths() == 0):
+        raise ValueError("linear-space alignment: every pair needs two non-empty sequences")
+
+
+def mode_paths(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, engine: Engine,
+               leaf_cells: int) -> LinearPaths:
+    """Optimal alignments of every pair of ``sequences`` in ``mode``, in linear space.
+
+    A forward score pass (``engine.best_cells``) finds the score and end cell as the batch
+    kernels do; an anchored pass over the reversed prefixes ending there finds the start cell
+    (the optimal one closest to the end); the path between them is a global alignment
+    (:func:`global_paths`). Global alignments need neither pass.
+
+    Parameters
+    ----------
+    sequences : PairCodes
+        The pairs, both sequences of each non-empty.
+    gap_open, gap_extend : int
+        Gap costs: a gap of length L costs ``gap_open + (L-1)*gap_extend``.
+    mode : int
+        An ``ALIGN_*`` code of :mod:`gpualign.codes`.
+    engine : Engine
+        The backend's DP.
+    leaf_cells : int
+        Largest subproblem (cells) solved with a full DP.
+
+    Returns
+    -------
+    LinearPaths
+        Scores, half-open starts and ends, and the operations of each path. A local
+        alignment scoring 0 is empty, at (0, 0).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpualign.align._cpu import CpuEngine
+    >>> table = np.where(np.eye(5, dtype=bool), 2, -3)
+    >>> codes = PairCodes.from_lists([np.array([0, 1, 2, 3], np.uint8)],
+    ...                              [np.array([3, 3, 0, 1, 2, 3, 2], np.uint8)])
+    >>> r = mode_paths(codes, 5, 2, 1, CpuEngine(table, 5, 2, 4), leaf_cells=4)
+    >>> int(r.score[0]), int(r.target_start[0]), int(r.target_end[0]), r.ops[0].tolist()
+    (8, 2, 6, [0, 0, 0, 0])
+    """
+    _check_non_empty(sequences)
+    whole = _whole(sequences, gap_open - gap_extend)
+    count = len(whole)
+    pair = np.arange(count, dtype=np.int64)
+    zeros = np.zeros(count, dtype=np.int64)
+    if mode == ALIGN_GLOBAL:
+        q_end, t_end = whole.a_end, whole.b_end
+        q_start, t_start = zeros, zeros.copy()
+        score = None
+    else:
+        score, q_end, t_end = mode_ends(sequences, gap_open, gap_extend, mode, engine)
+        anchored = Problems(pair, zeros, q_end, zeros.copy(), t_end, np.ones(count, np.int64),
+                            whole.top_excess, whole.bottom_excess)
+        # A local alignment scoring 0 is empty: nothing to anchor.
+        live = np.flatnonzero((q_end > 0) & (t_end > 0))
+        q_start, t_start = q_end.copy(), t_end.copy()
+        if len(live):
+            _, i_back, j_back = engine.best_cells(sequences, anchored.take(live), False, False,
+                                                  False, _REVERSE[mode])
+            q_start[live] -= i_back
+            t_start[live] -= j_back
+    cores = Problems(pair, q_start, q_end, t_start, t_end, zeros.copy(), whole.top_excess,
+                     whole.bottom_excess)
+    ops = global_paths(sequences, cores, gap_open, gap_extend, engine, leaf_cells)
+    if score is None:
+        score = np.array([path_score(sequences, p, ops[p], engine.table, gap_open, gap_extend)
+                          for p in range(count)], dtype=np.int64)
+    return LinearPaths(score, q_start, q_end, t_start, t_end, ops)
+
+
+def path_score(sequences: PairCodes, pair: int, ops: np.ndarray, table: np.ndarray,
+               gap_open: int, gap_extend: int, query_start: int = 0, target_start: int = 0,
+               ) -> int:
+    """Score of the path ``ops`` of pair ``pair`` from ``(query_start, target_start)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> table = np.where(np.eye(5, dtype=bool), 2, -3)
+    >>> codes = PairCodes.from_lists([np.array([0, 1, 2], np.uint8)], [np.array([0, 2], np.uint8)])
+    >>> path_score(codes, 0, np.array([0, 2, 0], np.uint8), table, 5, 2)
+    -1
+    """
+    ops = np.asarray(ops, dtype=np.uint8)
+    a_first = int(sequences.q_offsets[sequences.q_index[pair]]) + query_start
+    b_first = int(sequences.t_offsets[sequences.t_index[pair]]) + target_start
+    diagonal = ops <= 1  # OP_MATCH, OP_MISMATCH
+    a_position = np.cumsum(ops != OP_DELETION) - 1
+    b_position = np.cumsum(ops != OP_INSERTION) - 1
+    a = sequences.q_codes[a_first + a_position[diagonal]]
+    b = sequences.t_codes[b_first + b_position[diagonal]]
+    gaps = ~diagonal
+    # A gap run starts where the operation changes (or the path starts) on a gap.
+    opens = gaps & np.concatenate(([True], ops[1:] != ops[:-1]))
+    return int(table[a, b].sum() - gap_extend * np.count_nonzero(gaps)
+               - (gap_open - gap_extend) * np.count_nonzero(opens))
+
+
+def cigar_text(ops: np.ndarray) -> str:
+    """Extended CIGAR of a path of ``OP_*`` codes, first operation first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cigar_text(np.array([0, 0, 2, 0, 1, 3, 3], np.uint8))
+    '2=1I1=1X2D'
+    """
+    ops = np.asarray(ops, dtype=np.uint8)
+    if not len(ops):
+        return ""
+    starts = np.flatnonzero(np.concatenate(([True], ops[1:] != ops[:-1])))
+    runs = np.diff(np.append(starts, len(ops)))
+    return "".join(f"{run}{CIGAR_OPS[op]}"
+                   for run, op in zip(runs.tolist(), ops[starts].tolist(), strict=True))
