@@ -12,14 +12,15 @@ and the last partial tiles are hit, against the CPU backend, parasail and the sa
 from __future__ import annotations
 
 import numpy as np
-import parasail
 import pytest
 from naive import ALIGN_MODES, align_naive, rescore_alignment
+from test_align import PARASAIL, parasail_matrix
 
 import gpualign
 from gpualign import Scoring, config
-from gpualign.align import _cuda_long
-from gpualign.align._cuda_long import NEG, BatchPlan, TileEngine, best_cells, tile_schedule
+from gpualign.align import _cuda_long, _linear
+from gpualign.align._cuda_long import NEG, BatchPlan, CudaEngine, tile_schedule
+from gpualign.align._linear import PairCodes, Problems
 from gpualign.codes import align_mode
 from gpualign.sequences import get_alphabet
 
@@ -76,15 +77,18 @@ def full_dp(a, b, table, gap_open, gap_extend, top_excess, free_top, free_left, 
     return H, E, F
 
 
-class EmulatedEngine(TileEngine):
+class EmulatedEngine(CudaEngine):
     """The engine with long.cu's launches emulated on the host, tile by tile, through the same
-    border arrays (rows, columns, corners, best cells of tile rows), and a tiny memory budget
-    (a batch per few problems)."""
+    border arrays (rows, columns, corners, best cells of tile rows), the codes on the host and
+    a tiny memory budget (a batch per few problems)."""
 
     budget = 3000
 
     def _budget(self):
         return self.budget
+
+    def device_codes(self, sequences):
+        return sequences.q_codes, sequences.t_codes
 
     def _launches(self, a_codes, b_codes, plan: BatchPlan, floor_zero, track_best, want_right):
         threads, rows_per_thread, width = plan.shape
@@ -168,6 +172,7 @@ class EmulatedEngine(TileEngine):
 
 
 def _engine(scheme, engine_class=EmulatedEngine):
+    """An engine of ``scheme`` and the scheme's alphabet."""
     scoring, alphabet = SCHEMES[scheme]
     table, _ = scoring.table(alphabet)
     match_codes = get_alphabet(alphabet).match_codes
@@ -230,74 +235,143 @@ def test_values_that_might_not_fit_int32_stay_off_the_gpu():
 
 
 def _problems(scheme, rng, sizes):
-    """Random problems of ``sizes`` as (codes of a, codes of b, fields), half reversed, with
-    top excess 0 or the scheme's."""
+    """Random subproblems of ``sizes``: the codes of their pairs and the subproblems, some
+    inside longer sequences, every third reversed, every second with top excess 0."""
     scoring, alphabet = SCHEMES[scheme]
-    a_parts, b_parts, fields = [], [], []
-    a_at = b_at = 0
+    queries, targets, rows = [], [], []
     for k, (m, n) in enumerate(sizes):
-        a, b = (_codes(text, alphabet) for text in _random_pair(rng, m, n, alphabet))
-        excess = (scoring.gap_open - scoring.gap_extend) * (k % 2)
-        fields.append([a_at, b_at, m, n, k % 3 == 1, excess, 0, 0])
-        a_parts.append(a)
-        b_parts.append(b)
-        a_at += m
-        b_at += n
-    return np.concatenate(a_parts), np.concatenate(b_parts), np.array(fields, dtype=np.int64)
+        a, b = (_codes(text, alphabet) for text in _random_pair(rng, m + 3, n + 2, alphabet))
+        queries.append(a)
+        targets.append(b)
+        shift = k % 2  # a subproblem away from the start of its sequences
+        excess = (scoring.gap_open - scoring.gap_extend) * (k % 2 == 0)
+        rows.append((k, shift, shift + m, 2 * shift, 2 * shift + n, k % 3 == 1, excess))
+    pair, a_start, a_end, b_start, b_end, reverse, top_excess = zip(*rows, strict=True)
+    problems = Problems.of(pair=pair, a_start=a_start, a_end=a_end, b_start=b_start,
+                           b_end=b_end, reverse=reverse, top_excess=top_excess,
+                           bottom_excess=top_excess)
+    return PairCodes.from_lists(queries, targets), problems
 
 
-def _check_last_rows(engine, a_codes, b_codes, fields, results):
-    for k, (a_base, b_base, m, n, reverse, excess, _, _) in enumerate(fields.tolist()):
-        a = a_codes[a_base:a_base + m]
-        b = b_codes[b_base:b_base + n]
-        if reverse:
-            a, b = a[::-1], b[::-1]
-        H, _, F = full_dp(a, b, engine.table, engine.gap_open, engine.gap_extend, excess,
-                          False, False, False)
-        at = results.row_base[k]
-        assert results.h[at:at + n + 1].tolist() == H[m].tolist()
-        got_f = results.f[at + 1:at + n + 1]
-        want_f = F[m, 1:]
-        # "Minus infinity" differs between the reference and the kernel: compare real values.
-        real = want_f > NEG // 2
-        assert got_f[real].tolist() == want_f[real].tolist()
-        assert (got_f[~real] <= NEG // 2).all()
-        assert results.f[at] == H[m, 0]
+def _oriented(codes, problems, k):
+    """The codes of subproblem ``k``'s a and b, in the order its DP reads them."""
+    p = problems.pair[k]
+    a = codes.q_codes[codes.q_offsets[p]:codes.q_offsets[p + 1]][
+        problems.a_start[k]:problems.a_end[k]]
+    b = codes.t_codes[codes.t_offsets[p]:codes.t_offsets[p + 1]][
+        problems.b_start[k]:problems.b_end[k]]
+    return (a[::-1], b[::-1]) if problems.reverse[k] else (a, b)
+
+
+def _check_last_rows(engine, codes, problems, h, f):
+    offsets = problems.row_offsets()
+    for k in range(len(problems)):
+        a, b = _oriented(codes, problems, k)
+        H, _, F = full_dp(a, b, engine.table, engine.gap_open, engine.gap_extend,
+                          problems.top_excess[k], False, False, False)
+        got_h, got_f = h[offsets[k]:offsets[k + 1]], f[offsets[k]:offsets[k + 1]]
+        assert got_h.tolist() == H[-1].tolist()
+        assert got_f.tolist() == F[-1].tolist()  # every F of row m >= 1 is a real value
+
+
+def reference_best(H, scope, free_top, gap_open, gap_extend):
+    """The best cell of ``scope`` in the matrix ``H`` with the ties of _linear's SCOPE_*."""
+    m, n = H.shape[0] - 1, H.shape[1] - 1
+    if scope == _linear.SCOPE_CORNER:
+        return H[m, n], m, n
+    if scope == _linear.SCOPE_ANY:
+        cells = [(0, 0, 0)] + [(H[i, j], i, j) for i in range(1, m + 1)
+                               for j in range(1, n + 1)]
+        return min(cells, key=lambda c: (-c[0], c[2], c[1]))
+    first = 0 if scope in (_linear.SCOPE_START_ROW, _linear.SCOPE_START_EDGE) else 1
+    if scope in (_linear.SCOPE_LAST_ROW, _linear.SCOPE_START_ROW):
+        j = first + int(np.argmax(H[m, first:]))
+        return H[m, j], m, j
+    column = H[first:, n].copy()
+    if first == 0:
+        column[0] = 0 if free_top else -(gap_open + (n - 1) * gap_extend)
+    i = first + int(np.argmax(column))
+    if n > first:
+        j = first + int(np.argmax(H[m, first:n]))
+        if H[m, j] >= column[i - first]:
+            return H[m, j], m, j
+    return column[i - first], i, n
 
 
 @pytest.mark.parametrize("scheme", list(SCHEMES))
 def test_emulated_tiles_give_the_last_rows(tiny_tiles, scheme):
     engine, _ = _engine(scheme)
-    a_codes, b_codes, fields = _problems(scheme, np.random.default_rng(7), SIZES)
-    results = engine.run(a_codes, b_codes, fields, False, False, False)
-    _check_last_rows(engine, a_codes, b_codes, fields, results)
+    codes, problems = _problems(scheme, np.random.default_rng(7), SIZES)
+    h, f = engine.last_rows(codes, problems)
+    _check_last_rows(engine, codes, problems, h, f)
 
 
-def _check_best_cells(engine, alphabet, scheme, mode, a_texts, b_texts, score, i_end, j_end):
-    scoring, _ = SCHEMES[scheme]
-    match_codes = get_alphabet(alphabet).match_codes
-    for k, (a, b) in enumerate(zip(a_texts, b_texts, strict=True)):
-        want = align_naive(_codes(a, alphabet), _codes(b, alphabet), engine.table,
-                           scoring.gap_open, scoring.gap_extend, mode, match_codes)
-        assert (score[k], i_end[k], j_end[k]) == (want.score, want.query_end, want.target_end)
+#: (start_free_top, start_free_left, floor_zero, end_scope) of the modes' forward passes and
+#: of the anchored reverse passes (_linear's _FORWARD and _REVERSE).
+PASSES = [(False, False, False, _linear.SCOPE_CORNER),
+          (True, False, False, _linear.SCOPE_LAST_ROW),
+          (True, True, False, _linear.SCOPE_LAST_ROW_OR_COLUMN),
+          (True, True, True, _linear.SCOPE_ANY),
+          (False, False, False, _linear.SCOPE_START_ROW),
+          (False, False, False, _linear.SCOPE_START_EDGE),
+          (False, False, False, _linear.SCOPE_ANY)]
+
+
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+def test_emulated_tiles_give_the_best_cells_of_every_scope(tiny_tiles, scheme):
+    engine, _ = _engine(scheme)
+    codes, problems = _problems(scheme, np.random.default_rng(9), SIZES)
+    for free_top, free_left, floor_zero, scope in PASSES:
+        got = engine.best_cells(codes, problems, free_top, free_left, floor_zero, scope)
+        for k in range(len(problems)):
+            a, b = _oriented(codes, problems, k)
+            H, _, _ = full_dp(a, b, engine.table, engine.gap_open, engine.gap_extend,
+                              problems.top_excess[k], free_top, free_left, floor_zero)
+            want = reference_best(H, scope, free_top, engine.gap_open, engine.gap_extend)
+            assert tuple(int(x[k]) for x in got) == tuple(int(x) for x in want), (scope, k)
+
+
+def _texts(alphabet, seed):
+    rng = np.random.default_rng(seed)
+    return [_random_pair(rng, m, n, alphabet) for m, n in SIZES]
 
 
 @pytest.mark.parametrize("mode", ALIGN_MODES)
 @pytest.mark.parametrize("scheme", list(SCHEMES))
 def test_emulated_tiles_give_the_oracles_end_cells(tiny_tiles, scheme, mode):
     engine, alphabet = _engine(scheme)
-    rng = np.random.default_rng(11)
-    texts = [_random_pair(rng, m, n, alphabet) for m, n in SIZES]
-    queries = gpualign.SequenceSet.from_sequences([a for a, _ in texts], alphabet=alphabet)
-    targets = gpualign.SequenceSet.from_sequences([b for _, b in texts], alphabet=alphabet)
-    index = np.arange(len(texts))
-    fields = _cuda_long.pair_fields(queries.offsets, targets.offsets, index, index,
-                                    align_mode(mode), engine.gap_open, engine.gap_extend)
-    _, _, floor_zero, end_scope = _cuda_long.MODE_FLAGS[align_mode(mode)]
-    score, i_end, j_end = best_cells(engine, queries.codes, targets.codes, fields, floor_zero,
-                                     end_scope)
-    _check_best_cells(engine, alphabet, scheme, mode, [a for a, _ in texts],
-                      [b for _, b in texts], score, i_end, j_end)
+    texts = _texts(alphabet, 11)
+    codes = PairCodes.from_lists([_codes(a, alphabet) for a, _ in texts],
+                                 [_codes(b, alphabet) for _, b in texts])
+    score, q_end, t_end = _linear.mode_ends(codes, engine.gap_open, engine.gap_extend,
+                                            align_mode(mode), engine)
+    scoring, _ = SCHEMES[scheme]
+    match_codes = get_alphabet(alphabet).match_codes
+    for k, (a, b) in enumerate(texts):
+        want = align_naive(_codes(a, alphabet), _codes(b, alphabet), engine.table,
+                           scoring.gap_open, scoring.gap_extend, mode, match_codes)
+        assert (score[k], q_end[k], t_end[k]) == (want.score, want.query_end, want.target_end)
+
+
+@pytest.mark.parametrize("mode", ALIGN_MODES)
+def test_emulated_tiles_drive_linear_space_paths(tiny_tiles, mode):
+    scoring, alphabet = SCHEMES["dna-affine"]
+    engine, _ = _engine("dna-affine")
+    texts = _texts(alphabet, 5)
+    codes = PairCodes.from_lists([_codes(a, alphabet) for a, _ in texts],
+                                 [_codes(b, alphabet) for _, b in texts])
+    found = _linear.mode_paths(codes, engine.gap_open, engine.gap_extend, align_mode(mode),
+                               engine, leaf_cells=16)
+    for k, (a, b) in enumerate(texts):
+        want = align_naive(_codes(a, alphabet), _codes(b, alphabet), engine.table,
+                           scoring.gap_open, scoring.gap_extend, mode)
+        assert (found.score[k], found.query_end[k], found.target_end[k]) == \
+            (want.score, want.query_end, want.target_end)
+        rescored = rescore_alignment(_codes(a, alphabet), _codes(b, alphabet),
+                                     found.query_start[k], found.target_start[k],
+                                     _linear.cigar_text(found.ops[k]), engine.table,
+                                     scoring.gap_open, scoring.gap_extend)
+        assert rescored == (want.score, want.query_end, want.target_end)
 
 
 # --- On the GPU ------------------------------------------------------------------------------
@@ -305,31 +379,22 @@ def test_emulated_tiles_give_the_oracles_end_cells(tiny_tiles, scheme, mode):
 cuda = pytest.mark.cuda
 needs_gpu = pytest.mark.skipif(not gpualign.backend.cuda_status()[0],
                                reason="needs a CUDA device")
-PARASAIL = {"global": parasail.nw_scan_32, "local": parasail.sw_scan_32,
-            "semi-global": parasail.sg_dx_scan_32, "overlap": parasail.sg_scan_32}
-
-
-def _parasail_matrix(scoring, alphabet):
-    table, _ = scoring.table(alphabet)
-    symbols = get_alphabet(alphabet).symbols[:len(table)].decode()
-    matrix = parasail.matrix_create(symbols, 0, 0)
-    for i in range(len(table)):
-        for j in range(len(table)):
-            matrix.set_value(i, j, int(table[i, j]))
-    return matrix
 
 
 @cuda
 @needs_gpu
 @pytest.mark.parametrize("scheme", list(SCHEMES))
-def test_gpu_tiles_give_the_last_rows(tiny_tiles, scheme):
-    import cupy
-
-    engine, _ = _engine(scheme, TileEngine)
-    a_codes, b_codes, fields = _problems(scheme, np.random.default_rng(7), SIZES)
-    results = engine.run(cupy.asarray(a_codes), cupy.asarray(b_codes), fields, False, False,
-                         False)
-    _check_last_rows(engine, a_codes, b_codes, fields, results)
+def test_gpu_tiles_give_the_last_rows_and_best_cells(tiny_tiles, scheme):
+    engine, _ = _engine(scheme, CudaEngine)
+    codes, problems = _problems(scheme, np.random.default_rng(7), SIZES)
+    h, f = engine.last_rows(codes, problems)
+    _check_last_rows(engine, codes, problems, h, f)
+    emulated, _ = _engine(scheme)
+    emulated.budget = 1 << 40
+    for flags in PASSES:
+        got = engine.best_cells(codes, problems, *flags)
+        want = emulated.best_cells(codes, problems, *flags)
+        assert [x.tolist() for x in got] == [x.tolist() for x in want], flags
 
 
 @cuda
@@ -340,10 +405,10 @@ def test_gpu_long_pairs_equal_the_cpu_backend_and_parasail(tiny_tiles, scheme, m
     scoring, alphabet = SCHEMES[scheme]
     rng = np.random.default_rng(13)
     texts = [_random_pair(rng, m, n, alphabet) for m, n in SIZES]
-    # Short pairs in the same batch stay on the batch kernels (LONG_ALIGN_MIN_CELLS: 64 x 64).
+    # Pairs under 1000 cells in the same batch stay on the batch kernels.
     texts += [_random_pair(rng, 9, 12, alphabet), _random_pair(rng, 40, 30, alphabet)]
     queries, targets = [a for a, _ in texts], [b for _, b in texts]
-    with config.override(LONG_ALIGN_MIN_CELLS=64 * 64):
+    with config.override(LONG_ALIGN_MIN_CELLS=1000):
         for task in ("score", "end"):
             got = gpualign.align(queries, targets, mode=mode, scoring=scoring, task=task,
                                  alphabet=alphabet, backend="cuda")
@@ -352,7 +417,7 @@ def test_gpu_long_pairs_equal_the_cpu_backend_and_parasail(tiny_tiles, scheme, m
             assert got.score.tolist() == want.score.tolist()
             assert got.query_end.tolist() == want.query_end.tolist()
             assert got.target_end.tolist() == want.target_end.tolist()
-    matrix = _parasail_matrix(scoring, alphabet)
+    matrix = parasail_matrix(scoring, alphabet)
     for k, (a, b) in enumerate(texts):
         if a and b:
             expected = PARASAIL[mode](a, b, scoring.gap_open, scoring.gap_extend, matrix).score

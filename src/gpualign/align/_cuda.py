@@ -25,6 +25,10 @@ packs the texts, each followed by a newline, for one decode on the host. A launc
 pairs as the memory budget allows, pairs of one lane height (``config.ALIGN_TRACE_LANE_ROWS``)
 together, longest first.
 
+Pairs of at least ``config.LONG_ALIGN_MIN_CELLS`` cells run on the whole GPU instead: a
+wavefront of DP tiles each, many pairs side by side (:mod:`._cuda_long`, every mode's scores and
+ends), and their paths in linear space over the same engine (:mod:`._linear`).
+
 Block sizes come from the kernels' ``__launch_bounds__`` (:mod:`gpualign.cuda.launch`). Nothing
 here imports Numba: pairs that the GPU cannot take go to the CPU backend, imported only then.
 """
@@ -44,6 +48,7 @@ from ..cuda.loader import get_kernel
 from ..cuda.memory import device_chunks, launch_split
 from ..sequences import SequenceSet
 from . import _cuda_long
+from ._linear import cigar_text
 
 KERNEL_FILE = "align/kernels/align.cu"
 WARP_KERNEL_FILE = "align/kernels/warp.cu"
@@ -116,7 +121,8 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
     m = qset.lengths[q_index]
     n = tset.lengths[t_index]
     high, low = value_bounds(m, n, table, gap_open, gap_extend)
-    dna = qset.alphabet.name == "dna" and _is_match_mismatch(table, qset.alphabet.match_codes)
+    engine = _long_engine(qset, table, gap_open, gap_extend)
+    dna = engine.dna
     shifted = table.astype(np.int64) + gap_open
     profile = not dna and shifted.min() >= -127 and shifted.max() <= 127
     # Substitution scores live in int16 tables (int8 bytes for DNA in the narrow kernel).
@@ -128,13 +134,10 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
     find_end = want_end and mode == ALIGN_LOCAL
     cells = m.astype(np.int64) * n
     # Pairs long enough for the whole GPU: a wavefront of tiles each (every mode and end).
-    tiled = np.zeros(count, dtype=bool)
-    engine = _cuda_long.TileEngine(table, gap_open, gap_extend, qset.alphabet.match_codes, dna)
-    candidates = np.flatnonzero(on_gpu & (cells >= config.LONG_ALIGN_MIN_CELLS))
-    tiled[candidates[engine.fits(m[candidates], n[candidates], gap_open - gap_extend)]] = True
+    tiled = _long_pairs(engine, m, n)
     if tiled.any():
         chosen = np.flatnonzero(tiled)
-        score[chosen], q_end[chosen], t_end[chosen] = _cuda_long.pair_scores(
+        score[chosen], q_end[chosen], t_end[chosen] = _cuda_long.pair_ends(
             engine, qset, tset, q_index[chosen], t_index[chosen], mode)
     # Long for the batch: only pairs far above the mean would hold a launch up (a warp computes
     # a pair at a fraction of what 32 threads compute on 32 pairs).
@@ -174,7 +177,7 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
         inside = lanes[part] < 2
         for host, device in zip((score, q_end, t_end), chunk.results, strict=True):
             np.copyto(host[part], device.get(), where=inside)
-    rest = np.flatnonzero(~on_gpu)
+    rest = np.flatnonzero(~on_gpu & ~tiled)
     if len(rest):
         # The CPU's DP (task "end": never parasail, whose 32-bit scores could clip the pairs
         # that are here for being too large).
@@ -303,9 +306,59 @@ def _warp_score_launch(kernel, sequences, q_local, t_local, m, n, where, scheme,
         results[1][where[members]] = end.get()
 
 
+def _long_engine(qset, table, gap_open, gap_extend) -> _cuda_long.CudaEngine:
+    """The tiled engine of long pairs for this scoring (DNA match/mismatch without a table)."""
+    dna = qset.alphabet.name == "dna" and _is_match_mismatch(table, qset.alphabet.match_codes)
+    return _cuda_long.CudaEngine(table, gap_open, gap_extend, qset.alphabet.match_codes, dna)
+
+
+def _long_pairs(engine, m, n) -> np.ndarray:
+    """Which pairs of ``m`` x ``n`` symbols run on the tiled engine: at least
+    ``config.LONG_ALIGN_MIN_CELLS`` cells, and values that fit its int32 lanes."""
+    m = np.asarray(m, dtype=np.int64)
+    n = np.asarray(n, dtype=np.int64)
+    return (m * n >= config.LONG_ALIGN_MIN_CELLS) & \
+        engine.fits(m, n, np.full(len(m), engine.gap_open - engine.gap_extend))
+
+
 def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode):
     """Scores, coordinates and paths of index pairs: :func:`align_pairs` for
-    ``task="path"``."""
+    ``task="path"``. Pairs of at least ``config.LONG_ALIGN_MIN_CELLS`` cells are aligned in
+    linear space on the tiled engine (:func:`._cuda_long.pair_paths`), the others with a
+    traceback each (:func:`_traced_paths`)."""
+    engine = _long_engine(qset, table, gap_open, gap_extend)
+    long = _long_pairs(engine, qset.lengths[q_index], tset.lengths[t_index])
+    if not long.any():
+        return _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode)
+    count = len(q_index)
+    results = [np.empty(count, dtype=np.int64) for _ in range(5)]
+    cigar: list[str] = [""] * count
+    identity = np.zeros(count, dtype=np.float64)
+    chosen = np.flatnonzero(long)
+    found = _cuda_long.pair_paths(engine, qset, tset, q_index[chosen], t_index[chosen], mode,
+                                  config.ALIGN_LINEAR_LEAF_CELLS)
+    for values, computed in zip(results, (found.score, found.query_start, found.query_end,
+                                          found.target_start, found.target_end), strict=True):
+        values[chosen] = computed
+    matches, columns = found.matches(), found.columns()
+    identity[chosen] = np.divide(matches, columns, out=np.zeros(len(chosen)), where=columns > 0)
+    for p, ops in zip(chosen.tolist(), found.ops, strict=True):
+        cigar[p] = cigar_text(ops)
+    short = np.flatnonzero(~long)
+    if len(short):
+        *values, texts, short_identity = _traced_paths(
+            qset, tset, q_index[short], t_index[short], table, gap_open, gap_extend, mode)
+        for whole, part in zip(results, values, strict=True):
+            whole[short] = part
+        identity[short] = short_identity
+        for p, text in zip(short.tolist(), texts, strict=True):
+            cigar[p] = text
+    return (*results, cigar, identity)
+
+
+def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode):
+    """Scores, coordinates and paths of index pairs with a traceback each: one warp per pair
+    on the GPU, the CPU backend for those that do not fit."""
 
     m = qset.lengths[q_index]
     n = tset.lengths[t_index]

@@ -21,10 +21,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import config
-from ..codes import ALIGN_GLOBAL, ALIGN_LOCAL, ALIGN_OVERLAP, ALIGN_SEMI_GLOBAL
 from ..cuda import launch
 from ..cuda.loader import get_kernel
 from ..cuda.memory import batch_budget
+from ..sequences import SequenceSet
+from ._linear import (
+    SCOPE_ANY,
+    SCOPE_CORNER,
+    SCOPE_LAST_ROW_OR_COLUMN,
+    SCOPE_START_EDGE,
+    SCOPE_START_ROW,
+    LinearPaths,
+    PairCodes,
+    Problems,
+    mode_ends,
+    mode_paths,
+)
 
 KERNEL_FILE = "align/kernels/long.cu"
 #: The int64 fields of a problem, in the order of ``enum Field`` in long.cu.
@@ -35,17 +47,6 @@ NEG = -(1 << 30)
 # Every real value stays within this magnitude, far from NEG, so that NEG minus gap costs
 # never wraps and never reaches a real value.
 _VALUE_LIMIT = 1 << 29
-#: ``end_scope`` of :meth:`CudaLongEngine.best_cells`: the cells an alignment may end in.
-END_CORNER, END_LAST_ROW, END_ROW_OR_COLUMN, END_ANY = 0, 1, 2, 3
-#: The flags of each mode's forward pass: (start_free_top, start_free_left, floor_zero,
-#: end_scope), the boundaries and end cells of align/_cpu.py's ``_fill``.
-MODE_FLAGS = {
-    ALIGN_GLOBAL: (False, False, False, END_CORNER),
-    ALIGN_SEMI_GLOBAL: (True, False, False, END_LAST_ROW),
-    ALIGN_OVERLAP: (True, True, False, END_ROW_OR_COLUMN),
-    ALIGN_LOCAL: (True, True, True, END_ANY),
-}
-
 
 def kernel_name(threads: int, rows_per_thread: int, dna: bool, floor_zero: bool,
                 track_best: bool) -> str:
@@ -299,12 +300,14 @@ class TileEngine:
         self.mismatch = int(self.table[0, 1]) if self.n_codes > 1 else self.match
 
     def fits(self, m: np.ndarray, n: np.ndarray, top_excess: np.ndarray) -> np.ndarray:
-        """Per problem, whether it may run here (non-empty, values fit int32)."""
+        """Per problem, whether it may run here: non-empty, values that fit int32, a
+        substitution table that fits int16."""
         threads, rows, _ = tile_shape()
         m = np.asarray(m, dtype=np.int64)
         n = np.asarray(n, dtype=np.int64)
-        return (m > 0) & (n > 0) & fits_int32(m, n, top_excess, self.table, self.gap_open,
-                                              self.gap_extend, threads * rows)
+        table_ok = -32768 <= self.table.min() and self.table.max() <= 32767
+        return (m > 0) & (n > 0) & table_ok & fits_int32(
+            m, n, top_excess, self.table, self.gap_open, self.gap_extend, threads * rows)
 
     def run(self, a_codes, b_codes, fields: np.ndarray, floor_zero: bool, track_best: bool,
             want_right: bool) -> TileResults:
@@ -452,75 +455,138 @@ class BatchPlan:
             results.best[first:first + len(m)] = kept[ranked[layout.slot_base]]
 
 
-def best_cells(engine: TileEngine, a_codes, b_codes, fields: np.ndarray, floor_zero: bool,
-               end_scope: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(score, i_end, j_end)`` (int64) of non-empty problems (``fields`` as in
-    :meth:`TileEngine.run`, boundaries included): the best end cell in ``end_scope``
-    (``END_*``) with the tie rules of align/_cpu.py's ``_fill``: the last row's first best
-    column; the last row (before the last column) against the last column's first best row,
-    the row winning ties; any cell by the larger score, smaller column, smaller row, the empty
-    alignment ``(0, 0, 0)`` first when ``floor_zero``."""
-    fields = np.asarray(fields, dtype=np.int64).reshape(-1, 8)
-    m, n = fields[:, 2], fields[:, 3]
-    done = engine.run(a_codes, b_codes, fields, floor_zero, end_scope == END_ANY,
-                      end_scope == END_ROW_OR_COLUMN)
-    if end_scope == END_ANY:
-        score, i_end, j_end = done.best.T.copy()
-        if floor_zero:
-            empty = score <= 0  # (0, 0) is found first and wins a tie
-            score[empty], i_end[empty], j_end[empty] = 0, 0, 0
-        return score, i_end, j_end
-    if end_scope == END_CORNER:
-        return done.h[done.row_base + n].copy(), m.copy(), n.copy()
-    last = n if end_scope == END_LAST_ROW else n - 1  # overlap: the last column holds (m, n)
-    score, j = first_max(done.h, done.row_base + 1, done.row_base + 1 + last)
-    j_end = j + 1
-    i_end = m.copy()
-    if end_scope == END_ROW_OR_COLUMN:
-        column, i = first_max(done.right, done.right_base, done.right_base + m)
-        wins = column > score
-        score[wins], i_end[wins], j_end[wins] = column[wins], i[wins] + 1, n[wins]
-    return score, i_end, j_end
-
-
-def pair_fields(q_offsets: np.ndarray, t_offsets: np.ndarray, q_index: np.ndarray,
-                t_index: np.ndarray, mode: int, gap_open: int, gap_extend: int) -> np.ndarray:
-    """The ``fields`` (:meth:`TileEngine.run`) of whole pairs in ``mode``: forward, gaps down
-    column 0 charged ``gap_open - gap_extend`` plus each base.
+def problem_fields(sequences: PairCodes, problems: Problems, free_top: bool,
+                   free_left: bool) -> np.ndarray:
+    """The first eight :data:`PROBLEM_FIELDS` of ``problems`` (int64, a row each): where their
+    codes start in ``sequences``' code arrays, their sizes, orientation, top excess and free
+    borders.
 
     Examples
     --------
-    >>> pair_fields(np.array([0, 3, 8]), np.array([0, 4]), np.array([1]), np.array([0]),
-    ...             ALIGN_GLOBAL, 5, 2).tolist()
-    [[3, 0, 5, 4, 0, 3, 0, 0]]
+    >>> codes = PairCodes.from_lists([np.zeros(3, np.uint8), np.zeros(5, np.uint8)],
+    ...                              [np.zeros(4, np.uint8), np.zeros(2, np.uint8)])
+    >>> problems = Problems.of(pair=[1], a_start=1, a_end=5, b_start=0, b_end=2, reverse=1,
+    ...                        top_excess=3, bottom_excess=3)
+    >>> problem_fields(codes, problems, True, False).tolist()
+    [[4, 4, 4, 2, 1, 3, 1, 0]]
     """
-    free_top, free_left, _, _ = MODE_FLAGS[mode]
-    q_index = np.asarray(q_index, dtype=np.int64)
-    t_index = np.asarray(t_index, dtype=np.int64)
-    count = len(q_index)
-    fields = np.zeros((count, 8), dtype=np.int64)
-    fields[:, 0] = q_offsets[q_index]
-    fields[:, 1] = t_offsets[t_index]
-    fields[:, 2] = q_offsets[q_index + 1] - q_offsets[q_index]
-    fields[:, 3] = t_offsets[t_index + 1] - t_offsets[t_index]
-    fields[:, 5] = gap_open - gap_extend
+    fields = np.empty((len(problems), 8), dtype=np.int64)
+    fields[:, 0] = sequences.q_offsets[sequences.q_index[problems.pair]] + problems.a_start
+    fields[:, 1] = sequences.t_offsets[sequences.t_index[problems.pair]] + problems.b_start
+    fields[:, 2] = problems.a_length()
+    fields[:, 3] = problems.b_length()
+    fields[:, 4] = problems.reverse
+    fields[:, 5] = problems.top_excess
     fields[:, 6] = free_top
     fields[:, 7] = free_left
     return fields
 
 
-def pair_scores(engine: TileEngine, qset, tset, q_index: np.ndarray, t_index: np.ndarray,
-                mode: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Scores and end cells ``(score, query_end, target_end)`` (int64) of whole pairs in
-    ``mode``, the results of the CPU backend's ``_fill``; every pair non-empty and
-    :meth:`TileEngine.fits`. Only the records of these pairs go to the device."""
-    import cupy
+class CudaEngine(TileEngine):
+    """The CUDA engine of the linear-space driver (:class:`gpualign.align._linear.Engine`):
+    its score passes (``last_rows``, ``best_cells``) run as wavefronts of tiles; its leaves run
+    on the CPU engine for now (imported, with Numba, only when a path needs them).
 
+    The codes of ``sequences`` go to the device on the first call that gets them and stay
+    there for the engine's next calls with the same object.
+
+    Examples
+    --------
+    >>> engine = CudaEngine(np.array([[2, -3], [-3, 2]]), 5, 2, 2, True)  # doctest: +SKIP
+    """
+
+    def __init__(self, table: np.ndarray, gap_open: int, gap_extend: int, match_codes: int,
+                 dna: bool) -> None:
+        super().__init__(table, gap_open, gap_extend, match_codes, dna)
+        self._codes: tuple[PairCodes, object, object] | None = None
+
+    def device_codes(self, sequences: PairCodes):
+        """``(query codes, target codes)`` of ``sequences`` on the device."""
+        import cupy
+
+        if self._codes is None or self._codes[0] is not sequences:
+            self._codes = (sequences, cupy.asarray(sequences.q_codes),
+                           cupy.asarray(sequences.t_codes))
+        return self._codes[1], self._codes[2]
+
+    def last_rows(self, sequences: PairCodes, problems: Problems,
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """``(H, F)``: the last DP row of each subproblem's global alignment (offsets
+        ``problems.row_offsets()``; ``F[0] = H[0]``)."""
+        done = self.run(*self.device_codes(sequences),
+                        problem_fields(sequences, problems, False, False), False, False, False)
+        return done.h, done.f
+
+    def leaf_paths(self, sequences: PairCodes, problems: Problems,
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """``(ops, offsets)``: optimal global paths of small subproblems (the CPU engine's)."""
+        from ._cpu import CpuEngine
+
+        return CpuEngine(self.table, self.gap_open, self.gap_extend,
+                         self.match_codes).leaf_paths(sequences, problems)
+
+    def best_cells(self, sequences: PairCodes, problems: Problems, start_free_top: bool,
+                   start_free_left: bool, floor_zero: bool, end_scope: int,
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(score, i_end, j_end)`` (int64) of each subproblem: the best cell in ``end_scope``
+        (a ``SCOPE_*`` of :mod:`._linear`), with its ties: the last row's first best column;
+        the last row (before the last column) against the last column's first best row, the
+        row winning ties; any cell by the larger score, smaller column, smaller row, the empty
+        alignment ``(0, 0)`` scoring 0 first. The START scopes count row and column 0 too."""
+        fields = problem_fields(sequences, problems, start_free_top, start_free_left)
+        m, n = fields[:, 2], fields[:, 3]
+        edge = end_scope in (SCOPE_LAST_ROW_OR_COLUMN, SCOPE_START_EDGE)
+        done = self.run(*self.device_codes(sequences), fields, floor_zero,
+                        end_scope == SCOPE_ANY, edge)
+        if end_scope == SCOPE_ANY:
+            score, i_end, j_end = done.best.T.copy()
+            empty = score <= 0  # (0, 0) scores 0 and comes first
+            score[empty], i_end[empty], j_end[empty] = 0, 0, 0
+            return score, i_end, j_end
+        if end_scope == SCOPE_CORNER:
+            return done.h[done.row_base + n].copy(), m.copy(), n.copy()
+        first = 0 if end_scope in (SCOPE_START_ROW, SCOPE_START_EDGE) else 1
+        # The last row up to column n, or before it when the last column competes (it holds
+        # (m, n)).
+        last = n if edge else n + 1
+        score, j_end = first_max(done.h, done.row_base + first, done.row_base + last)
+        j_end += first
+        i_end = m.copy()
+        if edge:
+            column, i = first_max(done.right, done.right_base, done.right_base + m)
+            i += 1
+            if first == 0:  # row 0 of the last column comes first
+                top_right = np.where(start_free_top, 0,
+                                     -(self.gap_open + (n - 1) * self.gap_extend))
+                up = top_right >= column
+                column[up], i[up] = top_right[up], 0
+            wins = column > score
+            score[wins], i_end[wins], j_end[wins] = column[wins], i[wins], n[wins]
+        return score, i_end, j_end
+
+
+def _pair_codes(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
+                t_index: np.ndarray) -> PairCodes:
+    """The pairs as :class:`PairCodes` over the records they use (all that goes to the
+    device)."""
     q_unique, q_local = np.unique(q_index, return_inverse=True)
     t_unique, t_local = np.unique(t_index, return_inverse=True)
     queries, targets = qset.take(q_unique), tset.take(t_unique)
-    fields = pair_fields(queries.offsets, targets.offsets, q_local, t_local, mode,
-                         engine.gap_open, engine.gap_extend)
-    _, _, floor_zero, end_scope = MODE_FLAGS[mode]
-    return best_cells(engine, cupy.asarray(queries.codes), cupy.asarray(targets.codes), fields,
-                      floor_zero, end_scope)
+    return PairCodes(queries.codes, queries.offsets, targets.codes, targets.offsets,
+                     q_local.astype(np.int64), t_local.astype(np.int64))
+
+
+def pair_ends(engine: CudaEngine, qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
+              t_index: np.ndarray, mode: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(score, query_end, target_end)`` (int64) of whole pairs in ``mode``, as the batch
+    kernels report them (every pair non-empty and :meth:`TileEngine.fits`)."""
+    return mode_ends(_pair_codes(qset, tset, q_index, t_index), engine.gap_open,
+                     engine.gap_extend, mode, engine)
+
+
+def pair_paths(engine: CudaEngine, qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
+               t_index: np.ndarray, mode: int, leaf_cells: int) -> LinearPaths:
+    """Optimal alignments of whole pairs in ``mode`` in linear space (:func:`._linear.
+    mode_paths` with this engine): scores and ends as the batch kernels report them."""
+    return mode_paths(_pair_codes(qset, tset, q_index, t_index), engine.gap_open,
+                      engine.gap_extend, mode, engine, leaf_cells)
