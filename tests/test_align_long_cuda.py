@@ -21,7 +21,7 @@ from gpualign import Scoring, config
 from gpualign.align import _cuda_long, _linear
 from gpualign.align._cuda_long import NEG, BatchPlan, CudaEngine, tile_schedule
 from gpualign.align._linear import PairCodes, Problems
-from gpualign.codes import align_mode
+from gpualign.codes import OP_DELETION, OP_INSERTION, OP_MATCH, OP_MISMATCH, align_mode
 from gpualign.sequences import get_alphabet
 
 SCHEMES = {
@@ -89,6 +89,54 @@ class EmulatedEngine(CudaEngine):
 
     def device_codes(self, sequences):
         return sequences.q_codes, sequences.t_codes
+
+    def _leaf_launch(self, codes, leaves):
+        """long.cu's leaf_paths, line for line."""
+        a_codes, b_codes = codes
+        go, ge = self.gap_open, self.gap_extend
+        paths = []
+        for a_base, b_base, m, n, top_excess, bottom_excess in leaves.tolist():
+            a, b = a_codes[a_base:a_base + m], b_codes[b_base:b_base + n]
+            trace = np.zeros((m + 1, n + 1), dtype=np.int64)
+            h = [0] + [-(go + (j - 1) * ge) for j in range(1, n + 1)]
+            f = [NEG] * (n + 1)
+            for i in range(1, m + 1):
+                diagonal, left, e = h[0], -(top_excess + i * ge), NEG
+                h[0] = left
+                for j in range(1, n + 1):
+                    e_open, e_extend = left - go, e - ge
+                    e = max(e_open, e_extend)
+                    f_open, f_extend = h[j] - go, f[j] - ge
+                    fj = max(f_open, f_extend)
+                    d = diagonal + self.table[a[i - 1], b[j - 1]]
+                    score = max(d, e, fj)
+                    trace[i, j] = (0 if score == d else 1 if score == e else 2) | \
+                        (4 if e_open >= e_extend else 0) | (8 if f_open >= f_extend else 0)
+                    diagonal, h[j], f[j], left = h[j], score, fj, score
+            if f[n] + go - ge - bottom_excess > h[n]:
+                trace[m, n] = (trace[m, n] & ~3) | 2
+            ops, i, j, state = [], m, n, 0
+            while i > 0 and j > 0:
+                code = trace[i, j]
+                if state == 0:
+                    if code & 3 == 0:
+                        same = a[i - 1] == b[j - 1] and a[i - 1] < self.match_codes
+                        ops.append(OP_MATCH if same else OP_MISMATCH)
+                        i, j = i - 1, j - 1
+                    else:
+                        state = code & 3
+                elif state == 1:
+                    ops.append(OP_DELETION)
+                    state = 0 if code & 4 else 1
+                    j -= 1
+                else:
+                    ops.append(OP_INSERTION)
+                    state = 0 if code & 8 else 2
+                    i -= 1
+            ops += [OP_DELETION] * j + [OP_INSERTION] * i
+            paths.append(ops[::-1])
+        counts = np.array([len(p) for p in paths], dtype=np.int64)
+        return np.array([op for p in paths for op in p], dtype=np.uint8), counts
 
     def _launches(self, a_codes, b_codes, plan: BatchPlan, floor_zero, track_best, want_right):
         threads, rows_per_thread, width = plan.shape
@@ -353,6 +401,25 @@ def test_emulated_tiles_give_the_oracles_end_cells(tiny_tiles, scheme, mode):
         assert (score[k], q_end[k], t_end[k]) == (want.score, want.query_end, want.target_end)
 
 
+def _check_leaves(scheme, engine_class):
+    from gpualign.align._cpu import CpuEngine
+
+    engine, _ = _engine(scheme, engine_class)
+    codes, problems = _problems(scheme, np.random.default_rng(3), SIZES[:4] + [(9, 7), (2, 2)])
+    problems.reverse[:] = 0
+    problems.bottom_excess[:] = problems.top_excess[::-1]  # every mix of 0 and the excess
+    ops, offsets = engine.leaf_paths(codes, problems)
+    cpu = CpuEngine(engine.table, engine.gap_open, engine.gap_extend, engine.match_codes)
+    want_ops, want_offsets = cpu.leaf_paths(codes, problems)
+    assert offsets.tolist() == want_offsets.tolist()
+    assert ops.tolist() == want_ops.tolist()
+
+
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+def test_emulated_leaves_are_the_cpu_engines(scheme):
+    _check_leaves(scheme, EmulatedEngine)
+
+
 @pytest.mark.parametrize("mode", ALIGN_MODES)
 def test_emulated_tiles_drive_linear_space_paths(tiny_tiles, mode):
     scoring, alphabet = SCHEMES["dna-affine"]
@@ -395,6 +462,13 @@ def test_gpu_tiles_give_the_last_rows_and_best_cells(tiny_tiles, scheme):
         got = engine.best_cells(codes, problems, *flags)
         want = emulated.best_cells(codes, problems, *flags)
         assert [x.tolist() for x in got] == [x.tolist() for x in want], flags
+
+
+@cuda
+@needs_gpu
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+def test_gpu_leaves_are_the_cpu_engines(scheme):
+    _check_leaves(scheme, CudaEngine)
 
 
 @cuda

@@ -159,6 +159,11 @@ LONG_ALIGN_ROWS_PER_THREAD = 8
 #: of tiles).
 LONG_ALIGN_TILE_COLUMNS = 512
 
+#: Largest subproblem (DP cells) that a CUDA linear-space alignment (the paths of pairs of at
+#: least ``LONG_ALIGN_MIN_CELLS`` cells) solves with a full traceback: a thread per leaf, a
+#: traceback byte per cell; smaller leaves mean more levels of tiled score passes.
+LONG_ALIGN_LEAF_CELLS = 1 << 16
+
 #: Query rows each lane of the CUDA path kernel (``task="path"``) may keep, multiples of 8: a
 #: warp fills a pair in bands of 32 lanes x rows, so a pair runs with the fewest bands and then
 #: the lowest height that covers its rows (16S: 2 bands of 24-row lanes).

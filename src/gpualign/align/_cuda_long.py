@@ -455,6 +455,20 @@ class BatchPlan:
             results.best[first:first + len(m)] = kept[ranked[layout.slot_base]]
 
 
+def leaf_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Device bytes of each leaf of ``leaf_paths``: its traceback bytes, scratch row, path
+    and fields.
+
+    Examples
+    --------
+    >>> leaf_bytes(np.array([3]), np.array([4])).tolist()
+    [119]
+    """
+    m = np.asarray(m, dtype=np.int64)
+    n = np.asarray(n, dtype=np.int64)
+    return (m + 1) * (n + 1) + 8 * (n + 1) + (m + n) + 8 * 6 + 4
+
+
 def problem_fields(sequences: PairCodes, problems: Problems, free_top: bool,
                    free_left: bool) -> np.ndarray:
     """The first eight :data:`PROBLEM_FIELDS` of ``problems`` (int64, a row each): where their
@@ -484,8 +498,8 @@ def problem_fields(sequences: PairCodes, problems: Problems, free_top: bool,
 
 class CudaEngine(TileEngine):
     """The CUDA engine of the linear-space driver (:class:`gpualign.align._linear.Engine`):
-    its score passes (``last_rows``, ``best_cells``) run as wavefronts of tiles; its leaves run
-    on the CPU engine for now (imported, with Numba, only when a path needs them).
+    its score passes (``last_rows``, ``best_cells``) run as wavefronts of tiles, its leaves a
+    thread each with a full traceback.
 
     The codes of ``sequences`` go to the device on the first call that gets them and stay
     there for the engine's next calls with the same object.
@@ -519,11 +533,57 @@ class CudaEngine(TileEngine):
 
     def leaf_paths(self, sequences: PairCodes, problems: Problems,
                    ) -> tuple[np.ndarray, np.ndarray]:
-        """``(ops, offsets)``: optimal global paths of small subproblems (the CPU engine's)."""
-        from ._cpu import CpuEngine
+        """``(ops, offsets)``: the optimal global path of each small forward subproblem
+        (``leaf_paths`` of long.cu, a thread each: the CPU engine's DP, traceback and ties),
+        ``OP_*`` codes first operation first, concatenated (``offsets``: int64)."""
+        if np.any(problems.reverse):
+            raise ValueError("leaf_paths: the driver's leaves run forward")
+        m, n = problems.a_length(), problems.b_length()
+        leaves = np.stack((
+            sequences.q_offsets[sequences.q_index[problems.pair]] + problems.a_start,
+            sequences.t_offsets[sequences.t_index[problems.pair]] + problems.b_start,
+            m, n, problems.top_excess, problems.bottom_excess), axis=1).astype(np.int64)
+        sizes = leaf_bytes(m, n)
+        budget = self._budget()
+        codes = self.device_codes(sequences)
+        parts_ops, parts_counts = [], []
+        lo = 0
+        while lo < len(m):
+            fit = int(np.searchsorted(np.cumsum(sizes[lo:]), budget, side="right"))
+            hi = lo + max(1, fit)
+            ops, counts = self._leaf_launch(codes, leaves[lo:hi])
+            parts_ops.append(ops)
+            parts_counts.append(counts)
+            lo = hi
+        counts = np.concatenate(parts_counts) if parts_counts else np.zeros(0, np.int64)
+        offsets = np.zeros(len(m) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        ops = np.concatenate(parts_ops) if parts_ops else np.zeros(0, np.uint8)
+        return ops, offsets
 
-        return CpuEngine(self.table, self.gap_open, self.gap_extend,
-                         self.match_codes).leaf_paths(sequences, problems)
+    def _leaf_launch(self, codes, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One launch of ``leaf_paths`` over ``leaves`` (rows of its six fields): their paths
+        one after the other and their lengths."""
+        import cupy
+
+        m, n = leaves[:, 2], leaves[:, 3]
+        row_base, rows = _starts(n + 1)
+        trace_base, traces = _starts((m + 1) * (n + 1))
+        ops_base, room = _starts(m + n)
+        kernel = get_kernel(KERNEL_FILE, "leaf_paths")
+        ops = cupy.empty(room, dtype=cupy.uint8)
+        counts = cupy.empty(len(m), dtype=cupy.int32)
+        kernel(*launch.grid(kernel, len(m)),
+               (*codes, cupy.asarray(leaves), np.int32(len(m)),
+                cupy.asarray(self.table.astype(np.int16).ravel()), np.int32(self.n_codes),
+                np.int32(self.match_codes), np.int32(self.gap_open), np.int32(self.gap_extend),
+                cupy.empty((rows, 2), dtype=cupy.int32), cupy.asarray(row_base),
+                cupy.empty(traces, dtype=cupy.uint8), cupy.asarray(trace_base), ops,
+                cupy.asarray(ops_base), counts))
+        counts = counts.get().astype(np.int64)
+        written = np.arange(int(counts.sum())) + np.repeat(ops_base - (np.cumsum(counts) - counts),
+                                                           counts)
+        return ops.get()[written], counts
 
     def best_cells(self, sequences: PairCodes, problems: Problems, start_free_top: bool,
                    start_free_left: bool, floor_zero: bool, end_scope: int,

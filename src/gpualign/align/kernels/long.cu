@@ -327,3 +327,101 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
         }
     }
 }
+
+// The leaves of a linear-space alignment (align/_linear.py): small global problems, one
+// thread each, with a full DP and a traceback byte per cell as align/_cpu.py's _fill and
+// _traceback (global mode, the same codes and preferences), so that a leaf's path is the one
+// the CPU engine finds. Column 0 is a vertical gap costing top_excess + i * gap_extend; a
+// vertical gap that ends in the bottom-right corner costs bottom_excess instead of
+// gap_open - gap_extend beyond its symbols. leaves[LEAF_FIELDS * k ...]: where a and b start
+// in the code arrays, m, n (both >= 1), top_excess, bottom_excess; the leaf's scratch row (H
+// and F, n + 1 each) at row_base[k], its traceback bytes ((m + 1) x (n + 1)) at trace_base[k],
+// its path (first operation first, at most m + n) at ops_base[k] and its length in op_count.
+enum LeafField { LEAF_A_BASE, LEAF_B_BASE, LEAF_M, LEAF_N, LEAF_TOP, LEAF_BOTTOM, LEAF_FIELDS };
+enum { FROM_DIAGONAL = 0, FROM_E = 1, FROM_F = 2, E_OPENED = 4, F_OPENED = 8 };
+
+extern "C" __global__ void __launch_bounds__(128)
+leaf_paths(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
+           const i64* __restrict__ leaves, const int count, const short* __restrict__ table,
+           const int n_codes, const int match_codes, const int gap_open, const int gap_extend,
+           int2* __restrict__ row_space, const i64* __restrict__ row_base,
+           u8* __restrict__ trace_space, const i64* __restrict__ trace_base,
+           u8* __restrict__ ops_space, const i64* __restrict__ ops_base,
+           int* __restrict__ op_count) {
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= count) return;
+    const i64* fields = leaves + (i64)k * LEAF_FIELDS;
+    const u8* a = a_codes + fields[LEAF_A_BASE];
+    const u8* b = b_codes + fields[LEAF_B_BASE];
+    const int m = (int)fields[LEAF_M], n = (int)fields[LEAF_N];
+    const int top_excess = (int)fields[LEAF_TOP], bottom_excess = (int)fields[LEAF_BOTTOM];
+    int2* row = row_space + row_base[k];  // H and F of the row above, then of this row
+    u8* trace = trace_space + trace_base[k];
+    const int width = n + 1;
+    row[0] = make_int2(0, NEG);
+    for (int j = 1; j <= n; ++j) row[j] = make_int2(-(gap_open + (j - 1) * gap_extend), NEG);
+    for (int i = 1; i <= m; ++i) {
+        int diagonal = row[0].x;
+        int left = -(top_excess + i * gap_extend);
+        row[0].x = left;
+        int e = NEG;
+        const short* scores = table + a[i - 1] * n_codes;
+        for (int j = 1; j <= n; ++j) {
+            const int2 up = row[j];
+            const int e_open = left - gap_open, e_extend = e - gap_extend;
+            e = e_open >= e_extend ? e_open : e_extend;
+            const int f_open = up.x - gap_open, f_extend = up.y - gap_extend;
+            const int f = f_open >= f_extend ? f_open : f_extend;
+            const int d = diagonal + scores[b[j - 1]];
+            int score = d;
+            if (e > score) score = e;
+            if (f > score) score = f;
+            const int code = (score == d ? FROM_DIAGONAL : score == e ? FROM_E : FROM_F) |
+                             (e_open >= e_extend ? E_OPENED : 0) |
+                             (f_open >= f_extend ? F_OPENED : 0);
+            trace[(i64)i * width + j] = (u8)code;
+            diagonal = up.x;
+            row[j] = make_int2(score, f);
+            left = score;
+        }
+    }
+    // A vertical gap ending in the corner, charged bottom_excess instead of its opening.
+    const int2 corner = row[n];
+    if (corner.y + gap_open - gap_extend - bottom_excess > corner.x) {
+        u8* code = trace + (i64)m * width + n;
+        *code = (u8)((*code & ~3) | FROM_F);
+    }
+    // Walk back from (m, n); the operations come out last first.
+    u8* ops = ops_space + ops_base[k];
+    int i = m, j = n, written = 0, state = 0;  // state 0: H, 1: E (a run of D), 2: F (I)
+    while (i > 0 && j > 0) {
+        const int code = trace[(i64)i * width + j];
+        if (state == 0) {
+            const int source = code & 3;
+            if (source == FROM_DIAGONAL) {
+                const int x = a[i - 1];
+                ops[written++] = (x == b[j - 1] && x < match_codes) ? OP_MATCH : OP_MISMATCH;
+                --i;
+                --j;
+            } else {
+                state = source == FROM_E ? 1 : 2;
+            }
+        } else if (state == 1) {
+            ops[written++] = OP_DELETION;
+            if (code & E_OPENED) state = 0;
+            --j;
+        } else {
+            ops[written++] = OP_INSERTION;
+            if (code & F_OPENED) state = 0;
+            --i;
+        }
+    }
+    for (; j > 0; --j) ops[written++] = OP_DELETION;  // the rest is one gap along the border
+    for (; i > 0; --i) ops[written++] = OP_INSERTION;
+    for (int x = 0, y = written - 1; x < y; ++x, --y) {
+        const u8 swap = ops[x];
+        ops[x] = ops[y];
+        ops[y] = swap;
+    }
+    op_count[k] = written;
+}
