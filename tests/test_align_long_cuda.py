@@ -146,16 +146,26 @@ class EmulatedEngine(CudaEngine):
         corners = np.full(max(layout.slots, 1), 12345, dtype=np.int64)
         best = np.zeros((max(layout.slots, 1), 3), dtype=np.int64)
         best[:, 0] = NEG
-        for d in range(len(schedule.blocks)):
+        # Tickets in order (launch by launch is the same order): each tile checks the flags
+        # that long.cu's blocks wait for, then raises its own.
+        done = np.zeros(max(layout.slots, 1), dtype=np.int64)
+        first_ticket = np.concatenate(([0], np.cumsum(schedule.blocks)))
+        for ticket in range(int(first_ticket[-1])):
+            d = int(np.searchsorted(first_ticket, ticket, side="right")) - 1
+            block = ticket - int(first_ticket[d])
             counts = schedule.first_block[schedule.offset[d]:][:schedule.active[d] + 1]
-            for block in range(int(schedule.blocks[d])):
-                k = int(np.searchsorted(counts, block, side="right")) - 1  # long.cu's search
-                fields = plan.packed[schedule.order[k]]
-                tiles_across = -(-int(fields[3]) // width)
-                tile_row = max(0, d - (tiles_across - 1)) + block - int(counts[k])
-                self._tile(a_codes, b_codes, fields, tile_row, d - tile_row,
-                           threads * rows_per_thread, width, floor_zero, track_best,
-                           (rows, columns, corners, best))
+            k = int(np.searchsorted(counts, block, side="right")) - 1  # long.cu's search
+            fields = plan.packed[schedule.order[k]]
+            tiles_across = -(-int(fields[3]) // width)
+            tile_row = max(0, d - (tiles_across - 1)) + block - int(counts[k])
+            tile_column = d - tile_row
+            slot = int(fields[10]) + tile_row
+            assert done[slot] == tile_column
+            assert tile_row == 0 or done[slot - 1] >= tile_column + 1
+            self._tile(a_codes, b_codes, fields, tile_row, tile_column,
+                       threads * rows_per_thread, width, floor_zero, track_best,
+                       (rows, columns, corners, best))
+            done[slot] = tile_column + 1
         return rows, columns if want_right else None, best[:layout.slots] if track_best else None
 
     def _tile(self, a_codes, b_codes, fields, tile_row, tile_column, height, tile_width, floor_zero,
@@ -230,11 +240,19 @@ def _engine(scheme, engine_class=EmulatedEngine):
 
 @pytest.fixture(params=SHAPES, ids=lambda shape: "x".join(map(str, shape)))
 def tiny_tiles(request, monkeypatch):
+    """Tiny tiles of each shape in SHAPES, and every pair on the long-alignment engine."""
     threads, rows, columns = request.param
     monkeypatch.setattr(config, "LONG_ALIGN_THREADS", threads)
     monkeypatch.setattr(config, "LONG_ALIGN_ROWS_PER_THREAD", rows)
     monkeypatch.setattr(config, "LONG_ALIGN_TILE_COLUMNS", columns)
     monkeypatch.setattr(config, "LONG_ALIGN_MIN_CELLS", 1)
+    return request.param
+
+
+@pytest.fixture(params=_cuda_long.SCHEDULES)
+def schedule(request, monkeypatch):
+    """Each way of scheduling the tiles on the GPU."""
+    monkeypatch.setattr(config, "LONG_ALIGN_SCHEDULE", request.param)
     return request.param
 
 
@@ -451,7 +469,7 @@ needs_gpu = pytest.mark.skipif(not gpualign.backend.cuda_status()[0],
 @cuda
 @needs_gpu
 @pytest.mark.parametrize("scheme", list(SCHEMES))
-def test_gpu_tiles_give_the_last_rows_and_best_cells(tiny_tiles, scheme):
+def test_gpu_tiles_give_the_last_rows_and_best_cells(tiny_tiles, schedule, scheme):
     engine, _ = _engine(scheme, CudaEngine)
     codes, problems = _problems(scheme, np.random.default_rng(7), SIZES)
     h, f = engine.last_rows(codes, problems)
@@ -475,7 +493,8 @@ def test_gpu_leaves_are_the_cpu_engines(scheme):
 @needs_gpu
 @pytest.mark.parametrize("mode", ALIGN_MODES)
 @pytest.mark.parametrize("scheme", list(SCHEMES))
-def test_gpu_long_pairs_equal_the_cpu_backend_and_parasail(tiny_tiles, scheme, mode):
+def test_gpu_long_pairs_equal_the_cpu_backend_and_parasail(tiny_tiles, schedule, scheme,
+                                                           mode):
     scoring, alphabet = SCHEMES[scheme]
     rng = np.random.default_rng(13)
     texts = [_random_pair(rng, m, n, alphabet) for m, n in SIZES]
@@ -501,7 +520,7 @@ def test_gpu_long_pairs_equal_the_cpu_backend_and_parasail(tiny_tiles, scheme, m
 @cuda
 @needs_gpu
 @pytest.mark.parametrize("mode", ALIGN_MODES)
-def test_gpu_long_pair_paths_rescore(tiny_tiles, mode):
+def test_gpu_long_pair_paths_rescore(tiny_tiles, schedule, mode):
     scoring, alphabet = SCHEMES["dna-affine"]
     rng = np.random.default_rng(17)
     texts = [_random_pair(rng, m, n, alphabet) for m, n in SIZES]

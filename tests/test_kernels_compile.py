@@ -31,9 +31,9 @@ KERNELS = {
         "trace_back<2, true>",
     ],
     align_long.KERNEL_FILE: [
-        align_long.kernel_name(32, 16, True, False, False),  # one warp a tile, DNA
-        align_long.kernel_name(128, 8, False, True, True),  # four warps, a table, local
-        align_long.kernel_name(64, 1, True, False, True),
+        align_long.kernel_name(32, 16, True, False, False, True),  # one warp a tile, DNA
+        align_long.kernel_name(128, 8, False, True, True, False),  # four warps, a table, local
+        align_long.kernel_name(64, 1, True, False, True, True),
         "leaf_paths",
     ],
     edit_cuda.KERNEL_FILE: [

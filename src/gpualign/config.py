@@ -159,6 +159,11 @@ LONG_ALIGN_ROWS_PER_THREAD = 8
 #: of tiles).
 LONG_ALIGN_TILE_COLUMNS = 512
 
+#: How the tiles of a long-alignment batch are scheduled: "tickets" (one launch; each block
+#: takes the next tile in anti-diagonal order and waits until the tiles above and to the left
+#: are done) or "launches" (one launch per anti-diagonal of tiles).
+LONG_ALIGN_SCHEDULE = "tickets"
+
 #: Largest subproblem (DP cells) that a CUDA linear-space alignment (the paths of pairs of at
 #: least ``LONG_ALIGN_MIN_CELLS`` cells) solves with a full traceback: a thread per leaf, a
 #: traceback byte per cell; smaller leaves mean more levels of tiled score passes.

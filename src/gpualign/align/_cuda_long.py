@@ -48,20 +48,33 @@ NEG = -(1 << 30)
 # never wraps and never reaches a real value.
 _VALUE_LIMIT = 1 << 29
 
+#: ``config.LONG_ALIGN_SCHEDULE`` values: one launch per anti-diagonal of tiles, or one launch
+#: per batch whose blocks take tiles in order and wait for their neighbours (long.cu).
+SCHEDULES = ("launches", "tickets")
+
+
 def kernel_name(threads: int, rows_per_thread: int, dna: bool, floor_zero: bool,
-                track_best: bool) -> str:
+                track_best: bool, tickets: bool) -> str:
     """The name expression of one specialization of ``long_tiles``.
 
     Examples
     --------
-    >>> kernel_name(64, 8, True, False, False)
-    'long_tiles<64, 8, true, false, false>'
+    >>> kernel_name(64, 8, True, False, False, True)
+    'long_tiles<64, 8, true, false, false, true>'
     """
     def flag(value: bool) -> str:
         return "true" if value else "false"
 
     return (f"long_tiles<{threads}, {rows_per_thread}, {flag(dna)}, {flag(floor_zero)}, "
-            f"{flag(track_best)}>")
+            f"{flag(track_best)}, {flag(tickets)}>")
+
+
+def schedule_tickets() -> bool:
+    """Whether ``config.LONG_ALIGN_SCHEDULE`` asks for one launch per batch (checked)."""
+    if config.LONG_ALIGN_SCHEDULE not in SCHEDULES:
+        raise ValueError(f"LONG_ALIGN_SCHEDULE={config.LONG_ALIGN_SCHEDULE!r}: one of "
+                         f"{', '.join(SCHEDULES)}")
+    return config.LONG_ALIGN_SCHEDULE == "tickets"
 
 
 def tile_shape() -> tuple[int, int, int]:
@@ -352,9 +365,16 @@ class TileEngine:
 
         threads, rows_per_thread, width = plan.shape
         layout, schedule = plan.layout, plan.schedule
+        tickets = schedule_tickets()
         problems = cupy.asarray(plan.packed)
         order = cupy.asarray(schedule.order)
         first_block = cupy.asarray(schedule.first_block)
+        offset = cupy.asarray(schedule.offset)
+        active = cupy.asarray(schedule.active.astype(np.int32))
+        first_ticket = np.zeros(len(schedule.blocks) + 1, dtype=np.int64)
+        np.cumsum(schedule.blocks, out=first_ticket[1:])
+        counter = cupy.zeros(1, dtype=cupy.int32)
+        done = cupy.zeros(max(layout.slots, 1), dtype=cupy.int32)
         rows = cupy.empty((layout.rows, 2), dtype=cupy.int32)
         columns = cupy.empty((layout.columns, 2), dtype=cupy.int32)
         corners = cupy.empty(max(layout.slots, 1), dtype=cupy.int32)
@@ -363,7 +383,7 @@ class TileEngine:
             best[:, 0] = NEG
             best[:, 1:] = 0
         table = cupy.asarray(self.table.astype(np.int16).ravel())
-        name = kernel_name(threads, rows_per_thread, self.dna, floor_zero, track_best)
+        name = kernel_name(threads, rows_per_thread, self.dna, floor_zero, track_best, tickets)
         kernel = get_kernel(KERNEL_FILE, name)
         if launch.block_threads(kernel) != threads:  # the kernel's wavefront needs them all
             raise launch.KernelResourceError(
@@ -371,14 +391,21 @@ class TileEngine:
                 "lower LONG_ALIGN_ROWS_PER_THREAD or LONG_ALIGN_THREADS")
         shared = launch.reserve_shared(kernel, shared_bytes(threads, width, self.n_codes,
                                                             self.dna))
-        for d in range(len(schedule.blocks)):
-            block_grid, block = launch.grid(kernel, int(schedule.blocks[d]), items_per_block=1)
-            kernel(block_grid, block,
-                   (a_codes, b_codes, problems, order, first_block[int(schedule.offset[d]):],
-                    np.int32(schedule.active[d]), np.int32(d), table, np.int32(self.n_codes),
+
+        def run(blocks: int, diagonal: int) -> None:
+            kernel(*launch.grid(kernel, blocks, items_per_block=1),
+                   (a_codes, b_codes, problems, order, first_block, offset, active,
+                    cupy.asarray(first_ticket), np.int32(len(schedule.blocks)),
+                    np.int32(diagonal), counter, done, table, np.int32(self.n_codes),
                     np.int32(self.match), np.int32(self.mismatch), np.int32(self.match_codes),
                     np.int32(self.gap_open), np.int32(self.gap_extend), np.int32(width), rows,
                     columns, corners, best), shared_mem=shared)
+
+        if tickets:
+            run(int(first_ticket[-1]), 0)
+        else:
+            for d, blocks in enumerate(schedule.blocks.tolist()):
+                run(blocks, d)
         return (rows.get(), columns.get() if want_right else None,
                 best[:layout.slots].get() if track_best else None)
 

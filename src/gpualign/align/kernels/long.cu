@@ -1,7 +1,16 @@
 // Long alignments over the whole GPU: a batch of DP problems (whole pairs, or the subproblems
 // of a linear-space alignment, align/_linear.py), each cut into tiles, computed as a wavefront
-// of tiles: launch d computes tile (I, J) with I + J = d of every problem of the batch, one
-// block per tile, so a launch has work for every SM once the problems are long.
+// of tiles, one block per tile: anti-diagonal d of tiles (the tiles (I, J) with I + J = d of
+// every problem of the batch) after anti-diagonal d - 1, so that each has work for every SM
+// once the problems are long. Two schedules (TICKETS):
+//   - one launch per anti-diagonal: block b of launch d computes tile b of anti-diagonal d;
+//   - one launch for the batch: a block takes the next ticket (an atomic counter; tickets go
+//     through the anti-diagonals in order) and waits until the tiles it depends on, (I - 1, J)
+//     and (I, J - 1), are done (`done[slot_base + I]` counts the finished tiles of tile row I,
+//     which finish in order). Deadlock-free whatever the number of resident blocks: the tiles
+//     a block waits for have smaller tickets, so blocks that are already running hold them.
+//     Borders are read through L2 (__ldcg: another SM wrote them during this launch), and a
+//     tile's writes are fenced before its flag is raised.
 //
 // A tile is THREADS * RPT query rows by `tile_columns` target columns. Thread t owns rows
 // t * RPT + 1 .. (t + 1) * RPT of the tile and keeps their H and E in registers; the threads
@@ -38,9 +47,10 @@
 // by the host.
 //
 // Problems are a struct of int64 fields (enum Field, the order of PROBLEM_FIELDS in
-// align/_cuda_long.py). Launch d gets the problems that still have tiles on anti-diagonal d
-// (`order[0 .. active)`) and the cumulative count of their tiles on it (`first_block`, active
-// + 1 entries): block b belongs to the problem k with first_block[k] <= b < first_block[k + 1].
+// align/_cuda_long.py). Anti-diagonal d has the problems that still have tiles on it
+// (`order[0 .. active[d])`) and the cumulative count of their tiles on it (`first_block +
+// offset[d]`, active[d] + 1 entries): its tile b belongs to the problem k with first_block[k]
+// <= b < first_block[k + 1]; its tiles have the tickets first_ticket[d] .. first_ticket[d + 1].
 
 #include "common.cuh"
 
@@ -204,20 +214,22 @@ __device__ __forceinline__ void sweep_tile(const Problem& p, const Tile& tile, i
     }
 }
 
-// Launch `diagonal` of the wavefront: one block per tile (see the top of the file). `table`
-// (not DNA) is the n_codes x n_codes substitution table; DNA scores are match for equal codes
-// below match_codes, else mismatch. Dynamic shared memory: tile_columns int2 (the top row),
-// 2 * THREADS / 32 int2 (the exchange between warps), n_codes^2 shorts unless DNA, and
-// tile_columns bytes (the target codes).
-template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST>
+// One tile per block (see the top of the file): without TICKETS, tile `block` of
+// anti-diagonal `diagonal`. `table` (not DNA) is the n_codes x n_codes substitution table;
+// DNA scores are match for equal codes below match_codes, else mismatch. Dynamic shared
+// memory: tile_columns int2 (the top row), 2 * THREADS / 32 int2 (the exchange between warps),
+// n_codes^2 shorts unless DNA, and tile_columns bytes (the target codes).
+template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST, bool TICKETS>
 __global__ void __launch_bounds__(THREADS)
 long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
            const i64* __restrict__ problems, const int* __restrict__ order,
-           const i64* __restrict__ first_block, const int active, const int diagonal,
-           const short* __restrict__ table, const int n_codes, const int match,
-           const int mismatch, const int match_codes, const int gap_open, const int gap_extend,
-           const int tile_columns, int2* __restrict__ rows, int2* __restrict__ columns,
-           int* __restrict__ corners, int* __restrict__ best_cells) {
+           const i64* __restrict__ first_block, const i64* __restrict__ offset,
+           const int* __restrict__ active, const i64* __restrict__ first_ticket,
+           const int diagonals, const int diagonal, int* __restrict__ tickets,
+           int* __restrict__ done, const short* __restrict__ table, const int n_codes,
+           const int match, const int mismatch, const int match_codes, const int gap_open,
+           const int gap_extend, const int tile_columns, int2* __restrict__ rows,
+           int2* __restrict__ columns, int* __restrict__ corners, int* __restrict__ best_cells) {
     static_assert(THREADS % 32 == 0, "whole warps");
     constexpr int TILE_ROWS = THREADS * RPT;
     extern __shared__ int2 shared[];
@@ -226,13 +238,30 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     short* s_table = reinterpret_cast<short*>(exchange + 2 * (THREADS / 32));
     u8* s_b = reinterpret_cast<u8*>(s_table + (DNA ? 0 : n_codes * n_codes));
     __shared__ int reduce[3 * (THREADS / 32)];
+    __shared__ int s_ticket;
 
-    // This block's problem: the last k with first_block[k] <= blockIdx.x.
-    const i64 block = blockIdx.x;
-    int lo = 0, hi = active - 1;
+    // This block's tile: anti-diagonal d, its tile `block`.
+    int d = diagonal;
+    i64 block = blockIdx.x;
+    if (TICKETS) {
+        if (threadIdx.x == 0) s_ticket = atomicAdd(tickets, 1);
+        __syncthreads();
+        const i64 ticket = s_ticket;
+        int lo = 0, hi = diagonals - 1;  // the last d with first_ticket[d] <= ticket
+        while (lo < hi) {
+            const int mid = (lo + hi + 1) / 2;
+            if (first_ticket[mid] <= ticket) lo = mid;
+            else hi = mid - 1;
+        }
+        d = lo;
+        block = ticket - first_ticket[d];
+    }
+    // Its problem: the last k with counts[k] <= block.
+    const i64* counts = first_block + offset[d];
+    int lo = 0, hi = active[d] - 1;
     while (lo < hi) {
         const int mid = (lo + hi + 1) / 2;
-        if (first_block[mid] <= block) lo = mid;
+        if (counts[mid] <= block) lo = mid;
         else hi = mid - 1;
     }
     const i64* fields = problems + (i64)order[lo] * FIELDS;
@@ -246,8 +275,8 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     p.free_top = fields[FREE_TOP] != 0;
     p.free_left = fields[FREE_LEFT] != 0;
     const int tiles_across = (p.n + tile_columns - 1) / tile_columns;
-    const int I = max(0, diagonal - (tiles_across - 1)) + (int)(block - first_block[lo]);
-    const int J = diagonal - I;
+    const int I = max(0, d - (tiles_across - 1)) + (int)(block - counts[lo]);
+    const int J = d - I;
     int2* p_rows = rows + fields[ROW_BASE];
     int2* p_columns = columns + fields[COLUMN_BASE];
     const i64 slot = fields[SLOT_BASE] + I;
@@ -262,10 +291,21 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     tile.match = match;
     tile.mismatch = mismatch;
 
+    if (TICKETS) {  // wait for tiles (I, J - 1) and (I - 1, J)
+        if (threadIdx.x == 0) {
+            const volatile int* finished = done;
+            while (finished[slot] < J) {
+            }
+            while (I > 0 && finished[slot - 1] < J + 1) {
+            }
+            __threadfence();
+        }
+        __syncthreads();
+    }
     for (int k = threadIdx.x; k < tile.width; k += THREADS) {
         const int j = tile.c0 + 1 + k;
         s_b[k] = (u8)p.b_code(j);
-        above[k] = I == 0 ? make_int2(p.top(j, gap_open, gap_extend), NEG) : p_rows[j];
+        above[k] = I == 0 ? make_int2(p.top(j, gap_open, gap_extend), NEG) : __ldcg(p_rows + j);
     }
     if (!DNA) {
         for (int k = threadIdx.x; k < n_codes * n_codes; k += THREADS) s_table[k] = table[k];
@@ -284,7 +324,7 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
             h[r] = p.left(i, gap_extend);
             e[r] = NEG;
         } else {
-            const int2 v = p_columns[i];
+            const int2 v = __ldcg(p_columns + i);
             h[r] = v.x;
             e[r] = v.y;
         }
@@ -296,9 +336,9 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     } else if (tile.c0 == 0) {
         diagonal_h = p.left(row0, gap_extend);
     } else if (t == 0) {
-        diagonal_h = corners[slot];
+        diagonal_h = __ldcg(corners + slot);
     } else {
-        diagonal_h = p_columns[row0].x;
+        diagonal_h = __ldcg(p_columns + row0).x;
     }
     __syncthreads();  // every read of the borders above is done before anything is written
     if (t == 0) corners[slot] = above[tile.width - 1].x;  // for tile (I, J + 1)
@@ -319,12 +359,17 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
         block_best<THREADS>(best, best_i, best_j, reduce);
         if (t == 0) {
             int* kept = best_cells + 3 * slot;
-            if (better(best, best_i, best_j, kept[0], kept[1], kept[2])) {
+            if (better(best, best_i, best_j, __ldcg(kept), __ldcg(kept + 1), __ldcg(kept + 2))) {
                 kept[0] = best;
                 kept[1] = best_i;
                 kept[2] = best_j;
             }
         }
+    }
+    if (TICKETS) {  // this tile's borders are written: tile row I has J + 1 tiles done
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) atomicExch(done + slot, J + 1);
     }
 }
 
