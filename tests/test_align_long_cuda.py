@@ -11,6 +11,8 @@ and the last partial tiles are hit, against the CPU backend, parasail and the sa
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from naive import ALIGN_MODES, align_naive, rescore_alignment
@@ -457,6 +459,41 @@ def test_emulated_tiles_drive_linear_space_paths(tiny_tiles, mode):
                                      _linear.cigar_text(found.ops[k]), engine.table,
                                      scoring.gap_open, scoring.gap_extend)
         assert rescored == (want.score, want.query_end, want.target_end)
+
+
+@pytest.mark.parametrize("mode", ALIGN_MODES)
+def test_long_and_short_paths_of_a_batch_land_in_their_places(tiny_tiles, monkeypatch, mode):
+    """_cuda._paths: the long pairs through the (emulated) engine in linear space, the short
+    ones through the traceback kernels (here the CPU backend), each result at its pair."""
+    from gpualign.align import _cpu, _cuda
+
+    scoring, alphabet = SCHEMES["dna-affine"]
+    engine, _ = _engine("dna-affine")
+    monkeypatch.setattr(config, "LONG_ALIGN_MIN_CELLS", 1000)
+    monkeypatch.setattr(_cuda, "_long_engine", lambda *args: engine)
+    monkeypatch.setattr(_cuda, "_traced_paths",
+                        lambda *args: _cpu.align_pairs(*args, task="path"))
+    texts = _texts(alphabet, 23)
+    queries = gpualign.SequenceSet.from_sequences([a for a, _ in texts], alphabet=alphabet)
+    targets = gpualign.SequenceSet.from_sequences([b for _, b in texts], alphabet=alphabet)
+    index = np.arange(len(texts))[::-1].copy()
+    table, _ = scoring.table(alphabet)
+    got = _cuda._paths(queries, targets, index, index, table, scoring.gap_open,
+                       scoring.gap_extend, align_mode(mode))
+    want = _cpu.align_pairs(queries, targets, index, index, table, scoring.gap_open,
+                            scoring.gap_extend, align_mode(mode), "path")
+    assert got[0].tolist() == want[0].tolist()
+    assert got[2].tolist() == want[2].tolist() and got[4].tolist() == want[4].tolist()
+    for k, p in enumerate(index.tolist()):
+        a, b = texts[p]
+        rescored = rescore_alignment(_codes(a, alphabet), _codes(b, alphabet), got[1][k],
+                                     got[3][k], got[5][k], table, scoring.gap_open,
+                                     scoring.gap_extend)
+        assert rescored == (got[0][k], got[2][k], got[4][k])
+        runs = [(int(count), op) for count, op in re.findall(r"(\d+)([=XID])", got[5][k])]
+        columns = sum(count for count, _ in runs)
+        matches = sum(count for count, op in runs if op == "=")
+        assert got[6][k] == pytest.approx(matches / columns if columns else 0.0)
 
 
 # --- On the GPU ------------------------------------------------------------------------------
