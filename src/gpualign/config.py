@@ -148,16 +148,18 @@ LONG_ALIGN_MIN_CELLS = 1 << 26
 
 #: Threads of one tile of the long-alignment engine (a multiple of 32, at most 1024): a tile
 #: has ``LONG_ALIGN_THREADS * LONG_ALIGN_ROWS_PER_THREAD`` query rows, its threads run as a
-#: wavefront over its columns (a barrier per column when the tile has several warps).
-LONG_ALIGN_THREADS = 64
+#: wavefront over its columns (a barrier per column when the tile has several warps). Smaller
+#: tiles give one long pair more tiles side by side; larger ones pay the wavefront's fill and
+#: drain less often.
+LONG_ALIGN_THREADS = 32
 
 #: Query rows each thread of a long-alignment tile keeps in registers (H and E of each).
 LONG_ALIGN_ROWS_PER_THREAD = 8
 
-#: Target columns of a long-alignment tile: larger tiles pay the wavefront's fill and drain
-#: less often, smaller ones give a launch more tiles (the launches go along the anti-diagonals
-#: of tiles).
-LONG_ALIGN_TILE_COLUMNS = 512
+#: Target columns of a long-alignment tile (the tiles of a batch run along their
+#: anti-diagonals: a pair of m x n symbols has at most min(m / tile rows, n / columns) tiles
+#: side by side).
+LONG_ALIGN_TILE_COLUMNS = 256
 
 #: How the tiles of a long-alignment batch are scheduled: "tickets" (one launch; each block
 #: takes the next tile in anti-diagonal order and waits until the tiles above and to the left
