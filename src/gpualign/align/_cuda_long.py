@@ -3,15 +3,20 @@
 
 A batch of problems (whole pairs, or the subproblems of one level of a linear-space alignment)
 is cut into tiles of ``config.LONG_ALIGN_THREADS * config.LONG_ALIGN_ROWS_PER_THREAD`` query
-rows by ``config.LONG_ALIGN_TILE_COLUMNS`` target columns. Launch ``d`` computes the tiles
-``(I, J)`` with ``I + J = d`` of every problem, a block per tile; tile borders pass through
-global memory, ``O(m + n)`` per problem. The host plans the launches (:func:`tile_schedule`),
-lays the borders out (:func:`border_layout`), and reads the results from the borders: the last
-row (``last_rows``; the end cells in the last row or column) or the best cell that the kernel
-kept per tile row (any cell: local alignments).
+rows by ``config.LONG_ALIGN_TILE_COLUMNS`` target columns, computed anti-diagonal of tiles
+after anti-diagonal, a block per tile, the tiles of every problem side by side: one launch per
+batch whose blocks take tiles in that order and wait for their neighbours' ready flags, or one
+launch per anti-diagonal (``config.LONG_ALIGN_SCHEDULE``). Tile borders pass through global
+memory, ``O(m + n)`` per problem. The host plans the order (:func:`tile_schedule`), lays the
+borders out (:func:`border_layout`), and reads the results from the borders: the last row
+(``last_rows``; the end cells in the last row or column) or the best cell that the kernel kept
+per tile row (any cell: local alignments). The leaves of linear-space paths run a thread each
+with a full traceback (``leaf_paths``).
 
-Scores are int32 on the device: problems whose values might not fit (:func:`fits_int32`) are
-not sent here. Nothing here imports Numba.
+:class:`CudaEngine` is the engine; :func:`pair_ends` and :func:`pair_paths` serve
+:mod:`._cuda` for pairs of at least ``config.LONG_ALIGN_MIN_CELLS`` cells. Scores are int32 on
+the device: problems whose values might not fit (:meth:`TileEngine.fits`) are not sent here.
+Nothing here imports Numba.
 """
 
 from __future__ import annotations
