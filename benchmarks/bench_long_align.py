@@ -4,7 +4,8 @@ CUDA backend, end to end (host to host), global alignment, DNA +2/-3, gaps 5/2.
 
     python benchmarks/bench_long_align.py                        # every workload
     python benchmarks/bench_long_align.py --only mt 100k --check  # and compare with parasail
-    python benchmarks/bench_long_align.py --only 100k --threads 128 --rows 8 --columns 1024
+    python benchmarks/bench_long_align.py --only 100k --shapes 32x8x256 64x4x256 128x8x1024 \
+        --schedules tickets launches                              # compare tile shapes
 
 Workloads (``--only``) and the issue's targets on one H100:
 
@@ -16,9 +17,10 @@ Workloads (``--only``) and the issue's targets on one H100:
 - ``ecoli``: the whole E. coli genome against such a copy, or ``--ecoli-pair A B``, two genomes
   (the issue's 4.64 x 4.63 Mbp; targets: score >= 2 TCUPS, CIGAR < 60 s).
 
-The tile shape comes from ``--threads``, ``--rows``, ``--columns`` (``config.LONG_ALIGN_*``).
-Each row is the best of ``--repeat`` runs, after a small pair has compiled the kernels; GCUPS
-count query length x target length. Prints a Markdown table; nothing is written.
+Tile shapes (``--shapes``, ``config.LONG_ALIGN_THREADS``, ``..._ROWS_PER_THREAD``,
+``..._TILE_COLUMNS``) and schedules (``--schedules``, ``config.LONG_ALIGN_SCHEDULE``) are
+compared row by row. Each row is the best of ``--repeat`` runs, after a small pair has
+compiled the kernels; GCUPS count query length x target length. Prints a Markdown table; nothing is written.
 """
 
 from __future__ import annotations
@@ -116,30 +118,29 @@ def main() -> None:
                         choices=["score", "path"])
     parser.add_argument("--data-dir", type=Path, default=ROOT / "data")
     parser.add_argument("--ecoli-pair", nargs=2, type=Path, metavar=("A", "B"))
-    parser.add_argument("--threads", type=int, default=config.LONG_ALIGN_THREADS)
-    parser.add_argument("--rows", type=int, default=config.LONG_ALIGN_ROWS_PER_THREAD)
-    parser.add_argument("--columns", type=int, default=config.LONG_ALIGN_TILE_COLUMNS)
+    default_shape = (f"{config.LONG_ALIGN_THREADS}x{config.LONG_ALIGN_ROWS_PER_THREAD}x"
+                     f"{config.LONG_ALIGN_TILE_COLUMNS}")
+    parser.add_argument("--shapes", nargs="+", default=[default_shape],
+                        help="tile shapes THREADSxROWSxCOLUMNS to compare (default: config's)")
+    parser.add_argument("--schedules", nargs="+", default=[config.LONG_ALIGN_SCHEDULE],
+                        choices=["tickets", "launches"])
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--check", action="store_true",
                         help="compare scores with parasail's nw_scan_32 (one core; slow)")
     args = parser.parse_args()
-    config.LONG_ALIGN_THREADS = args.threads
-    config.LONG_ALIGN_ROWS_PER_THREAD = args.rows
-    config.LONG_ALIGN_TILE_COLUMNS = args.columns
     config.LONG_ALIGN_MIN_CELLS = 1
     import cupy
 
     device = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
-    device = device.decode() if isinstance(device, bytes) else device
-    print(f"{device}; tiles of {args.threads} threads x {args.rows} rows x {args.columns} "
-          "columns\n")
-    print("| workload | m x n | task | seconds | GCUPS | score | CIGAR length | parasail |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(f"{device.decode() if isinstance(device, bytes) else device}\n")
+    print("| workload | m x n | tiles | schedule | task | seconds | GCUPS | score | CIGAR length "
+          "| parasail |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     rng = np.random.default_rng(21)
+    pairs = list(workloads(args.only, args.data_dir, args.ecoli_pair, rng))
     warm_up = random_dna(3000, rng)
-    for task in args.tasks:  # the kernels compile here, not in a timed run
-        best_time(warm_up, relative(warm_up, rng), task, 1)
-    for name, query, target in workloads(args.only, args.data_dir, args.ecoli_pair, rng):
+    warm_up_target = relative(warm_up, rng)
+    for name, query, target in pairs:
         cells = len(query) * len(target)
         expected = "-"
         if args.check:
@@ -147,11 +148,19 @@ def main() -> None:
 
             matrix = parasail.matrix_create("ACGT", 2, -3)
             expected = str(parasail.nw_scan_32(query, target, 5, 2, matrix).score)
-        for task in args.tasks:
-            seconds, score, cigar = best_time(query, target, task, args.repeat)
-            print(f"| {name} | {len(query)} x {len(target)} | {task} | {seconds:.3f} | "
-                  f"{cells / seconds / 1e9:.1f} | {score} | {len(cigar)} | {expected} |",
-                  flush=True)
+        for shape in args.shapes:
+            threads, rows, columns = (int(x) for x in shape.split("x"))
+            config.LONG_ALIGN_THREADS = threads
+            config.LONG_ALIGN_ROWS_PER_THREAD = rows
+            config.LONG_ALIGN_TILE_COLUMNS = columns
+            for schedule in args.schedules:
+                config.LONG_ALIGN_SCHEDULE = schedule
+                for task in args.tasks:
+                    best_time(warm_up, warm_up_target, task, 1)  # compiles this shape's kernels
+                    seconds, score, cigar = best_time(query, target, task, args.repeat)
+                    print(f"| {name} | {len(query)} x {len(target)} | {shape} | {schedule} | "
+                          f"{task} | {seconds:.3f} | {cells / seconds / 1e9:.1f} | {score} | "
+                          f"{len(cigar)} | {expected} |", flush=True)
 
 
 if __name__ == "__main__":
