@@ -20,7 +20,8 @@ Workloads (``--only``) and the issue's targets on one H100:
 Tile shapes (``--shapes``, ``config.LONG_ALIGN_THREADS``, ``..._ROWS_PER_THREAD``,
 ``..._TILE_COLUMNS``) and schedules (``--schedules``, ``config.LONG_ALIGN_SCHEDULE``) are
 compared row by row. Each row is the best of ``--repeat`` runs, after a small pair has
-compiled the kernels; GCUPS count query length x target length. Prints a Markdown table; nothing is written.
+compiled the kernels; GCUPS count query length x target length. Prints a Markdown table;
+nothing is written.
 """
 
 from __future__ import annotations
