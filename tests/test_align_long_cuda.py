@@ -164,15 +164,18 @@ class EmulatedEngine(CudaEngine):
             slot = int(fields[10]) + tile_row
             assert done[slot] == tile_column
             assert tile_row == 0 or done[slot - 1] >= tile_column + 1
-            self._tile(a_codes, b_codes, fields, tile_row, tile_column,
-                       threads * rows_per_thread, width, floor_zero, track_best,
-                       (rows, columns, corners, best))
+            self._tile(a_codes, b_codes, fields, tile_row, tile_column, plan.shape,
+                       floor_zero, (rows, columns, corners, best))
             done[slot] = tile_column + 1
         return rows, columns if want_right else None, best[:layout.slots] if track_best else None
 
-    def _tile(self, a_codes, b_codes, fields, tile_row, tile_column, height, tile_width, floor_zero,
-              track_best, borders):
+    def _tile(self, a_codes, b_codes, fields, tile_row, tile_column, shape, floor_zero,
+              borders):
+        """Block (tile_row, tile_column) of long_tiles, thread by thread and step by step as
+        sweep_tile runs them (a shuffle hands each thread's last row to the next thread)."""
         rows, columns, corners, best = borders
+        threads, rows_per_thread, tile_width = shape
+        height = threads * rows_per_thread
         a_base, b_base, m, n, reverse, top_excess, free_top, free_left, row_base, \
             column_base, slot_base = (int(x) for x in fields)
         go, ge = self.gap_open, self.gap_extend
@@ -184,51 +187,72 @@ class EmulatedEngine(CudaEngine):
         def left(i):
             return 0 if free_left else -(top_excess + i * ge)
 
-        def a_code(i):
-            return a_codes[a_base + (m - i if reverse else i - 1)]
-
         c0, r0 = tile_column * tile_width, tile_row * height
         width, bottom = min(tile_width, n - c0), min(r0 + height, m)
-        # What a block reads before it writes: the top row, the left column, the corner.
+        last = bottom < r0 + height
+        # What a block reads before it writes: the top row, the left column, the diagonals.
         above = [(top(c0 + 1 + k), NEG) if tile_row == 0 else tuple(rows[row_base + c0 + 1 + k])
                  for k in range(width)]
-        H = np.zeros((height + 1, width + 1), dtype=np.int64)
-        E = np.full((height + 1, width + 1), NEG, dtype=np.int64)
-        F = np.full((height + 1, width + 1), NEG, dtype=np.int64)
-        for r in range(height):
-            i = r0 + r + 1
-            H[r + 1, 0], E[r + 1, 0] = \
-                (left(i), NEG) if tile_column == 0 else columns[column_base + i]
-        if r0 == 0:
-            H[0, 0] = 0 if c0 == 0 else top(c0)
-        elif c0 == 0:
-            H[0, 0] = left(r0)
-        else:
-            H[0, 0] = corners[slot]
+        b = [b_codes[b_base + (n - j if reverse else j - 1)] for j in range(c0 + 1, c0 + width + 1)]
+        h, e, q, diagonal = [], [], [], []
+        for t in range(threads):
+            row0 = r0 + t * rows_per_thread
+            h.append([]), e.append([]), q.append([])
+            for r in range(rows_per_thread):
+                i = row0 + r + 1
+                q[t].append(a_codes[a_base + (m - i if reverse else i - 1)] if i <= m else 0)
+                hv, ev = (left(i), NEG) if tile_column == 0 else columns[column_base + i]
+                h[t].append(hv)
+                e[t].append(ev)
+            if row0 == 0:
+                diagonal.append(0 if c0 == 0 else top(c0))
+            elif c0 == 0:
+                diagonal.append(left(row0))
+            elif t == 0:
+                diagonal.append(corners[slot])
+            else:
+                diagonal.append(columns[column_base + row0][0])
         corners[slot] = above[width - 1][0]
-        H[0, 1:] = [h for h, _ in above]
-        F[0, 1:] = [f for _, f in above]
-        found = (NEG, 0, 0)
-        for r in range(1, height + 1):
-            i = r0 + r
-            code = a_code(i) if i <= m else 0  # padding rows: any code
-            for k in range(1, width + 1):
-                j = c0 + k
-                E[r, k] = max(E[r, k - 1] - ge, H[r, k - 1] - go)
-                F[r, k] = max(F[r - 1, k] - ge, H[r - 1, k] - go)
-                b = b_codes[b_base + (n - j if reverse else j - 1)]
-                h = max(H[r - 1, k - 1] + self.table[code, b], E[r, k], F[r, k])
-                H[r, k] = max(h, 0) if floor_zero else h
-                key = (-H[r, k], j, i)
-                if i <= bottom and key < (-found[0], found[2], found[1]):
-                    found = (H[r, k], i, j)
-        for k in range(1, width + 1):
-            rows[row_base + c0 + k] = H[bottom - r0, k], F[bottom - r0, k]
-        for r in range(1, height + 1):
-            columns[column_base + r0 + r] = H[r, width], E[r, width]
+        owner, owner_r = divmod(bottom - 1 - r0, rows_per_thread)
+        up_h, up_f = [0] * threads, [NEG] * threads
+        found = [(NEG, 0, 0)] * threads
+        for step in range(width + threads - 1):
+            out = [(0, NEG)] * threads
+            for t in range(threads):
+                k = step - t
+                if not 0 <= k < width:
+                    continue
+                if t == 0:
+                    up_h[0], up_f[0] = above[k]
+                vh, vf, d = up_h[t], up_f[t], diagonal[t]
+                bottom_hf = (0, NEG)
+                for r in range(rows_per_thread):
+                    e[t][r] = max(e[t][r] - ge, h[t][r] - go)
+                    f = max(vf - ge, vh - go)
+                    score = max(d + self.table[q[t][r], b[k]], e[t][r], f)
+                    if floor_zero:
+                        score = max(score, 0)
+                    row = r0 + t * rows_per_thread + r + 1
+                    if score > found[t][0] and (not last or row <= bottom):
+                        found[t] = (score, row, c0 + 1 + k)
+                    if last and r == owner_r:
+                        bottom_hf = (score, f)
+                    d, h[t][r], vh, vf = h[t][r], score, score, f
+                if not last:
+                    bottom_hf = (vh, vf)
+                if t == owner:
+                    rows[row_base + c0 + 1 + k] = bottom_hf
+                diagonal[t] = up_h[t]
+                out[t] = (vh, vf)
+            for t in range(1, threads):
+                up_h[t], up_f[t] = out[t - 1]
+        for t in range(threads):
+            for r in range(rows_per_thread):
+                columns[column_base + r0 + t * rows_per_thread + r + 1] = h[t][r], e[t][r]
+        block = min(found, key=lambda c: (-c[0], c[2], c[1]))
         kept = best[slot]
-        if track_best and (-found[0], found[2], found[1]) < (-kept[0], kept[2], kept[1]):
-            best[slot] = found
+        if (-block[0], block[2], block[1]) < (-kept[0], kept[2], kept[1]):
+            best[slot] = block
 
 
 def _engine(scheme, engine_class=EmulatedEngine):
