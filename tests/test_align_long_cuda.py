@@ -1,12 +1,14 @@
 """The long-alignment engine of the CUDA backend (align/_cuda_long.py, align/kernels/long.cu):
-a wavefront of DP tiles with borders in memory.
+a wavefront of DP tiles with borders in memory, and the leaves of linear-space paths.
 
-Without a GPU, the host's part runs against references: the launch plan covers every tile once
-after its neighbours above and to the left, and an emulation of the kernel's border protocol
-(tile by tile, reading and writing only what long.cu reads and writes) gives the last rows of a
-full NumPy DP and the end cells of the oracle for every mode. With a GPU (marked ``cuda``),
-the kernel itself runs with tiny tiles, so that tile borders at 1, 63/64/65 rows and columns
-and the last partial tiles are hit, against the CPU backend, parasail and the same references.
+Without a GPU, the host's part runs against references: the tile order covers every tile once
+after its neighbours above and to the left, and an emulation of the kernels (each tile thread
+by thread and step by step as sweep_tile runs it, through the border arrays and ready flags of
+long.cu; each leaf as leaf_paths computes it) gives the last rows of a full NumPy DP, the best
+cells of every scope, the oracle's end cells for every mode, the CPU engine's leaves and,
+driving align/_linear.py, optimal paths. With a GPU (marked ``cuda``), the kernels themselves
+run with tiny tiles, so that tile borders at 1, 63/64/65 rows and columns and the last partial
+tiles are hit, on both schedules, against the same references, the CPU backend and parasail.
 """
 
 from __future__ import annotations
