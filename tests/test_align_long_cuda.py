@@ -174,7 +174,8 @@ class EmulatedEngine(CudaEngine):
     def _tile(self, a_codes, b_codes, fields, tile_row, tile_column, shape, floor_zero,
               borders):
         """Block (tile_row, tile_column) of long_tiles, thread by thread and step by step as
-        sweep_tile runs them (a shuffle hands each thread's last row to the next thread)."""
+        sweep_tile runs them (a shuffle hands each thread's last row to the next thread), with
+        its shifted values (t = H - gap_open, substitution scores + gap_open)."""
         rows, columns, corners, best = borders
         threads, rows_per_thread, tile_width = shape
         height = threads * rows_per_thread
@@ -204,16 +205,16 @@ class EmulatedEngine(CudaEngine):
                 i = row0 + r + 1
                 q[t].append(a_codes[a_base + (m - i if reverse else i - 1)] if i <= m else 0)
                 hv, ev = (left(i), NEG) if tile_column == 0 else columns[column_base + i]
-                h[t].append(hv)
+                h[t].append(hv - go)
                 e[t].append(ev)
             if row0 == 0:
-                diagonal.append(0 if c0 == 0 else top(c0))
+                diagonal.append((0 if c0 == 0 else top(c0)) - go)
             elif c0 == 0:
-                diagonal.append(left(row0))
+                diagonal.append(left(row0) - go)
             elif t == 0:
-                diagonal.append(corners[slot])
+                diagonal.append(corners[slot] - go)
             else:
-                diagonal.append(columns[column_base + row0][0])
+                diagonal.append(columns[column_base + row0][0] - go)
         corners[slot] = above[width - 1][0]
         owner, owner_r = divmod(bottom - 1 - r0, rows_per_thread)
         up_h, up_f = [0] * threads, [NEG] * threads
@@ -225,13 +226,13 @@ class EmulatedEngine(CudaEngine):
                 if not 0 <= k < width:
                     continue
                 if t == 0:
-                    up_h[0], up_f[0] = above[k]
+                    up_h[0], up_f[0] = above[k][0] - go, above[k][1]
                 vh, vf, d = up_h[t], up_f[t], diagonal[t]
                 bottom_hf = (0, NEG)
                 for r in range(rows_per_thread):
-                    e[t][r] = max(e[t][r] - ge, h[t][r] - go)
-                    f = max(vf - ge, vh - go)
-                    score = max(d + self.table[q[t][r], b[k]], e[t][r], f)
+                    e[t][r] = max(e[t][r] - ge, h[t][r])
+                    f = max(vf - ge, vh)
+                    score = max(d + self.table[q[t][r], b[k]] + go, max(e[t][r], f))
                     if floor_zero:
                         score = max(score, 0)
                     row = r0 + t * rows_per_thread + r + 1
@@ -239,9 +240,10 @@ class EmulatedEngine(CudaEngine):
                         found[t] = (score, row, c0 + 1 + k)
                     if last and r == owner_r:
                         bottom_hf = (score, f)
-                    d, h[t][r], vh, vf = h[t][r], score, score, f
+                    d, h[t][r] = h[t][r], score - go
+                    vh, vf = h[t][r], f
                 if not last:
-                    bottom_hf = (vh, vf)
+                    bottom_hf = (vh + go, vf)
                 if t == owner:
                     rows[row_base + c0 + 1 + k] = bottom_hf
                 diagonal[t] = up_h[t]
@@ -250,7 +252,7 @@ class EmulatedEngine(CudaEngine):
                 up_h[t], up_f[t] = out[t - 1]
         for t in range(threads):
             for r in range(rows_per_thread):
-                columns[column_base + r0 + t * rows_per_thread + r + 1] = h[t][r], e[t][r]
+                columns[column_base + r0 + t * rows_per_thread + r + 1] = h[t][r] + go, e[t][r]
         block = min(found, key=lambda c: (-c[0], c[2], c[1]))
         kept = best[slot]
         if (-block[0], block[2], block[1]) < (-kept[0], kept[2], kept[1]):

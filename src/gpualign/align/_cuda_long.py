@@ -319,11 +319,11 @@ class TileEngine:
 
     def fits(self, m: np.ndarray, n: np.ndarray, top_excess: np.ndarray) -> np.ndarray:
         """Per problem, whether it may run here: non-empty, values that fit int32, a
-        substitution table that fits int16."""
+        substitution table that fits int16 with ``gap_open`` added (long.cu's shifted scores)."""
         threads, rows, _ = tile_shape()
         m = np.asarray(m, dtype=np.int64)
         n = np.asarray(n, dtype=np.int64)
-        table_ok = -32768 <= self.table.min() and self.table.max() <= 32767
+        table_ok = -32768 <= self.table.min() and self.table.max() + self.gap_open <= 32767
         return (m > 0) & (n > 0) & table_ok & fits_int32(
             m, n, top_excess, self.table, self.gap_open, self.gap_extend, threads * rows)
 

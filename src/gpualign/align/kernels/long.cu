@@ -136,78 +136,85 @@ struct Tile {
 
 // One tile, after its top row (above[k] = H, F of column c0 + 1 + k) and target codes
 // (b_codes[k]) are in shared memory. LAST: the problem's last tile row, whose rows past m
-// are padding (computed, never reported).
+// are padding (computed, never reported). A thread keeps its rows as t = H - gap_open (what
+// opening a gap from them scores) and E; substitution scores come shifted by gap_open (the
+// shared table holds s + gap_open, match and mismatch likewise), so that a cell costs three
+// add-max instructions (Hopper's DPX), a max and a subtraction:
+//   E = max(E - extend, t_left), F = max(F_up - extend, t_up),
+//   H = max(t_diagonal + s + open, max(E, F)), t = H - open.
+// `diagonal` (t of row row0 at column c0) and the values handed between threads (t and F of
+// a thread's last row) are shifted too; borders in memory hold H itself.
 template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST, bool LAST>
-__device__ __forceinline__ void sweep_tile(const Problem& p, const Tile& tile, int diagonal,
-                                           int (&h)[RPT], int (&e)[RPT], const int (&q)[RPT],
+__device__ __forceinline__ void sweep_tile(const Tile& tile, int diagonal, int (&t)[RPT],
+                                           int (&e)[RPT], const int (&q)[RPT],
                                            const int2* above, const u8* b_codes,
                                            const short* table, int2* exchange,
                                            int2* __restrict__ rows, int& best, int& best_i,
                                            int& best_j) {
-    const int t = threadIdx.x, lane = t % 32, warp = t / 32;
-    const int row0 = tile.tile_row0 + t * RPT;
+    const int thread = threadIdx.x, lane = thread % 32, warp = thread / 32;
+    const int row0 = tile.tile_row0 + thread * RPT;
     // The thread and register that hold the tile's last real row (the bottom row).
     const int bottom_owner = (tile.bottom - 1 - tile.tile_row0) / RPT;
     const int bottom_r = (tile.bottom - 1 - tile.tile_row0) % RPT;
-    const int go = tile.gap_open, ge = tile.gap_extend;
-    int up_h = 0, up_f = NEG;  // H and F of row row0 at this thread's column
+    const int go = tile.gap_open, neg_extend = -tile.gap_extend;
+    int up_t = 0, up_f = NEG;  // t and F of row row0 at this thread's column
     const int steps = tile.width + THREADS - 1;
     for (int s = 0; s < steps; ++s) {
-        const int k = s - t;  // this step's column: c0 + 1 + k
-        int out_h = 0, out_f = NEG;
+        const int k = s - thread;  // this step's column: c0 + 1 + k
+        int out_t = 0, out_f = NEG;
         if (k >= 0 && k < tile.width) {
-            if (t == 0) {
+            if (thread == 0) {
                 const int2 v = above[k];
-                up_h = v.x;
+                up_t = v.x - go;
                 up_f = v.y;
             }
             const int bj = b_codes[k];
-            int vh = up_h, vf = up_f, d = diagonal;
+            int vt = up_t, vf = up_f, d = diagonal;
             int bottom_h = 0, bottom_f = NEG;
 #pragma unroll
             for (int r = 0; r < RPT; ++r) {
-                e[r] = max(e[r] - ge, h[r] - go);
-                const int f = max(vf - ge, vh - go);
+                e[r] = __viaddmax_s32(e[r], neg_extend, t[r]);
+                const int f = __viaddmax_s32(vf, neg_extend, vt);
                 const int sub = DNA ? (q[r] == bj ? tile.match : tile.mismatch) : table[q[r] + bj];
-                int score = max(d + sub, max(e[r], f));
-                if (FLOOR_ZERO) score = max(score, 0);
-                if (TRACK_BEST && score > best && (!LAST || row0 + r < tile.bottom)) {
-                    best = score;
+                const int h = FLOOR_ZERO ? __viaddmax_s32_relu(d, sub, max(e[r], f))
+                                         : __viaddmax_s32(d, sub, max(e[r], f));
+                if (TRACK_BEST && h > best && (!LAST || row0 + r < tile.bottom)) {
+                    best = h;
                     best_i = row0 + r + 1;
                     best_j = tile.c0 + 1 + k;
                 }
                 if (LAST && r == bottom_r) {
-                    bottom_h = score;
+                    bottom_h = h;
                     bottom_f = f;
                 }
-                d = h[r];
-                h[r] = score;
-                vh = score;
+                d = t[r];
+                t[r] = h - go;
+                vt = t[r];
                 vf = f;
             }
             if (!LAST) {
-                bottom_h = vh;
+                bottom_h = vt + go;
                 bottom_f = vf;
             }
-            if (t == bottom_owner) rows[tile.c0 + 1 + k] = make_int2(bottom_h, bottom_f);
-            diagonal = up_h;  // H(row0, this column): the next column's diagonal
-            out_h = vh;
+            if (thread == bottom_owner) rows[tile.c0 + 1 + k] = make_int2(bottom_h, bottom_f);
+            diagonal = up_t;  // row row0 at this column: the next column's diagonal
+            out_t = vt;
             out_f = vf;
         }
         // Hand this thread's last row to the next thread for its next step.
-        const int from_h = __shfl_up_sync(FULL_WARP, out_h, 1);
+        const int from_t = __shfl_up_sync(FULL_WARP, out_t, 1);
         const int from_f = __shfl_up_sync(FULL_WARP, out_f, 1);
         if (lane > 0) {
-            up_h = from_h;
+            up_t = from_t;
             up_f = from_f;
         }
         if constexpr (THREADS > 32) {
             int2* slot = exchange + (s & 1) * (THREADS / 32);
-            if (lane == 31) slot[warp] = make_int2(out_h, out_f);
+            if (lane == 31) slot[warp] = make_int2(out_t, out_f);
             __syncthreads();
             if (lane == 0 && warp > 0) {
                 const int2 v = slot[warp - 1];
-                up_h = v.x;
+                up_t = v.x;
                 up_f = v.y;
             }
         }
@@ -288,8 +295,8 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     tile.bottom = min(tile.tile_row0 + TILE_ROWS, p.m);
     tile.gap_open = gap_open;
     tile.gap_extend = gap_extend;
-    tile.match = match;
-    tile.mismatch = mismatch;
+    tile.match = match + gap_open;  // shifted as the table (see sweep_tile)
+    tile.mismatch = mismatch + gap_open;
 
     if (TICKETS) {  // wait for tiles (I, J - 1) and (I - 1, J)
         if (threadIdx.x == 0) {
@@ -308,12 +315,13 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
         above[k] = I == 0 ? make_int2(p.top(j, gap_open, gap_extend), NEG) : __ldcg(p_rows + j);
     }
     if (!DNA) {
-        for (int k = threadIdx.x; k < n_codes * n_codes; k += THREADS) s_table[k] = table[k];
+        for (int k = threadIdx.x; k < n_codes * n_codes; k += THREADS)
+            s_table[k] = (short)(table[k] + gap_open);
     }
 
     const int t = threadIdx.x;
     const int row0 = tile.tile_row0 + t * RPT;
-    int h[RPT], e[RPT], q[RPT];
+    int t_h[RPT], e[RPT], q[RPT];  // t = H - gap_open of the left column, then of the last
 #pragma unroll
     for (int r = 0; r < RPT; ++r) {
         const int i = row0 + r + 1;
@@ -321,15 +329,15 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
         // DNA: codes from match_codes up match nothing, -1 equals no target code.
         q[r] = DNA ? (code < match_codes ? code : -1) : code * n_codes;
         if (J == 0) {
-            h[r] = p.left(i, gap_extend);
+            t_h[r] = p.left(i, gap_extend) - gap_open;
             e[r] = NEG;
         } else {
             const int2 v = __ldcg(p_columns + i);
-            h[r] = v.x;
+            t_h[r] = v.x - gap_open;
             e[r] = v.y;
         }
     }
-    // H(row0, c0): the diagonal of this thread's first cell.
+    // H(row0, c0): the diagonal of this thread's first cell (then shifted).
     int diagonal_h;
     if (row0 == 0) {
         diagonal_h = tile.c0 == 0 ? 0 : p.top(tile.c0, gap_open, gap_extend);
@@ -346,15 +354,15 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     int best = NEG, best_i = 0, best_j = 0;
     if (tile.bottom < tile.tile_row0 + TILE_ROWS) {
         sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, true>(
-            p, tile, diagonal_h, h, e, q, above, s_b, s_table, exchange, p_rows, best, best_i,
-            best_j);
+            tile, diagonal_h - gap_open, t_h, e, q, above, s_b, s_table, exchange, p_rows, best,
+            best_i, best_j);
     } else {
         sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, false>(
-            p, tile, diagonal_h, h, e, q, above, s_b, s_table, exchange, p_rows, best, best_i,
-            best_j);
+            tile, diagonal_h - gap_open, t_h, e, q, above, s_b, s_table, exchange, p_rows, best,
+            best_i, best_j);
     }
 #pragma unroll
-    for (int r = 0; r < RPT; ++r) p_columns[row0 + r + 1] = make_int2(h[r], e[r]);
+    for (int r = 0; r < RPT; ++r) p_columns[row0 + r + 1] = make_int2(t_h[r] + gap_open, e[r]);
     if (TRACK_BEST) {
         block_best<THREADS>(best, best_i, best_j, reduce);
         if (t == 0) {
