@@ -370,7 +370,7 @@ class TileEngine:
 
         threads, rows_per_thread, width = plan.shape
         layout, schedule = plan.layout, plan.schedule
-        tickets = schedule_tickets()
+        one_launch = schedule_tickets()
         problems = cupy.asarray(plan.packed)
         order = cupy.asarray(schedule.order)
         first_block = cupy.asarray(schedule.first_block)
@@ -378,6 +378,7 @@ class TileEngine:
         active = cupy.asarray(schedule.active.astype(np.int32))
         first_ticket = np.zeros(len(schedule.blocks) + 1, dtype=np.int64)
         np.cumsum(schedule.blocks, out=first_ticket[1:])
+        ticket_starts = cupy.asarray(first_ticket)
         counter = cupy.zeros(1, dtype=cupy.int32)
         done = cupy.zeros(max(layout.slots, 1), dtype=cupy.int32)
         rows = cupy.empty((layout.rows, 2), dtype=cupy.int32)
@@ -388,7 +389,8 @@ class TileEngine:
             best[:, 0] = NEG
             best[:, 1:] = 0
         table = cupy.asarray(self.table.astype(np.int16).ravel())
-        name = kernel_name(threads, rows_per_thread, self.dna, floor_zero, track_best, tickets)
+        name = kernel_name(threads, rows_per_thread, self.dna, floor_zero, track_best,
+                           one_launch)
         kernel = get_kernel(KERNEL_FILE, name)
         if launch.block_threads(kernel) != threads:  # the kernel's wavefront needs them all
             raise launch.KernelResourceError(
@@ -400,13 +402,13 @@ class TileEngine:
         def run(blocks: int, diagonal: int) -> None:
             kernel(*launch.grid(kernel, blocks, items_per_block=1),
                    (a_codes, b_codes, problems, order, first_block, offset, active,
-                    cupy.asarray(first_ticket), np.int32(len(schedule.blocks)),
-                    np.int32(diagonal), counter, done, table, np.int32(self.n_codes),
+                    ticket_starts, np.int32(len(schedule.blocks)), np.int32(diagonal), counter,
+                    done, table, np.int32(self.n_codes),
                     np.int32(self.match), np.int32(self.mismatch), np.int32(self.match_codes),
                     np.int32(self.gap_open), np.int32(self.gap_extend), np.int32(width), rows,
                     columns, corners, best), shared_mem=shared)
 
-        if tickets:
+        if one_launch:
             run(int(first_ticket[-1]), 0)
         else:
             for d, blocks in enumerate(schedule.blocks.tolist()):
