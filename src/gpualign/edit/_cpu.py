@@ -28,7 +28,8 @@ from ..codes import (
     OP_MATCH,
     OP_MISMATCH,
 )
-from ._shared import check_traceback_size
+from ._linear import NO_OP, cigars_of_buffer, hirschberg
+from ._shared import needs_linear
 
 if TYPE_CHECKING:
     from ..sequences import SequenceSet
@@ -72,25 +73,48 @@ def _scan(table, m, target, top_delta, tie_last):
     last-row score over columns 0..n and the first (or with ``tie_last`` the last) column where
     it occurs. ``top_delta`` is the horizontal delta of row 0 (1 prefix, 0 infix).
     """
-    words = table.shape[1]
-    n = target.shape[0]
-    pv = np.full(words, ALL, dtype=np.uint64)
-    mv = np.zeros(words, dtype=np.uint64)
+    pv = np.full(table.shape[1], ALL, dtype=np.uint64)
+    mv = np.zeros(table.shape[1], dtype=np.uint64)
     last_bit = ONE << np.uint64((m - 1) & 63)
     score = m
     best = m
     best_end = 0
-    for j in range(n):
-        c = target[j]
-        hin = top_delta
-        for w in range(words):
-            high = last_bit if w == words - 1 else _HIGH
-            pv[w], mv[w], hin = _block(pv[w], mv[w], table[c, w], hin, high)
-        score += hin
+    for j in range(target.shape[0]):
+        score += _column(pv, mv, table, target[j], top_delta, last_bit)
         if score < best or (tie_last and score == best):
             best = score
             best_end = j + 1
     return score, best, best_end
+
+
+@njit(inline="always")
+def _column(pv, mv, table, c, top_delta, last_bit):
+    """Advance every block of the query (as ``table``) by a target column of symbol ``c``;
+    return the horizontal delta of the query's last row (``last_bit`` in the last word)."""
+    words = table.shape[1]
+    hin = top_delta
+    for w in range(words):
+        high = last_bit if w == words - 1 else _HIGH
+        pv[w], mv[w], hin = _block(pv[w], mv[w], table[c, w], hin, high)
+    return hin
+
+
+@njit(cache=True, nogil=True)
+def _last_row(query, target, reverse, n_codes, match_codes, row):
+    """Write into ``row`` (``len(target) + 1`` entries) the last row of the global alignment of
+    ``query`` (``m >= 1`` symbols) with every target prefix: ``row[j] = D(query,
+    target[:j])``; with ``reverse``, of the reversed query with the reversed target's prefixes:
+    ``row[j] = D(query, target[n - j:])``."""
+    m = query.shape[0]
+    n = target.shape[0]
+    table = match_table(query[::-1].copy() if reverse else query, n_codes, match_codes)
+    pv = np.full(table.shape[1], ALL, dtype=np.uint64)
+    mv = np.zeros(table.shape[1], dtype=np.uint64)
+    last_bit = ONE << np.uint64((m - 1) & 63)
+    row[0] = m
+    for j in range(n):
+        c = target[n - 1 - j] if reverse else target[j]
+        row[j + 1] = row[j] + _column(pv, mv, table, c, 1, last_bit)
 
 
 @njit(cache=True, nogil=True)
@@ -275,6 +299,85 @@ def _cigar_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, start
         char_counts[p] = write_cigar(ops, count, chars[char_offsets[p]:char_offsets[p + 1]])
 
 
+@njit(cache=True, parallel=True, nogil=True)
+def _split_columns(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, t_start, pair, qa,
+                   mid, qb, ta, tb, n_codes, match_codes, row_at, rows, cut):
+    """The columns of :func:`gpualign.edit._linear.hirschberg`'s ``split_columns`` for
+    subproblems of the pairs ``(q_index[p], t_index[p])`` whose target ranges start at
+    ``t_start[p]``, into ``cut``. Both rows of every subproblem run side by side (two tasks a
+    subproblem, so even the first level keeps two cores busy), into ``rows[row_at[task]:]``."""
+    count = pair.shape[0]
+    for task in prange(2 * count):
+        s = task >> 1
+        p = pair[s]
+        query = q_codes[q_offsets[q_index[p]]:q_offsets[q_index[p] + 1]]
+        first = t_offsets[t_index[p]] + t_start[p]
+        target = t_codes[first + ta[s]:first + tb[s]]
+        row = rows[row_at[task]:row_at[task + 1]]
+        if task & 1:
+            _last_row(query[mid[s]:qb[s]], target, True, n_codes, match_codes, row)
+        else:
+            _last_row(query[qa[s]:mid[s]], target, False, n_codes, match_codes, row)
+    for s in prange(count):
+        above = rows[row_at[2 * s]:row_at[2 * s + 1]]
+        below = rows[row_at[2 * s + 1]:row_at[2 * s + 2]]
+        n = above.shape[0] - 1
+        best = above[0] + below[n]
+        at = 0
+        for j in range(1, n + 1):
+            if above[j] + below[n - j] < best:
+                best = above[j] + below[n - j]
+                at = j
+        cut[s] = ta[s] + at
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _trace_leaves(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, t_start, pair, qa,
+                  qb, ta, tb, n_codes, match_codes, base, buffer):
+    """Trace the leaves of :func:`gpualign.edit._linear.hirschberg` in full, each into its
+    pair's operation buffer ``buffer[base[p]:]`` from position ``qa + ta``, first operation
+    first."""
+    for s in prange(pair.shape[0]):
+        p = pair[s]
+        query = q_codes[q_offsets[q_index[p]]:q_offsets[q_index[p] + 1]][qa[s]:qb[s]]
+        first = t_offsets[t_index[p]] + t_start[p]
+        target = t_codes[first + ta[s]:first + tb[s]]
+        ops = np.empty(query.shape[0] + target.shape[0], dtype=np.uint8)
+        count = _global_ops(query, target, n_codes, match_codes, ops)
+        at = base[p] + qa[s] + ta[s]
+        for o in range(count):
+            buffer[at + o] = ops[count - 1 - o]
+
+
+def linear_cigars(queries, targets, q_index, t_index, start, end) -> list[str]:
+    """Extended CIGARs of the global alignments of queries with their target ranges ``[start,
+    end)`` in linear space (:mod:`._linear`), all cores on each level's subproblems."""
+    q_len = queries.lengths[q_index].astype(np.int64)
+    t_start = np.asarray(start, dtype=np.int64)
+    span = np.asarray(end, dtype=np.int64) - t_start
+    base = np.zeros(len(q_index) + 1, dtype=np.int64)
+    np.cumsum(q_len + span, out=base[1:])
+    buffer = np.full(int(base[-1]), NO_OP, dtype=np.uint8)
+    sequences = (queries.codes, queries.offsets, targets.codes, targets.offsets, q_index, t_index,
+                 t_start)
+    codes = (queries.alphabet.size, queries.alphabet.match_codes)
+
+    def split_columns(pair, qa, mid, qb, ta, tb):
+        row_at = np.zeros(2 * len(pair) + 1, dtype=np.int64)
+        np.cumsum(np.repeat(tb - ta + 1, 2), out=row_at[1:])
+        rows = np.empty(int(row_at[-1]), dtype=np.int64)
+        cut = np.empty(len(pair), dtype=np.int64)
+        _split_columns(*sequences, pair, qa, mid, qb, ta, tb, *codes, row_at, rows, cut)
+        return cut
+
+    def trace_leaves(pair, qa, qb, ta, tb):
+        _trace_leaves(*sequences, pair, qa, qb, ta, tb, *codes, base, buffer)
+
+    hirschberg(q_len, span, lambda rows, columns: ~needs_linear(rows, columns), split_columns,
+               trace_leaves)
+    return cigars_of_buffer(buffer, base)
+
+
 def _batches(count: int) -> Iterator[slice]:
     """Consecutive slices of ``config.CPU_BATCH_PAIRS`` of ``count`` pairs: each compiled call
     gets a bounded share of the pairs, so a progress bar moves and temporaries stay small."""
@@ -302,20 +405,30 @@ def distance_batch(queries, targets, q_index, t_index, mode, k, want_start, prog
 
 def cigar_batch(queries, targets, q_index, t_index, start, end):
     """Extended CIGARs of the global alignments of queries with their target ranges (None where
-    ``start < 0``); CPU threads, so it can overlap GPU work of the next batch."""
+    ``start < 0``); CPU threads, so it can overlap GPU work of the next batch. Pairs that
+    :func:`._shared.needs_linear` picks are traced in linear space (:func:`linear_cigars`),
+    the others in full."""
     q_len = queries.lengths[q_index]
     span = np.where(start >= 0, end - start, 0)
-    check_traceback_size(q_len, span)
+    linear = np.flatnonzero((start >= 0) & needs_linear(q_len, span))
+    traced_start = start.copy()
+    traced_start[linear] = -1  # left out of the full tracebacks
+    traced = np.where(traced_start >= 0, q_len + span, 0)
     cigars: list[str | None] = []
     for part in _batches(len(q_index)):
-        char_offsets = text_offsets(q_len[part] + span[part])
+        char_offsets = text_offsets(traced[part])
         chars = np.empty(int(char_offsets[-1]), dtype=np.uint8)
         char_counts = np.empty(part.stop - part.start, dtype=np.int64)
         _cigar_batch(queries.codes, queries.offsets, targets.codes, targets.offsets,
-                     q_index[part], t_index[part], start[part], end[part],
+                     q_index[part], t_index[part], traced_start[part], end[part],
                      queries.alphabet.size, queries.alphabet.match_codes, char_offsets, chars,
                      char_counts)
         cigars.extend(decode_cigars(chars, char_offsets[:-1], char_counts))
+    if len(linear):
+        texts = linear_cigars(queries, targets, q_index[linear], t_index[linear], start[linear],
+                              end[linear])
+        for p, text in zip(linear.tolist(), texts, strict=True):
+            cigars[p] = text
     return cigars
 
 
