@@ -1,0 +1,194 @@
+"""Long edit-distance pairs: the GPU's whole-device distance kernel (kernels/long.cu) and the
+CIGARs in linear space (Hirschberg over Myers, edit/_linear.py) of both backends.
+
+Tiny ``LONG_EDIT_*`` settings make pairs of a few hundred symbols long: many 64-row bands
+(one lane a band), tiles of 32 columns (partial at the end), and many levels of the recursion.
+Every result goes through :func:`test_edit.check` (the naive oracle, edlib, and CIGARs
+re-scored to the distance).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from naive import global_distance
+from test_edit import check, mutate, random_codes, to_inputs
+
+import gpualign
+from gpualign import config
+from gpualign.cigar import cigar_edit_cost, cigar_lengths
+from gpualign.edit._linear import NO_OP, cigars_of_buffer, hirschberg
+from gpualign.edit._shared import needs_linear
+from gpualign.sequences import get_alphabet
+
+MODES = ("global", "prefix", "infix")
+
+#: Query lengths around the borders of 64-row bands and 32-row words, and longer ones of
+#: several bands.
+LENGTHS = (1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 200, 333)
+
+
+@pytest.fixture
+def long_settings(monkeypatch):
+    """Every pair of 16 cells or more is long: one lane (64 rows) a band, 32-column tiles."""
+    monkeypatch.setattr(config, "LONG_EDIT_MIN_CELLS", 16)
+    monkeypatch.setattr(config, "LONG_EDIT_THREADS", 1)
+    monkeypatch.setattr(config, "LONG_EDIT_TILE_COLUMNS", 32)
+
+
+def similar_pairs(seed, lengths=LENGTHS, n_symbols=4, n_fraction=0.0):
+    """Pairs of a random query and a mutated copy (about one edit in eight), with random
+    flanks so that infix and prefix ends move."""
+    rng = np.random.default_rng(seed)
+    queries, targets = [], []
+    for length in lengths:
+        query = random_codes(rng, length, n_symbols, n_fraction)
+        core = mutate(rng, query, max(1, length // 8), n_symbols)
+        flank = int(rng.integers(0, 40))
+        queries.append(query)
+        targets.append(random_codes(rng, flank, n_symbols) + core
+                       + random_codes(rng, int(rng.integers(0, 40)), n_symbols))
+    return queries, targets
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("task", ["distance", "locations", "path"])
+def test_long_pairs_every_mode(backend, long_settings, mode, task):
+    queries, targets = similar_pairs(1)
+    r = gpualign.edit_distance(to_inputs(queries), to_inputs(targets), mode=mode, task=task,
+                               backend=backend)
+    check(queries, targets, r, mode=mode, task=task)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_long_pairs_with_cutoff(backend, long_settings, mode):
+    queries, targets = similar_pairs(2)
+    for k in (0, 5, 30):
+        r = gpualign.edit_distance(to_inputs(queries), to_inputs(targets), mode=mode, k=k,
+                                   task="path", backend=backend)
+        check(queries, targets, r, mode=mode, task="path", k=k)
+
+
+@pytest.mark.parametrize("alphabet", ["protein", "bytes"])
+def test_long_pairs_other_alphabets(backend, long_settings, alphabet):
+    n_symbols = get_alphabet(alphabet).match_codes
+    queries, targets = similar_pairs(3, (40, 65, 150), n_symbols=min(n_symbols, 20))
+    for mode in MODES:
+        r = gpualign.edit_distance(to_inputs(queries, alphabet), to_inputs(targets, alphabet),
+                                   mode=mode, task="path", alphabet=alphabet, backend=backend)
+        check(queries, targets, r, mode=mode, task="path", alphabet=alphabet)
+
+
+def test_long_pairs_with_never_matching_symbols(backend, long_settings):
+    queries, targets = similar_pairs(4, (64, 130), n_fraction=0.2)
+    for mode in MODES:
+        r = gpualign.edit_distance(to_inputs(queries), to_inputs(targets), mode=mode,
+                                   task="path", backend=backend)
+        check(queries, targets, r, mode=mode, task="path")
+
+
+def test_long_and_short_pairs_mixed(backend, monkeypatch):
+    # Only the pairs of at least 4096 cells are long; the others keep their kernels, and the
+    # results come back in the order of the pairs.
+    monkeypatch.setattr(config, "LONG_EDIT_MIN_CELLS", 4096)
+    monkeypatch.setattr(config, "LONG_EDIT_THREADS", 2)
+    monkeypatch.setattr(config, "LONG_EDIT_TILE_COLUMNS", 64)
+    queries, targets = similar_pairs(5, (10, 300, 0, 20, 129, 64, 70))
+    for mode in MODES:
+        for task in ("distance", "path"):
+            r = gpualign.edit_distance(to_inputs(queries), to_inputs(targets), mode=mode,
+                                       task=task, backend=backend)
+            check(queries, targets, r, mode=mode, task=task)
+
+
+def test_pairs_over_the_traceback_budget_go_linear(backend, monkeypatch):
+    # 200 rows (4 words of 64) against a range of 300: 301 * 4 * 16 bytes of stored vectors,
+    # over a limit of 10 KiB; the pair before it fits. Its CIGAR comes in linear space.
+    monkeypatch.setattr(config, "PATH_MAX_BYTES_PER_PAIR", 10 * 1024)
+    rng = np.random.default_rng(5)
+    queries = [random_codes(rng, 20), random_codes(rng, 200)]
+    targets = [random_codes(rng, 20), random_codes(rng, 300)]
+    r = gpualign.edit_distance(to_inputs(queries), to_inputs(targets), task="path",
+                               backend=backend)
+    check(queries, targets, r, mode="global", task="path")
+
+
+def test_linear_and_full_tracebacks_agree_in_cost(monkeypatch):
+    # The same pairs through both tracebacks: CIGARs may differ, their costs may not.
+    queries, targets = similar_pairs(6)
+    full = gpualign.edit_distance(to_inputs(queries), to_inputs(targets), task="path",
+                                  backend="cpu")
+    monkeypatch.setattr(config, "LONG_EDIT_MIN_CELLS", 1)
+    linear = gpualign.edit_distance(to_inputs(queries), to_inputs(targets), task="path",
+                                    backend="cpu")
+    assert linear.distance.tolist() == full.distance.tolist()
+    for q, t, a, b in zip(queries, targets, full.cigar, linear.cigar, strict=True):
+        assert cigar_edit_cost(q, t, a) == cigar_edit_cost(q, t, b) == global_distance(q, t)
+        assert cigar_lengths(b) == (len(q), len(t))
+
+
+# --- the recursion's host logic, against a naive split ----------------------------------------
+
+
+def _naive_driver(queries, targets, leaf_cells):
+    """CIGARs from :func:`hirschberg` with splits and leaves computed by the naive oracle."""
+    q_len = np.array([len(q) for q in queries], dtype=np.int64)
+    t_len = np.array([len(t) for t in targets], dtype=np.int64)
+    base = np.concatenate(([0], np.cumsum(q_len + t_len)))
+    buffer = np.full(int(base[-1]), NO_OP, dtype=np.uint8)
+
+    def split_columns(pair, qa, mid, qb, ta, tb):
+        cuts = []
+        for p, a, c, b, left, right in zip(*(x.tolist() for x in (pair, qa, mid, qb, ta, tb)),
+                                           strict=True):
+            q, t = queries[p], targets[p]
+            costs = [global_distance(q[a:c], t[left:j]) + global_distance(q[c:b], t[j:right])
+                     for j in range(left, right + 1)]
+            cuts.append(left + int(np.argmin(costs)))
+        return np.array(cuts)
+
+    def trace_leaves(pair, qa, qb, ta, tb):
+        for p, a, b, left, right in zip(*(x.tolist() for x in (pair, qa, qb, ta, tb)),
+                                        strict=True):
+            cigar = gpualign.edit_distance(
+                to_inputs([queries[p][a:b]]), to_inputs([targets[p][left:right]]), task="path",
+                backend="cpu").cigar[0]
+            ops = [op for length, op in _runs(cigar) for _ in range(length)]
+            buffer[base[p] + a + left:][:len(ops)] = ops
+
+    levels = hirschberg(q_len, t_len, lambda rows, columns: rows * columns <= leaf_cells,
+                        split_columns, trace_leaves)
+    return cigars_of_buffer(buffer, base), levels
+
+
+def _runs(cigar):
+    number = ""
+    for char in cigar:
+        if char.isdigit():
+            number += char
+        else:
+            yield int(number), "=XID".index(char)
+            number = ""
+
+
+@pytest.mark.parametrize("leaf_cells", [1, 6, 40])
+def test_hirschberg_levels_cover_the_path(leaf_cells):
+    rng = np.random.default_rng(7)
+    queries = [random_codes(rng, n) for n in (1, 2, 3, 9, 17)]
+    targets = [random_codes(rng, n) for n in (0, 5, 3, 12, 11)]
+    queries[0] = [1]  # one row against nothing: a leaf at once
+    cigars, levels = _naive_driver(queries, targets, leaf_cells)
+    assert levels >= 1
+    for q, t, cigar in zip(queries, targets, cigars, strict=True):
+        assert cigar_lengths(cigar) == (len(q), len(t))
+        assert cigar_edit_cost(q, t, cigar) == global_distance(q, t)
+
+
+def test_needs_linear_follows_both_limits(monkeypatch):
+    monkeypatch.setattr(config, "LONG_EDIT_MIN_CELLS", 1 << 40)
+    monkeypatch.setattr(config, "PATH_MAX_BYTES_PER_PAIR", 1000)
+    # 64 rows x 62 columns: 63 * 16 = 1008 bytes of stored vectors, over 1000.
+    assert needs_linear(np.array([64, 64]), np.array([61, 62])).tolist() == [False, True]
+    monkeypatch.setattr(config, "PATH_MAX_BYTES_PER_PAIR", 1 << 40)
+    monkeypatch.setattr(config, "LONG_EDIT_MIN_CELLS", 100)
+    assert needs_linear(np.array([10, 10]), np.array([9, 10])).tolist() == [False, True]
