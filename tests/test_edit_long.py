@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from naive import global_distance
+from naive import global_distance, last_row
 from test_edit import check, mutate, random_codes, to_inputs
 
 import gpualign
@@ -192,3 +192,78 @@ def test_needs_linear_follows_both_limits(monkeypatch):
     monkeypatch.setattr(config, "PATH_MAX_BYTES_PER_PAIR", 1 << 40)
     monkeypatch.setattr(config, "LONG_EDIT_MIN_CELLS", 100)
     assert needs_linear(np.array([10, 10]), np.array([9, 10])).tolist() == [False, True]
+
+
+# --- the long kernel's layout, replayed on the host --------------------------------------------
+
+
+def replay_long_kernel(query, target, lanes, top_delta, reverse, match_codes=4, n_codes=5):
+    """The last row ``D[m][0..n]`` that long.cu's ``long_edit`` computes with ``TRACK_ROW``,
+    replayed band after band with its index arithmetic: the match table as
+    ``long_match_table`` lays it out (word ``w * lanes + lane`` of a band, the query at the
+    bottom of the last band), the padding rows' start, 32-bit words and the carries between
+    bands. The wavefront's order does not change the values, so the bands run one after the
+    other here."""
+    words_per_lane = 2  # LONG_WPL
+    m, n = len(query), len(target)
+    if reverse:
+        query, target = query[::-1], target[::-1]
+    band_words = lanes * words_per_lane
+    rows = band_words * 32
+    bands = -(-m // rows)
+    stride = bands * band_words
+    table = [0] * (n_codes * stride)
+    for word in range(stride):  # long_match_table, one thread per word
+        band, w, lane = word // band_words, word % band_words // lanes, word % band_words % lanes
+        first_row = band * rows + (lane * words_per_lane + w) * 32 - (bands * rows - m)
+        for b in range(32):
+            i = first_row + b
+            if 0 <= i < m and query[i] < match_codes:
+                table[query[i] * stride + word] |= 1 << b
+    full = 0xFFFFFFFF
+    carries = [top_delta] * n
+    for band in range(bands):
+        pv, mv = {}, {}
+        for lane in range(lanes):
+            for w in range(words_per_lane):
+                first_row = band * rows + (lane * words_per_lane + w) * 32 - (bands * rows - m)
+                query_rows = full if first_row >= 0 else 0 if first_row <= -32 else \
+                    (full << -first_row) & full
+                pv[lane, w], mv[lane, w] = (query_rows if top_delta else full), 0
+        below = []
+        for j in range(n):
+            hin = carries[j]
+            for lane in range(lanes):
+                for w in range(words_per_lane):
+                    match = table[target[j] * stride + band * band_words + w * lanes + lane]
+                    p, v = pv[lane, w], mv[lane, w]
+                    xv = match | v
+                    if hin < 0:
+                        match |= 1
+                    xh = ((((match & p) + p) & full) ^ p) | match
+                    ph = v | (~(xh | p) & full)
+                    mh = p & xh
+                    hout = (ph >> 31) - (mh >> 31)
+                    ph = ((ph << 1) & full) | (hin > 0)
+                    mh = ((mh << 1) & full) | (hin < 0)
+                    pv[lane, w] = mh | (~(xv | ph) & full)
+                    mv[lane, w] = ph & xv
+                    hin = hout
+            below.append(hin)
+        carries = below
+    return np.concatenate(([m], m + np.cumsum(carries, dtype=np.int64))).astype(np.int64)
+
+
+@pytest.mark.parametrize("lanes", [1, 2, 4])
+@pytest.mark.parametrize("length", [1, 31, 63, 64, 65, 127, 128, 129, 300])
+def test_long_kernel_layout_gives_the_last_row(lanes, length):
+    rng = np.random.default_rng(length)
+    query = random_codes(rng, length, n_fraction=0.1)
+    target = mutate(rng, query, length // 6 + 1) + random_codes(rng, 37)
+    for top_delta in (0, 1):
+        mode = "global" if top_delta else "infix"
+        for reverse in (False, True):
+            expected = last_row(query[::-1] if reverse else query,
+                                target[::-1] if reverse else target, mode)
+            found = replay_long_kernel(query, target, lanes, top_delta, reverse)
+            assert found.tolist() == expected.tolist(), (top_delta, reverse)
