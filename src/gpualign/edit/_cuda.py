@@ -14,6 +14,13 @@ that runs out of memory is split. For ``task="path"`` the CIGARs are traced on t
 back as one text to split. Pairs whose results need no dynamic programming
 (an empty side, or a global length difference over ``k``) are filled in on the host
 (:mod:`._shared`), exactly as the CPU backend computes them, without loading it (nor Numba).
+
+Long pairs (at least ``config.LONG_EDIT_MIN_CELLS`` cells, or with ``task="path"`` a full
+traceback over ``config.PATH_MAX_BYTES_PER_PAIR``) run over the whole device instead
+(``kernels/long.cu``: bands of the query on as many warps as there are bands), and their CIGARs
+come in linear space (:mod:`._linear`: each level of splits one launch of the same kernel, the
+small leaves traced by ``kernels/path.cu``). A long pair whose linear-space memory does not fit
+the budget is refused, naming it, before any work.
 """
 
 from __future__ import annotations
