@@ -15,6 +15,7 @@ from naive import global_distance, last_row
 from test_edit import check, mutate, random_codes, to_inputs
 
 import gpualign
+import gpualign.backend
 from gpualign import config
 from gpualign.cigar import cigar_edit_cost, cigar_lengths
 from gpualign.edit._linear import NO_OP, cigars_of_buffer, hirschberg
@@ -101,6 +102,20 @@ def test_long_and_short_pairs_mixed(backend, monkeypatch):
             check(queries, targets, r, mode=mode, task=task)
 
 
+def test_widening_bands_give_the_exact_distance(backend, long_settings):
+    # Global distances of long pairs in bands of 64, 128, ... (CPU): similar pairs stop early,
+    # dissimilar ones end on the whole matrix; both exact.
+    rng = np.random.default_rng(11)
+    similar_query = random_codes(rng, 2000)
+    queries = [similar_query, random_codes(rng, 1500), random_codes(rng, 700)]
+    targets = [mutate(rng, similar_query, 150), random_codes(rng, 1400),
+               mutate(rng, queries[2], 3)]
+    for task in ("distance", "path"):
+        r = gpualign.edit_distance(to_inputs(queries), to_inputs(targets), task=task,
+                                   backend=backend)
+        check(queries, targets, r, mode="global", task=task)
+
+
 def test_pairs_over_the_traceback_budget_go_linear(backend, monkeypatch):
     # 200 rows (4 words of 64) against a range of 300: 301 * 4 * 16 bytes of stored vectors,
     # over a limit of 10 KiB; the pair before it fits. Its CIGAR comes in linear space.
@@ -137,15 +152,19 @@ def _naive_driver(queries, targets, leaf_cells):
     base = np.concatenate(([0], np.cumsum(q_len + t_len)))
     buffer = np.full(int(base[-1]), NO_OP, dtype=np.uint8)
 
-    def split_columns(pair, qa, mid, qb, ta, tb):
-        cuts = []
-        for p, a, c, b, left, right in zip(*(x.tolist() for x in (pair, qa, mid, qb, ta, tb)),
-                                           strict=True):
+    def split_columns(pair, qa, mid, qb, ta, tb, distance):
+        cuts, tops, bottoms = [], [], []
+        for p, a, c, b, left, right, cost in zip(
+                *(x.tolist() for x in (pair, qa, mid, qb, ta, tb, distance)), strict=True):
             q, t = queries[p], targets[p]
-            costs = [global_distance(q[a:c], t[left:j]) + global_distance(q[c:b], t[j:right])
-                     for j in range(left, right + 1)]
-            cuts.append(left + int(np.argmin(costs)))
-        return np.array(cuts)
+            top = [global_distance(q[a:c], t[left:j]) for j in range(left, right + 1)]
+            bottom = [global_distance(q[c:b], t[j:right]) for j in range(left, right + 1)]
+            at = int(np.argmin(np.add(top, bottom)))
+            assert top[at] + bottom[at] == cost  # the subproblem's distance came down right
+            cuts.append(left + at)
+            tops.append(top[at])
+            bottoms.append(bottom[at])
+        return np.array(cuts), np.array(tops), np.array(bottoms)
 
     def trace_leaves(pair, qa, qb, ta, tb):
         for p, a, b, left, right in zip(*(x.tolist() for x in (pair, qa, qb, ta, tb)),
@@ -156,8 +175,10 @@ def _naive_driver(queries, targets, leaf_cells):
             ops = [op for length, op in _runs(cigar) for _ in range(length)]
             buffer[base[p] + a + left:][:len(ops)] = ops
 
-    levels = hirschberg(q_len, t_len, lambda rows, columns: rows * columns <= leaf_cells,
-                        split_columns, trace_leaves)
+    distance = [global_distance(q, t) for q, t in zip(queries, targets, strict=True)]
+    levels = hirschberg(q_len, t_len, np.array(distance),
+                        lambda rows, columns: rows * columns <= leaf_cells, split_columns,
+                        trace_leaves)
     return cigars_of_buffer(buffer, base), levels
 
 
@@ -267,3 +288,43 @@ def test_long_kernel_layout_gives_the_last_row(lanes, length):
                                 target[::-1] if reverse else target, mode)
             found = replay_long_kernel(query, target, lanes, top_delta, reverse)
             assert found.tolist() == expected.tolist(), (top_delta, reverse)
+
+
+# --- CUDA only: the long kernel's settings, memory groups and the size check -------------------
+
+needs_gpu = pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="no GPU")
+
+
+@needs_gpu
+@pytest.mark.parametrize("lanes,tile", [(1, 32), (2, 96), (8, 32), (32, 64), (32, 128)])
+def test_gpu_long_kernel_settings(monkeypatch, lanes, tile):
+    # Bands of 64 to 2048 rows, tiles of 32 to 128 columns (targets end in partial tiles).
+    monkeypatch.setattr(config, "LONG_EDIT_MIN_CELLS", 16)
+    monkeypatch.setattr(config, "LONG_EDIT_THREADS", lanes)
+    monkeypatch.setattr(config, "LONG_EDIT_TILE_COLUMNS", tile)
+    queries, targets = similar_pairs(8, LENGTHS + (2047, 2048, 2049, 4500))
+    for mode in MODES:
+        for task in ("locations", "path"):
+            r = gpualign.edit_distance(to_inputs(queries), to_inputs(targets), mode=mode,
+                                       task=task, backend="cuda")
+            check(queries, targets, r, mode=mode, task=task, peers=task == "path")
+
+
+@needs_gpu
+def test_gpu_long_pairs_in_small_memory_groups(long_settings, small_batches):
+    # A budget of 4 KiB: each long pair is a group of its own, leaves run in small groups.
+    queries, targets = similar_pairs(9, (65, 129, 200))
+    for mode in MODES:
+        r = gpualign.edit_distance(to_inputs(queries), to_inputs(targets), mode=mode,
+                                   task="path", backend="cuda")
+        check(queries, targets, r, mode=mode, task="path")
+
+
+@needs_gpu
+def test_gpu_long_pair_that_cannot_fit_is_refused_before_any_work(long_settings, monkeypatch):
+    monkeypatch.setattr(config, "GPU_BATCH_BYTES", 2000)
+    rng = np.random.default_rng(10)
+    queries = to_inputs([random_codes(rng, 3), random_codes(rng, 300)])
+    targets = to_inputs([random_codes(rng, 3), random_codes(rng, 300)])
+    with pytest.raises(MemoryError, match=r"pair #1 .* \(query 300 x target 300\)"):
+        gpualign.edit_distance(queries, targets, task="path", backend="cuda")

@@ -633,7 +633,7 @@ def _long_pairs(qset, tset, q_index, t_index, mode, k, task):
             end[at] = found[2].get()
             if cigars is not None:
                 cigars.extend(gpu_linear_cigars(sequences, qset.alphabet, qi, ti, start[at],
-                                                end[at]))
+                                                end[at], distance[at]))
     return distance, start, end, cigars
 
 
@@ -675,10 +675,11 @@ def _long_distances(sequences, alphabet, qi, ti, mode, k, want_start):
     return distance, start, end
 
 
-def gpu_linear_cigars(sequences, alphabet, qi, ti, start: np.ndarray,
-                      end: np.ndarray) -> list[str | None]:
+def gpu_linear_cigars(sequences, alphabet, qi, ti, start: np.ndarray, end: np.ndarray,
+                      distance: np.ndarray) -> list[str | None]:
     """CIGARs of the global alignments of queries ``qi`` with target ranges ``[start, end)`` of
-    targets ``ti`` (device indices; host ranges, start -1: no alignment, None) in linear space:
+    targets ``ti`` (device indices; host ranges, start -1: no alignment, None), whose distances
+    are ``distance``, in linear space:
     :func:`._linear.hirschberg`, each level's splits one launch of the long kernel (two
     problems a split) and one of ``pick_splits``, its leaves traced by path.cu."""
     import cupy
@@ -697,7 +698,7 @@ def gpu_linear_cigars(sequences, alphabet, qi, ti, start: np.ndarray,
     np.cumsum(q_len + t_len, out=base[1:])
     buffer = cupy.full(max(1, int(base[-1])), NO_OP, dtype=cupy.uint8)
 
-    def split_columns(pair, qa, mid, qb, ta, tb):
+    def split_columns(pair, qa, mid, qb, ta, tb, _distance):
         halves = len(pair) * 2
         problems = (np.stack((q_from[pair] + qa, q_from[pair] + mid), axis=1).ravel(),
                     np.stack((mid - qa, qb - mid), axis=1).ravel().astype(np.int32),
@@ -708,11 +709,11 @@ def gpu_linear_cigars(sequences, alphabet, qi, ti, start: np.ndarray,
         row_from = _exclusive_sum(device[3] + 1)
         values = cupy.empty(int(row_from[-1]), dtype=cupy.int32)
         run_long(q_codes, t_codes, device, alphabet, TRACK_ROW, 1, -1, rows=(values, row_from))
-        cut = cupy.empty(halves // 2, dtype=cupy.int32)
+        cut, top, bottom = (cupy.empty(halves // 2, dtype=cupy.int32) for _ in range(3))
         pick = get_kernel(LONG_KERNEL_FILE, "pick_splits")
         pick(*grid(pick, halves // 2 * 32),
-             (values, row_from, device[3], np.int32(halves // 2), cut))
-        return ta + cut.get()
+             (values, row_from, device[3], np.int32(halves // 2), cut, top, bottom))
+        return ta + cut.get(), top.get(), bottom.get()
 
     def trace_leaves(pair, qa, qb, ta, tb):
         rows, columns = qb - qa, tb - ta
@@ -726,7 +727,7 @@ def gpu_linear_cigars(sequences, alphabet, qi, ti, start: np.ndarray,
                 words, units, base[pair] + qa + ta)))
 
     leaf_cells = min(GPU_LEAF_CELLS, config.LONG_EDIT_MIN_CELLS)
-    hirschberg(q_len, t_len,
+    hirschberg(q_len, t_len, distance[aligned],
                lambda rows, columns: (rows * columns <= leaf_cells) & ~needs_linear(rows, columns),
                split_columns, trace_leaves)
     for p, text in zip(aligned.tolist(), cigars_of_buffer(buffer.get()[:base[-1]], base),

@@ -33,9 +33,9 @@ NO_OP = 255
 _LETTERS = np.array(list(CIGAR_OPS))
 
 
-def hirschberg(q_len: np.ndarray, t_len: np.ndarray,
+def hirschberg(q_len: np.ndarray, t_len: np.ndarray, distance: np.ndarray,
                is_leaf: Callable[[np.ndarray, np.ndarray], np.ndarray],
-               split_columns: Callable[..., np.ndarray],
+               split_columns: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]],
                trace_leaves: Callable[..., None]) -> int:
     """Drive the levels of Hirschberg's recursion for pairs of ``q_len`` x ``t_len`` symbols.
 
@@ -43,14 +43,18 @@ def hirschberg(q_len: np.ndarray, t_len: np.ndarray,
     ----------
     q_len, t_len : np.ndarray of int64
         Query and target lengths of the pairs (global alignments).
+    distance : np.ndarray of int64
+        Their edit distances: a subproblem's rows need only the diagonal band of its distance
+        (Ukkonen), and the distances of its halves come with its split.
     is_leaf : callable
         ``is_leaf(rows, columns)``: which subproblems of these sizes to trace in full
         (subproblems of at most one row are leaves anyway: they cannot be cut).
     split_columns : callable
-        ``split_columns(pair, qa, mid, qb, ta, tb)``: for each subproblem (arrays), a target
-        column ``j`` in ``[ta, tb]`` where an optimal alignment passes from query row
-        ``mid - 1`` to row ``mid``: one that minimizes ``D(query[qa:mid], target[ta:j]) +
-        D(query[mid:qb], target[j:tb])``.
+        ``split_columns(pair, qa, mid, qb, ta, tb, distance)``: for each subproblem (arrays,
+        ``distance`` its edit distance), a target column ``j`` in ``[ta, tb]`` where an
+        optimal alignment passes from query row ``mid - 1`` to row ``mid``: one that minimizes
+        ``D(query[qa:mid], target[ta:j]) + D(query[mid:qb], target[j:tb])``; and those two
+        distances (three arrays).
     trace_leaves : callable
         ``trace_leaves(pair, qa, qb, ta, tb)``: write each subproblem's operations into its
         pair's buffer from position ``qa + ta`` (see the module's description).
@@ -63,8 +67,10 @@ def hirschberg(q_len: np.ndarray, t_len: np.ndarray,
     Examples
     --------
     >>> leaves = []
-    >>> hirschberg(np.array([4]), np.array([3]), lambda rows, columns: rows * columns <= 2,
-    ...            lambda pair, qa, mid, qb, ta, tb: (ta + tb) // 2,
+    >>> def halves(pair, qa, mid, qb, ta, tb, distance):  # a stand-in that cuts in the middle
+    ...     return (ta + tb) // 2, distance // 2, distance - distance // 2
+    >>> hirschberg(np.array([4]), np.array([3]), np.array([1]),
+    ...            lambda rows, columns: rows * columns <= 2, halves,
     ...            lambda *leaf: leaves.extend(zip(*(a.tolist() for a in leaf))))
     3
     >>> leaves  # (pair, qa, qb, ta, tb): the path's pieces, cut at row 2, then at row 3
@@ -75,6 +81,7 @@ def hirschberg(q_len: np.ndarray, t_len: np.ndarray,
     ta = np.zeros(len(q_len), dtype=np.int64)
     qb = np.asarray(q_len, dtype=np.int64).copy()
     tb = np.asarray(t_len, dtype=np.int64).copy()
+    cost = np.asarray(distance, dtype=np.int64).copy()
     levels = 0
     while len(pair):
         levels += 1
@@ -82,17 +89,18 @@ def hirschberg(q_len: np.ndarray, t_len: np.ndarray,
         leaf = (rows <= 1) | np.asarray(is_leaf(rows, columns), dtype=bool)
         if leaf.any():
             trace_leaves(pair[leaf], qa[leaf], qb[leaf], ta[leaf], tb[leaf])
-        pair, qa, qb, ta, tb = (a[~leaf] for a in (pair, qa, qb, ta, tb))
+        pair, qa, qb, ta, tb, cost = (a[~leaf] for a in (pair, qa, qb, ta, tb, cost))
         if not len(pair):
             break
         mid = (qa + qb) // 2
-        cut = np.asarray(split_columns(pair, qa, mid, qb, ta, tb), dtype=np.int64)
+        cut, top, bottom = (np.asarray(a, dtype=np.int64)
+                            for a in split_columns(pair, qa, mid, qb, ta, tb, cost))
         # The two halves, the top one first; a half with neither rows nor columns has no
         # operations.
-        pair, qa, qb, ta, tb = (np.stack(halves, axis=1).ravel() for halves in (
-            (pair, pair), (qa, mid), (mid, qb), (ta, cut), (cut, tb)))
+        pair, qa, qb, ta, tb, cost = (np.stack(halves, axis=1).ravel() for halves in (
+            (pair, pair), (qa, mid), (mid, qb), (ta, cut), (cut, tb), (top, bottom)))
         keep = (qb > qa) | (tb > ta)
-        pair, qa, qb, ta, tb = (a[keep] for a in (pair, qa, qb, ta, tb))
+        pair, qa, qb, ta, tb, cost = (a[keep] for a in (pair, qa, qb, ta, tb, cost))
     return levels
 
 

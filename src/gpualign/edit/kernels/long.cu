@@ -253,10 +253,12 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
 // One warp per split: the column j in [0, n] that minimizes above[j] + below[n - j] (the
 // leftmost on ties), where above = rows[row_from[2s]:], the last row of the top half against
 // every target prefix, and below = rows[row_from[2s + 1]:], that of the reversed bottom half
-// against every reversed target suffix (problems 2s and 2s + 1 of a TRACK_ROW launch).
+// against every reversed target suffix (problems 2s and 2s + 1 of a TRACK_ROW launch); and the
+// two halves' distances there, above[j] and below[n - j].
 extern "C" __global__ void __launch_bounds__(LONG_ITEM_THREADS) pick_splits(
     const int* __restrict__ rows, const i64* __restrict__ row_from,
-    const int* __restrict__ t_len, const int n_splits, int* __restrict__ cut) {
+    const int* __restrict__ t_len, const int n_splits, int* __restrict__ cut,
+    int* __restrict__ top_distance, int* __restrict__ bottom_distance) {
     const i64 s = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const int lane = threadIdx.x % 32;
     if (s >= n_splits) return;  // whole warps: s is the same for the 32 lanes
@@ -279,7 +281,11 @@ extern "C" __global__ void __launch_bounds__(LONG_ITEM_THREADS) pick_splits(
             at = other_at;
         }
     }
-    if (lane == 0) cut[s] = at;
+    if (lane == 0) {
+        cut[s] = at;
+        top_distance[s] = above[at];
+        bottom_distance[s] = below[n - at];
+    }
 }
 
 // One thread per leaf: copies the operations that trace_paths (path.cu) left in its scratch
