@@ -26,7 +26,8 @@
 //
 // A band stages the target symbols and the carries it reads 32 columns at a time in shared
 // memory, loading the next 32 into registers one block ahead so that the loads are in flight
-// while it computes.
+// while it computes; a lane reads its next column's match words and carry from there a step
+// ahead.
 //
 // What the last band tracks along the query's last row (TRACK_*, as in myers.cu, plus
 // TRACK_ROW: the whole row D[m][0..n], for Hirschberg's splits) goes to the problem's outputs.
@@ -171,32 +172,50 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
                 }
             }
         };
-        if (n > 0) fetch(0);
+        // Stores the fetched block that starts at column `block_start` in shared memory. The
+        // first barrier keeps the stores after every lane's last read of the block they
+        // replace (64 columns back), the second the reads of the new block after the stores.
+        auto stage = [&](int block_start) {
+            const int slot = block_start & 63;
+            __syncwarp(mask);
+#pragma unroll
+            for (int k = 0; k < PER_LANE; ++k) {
+                staged_symbols[group][slot + lane + k * LANES] = (u8)next_symbols[k];
+                staged_carries[group][slot + lane + k * LANES] = (signed char)next_carries[k];
+            }
+            __syncwarp(mask);
+        };
+        // The match words and the carry from above of column j, read a step before the step
+        // that uses them, so that their latency is not on the path from step to step.
+        u32 eq_next[LONG_WPL];
+        int hin_next = 0;
+        auto preload = [&](int j) {
+            if (j < 0 || j >= n) return;
+            const int slot = j & 63;
+            const u32* eq = eq_words + (i64)staged_symbols[group][slot] * eq_stride;
+#pragma unroll
+            for (int w = 0; w < LONG_WPL; ++w) eq_next[w] = __ldg(eq + w * LANES);
+            hin_next = staged_carries[group][slot];
+        };
+        if (n > 0) {
+            fetch(0);
+            stage(0);
+            if (32 < n) fetch(32);
+            preload(-lane);
+        }
 
         int score = m, best = m, best_end = 0;  // D[m][0] = m
         if (TRACK == TRACK_ROW && last_band && lane == LANES - 1) rows[row_from[p]] = m;
         int carry = 0;
         const int steps = n > 0 ? n + LANES - 1 : 0;
         for (int s = 0; s < steps; ++s) {
-            if ((s & 31) == 0 && s < n) {
-                const int slot = s & 63;
-#pragma unroll
-                for (int k = 0; k < PER_LANE; ++k) {
-                    staged_symbols[group][slot + lane + k * LANES] = (u8)next_symbols[k];
-                    staged_carries[group][slot + lane + k * LANES] = (signed char)next_carries[k];
-                }
-                __syncwarp(mask);
-                if (s + 32 < n) fetch(s + 32);
-            }
             const int from_above = LANES > 1 ? __shfl_up_sync(mask, carry, 1, LANES) : 0;
             const int j = s - lane;
             if (j >= 0 && j < n) {
-                const int slot = j & 63;
-                const u32* eq = eq_words + (i64)staged_symbols[group][slot] * eq_stride;
-                int hin = lane == 0 ? (int)staged_carries[group][slot] : from_above;
+                int hin = lane == 0 ? hin_next : from_above;
 #pragma unroll
                 for (int w = 0; w < LONG_WPL; ++w) {
-                    u32 match = __ldg(eq + w * LANES);
+                    u32 match = eq_next[w];
                     const u32 xv = match | mv[w];
                     if (hin < 0) match |= 1u;  // a negative delta acts like a match above
                     const u32 xh = (((match & pv[w]) + pv[w]) ^ pv[w]) | match;
@@ -232,6 +251,13 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
                     }
                 }
             }
+            // The next block of columns once lane 0 is about to enter it, then the next step's
+            // words.
+            if (((s + 1) & 31) == 0 && s + 1 < n) {
+                stage(s + 1);
+                if (s + 33 < n) fetch(s + 33);
+            }
+            preload(s + 1 - lane);
         }
         if constexpr (TRACK != TRACK_ROW) {
             if (last_band && lane == LANES - 1) {
