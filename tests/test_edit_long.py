@@ -9,6 +9,8 @@ re-scored to the distance).
 
 from __future__ import annotations
 
+import doctest
+
 import numpy as np
 import pytest
 from naive import global_distance, last_row
@@ -18,7 +20,8 @@ import gpualign
 import gpualign.backend
 from gpualign import config
 from gpualign.cigar import cigar_edit_cost, cigar_lengths
-from gpualign.edit._linear import NO_OP, cigars_of_buffer, hirschberg
+from gpualign.edit import _linear, _shared
+from gpualign.edit._linear import NO_OP, cigars_of_buffer, edits_of_buffer, hirschberg
 from gpualign.edit._shared import needs_linear
 from gpualign.sequences import get_alphabet
 
@@ -179,7 +182,7 @@ def _naive_driver(queries, targets, leaf_cells):
     levels = hirschberg(q_len, t_len, np.array(distance),
                         lambda rows, columns: rows * columns <= leaf_cells, split_columns,
                         trace_leaves)
-    return cigars_of_buffer(buffer, base), levels
+    return cigars_of_buffer(buffer, base), edits_of_buffer(buffer, base), levels
 
 
 def _runs(cigar):
@@ -192,17 +195,26 @@ def _runs(cigar):
             number = ""
 
 
+def test_docstring_examples_run():
+    for module in (_linear, _shared):
+        outcome = doctest.testmod(module)
+        assert outcome.attempted > 0, module.__name__
+        assert outcome.failed == 0, f"{outcome.failed} docstring example(s) of {module.__name__}"
+
+
 @pytest.mark.parametrize("leaf_cells", [1, 6, 40])
 def test_hirschberg_levels_cover_the_path(leaf_cells):
     rng = np.random.default_rng(7)
     queries = [random_codes(rng, n) for n in (1, 2, 3, 9, 17)]
     targets = [random_codes(rng, n) for n in (0, 5, 3, 12, 11)]
     queries[0] = [1]  # one row against nothing: a leaf at once
-    cigars, levels = _naive_driver(queries, targets, leaf_cells)
+    cigars, edits, levels = _naive_driver(queries, targets, leaf_cells)
     assert levels >= 1
     for q, t, cigar in zip(queries, targets, cigars, strict=True):
         assert cigar_lengths(cigar) == (len(q), len(t))
         assert cigar_edit_cost(q, t, cigar) == global_distance(q, t)
+    assert edits.tolist() == [global_distance(q, t) for q, t in zip(queries, targets,
+                                                                    strict=True)]
 
 
 def test_needs_linear_follows_both_limits(monkeypatch):

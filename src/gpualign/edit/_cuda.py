@@ -38,7 +38,7 @@ from ..cuda.host import mapped, maps_host_memory, pinned_empty
 from ..cuda.launch import grid
 from ..cuda.loader import get_kernel
 from ..cuda.memory import batch_budget, device_chunks, launch_split
-from ._linear import NO_OP, cigars_of_buffer, hirschberg
+from ._linear import NO_OP, cigars_of_buffer, edits_of_buffer, hirschberg
 from ._shared import needs_linear, trivial_cigars, trivial_results
 
 if TYPE_CHECKING:
@@ -625,6 +625,17 @@ def _long_pairs(qset, tset, q_index, t_index, mode, k, task):
         for group in _groups(sizes[part], max(1, batch_budget() // 2)):
             at = slice(part.start + group.start, part.start + group.stop)
             qi, ti = qi_all[group], ti_all[group]
+            if cigars is not None and mode == EDIT_GLOBAL:
+                # The CIGARs give the distances (their edits): no distance pass.
+                span = tset.lengths[t_index[at]].astype(np.int32)
+                texts, edits = gpu_linear_cigars(sequences, qset.alphabet, qi, ti,
+                                                 np.zeros_like(span), span)
+                over = (edits > k) if k >= 0 else np.zeros(len(span), dtype=bool)
+                distance[at] = np.where(over, -1, edits)
+                start[at] = np.where(over, -1, 0)
+                end[at] = np.where(over, -1, span)
+                cigars.extend(None if o else text for o, text in zip(over, texts, strict=True))
+                continue
             found = _long_distances(sequences, qset.alphabet, qi, ti, mode, k, want_start)
             distance[at] = found[0].get()
             if not want_start:
@@ -633,7 +644,7 @@ def _long_pairs(qset, tset, q_index, t_index, mode, k, task):
             end[at] = found[2].get()
             if cigars is not None:
                 cigars.extend(gpu_linear_cigars(sequences, qset.alphabet, qi, ti, start[at],
-                                                end[at], distance[at]))
+                                                end[at])[0])
     return distance, start, end, cigars
 
 
@@ -676,19 +687,21 @@ def _long_distances(sequences, alphabet, qi, ti, mode, k, want_start):
 
 
 def gpu_linear_cigars(sequences, alphabet, qi, ti, start: np.ndarray, end: np.ndarray,
-                      distance: np.ndarray) -> list[str | None]:
+                      ) -> tuple[list[str | None], np.ndarray]:
     """CIGARs of the global alignments of queries ``qi`` with target ranges ``[start, end)`` of
-    targets ``ti`` (device indices; host ranges, start -1: no alignment, None), whose distances
-    are ``distance``, in linear space:
-    :func:`._linear.hirschberg`, each level's splits one launch of the long kernel (two
-    problems a split) and one of ``pick_splits``, its leaves traced by path.cu."""
+    targets ``ti`` (device indices; host ranges, start -1: no alignment, None) in linear space,
+    and their edits (the distances; -1 without alignment): :func:`._linear.hirschberg`, each
+    level's splits one launch of the long kernel (two problems a split, whole rows: the
+    distances that band the CPU's rows are not needed) and one of ``pick_splits``, its leaves
+    traced by path.cu."""
     import cupy
 
     q_codes, q_offsets, t_codes, t_offsets = sequences
     cigars: list[str | None] = [None] * len(qi)
+    edits = np.full(len(qi), -1, dtype=np.int64)
     aligned = np.flatnonzero(start >= 0)
     if not len(aligned):
-        return cigars
+        return cigars, edits
     chosen = cupy.asarray(aligned)
     q_from = q_offsets[qi[chosen]].get()
     q_len = q_offsets[qi[chosen] + 1].get() - q_from
@@ -727,13 +740,14 @@ def gpu_linear_cigars(sequences, alphabet, qi, ti, start: np.ndarray, end: np.nd
                 words, units, base[pair] + qa + ta)))
 
     leaf_cells = min(GPU_LEAF_CELLS, config.LONG_EDIT_MIN_CELLS)
-    hirschberg(q_len, t_len, distance[aligned],
+    hirschberg(q_len, t_len, q_len + t_len,
                lambda rows, columns: (rows * columns <= leaf_cells) & ~needs_linear(rows, columns),
                split_columns, trace_leaves)
-    for p, text in zip(aligned.tolist(), cigars_of_buffer(buffer.get()[:base[-1]], base),
-                       strict=True):
+    host = buffer.get()[:base[-1]]
+    for p, text in zip(aligned.tolist(), cigars_of_buffer(host, base), strict=True):
         cigars[p] = text
-    return cigars
+    edits[aligned] = edits_of_buffer(host, base)
+    return cigars, edits
 
 
 def _trace_leaf_group(sequences, alphabet, buffer, q_range, t_range, words, units, to):

@@ -23,9 +23,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..codes import CIGAR_OPS
+from ..codes import CIGAR_OPS, OP_MATCH
 
-__all__ = ["NO_OP", "cigar_of_ops", "cigars_of_buffer", "hirschberg"]
+__all__ = ["NO_OP", "cigar_of_ops", "cigars_of_buffer", "edits_of_buffer", "hirschberg"]
 
 #: Filler of the operation buffers: no operation written there.
 NO_OP = 255
@@ -130,3 +130,18 @@ def cigars_of_buffer(buffer: np.ndarray, base: np.ndarray) -> list[str]:
     """
     return [cigar_of_ops(part[part != NO_OP])
             for part in np.split(buffer, np.asarray(base[1:-1], dtype=np.int64))]
+
+
+def edits_of_buffer(buffer: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """The edits (operations other than ``=``) of each pair's alignment in the operation
+    buffers of :func:`hirschberg`: its edit distance, the alignment being optimal.
+
+    Examples
+    --------
+    >>> edits_of_buffer(np.array([0, 255, 3, 1, 255], dtype=np.uint8), np.array([0, 3, 5]))
+    array([1, 1])
+    """
+    counts = np.zeros(len(buffer) + 1, dtype=np.int64)
+    np.cumsum((buffer != OP_MATCH) & (buffer != NO_OP), out=counts[1:])
+    base = np.asarray(base, dtype=np.int64)
+    return counts[base[1:]] - counts[base[:-1]]
