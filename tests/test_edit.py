@@ -637,19 +637,6 @@ def test_result_metadata(backend):
 # --- errors: the same on every backend -------------------------------------------------------
 
 
-def test_error_traceback_too_large_names_the_pair(backend, monkeypatch):
-    # 200 rows (4 words of 64) against a range of 300: 301 * 4 * 16 bytes of stored vectors,
-    # over a limit of 10 KiB; the pair before it fits. Same error on every backend.
-    monkeypatch.setattr(gpualign.config, "PATH_MAX_BYTES_PER_PAIR", 10 * 1024)
-    rng = np.random.default_rng(5)
-    queries = to_inputs([random_codes(rng, 20), random_codes(rng, 200)])
-    targets = to_inputs([random_codes(rng, 20), random_codes(rng, 300)])
-    with pytest.raises(MemoryError, match=r"pair #1 .* \(query 200 x target range 300\)"):
-        gpualign.edit_distance(queries, targets, task="path", backend=backend)
-    r = gpualign.edit_distance(queries, targets, task="locations", backend=backend)
-    assert r.target_end.tolist() == [20, 300]  # only CIGARs need the stored vectors
-
-
 def test_error_mismatched_counts(backend):
     with pytest.raises(ValueError, match="2 queries but 1 targets"):
         gpualign.edit_distance(["A", "C"], ["A"], backend=backend)

@@ -77,8 +77,27 @@ GPU_BATCH_BYTES: int | None = None
 #: Pairs handled per CPU batch (bounds the temporary buffers of the CPU backend).
 CPU_BATCH_PAIRS = 1 << 16
 
-#: Largest traceback matrix (bytes of stored bit-vectors) for one pair with ``task="path"``.
+#: Largest traceback matrix (bytes of stored bit-vectors) for one pair with ``task="path"``;
+#: larger pairs get their CIGAR in linear space (see ``LONG_EDIT_MIN_CELLS``).
 PATH_MAX_BYTES_PER_PAIR = 2 << 30
+
+#: Edit-distance pairs of at least this many cells (query x target symbols) are long. On the GPU
+#: their distances run over the whole device (``edit/kernels/long.cu``: the query cut into bands
+#: of rows that sweep the target one behind the other) instead of on one warp; with
+#: ``task="path"`` both backends trace their CIGARs in linear space (Hirschberg over Myers,
+#: ``edit/_linear.py``) and trace subproblems below this size in full. Pairs whose full
+#: traceback would exceed ``PATH_MAX_BYTES_PER_PAIR`` go the linear way too.
+LONG_EDIT_MIN_CELLS = 1 << 28
+
+#: Lanes of one warp that share a band of the query in the long edit-distance kernel (1, 2, 4,
+#: 8, 16 or 32; 64 query rows a lane): fewer lanes make more, shorter bands, so a query spreads
+#: over more warps, at the cost of more carries through memory.
+LONG_EDIT_THREADS = 32
+
+#: Target columns per tile of the long edit-distance kernel (a multiple of 32): a band tells
+#: the band below it that a tile's carries are ready, so the band below runs about one tile
+#: behind; shorter tiles shorten that lag, at the cost of more flags to wait on.
+LONG_EDIT_TILE_COLUMNS = 128
 
 #: Pairs per row block of :func:`gpualign.edit_distance_matrix` (bounds its temporary memory).
 MATRIX_BLOCK_PAIRS = 1 << 22

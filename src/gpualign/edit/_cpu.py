@@ -28,7 +28,8 @@ from ..codes import (
     OP_MATCH,
     OP_MISMATCH,
 )
-from ._shared import check_traceback_size
+from ._linear import NO_OP, cigars_of_buffer, hirschberg
+from ._shared import needs_linear
 
 if TYPE_CHECKING:
     from ..sequences import SequenceSet
@@ -96,14 +97,39 @@ def _scan(table, m, target, top_delta, tie_last):
 @njit(cache=True, nogil=True)
 def _global_distance(table, m, target, k):
     """The global edit distance of the query (as ``table``, ``m`` rows) and ``target`` when it
-    is at most ``k``, else ``k + 1``; the caller has checked ``|m - n| <= k``.
+    is at most ``k``, else ``k + 1``; the caller has checked ``|m - n| <= k``."""
+    return _banded_sweep(table, m, target, k, False, np.empty(0, dtype=np.int64))
 
-    Only the 64-row blocks that meet the diagonal band ``|i - j| <= k`` are computed (Ukkonen's
-    band): a cell with D <= k lies in it, and so does every cell of an optimal path to it (D
-    never decreases along a path). Outside the band the values are overestimated (a row
-    above the band grows by 1 a column, a block entering at the bottom starts at 1 a row
-    below the block above), so the band's cells with D <= k come out exact and the others stay
-    above k.
+
+@njit(cache=True, nogil=True)
+def _widening_distance(table, m, target):
+    """The global edit distance of the query (as ``table``, ``m`` rows) and ``target`` in bands
+    that double from 64 (as edlib does): similar long pairs cost a band about twice their
+    distance wide instead of the whole matrix. Once a band would cover half the target the
+    whole matrix is cheaper than the bands still to try."""
+    n = target.shape[0]
+    bound = max(64, abs(m - n))
+    while 4 * bound < max(m, n):
+        distance = _global_distance(table, m, target, bound)
+        if distance <= bound:
+            return distance
+        bound *= 2
+    return _global_distance(table, m, target, max(m, n))
+
+
+@njit(cache=True, nogil=True)
+def _banded_sweep(table, m, target, k, reverse, row):
+    """Global alignment of the query (as ``table``, ``m`` rows) with ``target`` (read backwards
+    with ``reverse``) in the diagonal band ``|i - j| <= k``; returns the distance when it is
+    at most ``k``, else ``k + 1``. A non-empty ``row`` (``n + 1`` entries) receives the last
+    row, exact where it is at most ``k`` and never below the true value elsewhere (``m + n``
+    before the band reaches the last row).
+
+    Only the 64-row blocks that meet the band are computed (Ukkonen's band): a cell with D <= k
+    lies in it, and so does every cell of an optimal path to it (D never decreases along a
+    path). Outside the band the values are overestimated (a row above the band grows by 1 a
+    column, a block entering at the bottom starts at 1 a row below the block above), so the
+    band's cells with D <= k come out exact and the others stay above k.
     """
     words = table.shape[1]
     n = target.shape[0]
@@ -111,6 +137,9 @@ def _global_distance(table, m, target, k):
     mv = np.zeros(words, dtype=np.uint64)
     bottom = np.zeros(words, dtype=np.int64)  # D at each computed block's last row
     last_bit = ONE << np.uint64((m - 1) & 63)
+    want_row = row.shape[0] > 0
+    if want_row:
+        row[0] = m
     first, last = 0, -1
     for j in range(n):
         column = j + 1
@@ -119,20 +148,23 @@ def _global_distance(table, m, target, k):
             bottom[last] = (bottom[last - 1] if last > 0 else 0) + min(64, m - 64 * last)
         if column - k - 1 >= 0:
             first = max(first, (column - k - 1) // 64)
-        c = target[j]
+        c = target[n - 1 - j] if reverse else target[j]
         hin = 1
         for w in range(first, last + 1):
             high = last_bit if w == words - 1 else _HIGH
             pv[w], mv[w], hin = _block(pv[w], mv[w], table[c, w], hin, high)
             bottom[w] += hin
-        if last == words - 1 and bottom[last] - (n - column) > k:
+        if want_row:
+            row[column] = bottom[words - 1] if last == words - 1 else m + n
+        elif last == words - 1 and bottom[last] - (n - column) > k:
             return k + 1  # every remaining column lowers the last row by at most 1
     return min(bottom[words - 1], k + 1)
 
 
 @njit(cache=True, nogil=True)
-def _pair(query, target, mode, k, want_start, n_codes, match_codes):
-    """Distance, target start and end (half-open) of one pair; -1s when over ``k``."""
+def _pair(query, target, mode, k, want_start, n_codes, match_codes, long_cells):
+    """Distance, target start and end (half-open) of one pair; -1s when over ``k``. Global
+    pairs of ``long_cells`` cells or more without a cutoff take :func:`_widening_distance`."""
     m = query.shape[0]
     n = target.shape[0]
     if m == 0:
@@ -143,7 +175,10 @@ def _pair(query, target, mode, k, want_start, n_codes, match_codes):
         if k >= 0 and abs(m - n) > k:
             return -1, -1, -1
         table = match_table(query, n_codes, match_codes)
-        distance = _global_distance(table, m, target, k if k >= 0 else max(m, n))
+        if k < 0 and m * n >= long_cells:
+            distance = _widening_distance(table, m, target)
+        else:
+            distance = _global_distance(table, m, target, k if k >= 0 else max(m, n))
         start, end = 0, n
     else:
         table = match_table(query, n_codes, match_codes)
@@ -162,13 +197,13 @@ def _pair(query, target, mode, k, want_start, n_codes, match_codes):
 
 @njit(cache=True, parallel=True, nogil=True)
 def _distance_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, mode, k,
-                    want_start, n_codes, match_codes, distance, start, end):
+                    want_start, n_codes, match_codes, long_cells, distance, start, end):
     for p in prange(q_index.shape[0]):
         qi = q_index[p]
         ti = t_index[p]
         distance[p], start[p], end[p] = _pair(
             q_codes[q_offsets[qi]:q_offsets[qi + 1]], t_codes[t_offsets[ti]:t_offsets[ti + 1]],
-            mode, k, want_start, n_codes, match_codes)
+            mode, k, want_start, n_codes, match_codes, long_cells)
 
 
 @njit(cache=True, nogil=True)
@@ -275,6 +310,93 @@ def _cigar_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, start
         char_counts[p] = write_cigar(ops, count, chars[char_offsets[p]:char_offsets[p + 1]])
 
 
+@njit(cache=True, parallel=True, nogil=True)
+def _split_columns(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, t_start, pair, qa,
+                   mid, qb, ta, tb, cost, n_codes, match_codes, row_at, rows, cut, halves):
+    """The splits of :func:`gpualign.edit._linear.hirschberg` for subproblems of the pairs
+    ``(q_index[p], t_index[p])`` whose target ranges start at ``t_start[p]``: the columns into
+    ``cut``, the two halves' distances into ``halves[s, 0]`` and ``halves[s, 1]``. Both rows of
+    every subproblem run side by side (two tasks a subproblem, so even the first level keeps
+    two cores busy), into ``rows[row_at[task]:]``, in the band of the subproblem's distance
+    ``cost[s]``: on an optimal path neither half's cost exceeds it, so where the two rows add
+    up to ``cost[s]`` both are exact, and elsewhere they only overestimate."""
+    count = pair.shape[0]
+    for task in prange(2 * count):
+        s = task >> 1
+        p = pair[s]
+        query = q_codes[q_offsets[q_index[p]]:q_offsets[q_index[p] + 1]]
+        first = t_offsets[t_index[p]] + t_start[p]
+        target = t_codes[first + ta[s]:first + tb[s]]
+        row = rows[row_at[task]:row_at[task + 1]]
+        if task & 1:
+            half = query[mid[s]:qb[s]][::-1].copy()
+        else:
+            half = query[qa[s]:mid[s]]
+        _banded_sweep(match_table(half, n_codes, match_codes), half.shape[0], target, cost[s],
+                      (task & 1) == 1, row)
+    for s in prange(count):
+        above = rows[row_at[2 * s]:row_at[2 * s + 1]]
+        below = rows[row_at[2 * s + 1]:row_at[2 * s + 2]]
+        n = above.shape[0] - 1
+        at = 0
+        for j in range(1, n + 1):
+            if above[j] + below[n - j] < above[at] + below[n - at]:
+                at = j
+        cut[s] = ta[s] + at
+        halves[s, 0] = above[at]
+        halves[s, 1] = below[n - at]
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _trace_leaves(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, t_start, pair, qa,
+                  qb, ta, tb, n_codes, match_codes, base, buffer):
+    """Trace the leaves of :func:`gpualign.edit._linear.hirschberg` in full, each into its
+    pair's operation buffer ``buffer[base[p]:]`` from position ``qa + ta``, first operation
+    first."""
+    for s in prange(pair.shape[0]):
+        p = pair[s]
+        query = q_codes[q_offsets[q_index[p]]:q_offsets[q_index[p] + 1]][qa[s]:qb[s]]
+        first = t_offsets[t_index[p]] + t_start[p]
+        target = t_codes[first + ta[s]:first + tb[s]]
+        ops = np.empty(query.shape[0] + target.shape[0], dtype=np.uint8)
+        count = _global_ops(query, target, n_codes, match_codes, ops)
+        at = base[p] + qa[s] + ta[s]
+        for o in range(count):
+            buffer[at + o] = ops[count - 1 - o]
+
+
+def linear_cigars(queries, targets, q_index, t_index, start, end, distance) -> list[str]:
+    """Extended CIGARs of the global alignments of queries with their target ranges ``[start,
+    end)``, whose distances are ``distance``, in linear space (:mod:`._linear`), all cores on
+    each level's subproblems."""
+    q_len = queries.lengths[q_index].astype(np.int64)
+    t_start = np.asarray(start, dtype=np.int64)
+    span = np.asarray(end, dtype=np.int64) - t_start
+    base = np.zeros(len(q_index) + 1, dtype=np.int64)
+    np.cumsum(q_len + span, out=base[1:])
+    buffer = np.full(int(base[-1]), NO_OP, dtype=np.uint8)
+    sequences = (queries.codes, queries.offsets, targets.codes, targets.offsets, q_index, t_index,
+                 t_start)
+    codes = (queries.alphabet.size, queries.alphabet.match_codes)
+
+    def split_columns(pair, qa, mid, qb, ta, tb, cost):
+        row_at = np.zeros(2 * len(pair) + 1, dtype=np.int64)
+        np.cumsum(np.repeat(tb - ta + 1, 2), out=row_at[1:])
+        rows = np.empty(int(row_at[-1]), dtype=np.int64)
+        cut = np.empty(len(pair), dtype=np.int64)
+        halves = np.empty((len(pair), 2), dtype=np.int64)
+        _split_columns(*sequences, pair, qa, mid, qb, ta, tb, cost, *codes, row_at, rows, cut,
+                       halves)
+        return cut, halves[:, 0], halves[:, 1]
+
+    def trace_leaves(pair, qa, qb, ta, tb):
+        _trace_leaves(*sequences, pair, qa, qb, ta, tb, *codes, base, buffer)
+
+    hirschberg(q_len, span, np.asarray(distance, dtype=np.int64),
+               lambda rows, columns: ~needs_linear(rows, columns), split_columns, trace_leaves)
+    return cigars_of_buffer(buffer, base)
+
+
 def _batches(count: int) -> Iterator[slice]:
     """Consecutive slices of ``config.CPU_BATCH_PAIRS`` of ``count`` pairs: each compiled call
     gets a bounded share of the pairs, so a progress bar moves and temporaries stay small."""
@@ -295,27 +417,38 @@ def distance_batch(queries, targets, q_index, t_index, mode, k, want_start, prog
             _distance_batch(queries.codes, queries.offsets, targets.codes, targets.offsets,
                             q_index[part], t_index[part], mode, k, want_start,
                             queries.alphabet.size, queries.alphabet.match_codes,
-                            distance[part], start[part], end[part])
+                            np.int64(config.LONG_EDIT_MIN_CELLS), distance[part], start[part],
+                            end[part])
             bar.update(part.stop - part.start)
     return distance, start, end
 
 
-def cigar_batch(queries, targets, q_index, t_index, start, end):
+def cigar_batch(queries, targets, q_index, t_index, start, end, distance):
     """Extended CIGARs of the global alignments of queries with their target ranges (None where
-    ``start < 0``); CPU threads, so it can overlap GPU work of the next batch."""
+    ``start < 0``), whose distances are ``distance``; CPU threads, so it can overlap GPU work
+    of the next batch. Pairs that :func:`._shared.needs_linear` picks are traced in linear
+    space (:func:`linear_cigars`), the others in full."""
     q_len = queries.lengths[q_index]
     span = np.where(start >= 0, end - start, 0)
-    check_traceback_size(q_len, span)
+    linear = np.flatnonzero((start >= 0) & needs_linear(q_len, span))
+    traced_start = start.copy()
+    traced_start[linear] = -1  # left out of the full tracebacks
+    traced = np.where(traced_start >= 0, q_len + span, 0)
     cigars: list[str | None] = []
     for part in _batches(len(q_index)):
-        char_offsets = text_offsets(q_len[part] + span[part])
+        char_offsets = text_offsets(traced[part])
         chars = np.empty(int(char_offsets[-1]), dtype=np.uint8)
         char_counts = np.empty(part.stop - part.start, dtype=np.int64)
         _cigar_batch(queries.codes, queries.offsets, targets.codes, targets.offsets,
-                     q_index[part], t_index[part], start[part], end[part],
+                     q_index[part], t_index[part], traced_start[part], end[part],
                      queries.alphabet.size, queries.alphabet.match_codes, char_offsets, chars,
                      char_counts)
         cigars.extend(decode_cigars(chars, char_offsets[:-1], char_counts))
+    if len(linear):
+        texts = linear_cigars(queries, targets, q_index[linear], t_index[linear], start[linear],
+                              end[linear], distance[linear])
+        for p, text in zip(linear.tolist(), texts, strict=True):
+            cigars[p] = text
     return cigars
 
 
@@ -356,5 +489,7 @@ def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
                                           progress)
     if not want_start:
         return distance, None, None, None
-    cigar = cigar_batch(qset, tset, q_index, t_index, start, end) if task == "path" else None
+    cigar = None
+    if task == "path":
+        cigar = cigar_batch(qset, tset, q_index, t_index, start, end, distance)
     return distance, start, end, cigar

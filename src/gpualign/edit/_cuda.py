@@ -14,6 +14,13 @@ that runs out of memory is split. For ``task="path"`` the CIGARs are traced on t
 back as one text to split. Pairs whose results need no dynamic programming
 (an empty side, or a global length difference over ``k``) are filled in on the host
 (:mod:`._shared`), exactly as the CPU backend computes them, without loading it (nor Numba).
+
+Long pairs (at least ``config.LONG_EDIT_MIN_CELLS`` cells, or with ``task="path"`` a full
+traceback over ``config.PATH_MAX_BYTES_PER_PAIR``) run over the whole device instead
+(``kernels/long.cu``: bands of the query on as many warps as there are bands), and their CIGARs
+come in linear space (:mod:`._linear`: each level of splits one launch of the same kernel, the
+small leaves traced by ``kernels/path.cu``). A long pair whose linear-space memory does not fit
+the budget is refused, naming it, before any work.
 """
 
 from __future__ import annotations
@@ -31,18 +38,31 @@ from ..cuda.host import mapped, maps_host_memory, pinned_empty
 from ..cuda.launch import grid
 from ..cuda.loader import get_kernel
 from ..cuda.memory import batch_budget, device_chunks, launch_split
-from ._shared import check_traceback_size, trivial_cigars, trivial_results
+from ._linear import NO_OP, cigars_of_buffer, edits_of_buffer, hirschberg
+from ._shared import needs_linear, trivial_cigars, trivial_results
 
 if TYPE_CHECKING:
     from ..sequences import SequenceSet
 
 KERNEL_FILE = "edit/kernels/myers.cu"
 PATH_KERNEL_FILE = "edit/kernels/path.cu"
+LONG_KERNEL_FILE = "edit/kernels/long.cu"
 
 
 #: What a kernel tracks along the query's last row (TRACK_* in myers.cu): nothing until the last
 #: column (global), the smallest value, or the smallest value and its leftmost/rightmost column.
 TRACK_FINAL, TRACK_BEST, TRACK_FIRST_END, TRACK_LAST_END = range(4)
+
+#: TRACK_ROW of long.cu: the whole last row of a problem, for the splits of a linear-space CIGAR.
+TRACK_ROW = 4
+
+#: Query rows a lane of the long kernel holds (LONG_WPL words of 32 rows in long.cu).
+LONG_LANE_ROWS = 64
+
+#: Largest subproblem (cells) of a linear-space CIGAR on the GPU that is traced in full: path.cu
+#: traces a subproblem on one thread, so leaves stay small and the levels above them, which run
+#: over the whole device, do the bulk of the work.
+GPU_LEAF_CELLS = 1 << 14
 
 
 def _kernel_name(lanes: int, words_per_lane: int, dna: bool, track: int) -> str:
@@ -345,7 +365,6 @@ def gpu_cigars(sequences, alphabet, index, device_range, no_alignment):
         q_len = q_offsets[q_index + 1] - q_offsets[q_index]
     aligned = d_start >= 0
     span = cupy.where(aligned, d_end - d_start, 0)
-    check_traceback_size(q_len, span)
     words = (q_len + 31) // 32
     # 4-byte units: match table, columns 0..span (two words a row of 32), operations (bytes).
     units = cupy.where(aligned, alphabet.size * words + 2 * (span + 1) * words
@@ -395,16 +414,9 @@ def gpu_cigars(sequences, alphabet, index, device_range, no_alignment):
     return cigars
 
 
-def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: np.ndarray,
-               mode: int, k: int, task: str, progress: bool = False, positional: bool = False,
-               ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None,
-                          list[str | None] | None]:
-    """Edit distance of index pairs on the current CUDA device (the contract of
-    :func:`gpualign.edit._cpu.edit_pairs`).
-
-    ``positional``: the pairs are ``queries[i]`` with ``targets[i]`` (``q_index`` is ``t_index``
-    and counts from 0), so the GPU makes its index arrays itself.
-    """
+def _short_pairs(qset, tset, q_index, t_index, mode, k, task, progress, positional):
+    """:func:`edit_pairs` of pairs that are not long: chunks of pairs binned over the kernels
+    of myers.cu, CIGARs traced by path.cu."""
     count = len(q_index)
     want_start = task != "distance"
     positional = positional and q_index is t_index
@@ -437,3 +449,331 @@ def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
                 cigar.extend(cigars)
             bar.update(part.stop - part.start)
     return distance, start, end, cigar
+
+
+def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: np.ndarray,
+               mode: int, k: int, task: str, progress: bool = False, positional: bool = False,
+               ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None,
+                          list[str | None] | None]:
+    """Edit distance of index pairs on the current CUDA device (the contract of
+    :func:`gpualign.edit._cpu.edit_pairs`).
+
+    ``positional``: the pairs are ``queries[i]`` with ``targets[i]`` (``q_index`` is ``t_index``
+    and counts from 0), so the GPU makes its index arrays itself. Long pairs (see
+    :func:`long_mask`) run over the whole device (long.cu), the others in batches.
+    """
+    q_len = qset.lengths[q_index]
+    t_len = tset.lengths[t_index]
+    long = long_mask(q_len, t_len, mode, k, task)
+    if not long.any():
+        return _short_pairs(qset, tset, q_index, t_index, mode, k, task, progress, positional)
+    long_at = np.flatnonzero(long)
+    short_at = np.flatnonzero(~long)
+    check_long_memory(q_len[long_at], t_len[long_at], qset.alphabet.size, long_at)
+    short = _short_pairs(qset, tset, q_index[short_at], t_index[short_at], mode, k, task,
+                         progress, False)
+    found = _long_pairs(qset, tset, q_index[long_at], t_index[long_at], mode, k, task)
+    merged: list = []
+    for short_part, long_part in zip(short[:3], found[:3], strict=True):
+        if short_part is None:
+            merged.append(None)
+            continue
+        values = np.empty(len(q_index), dtype=np.int32)
+        values[short_at] = short_part
+        values[long_at] = long_part
+        merged.append(values)
+    cigar: list[str | None] | None = None
+    if task == "path":
+        cigar = [None] * len(q_index)
+        for positions, texts in ((short_at, short[3]), (long_at, found[3])):
+            for p, text in zip(positions.tolist(), texts, strict=True):
+                cigar[p] = text
+    return merged[0], merged[1], merged[2], cigar
+
+
+def long_mask(q_len: np.ndarray, t_len: np.ndarray, mode: int, k: int, task: str) -> np.ndarray:
+    """Which pairs are long: those with dynamic programming to do of at least
+    ``config.LONG_EDIT_MIN_CELLS`` cells, and for ``task="path"`` those whose CIGAR needs linear
+    space (:func:`._shared.needs_linear`, over the whole target: the range is not known yet)."""
+    q_len = np.asarray(q_len, dtype=np.int64)
+    t_len = np.asarray(t_len, dtype=np.int64)
+    work = (q_len > 0) & (t_len > 0)
+    if mode == EDIT_GLOBAL and k >= 0:
+        work &= np.abs(q_len - t_len) <= k
+    if task == "path":
+        return work & needs_linear(q_len, t_len)
+    return work & (q_len * t_len >= config.LONG_EDIT_MIN_CELLS)
+
+
+def long_bytes(q_len: np.ndarray, t_len: np.ndarray, n_codes: int) -> np.ndarray:
+    """GPU memory of a long pair, CIGAR included: its sequences and operation buffer, the
+    match table of its bands, the carries between bands and two rows of a level's splits."""
+    q_len = np.asarray(q_len, dtype=np.int64)
+    t_len = np.asarray(t_len, dtype=np.int64)
+    band_rows = config.LONG_EDIT_THREADS * LONG_LANE_ROWS
+    padded = -(-q_len // band_rows) * band_rows
+    return 2 * (q_len + t_len) + n_codes * padded // 8 + 2 * t_len + 8 * (t_len + 1)
+
+
+def check_long_memory(q_len: np.ndarray, t_len: np.ndarray, n_codes: int,
+                      positions: np.ndarray) -> None:
+    """Raise MemoryError, naming the pair (its position ``positions[i]`` in the call), before
+    any work, when a long pair cannot fit in the GPU's memory budget even alone."""
+    if not len(q_len):
+        return
+    need = long_bytes(q_len, t_len, n_codes)
+    worst = int(need.argmax())
+    budget = batch_budget()
+    if int(need[worst]) > budget:
+        raise MemoryError(
+            f"pair #{int(positions[worst])} needs {int(need[worst]) / 2**30:.1f} GiB of GPU "
+            f"memory (query {int(q_len[worst])} x target {int(t_len[worst])}), over the "
+            f"budget of {budget / 2**30:.1f} GiB (gpualign.config.GPU_MEMORY_FRACTION of the "
+            "free memory)")
+
+
+def _groups(sizes: np.ndarray, budget: int) -> list[slice]:
+    """Consecutive slices of items whose ``sizes`` add up to at most ``budget`` (at least one
+    item each)."""
+    ends = np.cumsum(np.asarray(sizes, dtype=np.int64))
+    groups, lo = [], 0
+    while lo < len(ends):
+        base = int(ends[lo - 1]) if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(ends, base + budget, "right")))
+        groups.append(slice(lo, hi))
+        lo = hi
+    return groups
+
+
+def _exclusive_sum(values):
+    """``[0, v0, v0 + v1, ...]`` as int64, on the device of ``values``."""
+    import cupy
+
+    sums = cupy.zeros(len(values) + 1, dtype=cupy.int64)
+    cupy.cumsum(values.astype(cupy.int64), out=sums[1:])
+    return sums
+
+
+def _long_kernel_name(lanes: int, track: int) -> str:
+    return f"long_edit<{lanes}, {track}>"
+
+
+def _long_settings() -> tuple[int, int]:
+    """``(lanes per band, tile columns)`` of the long kernel, checked."""
+    lanes, tile = config.LONG_EDIT_THREADS, config.LONG_EDIT_TILE_COLUMNS
+    if lanes not in (1, 2, 4, 8, 16, 32):
+        raise ValueError(f"LONG_EDIT_THREADS {lanes}: one of 1, 2, 4, 8, 16, 32")
+    if tile < 32 or tile % 32:
+        raise ValueError(f"LONG_EDIT_TILE_COLUMNS {tile}: a positive multiple of 32")
+    return lanes, tile
+
+
+def run_long(q_codes, t_codes, problems, alphabet, track: int, top_delta: int, cutoff: int,
+             outputs=None, rows=None) -> None:
+    """One launch of the long kernel over ``problems`` = ``(q_from, q_len, t_from, t_len,
+    reversed)`` (device int64, int32, int64, int32, uint8 arrays; queries of at least one
+    symbol): each problem's query ``q_codes[q_from:][:q_len]`` against its target, both read
+    backwards where ``reversed``. ``outputs`` = (distance, end) per problem (end from
+    ``TRACK_FIRST_END`` and ``TRACK_LAST_END``); ``rows`` = (values, row_from) receives each
+    problem's last row, ``t_len + 1`` values from ``row_from`` (``TRACK_ROW``).
+    """
+    import cupy
+
+    lanes, tile = _long_settings()
+    q_from, q_len, t_from, t_len, reversed_ = problems
+    count = len(q_len)
+    band_rows = lanes * LONG_LANE_ROWS
+    band_first = _exclusive_sum((q_len.astype(cupy.int64) + band_rows - 1) // band_rows)
+    bands = int(band_first[-1])
+    words = bands * band_rows // 32
+    table = cupy.zeros(alphabet.size * words, dtype=cupy.uint32)
+    builder = get_kernel(LONG_KERNEL_FILE, "long_match_table")
+    builder(*grid(builder, words),
+            (q_codes, q_from, q_len, reversed_, band_first, np.int32(count), np.int32(lanes),
+             np.int32(alphabet.size), np.int32(alphabet.match_codes), table))
+    carry_from = _exclusive_sum(2 * t_len)  # two slots of a byte a column (long.cu)
+    carries = cupy.empty(max(1, int(carry_from[-1])), dtype=cupy.int8)
+    flag_from = _exclusive_sum(2 * ((t_len + tile - 1) // tile))
+    flags = cupy.zeros(max(1, int(flag_from[-1])), dtype=cupy.int32)
+    ticket = cupy.zeros(1, dtype=cupy.uint64)
+    distance, end = outputs if outputs is not None else (_zeros(cupy.int32),) * 2
+    values, row_from = rows if rows is not None else (_zeros(cupy.int32), _zeros(cupy.int64))
+    kernel = get_kernel(LONG_KERNEL_FILE, _long_kernel_name(lanes, track))
+    # A group of lanes a band; groups without a band left take no ticket and end.
+    kernel(*grid(kernel, bands * lanes),
+           (t_codes, t_from, t_len, q_len, reversed_, band_first, np.int32(count), table,
+            np.int32(alphabet.size), carries, carry_from, flags, flag_from, np.int32(tile),
+            np.int32(top_delta), np.int32(cutoff), ticket, distance, end, values, row_from))
+
+
+def _long_pairs(qset, tset, q_index, t_index, mode, k, task):
+    """Distances, ranges and CIGARs (as :func:`edit_pairs` returns them) of long pairs, in
+    groups whose memory (:func:`long_bytes`) fits the budget, each group one launch."""
+    import cupy
+
+    want_start = task != "distance"
+    count = len(q_index)
+    distance = np.empty(count, dtype=np.int32)
+    start = np.empty(count, dtype=np.int32) if want_start else None
+    end = np.empty(count, dtype=np.int32) if want_start else None
+    cigars: list[str | None] | None = [] if task == "path" else None
+    sizes = long_bytes(qset.lengths[q_index], tset.lengths[t_index], qset.alphabet.size)
+    for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
+                                                            config.EDIT_GPU_CHUNK_PAIRS):
+        qi_all = cupy.asarray(q_local, dtype=cupy.int64)
+        ti_all = cupy.asarray(t_local, dtype=cupy.int64)
+        for group in _groups(sizes[part], max(1, batch_budget() // 2)):
+            at = slice(part.start + group.start, part.start + group.stop)
+            qi, ti = qi_all[group], ti_all[group]
+            if cigars is not None and mode == EDIT_GLOBAL:
+                # The CIGARs give the distances (their edits): no distance pass.
+                span = tset.lengths[t_index[at]].astype(np.int32)
+                texts, edits = gpu_linear_cigars(sequences, qset.alphabet, qi, ti,
+                                                 np.zeros_like(span), span)
+                over = (edits > k) if k >= 0 else np.zeros(len(span), dtype=bool)
+                distance[at] = np.where(over, -1, edits)
+                start[at] = np.where(over, -1, 0)
+                end[at] = np.where(over, -1, span)
+                cigars.extend(None if o else text for o, text in zip(over, texts, strict=True))
+                continue
+            found = _long_distances(sequences, qset.alphabet, qi, ti, mode, k, want_start)
+            distance[at] = found[0].get()
+            if not want_start:
+                continue
+            start[at] = found[1].get()
+            end[at] = found[2].get()
+            if cigars is not None:
+                cigars.extend(gpu_linear_cigars(sequences, qset.alphabet, qi, ti, start[at],
+                                                end[at])[0])
+    return distance, start, end, cigars
+
+
+def _long_distances(sequences, alphabet, qi, ti, mode, k, want_start):
+    """Device (distance, start, end) of long pairs (``qi``, ``ti``: device indices into the
+    device sequences); start and end None unless ``want_start``. Infix starts come from a
+    second launch over the reversed query and target prefix, as in :func:`_run_bin`."""
+    import cupy
+
+    q_codes, q_offsets, t_codes, t_offsets = sequences
+    count = len(qi)
+    q_from, t_from = q_offsets[qi], t_offsets[ti]
+    q_len = (q_offsets[qi + 1] - q_from).astype(cupy.int32)
+    t_len = (t_offsets[ti + 1] - t_from).astype(cupy.int32)
+    forwards = cupy.zeros(count, dtype=cupy.uint8)
+    distance = cupy.empty(count, dtype=cupy.int32)
+    end = cupy.empty(count, dtype=cupy.int32)
+    if mode == EDIT_GLOBAL:
+        track = TRACK_FINAL
+    else:
+        track = TRACK_FIRST_END if want_start else TRACK_BEST
+    run_long(q_codes, t_codes, (q_from, q_len, t_from, t_len, forwards), alphabet, track,
+             0 if mode == EDIT_INFIX else 1, k, (distance, end))
+    if not want_start:
+        return distance, None, None
+    aligned = distance >= 0
+    start = cupy.where(aligned, 0, -1).astype(cupy.int32)
+    if mode == EDIT_GLOBAL:
+        end = cupy.where(aligned, t_len, -1).astype(cupy.int32)
+    if mode == EDIT_INFIX:
+        again = cupy.flatnonzero(aligned & (end > 0))
+        if len(again):
+            length = cupy.empty(len(again), dtype=cupy.int32)
+            ignored = cupy.empty(len(again), dtype=cupy.int32)
+            run_long(q_codes, t_codes, (q_from[again], q_len[again], t_from[again], end[again],
+                                        cupy.ones(len(again), dtype=cupy.uint8)),
+                     alphabet, TRACK_LAST_END, 1, -1, (ignored, length))
+            start[again] = end[again] - length
+    return distance, start, end
+
+
+def gpu_linear_cigars(sequences, alphabet, qi, ti, start: np.ndarray, end: np.ndarray,
+                      ) -> tuple[list[str | None], np.ndarray]:
+    """CIGARs of the global alignments of queries ``qi`` with target ranges ``[start, end)`` of
+    targets ``ti`` (device indices; host ranges, start -1: no alignment, None) in linear space,
+    and their edits (the distances; -1 without alignment): :func:`._linear.hirschberg`, each
+    level's splits one launch of the long kernel (two problems a split, whole rows: the
+    distances that band the CPU's rows are not needed) and one of ``pick_splits``, its leaves
+    traced by path.cu."""
+    import cupy
+
+    q_codes, q_offsets, t_codes, t_offsets = sequences
+    cigars: list[str | None] = [None] * len(qi)
+    edits = np.full(len(qi), -1, dtype=np.int64)
+    aligned = np.flatnonzero(start >= 0)
+    if not len(aligned):
+        return cigars, edits
+    chosen = cupy.asarray(aligned)
+    q_from = q_offsets[qi[chosen]].get()
+    q_len = q_offsets[qi[chosen] + 1].get() - q_from
+    t_from = t_offsets[ti[chosen]].get() + start[aligned]
+    t_len = (end[aligned] - start[aligned]).astype(np.int64)
+    base = np.zeros(len(aligned) + 1, dtype=np.int64)
+    np.cumsum(q_len + t_len, out=base[1:])
+    buffer = cupy.full(max(1, int(base[-1])), NO_OP, dtype=cupy.uint8)
+
+    def split_columns(pair, qa, mid, qb, ta, tb, _distance):
+        halves = len(pair) * 2
+        problems = (np.stack((q_from[pair] + qa, q_from[pair] + mid), axis=1).ravel(),
+                    np.stack((mid - qa, qb - mid), axis=1).ravel().astype(np.int32),
+                    np.repeat(t_from[pair] + ta, 2),
+                    np.repeat(tb - ta, 2).astype(np.int32),
+                    np.tile(np.array([0, 1], dtype=np.uint8), len(pair)))
+        device = tuple(cupy.asarray(a) for a in problems)
+        row_from = _exclusive_sum(device[3] + 1)
+        values = cupy.empty(int(row_from[-1]), dtype=cupy.int32)
+        run_long(q_codes, t_codes, device, alphabet, TRACK_ROW, 1, -1, rows=(values, row_from))
+        cut, top, bottom = (cupy.empty(halves // 2, dtype=cupy.int32) for _ in range(3))
+        pick = get_kernel(LONG_KERNEL_FILE, "pick_splits")
+        pick(*grid(pick, halves // 2 * 32),
+             (values, row_from, device[3], np.int32(halves // 2), cut, top, bottom))
+        return ta + cut.get(), top.get(), bottom.get()
+
+    def trace_leaves(pair, qa, qb, ta, tb):
+        rows, columns = qb - qa, tb - ta
+        words = (rows + 31) // 32
+        # 4-byte units of path.cu's scratch: match table, columns 0..n, operations (bytes).
+        units = alphabet.size * words + 2 * (columns + 1) * words + (rows + columns + 3) // 4
+        for group in _groups(units * 4, max(1, batch_budget() // 8)):
+            _trace_leaf_group(sequences, alphabet, buffer, *(a[group] for a in (
+                np.stack((q_from[pair] + qa, q_from[pair] + qb), axis=1),
+                np.stack((t_from[pair] + ta, t_from[pair] + tb), axis=1),
+                words, units, base[pair] + qa + ta)))
+
+    leaf_cells = min(GPU_LEAF_CELLS, config.LONG_EDIT_MIN_CELLS)
+    hirschberg(q_len, t_len, q_len + t_len,
+               lambda rows, columns: (rows * columns <= leaf_cells) & ~needs_linear(rows, columns),
+               split_columns, trace_leaves)
+    host = buffer.get()[:base[-1]]
+    for p, text in zip(aligned.tolist(), cigars_of_buffer(host, base), strict=True):
+        cigars[p] = text
+    edits[aligned] = edits_of_buffer(host, base)
+    return cigars, edits
+
+
+def _trace_leaf_group(sequences, alphabet, buffer, q_range, t_range, words, units, to):
+    """Trace leaves in full with path.cu's ``trace_paths``, each a pair of its own: query
+    ``q_codes[q_range[l, 0]:q_range[l, 1]]`` and target range ``t_range[l]`` (given to it as
+    offsets of sequences 2l), then copy their operations to ``buffer + to[l]``."""
+    import cupy
+
+    q_codes, _, t_codes, _ = sequences
+    count = len(to)
+    offset = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(units, out=offset[1:])
+    columns = t_range[:, 1] - t_range[:, 0]
+    ops_at = 4 * (offset[:-1] + alphabet.size * words + 2 * (columns + 1) * words)
+    index = cupy.arange(count, dtype=cupy.int64) * 2
+    scratch = cupy.empty(max(1, int(offset[-1])), dtype=cupy.uint32)
+    op_count = cupy.empty(count, dtype=cupy.int32)
+    text_chars = cupy.empty(count, dtype=cupy.int32)
+    trace = get_kernel(PATH_KERNEL_FILE, "trace_paths")
+    trace(*grid(trace, count),
+          (q_codes, cupy.asarray(q_range.ravel()), t_codes,
+           cupy.asarray(np.ascontiguousarray(t_range).ravel()), index, index, np.int64(-1),
+           np.int32(count), cupy.zeros(count, dtype=cupy.int32),
+           cupy.asarray(columns.astype(np.int32)), np.int32(alphabet.size),
+           np.int32(alphabet.match_codes), cupy.asarray(offset[:-1]), scratch, op_count,
+           text_chars))
+    gather = get_kernel(LONG_KERNEL_FILE, "gather_leaf_ops")
+    gather(*grid(gather, count),
+           (scratch, cupy.asarray(ops_at), op_count, cupy.asarray(to), np.int32(count), buffer))

@@ -1,5 +1,5 @@
 """What both edit-distance backends share without Numba: the results of pairs that need no
-dynamic programming, and the size check of a traceback.
+dynamic programming, and which CIGARs need linear space.
 
 The CUDA backend takes its pairs with an empty side (or, in global mode, a length difference
 over ``k``) from here, so that a CUDA run never loads the CPU backend; the results are exactly
@@ -16,7 +16,7 @@ import numpy as np
 from .. import config
 from ..codes import CIGAR_OPS, EDIT_GLOBAL, OP_DELETION, OP_INSERTION
 
-__all__ = ["check_traceback_size", "trivial_cigars", "trivial_results"]
+__all__ = ["needs_linear", "traceback_bytes", "trivial_cigars", "trivial_results"]
 
 
 def trivial_results(q_len: np.ndarray, t_len: np.ndarray, mode: int, k: int,
@@ -84,16 +84,33 @@ def trivial_cigars(q_len: np.ndarray, start: np.ndarray, end: np.ndarray) -> lis
     return cigars
 
 
-def check_traceback_size(q_len: Any, span: Any) -> None:
-    """Raise MemoryError, naming the pair, when a traceback's stored delta vectors (a query of
-    ``q_len`` against a target range of ``span``, arrays of NumPy or CuPy) would exceed
-    ``config.PATH_MAX_BYTES_PER_PAIR`` (the same check on every backend)."""
-    if not len(q_len):
-        return
-    matrix_bytes = (span + 1) * ((q_len + 63) // 64) * 16
-    worst = int(matrix_bytes.argmax())
-    if int(matrix_bytes[worst]) > config.PATH_MAX_BYTES_PER_PAIR:
-        raise MemoryError(
-            f"pair #{worst} needs {int(matrix_bytes[worst]) / 2**30:.1f} GiB for its traceback "
-            f"(query {int(q_len[worst])} x target range {int(span[worst])}), over "
-            "gpualign.config.PATH_MAX_BYTES_PER_PAIR")
+def traceback_bytes(q_len: Any, span: Any) -> Any:
+    """Bytes of the delta vectors that a full traceback stores for a query of ``q_len`` against
+    a target range of ``span`` (arrays of NumPy or CuPy): two 64-row words a row block, for
+    every column of the range and the one before it.
+
+    Examples
+    --------
+    >>> traceback_bytes(np.array([200]), np.array([300])).tolist()
+    [19264]
+    """
+    return (span + 1) * ((q_len + 63) // 64) * 16
+
+
+def needs_linear(q_len: Any, span: Any) -> Any:
+    """Which pairs (a query of ``q_len`` against a target range of ``span``, NumPy or CuPy
+    arrays) get their CIGAR in linear space (:mod:`._linear`) rather than from a full
+    traceback: those of at least ``config.LONG_EDIT_MIN_CELLS`` cells, which a full traceback
+    would run on one thread, and those whose stored delta vectors would exceed
+    ``config.PATH_MAX_BYTES_PER_PAIR`` (the same rule on every backend).
+
+    Examples
+    --------
+    >>> from gpualign import config
+    >>> with config.override(LONG_EDIT_MIN_CELLS=100, PATH_MAX_BYTES_PER_PAIR=1 << 30):
+    ...     needs_linear(np.array([5, 10, 20]), np.array([5, 10, 2])).tolist()
+    [False, True, False]
+    """
+    cells = q_len.astype(np.int64) * span
+    return (cells >= config.LONG_EDIT_MIN_CELLS) | (
+        traceback_bytes(q_len, span) > config.PATH_MAX_BYTES_PER_PAIR)

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Long edit-distance pairs: distance and CIGAR of one long pair (1 Mbp x 1 Mbp by default)
+and distances of many 10-50 kb pairs, with the peak GPU memory of each call.
+
+    python benchmarks/bench_edit_long.py                        # 1 Mbp x 1 Mbp on CUDA
+    python benchmarks/bench_edit_long.py --pairs 2000 --length 10000 --max-length 50000
+    python benchmarks/bench_edit_long.py --backend cpu --length 100000 --check
+    python benchmarks/bench_edit_long.py --lanes 16 --tile 64   # LONG_EDIT_* settings
+
+The target is the query with about ``--divergence`` of its positions edited (substitutions,
+insertions and deletions in equal parts). Rates count m*n cells per pair (for the CIGAR, the
+same cells: a "TCUPS-equivalent"). The peak GPU memory is the most that CuPy's memory pool
+held during the call (the pool is emptied before it; it keeps what it allocates, so its size
+after the call is its peak), beside the device's used memory from cudaMemGetInfo. ``--check``
+compares the distance (and the CIGAR's cost) with edlib on the CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+import gpualign
+from gpualign import config
+from gpualign.cigar import cigar_edit_cost
+
+
+def mutated(rng: np.random.Generator, query: np.ndarray, divergence: float) -> np.ndarray:
+    """``query`` with about ``divergence * len(query)`` random single-symbol edits."""
+    edits = rng.random(len(query)) < divergence
+    kind = rng.integers(0, 3, len(query))
+    keep = ~(edits & (kind == 1))  # deletions
+    target = query.copy()
+    substitute = edits & (kind == 0)
+    target[substitute] = (target[substitute] + rng.integers(1, 4, substitute.sum())) % 4
+    inserted = np.flatnonzero(edits & (kind == 2))
+    out = np.insert(target, inserted, rng.integers(0, 4, len(inserted)).astype(np.uint8))
+    keep = np.insert(keep, inserted, True)
+    return out[keep]
+
+
+def as_text(codes: np.ndarray) -> str:
+    return np.array(list("ACGT"))[codes].view(f"<U{len(codes)}")[0]
+
+
+def timed(call, repeats: int, backend: str):
+    """Median seconds of ``repeats`` calls (after one warm-up call), the last result, and the
+    peak GPU memory (pool bytes, device used bytes) of one call."""
+    sync = lambda: None  # noqa: E731
+    pool = None
+    if backend == "cuda":
+        import cupy
+
+        pool = cupy.get_default_memory_pool()
+        sync = cupy.cuda.Device().synchronize
+    result = call()
+    sync()
+    peak = None
+    if pool is not None:
+        import cupy
+
+        pool.free_all_blocks()
+        result = call()
+        sync()
+        free, total = cupy.cuda.runtime.memGetInfo()
+        peak = (pool.total_bytes(), total - free)
+    seconds = []
+    for _ in range(repeats):
+        sync()
+        begin = time.perf_counter()
+        result = call()
+        sync()
+        seconds.append(time.perf_counter() - begin)
+    return statistics.median(seconds), result, peak
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", default="cuda")
+    parser.add_argument("--length", type=int, default=1_000_000, help="query length")
+    parser.add_argument("--max-length", type=int, default=None,
+                        help="with --pairs: lengths uniform in [length, max-length]")
+    parser.add_argument("--pairs", type=int, default=1)
+    parser.add_argument("--divergence", type=float, default=0.05)
+    parser.add_argument("--mode", default="global", choices=["global", "prefix", "infix"])
+    parser.add_argument("--tasks", default="distance,path")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--lanes", type=int, default=None, help="LONG_EDIT_THREADS")
+    parser.add_argument("--tile", type=int, default=None, help="LONG_EDIT_TILE_COLUMNS")
+    parser.add_argument("--min-cells", type=int, default=None, help="LONG_EDIT_MIN_CELLS")
+    parser.add_argument("--check", action="store_true", help="compare with edlib")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    settings = {name: value for name, value in (
+        ("LONG_EDIT_THREADS", args.lanes), ("LONG_EDIT_TILE_COLUMNS", args.tile),
+        ("LONG_EDIT_MIN_CELLS", args.min_cells)) if value is not None}
+
+    rng = np.random.default_rng(args.seed)
+    high = args.max_length or args.length
+    lengths = rng.integers(args.length, high + 1, args.pairs)
+    queries = [rng.integers(0, 4, int(n)).astype(np.uint8) for n in lengths]
+    targets = [mutated(rng, q, args.divergence) for q in queries]
+    q_text = [as_text(q) for q in queries]
+    t_text = [as_text(t) for t in targets]
+    cells = float(sum(len(q) * len(t) for q, t in zip(queries, targets, strict=True)))
+    print(f"{args.pairs} pair(s), query {args.length}..{high}, divergence {args.divergence}, "
+          f"mode {args.mode}, backend {args.backend}, settings {settings or 'defaults'}")
+    with config.override(**settings):
+        for task in args.tasks.split(","):
+            seconds, result, peak = timed(
+                lambda task=task: gpualign.edit_distance(q_text, t_text, mode=args.mode,
+                                                         task=task, backend=args.backend),
+                args.repeats, args.backend)
+            memory = "" if peak is None else (f", peak pool {peak[0] / 2**30:.2f} GiB, device "
+                                              f"used {peak[1] / 2**30:.2f} GiB")
+            print(f"{task}: {seconds:.3f} s, {cells / seconds / 1e12:.2f} TCUPS{memory}; "
+                  f"distance {result.distance[:4].tolist()}")
+            if args.check:
+                import edlib
+
+                edlib_mode = {"global": "NW", "prefix": "SHW", "infix": "HW"}[args.mode]
+                for p in range(min(args.pairs, 4)):
+                    found = edlib.align(q_text[p], t_text[p], mode=edlib_mode)
+                    assert result.distance[p] == found["editDistance"], (p, found)
+                    if task == "path":
+                        s, e = int(result.target_start[p]), int(result.target_end[p])
+                        cost = cigar_edit_cost(queries[p], targets[p][s:e], result.cigar[p])
+                        assert cost == result.distance[p], (p, cost)
+                print(f"{task}: equal to edlib (first {min(args.pairs, 4)} pairs)")
+
+
+if __name__ == "__main__":
+    main()
