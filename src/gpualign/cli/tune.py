@@ -245,7 +245,8 @@ def measure(family: Family, workload: Workload, settings: dict[str, Any],
             answers = np.asarray(workload.run())
             entry.kernels = kernel_rows(used_since(before))
             times: list[float] = []
-            while len(times) < MAX_REPEATS and sum(times) < SECONDS_PER_CANDIDATE:
+            while not times or (len(times) < MAX_REPEATS
+                                and sum(times) < SECONDS_PER_CANDIDATE):
                 began = time.perf_counter()
                 workload.run()
                 times.append(time.perf_counter() - began)
