@@ -325,7 +325,7 @@ class LongBench(BenchBase):
             log(f"{workload}: preparing")
             try:
                 path, source = prepare(workload, self.args, self.folder)
-            except OSError as exc:
+            except (OSError, gpualign.io.SequenceFileError) as exc:
                 self.add(Row(workload, "-", note=f"skipped: {exc} (run scripts/fetch-data.sh)"))
                 continue
             self.sources[workload] = source
@@ -347,21 +347,20 @@ class LongBench(BenchBase):
         name = f"{workload} {task}"
         reference: dict | None = None
         for engine in self.engines_for(kind, task):
+            label = f"gpualign-{engine}" if engine in ("cuda", "cpu") else f"{engine} (1 core)"
             count = len(queries)
             limit = self.args.trace_max_cells if engine == "parasail" and task == "path" \
                 else self.args.cpu_max_cells * (64 if kind == "edit" else 1)  # 64 cells a word
             if engine not in ("cuda", "edlib"):  # edlib's bands make long similar pairs cheap
                 count = self.cpu_count(cells, limit)
                 if count == 0:
-                    self.add(Row(name, engine, note=f"skipped: {cells[0]:.3g} cells a pair, "
+                    self.add(Row(name, label, note=f"skipped: {cells[0]:.3g} cells a pair, "
                                                     f"over {limit:.3g}"))
                     continue
             spec = {"pairs": str(path), "kind": kind, "mode": mode, "task": task,
                     "engine": engine, "count": count}
             log(f"  {name}: {engine} on {count:,} pairs")
             out, host_bytes = run_child(spec, self.args.timeout)
-            label = engine if engine in ("cuda", "cpu") else f"{engine} (1 core)"
-            label = f"gpualign-{label}" if engine in ("cuda", "cpu") else label
             memory = f"peak host {gib(host_bytes)}, GPU {gib(out.get('gpu_bytes'))}"
             if "error" in out:
                 self.add(Row(name, label, note=f"{out['error']}; {memory}"))
@@ -424,11 +423,12 @@ def method(bench: LongBench) -> str:
         "to the answer (with CIGARs for path); the CUDA row first aligns a prefix pair large "
         "enough for the long-pair kernels, untimed, so that compilation is not counted. Peak "
         "host memory is the process's largest resident set (sequences included); GPU memory "
-        "the most CuPy's pool held. Checks: scores and distances equal gpualign-cuda's; CIGARs "
+        "the most CuPy's pool held. Checks: scores and distances equal the reference row's "
+        "(gpualign-cuda when it ran), on the pairs both ran; CIGARs "
         "are verified column by column and rescored to the score. edlib computes edit "
         "distance (unit costs), not the affine score: its rows of the alignment workloads are "
         "a speed reference only. CPU engines run pairs up to the cell limits of the command.",
-        "", "## Tile size, occupancy and GCUPS", "", *bench.tiles])
+        "", "## Tile size, occupancy and GCUPS", "", *(bench.tiles or ["(not run)"])])
 
 
 def main(argv: list[str] | None = None) -> int:
