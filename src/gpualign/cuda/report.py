@@ -8,8 +8,8 @@ memory from what :func:`gpualign.cuda.launch.reserve_shared` reserved for it in 
 NVIDIA's occupancy calculator does (``cuda_occupancy.h``): the least of the limits set by the
 SM's warp slots, its block slots, its registers (allocated per warp in units of 256, in each of
 the SM's four sub-partitions) and its shared memory (allocated per block in units of 128 bytes,
-plus the 1 KiB the system reserves per block from compute capability 8.0 on), the SM's shared
-memory being taken at its largest carve-out.
+plus what the system reserves per block: 1 KiB from compute capability 8.0 on), the SM's
+shared memory being taken at its largest carve-out.
 
 Examples
 --------
@@ -137,7 +137,7 @@ def occupancy(kernel: KernelResources, device: DeviceResources) -> Occupancy:
         per_partition = device.registers_per_sm // device.sub_partitions // registers_per_warp
         limits["registers"] = per_partition * device.sub_partitions // warps_per_block
 
-    reserved = device.reserved_shared_per_block if device.major >= 8 else 0
+    reserved = device.reserved_shared_per_block
     shared = _round_up(kernel.shared + reserved, device.shared_allocation_unit)
     if shared > device.shared_per_block_optin + reserved:
         limits["shared memory"] = 0
@@ -150,37 +150,30 @@ def occupancy(kernel: KernelResources, device: DeviceResources) -> Occupancy:
                      tuple(name for name, limit in limits.items() if limit == blocks))
 
 
+@functools.cache
 def device_resources(device: int) -> DeviceResources:
-    """The :class:`DeviceResources` of CUDA device ``device``.
+    """The :class:`DeviceResources` of CUDA device ``device`` (read once per process).
 
     Examples
     --------
     >>> device_resources(0).max_threads_per_sm  # doctest: +SKIP
     2048
     """
-    return _device_resources(int(device))
-
-
-@functools.cache
-def _device_resources(device: int) -> DeviceResources:
     import cupy
 
     properties = cupy.cuda.runtime.getDeviceProperties(device)
-    major = int(properties["major"])
     return DeviceResources(
         name=launch.device_limits(device).name,
-        major=major,
+        major=int(properties["major"]),
         minor=int(properties["minor"]),
         sms=int(properties["multiProcessorCount"]),
         max_threads_per_sm=int(properties["maxThreadsPerMultiProcessor"]),
-        # Both fields exist from CUDA 11; the fallbacks are sm_80/sm_90's values.
-        max_blocks_per_sm=int(properties.get("maxBlocksPerMultiProcessor", 32)),
+        max_blocks_per_sm=int(properties["maxBlocksPerMultiProcessor"]),
         registers_per_sm=int(properties["regsPerMultiprocessor"]),
         registers_per_block=int(properties["regsPerBlock"]),
         shared_per_sm=int(properties["sharedMemPerMultiprocessor"]),
         shared_per_block_optin=int(properties["sharedMemPerBlockOptin"]),
-        reserved_shared_per_block=int(properties.get("reservedSharedMemPerBlock",
-                                                     1024 if major >= 8 else 0)),
+        reserved_shared_per_block=int(properties["reservedSharedMemPerBlock"]),
         warp_size=int(properties["warpSize"]),
     )
 
