@@ -262,3 +262,41 @@ def test_tune_stores_a_choice_that_later_calls_use(capsys, store, monkeypatch):
     config.reset()
     gpualign.align(["ACGT"], ["ACGA"], backend="cuda")
     assert config.ALIGN_STRIP_ROWS == chosen
+
+
+@pytest.mark.parametrize("command", ["align", "edit"])
+def test_long_records_get_cigars_from_the_command_line(backend, command, tmp_path, monkeypatch):
+    """A 12 kb pair through ``gpualign align`` / ``gpualign edit`` with CIGARs, through the
+    long-pair kernels where they exist (their thresholds lowered), against parasail and
+    edlib."""
+    import edlib
+    import parasail
+
+    from gpualign.cigar import cigar_edit_cost, parse_cigar
+
+    for setting in ("LONG_ALIGN_MIN_CELLS", "LONG_EDIT_MIN_CELLS"):
+        if hasattr(config, setting):
+            monkeypatch.setattr(config, setting, 1 << 20)
+    queries, targets = tune_cli.random_pairs(1, 12_000, seed=5)
+    query, target = queries[0], targets[0]
+    files = []
+    for name, sequence in (("query", query), ("target", target)):
+        files.append(tmp_path / f"{name}.fa")
+        files[-1].write_text(f">{name}\n{sequence}\n")
+    out = tmp_path / "out.tsv"
+    assert main([command, *map(str, files), "--task", "path", "--backend", backend, "-o",
+                 str(out), "--quiet"]) == 0
+    header, row = (line.split("\t") for line in out.read_text().splitlines())
+    row = dict(zip(header, row, strict=True))
+    cost = cigar_edit_cost(query, target, row["cigar"])  # every = and X true, both consumed
+    if command == "edit":
+        assert int(row["distance"]) == cost == edlib.align(query, target)["editDistance"]
+        return
+    scoring = tune_cli.SCORING
+    rescored = 0
+    for length, op in parse_cigar(row["cigar"]):
+        rescored += {"=": scoring.match * length, "X": scoring.mismatch * length}.get(
+            op, -(scoring.gap_open + (length - 1) * scoring.gap_extend))
+    expected = parasail.nw_striped_32(query, target, scoring.gap_open, scoring.gap_extend,
+                                      parasail.matrix_create("ACGT", 2, -3)).score
+    assert int(row["score"]) == rescored == expected
