@@ -248,7 +248,8 @@ def child(spec: dict) -> dict:
     index = np.arange(count)
     queries, targets = queries.take(index), targets.take(index)
     kind, mode, task, engine = spec["kind"], spec["mode"], spec["task"], spec["engine"]
-    out: dict = {"pairs": count, "cells": tune_cli._cells(queries, targets)}
+    out: dict = {"pairs": count, "cells": int(np.dot(queries.lengths.astype(np.float64),
+                                                      targets.lengths.astype(np.float64)))}
     if engine in ("cuda", "cpu"):
         if engine == "cuda":  # compile the kernels of long pairs first, on a pair above
             side = math.isqrt(int(getattr(config, f"LONG_{kind.upper()}_MIN_CELLS", 0))) + 2

@@ -137,25 +137,25 @@ def _edit_workload(count: int, length: int, description: str) -> Workload:
                     _cells(queries, targets), description)
 
 
-def long_align_workload() -> Workload:
+def _long_align_workload() -> Workload:
     """One global affine score of a 100 kb pair (6% substitutions, 2% deletions), above
     ``LONG_ALIGN_MIN_CELLS``."""
     side = _long_side("LONG_ALIGN_MIN_CELLS", 100_000)
     return _align_workload(1, side, f"1 pair of {side:,} bp, global affine score")
 
 
-def long_edit_workload() -> Workload:
+def _long_edit_workload() -> Workload:
     """One global edit distance of a 500 kb pair, above ``LONG_EDIT_MIN_CELLS``."""
     side = _long_side("LONG_EDIT_MIN_CELLS", 500_000)
     return _edit_workload(1, side, f"1 pair of {side:,} bp, edit distance")
 
 
-def strip_workload() -> Workload:
+def _strip_workload() -> Workload:
     """Global affine scores of 20,000 pairs of 1.5 kb (16S-sized), one pair a thread."""
     return _align_workload(20_000, 1_500, "20,000 pairs of 1,500 bp, global affine score")
 
 
-def slice_workload() -> Workload:
+def _slice_workload() -> Workload:
     """Edit distances of 1,000 pairs of 25 kb: queries longer than the last kernel bin, run in
     slices of ``EDIT_SLICE_KERNEL``."""
     return _edit_workload(1_000, 25_000, "1,000 pairs of 25,000 bp, edit distance")
@@ -185,12 +185,12 @@ def _fixed(*values: Any) -> Callable[[Any], tuple[Any, ...]]:
 FAMILIES: dict[str, Family] = {family.name: family for family in (
     Family("long-align", {"LONG_ALIGN_TILE_COLUMNS": powers_of_two_around,
                           "LONG_ALIGN_ROWS_PER_THREAD": powers_of_two_around,
-                          "LONG_ALIGN_THREADS": _threads}, long_align_workload),
+                          "LONG_ALIGN_THREADS": _threads}, _long_align_workload),
     Family("long-edit", {"LONG_EDIT_TILE_COLUMNS": powers_of_two_around,
-                         "LONG_EDIT_THREADS": _threads}, long_edit_workload),
-    Family("align-strip", {"ALIGN_STRIP_ROWS": _fixed(32, 48, 64, 96, 128)}, strip_workload),
+                         "LONG_EDIT_THREADS": _threads}, _long_edit_workload),
+    Family("align-strip", {"ALIGN_STRIP_ROWS": _fixed(32, 48, 64, 96, 128)}, _strip_workload),
     Family("edit-slice", {"EDIT_SLICE_KERNEL": _fixed((32, 8), (32, 16), (32, 24), (16, 16))},
-           slice_workload),
+           _slice_workload),
 )}
 
 
@@ -215,7 +215,7 @@ class Measurement:
                 "kernels": self.kernels or [], "error": self.error}
 
 
-def kernel_rows(keys: list[tuple[str, str, tuple[str, ...]]]) -> list[dict[str, Any]]:
+def _kernel_rows(keys: list[tuple[str, str, tuple[str, ...]]]) -> list[dict[str, Any]]:
     """Registers, block size, resident blocks and occupancy of the kernels ``keys``."""
     from ..cuda.report import kernel_report
 
@@ -234,7 +234,19 @@ def kernel_rows(keys: list[tuple[str, str, tuple[str, ...]]]) -> list[dict[str, 
 def measure(family: Family, workload: Workload, settings: dict[str, Any],
             reference: np.ndarray | None) -> tuple[Measurement, np.ndarray | None]:
     """Time ``workload`` under ``settings`` (a first, untimed call compiles and warms up);
-    returns the measurement and the answers (None when the run failed)."""
+    returns the measurement and the answers (None when the run failed). Answers that differ
+    from ``reference`` (when given) make the measurement an error.
+
+    Examples
+    --------
+    >>> family = FAMILIES["align-strip"]
+    >>> work = Workload(lambda: np.array([config.ALIGN_STRIP_ROWS]), 10**6, "no GPU needed")
+    >>> entry, answers = measure(family, work, {"ALIGN_STRIP_ROWS": 32}, None)
+    >>> answers.tolist(), entry.error, config.ALIGN_STRIP_ROWS
+    ([32], None, 64)
+    >>> measure(family, work, {"ALIGN_STRIP_ROWS": 48}, answers)[0].error
+    "answers differ from the starting settings'"
+    """
     from ..cuda.loader import REQUESTS
     from ..cuda.report import used_since
 
@@ -243,7 +255,7 @@ def measure(family: Family, workload: Workload, settings: dict[str, Any],
         with config.override(**settings):
             before = dict(REQUESTS)
             answers = np.asarray(workload.run())
-            entry.kernels = kernel_rows(used_since(before))
+            entry.kernels = _kernel_rows(used_since(before))
             times: list[float] = []
             while not times or (len(times) < MAX_REPEATS
                                 and sum(times) < SECONDS_PER_CANDIDATE):
@@ -264,7 +276,16 @@ def tune_family(family: Family, workload: Workload,
                 log: Callable[[Measurement], None]) -> tuple[dict[str, Any], list[Measurement]]:
     """Tune ``family`` one setting at a time, from the current settings (whose answers every
     candidate must reproduce); returns the best settings and every measurement (each
-    candidate once). When the current settings fail, they stay and nothing else is tried."""
+    candidate once). When the current settings fail, they stay and nothing else is tried.
+
+    Examples
+    --------
+    >>> family = Family("fake", {"ALIGN_STRIP_ROWS": _fixed(32)},
+    ...                 lambda: Workload(lambda: np.zeros(1), 1, "fake"))
+    >>> best, measured = tune_family(family, family.workload(), lambda entry: None)
+    >>> sorted(best) == ["ALIGN_STRIP_ROWS"], len(measured)
+    (True, 2)
+    """
     best = {name: getattr(config, name) for name in family.settings}
     start, reference = measure(family, workload, best, None)
     log(start)
@@ -284,7 +305,14 @@ def tune_family(family: Family, workload: Workload,
 
 
 def describe_kernels(kernels: list[dict[str, Any]] | None) -> str:
-    """``name: blocks/SM, occupancy`` of each kernel, for a line of output."""
+    """``name: registers, blocks/SM, occupancy`` of each kernel, for a line of output.
+
+    Examples
+    --------
+    >>> describe_kernels([{"kernel": "k<2>", "registers": 64, "blocks_per_sm": 4,
+    ...                    "occupancy": 0.5}])
+    'k<2>: 64 regs, 4 blocks/SM, 50%'
+    """
     return "; ".join(f"{k['kernel']}: {k['registers']} regs, {k['blocks_per_sm']} blocks/SM, "
                      f"{k['occupancy']:.0%}" for k in kernels or [])
 
@@ -299,7 +327,7 @@ def _print_measurement(entry: Measurement) -> None:
 
 
 @contextlib.contextmanager
-def stored_choices_off() -> Iterator[None]:
+def _stored_choices_off() -> Iterator[None]:
     """Measure from the shipped defaults, not from earlier choices."""
     saved = os.environ.get(tuning.ENV_VAR)
     os.environ[tuning.ENV_VAR] = "off"
@@ -313,7 +341,13 @@ def stored_choices_off() -> Iterator[None]:
 
 
 def current_model() -> str:
-    """The name of the current CUDA device (its model)."""
+    """The name of the current CUDA device (its model).
+
+    Examples
+    --------
+    >>> current_model()  # doctest: +SKIP
+    'NVIDIA H100 80GB HBM3'
+    """
     import cupy
 
     from ..cuda.launch import device_limits
@@ -372,7 +406,7 @@ def run(args: argparse.Namespace) -> int:
     model = current_model()
     chosen: dict[str, Any] = {}
     measurements: list[Measurement] = []
-    with stored_choices_off():
+    with _stored_choices_off():
         for name in args.family or list(FAMILIES):
             family = FAMILIES[name]
             if not family.available:
