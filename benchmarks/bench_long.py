@@ -40,6 +40,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -59,7 +60,7 @@ from _common import (
 
 import gpualign
 from gpualign import SequenceSet, config
-from gpualign.cigar import parse_cigar
+from gpualign.cigar import cigar_edit_cost, parse_cigar
 from gpualign.cli import tune as tune_cli
 
 WORKLOADS = ("mt", "ecoli-100k", "ecoli-genomes", "edit-1m", "reads", "tiles")
@@ -285,12 +286,16 @@ def child(spec: dict) -> dict:
         answers = [int(r["editDistance"]) for r in results]
         cigars = [None] * count
     out["answers"] = answers
-    if task == "path" and kind == "align" and cigars[0]:
+    if task == "path" and cigars[0]:
         try:
-            rescored = [cigar_score(queries.codes_of(n), targets.codes_of(n), cigars[n])
-                        for n in range(count)]
-            out["cigar"] = "CIGAR rescored = score" if rescored == list(answers) else \
-                "FAIL: CIGAR rescored != score"
+            if kind == "align":
+                rescored = [cigar_score(queries.codes_of(n), targets.codes_of(n), cigars[n])
+                            for n in range(count)]
+            else:
+                rescored = [cigar_edit_cost(queries.codes_of(n), targets.codes_of(n), cigars[n])
+                            for n in range(count)]
+            out["cigar"] = "CIGAR rescored = answer" if rescored == list(answers) else \
+                "FAIL: CIGAR rescored != answer"
         except ValueError as exc:
             out["cigar"] = f"FAIL: {exc}"
     out["gpu_bytes"] = gpu_peak()
@@ -310,24 +315,27 @@ def call(kind: str, mode: str, task: str, engine: str, queries: SequenceSet,
 def run_child(spec: dict, timeout: float) -> tuple[dict, int]:
     """Run :func:`child` in a new process; returns its answer and its peak resident set
     (bytes)."""
-    process = subprocess.Popen([sys.executable, __file__, "--child", json.dumps(spec)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    began = time.monotonic()
-    while True:
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() - began > timeout:
-            process.kill()
-            pid, status, usage = os.wait4(process.pid, 0)
-            return {"error": f"stopped after {timeout:.0f} s"}, usage.ru_maxrss * 1024
-        time.sleep(0.05)
-    stdout, stderr = process.stdout.read(), process.stderr.read()
-    process.returncode = os.waitstatus_to_exitcode(status)
-    lines = stdout.strip().splitlines()
-    if process.returncode != 0 or not lines:
-        last = (stderr.strip().splitlines() or ["no output"])[-1]
-        return {"error": f"exit {process.returncode}: {last}"}, usage.ru_maxrss * 1024
+    # Files, not pipes: a child that fills a pipe nobody reads until it exits would hang.
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen([sys.executable, __file__, "--child", json.dumps(spec)],
+                                   stdout=stdout, stderr=stderr, text=True)
+        began = time.monotonic()
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - began > timeout:
+                process.kill()
+                pid, status, usage = os.wait4(process.pid, 0)
+                return {"error": f"stopped after {timeout:.0f} s"}, usage.ru_maxrss * 1024
+            time.sleep(0.05)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        stdout.seek(0)
+        stderr.seek(0)
+        lines = stdout.read().strip().splitlines()
+        if process.returncode != 0 or not lines:
+            last = (stderr.read().strip().splitlines() or ["no output"])[-1]
+            return {"error": f"exit {process.returncode}: {last}"}, usage.ru_maxrss * 1024
     return json.loads(lines[-1]), usage.ru_maxrss * 1024
 
 
