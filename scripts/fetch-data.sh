@@ -4,7 +4,8 @@
 # Every file comes from a Debian package (no other network access is needed):
 #   iva 1.0.11+ds-3              HIV DQ234790 reference (9,056 bp) + 38,056 pairs of MiSeq reads
 #   parsinsert-testdata 1.04-12  RDP 16S core set (10,143 aligned 16S rRNA sequences)
-#   ragout-examples 2.3-4        E. coli K-12 MG1655 genome (4,639,675 bp)
+#   ragout-examples 2.3-4        E. coli K-12 MG1655 genome (4,639,675 bp) and DH1 (4,630,707 bp)
+#   wtdbg2-examples 2.5-9        16,890 E. coli PacBio RS II reads (mean 8.2 kb) + their reference
 #   mmseqs2-examples             20,000 UniProt proteins (mean 453 aa) + 500 query proteins
 #
 # Usage: scripts/fetch-data.sh [DATA_DIR]     (default: ./data)
@@ -69,6 +70,33 @@ fetch parsinsert-testdata "$rdp/rdp.taxonomy.gz" rdp.taxonomy.gz
 
 fetch ragout-examples usr/share/doc/ragout/examples/E.Coli/references/MG1655-K12.fasta.gz \
     ecoli_MG1655.fasta.gz
+fetch ragout-examples usr/share/doc/ragout/examples/E.Coli/references/DH1.fasta.gz \
+    ecoli_DH1.fasta.gz
+
+# fetch_from_tar PKG TARBALL MEMBER DEST_NAME [gzip]: one member of a tarball inside PKG
+fetch_from_tar() {
+    local pkg=$1 tarball=$2 member=$3 dest=$data_dir/$4 compress=${5:-}
+    if [[ -s "$dest" ]]; then
+        echo "fetch-data: $dest present, skipped" >&2
+        return 0
+    fi
+    download "$pkg"
+    if [[ -n "$compress" ]]; then
+        tar -xzOf "$work/$pkg/$tarball" "$member" | gzip -c >"$dest.part"
+    else
+        tar -xzOf "$work/$pkg/$tarball" "$member" >"$dest.part"
+    fi
+    mv "$dest.part" "$dest"
+    printf '%s\t%s\t%s\t%s\n' "$4" "$pkg" "$(cat "$work/$pkg.version")" "$tarball:$member" \
+        >>"$data_dir/SOURCES.tsv"
+    echo "fetch-data: wrote $dest" >&2
+}
+
+wtdbg2=usr/share/doc/wtdbg2-examples/selfSampleData.tar.gz
+fetch_from_tar wtdbg2-examples "$wtdbg2" selfSampleData/pacbio_filtered.fastq \
+    ecoli_pacbio.fastq.gz gzip
+fetch_from_tar wtdbg2-examples "$wtdbg2" selfSampleData/reference.fasta \
+    ecoli_pacbio_reference.fasta
 
 mmseqs=usr/share/doc/mmseqs2/example-data
 fetch mmseqs2-examples "$mmseqs/DB.fasta.gz" uniprot_db.fasta.gz

@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 import os
 
-from . import config
+from . import config, tuning
+from .cuda.launch import device_limits
 
 BACKENDS = ("auto", "cpu", "cuda")
 
@@ -68,5 +69,9 @@ def resolve_backend(backend: str | None = "auto") -> str:
     if requested == "cuda" and not available:
         raise BackendUnavailableError(f"backend 'cuda' requested but unavailable: {reason}")
     if requested == "auto":
-        return "cuda" if available else "cpu"
+        requested = "cuda" if available else "cpu"
+    if requested == "cuda":  # the choices `gpualign tune` stored for this GPU model
+        import cupy
+
+        tuning.apply(device_limits(cupy.cuda.Device().id).name)
     return requested

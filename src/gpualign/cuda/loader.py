@@ -15,6 +15,7 @@ True
 
 from __future__ import annotations
 
+import collections
 import functools
 import hashlib
 import importlib.resources
@@ -28,6 +29,10 @@ INCLUDE_DIR = Path(__file__).resolve().parent
 
 #: NVRTC options of every kernel (the kernel compile test builds with them too).
 OPTIONS = ("--std=c++17", f"--include-path={INCLUDE_DIR}")
+
+#: How often each kernel ``(path, name, options)`` was asked for in this process, in the order
+#: of first use: :mod:`gpualign.cuda.report` tells from it which kernels a workload used.
+REQUESTS: collections.Counter[tuple[str, str, tuple[str, ...]]] = collections.Counter()
 
 
 @functools.cache
@@ -75,4 +80,5 @@ def get_kernel(path: str, name: str, options: tuple[str, ...] = ()) -> Any:
     import cupy
 
     device = cupy.cuda.Device().id
+    REQUESTS[path, name, tuple(options)] += 1
     return _module(path, name, tuple(options), device).get_function(name)
