@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .sequences import Alphabet, SequenceSet, encode_many, get_alphabet, read_sets
+from .sequences import AUTO, Alphabet, SequenceSet, encode_many, read_sets, resolve_alphabet
 
 __all__ = ["Batch", "iter_batches"]
 
@@ -128,7 +128,7 @@ def _read_ahead(batches: Iterator[Batch], read_ahead: int) -> Iterator[Batch]:
         stop.set()
 
 
-def iter_batches(subjects: Any, alphabet: str | Alphabet = "dna", *, invalid: str = "error",
+def iter_batches(subjects: Any, alphabet: str | Alphabet = AUTO, *, invalid: str = "error",
                  batch_residues: int = 1 << 26, first_residues: int | None = None,
                  read_ahead: int = _READ_AHEAD, role: str = "subjects",
                  parser: str = "cpu") -> Iterator[Batch]:
@@ -138,7 +138,10 @@ def iter_batches(subjects: Any, alphabet: str | Alphabet = "dna", *, invalid: st
     ----------
     subjects : SequenceSet, pathlib.Path to FASTA/FASTQ (plain or compressed), or an iterable
         of str/bytes/uint8 arrays or of ``(name, sequence)`` pairs.
-    alphabet, invalid : as :func:`gpualign.sequences.encode`
+    alphabet, invalid : as :func:`gpualign.sequences.encode`; ``"auto"`` (the default) infers
+        the alphabet from the first subjects (:func:`gpualign.sequences.resolve_alphabet`),
+        reading those of an iterator at once (up to 1,000), before the read-ahead thread
+        starts: name the alphabet to read an iterator only as the batches go.
     batch_residues : int
         Symbols per batch (a batch holds at least one subject).
     first_residues : int, optional
@@ -153,7 +156,8 @@ def iter_batches(subjects: Any, alphabet: str | Alphabet = "dna", *, invalid: st
     >>> [(b.start, len(b)) for b in iter_batches(["ACGT", "GG", "TTTT"], batch_residues=5)]
     [(0, 2), (2, 1)]
     """
-    alpha = get_alphabet(alphabet)
+    # "auto" reads the first subjects: an iterator gets them back in front of the rest.
+    alpha, (subjects,) = resolve_alphabet(alphabet, subjects)
     if isinstance(subjects, SequenceSet):
         if subjects.alphabet.name != alpha.name:
             raise ValueError(f"{role} are encoded as {subjects.alphabet.name}, not {alpha.name}")
