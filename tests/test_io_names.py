@@ -235,6 +235,44 @@ def test_runs_stay_few_and_sorted():
         settled.batch(["m", "n123"])
 
 
+# --- duplicates in memory --------------------------------------------------------------------
+
+
+def test_names_given_in_memory_are_settled_as_a_files():
+    sequences = ["AC", "GT", "TT", "CC"]
+    kept = SequenceSet.from_sequences(sequences, names=["a", "b", "a", ""])
+    assert kept.names == ["a", "b", "a", ""]  # "keep", the default: as given
+    with pytest.raises(io.DuplicateNameError,
+                       match=r"^names: records #0 and #2 have the same name 'a'; names must "
+                             r"be unique \(use duplicates='rename'\)$"):
+        SequenceSet.from_sequences(sequences, names=["a", "b", "a", ""], duplicates="error")
+    with pytest.warns(io.DuplicateNameWarning, match="^names: records #0 and #2 .* #2 renamed "
+                                                     "'a.2'"):
+        renamed = SequenceSet.from_sequences(sequences, names=["a", "b", "a", "3"],
+                                             duplicates="rename")
+    assert renamed.names == ["a", "b", "a.2", "3"]
+    with config.override(DUPLICATE_NAMES="error"), pytest.raises(io.DuplicateNameError):
+        SequenceSet.from_sequences(sequences, names=["a", "b", "c", "b"])
+
+
+@pytest.mark.parametrize("form", [list, iter])
+def test_named_subjects_in_memory_follow_the_setting(backend, form):
+    # (name, sequence) pairs streamed in batches of one: repeats found across batches.
+    pairs = [("a", "ACGT"), ("b", "AC"), ("a", "ACGA")]
+    with config.override(DUPLICATE_NAMES="keep", LCS_CPU_BATCH_RESIDUES=1,
+                         LCS_GPU_BATCH_RESIDUES=1, LCS_GPU_FIRST_BATCH_RESIDUES=1):
+        top = gpualign.lcs_top("ACGT", form(pairs), 3, backend=backend)
+        assert top.name == ["a", "a", "b"]
+    with config.override(DUPLICATE_NAMES="error", LCS_CPU_BATCH_RESIDUES=1,
+                         LCS_GPU_BATCH_RESIDUES=1, LCS_GPU_FIRST_BATCH_RESIDUES=1):
+        with pytest.raises(io.DuplicateNameError, match="^subjects: records #0 and #2 have "
+                                                        "the same name 'a'"):
+            gpualign.lcs_top("ACGT", form(pairs), 3, backend=backend)
+    with config.override(DUPLICATE_NAMES="rename"), pytest.warns(io.DuplicateNameWarning):
+        top = gpualign.lcs_top("ACGT", form(pairs), 3, backend=backend)
+    assert top.name == ["a", "a.2", "b"]
+
+
 # --- empty names: TSV and SAM ----------------------------------------------------------------
 
 

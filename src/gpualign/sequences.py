@@ -14,7 +14,7 @@ import lzma
 import os
 import pathlib
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ __all__ = [
     "encode_packed",
     "get_alphabet",
     "infer_alphabet",
+    "name_settler",
     "read_sets",
     "resolve_alphabet",
 ]
@@ -466,10 +467,12 @@ class SequenceSet:
 
     @classmethod
     def from_sequences(cls, sequences: Iterable[Any], alphabet: str | Alphabet = AUTO, *,
-                       names: Sequence[str] | None = None,
-                       invalid: str = "error") -> SequenceSet:
+                       names: Sequence[str] | None = None, invalid: str = "error",
+                       duplicates: str | None = None) -> SequenceSet:
         """Encode an iterable of str/bytes/uint8 arrays (see :func:`encode`; ``"auto"``,
         the default, infers the alphabet from the first sequences: :func:`resolve_alphabet`).
+        ``names`` that repeat are kept, refused or renamed as a file's (``duplicates``: see
+        :meth:`from_file`; with checks, an empty name becomes the record's number too).
 
         Examples
         --------
@@ -482,6 +485,9 @@ class SequenceSet:
             names = [str(i) for i in range(len(sequences))]
         elif len(names) != len(sequences):
             raise ValueError(f"{len(names)} names for {len(sequences)} sequences")
+        else:
+            settle = name_settler("names", duplicates)
+            names = settle(list(names)) if settle else names
         return cls(*encode_many(sequences, alpha, names=names, invalid=invalid), names, alpha)
 
     @classmethod
@@ -598,6 +604,29 @@ class SequenceSet:
     def release_device(self) -> None:
         """Drop the device copies made by :meth:`to_device`, giving their GPU memory back."""
         self._device.clear()
+
+
+def name_settler(source: str, duplicates: str | None = None,
+                 ) -> Callable[[list[str]], list[str]] | None:
+    """What settles names given in memory, batch after batch, as :func:`gpualign.io.read_records`
+    settles a file's (``source`` names them in messages; ``duplicates`` as
+    :meth:`SequenceSet.from_file`); None when they are kept as they are ("keep", the default
+    setting), so that in-memory work never loads the file readers.
+
+    Examples
+    --------
+    >>> name_settler("names", "keep") is None
+    True
+    >>> name_settler("names", "error")(["a", "b"])
+    ['a', 'b']
+    """
+    from . import config
+
+    if (config.DUPLICATE_NAMES if duplicates is None else duplicates) == "keep":
+        return None
+    from .io import _Names
+
+    return _Names(source, duplicates).batch
 
 
 def as_sequence_set(sequences: Any, alphabet: str | Alphabet = AUTO, *,

@@ -18,7 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from .sequences import AUTO, Alphabet, SequenceSet, encode_many, read_sets, resolve_alphabet
+from .sequences import (
+    AUTO,
+    Alphabet,
+    SequenceSet,
+    encode_many,
+    name_settler,
+    read_sets,
+    resolve_alphabet,
+)
 
 __all__ = ["Batch", "iter_batches"]
 
@@ -59,8 +67,8 @@ def _records(source: Iterable[Any]) -> Iterator[tuple[str, Any]]:
             yield str(index), item
 
 
-def _encoded_batches(source: Any, alphabet: Alphabet, invalid: str,
-                     batch_residues: int, parser: str = "cpu") -> Iterator[Batch]:
+def _encoded_batches(source: Any, alphabet: Alphabet, invalid: str, batch_residues: int,
+                     role: str, parser: str = "cpu") -> Iterator[Batch]:
     if isinstance(source, os.PathLike):
         for start, chunk in read_sets(source, alphabet, batch_residues=batch_residues,
                                       invalid=invalid, parser=parser):
@@ -69,11 +77,13 @@ def _encoded_batches(source: Any, alphabet: Alphabet, invalid: str,
     names: list[str] = []
     sequences: list[Any] = []
     residues = start = 0
+    settle = name_settler(role)  # names of (name, sequence) pairs, as a file's
 
     def batch() -> Batch:
+        settled = settle(names) if settle else names
         codes, offsets = encode_many(sequences, alphabet, names=names, first_index=start,
                                      invalid=invalid)
-        return Batch(start, SequenceSet(codes, offsets, names, alphabet))
+        return Batch(start, SequenceSet(codes, offsets, settled, alphabet))
 
     for name, sequence in _records(source):
         names.append(name)
@@ -169,6 +179,6 @@ def iter_batches(subjects: Any, alphabet: str | Alphabet = AUTO, *, invalid: str
         raise TypeError(f"{role}: expected a SequenceSet, a pathlib.Path or an iterable of "
                         f"sequences, got {type(subjects).__name__}")
     if isinstance(subjects, (list, tuple)):  # already in memory: no thread needed
-        return _encoded_batches(subjects, alpha, invalid, batch_residues)
-    return _read_ahead(_encoded_batches(subjects, alpha, invalid, batch_residues, parser),
+        return _encoded_batches(subjects, alpha, invalid, batch_residues, role)
+    return _read_ahead(_encoded_batches(subjects, alpha, invalid, batch_residues, role, parser),
                        read_ahead)
