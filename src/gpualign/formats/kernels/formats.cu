@@ -24,9 +24,8 @@ __device__ __forceinline__ bool unusual_header_byte(u8 byte, bool last) {
 // name_at[r] and note_at[r], the name's hash into name_hashes[r] (h = seed, then h = h *
 // factor + byte for each of its bytes, modulo 2^64: gpualign.formats.NAME_HASH_SEED), and
 // unusual[r] = 1 for a record left to dnaio (other white space in a sequence line, a header
-// byte above). With write: the sequence copied to sequences +
-// sequence_at[r], the name and a newline to names + name_at[r], the description and a
-// newline to notes + note_at[r].
+// byte above). With write: the sequence copied to sequences + sequence_at[r], the name and a
+// newline to names + name_at[r], the description and a newline to notes + note_at[r].
 template <bool write>
 __global__ void __launch_bounds__(256)
 fasta_records(const u8* __restrict__ data, const i64* __restrict__ starts,
