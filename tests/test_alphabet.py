@@ -120,6 +120,43 @@ def test_sequence_sets_accept_auto(tmp_path):
     assert gpualign.sequences.as_sequence_set([PEPTIDE], "auto").alphabet.name == "protein"
 
 
+def test_sequence_functions_infer_when_no_alphabet_is_named(tmp_path):
+    # Proteins and RNA without naming the alphabet, in every function that encodes symbols;
+    # DNA gives the codes it gave with "dna".
+    from gpualign.sequences import encode_many, encode_packed, read_sets
+    from gpualign.streaming import iter_batches
+
+    protein, dna = ALPHABETS["protein"], ALPHABETS["dna"]
+    assert encode(PEPTIDE + "UO").tolist() == encode(PEPTIDE + "UO", "protein").tolist()
+    assert encode(RNA).tolist() == encode(DNA, "dna").tolist()
+    codes, offsets = encode_many([PEPTIDE, "MKV*"])
+    assert protein.decode(codes) == PEPTIDE + "MKV*" and offsets.tolist() == [0, 60, 64]
+    assert encode_many([DNA, RNA])[0].tolist() == encode_many([DNA, DNA], "dna")[0].tolist()
+    raw = (PEPTIDE * 2).encode()
+    assert encode_packed(raw, [0, 60, 120]).tolist() == encode(PEPTIDE * 2, "protein").tolist()
+    assert SequenceSet.from_sequences([PEPTIDE, "U"]).alphabet is protein
+    assert SequenceSet.from_sequences([RNA]).codes.tolist() == encode(DNA, "dna").tolist()
+    rna_file = write_fasta(tmp_path / "rna.fa", [("r", RNA), ("s", RNA[::-1])])
+    for read in (SequenceSet.from_file(rna_file), *SequenceSet.iter_file(rna_file),
+                 *(chunk for _, chunk in read_sets(rna_file))):
+        assert read.alphabet is dna and read[0] == DNA
+    assert SequenceSet.from_file(UNIPROT).alphabet is protein
+    assert {chunk.alphabet.name for chunk in SequenceSet.iter_file(UNIPROT,
+                                                                   batch_residues=5000)} == {
+        "protein"}
+    assert gpualign.sequences.as_sequence_set(iter([PEPTIDE])).alphabet is protein
+    first_protein = SequenceSet.from_file(UNIPROT, "protein")[0]
+    for source, first in (([PEPTIDE, "MKV"], PEPTIDE), (iter([PEPTIDE, "MKV"]), PEPTIDE),
+                          (UNIPROT, first_protein)):
+        batches = list(iter_batches(source, batch_residues=50))
+        assert {batch.sequences.alphabet.name for batch in batches} == {"protein"}
+        assert batches[0].sequences[0] == first
+    for path in (RDP16S, ECOLI_READS):  # DNA: the codes that "dna" gives
+        inferred = SequenceSet.from_file(path, invalid="wildcard")
+        named = SequenceSet.from_file(path, "dna", invalid="wildcard")
+        assert inferred.alphabet is dna and inferred.codes.tolist() == named.codes.tolist()
+
+
 # --- RNA and the IUPAC amino acids -----------------------------------------------------------
 
 

@@ -776,8 +776,9 @@ def test_local_cluster_pins_one_worker_to_each_gpu(monkeypatch):
 
 
 def test_lcs_several_queries_have_a_progress_bar(rdp16s, tmp_path, monkeypatch):
-    # One bar over the queries (each query's own bar counts its subjects), shown when the run
-    # outlasts a second (tqdm's delay, left to the real bar) and never with -q.
+    # One bar over the pairs (query, subject), moving as batches of subjects finish, within a
+    # query too; its total is known once the first query has counted the subjects. Shown when
+    # the run outlasts a second (tqdm's delay, left to the real bar) and never with -q.
     from gpualign.cli import lcs as lcs_command
 
     bars = []
@@ -788,19 +789,25 @@ def test_lcs_several_queries_have_a_progress_bar(rdp16s, tmp_path, monkeypatch):
             bars.append(self)
 
         def update(self, count=1):
-            self.steps.append(count)
+            self.steps.append((count, self.total))
 
         def close(self):
             pass
 
     monkeypatch.setattr(lcs_command, "progress_bar", RecordingBar)
+    monkeypatch.setattr(gpualign.config, "LCS_CPU_BATCH_RESIDUES", 1)  # a batch per subject
     query_file = write_fasta(tmp_path / "queries.fa", rdp16s[:3])
     subjects = write_fasta(tmp_path / "subjects.fa", rdp16s[:5])
     for quiet in ([], ["-q"]):
         assert main(["lcs", str(query_file), str(subjects), "--top", "2", "--backend", "cpu",
                      "--no-strings", "-o", str(tmp_path / "top.tsv"), *quiet]) == 0
         assert [(bar.total, bar.enabled, bar.unit, bar.steps) for bar in bars] == [
-            (3, not quiet, "query", [1, 1, 1])]
+            (15, not quiet, "pair", [(1, None)] * 5 + [(1, 15)] * 10)]
+        bars.clear()
+        assert main(["lcs", str(query_file), str(subjects), "--all", "--backend", "cpu",
+                     "-o", str(tmp_path / "all.tsv"), *quiet]) == 0
+        assert [(bar.enabled, bar.unit, bar.steps) for bar in bars][0] == (
+            not quiet, "pair", [(3, None)] * 5)  # one pass: a subject is 3 pairs
         bars.clear()
 
 

@@ -8,11 +8,13 @@ import gzip
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import gpualign
 from gpualign import config, io
 from gpualign.cli import main
+from gpualign.formats import NAME_HASH_FACTOR, NAME_HASH_SEED, name_hashes
 from gpualign.formats import _cpu as formats_cpu
 from gpualign.sequences import SequenceSet, read_sets
 
@@ -148,6 +150,127 @@ def test_many_repeats_of_one_name(tmp_path):
         s = SequenceSet.from_file(path, duplicates="rename")
     assert s.names[:3] == ["r", "r.2", "r.3"] and s.names[-1] == "r.1000"
     assert len(set(s.names)) == 1000
+
+
+def _hash_of(name: bytes) -> int:
+    """The name hash of :mod:`gpualign.formats`, a byte at a time (the reference)."""
+    value = NAME_HASH_SEED
+    for byte in name:
+        value = (value * NAME_HASH_FACTOR + byte) % (1 << 64)
+    return value
+
+
+def test_name_hashes_are_the_loop_they_document():
+    names = [b"read1", b"", b"x" * 300, "caf\u00e9".encode(), b"read2", b"a"]
+    data = np.frombuffer(b"".join(names), dtype=np.uint8)
+    offsets = np.cumsum([0, *map(len, names)])
+    assert name_hashes(data, offsets).tolist() == [_hash_of(name) for name in names]
+
+
+def _parser(backend: str):
+    if backend == "cuda":
+        from gpualign.formats import _cuda
+
+        return _cuda
+    return formats_cpu
+
+
+def test_parsers_hash_names_as_numpy(backend, monkeypatch):
+    monkeypatch.setattr(formats_cpu, "CHUNK", 64)  # several chunks on parallel threads
+    names = [f"r{k}" for k in range(300)] + ["x" * 200, "a.b|c", "r1"]
+    raw = "".join(f">{name} d\nACGT\n" for name in names).encode()
+    parsed, _, _, _, _, unusual, hashes = _parser(backend).parse_block(raw, True, True)
+    assert parsed == names and not unusual
+    assert hashes.tolist() == sorted(_hash_of(name.encode()) for name in names)
+    assert _parser(backend).parse_block(raw, True)[-1] is None  # not asked for: not sorted
+
+
+@pytest.mark.parametrize("duplicates", ["error", "rename"])
+def test_equal_hashes_are_compared_by_name(duplicates):
+    # Every name gets the same hash: only the names themselves tell a repeat.
+    same = np.zeros(3, dtype=np.uint64)
+    settled = io._Names("x.fa", duplicates)
+    assert settled.batch(["a", "b", "c"], np.arange(3, dtype=np.uint64)) == ["a", "b", "c"]
+    assert settled.seen is None  # distinct hashes: no name compared
+    assert settled.batch(["d", "e", "f"], same) == ["d", "e", "f"]
+    if duplicates == "error":
+        with pytest.raises(io.DuplicateNameError, match="records #1 and #7 have the same "
+                                                        "name 'b'"):
+            settled.batch(["g", "b", "h"], same)
+    else:
+        with pytest.warns(io.DuplicateNameWarning, match="#7 renamed 'b.2'"):
+            assert settled.batch(["g", "b", "h"], same) == ["g", "b.2", "h"]
+
+
+@pytest.mark.parametrize("duplicates", ["error", "rename"])
+@pytest.mark.parametrize("name", ["many.fa", "many.fq"])
+def test_repeats_found_across_many_blocks(tmp_path, backend, monkeypatch, duplicates, name):
+    # FASTA in blocks of 4 KiB (the compiled parsers hash the names), FASTQ in dnaio's chunks
+    # of 4096 records (NumPy hashes them): many batches, their hashes merged into runs; the
+    # repeat of record #17 comes last.
+    monkeypatch.setattr(io, "_BLOCK", 1 << 12)
+    names = [f"read{k}" for k in range(5000)] + ["read17", "read4999", "last"]
+    path = _write(tmp_path / name, (_fastq if name.endswith(".fq") else _fasta)(names))
+    if duplicates == "error":
+        with pytest.raises(io.DuplicateNameError, match="records #17 and #5000 have the same"):
+            SequenceSet.from_file(path, parser=backend, duplicates="error")
+        return
+    with pytest.warns(io.DuplicateNameWarning):
+        got = SequenceSet.from_file(path, parser=backend, duplicates="rename").names
+    with pytest.warns(io.DuplicateNameWarning):
+        assert got == [name for name, _ in io.read_records(path, duplicates="rename")]
+    assert got[-3:] == ["read17.2", "read4999.2", "last"]
+
+
+def test_runs_stay_few_and_sorted():
+    settled = io._Names("x.fa", "error")
+    for first in range(0, 10_000, 100):
+        block = [f"n{k}" for k in range(first, first + 100)]
+        assert settled.batch(block) == block
+    assert settled.seen is None and len(settled.runs) <= 8
+    assert all(np.all(run[1:] > run[:-1]) for run in settled.runs)
+    hashes = np.concatenate(settled.runs).tolist()
+    assert sorted(hashes) == sorted(_hash_of(f"n{k}".encode()) for k in range(10_000))
+    with pytest.raises(io.DuplicateNameError, match="records #123 and #10001"):
+        settled.batch(["m", "n123"])
+
+
+# --- duplicates in memory --------------------------------------------------------------------
+
+
+def test_names_given_in_memory_are_settled_as_a_files():
+    sequences = ["AC", "GT", "TT", "CC"]
+    kept = SequenceSet.from_sequences(sequences, names=["a", "b", "a", ""])
+    assert kept.names == ["a", "b", "a", ""]  # "keep", the default: as given
+    with pytest.raises(io.DuplicateNameError,
+                       match=r"^names: records #0 and #2 have the same name 'a'; names must "
+                             r"be unique \(use duplicates='rename'\)$"):
+        SequenceSet.from_sequences(sequences, names=["a", "b", "a", ""], duplicates="error")
+    with pytest.warns(io.DuplicateNameWarning, match="^names: records #0 and #2 .* #2 renamed "
+                                                     "'a.2'"):
+        renamed = SequenceSet.from_sequences(sequences, names=["a", "b", "a", "3"],
+                                             duplicates="rename")
+    assert renamed.names == ["a", "b", "a.2", "3"]
+    with config.override(DUPLICATE_NAMES="error"), pytest.raises(io.DuplicateNameError):
+        SequenceSet.from_sequences(sequences, names=["a", "b", "c", "b"])
+
+
+@pytest.mark.parametrize("form", [list, iter])
+def test_named_subjects_in_memory_follow_the_setting(backend, form):
+    # (name, sequence) pairs streamed in batches of one: repeats found across batches.
+    pairs = [("a", "ACGT"), ("b", "AC"), ("a", "ACGA")]
+    with config.override(DUPLICATE_NAMES="keep", LCS_CPU_BATCH_RESIDUES=1,
+                         LCS_GPU_BATCH_RESIDUES=1, LCS_GPU_FIRST_BATCH_RESIDUES=1):
+        top = gpualign.lcs_top("ACGT", form(pairs), 3, backend=backend)
+        assert top.name == ["a", "a", "b"]
+    with config.override(DUPLICATE_NAMES="error", LCS_CPU_BATCH_RESIDUES=1,
+                         LCS_GPU_BATCH_RESIDUES=1, LCS_GPU_FIRST_BATCH_RESIDUES=1):
+        with pytest.raises(io.DuplicateNameError, match="^subjects: records #0 and #2 have "
+                                                        "the same name 'a'"):
+            gpualign.lcs_top("ACGT", form(pairs), 3, backend=backend)
+    with config.override(DUPLICATE_NAMES="rename"), pytest.warns(io.DuplicateNameWarning):
+        top = gpualign.lcs_top("ACGT", form(pairs), 3, backend=backend)
+    assert top.name == ["a", "a.2", "b"]
 
 
 # --- empty names: TSV and SAM ----------------------------------------------------------------

@@ -646,6 +646,22 @@ def test_progress_does_not_change_results(backend, capsys):
     assert matrix.tolist() == [[3, 4, 1]]
 
 
+def test_progress_hook_counts_subjects(backend, capsys):
+    # A function as progress: called with each batch's subjects, and no bar of the API's.
+    subjects = ["AGT", "ACGT", "T", "GG"]
+    done: list[int] = []
+    with gpualign.config.override(LCS_CPU_BATCH_RESIDUES=3, LCS_GPU_BATCH_RESIDUES=3,
+                                  LCS_GPU_FIRST_BATCH_RESIDUES=3):
+        assert gpualign.lcs_top("ACGT", subjects, 1, progress=done.append,
+                                backend=backend).index.tolist() == [1]
+        assert len(done) > 1 and sum(done) == 4
+        done.clear()
+        assert gpualign.lcs_length_matrix(["ACGT", "GG"], iter(subjects), backend=backend,
+                                          progress=done.append).shape == (2, 4)
+        assert sum(done) == 4
+    assert capsys.readouterr().err == ""
+
+
 def test_invalid_wildcard_input(backend):
     lengths = gpualign.lcs_length("ACGTRY", ["ACGTRY", "ACGTAC"], invalid="wildcard",
                                   backend=backend)

@@ -100,7 +100,7 @@ def test_encode_protein_and_bytes():
 
 def test_invalid_symbol_names_record_and_position():
     with pytest.raises(gpualign.InvalidSymbolError) as info:
-        encode("ACGTXACZ", name="read7", index=3)
+        encode("ACGTXACZ", "dna", name="read7", index=3)
     message = str(info.value)
     assert "'read7'" in message
     assert "#3" in message
@@ -113,16 +113,16 @@ def test_invalid_symbol_names_record_and_position():
 def test_invalid_symbol_position_counts_characters_not_utf8_bytes():
     # "é" is one latin-1 character; "€" is not latin-1 and becomes '?': both are one position.
     with pytest.raises(gpualign.InvalidSymbolError, match="position 2"):
-        encode("AC€GT")
+        encode("AC€GT", "dna")
     with pytest.raises(gpualign.InvalidSymbolError, match="position 3"):
-        encode("ACGé")
+        encode("ACGé", "dna")
 
 
 def test_invalid_symbol_in_sequence_set_names_the_record():
     with pytest.raises(gpualign.InvalidSymbolError, match=r"'second' \(#1\).*position 2"):
-        SequenceSet.from_sequences(["ACGT", "AC-T"], names=["first", "second"])
+        SequenceSet.from_sequences(["ACGT", "AC-T"], "dna", names=["first", "second"])
     with pytest.raises(gpualign.InvalidSymbolError, match=r"#2.*position 0"):
-        SequenceSet.from_sequences(["A", "C", "ZZ"])
+        SequenceSet.from_sequences(["A", "C", "ZZ"], "dna")
 
 
 def test_invalid_wildcard_maps_to_n_and_x():

@@ -115,7 +115,8 @@ def test_set_batches_empty_and_all_empty_sequences():
 def test_set_of_another_alphabet_is_refused_with_its_role():
     proteins = SequenceSet.from_sequences(["MKV"], "protein")
     with pytest.raises(ValueError, match="subjects are encoded as protein, not dna"):
-        iter_batches(proteins)
+        iter_batches(proteins, "dna")
+    assert contents(list(iter_batches(proteins)))[1] == ["MKV"]  # "auto": the set's own
     with pytest.raises(ValueError, match="targets are encoded as protein, not bytes"):
         iter_batches(proteins, "bytes", role="targets")
     assert contents(list(iter_batches(proteins, "protein")))[1] == ["MKV"]
@@ -213,7 +214,7 @@ def test_invalid_symbols_name_the_record_and_wildcards(tmp_path):
     with pytest.raises(gpualign.InvalidSymbolError, match=r"'7' \(#7\).*'-' at position 1"):
         list(iter_batches(iter(SEQS[:7] + ["A-"]), batch_residues=5))
     with pytest.raises(gpualign.InvalidSymbolError, match=r"'x' \(#1\)"):
-        list(iter_batches([("w", "A"), ("x", "J")], batch_residues=5))
+        list(iter_batches([("w", "A"), ("x", "J")], "dna", batch_residues=5))
     batches = list(iter_batches(["MKVJ"], "protein", invalid="wildcard"))
     assert contents(batches)[1] == ["MKVX"]
 
@@ -225,7 +226,7 @@ def test_errors_of_the_source_reach_the_consumer_after_the_batches_before():
     source = Counting(SEQS, fail_at=25)
     received = []
     with pytest.raises(RuntimeError, match="source failed at #25"):
-        for batch in iter_batches(source, batch_residues=10):
+        for batch in iter_batches(source, "dna", batch_residues=10):
             received.append(batch)
     names, _ = contents(received)
     assert names == [str(i) for i in range(len(names))] and 0 < len(names) <= 25
@@ -257,7 +258,8 @@ def test_missing_file_raises_sequence_file_error(tmp_path):
 
 def test_read_ahead_is_bounded():
     source = Counting([("A" * 10) for _ in range(1000)])
-    batches = iter_batches(source, batch_residues=10)  # one record per batch
+    # "dna" named: "auto" would read the first records at once to infer it.
+    batches = iter_batches(source, "dna", batch_residues=10)  # one record per batch
     next(batches)
     time.sleep(0.3)
     # The first batch, the ones waiting in the queue and the one the reader holds.
@@ -273,7 +275,7 @@ def test_read_ahead_is_bounded():
 def test_stopping_early_ends_the_reader(records, fail_at):
     before = readers()
     source = Counting(["ACGT"] * records, fail_at=fail_at)
-    batches = iter_batches(source, batch_residues=4)  # one record per batch
+    batches = iter_batches(source, "dna", batch_residues=4)  # one record per batch
     assert next(batches).sequences[0] == "ACGT"
     started = readers() - before
     assert len(started) == 1

@@ -16,6 +16,7 @@ import dnaio
 import numpy as np
 
 from .cigar import count_ops
+from .formats import name_hashes
 
 __all__ = ["DuplicateNameError", "DuplicateNameWarning", "SequenceFileError", "read_packed",
            "read_records", "write_tsv"]
@@ -65,7 +66,12 @@ class _Names:
 
     A renamed record gets ``NAME.N``, the smallest N >= 2 that no record read before it has:
     names stay unique even where a file holds ``NAME.2`` itself (a later such record is renamed
-    in turn), and the same file is renamed the same way however it is read."""
+    in turn), and the same file is renamed the same way however it is read.
+
+    Names that come in batches are checked by their 64-bit hashes (:meth:`batch`), sorted:
+    no two equal, no name to compare. Names read one at a time are checked with a set, and so
+    are, from there on, those of a file with a batch that holds an empty name or two equal
+    hashes (a repeated name, or rarely two names with one hash: the set tells them apart)."""
 
     def __init__(self, path: str, duplicates: str | None) -> None:
         if duplicates is None:
@@ -76,36 +82,65 @@ class _Names:
             raise ValueError(f"duplicates={duplicates!r}: expected one of "
                              f"{', '.join(map(repr, DUPLICATES))}")
         self.path, self.duplicates = path, duplicates
-        # The names given so far, as a set (membership) and in record order (the number of a
-        # record named before, for the messages); "keep" needs neither.
-        self.seen: set[str] | None = None if duplicates == "keep" else set()
+        self.checks = duplicates != "keep"
+        # With checks: the names given so far in record order (for the messages, the number
+        # of a record named before) ...
         self.order: list[str] = []
+        # ... and, while batches settle, runs of their hashes sorted: a few runs, each at
+        # most half the size of the one before, so a batch is looked up in few of them ...
+        self.runs: list[np.ndarray] = []
+        # ... or, once names are settled one at a time, a set of them.
+        self.seen: set[str] | None = None
         self.suffixes: dict[str, int] = {}  # name -> the next N to try for it
         self.count = 0
         self.warned = False
 
-    def batch(self, names: list[str]) -> list[str]:
-        """The names of the next ``len(names)`` records."""
-        if "" not in names:  # the common case, at C speed: no empty name ...
-            if self.seen is None:
+    def batch(self, names: list[str], hashes: np.ndarray | None = None) -> list[str]:
+        """The names of the next ``len(names)`` records. ``hashes``: their hashes (see
+        :func:`gpualign.formats.name_hashes`), sorted, as the compiled parsers return them;
+        computed here when None."""
+        if "" not in names and self.seen is None:  # the common case: no empty name ...
+            if not self.checks:
                 self.count += len(names)
                 return names
-            before = len(self.seen)
-            self.seen.update(names)  # one pass over the names
-            if len(self.seen) == before + len(names):  # ... and no name met before
+            if hashes is None:
+                hashes = np.sort(name_hashes(*_joined(names)))
+            if not self._hash_met(hashes):  # ... and no name met before
+                self._add_run(hashes)
                 self.order.extend(names)
                 self.count += len(names)
                 return names
-            self.seen = set(self.order)  # a repeat: undo, and settle name by name
         return [self.next(name) for name in names]
+
+    def _hash_met(self, hashes: np.ndarray) -> bool:
+        """Whether one of the sorted ``hashes`` is met twice, or in the runs."""
+        if np.any(hashes[1:] == hashes[:-1]):
+            return True
+        for run in self.runs:
+            at = np.minimum(np.searchsorted(run, hashes), len(run) - 1)
+            if np.any(run[at] == hashes):
+                return True
+        return False
+
+    def _add_run(self, hashes: np.ndarray) -> None:
+        """Add the sorted hashes of a batch, merging runs of similar sizes."""
+        if not len(hashes):
+            return
+        self.runs.append(hashes)
+        while len(self.runs) > 1 and len(self.runs[-2]) <= 2 * len(self.runs[-1]):
+            newer, older = self.runs.pop(), self.runs.pop()
+            # Timsort finds the two sorted runs and merges them in one pass.
+            self.runs.append(np.sort(np.concatenate((older, newer)), kind="stable"))
 
     def next(self, name: str) -> str:
         """The name of the next record, whose header gives ``name``."""
         number = self.count
         self.count += 1
         name = name or str(number)
-        if self.seen is None:
+        if not self.checks:
             return name
+        if self.seen is None:  # names one at a time from here on
+            self.seen, self.runs = set(self.order), []
         if name not in self.seen:
             self.seen.add(name)
             self.order.append(name)
@@ -277,8 +312,9 @@ def read_packed(path: str | os.PathLike, batch_residues: int, backend: str = "cp
     parts: list[bytes] = []
     lengths: list[np.ndarray] = []
     residues = 0
-    for block_names, block_notes, sequences, block_lengths in _blocks(path, backend):
-        block_names = settled.batch(block_names)
+    for block_names, block_notes, sequences, block_lengths, hashes in _blocks(
+            path, backend, settled.checks):
+        block_names = settled.batch(block_names, hashes)
         ends = np.cumsum(block_lengths)
         first = 0
         while first < len(block_names):
@@ -307,28 +343,33 @@ def _packed(names: list[str], notes: list[str], parts: list[memoryview],
     return (names, notes, sequences, offsets) if descriptions else (names, sequences, offsets)
 
 
-def _blocks(path: str | os.PathLike,
-            backend: str) -> Iterator[tuple[list[str], list[str], bytes, np.ndarray]]:
-    """``(names, descriptions, sequences, lengths)`` of consecutive records of the file (names
-    not settled): from the compiled FASTA parser, then from dnaio for the rest, a few thousand
-    records at a time."""
+#: A block of records: names (not settled), descriptions, sequences, lengths, and the names'
+#: hashes sorted (see :meth:`_Names.batch`; None when not asked for).
+_Block = tuple[list[str], list[str], bytes, np.ndarray, np.ndarray | None]
+
+
+def _blocks(path: str | os.PathLike, backend: str, hash_names: bool = False,
+            ) -> Iterator[_Block]:
+    """Blocks of consecutive records of the file: from the compiled FASTA parser, then from
+    dnaio for the rest, a few thousand records at a time."""
     path = _checked(path)
     parsed: list[int] = []
-    if (yield from _fasta_blocks(path, parsed, backend)):
+    if (yield from _fasta_blocks(path, parsed, backend, hash_names)):
         return
     records = itertools.islice(_records(path), sum(parsed), None)
     for chunk in iter(lambda: list(itertools.islice(records, 4096)), []):
         names, notes, sequences = (list(column) for column in zip(*chunk, strict=True))
         yield (names, notes, "".join(sequences).encode("latin-1", errors="replace"),
-               np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences)))
+               np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences)),
+               np.sort(name_hashes(*_joined(names))) if hash_names else None)
 
 
 def _fasta_blocks(path: str | os.PathLike, parsed: list[int], backend: str = "cpu",
-                  ) -> Generator[tuple[list[str], list[str], bytes, np.ndarray], None, bool]:
-    """``(names, descriptions, sequences, lengths)`` of consecutive records parsed by the
-    compiled FASTA parser, their counts appended to ``parsed``, up to the end (returns True)
-    or to the first record it leaves to dnaio (False). Nothing for a file that is missing,
-    not FASTA, or unreadable (dnaio then reports why)."""
+                  hash_names: bool = False) -> Generator[_Block, None, bool]:
+    """Blocks of consecutive records parsed by the compiled FASTA parser (hashes of their
+    names with ``hash_names``), their counts appended to ``parsed``, up to the end (returns
+    True) or to the first record it leaves to dnaio (False). Nothing for a file that is
+    missing, not FASTA, or unreadable (dnaio then reports why)."""
     import xopen
 
     if not os.path.isfile(path):
@@ -354,10 +395,11 @@ def _fasta_blocks(path: str | os.PathLike, parsed: list[int], backend: str = "cp
             if first:
                 parse_block = _formats(backend).parse_block
             first = False
-            names, notes, sequences, lengths, consumed, unusual = parse_block(joined, final)
+            names, notes, sequences, lengths, consumed, unusual, hashes = parse_block(
+                joined, final, hash_names)
             if len(names):
                 parsed.append(len(names))
-                yield names, notes, sequences, lengths
+                yield names, notes, sequences, lengths, hashes
             if unusual:
                 return False
             carry = joined[consumed:]

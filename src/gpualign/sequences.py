@@ -2,9 +2,9 @@
 
 Sequences are encoded once into small integer codes, concatenated into one ``uint8`` array with
 ``int64`` offsets, and moved to the GPU once (:meth:`SequenceSet.to_device`). Work is then
-described by index arrays into sets, never by Python strings per pair. The capabilities take
-``alphabet="auto"`` by default: :func:`resolve_alphabet` infers one alphabet for all their inputs
-from their first records (:func:`infer_alphabet`).
+described by index arrays into sets, never by Python strings per pair. Every function that
+reads symbols takes ``alphabet="auto"`` by default: :func:`resolve_alphabet` infers one alphabet
+for all its inputs from their first records (:func:`infer_alphabet`), ``dna`` for DNA and RNA.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import lzma
 import os
 import pathlib
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ __all__ = [
     "encode_packed",
     "get_alphabet",
     "infer_alphabet",
+    "name_settler",
     "read_sets",
     "resolve_alphabet",
 ]
@@ -294,17 +295,18 @@ def _raw_bytes(sequence: Any, alphabet: Alphabet) -> np.ndarray:
                     "pass str, bytes or a uint8 array")
 
 
-def encode(sequence: Any, alphabet: str | Alphabet = "dna", *, name: str = "",
+def encode(sequence: Any, alphabet: str | Alphabet = AUTO, *, name: str = "",
            index: int = 0, invalid: str = "error") -> np.ndarray:
     """Encode one sequence into ``uint8`` codes of ``alphabet``.
 
     Parameters
     ----------
     sequence : str, bytes or uint8 array of ASCII
-    alphabet : alphabet name or :class:`Alphabet`
+    alphabet : ``"auto"``, an alphabet name or :class:`Alphabet`
         ``dna``: ``ACGTN`` and RNA's ``U`` (read as ``T``), any case; ``protein``: the 24
         symbols of the NCBI matrices, and ``U``/``O``/``J`` read as ``C``/``K``/``X``;
-        ``bytes``: every byte.
+        ``bytes``: every byte; ``"auto"`` (the default): the one that the sequence is written
+        in (:func:`resolve_alphabet`).
     name, index : record name and 0-based record index, used in error messages
     invalid : ``"error"`` raises :class:`InvalidSymbolError` at the first symbol outside the
         alphabet; ``"wildcard"`` maps such symbols to the wildcard (``N`` for DNA, ``X`` for
@@ -314,8 +316,10 @@ def encode(sequence: Any, alphabet: str | Alphabet = "dna", *, name: str = "",
     --------
     >>> encode("ACGTN").tolist()
     [0, 1, 2, 3, 4]
+    >>> encode("MEEPQ").tolist()  # protein
+    [12, 6, 6, 14, 5]
     """
-    alpha = get_alphabet(alphabet)
+    alpha, _ = resolve_alphabet(alphabet, [sequence])
     raw = _raw_bytes(sequence, alpha)
     codes, position = _translate(raw.tobytes(), alpha, invalid)
     if position >= 0:
@@ -331,7 +335,7 @@ def encode(sequence: Any, alphabet: str | Alphabet = "dna", *, name: str = "",
     return codes
 
 
-def encode_many(sequences: Sequence[Any], alphabet: str | Alphabet = "dna", *,
+def encode_many(sequences: Sequence[Any], alphabet: str | Alphabet = AUTO, *,
                 names: Sequence[str] | None = None, first_index: int = 0,
                 invalid: str = "error") -> tuple[np.ndarray, np.ndarray]:
     """Encode many sequences at once into concatenated codes and ``int64`` offsets.
@@ -339,7 +343,8 @@ def encode_many(sequences: Sequence[Any], alphabet: str | Alphabet = "dna", *,
     The same result and errors as :func:`encode` on each sequence, but one table lookup over
     all of them: strings are joined before encoding, so a million reads cost a few NumPy
     passes instead of a million calls. ``names`` and ``first_index`` (the index of the first
-    sequence in its collection) go into error messages.
+    sequence in its collection) go into error messages; ``"auto"`` infers one alphabet for all
+    the sequences from the first ones (:func:`resolve_alphabet`).
 
     Examples
     --------
@@ -347,7 +352,7 @@ def encode_many(sequences: Sequence[Any], alphabet: str | Alphabet = "dna", *,
     >>> codes.tolist(), offsets.tolist()
     ([0, 1, 2, 3, 4], [0, 3, 5])
     """
-    alpha = get_alphabet(alphabet)
+    alpha, _ = resolve_alphabet(alphabet, sequences)
     offsets = np.zeros(len(sequences) + 1, dtype=np.int64)
     if alpha.name != "bytes" and all(type(item) is str for item in sequences):
         # latin-1 keeps one byte per character (as encode), so the lengths are the strings'.
@@ -364,12 +369,20 @@ def encode_many(sequences: Sequence[Any], alphabet: str | Alphabet = "dna", *,
     return codes, offsets
 
 
-def encode_packed(raw: bytes, offsets: np.ndarray, alphabet: str | Alphabet = "dna", *,
+def encode_packed(raw: bytes, offsets: np.ndarray, alphabet: str | Alphabet = AUTO, *,
                   names: Sequence[str] | None = None, first_index: int = 0,
                   invalid: str = "error") -> np.ndarray:
     """Encode the concatenated bytes ``raw`` of sequences that ``offsets`` delimit (as
-    :func:`gpualign.io.read_packed` gives them): the codes, with :func:`encode`'s errors."""
-    alpha = get_alphabet(alphabet)
+    :func:`gpualign.io.read_packed` gives them): the codes, with :func:`encode`'s errors
+    (``"auto"``: the alphabet of the first symbols, :func:`infer_alphabet`).
+
+    Examples
+    --------
+    >>> encode_packed(b"ACGTGG", np.array([0, 4, 6])).tolist()
+    [0, 1, 2, 3, 2, 2]
+    """
+    alpha = infer_alphabet(raw[:_SAMPLE_SYMBOLS]) if _is_auto(alphabet) else \
+        get_alphabet(alphabet)
     codes, position = _translate(raw, alpha, invalid)
     if position >= 0:
         _raise_at(position, offsets, lambda number: raw[offsets[number]:offsets[number + 1]],
@@ -436,6 +449,7 @@ class SequenceSet:
 
     def __init__(self, codes: np.ndarray, offsets: np.ndarray, names: Sequence[str],
                  alphabet: str | Alphabet = "dna", descriptions: Sequence[str] | None = None):
+        # Codes, not symbols: nothing to infer an alphabet from, so "dna" stays the default.
         self.codes = np.ascontiguousarray(codes, dtype=np.uint8)
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.names = list(names)
@@ -452,27 +466,38 @@ class SequenceSet:
         self._device: dict[int, tuple[Any, Any]] = {}
 
     @classmethod
-    def from_sequences(cls, sequences: Iterable[Any], alphabet: str | Alphabet = "dna", *,
-                       names: Sequence[str] | None = None,
-                       invalid: str = "error") -> SequenceSet:
-        """Encode an iterable of str/bytes/uint8 arrays (see :func:`encode`; ``alphabet``
-        may also be ``"auto"``, see :func:`resolve_alphabet`)."""
+    def from_sequences(cls, sequences: Iterable[Any], alphabet: str | Alphabet = AUTO, *,
+                       names: Sequence[str] | None = None, invalid: str = "error",
+                       duplicates: str | None = None) -> SequenceSet:
+        """Encode an iterable of str/bytes/uint8 arrays (see :func:`encode`; ``"auto"``,
+        the default, infers the alphabet from the first sequences: :func:`resolve_alphabet`).
+        ``names`` that repeat are kept, refused or renamed as a file's (``duplicates``: see
+        :meth:`from_file`; with checks, an empty name becomes the record's number too).
+
+        Examples
+        --------
+        >>> SequenceSet.from_sequences(["MEEPQSDPSV", "MKV*"]).alphabet.name
+        'protein'
+        """
         sequences = list(sequences)
         alpha, _ = resolve_alphabet(alphabet, sequences)
         if names is None:
             names = [str(i) for i in range(len(sequences))]
         elif len(names) != len(sequences):
             raise ValueError(f"{len(names)} names for {len(sequences)} sequences")
+        else:
+            settle = name_settler("names", duplicates)
+            names = settle(list(names)) if settle else names
         return cls(*encode_many(sequences, alpha, names=names, invalid=invalid), names, alpha)
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,
+    def from_file(cls, path: str | os.PathLike, alphabet: str | Alphabet = AUTO, *,
                   invalid: str = "error", parser: str = "cpu",
                   duplicates: str | None = None) -> SequenceSet:
         """Read a FASTA or FASTQ file (plain, .gz, .bz2, .xz), streamed record by record;
         ``parser`` ("cpu" or "cuda") is where FASTA blocks are parsed (see
-        :func:`gpualign.io.read_packed`); ``alphabet`` may also be ``"auto"`` (see
-        :func:`resolve_alphabet`). Names and descriptions are those of
+        :func:`gpualign.io.read_packed`); ``"auto"``, the default, infers the alphabet from
+        the first records (:func:`resolve_alphabet`). Names and descriptions are those of
         :func:`gpualign.io.read_records`; records with the same name are kept as they are,
         refused or renamed (``duplicates`` "keep", "error" or "rename"; None, the default,
         takes :data:`gpualign.config.DUPLICATE_NAMES`, which is "keep" unless changed)."""
@@ -483,12 +508,12 @@ class SequenceSet:
         return whole[0] if whole else cls.from_codes([], [], alpha)
 
     @classmethod
-    def iter_file(cls, path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,
+    def iter_file(cls, path: str | os.PathLike, alphabet: str | Alphabet = AUTO, *,
                   batch_residues: int = 1 << 26, invalid: str = "error",
                   duplicates: str | None = None) -> Iterator[SequenceSet]:
         """Yield consecutive sets of records from a file, each holding about ``batch_residues``
-        symbols, so that host memory stays bounded whatever the file size; names as
-        :meth:`from_file` (repeated names are found across the sets)."""
+        symbols, so that host memory stays bounded whatever the file size; alphabet and names
+        as :meth:`from_file` (repeated names are found across the sets)."""
         for _, sequences in read_sets(path, alphabet, batch_residues=batch_residues,
                                       invalid=invalid, duplicates=duplicates):
             yield sequences
@@ -581,7 +606,30 @@ class SequenceSet:
         self._device.clear()
 
 
-def as_sequence_set(sequences: Any, alphabet: str | Alphabet = "dna", *,
+def name_settler(source: str, duplicates: str | None = None,
+                 ) -> Callable[[list[str]], list[str]] | None:
+    """What settles names given in memory, batch after batch, as :func:`gpualign.io.read_records`
+    settles a file's (``source`` names them in messages; ``duplicates`` as
+    :meth:`SequenceSet.from_file`); None when they are kept as they are ("keep", the default
+    setting), so that in-memory work never loads the file readers.
+
+    Examples
+    --------
+    >>> name_settler("names", "keep") is None
+    True
+    >>> name_settler("names", "error")(["a", "b"])
+    ['a', 'b']
+    """
+    from . import config
+
+    if (config.DUPLICATE_NAMES if duplicates is None else duplicates) == "keep":
+        return None
+    from .io import _Names
+
+    return _Names(source, duplicates).batch
+
+
+def as_sequence_set(sequences: Any, alphabet: str | Alphabet = AUTO, *,
                     invalid: str = "error", role: str = "sequences",
                     parser: str = "cpu") -> SequenceSet:
     """Accept a :class:`SequenceSet`, a :class:`os.PathLike` to a FASTA/FASTQ file (its FASTA
@@ -604,7 +652,7 @@ def as_sequence_set(sequences: Any, alphabet: str | Alphabet = "dna", *,
     return SequenceSet.from_sequences(sequences, alphabet, invalid=invalid)
 
 
-def read_sets(path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,
+def read_sets(path: str | os.PathLike, alphabet: str | Alphabet = AUTO, *,
               batch_residues: int = 1 << 26, invalid: str = "error",
               parser: str = "cpu", duplicates: str | None = None,
               ) -> Iterator[tuple[int, SequenceSet]]:
@@ -614,7 +662,8 @@ def read_sets(path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,
     Parameters
     ----------
     path : str or os.PathLike
-    alphabet, invalid : as :func:`encode`; errors name the record by its index in the file.
+    alphabet, invalid : as :func:`encode` (``"auto"``: from the first records of the file, as
+        :meth:`SequenceSet.from_file`); errors name the record by its index in the file.
     batch_residues : int
         A set closes at the record that brings it to this many symbols.
     parser : {"cpu", "cuda"}
@@ -624,7 +673,7 @@ def read_sets(path: str | os.PathLike, alphabet: str | Alphabet = "dna", *,
     """
     from .io import read_packed  # dnaio and xopen load only once a file is read
 
-    alpha = get_alphabet(alphabet)
+    alpha, _ = resolve_alphabet(alphabet, pathlib.Path(path))
     start = 0
     for names, descriptions, raw, offsets in read_packed(
             path, batch_residues, parser, descriptions=True, duplicates=duplicates):

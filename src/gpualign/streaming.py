@@ -18,7 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from .sequences import Alphabet, SequenceSet, encode_many, get_alphabet, read_sets
+from .sequences import (
+    AUTO,
+    Alphabet,
+    SequenceSet,
+    encode_many,
+    name_settler,
+    read_sets,
+    resolve_alphabet,
+)
 
 __all__ = ["Batch", "iter_batches"]
 
@@ -59,8 +67,8 @@ def _records(source: Iterable[Any]) -> Iterator[tuple[str, Any]]:
             yield str(index), item
 
 
-def _encoded_batches(source: Any, alphabet: Alphabet, invalid: str,
-                     batch_residues: int, parser: str = "cpu") -> Iterator[Batch]:
+def _encoded_batches(source: Any, alphabet: Alphabet, invalid: str, batch_residues: int,
+                     role: str, parser: str = "cpu") -> Iterator[Batch]:
     if isinstance(source, os.PathLike):
         for start, chunk in read_sets(source, alphabet, batch_residues=batch_residues,
                                       invalid=invalid, parser=parser):
@@ -69,11 +77,13 @@ def _encoded_batches(source: Any, alphabet: Alphabet, invalid: str,
     names: list[str] = []
     sequences: list[Any] = []
     residues = start = 0
+    settle = name_settler(role)  # names of (name, sequence) pairs, as a file's
 
     def batch() -> Batch:
+        settled = settle(names) if settle else names
         codes, offsets = encode_many(sequences, alphabet, names=names, first_index=start,
                                      invalid=invalid)
-        return Batch(start, SequenceSet(codes, offsets, names, alphabet))
+        return Batch(start, SequenceSet(codes, offsets, settled, alphabet))
 
     for name, sequence in _records(source):
         names.append(name)
@@ -128,7 +138,7 @@ def _read_ahead(batches: Iterator[Batch], read_ahead: int) -> Iterator[Batch]:
         stop.set()
 
 
-def iter_batches(subjects: Any, alphabet: str | Alphabet = "dna", *, invalid: str = "error",
+def iter_batches(subjects: Any, alphabet: str | Alphabet = AUTO, *, invalid: str = "error",
                  batch_residues: int = 1 << 26, first_residues: int | None = None,
                  read_ahead: int = _READ_AHEAD, role: str = "subjects",
                  parser: str = "cpu") -> Iterator[Batch]:
@@ -138,7 +148,10 @@ def iter_batches(subjects: Any, alphabet: str | Alphabet = "dna", *, invalid: st
     ----------
     subjects : SequenceSet, pathlib.Path to FASTA/FASTQ (plain or compressed), or an iterable
         of str/bytes/uint8 arrays or of ``(name, sequence)`` pairs.
-    alphabet, invalid : as :func:`gpualign.sequences.encode`
+    alphabet, invalid : as :func:`gpualign.sequences.encode`; ``"auto"`` (the default) infers
+        the alphabet from the first subjects (:func:`gpualign.sequences.resolve_alphabet`),
+        reading those of an iterator at once (up to 1,000), before the read-ahead thread
+        starts: name the alphabet to read an iterator only as the batches go.
     batch_residues : int
         Symbols per batch (a batch holds at least one subject).
     first_residues : int, optional
@@ -153,7 +166,8 @@ def iter_batches(subjects: Any, alphabet: str | Alphabet = "dna", *, invalid: st
     >>> [(b.start, len(b)) for b in iter_batches(["ACGT", "GG", "TTTT"], batch_residues=5)]
     [(0, 2), (2, 1)]
     """
-    alpha = get_alphabet(alphabet)
+    # "auto" reads the first subjects: an iterator gets them back in front of the rest.
+    alpha, (subjects,) = resolve_alphabet(alphabet, subjects)
     if isinstance(subjects, SequenceSet):
         if subjects.alphabet.name != alpha.name:
             raise ValueError(f"{role} are encoded as {subjects.alphabet.name}, not {alpha.name}")
@@ -165,6 +179,6 @@ def iter_batches(subjects: Any, alphabet: str | Alphabet = "dna", *, invalid: st
         raise TypeError(f"{role}: expected a SequenceSet, a pathlib.Path or an iterable of "
                         f"sequences, got {type(subjects).__name__}")
     if isinstance(subjects, (list, tuple)):  # already in memory: no thread needed
-        return _encoded_batches(subjects, alpha, invalid, batch_residues)
-    return _read_ahead(_encoded_batches(subjects, alpha, invalid, batch_residues, parser),
+        return _encoded_batches(subjects, alpha, invalid, batch_residues, role)
+    return _read_ahead(_encoded_batches(subjects, alpha, invalid, batch_residues, role, parser),
                        read_ahead)

@@ -142,11 +142,14 @@ def run(args: argparse.Namespace) -> int:
     # A Path, not a list: the API streams the file in batches.
     subjects = Path(args.subjects)
     options = {"alphabet": args.alphabet, "invalid": args.invalid, "backend": args.backend,
-               "devices": args.devices, "progress": progress}
+               "devices": args.devices}
 
     if args.all:
-        with reading(args.subjects):
-            matrix = lcs_length_matrix(queries, subjects, **options)
+        # One pass over the subjects for all the queries: a subject done is n_q pairs.
+        bar = progress_bar(None, progress, "lcs", unit="pair")
+        with reading(args.subjects), contextlib.closing(bar):
+            matrix = lcs_length_matrix(queries, subjects, **options,
+                                       progress=lambda done: bar.update(done * n_q))
         n_s = matrix.shape[1]
         with open_output(args.output) as out, reading(args.subjects):
             write_tsv(out, LCS_ALL_COLUMNS, [])
@@ -159,15 +162,17 @@ def run(args: argparse.Namespace) -> int:
         task = "all lengths"
     else:
         with_lcs = not args.no_strings
-        # lcs_top takes one query; each query streams the subjects once, under a bar of its
-        # own (subjects done) and, for several queries, under one over the queries.
+        # lcs_top takes one query; each query streams the subjects once. One bar counts the
+        # pairs done as batches of subjects finish, its total known once the first query has
+        # counted the subjects.
         tops = []
-        bar = progress_bar(n_q, progress and n_q > 1, "lcs", unit="query")
+        bar = progress_bar(None, progress, "lcs", unit="pair")
         with reading(args.subjects), contextlib.closing(bar):
             for q in range(n_q):
                 tops.append(lcs_top(queries.take(np.array([q])), subjects, args.top,
-                                    with_lcs=with_lcs, **options))
-                bar.update(1)
+                                    with_lcs=with_lcs, **options, progress=bar.update))
+                if q == 0:  # shown from the next update on (tqdm's delay still applies)
+                    bar.total = n_q * tops[0].subjects
         n_s = tops[0].subjects
         tables = [top.table(name) for top, name in zip(tops, queries.names, strict=True)]
         with open_output(args.output) as out:

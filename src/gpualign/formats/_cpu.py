@@ -13,6 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit, prange
 
+from . import NAME_HASH_FACTOR, NAME_HASH_SEED
+
 #: Bytes of a block that one thread parses (blocks are cut at record starts).
 CHUNK = 1 << 20
 # What the compiled FASTA parser reports: every complete record of the block parsed, or a
@@ -20,11 +22,13 @@ CHUNK = 1 << 20
 _PARSED, _UNUSUAL = 0, 1
 
 
-def parse_block(raw: bytes, final: bool,
-                ) -> tuple[list[str], list[str], bytes, np.ndarray, int, bool]:
+def parse_block(raw: bytes, final: bool, hash_names: bool = False,
+                ) -> tuple[list[str], list[str], bytes, np.ndarray, int, bool,
+                           np.ndarray | None]:
     """The complete records of ``raw`` (all of them when ``final``) as ``names, descriptions,
-    sequences, lengths``, the bytes they take, and whether parsing stopped at a record left to
-    dnaio.
+    sequences, lengths``, the bytes they take, whether parsing stopped at a record left to
+    dnaio, and with ``hash_names`` the hashes of the names (see
+    :data:`gpualign.formats.NAME_HASH_SEED`), sorted (else None).
 
     The block is cut into chunks of about ``CHUNK`` bytes at record starts (a line that
     begins with ``>``), parsed on parallel threads (the parser releases the GIL); only the
@@ -41,6 +45,7 @@ def parse_block(raw: bytes, final: bool,
     # record at least): regions as large as the chunk's bytes allow, one after the other.
     sequences = np.empty(len(data), dtype=np.uint8)
     lengths = np.empty(len(data) // 2 + len(cuts), dtype=np.int64)
+    hashes = np.empty(len(lengths), dtype=np.uint64)  # laid out as the lengths
     name_bytes = np.empty(len(data) + len(cuts), dtype=np.uint8)
     note_bytes = np.empty(len(data) + len(cuts), dtype=np.uint8)
 
@@ -48,13 +53,15 @@ def parse_block(raw: bytes, final: bool,
         a, b = cuts[chunk], cuts[chunk + 1]
         return _parse_fasta(data[a:b], final or chunk < len(cuts) - 2, sequences[a:b],
                             lengths[a // 2 + chunk:b // 2 + chunk + 1],
+                            hashes[a // 2 + chunk:b // 2 + chunk + 1],
                             name_bytes[a + chunk:b + chunk + 1],
-                            note_bytes[a + chunk:b + chunk + 1])
+                            note_bytes[a + chunk:b + chunk + 1],
+                            np.uint64(NAME_HASH_SEED), np.uint64(NAME_HASH_FACTOR))
 
     # The first chunk on this thread: a process's first call loads the compiled parser, once,
     # rather than every thread of the pool waiting on that load.
     results = [parse(0), *_parsers().map(parse, range(1, len(cuts) - 1))]
-    names, notes, parts, counts = [], [], [], []
+    names, notes, parts, counts, record_hashes = [], [], [], [], []
     consumed, unusual = 0, False
     for chunk, (status, records, taken, used, name_used, note_used) in enumerate(results):
         a = cuts[chunk]
@@ -62,12 +69,14 @@ def parse_block(raw: bytes, final: bool,
         notes.append(note_bytes[a + chunk:a + chunk + note_used])
         parts.append(sequences[a:a + used])
         counts.append(lengths[a // 2 + chunk:a // 2 + chunk + records])
+        record_hashes.append(hashes[a // 2 + chunk:a // 2 + chunk + records])
         consumed = a + taken
         unusual = status == _UNUSUAL
         if unusual or taken < cuts[chunk + 1] - a:
             break
     return (_lines(names), _lines(notes), b"".join(part.data for part in parts),
-            np.concatenate(counts), consumed, unusual)
+            np.concatenate(counts), consumed, unusual,
+            np.sort(np.concatenate(record_hashes)) if hash_names else None)
 
 
 def _lines(parts: list[np.ndarray]) -> list[str]:
@@ -89,12 +98,14 @@ def _blank(byte):
 
 
 @njit(cache=True, nogil=True)
-def _parse_fasta(data, final, sequences, lengths, name_bytes, note_bytes):
+def _parse_fasta(data, final, sequences, lengths, hashes, name_bytes, note_bytes, seed,
+                 factor):
     """Parse the complete FASTA records of ``data`` (all of them when ``final``). Returns
     ``status, records, consumed bytes, sequence bytes, name bytes, description bytes``:
     sequences concatenated into ``sequences``, lengths into ``lengths``, names (the header up
-    to its first white space) into ``name_bytes`` and descriptions (the rest, white space
-    around it dropped) into ``note_bytes``, each followed by a newline."""
+    to its first white space) into ``name_bytes`` and their hashes (``seed``, ``factor``: see
+    :data:`gpualign.formats.NAME_HASH_SEED`) into ``hashes``, descriptions (the rest, white
+    space around it dropped) into ``note_bytes``, each followed by a newline."""
     n = len(data)
     at = records = used = name_used = note_used = 0
     while at < n and (data[at] == 10 or _blank(data[at])):
@@ -118,8 +129,10 @@ def _parse_fasta(data, final, sequences, lengths, name_bytes, note_bytes):
         name = at + 1
         while name < end and _blank(data[name]):
             name += 1
+        name_hash = seed
         while name < end and not _blank(data[name]):
             name_bytes[name_used] = data[name]
+            name_hash = name_hash * factor + data[name]
             name_used += 1
             name += 1
         name_bytes[name_used] = 10
@@ -156,6 +169,7 @@ def _parse_fasta(data, final, sequences, lengths, name_bytes, note_bytes):
         if not complete or (at >= n and not final):
             return _PARSED, records, start, start_used, start_name, start_note
         lengths[records] = used - start_used
+        hashes[records] = name_hash
         records += 1
     return _PARSED, records, min(at, n), used, name_used, note_used
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..cuda import launch
 from ..cuda.loader import get_kernel
+from . import NAME_HASH_FACTOR, NAME_HASH_SEED
 
 KERNEL_FILE = "formats/kernels/formats.cu"
 _BLANKS = b" \t\r\n"
@@ -29,19 +30,22 @@ def _first_non_blank(raw: bytes) -> int:
     return len(raw)
 
 
-def parse_block(raw: bytes, final: bool,
-                ) -> tuple[list[str], list[str], bytes, np.ndarray, int, bool]:
+def parse_block(raw: bytes, final: bool, hash_names: bool = False,
+                ) -> tuple[list[str], list[str], bytes, np.ndarray, int, bool,
+                           np.ndarray | None]:
     """The complete records of ``raw`` (all of them when ``final``) as ``names, descriptions,
-    sequences, lengths``, the bytes they take, and whether parsing stopped at a record left to
-    dnaio (as :func:`gpualign.formats._cpu.parse_block`)."""
+    sequences, lengths``, the bytes they take, whether parsing stopped at a record left to
+    dnaio, and with ``hash_names`` the names' hashes, sorted on the device (as
+    :func:`gpualign.formats._cpu.parse_block`)."""
     import cupy
 
+    none = np.zeros(0, dtype=np.uint64) if hash_names else None
     empty = ([], [], b"", np.zeros(0, dtype=np.int64))
     first = _first_non_blank(raw)
     if first == len(raw):
-        return *empty, len(raw), False
+        return *empty, len(raw), False, none
     if raw[first] != ord(">"):
-        return *empty, first, True
+        return *empty, first, True, none
     data = cupy.asarray(np.frombuffer(raw, dtype=np.uint8))
     # A record starts at the first '>' and at every '>' that opens a line after it; the last
     # record of a block that is not the file's last may go on in the next block.
@@ -51,23 +55,25 @@ def parse_block(raw: bytes, final: bool,
                                cupy.asarray([len(raw)], dtype=cupy.int64)))
     records = len(starts) - 1 - (not final)
     if records == 0:
-        return *empty, first, False
+        return *empty, first, False, none
     sequence_at = cupy.empty(records, dtype=cupy.int64)
     name_at = cupy.empty(records, dtype=cupy.int64)
     note_at = cupy.empty(records, dtype=cupy.int64)
     unusual = cupy.zeros(records, dtype=cupy.int32)
+    name_hashes = cupy.empty(records, dtype=cupy.uint64)
     unused = cupy.zeros(1, dtype=cupy.uint8)
+    hashing = (np.uint64(NAME_HASH_SEED), np.uint64(NAME_HASH_FACTOR))
     measure = get_kernel(KERNEL_FILE, "fasta_records<false>")
     measure(*launch.grid(measure, records),
             (data, starts, np.int64(records), sequence_at, name_at, note_at, unusual, unused,
-             unused, unused))
+             unused, unused, name_hashes, *hashing))
     flagged = cupy.flatnonzero(unusual)
     stopped = len(flagged) > 0
     if stopped:
         records = int(flagged[0])
     consumed = int(starts[records]) if stopped or not final else len(raw)
     if records == 0:
-        return *empty, consumed, stopped
+        return *empty, consumed, stopped, none
     lengths = sequence_at[:records].copy()
     sequence_ends = cupy.cumsum(lengths)
     name_ends = cupy.cumsum(name_at[:records])
@@ -78,9 +84,12 @@ def parse_block(raw: bytes, final: bool,
     copy = get_kernel(KERNEL_FILE, "fasta_records<true>")
     copy(*launch.grid(copy, records),
          (data, starts, np.int64(records), sequence_ends - lengths, name_ends - name_at[:records],
-          note_ends - note_at[:records], unusual, sequences, names, notes))
+          note_ends - note_at[:records], unusual, sequences, names, notes, name_hashes,
+          *hashing))
+    # Sorted here, where they are: the host gets them ready to compare.
+    hashes = cupy.sort(name_hashes[:records]).get() if hash_names else None
     return (_lines(names), _lines(notes), sequences.get().tobytes(), lengths.get(), consumed,
-            stopped)
+            stopped, hashes)
 
 
 def _lines(text) -> list[str]:

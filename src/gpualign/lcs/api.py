@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -124,6 +125,24 @@ def _backend(backend: str):
     return _cpu
 
 
+#: What the LCS functions take as ``progress``: a bar of their own (True) or not (False), or a
+#: function that they call with the number of subjects done each time a batch is done.
+Progress = bool | Callable[[int], object]
+
+
+@contextlib.contextmanager
+def _progress(progress: Progress) -> Iterator[Callable[[int], object]]:
+    """The function that counts subjects done: ``progress`` itself, or a bar's update."""
+    if callable(progress):
+        yield progress
+        return
+    bar = progress_bar(None, progress, "lcs", unit="subject")
+    try:
+        yield bar.update
+    finally:
+        bar.close()
+
+
 def _check_devices(devices: Sequence[int] | None) -> list[int] | None:
     if devices is None:
         return None
@@ -136,7 +155,7 @@ def _check_devices(devices: Sequence[int] | None) -> list[int] | None:
 def lcs_length_matrix(queries: Any, subjects: Any, *, alphabet: str | Alphabet = "auto",
                       invalid: str = "error", backend: str = "auto",
                       devices: Sequence[int] | None = None,
-                      progress: bool = False) -> np.ndarray:
+                      progress: Progress = False) -> np.ndarray:
     """LCS length of every query with every subject, reading the subjects once.
 
     Parameters
@@ -170,20 +189,18 @@ def lcs_length_matrix(queries: Any, subjects: Any, *, alphabet: str | Alphabet =
 
 
 def _length_rows(queries: list[np.ndarray], subjects: Any, alphabet: Alphabet, invalid: str,
-                 backend: str, devices: Sequence[int] | None, progress: bool) -> np.ndarray:
+                 backend: str, devices: Sequence[int] | None, progress: Progress,
+                 ) -> np.ndarray:
     devices = _check_devices(devices)
     engine = _backend(backend)
     rows: list[tuple[int, np.ndarray]] = []
-    bar = progress_bar(None, progress, "lcs", unit="subject")
+    with _progress(progress) as advance:
 
-    def consume(batch: Batch, lengths: np.ndarray) -> None:
-        rows.append((batch.start, lengths))
-        bar.update(len(batch))
+        def consume(batch: Batch, lengths: np.ndarray) -> None:
+            rows.append((batch.start, lengths))
+            advance(len(batch))
 
-    try:
         engine.run(queries, alphabet, subjects, invalid, consume, devices)
-    finally:
-        bar.close()
     rows.sort(key=lambda item: item[0])
     if not rows:
         return np.zeros((len(queries), 0), dtype=np.int32)
@@ -192,7 +209,8 @@ def _length_rows(queries: list[np.ndarray], subjects: Any, alphabet: Alphabet, i
 
 def lcs_length(query: Any, subjects: Any, *, alphabet: str | Alphabet = "auto",
                invalid: str = "error", backend: str = "auto",
-               devices: Sequence[int] | None = None, progress: bool = False) -> np.ndarray:
+               devices: Sequence[int] | None = None, progress: Progress = False,
+               ) -> np.ndarray:
     """Length of the longest common subsequence of ``query`` with each subject.
 
     Parameters
@@ -295,7 +313,7 @@ class _TopN:
 
 def lcs_top(query: Any, subjects: Any, n: int = 10, *, with_lcs: bool = True,
             alphabet: str | Alphabet = "auto", invalid: str = "error", backend: str = "auto",
-            devices: Sequence[int] | None = None, progress: bool = False) -> LcsTop:
+            devices: Sequence[int] | None = None, progress: Progress = False) -> LcsTop:
     """The ``n`` subjects with the longest common subsequence with ``query``.
 
     Ties are broken by the lower subject index, so the result is the same on every backend.
@@ -324,8 +342,10 @@ def lcs_top(query: Any, subjects: Any, n: int = 10, *, with_lcs: bool = True,
     backend : {"auto", "cpu", "cuda"}
     devices : list of int, optional
         GPUs to split the batches over (CUDA backend; default: the current device).
-    progress : bool
-        Progress bar (subjects done) on stderr.
+    progress : bool or callable
+        True: a progress bar (subjects done) on stderr. A function is called instead with the
+        number of subjects of each batch done (batches of a file may finish out of order on
+        several GPUs), for a bar of the caller's over several calls.
 
     Returns
     -------
@@ -342,21 +362,20 @@ def lcs_top(query: Any, subjects: Any, n: int = 10, *, with_lcs: bool = True,
     encoded = _encode_query(query, alpha, invalid)
     devices = _check_devices(devices)
     engine = _backend(backend)
-    bar = progress_bar(None, progress, "lcs", unit="subject")
     executor = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 2),
                                   thread_name_prefix="gpualign-lcs") if with_lcs else None
     top = _TopN(int(n), encoded, alpha, with_lcs, executor)
     seen = [0]
-
-    def consume(batch: Batch, lengths: np.ndarray) -> None:
-        top.add(batch, lengths[0])
-        seen[0] += len(batch)
-        bar.update(len(batch))
-
     try:
-        engine.run([encoded], alpha, subjects, invalid, consume, devices)
+        with _progress(progress) as advance:
+
+            def consume(batch: Batch, lengths: np.ndarray) -> None:
+                top.add(batch, lengths[0])
+                seen[0] += len(batch)
+                advance(len(batch))
+
+            engine.run([encoded], alpha, subjects, invalid, consume, devices)
         return top.result(seen[0])
     finally:
-        bar.close()
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)

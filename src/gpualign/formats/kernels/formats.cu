@@ -21,17 +21,19 @@ __device__ __forceinline__ bool unusual_header_byte(u8 byte, bool last) {
 // record's. Sequence lines lose trailing blanks and carriage returns; the name is the header
 // up to its first blank, the description the rest, blanks around it dropped. Without write:
 // the sequence length into sequence_at[r], the name and description lengths + 1 into
-// name_at[r] and note_at[r], and unusual[r] = 1 for a record left to dnaio (other white space
-// in a sequence line, a header byte above). With write: the sequence copied to sequences +
-// sequence_at[r], the name and a newline to names + name_at[r], the description and a
-// newline to notes + note_at[r].
+// name_at[r] and note_at[r], the name's hash into name_hashes[r] (h = seed, then h = h *
+// factor + byte for each of its bytes, modulo 2^64: gpualign.formats.NAME_HASH_SEED), and
+// unusual[r] = 1 for a record left to dnaio (other white space in a sequence line, a header
+// byte above). With write: the sequence copied to sequences + sequence_at[r], the name and a
+// newline to names + name_at[r], the description and a newline to notes + note_at[r].
 template <bool write>
 __global__ void __launch_bounds__(256)
 fasta_records(const u8* __restrict__ data, const i64* __restrict__ starts,
               i64 records, i64* __restrict__ sequence_at,
               i64* __restrict__ name_at, i64* __restrict__ note_at,
               int* __restrict__ unusual, u8* __restrict__ sequences,
-              u8* __restrict__ names, u8* __restrict__ notes) {
+              u8* __restrict__ names, u8* __restrict__ notes,
+              u64* __restrict__ name_hashes, u64 seed, u64 factor) {
     const i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= records) return;
     const i64 end = starts[r + 1];
@@ -48,8 +50,13 @@ fasta_records(const u8* __restrict__ data, const i64* __restrict__ starts,
     i64 at = starts[r] + 1;
     while (at < line_end && trailing_blank(data[at])) ++at;
     i64 name = write ? name_at[r] : 0;
+    u64 name_hash = seed;
     for (; at < line_end && !trailing_blank(data[at]); ++at, ++name) {
-        if (write) names[name] = data[at];
+        if (write) {
+            names[name] = data[at];
+        } else {
+            name_hash = name_hash * factor + data[at];
+        }
     }
     while (at < line_end && trailing_blank(data[at])) ++at;
     i64 note_end = line_end;
@@ -64,6 +71,7 @@ fasta_records(const u8* __restrict__ data, const i64* __restrict__ starts,
     } else {
         name_at[r] = name + 1;
         note_at[r] = note + 1;
+        name_hashes[r] = name_hash;
     }
     i64 used = write ? sequence_at[r] : 0;
     for (at = line_end + 1; at < end;) {
