@@ -19,8 +19,8 @@ __all__ = ["DeviceLimits", "KernelResourceError", "block_threads", "device_limit
 #: Dynamic shared memory a block gets without opting in (the CUDA default on every GPU).
 DEFAULT_SHARED_BYTES = 48 * 1024
 
-#: The most dynamic shared memory reserved for each kernel in this process, by its CUDA
-#: function handle: the resident blocks of :mod:`gpualign.cuda.report` depend on it.
+#: The most dynamic shared memory reserved for each kernel in this process, by
+#: ``id(kernel)``: the resident blocks of :mod:`gpualign.cuda.report` depend on it.
 SHARED_RESERVED: dict[int, int] = {}
 
 
@@ -91,9 +91,8 @@ def reserve_shared(kernel: Any, shared_bytes: int) -> int:
     default 48 KiB, or raise :class:`KernelResourceError` when the device has less. Returns
     ``shared_bytes``."""
     shared_bytes = int(shared_bytes)
-    handle = getattr(kernel, "ptr", None)  # stand-ins of the tests have none
-    if handle is not None:
-        SHARED_RESERVED[handle] = max(shared_bytes, SHARED_RESERVED.get(handle, 0))
+    # Keyed by identity: the loader keeps every kernel it hands out, so an id is never reused.
+    SHARED_RESERVED[id(kernel)] = max(shared_bytes, SHARED_RESERVED.get(id(kernel), 0))
     if shared_bytes <= DEFAULT_SHARED_BYTES:
         return shared_bytes
     limits = device_limits(_current_device())

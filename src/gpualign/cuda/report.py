@@ -192,7 +192,7 @@ def kernel_resources(kernel: Any) -> KernelResources:
         registers=int(kernel.num_regs),
         block_threads=launch.block_threads(kernel),
         static_shared=int(kernel.shared_size_bytes),
-        dynamic_shared=launch.SHARED_RESERVED.get(kernel.ptr, 0),
+        dynamic_shared=launch.SHARED_RESERVED.get(id(kernel), 0),
         local_bytes=int(kernel.local_size_bytes),
     )
 
