@@ -469,23 +469,25 @@ def test_emulated_leaves_are_the_cpu_engines(scheme):
 
 
 @pytest.mark.parametrize("mode", ALIGN_MODES)
-def test_emulated_tiles_drive_linear_space_paths(tiny_tiles, mode):
-    scoring, alphabet = SCHEMES["dna-affine"]
-    engine, _ = _engine("dna-affine")
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+def test_emulated_tiles_drive_linear_space_paths(tiny_tiles, scheme, mode):
+    scoring, alphabet = SCHEMES[scheme]
+    engine, _ = _engine(scheme)
     texts = _texts(alphabet, 5)
     codes = PairCodes.from_lists([_codes(a, alphabet) for a, _ in texts],
                                  [_codes(b, alphabet) for _, b in texts])
     found = _linear.mode_paths(codes, engine.gap_open, engine.gap_extend, align_mode(mode),
                                engine, leaf_cells=16)
+    match_codes = get_alphabet(alphabet).match_codes
     for k, (a, b) in enumerate(texts):
         want = align_naive(_codes(a, alphabet), _codes(b, alphabet), engine.table,
-                           scoring.gap_open, scoring.gap_extend, mode)
+                           scoring.gap_open, scoring.gap_extend, mode, match_codes)
         assert (found.score[k], found.query_end[k], found.target_end[k]) == \
             (want.score, want.query_end, want.target_end)
         rescored = rescore_alignment(_codes(a, alphabet), _codes(b, alphabet),
                                      found.query_start[k], found.target_start[k],
                                      _linear.cigar_text(found.ops[k]), engine.table,
-                                     scoring.gap_open, scoring.gap_extend)
+                                     scoring.gap_open, scoring.gap_extend, match_codes)
         assert rescored == (want.score, want.query_end, want.target_end)
 
 
@@ -585,19 +587,23 @@ def test_gpu_long_pairs_equal_the_cpu_backend_and_parasail(tiny_tiles, schedule,
 @cuda
 @needs_gpu
 @pytest.mark.parametrize("mode", ALIGN_MODES)
-def test_gpu_long_pair_paths_rescore(tiny_tiles, schedule, mode):
-    scoring, alphabet = SCHEMES["dna-affine"]
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+def test_gpu_long_pair_paths_rescore(tiny_tiles, schedule, scheme, mode):
+    scoring, alphabet = SCHEMES[scheme]
     rng = np.random.default_rng(17)
     texts = [_random_pair(rng, m, n, alphabet) for m, n in SIZES]
     queries, targets = [a for a, _ in texts], [b for _, b in texts]
     got = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="path",
                          alphabet=alphabet, backend="cuda")
-    want = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="score",
+    want = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="end",
                           alphabet=alphabet, backend="cpu")
+    assert got.score.tolist() == want.score.tolist()
+    assert got.query_end.tolist() == want.query_end.tolist()
+    assert got.target_end.tolist() == want.target_end.tolist()
     table, _ = scoring.table(alphabet)
     for k, (a, b) in enumerate(texts):
-        assert got.score[k] == want.score[k]
         rescored = rescore_alignment(_codes(a, alphabet), _codes(b, alphabet),
                                      got.query_start[k], got.target_start[k], got.cigar[k],
-                                     table, scoring.gap_open, scoring.gap_extend)
+                                     table, scoring.gap_open, scoring.gap_extend,
+                                     get_alphabet(alphabet).match_codes)
         assert rescored == (got.score[k], got.query_end[k], got.target_end[k])
