@@ -259,7 +259,7 @@ def score_pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_
     >>> h, f, score, i, j = score_pass(codes, whole, table, 5, 2, True, False, False,
     ...                                SCOPE_LAST_ROW)
     >>> h.tolist(), (int(score[0]), int(i[0]), int(j[0]))
-    ([-11, -9, -7, -5, 6, 1], (6, 4, 4))
+    ([-11, -7, -7, -3, 1, 3], (3, 4, 5))
     """
     table = np.ascontiguousarray(table, dtype=np.int64)
     offsets = problems.row_offsets()
