@@ -273,11 +273,13 @@ def _reversed_problem(codes, problem, k):
 
 
 @pytest.mark.parametrize("alone", [False, True])
-def test_last_rows_and_best_cells(monkeypatch, alone):
-    # The score passes on one core per subproblem and in tiles on every core: last rows equal
-    # the full matrices' (forward and reversed, top excess 0 or not), best cells the batch DP's
-    # end cells in every mode.
+@pytest.mark.parametrize("tile_columns", [3, 2048])
+def test_last_rows_and_best_cells(monkeypatch, alone, tile_columns):
+    # The score passes on one core per subproblem and in tiles on every core, with tiles of a
+    # few columns or of all: last rows equal the full matrices' (forward and reversed, top
+    # excess 0 or not), best cells the batch DP's end cells in every mode.
     monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 1 if alone else 1 << 62)
+    monkeypatch.setattr(_cpu_linear, "_TILE_COLUMNS", tile_columns)
     rng = np.random.default_rng(25)
     scoring = SCHEMES[0]
     table, _ = scoring.table("dna")
@@ -343,11 +345,13 @@ _PEAK = """
 import resource, sys
 import numpy as np
 from gpualign import align, config
-config.ALIGN_LINEAR_MIN_CELLS = int(sys.argv[1])
+linear = sys.argv[1] == "linear"
 rng = np.random.default_rng(0)
 q = "".join(rng.choice(list("ACGT"), 12000))
 t = q[:5000] + q[5100:] + "ACGT" * 25
-align([q[:300]], [t[:300]], task="path", backend="cpu")
+with config.override(ALIGN_LINEAR_MIN_CELLS=0 if linear else 1 << 62, ALIGN_LINEAR_LEAF_CELLS=64):
+    align([q[:300]], [t[:300]], task="path", backend="cpu")  # compiled before the peak is read
+config.ALIGN_LINEAR_MIN_CELLS = 1 << 20 if linear else 1 << 62
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 r = align([q], [t], task="path", backend="cpu")
 print(int(r.score[0]), (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
@@ -357,12 +361,12 @@ print(int(r.score[0]), (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - bef
 def test_memory_of_a_long_pair_is_linear():
     # 12 kb x 12 kb: the batch traceback takes 144 MB more at its peak, the linear path
     # (routed because its traceback would exceed ALIGN_LINEAR_MIN_CELLS) almost nothing.
-    def run(min_cells: int) -> tuple[int, int]:
-        out = subprocess.run([sys.executable, "-c", _PEAK, str(min_cells)], check=True,
+    def run(path: str) -> tuple[int, int]:
+        out = subprocess.run([sys.executable, "-c", _PEAK, path], check=True,
                              capture_output=True, text=True).stdout.split()
         return int(out[0]), int(out[1])
 
-    batch_score, batch_mib = run(1 << 62)
-    linear_score, linear_mib = run(1 << 20)
+    batch_score, batch_mib = run("batch")
+    linear_score, linear_mib = run("linear")
     assert linear_score == batch_score
     assert batch_mib >= 100 and linear_mib <= 16, (batch_mib, linear_mib)

@@ -34,6 +34,9 @@ _NEG = -(1 << 60)
 #: Tiles per side of one large subproblem, per thread: enough that the diagonals of tiles
 #: keep every thread busy but the first and last few.
 _TILES_PER_THREAD = 8
+#: Most columns of one tile: its stretch of the row buffers (16 bytes a column) stays in the
+#: L1 cache while the tile's rows pass over it.
+_TILE_COLUMNS = 2048
 
 
 @njit(cache=True, nogil=True)
@@ -155,7 +158,8 @@ def _finish(h, f, col_h, m, strip_rows, scope, gap_extend, top_excess, free_left
 @njit(cache=True, parallel=True)
 def _many(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start, a_end,
           b_start, b_end, reverse, top_excess, skip, table, gap_open, gap_extend, free_top,
-          free_left, floor_zero, scope, row_offsets, out_h, out_f, score, i_end, j_end):
+          free_left, floor_zero, scope, tile_columns, row_offsets, out_h, out_f, score, i_end,
+          j_end):
     """Subproblem ``k`` of ``pair`` .. ``top_excess`` on one core, for every ``k`` side by
     side but those to ``skip``: its last rows into ``out_h``/``out_f`` at ``row_offsets[k]``,
     its best cell into ``score``, ``i_end``, ``j_end``."""
@@ -173,8 +177,9 @@ def _many(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_star
         best = np.zeros((1, 3), dtype=np.int64)
         _borders(h, f, col_h, col_e, m, m, gap_open, gap_extend, top_excess[k], free_top,
                  free_left)
-        _tile(a, b, table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, 0, m, 0, n, 0,
-              h, f, col_h, col_e, best[0])
+        for c0 in range(0, n, tile_columns):
+            _tile(a, b, table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, 0, m, c0,
+                  min(n, c0 + tile_columns), 0, h, f, col_h, col_e, best[0])
         score[k], i_end[k], j_end[k] = _finish(h, f, col_h, m, m, scope, gap_extend,
                                                top_excess[k], free_left, best)
 
@@ -207,7 +212,8 @@ def _alone(sequences: PairCodes, problems: Problems, k: int, table: np.ndarray, 
                   problems.b_start[k], problems.b_end[k], problems.reverse[k])
     m, n = len(a), len(b)
     side = _TILES_PER_THREAD * numba.get_num_threads()
-    strip_rows, tile_columns = max(1, -(-m // side)), max(1, -(-n // side))
+    strip_rows = max(1, -(-m // side))
+    tile_columns = min(_TILE_COLUMNS, max(1, -(-n // side)))
     strips = -(-m // strip_rows)
     col_h = np.empty(m + strips, dtype=np.int64)
     col_e = np.empty(m + strips, dtype=np.int64)
@@ -283,5 +289,5 @@ def score_pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_
           sequences.q_index, sequences.t_index, problems.pair, problems.a_start,
           problems.a_end, problems.b_start, problems.b_end, problems.reverse,
           problems.top_excess, alone, table, gap_open, gap_extend, free_top, free_left,
-          floor_zero, scope, offsets, h, f, score, i_end, j_end)
+          floor_zero, scope, _TILE_COLUMNS, offsets, h, f, score, i_end, j_end)
     return h, f, score, i_end, j_end
