@@ -222,13 +222,13 @@ def _split_columns(h: np.ndarray, f: np.ndarray, offsets: np.ndarray, count: int
     top_start, top_end = offsets[:count], offsets[1:count + 1]
     length = top_end - top_start
     segment = np.repeat(np.arange(count), length)
-    position = np.arange(int(length.sum())) - np.repeat(top_start - top_start[0], length)
+    position = np.arange(int(length.sum())) - np.repeat(top_start, length)
     top = np.repeat(top_start, length) + position
     bottom = np.repeat(offsets[count:-1] + length - 1, length) - position
     through_cell = h[top] + h[bottom]
     through_gap = f[top] + f[bottom] + excess
     best = np.maximum(through_cell, through_gap)
-    segment_best = np.maximum.reduceat(best, top_start - top_start[0])
+    segment_best = np.maximum.reduceat(best, top_start)
     hits = np.flatnonzero(best == segment_best[segment])
     _, first = np.unique(segment[hits], return_index=True)
     chosen = hits[first]
