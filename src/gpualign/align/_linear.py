@@ -193,7 +193,8 @@ class Engine(Protocol):
         """``(ops, offsets)``: an optimal global path of each subproblem honouring
         ``top_excess`` and ``bottom_excess``, ``OP_*`` codes (uint8) from the top-left corner,
         concatenated (``offsets``: int64, ``len(problems) + 1``). ``=`` for equal codes below
-        ``match_codes``, else ``X``."""
+        ``match_codes``, else ``X``. A subproblem has at most ``leaf_cells`` cells or a single
+        row (of any length: a full traceback of it takes ``2 * (n + 1)`` bytes)."""
 
     def best_cells(self, sequences: PairCodes, problems: Problems, start_free_top: bool,
                    start_free_left: bool, floor_zero: bool, end_scope: int,
