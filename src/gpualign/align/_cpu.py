@@ -11,6 +11,13 @@ every backend reports the same coordinates:
   above 0), ties broken by the smaller target end, then the smaller query end;
 - traceback: a diagonal step before a gap in the query (``D``) before a gap in the target
   (``I``), opening a gap before extending one; local alignments stop at the first zero.
+
+Long pairs: a path whose traceback would exceed ``config.ALIGN_LINEAR_MIN_CELLS`` bytes is
+found in linear space (Myers-Miller, :mod:`._linear`, with :class:`CpuEngine`: the score passes
+of :mod:`._cpu_linear` and leaves through :func:`_fill` and :func:`_traceback`), with the same
+score and end cell; its start and path are optimal, and differ from the traceback's only where
+several are. Scores and ends of pairs of ``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS`` cells or more
+come from those score passes too, which run a lone long pair on every core.
 """
 
 from __future__ import annotations
@@ -424,7 +431,7 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
         return score, missing, missing.copy(), missing.copy(), missing.copy(), None, None
     q_length, t_length = qset.lengths[q_index], tset.lengths[t_index]
     linear = _linear_pairs(q_length, t_length, task)
-    if task == "path" and linear.any():
+    if linear.any():
         _check_linear_memory(q_length, t_length, np.flatnonzero(linear))
     if not linear.any():
         return _batch_results(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode,

@@ -34,6 +34,9 @@ _NEG = -(1 << 60)
 #: Tiles per side of one large subproblem, per thread: enough that the diagonals of tiles
 #: keep every thread busy but the first and last few.
 _TILES_PER_THREAD = 8
+#: Most columns of one tile: its stretch of the row buffers (16 bytes a column) stays in the
+#: L1 cache while the tile's rows pass over it.
+_TILE_COLUMNS = 2048
 
 
 @njit(cache=True, nogil=True)
@@ -78,39 +81,54 @@ def _tile(a, b, table, gap_open, gap_extend, floor_zero, track, r0, r1, c0, c1, 
     on entry and row r1 on return; the strip's column buffers hold column c0 on entry and c1
     on return (row r0's entry too: the corner that the next tile starts from). With
     ``track``, ``best`` (score, row, column) keeps the best cell: the larger score, then the
-    smaller column, then the smaller row."""
+    smaller column, then the smaller row.
+
+    A row takes two passes over the tile's columns (Farrar's "scan"). The first computes F and
+    the best of the diagonal and F at every column, with no dependency between columns (the
+    compiler vectorizes it; substitution scores come from a profile of the tile's target
+    symbols). The second adds the horizontal gaps: ``E[k] = max(E[k-1] - gap_extend,
+    T[k-1] - gap_open)`` with T the first pass's value (an E opened after an E never beats
+    extending it), which plus ``k * gap_extend`` is a running maximum: one operation per cell
+    on the chain of dependencies instead of the recurrence's four."""
+    width = c1 - c0
+    profile = np.empty((table.shape[0], width + 1), dtype=np.int64)
+    for c in range(table.shape[0]):
+        for k in range(1, width + 1):
+            profile[c, k] = table[c, b[c0 + k - 1]]
+    ramp = np.arange(width + 1) * gap_extend
+    above = np.empty(width + 1, dtype=np.int64)  # H of the previous row, columns c0 .. c1
+    here = np.empty(width + 1, dtype=np.int64)
+    partial = np.empty(width + 1, dtype=np.int64)  # max(diagonal, F), floored
+    above[0] = col_h[r0 + strip]
+    above[1:] = h[c0 + 1:c1 + 1]
+    f_row = f[c0 + 1:c1 + 1]
     corner_next = h[c1]
-    diagonal_left = col_h[r0 + strip]
     for i in range(r0 + 1, r1 + 1):
+        scores = profile[a[i - 1]]
+        for k in range(1, width + 1):
+            fk = max(above[k] - gap_open, f_row[k - 1] - gap_extend)
+            f_row[k - 1] = fk
+            value = max(above[k - 1] + scores[k], fk)
+            partial[k] = max(value, 0) if floor_zero else value
         left = col_h[i + strip]
-        e = col_e[i + strip]
-        hl = left
-        diagonal = diagonal_left
-        row = table[a[i - 1]]
-        for j in range(c0 + 1, c1 + 1):
-            e_open = hl - gap_open
-            e_extend = e - gap_extend
-            e = e_open if e_open >= e_extend else e_extend
-            f_open = h[j] - gap_open
-            f_extend = f[j] - gap_extend
-            fj = f_open if f_open >= f_extend else f_extend
-            f[j] = fj
-            score = diagonal + row[b[j - 1]]
-            if e > score:
-                score = e
-            if fj > score:
-                score = fj
-            if floor_zero and score < 0:
-                score = 0
-            diagonal = h[j]
-            h[j] = score
-            hl = score
-            if track and (score > best[0] or (score == best[0] and (
-                    j < best[2] or (j == best[2] and i < best[1])))):
-                best[0], best[1], best[2] = score, i, j
-        col_h[i + strip] = hl
+        partial[0] = left
+        here[0] = left
+        running = col_e[i + strip]  # E[k] + k * gap_extend, from E at column c0
+        e = running
+        for k in range(1, width + 1):
+            running = max(running, partial[k - 1] - gap_open + ramp[k])
+            e = running - ramp[k]
+            here[k] = max(partial[k], e)
+        col_h[i + strip] = here[width]
         col_e[i + strip] = e
-        diagonal_left = left
+        if track:
+            for k in range(1, width + 1):
+                j = c0 + k
+                if here[k] > best[0] or (here[k] == best[0] and (
+                        j < best[2] or (j == best[2] and i < best[1]))):
+                    best[0], best[1], best[2] = here[k], i, j
+        above, here = here, above
+    h[c0 + 1:c1 + 1] = above[1:]
     col_h[r0 + strip] = corner_next
 
 
@@ -155,7 +173,8 @@ def _finish(h, f, col_h, m, strip_rows, scope, gap_extend, top_excess, free_left
 @njit(cache=True, parallel=True)
 def _many(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start, a_end,
           b_start, b_end, reverse, top_excess, skip, table, gap_open, gap_extend, free_top,
-          free_left, floor_zero, scope, row_offsets, out_h, out_f, score, i_end, j_end):
+          free_left, floor_zero, scope, tile_columns, row_offsets, out_h, out_f, score, i_end,
+          j_end):
     """Subproblem ``k`` of ``pair`` .. ``top_excess`` on one core, for every ``k`` side by
     side but those to ``skip``: its last rows into ``out_h``/``out_f`` at ``row_offsets[k]``,
     its best cell into ``score``, ``i_end``, ``j_end``."""
@@ -173,8 +192,9 @@ def _many(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_star
         best = np.zeros((1, 3), dtype=np.int64)
         _borders(h, f, col_h, col_e, m, m, gap_open, gap_extend, top_excess[k], free_top,
                  free_left)
-        _tile(a, b, table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, 0, m, 0, n, 0,
-              h, f, col_h, col_e, best[0])
+        for c0 in range(0, n, tile_columns):
+            _tile(a, b, table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, 0, m, c0,
+                  min(n, c0 + tile_columns), 0, h, f, col_h, col_e, best[0])
         score[k], i_end[k], j_end[k] = _finish(h, f, col_h, m, m, scope, gap_extend,
                                                top_excess[k], free_left, best)
 
@@ -207,7 +227,8 @@ def _alone(sequences: PairCodes, problems: Problems, k: int, table: np.ndarray, 
                   problems.b_start[k], problems.b_end[k], problems.reverse[k])
     m, n = len(a), len(b)
     side = _TILES_PER_THREAD * numba.get_num_threads()
-    strip_rows, tile_columns = max(1, -(-m // side)), max(1, -(-n // side))
+    strip_rows = max(1, -(-m // side))
+    tile_columns = min(_TILE_COLUMNS, max(1, -(-n // side)))
     strips = -(-m // strip_rows)
     col_h = np.empty(m + strips, dtype=np.int64)
     col_e = np.empty(m + strips, dtype=np.int64)
@@ -259,7 +280,7 @@ def score_pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_
     >>> h, f, score, i, j = score_pass(codes, whole, table, 5, 2, True, False, False,
     ...                                SCOPE_LAST_ROW)
     >>> h.tolist(), (int(score[0]), int(i[0]), int(j[0]))
-    ([-11, -9, -7, -5, 6, 1], (6, 4, 4))
+    ([-11, -7, -7, -3, 1, 3], (3, 4, 5))
     """
     table = np.ascontiguousarray(table, dtype=np.int64)
     offsets = problems.row_offsets()
@@ -283,5 +304,5 @@ def score_pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_
           sequences.q_index, sequences.t_index, problems.pair, problems.a_start,
           problems.a_end, problems.b_start, problems.b_end, problems.reverse,
           problems.top_excess, alone, table, gap_open, gap_extend, free_top, free_left,
-          floor_zero, scope, offsets, h, f, score, i_end, j_end)
+          floor_zero, scope, _TILE_COLUMNS, offsets, h, f, score, i_end, j_end)
     return h, f, score, i_end, j_end

@@ -193,7 +193,8 @@ class Engine(Protocol):
         """``(ops, offsets)``: an optimal global path of each subproblem honouring
         ``top_excess`` and ``bottom_excess``, ``OP_*`` codes (uint8) from the top-left corner,
         concatenated (``offsets``: int64, ``len(problems) + 1``). ``=`` for equal codes below
-        ``match_codes``, else ``X``."""
+        ``match_codes``, else ``X``. A subproblem has at most ``leaf_cells`` cells or a single
+        row (of any length: a full traceback of it takes ``2 * (n + 1)`` bytes)."""
 
     def best_cells(self, sequences: PairCodes, problems: Problems, start_free_top: bool,
                    start_free_left: bool, floor_zero: bool, end_scope: int,
@@ -222,13 +223,13 @@ def _split_columns(h: np.ndarray, f: np.ndarray, offsets: np.ndarray, count: int
     top_start, top_end = offsets[:count], offsets[1:count + 1]
     length = top_end - top_start
     segment = np.repeat(np.arange(count), length)
-    position = np.arange(int(length.sum())) - np.repeat(top_start - top_start[0], length)
+    position = np.arange(int(length.sum())) - np.repeat(top_start, length)
     top = np.repeat(top_start, length) + position
     bottom = np.repeat(offsets[count:-1] + length - 1, length) - position
     through_cell = h[top] + h[bottom]
     through_gap = f[top] + f[bottom] + excess
     best = np.maximum(through_cell, through_gap)
-    segment_best = np.maximum.reduceat(best, top_start - top_start[0])
+    segment_best = np.maximum.reduceat(best, top_start)
     hits = np.flatnonzero(best == segment_best[segment])
     _, first = np.unique(segment[hits], return_index=True)
     chosen = hits[first]

@@ -1,0 +1,384 @@
+"""Long alignments in linear space (Myers-Miller, align/_linear.py) on the CPU backend: tiny
+``ALIGN_LINEAR_MIN_CELLS`` and leaf sizes force every pair through the level-synchronous
+driver with deep recursion; scores and end cells equal the batch path's and the Gotoh oracle's,
+CIGARs re-score to the score. The engine's passes (last rows, best cells, leaves) are checked
+against plain-Python DPs, its tiles on every core against one core, and the memory it takes
+against the full traceback's.
+"""
+
+from __future__ import annotations
+
+import doctest
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from naive import ALIGN_MODES, align_naive, rescore_alignment
+from strategies import mutated
+from test_align import SCHEMES, codes_of, parasail_matrix, random_text, relative
+
+import gpualign
+from gpualign import Scoring, SequenceSet, config
+from gpualign.align import _cpu, _cpu_linear, _linear
+from gpualign.align._cpu import CpuEngine
+from gpualign.align._linear import PairCodes, Problems
+from gpualign.cigar import count_ops
+from gpualign.sequences import get_alphabet
+
+DATA = Path(__file__).parent / "data"
+#: The mitochondrial genomes: beside the tests, or in the shared data of the checkout's parent.
+MT_PLACES = (DATA, Path(__file__).resolve().parents[2] / "shared" / "data")
+BLOSUM62 = Scoring.matrix("BLOSUM62", gap_open=11, gap_extend=1)
+NEG = -(1 << 50)
+
+
+@pytest.fixture
+def linear(monkeypatch):
+    """Every non-empty pair with a path goes through the linear-space driver, with leaves of a
+    few cells and score passes that run alone on every core from a few cells on."""
+    def setup(leaf_cells: int = 3, wavefront_cells: int = 20) -> None:
+        monkeypatch.setattr(config, "ALIGN_LINEAR_MIN_CELLS", 0)
+        monkeypatch.setattr(config, "ALIGN_LINEAR_LEAF_CELLS", leaf_cells)
+        monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", wavefront_cells)
+    return setup
+
+
+def check_long(queries, targets, scoring, mode, alphabet="dna", oracle=True):
+    """Linear-space paths (the caller's config) equal the batch path's scores and ends (and
+    the oracle's), and every CIGAR re-scores to its score from its start."""
+    table, _ = scoring.table(alphabet)
+    match_codes = get_alphabet(alphabet).match_codes
+    got = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="path",
+                         alphabet=alphabet, backend="cpu")
+    with config.override(ALIGN_LINEAR_MIN_CELLS=1 << 62, ALIGN_CPU_WAVEFRONT_MIN_CELLS=1 << 62):
+        want = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="path",
+                              alphabet=alphabet, backend="cpu")
+    ends = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="end",
+                          alphabet=alphabet, backend="cpu")
+    for p, (query, target) in enumerate(zip(queries, targets, strict=True)):
+        where = f"pair {p} ({mode}, {scoring.describe()}): {query!r} / {target!r}"
+        q, t = codes_of(query, alphabet), codes_of(target, alphabet)
+        expected = (int(want.score[p]), int(want.query_end[p]), int(want.target_end[p]))
+        if oracle:
+            naive = align_naive(q, t, table, scoring.gap_open, scoring.gap_extend, mode,
+                                match_codes)
+            assert expected == (naive.score, naive.query_end, naive.target_end), where
+        assert (int(got.score[p]), int(got.query_end[p]), int(got.target_end[p])) == \
+            expected, where
+        assert (int(ends.score[p]), int(ends.query_end[p]), int(ends.target_end[p])) == \
+            expected, where
+        assert rescore_alignment(q, t, int(got.query_start[p]), int(got.target_start[p]),
+                                 got.cigar[p], table, scoring.gap_open, scoring.gap_extend,
+                                 match_codes) == expected, where
+        columns, matches = count_ops(got.cigar[p]), count_ops(got.cigar[p], "=")
+        assert got.identity[p] == pytest.approx(matches / columns if columns else 0.0), where
+    return got
+
+
+def test_docstring_examples_run():
+    for module in (_linear, _cpu_linear, _cpu):
+        assert doctest.testmod(module, raise_on_error=True).attempted > 0
+
+
+# --- every mode, scheme and shape against the batch path and the oracle -----------------------
+
+
+@pytest.mark.parametrize("mode", ALIGN_MODES)
+@pytest.mark.parametrize("leaf_cells", [1, 5, 60])
+def test_seeded_random_equal_the_batch_and_the_oracle(linear, mode, leaf_cells):
+    linear(leaf_cells)
+    rng = np.random.default_rng(21)
+    queries, targets = [], []
+    for m in (1, 2, 3, 9, 40, 75):
+        for n in (1, 2, 5, 33, 80):
+            query = random_text(rng, m, n_fraction=0.05)
+            queries.append(query)
+            targets.append(relative(rng, query, 0.2)[:n] or "A" if rng.random() < 0.6
+                           else random_text(rng, n, n_fraction=0.05))
+    for scoring in SCHEMES:
+        check_long(queries, targets, scoring, mode)
+
+
+@pytest.mark.parametrize("mode", ALIGN_MODES)
+def test_protein_blosum62(linear, mode):
+    linear(7)
+    rng = np.random.default_rng(22)
+    amino = "ARNDCQEGHILKMFPSTWYVBZX*"
+    queries = [random_text(rng, m, amino) for m in (1, 6, 45, 90)]
+    targets = [relative(rng, q, 0.3, amino) + random_text(rng, 4, amino) for q in queries]
+    check_long(queries, targets, BLOSUM62, mode, "protein")
+
+
+@st.composite
+def problems(draw):
+    symbol = st.sampled_from([0, 1, 2, 3, 4])
+    query = draw(st.lists(symbol, min_size=1, max_size=24))
+    if draw(st.booleans()):
+        target = draw(st.lists(symbol, min_size=1, max_size=24))
+    else:
+        target = draw(st.lists(symbol, max_size=4)) + mutated(draw, query, symbol) + \
+            draw(st.lists(symbol, max_size=4)) or [0]
+    gap_open = draw(st.integers(0, 8))
+    scoring = Scoring(match=draw(st.integers(0, 6)), mismatch=draw(st.integers(-6, 1)),
+                      gap_open=gap_open, gap_extend=draw(st.integers(0, min(gap_open, 4))))
+    return query, target, scoring, draw(st.sampled_from(ALIGN_MODES)), \
+        draw(st.integers(1, 30)), draw(st.integers(1, 200))
+
+
+@settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_hypothesis(problem):
+    query, target, scoring, mode, leaf_cells, wavefront_cells = problem
+    text = "ACGTN"
+    q, t = "".join(text[c] for c in query), "".join(text[c] for c in target)
+    with config.override(ALIGN_LINEAR_MIN_CELLS=0, ALIGN_LINEAR_LEAF_CELLS=leaf_cells,
+                         ALIGN_CPU_WAVEFRONT_MIN_CELLS=wavefront_cells):
+        check_long([q], [t], scoring, mode)
+
+
+def _mitochondria(count: int) -> tuple[str, str]:
+    for place in MT_PLACES:
+        files = [next(iter(place.glob(f"MT-{name}.fa*")), None) for name in ("human", "orang")]
+        if all(files):
+            human, orang = (str(SequenceSet.from_file(f, "dna", invalid="wildcard")[0])
+                            for f in files)
+            return human[:count], orang[:count]
+    pytest.skip("MT-human/MT-orang FASTA not found")
+
+
+@pytest.mark.parametrize("mode", ALIGN_MODES)
+def test_real_pairs(linear, mode):
+    # Neighbouring 16S genes (~1.5 kb) with leaves of 4 Ki cells, and mitochondrial prefixes
+    # (the D-loop: indels near both ends) with leaves of 64 cells: scores equal parasail's.
+    import parasail
+    from test_align import PARASAIL
+
+    genes = SequenceSet.from_file(DATA / "rdp16s_200.fasta.gz", "dna", invalid="wildcard")
+    queries = [str(genes[i]) for i in (0, 2, 4)]
+    targets = [str(genes[i]) for i in (1, 3, 5)]
+    human, orang = _mitochondria(1500)
+    scoring = SCHEMES[0]
+    matrix = parasail_matrix(scoring, "dna")
+    for pairs, leaf_cells in (((queries, targets), 1 << 12), (([human], [orang]), 64)):
+        linear(leaf_cells, 1 << 16)
+        result = check_long(*pairs, scoring, mode, oracle=False)
+        assert result.score.tolist() == [
+            PARASAIL[mode](q, t, 5, 2, matrix).score for q, t in zip(*pairs, strict=True)]
+    assert parasail is not None
+
+
+def test_mitochondrial_genomes_whole(linear):
+    # 16.6 kb x 16.5 kb: the full traceback would take 273 MB; linear space with leaves of
+    # 64 Ki cells gives the batch path's score, ends and a CIGAR that re-scores.
+    human, orang = _mitochondria(1 << 20)
+    linear(1 << 16, 1 << 22)
+    for mode in ("global", "local"):
+        check_long([human], [orang], SCHEMES[0], mode, oracle=False)
+
+
+# --- the pieces: joins through gaps, borders, 1-row problems, empty sides ----------------------
+
+
+def test_vertical_gap_crossing_the_middle_row(linear, monkeypatch):
+    # A 30-symbol insertion in the query's middle: the first split crosses it through a
+    # vertical gap (a type-2 join), whose open is charged once.
+    linear(4)
+    joins = []
+    split = _linear._split_columns
+
+    def recording(*args):
+        column, through_gap = split(*args)
+        joins.extend(through_gap.tolist())
+        return column, through_gap
+
+    monkeypatch.setattr(_linear, "_split_columns", recording)
+    rng = np.random.default_rng(23)
+    left, right = random_text(rng, 25), random_text(rng, 25)
+    for scoring in SCHEMES[:3]:
+        result = check_long([left + "G" * 30 + right], [left + right], scoring, "global")
+        assert result.cigar[0] == "25=30I25="
+    assert any(joins) and not all(joins)
+
+
+def _border_oracle(a, b, table, gap_open, gap_extend, top_excess, bottom_excess):
+    """Best global score of a against b (both non-empty) when a vertical gap down column 0
+    from the top costs ``top_excess + L*gap_extend`` and one ending in the bottom-right corner
+    ``bottom_excess + L*gap_extend`` (plain Python, full matrices)."""
+    m, n = len(a), len(b)
+    excess = gap_open - gap_extend
+    h = [[0] * (n + 1) for _ in range(m + 1)]
+    e = [[NEG] * (n + 1) for _ in range(m + 1)]
+    f = [[NEG] * (n + 1) for _ in range(m + 1)]
+    for j in range(1, n + 1):
+        h[0][j] = -(excess + j * gap_extend)
+    for i in range(1, m + 1):
+        h[i][0] = -(top_excess + i * gap_extend)
+        for j in range(1, n + 1):
+            e[i][j] = max(e[i][j - 1], h[i][j - 1] - excess) - gap_extend
+            f[i][j] = max(f[i - 1][j], h[i - 1][j] - excess) - gap_extend
+            h[i][j] = max(h[i - 1][j - 1] + int(table[a[i - 1]][b[j - 1]]), e[i][j], f[i][j])
+    return h, f, max(h[m][n], f[m][n] + excess - bottom_excess)
+
+
+def _border_score(ops, a, b, table, gap_open, gap_extend, top_excess, bottom_excess):
+    """Score of a path under the border charges of :func:`_border_oracle`."""
+    codes = PairCodes.from_lists([np.asarray(a, np.uint8)], [np.asarray(b, np.uint8)])
+    score = _linear.path_score(codes, 0, ops, table, gap_open, gap_extend)
+    excess = gap_open - gap_extend
+    vertical = ops == 2
+    if vertical.all():
+        return score + excess - min(top_excess, bottom_excess)
+    return score + (excess - top_excess) * int(vertical[0]) + \
+        (excess - bottom_excess) * int(vertical[-1])
+
+
+@pytest.mark.parametrize("scoring", SCHEMES + [BLOSUM62], ids=lambda s: s.describe())
+def test_borders_of_subproblems(scoring):
+    # Leaves and whole recursions with top/bottom excess 0 (a gap continuing across the border)
+    # or the usual excess: optimal under those charges, 1-row and 1-column problems included.
+    rng = np.random.default_rng(24)
+    alphabet = "protein" if scoring.matrix_name else "dna"
+    table, _ = scoring.table(alphabet)
+    go, ge = scoring.gap_open, scoring.gap_extend
+    engine = CpuEngine(table, go, ge, get_alphabet(alphabet).match_codes)
+    symbols = len(table) - 1
+    for _ in range(60):
+        m, n = rng.integers(1, 12, 2)
+        a = rng.integers(0, symbols, m).astype(np.uint8)
+        b = np.concatenate([a[rng.integers(0, 3):], rng.integers(0, symbols, rng.integers(0, 4))])
+        b = (b if len(b) else a[:1])[:n].astype(np.uint8)
+        codes = PairCodes.from_lists([a], [b])
+        top, bottom = (int(x) for x in rng.choice([0, go - ge], 2))
+        _, _, best = _border_oracle(a, b, table, go, ge, top, bottom)
+        root = Problems.of(pair=[0], a_start=0, a_end=len(a), b_start=0, b_end=len(b),
+                           reverse=0, top_excess=top, bottom_excess=bottom)
+        ops, offsets = engine.leaf_paths(codes, root)
+        assert offsets.tolist() == [0, len(ops)]
+        for leaf_cells in (1, 4, 1 << 20):
+            path = ops if leaf_cells == 1 << 20 else \
+                _linear.global_paths(codes, root, go, ge, engine, leaf_cells)[0]
+            assert np.count_nonzero(path != 3) == len(a) and np.count_nonzero(path != 2) == len(b)
+            assert _border_score(path, a, b, table, go, ge, top, bottom) == best, \
+                (a.tolist(), b.tolist(), top, bottom, leaf_cells)
+
+
+def _reversed_problem(codes, problem, k):
+    a = codes.q_codes[problem.a_start[k]:problem.a_end[k]]
+    b = codes.t_codes[problem.b_start[k]:problem.b_end[k]]
+    return (a[::-1], b[::-1]) if problem.reverse[k] else (a, b)
+
+
+@pytest.mark.parametrize("alone", [False, True])
+@pytest.mark.parametrize("tile_columns", [3, 2048])
+def test_last_rows_and_best_cells(monkeypatch, alone, tile_columns):
+    # The score passes on one core per subproblem and in tiles on every core, with tiles of a
+    # few columns or of all: last rows equal the full matrices' (forward and reversed, top
+    # excess 0 or not), best cells the batch DP's end cells in every mode.
+    monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 1 if alone else 1 << 62)
+    monkeypatch.setattr(_cpu_linear, "_TILE_COLUMNS", tile_columns)
+    rng = np.random.default_rng(25)
+    scoring = SCHEMES[0]
+    table, _ = scoring.table("dna")
+    go, ge = scoring.gap_open, scoring.gap_extend
+    engine = CpuEngine(table, go, ge, 4)
+    for _ in range(40):
+        a = rng.integers(0, 5, rng.integers(1, 40)).astype(np.uint8)
+        b = np.concatenate([rng.integers(0, 5, rng.integers(0, 5)), a[rng.integers(0, 4):]])
+        b = (b if len(b) else a).astype(np.uint8)
+        codes = PairCodes.from_lists([a], [b])
+        m, n = len(a), len(b)
+        cut = [int(rng.integers(0, m)), int(rng.integers(0, n))]
+        problem = Problems.of(pair=[0], a_start=cut[0], a_end=m, b_start=cut[1], b_end=n,
+                              reverse=int(rng.integers(0, 2)),
+                              top_excess=int(rng.choice([0, go - ge])), bottom_excess=go - ge)
+        h, f = engine.last_rows(codes, problem)
+        x, y = _reversed_problem(codes, problem, 0)
+        full_h, full_f, _ = _border_oracle(x, y, table, go, ge, int(problem.top_excess[0]),
+                                           go - ge)
+        assert h.tolist() == full_h[-1]
+        for got, want in zip(f[1:].tolist(), full_f[-1][1:], strict=True):
+            assert got == want if want > NEG // 2 else got <= _linear.NO_SCORE
+        assert f[0] == h[0]
+        whole = PairCodes.from_lists([x.copy()], [y.copy()])
+        for mode in range(4):
+            score, q_end, t_end = _linear.mode_ends(whole, go, ge, mode, engine)
+            naive = align_naive(x.tolist(), y.tolist(), table, go, ge,
+                                gpualign.codes.ALIGN_MODE_NAMES[mode], 4)
+            assert (int(score[0]), int(q_end[0]), int(t_end[0])) == \
+                (naive.score, naive.query_end, naive.target_end)
+
+
+def test_empty_sides(linear):
+    # Pairs with an empty side stay on the batch path (nothing to split) and keep its answers;
+    # the driver itself refuses them.
+    linear()
+    queries, targets = ["", "ACGT", "", "A"], ["ACGT", "", "", "C"]
+    for mode in ALIGN_MODES:
+        check_long(queries, targets, SCHEMES[0], mode)
+    codes = PairCodes.from_lists([np.zeros(0, np.uint8)], [np.zeros(3, np.uint8)])
+    with pytest.raises(ValueError, match="non-empty"):
+        _linear.mode_paths(codes, 5, 2, 0, CpuEngine(np.eye(5), 5, 2, 4), 4)
+
+
+def test_local_alignment_scoring_zero_is_empty(linear):
+    linear()
+    result = check_long(["AAAA"], ["CCCC"], SCHEMES[0], "local")
+    assert result.cigar == [""] and result.query_end.tolist() == [0]
+
+
+# --- memory ------------------------------------------------------------------------------------
+
+
+def test_pairs_that_do_not_fit_fail_before_any_work(linear, monkeypatch):
+    linear()
+    monkeypatch.setattr(_cpu, "_available_memory", lambda: 1 << 10)
+    monkeypatch.setattr(_cpu, "mode_paths", lambda *args: pytest.fail("work started"))
+    with pytest.raises(ValueError, match=r"linear space need .* GiB .*query 4 x target 5"):
+        gpualign.align(["ACGT"], ["ACGTT"], task="path", backend="cpu")
+
+
+_PEAK = """
+import sys
+import numpy as np
+from gpualign import align, config
+
+
+def high_water_mib():
+    status = open("/proc/self/status").read()
+    return int(status.split("VmHWM:")[1].split()[0]) // 1024
+
+
+linear = sys.argv[1] == "linear"
+rng = np.random.default_rng(0)
+q = "".join(rng.choice(list("ACGT"), 12000))
+t = q[:5000] + q[5100:] + "ACGT" * 25
+for wavefront in (1, 1 << 62):  # every kernel compiled before the peak is read
+    with config.override(ALIGN_LINEAR_MIN_CELLS=0 if linear else 1 << 62,
+                         ALIGN_LINEAR_LEAF_CELLS=64, ALIGN_CPU_WAVEFRONT_MIN_CELLS=wavefront):
+        align([q[:300]], [t[:300]], task="path", backend="cpu")
+config.ALIGN_LINEAR_MIN_CELLS = 1 << 20 if linear else 1 << 62
+before = high_water_mib()
+with open("/proc/self/clear_refs", "w") as clear:
+    clear.write("5")  # the high-water mark restarts from the current size
+r = align([q], [t], task="path", backend="cpu")
+print(int(r.score[0]), high_water_mib() - before)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="Linux's clear_refs")
+def test_memory_of_a_long_pair_is_linear():
+    # 12 kb x 12 kb: the batch traceback takes 144 MB more at its peak, the linear path
+    # (routed because its traceback would exceed ALIGN_LINEAR_MIN_CELLS) almost nothing.
+    def run(path: str) -> tuple[int, int]:
+        out = subprocess.run([sys.executable, "-c", _PEAK, path], check=True,
+                             capture_output=True, text=True).stdout.split()
+        return int(out[0]), int(out[1])
+
+    batch_score, batch_mib = run("batch")
+    linear_score, linear_mib = run("linear")
+    assert linear_score == batch_score
+    assert batch_mib >= 100 and linear_mib <= 16, (batch_mib, linear_mib)
