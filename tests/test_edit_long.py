@@ -20,6 +20,7 @@ import gpualign
 import gpualign.backend
 from gpualign import config
 from gpualign.cigar import cigar_edit_cost, cigar_lengths
+from gpualign.edit import _cpu as edit_cpu
 from gpualign.edit import _linear, _shared
 from gpualign.edit._linear import NO_OP, cigars_of_buffer, edits_of_buffer, hirschberg
 from gpualign.edit._shared import needs_linear
@@ -34,10 +35,13 @@ LENGTHS = (1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 200, 333)
 
 @pytest.fixture
 def long_settings(monkeypatch):
-    """Every pair of 16 cells or more is long: one lane (64 rows) a band, 32-column tiles."""
+    """Every pair of 16 cells or more is long: one lane (64 rows) a band, 32-column tiles on
+    the GPU; bands of one word and tiles of 7 columns on the CPU."""
     monkeypatch.setattr(config, "LONG_EDIT_MIN_CELLS", 16)
     monkeypatch.setattr(config, "LONG_EDIT_THREADS", 1)
     monkeypatch.setattr(config, "LONG_EDIT_TILE_COLUMNS", 32)
+    monkeypatch.setattr(edit_cpu, "WAVEFRONT_BAND_WORDS", 1)
+    monkeypatch.setattr(edit_cpu, "WAVEFRONT_TILE_COLUMNS", 7)
 
 
 def similar_pairs(seed, lengths=LENGTHS, n_symbols=4, n_fraction=0.0):
@@ -143,6 +147,22 @@ def test_linear_and_full_tracebacks_agree_in_cost(monkeypatch):
     for q, t, a, b in zip(queries, targets, full.cigar, linear.cigar, strict=True):
         assert cigar_edit_cost(q, t, a) == cigar_edit_cost(q, t, b) == global_distance(q, t)
         assert cigar_lengths(b) == (len(q), len(t))
+
+
+@pytest.mark.parametrize("band_words,tile_columns", [(1, 1), (1, 7), (2, 64), (16, 1 << 14)])
+def test_cpu_wavefront_gives_the_last_row(band_words, tile_columns):
+    rng = np.random.default_rng(band_words * tile_columns)
+    for length in (1, 63, 64, 65, 129, 200):
+        query = random_codes(rng, length, n_fraction=0.1)
+        target = mutate(rng, query, length // 6 + 1) + random_codes(rng, 29)
+        table = edit_cpu.match_table(np.array(query, dtype=np.uint8), 5, 4)
+        for top_delta, mode in ((1, "global"), (0, "infix")):
+            for reverse in (False, True):
+                row = np.empty(len(target) + 1, dtype=np.int64)
+                edit_cpu._wavefront_row(table, length, np.array(target, dtype=np.uint8),
+                                        reverse, top_delta, band_words, tile_columns, row)
+                expected = last_row(query, target[::-1] if reverse else target, mode)
+                assert row.tolist() == expected.tolist(), (length, top_delta, reverse)
 
 
 # --- the recursion's host logic, against a naive split ----------------------------------------

@@ -83,7 +83,8 @@ PATH_MAX_BYTES_PER_PAIR = 2 << 30
 
 #: Edit-distance pairs of at least this many cells (query x target symbols) are long. On the GPU
 #: their distances run over the whole device (``edit/kernels/long.cu``: the query cut into bands
-#: of rows that sweep the target one behind the other) instead of on one warp; with
+#: of rows that sweep the target one behind the other) instead of on one warp, on the CPU one
+#: pair at a time on all cores instead of one pair a core; with
 #: ``task="path"`` both backends trace their CIGARs in linear space (Hirschberg over Myers,
 #: ``edit/_linear.py``) and trace subproblems below this size in full. Pairs whose full
 #: traceback would exceed ``PATH_MAX_BYTES_PER_PAIR`` go the linear way too.

@@ -102,22 +102,6 @@ def _global_distance(table, m, target, k):
 
 
 @njit(cache=True, nogil=True)
-def _widening_distance(table, m, target):
-    """The global edit distance of the query (as ``table``, ``m`` rows) and ``target`` in bands
-    that double from 64 (as edlib does): similar long pairs cost a band about twice their
-    distance wide instead of the whole matrix. Once a band would cover half the target the
-    whole matrix is cheaper than the bands still to try."""
-    n = target.shape[0]
-    bound = max(64, abs(m - n))
-    while 4 * bound < max(m, n):
-        distance = _global_distance(table, m, target, bound)
-        if distance <= bound:
-            return distance
-        bound *= 2
-    return _global_distance(table, m, target, max(m, n))
-
-
-@njit(cache=True, nogil=True)
 def _banded_sweep(table, m, target, k, reverse, row):
     """Global alignment of the query (as ``table``, ``m`` rows) with ``target`` (read backwards
     with ``reverse``) in the diagonal band ``|i - j| <= k``; returns the distance when it is
@@ -162,9 +146,8 @@ def _banded_sweep(table, m, target, k, reverse, row):
 
 
 @njit(cache=True, nogil=True)
-def _pair(query, target, mode, k, want_start, n_codes, match_codes, long_cells):
-    """Distance, target start and end (half-open) of one pair; -1s when over ``k``. Global
-    pairs of ``long_cells`` cells or more without a cutoff take :func:`_widening_distance`."""
+def _pair(query, target, mode, k, want_start, n_codes, match_codes):
+    """Distance, target start and end (half-open) of one pair; -1s when over ``k``."""
     m = query.shape[0]
     n = target.shape[0]
     if m == 0:
@@ -175,10 +158,7 @@ def _pair(query, target, mode, k, want_start, n_codes, match_codes, long_cells):
         if k >= 0 and abs(m - n) > k:
             return -1, -1, -1
         table = match_table(query, n_codes, match_codes)
-        if k < 0 and m * n >= long_cells:
-            distance = _widening_distance(table, m, target)
-        else:
-            distance = _global_distance(table, m, target, k if k >= 0 else max(m, n))
+        distance = _global_distance(table, m, target, k if k >= 0 else max(m, n))
         start, end = 0, n
     else:
         table = match_table(query, n_codes, match_codes)
@@ -197,13 +177,107 @@ def _pair(query, target, mode, k, want_start, n_codes, match_codes, long_cells):
 
 @njit(cache=True, parallel=True, nogil=True)
 def _distance_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, mode, k,
-                    want_start, n_codes, match_codes, long_cells, distance, start, end):
+                    want_start, n_codes, match_codes, distance, start, end):
     for p in prange(q_index.shape[0]):
         qi = q_index[p]
         ti = t_index[p]
         distance[p], start[p], end[p] = _pair(
             q_codes[q_offsets[qi]:q_offsets[qi + 1]], t_codes[t_offsets[ti]:t_offsets[ti + 1]],
-            mode, k, want_start, n_codes, match_codes, long_cells)
+            mode, k, want_start, n_codes, match_codes)
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _wavefront_row(table, m, target, reverse, top_delta, band_words, tile_columns, row):
+    """Write into ``row`` the last row of the query (as ``table``, ``m`` rows) against every
+    prefix of ``target`` (read backwards with ``reverse``), ``top_delta`` the horizontal delta
+    of row 0 (1: ``D[0][j] = j``, 0: free start), on all cores: the query is cut into bands of
+    ``band_words`` words and the target into tiles of ``tile_columns`` columns, and the tiles of
+    one anti-diagonal run in parallel (band ``b`` on tile ``d - b``), each band taking the
+    horizontal deltas that the band above left for the same tile on the diagonal before
+    (two slots, by the diagonal's parity)."""
+    words = table.shape[1]
+    n = target.shape[0]
+    bands = (words + band_words - 1) // band_words
+    tiles = (n + tile_columns - 1) // tile_columns
+    pv = np.full(words, ALL, dtype=np.uint64)
+    mv = np.zeros(words, dtype=np.uint64)
+    carries = np.zeros((2, bands, tile_columns), dtype=np.int8)
+    last_bit = ONE << np.uint64((m - 1) & 63)
+    row[0] = m
+    for diagonal in range(bands + tiles - 1):
+        for band in prange(max(0, diagonal - tiles + 1), min(bands, diagonal + 1)):
+            tile = diagonal - band
+            first = tile * tile_columns
+            for j in range(first, min(n, first + tile_columns)):
+                hin = top_delta if band == 0 else \
+                    carries[(diagonal - 1) & 1, band - 1, j - first]
+                c = target[n - 1 - j] if reverse else target[j]
+                for w in range(band * band_words, min(words, (band + 1) * band_words)):
+                    high = last_bit if w == words - 1 else _HIGH
+                    pv[w], mv[w], hin = _block(pv[w], mv[w], table[c, w], hin, high)
+                if band == bands - 1:
+                    row[j + 1] = hin
+                else:
+                    carries[diagonal & 1, band, j - first] = hin
+    for j in range(n):
+        row[j + 1] += row[j]
+
+
+#: Words (64 query rows each) of a band and target columns of a tile of :func:`_wavefront_row`
+#: for long pairs: a tile is a few milliseconds of one core's work, far more than the cost of
+#: starting a diagonal's parallel loop.
+WAVEFRONT_BAND_WORDS = 16
+WAVEFRONT_TILE_COLUMNS = 1 << 14
+
+
+def _whole_row(query, target, reverse, top_delta, n_codes, match_codes):
+    """:func:`_wavefront_row` of ``query`` against ``target`` with the long-pair tiles."""
+    row = np.empty(len(target) + 1, dtype=np.int64)
+    table = match_table(query, n_codes, match_codes)
+    _wavefront_row(table, len(query), target, reverse, top_delta, WAVEFRONT_BAND_WORDS,
+                   WAVEFRONT_TILE_COLUMNS, row)
+    return row
+
+
+def _long_pair(query, target, mode, k, want_start, n_codes, match_codes):
+    """Distance, target start and end (half-open) of one long pair (both sides non-empty) on
+    all cores; -1s when over ``k``. A global distance comes from bands around the diagonal that
+    double from 64, as edlib does (similar pairs cost a band about twice their distance wide),
+    until a band would cover half the target: then the whole matrix, tiled over the cores, is
+    cheaper than the bands still to try. The free-end modes read the whole last row."""
+    m, n = len(query), len(target)
+    if mode == EDIT_GLOBAL:
+        if k >= 0 and abs(m - n) > k:
+            return -1, -1, -1
+        table = match_table(query, n_codes, match_codes)
+        bound = max(64, abs(m - n))
+        distance = -1
+        while 4 * bound < max(m, n) and (k < 0 or bound < k):
+            found = _global_distance(table, m, target, bound)
+            if found <= bound:
+                distance = found
+                break
+            bound *= 2
+        if distance < 0:
+            distance = (_global_distance(table, m, target, k) if k >= 0 else
+                        int(_whole_row(query, target, False, 1, n_codes, match_codes)[n]))
+        start, end = 0, n
+    else:
+        row = _whole_row(query, target, False, 1 if mode == EDIT_PREFIX else 0, n_codes,
+                         match_codes)
+        end = int(np.argmin(row))
+        distance = int(row[end])
+        start = 0 if mode == EDIT_PREFIX else -1
+        if mode == EDIT_INFIX and want_start and (k < 0 or distance <= k):
+            # As in _pair: the longest reversed target[:end] prefix that the reversed query
+            # matches at the same cost (the last column where the row is smallest).
+            backwards = _whole_row(query[::-1].copy(), target[:end], True, 1, n_codes,
+                                   match_codes)
+            length = end - int(np.argmin(backwards[::-1]))
+            start = end - length
+    if k >= 0 and distance > k:
+        return -1, -1, -1
+    return distance, start, end
 
 
 @njit(cache=True, nogil=True)
@@ -412,14 +486,25 @@ def distance_batch(queries, targets, q_index, t_index, mode, k, want_start, prog
     distance = np.empty(count, dtype=np.int32)
     start = np.empty(count, dtype=np.int32)
     end = np.empty(count, dtype=np.int32)
+    cells = queries.lengths[q_index].astype(np.int64) * targets.lengths[t_index]
+    long = np.flatnonzero(cells >= max(1, config.LONG_EDIT_MIN_CELLS))
+    short = np.flatnonzero(cells < max(1, config.LONG_EDIT_MIN_CELLS))
+    codes = (queries.alphabet.size, queries.alphabet.match_codes)
     with progress_bar(count, progress, "edit") as bar:
-        for part in _batches(count):
+        for part in _batches(len(short)):
+            pairs = short[part]
+            found = [np.empty(len(pairs), dtype=np.int32) for _ in range(3)]
             _distance_batch(queries.codes, queries.offsets, targets.codes, targets.offsets,
-                            q_index[part], t_index[part], mode, k, want_start,
-                            queries.alphabet.size, queries.alphabet.match_codes,
-                            np.int64(config.LONG_EDIT_MIN_CELLS), distance[part], start[part],
-                            end[part])
-            bar.update(part.stop - part.start)
+                            q_index[pairs], t_index[pairs], mode, k, want_start, *codes, *found)
+            for values, out in zip(found, (distance, start, end), strict=True):
+                out[pairs] = values
+            bar.update(len(pairs))
+        # Long pairs one at a time, each on all cores.
+        for p in long.tolist():
+            distance[p], start[p], end[p] = _long_pair(
+                queries.codes_of(q_index[p]), targets.codes_of(t_index[p]), mode, k,
+                want_start, *codes)
+            bar.update(1)
     return distance, start, end
 
 
