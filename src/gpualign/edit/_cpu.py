@@ -4,7 +4,10 @@ The query is cut into 64-row blocks. Each block keeps its vertical delta vectors
 rows where the score goes up/down by one from the row above) and passes the horizontal delta of
 its bottom row (``hout`` in {-1, 0, +1}) to the block below. Information only flows from low
 bits to high bits, so the junk in the unused high bits of the last block never reaches a used
-bit. Pairs run in parallel over all cores (``prange``).
+bit. Pairs run in parallel over all cores (``prange``); long pairs
+(``config.LONG_EDIT_MIN_CELLS``) one at a time, each over all cores (:func:`_wavefront_row`).
+CIGARs come from a full traceback, or in linear space (:func:`linear_cigars`) for long pairs and
+those whose traceback would exceed ``config.PATH_MAX_BYTES_PER_PAIR``.
 """
 
 from __future__ import annotations
