@@ -79,10 +79,12 @@ def one_record(path: Path) -> np.ndarray:
     return sanitize(sequence, np.random.default_rng(0))
 
 
-def save_pairs(path: Path, queries: list[np.ndarray], targets: list[np.ndarray]) -> None:
+def save_pairs(path: Path, queries: list[np.ndarray], targets: list[np.ndarray],
+               source: str) -> None:
     lengths = np.array([[len(q), len(t)] for q, t in zip(queries, targets, strict=True)])
-    np.savez(path, queries=np.concatenate(queries), targets=np.concatenate(targets),
-             lengths=lengths)
+    # Compressed, with where the pairs came from: the folder alone can travel to a GPU host.
+    np.savez_compressed(path, queries=np.concatenate(queries), targets=np.concatenate(targets),
+                        lengths=lengths, source=np.array(source))
 
 
 def load_pairs(path: Path) -> tuple[SequenceSet, SequenceSet]:
@@ -163,6 +165,10 @@ def prepare(workload: str, args, folder: Path) -> tuple[Path, str]:
     """Write the pairs of ``workload`` to ``folder`` (once); returns the file and where the data
     came from."""
     path = folder / f"{workload}.npz"
+    if path.is_file():
+        with np.load(path) as saved:
+            if "source" in saved.files:
+                return path, str(saved["source"])
     data = args.data_dir
     rng = np.random.default_rng(args.seed)
     if workload == "mt":
@@ -194,8 +200,7 @@ def prepare(workload: str, args, folder: Path) -> tuple[Path, str]:
         source = (f"the first {len(reads):,} reads of {READ_MIN:,}-{READ_MAX:,} bp of "
                   f"{shown(data / PACBIO)} ({len(queries):,} placed) against "
                   f"{shown(data / PACBIO_REFERENCE)}; windows by {how}")
-    if not path.is_file():
-        save_pairs(path, queries, targets)
+    save_pairs(path, queries, targets, source)
     return path, source
 
 
