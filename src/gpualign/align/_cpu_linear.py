@@ -83,13 +83,14 @@ def _tile(a, b, table, gap_open, gap_extend, floor_zero, track, r0, r1, c0, c1, 
     ``track``, ``best`` (score, row, column) keeps the best cell: the larger score, then the
     smaller column, then the smaller row.
 
-    A row takes two passes over the tile's columns (Farrar's "scan"). The first computes F and
+    A row takes three passes over the tile's columns (Farrar's "scan"). The first computes F and
     the best of the diagonal and F at every column, with no dependency between columns (the
     compiler vectorizes it; substitution scores come from a profile of the tile's target
     symbols). The second adds the horizontal gaps: ``E[k] = max(E[k-1] - gap_extend,
     T[k-1] - gap_open)`` with T the first pass's value (an E opened after an E never beats
     extending it), which plus ``k * gap_extend`` is a running maximum: one operation per cell
-    on the chain of dependencies instead of the recurrence's four."""
+    on the chain of dependencies instead of the recurrence's four. The third takes the larger
+    of the two."""
     width = c1 - c0
     profile = np.empty((table.shape[0], width + 1), dtype=np.int64)
     for c in range(table.shape[0]):
@@ -114,11 +115,13 @@ def _tile(a, b, table, gap_open, gap_extend, floor_zero, track, r0, r1, c0, c1, 
         partial[0] = left
         here[0] = left
         running = col_e[i + strip]  # E[k] + k * gap_extend, from E at column c0
-        e = running
         for k in range(1, width + 1):
             running = max(running, partial[k - 1] - gap_open + ramp[k])
-            e = running - ramp[k]
-            here[k] = max(partial[k], e)
+            here[k] = running - ramp[k]  # E
+        e = here[width]
+        # H in a pass of its own, which the compiler vectorizes (inside the scan it would not).
+        for k in range(1, width + 1):
+            here[k] = max(partial[k], here[k])
         col_h[i + strip] = here[width]
         col_e[i + strip] = e
         if track:
