@@ -95,33 +95,64 @@ class EmulatedEngine(CudaEngine):
         return sequences.q_codes, sequences.t_codes
 
     def _leaf_launch(self, codes, leaves):
-        """long.cu's leaf_paths, line for line."""
+        """long.cu's leaf_paths, its warp's lanes step by step: bands of 32 rows, the row
+        above a band loaded 32 columns ahead, the hand-offs between lanes as shuffles, the
+        traceback bytes step-major."""
         a_codes, b_codes = codes
         go, ge = self.gap_open, self.gap_extend
+        lanes = range(32)
         paths = []
         for a_base, b_base, m, n, top_excess, bottom_excess in leaves.tolist():
             a, b = a_codes[a_base:a_base + m], b_codes[b_base:b_base + n]
-            trace = np.zeros((m + 1, n + 1), dtype=np.int64)
-            h = [0] + [-(go + (j - 1) * ge) for j in range(1, n + 1)]
-            f = [NEG] * (n + 1)
-            for i in range(1, m + 1):
-                diagonal, left, e = h[0], -(top_excess + i * ge), NEG
-                h[0] = left
-                for j in range(1, n + 1):
-                    e_open, e_extend = left - go, e - ge
-                    e = max(e_open, e_extend)
-                    f_open, f_extend = h[j] - go, f[j] - ge
-                    fj = max(f_open, f_extend)
-                    d = diagonal + self.table[a[i - 1], b[j - 1]]
-                    score = max(d, e, fj)
-                    trace[i, j] = (0 if score == d else 1 if score == e else 2) | \
-                        (4 if e_open >= e_extend else 0) | (8 if f_open >= f_extend else 0)
-                    diagonal, h[j], f[j], left = h[j], score, fj, score
-            if f[n] + go - ge - bottom_excess > h[n]:
-                trace[m, n] = (trace[m, n] & ~3) | 2
+            trace = np.zeros(int(_cuda_long.leaf_trace_bytes(m, n)), dtype=np.int64)
+            row = [(0, NEG)] + [(-(go + (j - 1) * ge), NEG) for j in range(1, n + 1)]
+
+            def load(column, row=row, n=n):
+                return row[column] if column <= n else (0, NEG)
+
+            def trace_index(i, j, n=n):
+                band, lane = divmod(i - 1, 32)
+                return (band * (n + 31) + j - 1 + lane) * 32 + lane
+
+            for band0 in range(0, m, 32):
+                rows = [band0 + lane + 1 for lane in lanes]
+                last = min(band0 + 32, m)
+                left = [-(top_excess + i * ge) for i in rows]
+                diagonal = [0 if i == 1 else -(top_excess + (i - 1) * ge) for i in rows]
+                e = [NEG] * 32
+                up = [(0, NEG)] * 32
+                chunk = [load(lane + 1) for lane in lanes]
+                ahead = [load(lane + 33) for lane in lanes]
+                for s in range(n + 31):
+                    if s % 32 == 0 and s > 0:
+                        chunk, ahead = ahead, [load(s + 33 + lane) for lane in lanes]
+                    out = [(0, NEG)] * 32
+                    for lane in lanes:
+                        i, j = rows[lane], s - lane + 1
+                        if i > m or not 1 <= j <= n:
+                            continue
+                        if lane == 0:
+                            up[0] = chunk[s % 32]
+                        e_open, e_extend = left[lane] - go, e[lane] - ge
+                        e[lane] = max(e_open, e_extend)
+                        f_open, f_extend = up[lane][0] - go, up[lane][1] - ge
+                        f = max(f_open, f_extend)
+                        d = diagonal[lane] + self.table[a[i - 1], b[j - 1]]
+                        score = max(d, e[lane], f)
+                        trace[((band0 // 32) * (n + 31) + s) * 32 + lane] = \
+                            (0 if score == d else 1 if score == e[lane] else 2) | \
+                            (4 if e_open >= e_extend else 0) | (8 if f_open >= f_extend else 0)
+                        diagonal[lane], left[lane] = up[lane][0], score
+                        out[lane] = (score, f)
+                        if i == last:
+                            row[j] = out[lane]
+                    up = up[:1] + out[:31]  # __shfl_up_sync: lane 0 keeps its own
+            corner_h, corner_f = row[n]
+            if corner_f + go - ge - bottom_excess > corner_h:
+                trace[trace_index(m, n)] = (trace[trace_index(m, n)] & ~3) | 2
             ops, i, j, state = [], m, n, 0
             while i > 0 and j > 0:
-                code = trace[i, j]
+                code = trace[trace_index(i, j)]
                 if state == 0:
                     if code & 3 == 0:
                         same = a[i - 1] == b[j - 1] and a[i - 1] < self.match_codes
@@ -453,7 +484,7 @@ def _check_leaves(scheme, engine_class):
     from gpualign.align._cpu import CpuEngine
 
     engine, _ = _engine(scheme, engine_class)
-    codes, problems = _problems(scheme, np.random.default_rng(3), SIZES[:4] + [(9, 7), (2, 2)])
+    codes, problems = _problems(scheme, np.random.default_rng(3), SIZES[:6] + [(9, 7), (2, 2)])
     problems.reverse[:] = 0
     problems.bottom_excess[:] = problems.top_excess[::-1]  # every mix of 0 and the excess
     ops, offsets = engine.leaf_paths(codes, problems)

@@ -10,7 +10,7 @@ launch per anti-diagonal (``config.LONG_ALIGN_SCHEDULE``). Tile borders pass thr
 memory, ``O(m + n)`` per problem. The host plans the order (:func:`tile_schedule`), lays the
 borders out (:func:`border_layout`), and reads the results from the borders: the last row
 (``last_rows``; the end cells in the last row or column) or the best cell that the kernel kept
-per tile row (any cell: local alignments). The leaves of linear-space paths run a thread each
+per tile row (any cell: local alignments). The leaves of linear-space paths run a warp each
 with a full traceback (``leaf_paths``).
 
 :class:`CudaEngine` is the engine; :func:`pair_ends` and :func:`pair_paths` serve
@@ -489,6 +489,20 @@ class BatchPlan:
             results.best[first:first + len(m)] = kept[ranked[layout.slot_base]]
 
 
+def leaf_trace_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Traceback bytes of each leaf of ``leaf_paths``: its warp stores them step-major, bands
+    of 32 rows of ``n + 31`` steps (long.cu's ``trace_index``).
+
+    Examples
+    --------
+    >>> leaf_trace_bytes(np.array([3, 33]), np.array([4, 1])).tolist()
+    [1120, 2048]
+    """
+    m = np.asarray(m, dtype=np.int64)
+    n = np.asarray(n, dtype=np.int64)
+    return -(-m // 32) * (n + 31) * 32
+
+
 def leaf_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Device bytes of each leaf of ``leaf_paths``: its traceback bytes, scratch row, path
     and fields.
@@ -496,11 +510,11 @@ def leaf_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
     Examples
     --------
     >>> leaf_bytes(np.array([3]), np.array([4])).tolist()
-    [119]
+    [1219]
     """
     m = np.asarray(m, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
-    return (m + 1) * (n + 1) + 8 * (n + 1) + (m + n) + 8 * 6 + 4
+    return leaf_trace_bytes(m, n) + 8 * (n + 1) + (m + n) + 8 * 6 + 4
 
 
 def problem_fields(sequences: PairCodes, problems: Problems, free_top: bool,
@@ -533,7 +547,7 @@ def problem_fields(sequences: PairCodes, problems: Problems, free_top: bool,
 class CudaEngine(TileEngine):
     """The CUDA engine of the linear-space driver (:class:`gpualign.align._linear.Engine`):
     its score passes (``last_rows``, ``best_cells``) run as wavefronts of tiles, its leaves a
-    thread each with a full traceback.
+    warp each with a full traceback.
 
     The codes of ``sequences`` go to the device on the first call that gets them and stay
     there for the engine's next calls with the same object.
@@ -568,7 +582,7 @@ class CudaEngine(TileEngine):
     def leaf_paths(self, sequences: PairCodes, problems: Problems,
                    ) -> tuple[np.ndarray, np.ndarray]:
         """``(ops, offsets)``: the optimal global path of each small forward subproblem
-        (``leaf_paths`` of long.cu, a thread each: the CPU engine's DP, traceback and ties),
+        (``leaf_paths`` of long.cu, a warp each: the CPU engine's DP, traceback and ties),
         ``OP_*`` codes first operation first, concatenated (``offsets``: int64)."""
         if np.any(problems.reverse):
             raise ValueError("leaf_paths: the driver's leaves run forward")
@@ -602,12 +616,12 @@ class CudaEngine(TileEngine):
 
         m, n = leaves[:, 2], leaves[:, 3]
         row_base, rows = _starts(n + 1)
-        trace_base, traces = _starts((m + 1) * (n + 1))
+        trace_base, traces = _starts(leaf_trace_bytes(m, n))
         ops_base, room = _starts(m + n)
         kernel = get_kernel(KERNEL_FILE, "leaf_paths")
         ops = cupy.empty(room, dtype=cupy.uint8)
         counts = cupy.empty(len(m), dtype=cupy.int32)
-        kernel(*launch.grid(kernel, len(m)),
+        kernel(*launch.grid(kernel, 32 * len(m)),  # a warp a leaf
                (*codes, cupy.asarray(leaves), np.int32(len(m)),
                 cupy.asarray(self.table.astype(np.int16).ravel()), np.int32(self.n_codes),
                 np.int32(self.match_codes), np.int32(self.gap_open), np.int32(self.gap_extend),
