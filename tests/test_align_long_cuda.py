@@ -262,16 +262,18 @@ class EmulatedEngine(CudaEngine):
                 bottom_hf = (0, NEG)
                 for r in range(rows_per_thread):
                     e[t][r] = max(e[t][r] - ge, h[t][r])
-                    f = max(vf - ge, vh)
-                    score = max(d + self.table[q[t][r], b[k]] + go, max(e[t][r], f))
+                    x = max(d + self.table[q[t][r], b[k]] + go, e[t][r])
                     if floor_zero:
-                        score = max(score, 0)
+                        x = max(x, 0)
+                    x -= go
+                    f = max(vf - ge, vh)
+                    d, h[t][r] = h[t][r], max(f - go, x)
+                    score = h[t][r] + go
                     row = r0 + t * rows_per_thread + r + 1
                     if score > found[t][0] and (not last or row <= bottom):
                         found[t] = (score, row, c0 + 1 + k)
                     if last and r == owner_r:
                         bottom_hf = (score, f)
-                    d, h[t][r] = h[t][r], score - go
                     vh, vf = h[t][r], f
                 if not last:
                     bottom_hf = (vh + go, vf)

@@ -138,10 +138,11 @@ struct Tile {
 // (b_codes[k]) are in shared memory. LAST: the problem's last tile row, whose rows past m
 // are padding (computed, never reported). A thread keeps its rows as t = H - gap_open (what
 // opening a gap from them scores) and E; substitution scores come shifted by gap_open (the
-// shared table holds s + gap_open, match and mismatch likewise), so that a cell costs three
-// add-max instructions (Hopper's DPX), a max and a subtraction:
-//   E = max(E - extend, t_left), F = max(F_up - extend, t_up),
-//   H = max(t_diagonal + s + open, max(E, F)), t = H - open.
+// shared table holds s + gap_open, match and mismatch likewise), so that a cell costs four
+// add-max instructions (Hopper's DPX) and a subtraction, of which only two wait for the row
+// above (the chain that runs down a thread's rows at each column):
+//   E = max(E - extend, t_left), x = max(t_diagonal + s + open, E) - open,
+//   F = max(F_up - extend, t_up), t = H - open = max(F - open, x).
 // `diagonal` (t of row row0 at column c0) and the values handed between threads (t and F of
 // a thread's last row) are shifted too; borders in memory hold H itself.
 template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST, bool LAST>
@@ -156,7 +157,7 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, int diagonal, int (
     // The thread and register that hold the tile's last real row (the bottom row).
     const int bottom_owner = (tile.bottom - 1 - tile.tile_row0) / RPT;
     const int bottom_r = (tile.bottom - 1 - tile.tile_row0) % RPT;
-    const int go = tile.gap_open, neg_extend = -tile.gap_extend;
+    const int go = tile.gap_open, neg_open = -tile.gap_open, neg_extend = -tile.gap_extend;
     int up_t = 0, up_f = NEG;  // t and F of row row0 at this thread's column
     const int steps = tile.width + THREADS - 1;
     for (int s = 0; s < steps; ++s) {
@@ -174,21 +175,23 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, int diagonal, int (
 #pragma unroll
             for (int r = 0; r < RPT; ++r) {
                 e[r] = __viaddmax_s32(e[r], neg_extend, t[r]);
-                const int f = __viaddmax_s32(vf, neg_extend, vt);
                 const int sub = DNA ? (q[r] == bj ? tile.match : tile.mismatch) : table[q[r] + bj];
-                const int h = FLOOR_ZERO ? __viaddmax_s32_relu(d, sub, max(e[r], f))
-                                         : __viaddmax_s32(d, sub, max(e[r], f));
-                if (TRACK_BEST && h > best && (!LAST || row0 + r < tile.bottom)) {
-                    best = h;
+                // What does not wait for the row above: the diagonal and E (and 0), shifted.
+                const int x = (FLOOR_ZERO ? __viaddmax_s32_relu(d, sub, e[r])
+                                          : __viaddmax_s32(d, sub, e[r])) - go;
+                // The chain down the rows is two instructions a row: F, then t = max(x, F - open).
+                const int f = __viaddmax_s32(vf, neg_extend, vt);
+                d = t[r];
+                t[r] = __viaddmax_s32(f, neg_open, x);
+                if (TRACK_BEST && t[r] + go > best && (!LAST || row0 + r < tile.bottom)) {
+                    best = t[r] + go;
                     best_i = row0 + r + 1;
                     best_j = tile.c0 + 1 + k;
                 }
                 if (LAST && r == bottom_r) {
-                    bottom_h = h;
+                    bottom_h = t[r] + go;
                     bottom_f = f;
                 }
-                d = t[r];
-                t[r] = h - go;
                 vt = t[r];
                 vf = f;
             }
