@@ -26,10 +26,10 @@ nothing is written.
 
 ``--profile`` times the second call of each row stage by stage instead (:class:`Profile`):
 every call of the CUDA engine (``best_cells``, ``last_rows`` and ``leaf_paths`` per level of
-the linear-space driver) and inside it the host's planning, the launches and the collection
-of the results, the driver's split search, with the kernels' time from CUDA events around
-each launch; the device is synchronized around each stage, so the total is a little above
-the plain run's.
+the linear-space driver: ``split_columns`` where the engine searches the splits itself) and
+inside them the host's planning, the launches, the collection of the results and the split
+search, with the kernels' time from CUDA events around each launch; the device is
+synchronized around each stage, so the total is a little above the plain run's.
 """
 
 from __future__ import annotations
@@ -151,15 +151,17 @@ class Profile:
         engine = _cuda_long.CudaEngine
         self._wrap(engine, "best_cells", "best_cells")
         self._wrap(engine, "last_rows", "last_rows L{level}")
+        self._wrap(engine, "split_columns", "split_columns L{level}")
         self._wrap(engine, "leaf_paths", "leaf_paths L{level}")
         self._wrap(engine, "_launches", "  tiles: launches + results to host")
+        self._wrap(engine, "_wavefront", "  tiles: launches")
+        self._wrap(engine, "_split_launch", "  split search (device) + to host")
         self._wrap(engine, "_leaf_launch", "  leaves: launch + paths to host")
         self._wrap(_cuda_long.BatchPlan, "of", "  tiles: host plan", static=True)
         self._wrap(_cuda_long.BatchPlan, "collect", "  tiles: host collect")
-        self._wrap(_linear, "_split_columns", "split search (host)", module=True)
+        self._wrap(_linear, "_split_columns", "driver: split search (host)")
 
-    def _wrap(self, owner, name: str, label: str, static: bool = False,
-              module: bool = False) -> None:
+    def _wrap(self, owner, name: str, label: str, static: bool = False) -> None:
         original = getattr(owner, name)
         if static:  # a classmethod: wrap the function it binds
             original = original.__func__
@@ -185,7 +187,7 @@ class Profile:
                 row[3] += len(launched)
                 row[4] += kernel_ms
                 row[5] += wall
-                if name == "last_rows":
+                if name in ("last_rows", "split_columns"):  # one a level of the driver
                     self.level += 1
 
         if static:
@@ -208,10 +210,10 @@ class Profile:
         for label, (calls, problems, cells, launches, kernels, wall) in self.rows.items():
             print(f"| {label} | {calls} | {problems or '-'} | {cells or '-'} | {launches} | "
                   f"{kernels:.2f} | {wall:.2f} | {wall - kernels:.2f} |")
-            if not label.startswith(" ") and not label.startswith("split"):
+            if not label.startswith((" ", "driver")):
                 engine_ms += wall
                 kernel_ms += kernels
-        split_ms = sum(row[5] for label, row in self.rows.items() if label.startswith("split"))
+        split_ms = sum(row[5] for label, row in self.rows.items() if label.startswith("driver"))
         print(f"| **engine calls** | | | | | {kernel_ms:.2f} | {engine_ms:.2f} | "
               f"{engine_ms - kernel_ms:.2f} |")
         print(f"| **outside the engine** (front end, driver, split search {split_ms:.2f}) | | | | "

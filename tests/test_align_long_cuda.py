@@ -173,6 +173,29 @@ class EmulatedEngine(CudaEngine):
         counts = np.array([len(p) for p in paths], dtype=np.int64)
         return np.array([op for p in paths for op in p], dtype=np.uint8), counts
 
+    def _device_rows(self, a_codes, b_codes, fields):
+        """The last rows through the emulated wavefront, cell 0 garbage as on the device."""
+        done = self.run(a_codes, b_codes, fields, False, False, False)
+        rows = np.stack((done.h, done.f), axis=1)
+        rows[done.row_base] = 12345
+        return rows, done.row_base
+
+    def _split_launch(self, rows, splits, excess):
+        """long.cu's split_columns, a block's columns in order (the first best join wins)."""
+        column, through_gap = [], []
+        for top, bottom, n, top_left, bottom_left in splits.tolist():
+            found = (None, 0, 0)
+            for j in range(n + 1):
+                u = (top_left, top_left) if j == 0 else tuple(rows[top + j])
+                v = (bottom_left, bottom_left) if j == n else tuple(rows[bottom + n - j])
+                cell = u[0] + v[0]
+                value = max(cell, u[1] + v[1] + excess)
+                if found[0] is None or value > found[0]:
+                    found = (value, j, cell < value)
+            column.append(found[1])
+            through_gap.append(found[2])
+        return np.array(column, dtype=np.int64), np.array(through_gap, dtype=bool)
+
     def _launches(self, a_codes, b_codes, plan: BatchPlan, floor_zero, track_best, want_right):
         threads, rows_per_thread, width = plan.shape
         layout, schedule = plan.layout, plan.schedule
@@ -435,6 +458,34 @@ def test_emulated_tiles_give_the_last_rows(tiny_tiles, scheme):
     _check_last_rows(engine, codes, problems, h, f)
 
 
+def _check_splits(scheme, engine_class):
+    """The engine's split search over the halves of a level of splits finds what the driver
+    finds in the CPU engine's last rows."""
+    from gpualign.align._cpu import CpuEngine
+
+    engine, _ = _engine(scheme, engine_class)
+    sizes = [size for size in SIZES if size[0] > 1] + [(2, 2), (9, 7)]
+    codes, split = _problems(scheme, np.random.default_rng(5), sizes)
+    middle = split.a_start + split.a_length() // 2
+    top = Problems(split.pair, split.a_start, middle, split.b_start, split.b_end,
+                   np.zeros_like(middle), split.top_excess, split.bottom_excess)
+    bottom = Problems(split.pair, middle, split.a_end, split.b_start, split.b_end,
+                      np.ones_like(middle), split.bottom_excess, split.bottom_excess)
+    both = Problems.concat([top, bottom])
+    excess = engine.gap_open - engine.gap_extend
+    cpu = CpuEngine(engine.table, engine.gap_open, engine.gap_extend, engine.match_codes)
+    h, f = cpu.last_rows(codes, both)
+    want = _linear._split_columns(h, f, both.row_offsets(), len(split), excess)
+    column, through_gap = engine.split_columns(codes, both, excess)
+    assert column.tolist() == want[0].tolist()
+    assert through_gap.tolist() == want[1].tolist()
+
+
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+def test_emulated_split_search_is_the_drivers(tiny_tiles, scheme):
+    _check_splits(scheme, EmulatedEngine)
+
+
 #: (start_free_top, start_free_left, floor_zero, end_scope) of the modes' forward passes and
 #: of the anchored reverse passes (_linear's _FORWARD and _REVERSE).
 PASSES = [(False, False, False, _linear.SCOPE_CORNER),
@@ -580,6 +631,13 @@ def test_gpu_tiles_give_the_last_rows_and_best_cells(tiny_tiles, schedule, schem
         got = engine.best_cells(codes, problems, *flags)
         want = emulated.best_cells(codes, problems, *flags)
         assert [x.tolist() for x in got] == [x.tolist() for x in want], flags
+
+
+@cuda
+@needs_gpu
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+def test_gpu_split_search_is_the_drivers(tiny_tiles, schedule, scheme):
+    _check_splits(scheme, CudaEngine)
 
 
 @cuda

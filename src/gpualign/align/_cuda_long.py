@@ -344,18 +344,25 @@ class TileEngine:
         best = np.empty((len(m), 3), dtype=np.int64) if track_best else None
         results = TileResults(h, f, layout.row_base, right, right_base if want_right else None,
                               best)
-        sizes = problem_bytes(m, n, height, width)
+        for first, plan in self._batches(fields):
+            borders = self._launches(a_codes, b_codes, plan, floor_zero, track_best,
+                                     want_right)
+            plan.collect(borders, self.gap_extend, first, results)
+        return results
+
+    def _batches(self, fields: np.ndarray):
+        """Yield ``(first problem, BatchPlan)`` of consecutive problems of ``fields`` cut to
+        the memory budget."""
+        threads, rows_per_thread, width = tile_shape()
+        m, n = fields[:, 2], fields[:, 3]
+        sizes = problem_bytes(m, n, threads * rows_per_thread, width)
         budget = self._budget()
         lo = 0
         while lo < len(m):
             fit = int(np.searchsorted(np.cumsum(sizes[lo:]), budget, side="right"))
             hi = lo + max(1, fit)
-            plan = BatchPlan.of(fields[lo:hi], threads, rows_per_thread, width)
-            borders = self._launches(a_codes, b_codes, plan, floor_zero, track_best,
-                                     want_right)
-            plan.collect(borders, self.gap_extend, lo, results)
+            yield lo, BatchPlan.of(fields[lo:hi], threads, rows_per_thread, width)
             lo = hi
-        return results
 
     def _budget(self) -> int:
         """Device bytes a batch may take."""
@@ -366,6 +373,13 @@ class TileEngine:
         """Run the wavefront of one batch; return its borders on the host: ``rows`` and
         (``want_right``) ``columns``, int32 ``(cells, 2)``, and (``track_best``) the best cell
         of each tile row, int32 ``(slots, 3)``."""
+        rows, columns, best = self._wavefront(a_codes, b_codes, plan, floor_zero, track_best)
+        return (rows.get(), columns.get() if want_right else None,
+                best[:plan.layout.slots].get() if track_best else None)
+
+    def _wavefront(self, a_codes, b_codes, plan: BatchPlan, floor_zero: bool, track_best: bool):
+        """Run the wavefront of one batch; return its borders on the device: ``rows``,
+        ``columns`` and ``best`` (see :meth:`_launches`)."""
         import cupy
 
         threads, rows_per_thread, width = plan.shape
@@ -413,8 +427,7 @@ class TileEngine:
         else:
             for d, blocks in enumerate(schedule.blocks.tolist()):
                 run(blocks, d)
-        return (rows.get(), columns.get() if want_right else None,
-                best[:layout.slots].get() if track_best else None)
+        return rows, columns, best
 
 
 def shared_bytes(threads: int, tile_columns: int, n_codes: int, dna: bool) -> int:
@@ -578,6 +591,51 @@ class CudaEngine(TileEngine):
         done = self.run(*self.device_codes(sequences),
                         problem_fields(sequences, problems, False, False), False, False, False)
         return done.h, done.f
+
+    def split_columns(self, sequences: PairCodes, problems: Problems, excess: int,
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """``(column, through_gap)`` of each split of a level of :func:`._linear.global_paths`
+        (``problems``: the forward top halves, then the reverse bottom halves, as it would
+        send them to :meth:`last_rows`): what ``_linear._split_columns`` finds in their last
+        rows, searched where the rows lie (``split_columns`` of long.cu), so that only two
+        numbers a split come back to the host."""
+        count = len(problems) // 2
+        fields = problem_fields(sequences, problems, False, False)
+        rows, row_base = self._device_rows(*self.device_codes(sequences), fields)
+        m, n = fields[:, 2], fields[:, 3]
+        left = -(fields[:, 5] + m * self.gap_extend)  # H and F of cell 0 (column 0's gap)
+        splits = np.stack((row_base[:count], row_base[count:], n[:count], left[:count],
+                           left[count:]), axis=1)
+        return self._split_launch(rows, splits, excess)
+
+    def _split_launch(self, rows, splits: np.ndarray, excess: int,
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """One launch of ``split_columns`` (long.cu) over the device ``rows``, a block per row
+        of ``splits`` (its ``SplitField`` columns): the columns and through-gap flags."""
+        import cupy
+
+        count = len(splits)
+        kernel = get_kernel(KERNEL_FILE, "split_columns")
+        column = cupy.empty(count, dtype=cupy.int64)
+        through_gap = cupy.empty(count, dtype=cupy.int32)
+        kernel(*launch.grid(kernel, count, items_per_block=1),
+               (rows, cupy.asarray(splits), np.int32(excess), column, through_gap))
+        return column.get(), through_gap.get().astype(bool)
+
+    def _device_rows(self, a_codes, b_codes, fields: np.ndarray):
+        """``(rows, row_base)``: the last row of every problem of ``fields`` (global, the first
+        eight :data:`PROBLEM_FIELDS`) on the device, int32 ``(H, F)`` pairs, problem ``p``'s
+        ``n + 1`` cells from ``row_base[p]``, cell 0 unset."""
+        import cupy
+
+        threads, rows_per_thread, _ = tile_shape()
+        layout = border_layout(fields[:, 2], fields[:, 3], threads * rows_per_thread)
+        rows = cupy.empty((layout.rows, 2), dtype=cupy.int32)
+        for first, plan in self._batches(fields):
+            batch_rows, _, _ = self._wavefront(a_codes, b_codes, plan, False, False)
+            at = int(layout.row_base[first])
+            rows[at:at + plan.layout.rows] = batch_rows
+        return rows, layout.row_base
 
     def leaf_paths(self, sequences: PairCodes, problems: Problems,
                    ) -> tuple[np.ndarray, np.ndarray]:

@@ -524,3 +524,71 @@ leaf_paths(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     }
     op_count[k] = written;
 }
+
+// Where the optimal paths of split subproblems cross their middle row (align/_linear.py's
+// _split_columns, on the rows that long_tiles left on the device): a block per split, whose
+// top half's last row starts at rows[splits[SPLIT_TOP]] and its reversed bottom half's at
+// rows[splits[SPLIT_BOTTOM]], n + 1 cells each (cell 0 unset there: column 0's gap down to the
+// last row, SPLIT_TOP_LEFT and SPLIT_BOTTOM_LEFT, is its H and F). Column j joins the top's
+// cell j with the bottom's cell n - j through a cell (H + H) or through one vertical gap
+// (F + F + excess, its opening charged once); the first column with the best join wins, and
+// through_gap says whether that join is strictly better through the gap. Sums in 64 bits: two
+// NEG sentinels would overflow int32.
+enum SplitField { SPLIT_TOP, SPLIT_BOTTOM, SPLIT_N, SPLIT_TOP_LEFT, SPLIT_BOTTOM_LEFT,
+                  SPLIT_FIELDS };
+constexpr int SPLIT_THREADS = 256;
+
+extern "C" __global__ void __launch_bounds__(SPLIT_THREADS)
+split_columns(const int2* __restrict__ rows, const i64* __restrict__ splits, const int excess,
+              i64* __restrict__ column, int* __restrict__ through_gap) {
+    const i64* fields = splits + (i64)blockIdx.x * SPLIT_FIELDS;
+    const int2* top = rows + fields[SPLIT_TOP];
+    const int2* bottom = rows + fields[SPLIT_BOTTOM];
+    const int n = (int)fields[SPLIT_N];
+    const int top_left = (int)fields[SPLIT_TOP_LEFT];
+    const int bottom_left = (int)fields[SPLIT_BOTTOM_LEFT];
+    i64 best = -(1LL << 62);
+    int best_j = n + 1, gap = 0;
+    for (int j = threadIdx.x; j <= n; j += SPLIT_THREADS) {  // a thread's columns ascend
+        const int2 u = j == 0 ? make_int2(top_left, top_left) : top[j];
+        const int2 v = j == n ? make_int2(bottom_left, bottom_left) : bottom[n - j];
+        const i64 cell = (i64)u.x + v.x;
+        const i64 value = max(cell, (i64)u.y + v.y + excess);
+        if (value > best) {
+            best = value;
+            best_j = j;
+            gap = cell < value;
+        }
+    }
+    // The larger join, then the smaller column: the warp's, then the block's.
+    for (int d = 16; d > 0; d /= 2) {
+        const i64 other = __shfl_down_sync(FULL_WARP, best, d);
+        const int other_j = __shfl_down_sync(FULL_WARP, best_j, d);
+        const int other_gap = __shfl_down_sync(FULL_WARP, gap, d);
+        if (other > best || (other == best && other_j < best_j)) {
+            best = other;
+            best_j = other_j;
+            gap = other_gap;
+        }
+    }
+    __shared__ i64 warp_best[SPLIT_THREADS / 32];
+    __shared__ int warp_j[SPLIT_THREADS / 32], warp_gap[SPLIT_THREADS / 32];
+    const int warp = threadIdx.x / 32;
+    if (threadIdx.x % 32 == 0) {
+        warp_best[warp] = best;
+        warp_j[warp] = best_j;
+        warp_gap[warp] = gap;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < SPLIT_THREADS / 32; ++w) {
+            if (warp_best[w] > best || (warp_best[w] == best && warp_j[w] < best_j)) {
+                best = warp_best[w];
+                best_j = warp_j[w];
+                gap = warp_gap[w];
+            }
+        }
+        column[blockIdx.x] = best_j;
+        through_gap[blockIdx.x] = gap;
+    }
+}
