@@ -7,6 +7,7 @@ CUDA backend, end to end (host to host), global alignment, DNA +2/-3, gaps 5/2.
     python benchmarks/bench_long_align.py --only 100k --shapes 32x8x256 64x4x256 128x8x1024 \
         --schedules tickets launches                              # compare tile shapes
     python benchmarks/bench_long_align.py --only mt 100k --profile  # where the time goes
+    python benchmarks/bench_long_align.py --only mt 100k --tasks path --leaf-cells 262144
 
 Workloads (``--only``) and the issue's targets on one H100:
 
@@ -257,6 +258,9 @@ def main() -> None:
                         help="tile shapes THREADSxROWSxCOLUMNS to compare (default: config's)")
     parser.add_argument("--schedules", nargs="+", default=[config.LONG_ALIGN_SCHEDULE],
                         choices=["tickets", "launches"])
+    parser.add_argument("--leaf-cells", type=int, default=config.LONG_ALIGN_LEAF_CELLS,
+                        help="config.LONG_ALIGN_LEAF_CELLS: largest leaf of the CIGAR's "
+                             "linear-space recursion (default: config's)")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--profile", action="store_true",
                         help="time the second call of each row stage by stage (see above)")
@@ -264,6 +268,7 @@ def main() -> None:
                         help="compare scores with parasail's nw_scan_32 (one core; slow)")
     args = parser.parse_args()
     config.LONG_ALIGN_MIN_CELLS = 1
+    config.LONG_ALIGN_LEAF_CELLS = args.leaf_cells
     import cupy
 
     device = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
