@@ -458,12 +458,14 @@ def test_emulated_tiles_give_the_last_rows(tiny_tiles, scheme):
     _check_last_rows(engine, codes, problems, h, f)
 
 
-def _check_splits(scheme, engine_class):
+def _check_splits(scheme, engine_class, budget=None):
     """The engine's split search over the halves of a level of splits finds what the driver
-    finds in the CPU engine's last rows."""
+    finds in the CPU engine's last rows (``budget``: the emulation's memory budget)."""
     from gpualign.align._cpu import CpuEngine
 
     engine, _ = _engine(scheme, engine_class)
+    if budget is not None:
+        engine.budget = budget
     sizes = [size for size in SIZES if size[0] > 1] + [(2, 2), (9, 7)]
     codes, split = _problems(scheme, np.random.default_rng(5), sizes)
     middle = split.a_start + split.a_length() // 2
@@ -481,9 +483,10 @@ def _check_splits(scheme, engine_class):
     assert through_gap.tolist() == want[1].tolist()
 
 
+@pytest.mark.parametrize("budget", [EmulatedEngine.budget, 1 << 40])  # a split a group, one group
 @pytest.mark.parametrize("scheme", list(SCHEMES))
-def test_emulated_split_search_is_the_drivers(tiny_tiles, scheme):
-    _check_splits(scheme, EmulatedEngine)
+def test_emulated_split_search_is_the_drivers(tiny_tiles, scheme, budget):
+    _check_splits(scheme, EmulatedEngine, budget)
 
 
 #: (start_free_top, start_free_left, floor_zero, end_scope) of the modes' forward passes and

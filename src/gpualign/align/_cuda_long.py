@@ -598,15 +598,28 @@ class CudaEngine(TileEngine):
         (``problems``: the forward top halves, then the reverse bottom halves, as it would
         send them to :meth:`last_rows`): what ``_linear._split_columns`` finds in their last
         rows, searched where the rows lie (``split_columns`` of long.cu), so that only two
-        numbers a split come back to the host."""
+        numbers a split come back to the host. The rows of a group of splits stay on the
+        device together: groups of at most a quarter of the memory budget."""
         count = len(problems) // 2
         fields = problem_fields(sequences, problems, False, False)
-        rows, row_base = self._device_rows(*self.device_codes(sequences), fields)
         m, n = fields[:, 2], fields[:, 3]
         left = -(fields[:, 5] + m * self.gap_extend)  # H and F of cell 0 (column 0's gap)
-        splits = np.stack((row_base[:count], row_base[count:], n[:count], left[:count],
-                           left[count:]), axis=1)
-        return self._split_launch(rows, splits, excess)
+        codes = self.device_codes(sequences)
+        sizes = 16 * (n[:count] + 1)  # both halves' rows, an int2 a cell
+        column = np.empty(count, dtype=np.int64)
+        through_gap = np.empty(count, dtype=bool)
+        lo = 0
+        while lo < count:
+            fit = int(np.searchsorted(np.cumsum(sizes[lo:]), self._budget() // 4, side="right"))
+            hi = lo + max(1, fit)
+            group = np.r_[lo:hi, count + lo:count + hi]  # the group's top halves, then bottoms
+            rows, row_base = self._device_rows(*codes, fields[group])
+            size = hi - lo
+            splits = np.stack((row_base[:size], row_base[size:], n[lo:hi], left[lo:hi],
+                               left[count + lo:count + hi]), axis=1)
+            column[lo:hi], through_gap[lo:hi] = self._split_launch(rows, splits, excess)
+            lo = hi
+        return column, through_gap
 
     def _split_launch(self, rows, splits: np.ndarray, excess: int,
                       ) -> tuple[np.ndarray, np.ndarray]:
