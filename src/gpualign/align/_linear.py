@@ -260,10 +260,9 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
     Each level splits every open subproblem at its middle row: ``engine.last_rows`` gives the
     forward last row of its top half and the reverse last row of its bottom half (one call for
     all subproblems of the level; or the engine's ``split_columns`` searches them itself), the
-    best column splits it in two (or three pieces around a
-    vertical gap that crosses the middle row). Subproblems of at most ``leaf_cells`` cells, or
-    of one row, are solved by ``engine.leaf_paths`` (one call per level); those with an empty
-    side are one gap.
+    best column splits it in two (or three pieces around a vertical gap that crosses the
+    middle row). Subproblems of at most ``leaf_cells`` cells, or of one row, are solved by
+    ``engine.leaf_paths`` (one call per level); those with an empty side are one gap.
 
     Parameters
     ----------
