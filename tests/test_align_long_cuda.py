@@ -95,33 +95,64 @@ class EmulatedEngine(CudaEngine):
         return sequences.q_codes, sequences.t_codes
 
     def _leaf_launch(self, codes, leaves):
-        """long.cu's leaf_paths, line for line."""
+        """long.cu's leaf_paths, its warp's lanes step by step: bands of 32 rows, the row
+        above a band loaded 32 columns ahead, the hand-offs between lanes as shuffles, the
+        traceback bytes step-major."""
         a_codes, b_codes = codes
         go, ge = self.gap_open, self.gap_extend
+        lanes = range(32)
         paths = []
         for a_base, b_base, m, n, top_excess, bottom_excess in leaves.tolist():
             a, b = a_codes[a_base:a_base + m], b_codes[b_base:b_base + n]
-            trace = np.zeros((m + 1, n + 1), dtype=np.int64)
-            h = [0] + [-(go + (j - 1) * ge) for j in range(1, n + 1)]
-            f = [NEG] * (n + 1)
-            for i in range(1, m + 1):
-                diagonal, left, e = h[0], -(top_excess + i * ge), NEG
-                h[0] = left
-                for j in range(1, n + 1):
-                    e_open, e_extend = left - go, e - ge
-                    e = max(e_open, e_extend)
-                    f_open, f_extend = h[j] - go, f[j] - ge
-                    fj = max(f_open, f_extend)
-                    d = diagonal + self.table[a[i - 1], b[j - 1]]
-                    score = max(d, e, fj)
-                    trace[i, j] = (0 if score == d else 1 if score == e else 2) | \
-                        (4 if e_open >= e_extend else 0) | (8 if f_open >= f_extend else 0)
-                    diagonal, h[j], f[j], left = h[j], score, fj, score
-            if f[n] + go - ge - bottom_excess > h[n]:
-                trace[m, n] = (trace[m, n] & ~3) | 2
+            trace = np.zeros(int(_cuda_long.leaf_trace_bytes(m, n)), dtype=np.int64)
+            row = [(0, NEG)] + [(-(go + (j - 1) * ge), NEG) for j in range(1, n + 1)]
+
+            def load(column, row=row, n=n):
+                return row[column] if column <= n else (0, NEG)
+
+            def trace_index(i, j, n=n):
+                band, lane = divmod(i - 1, 32)
+                return (band * (n + 31) + j - 1 + lane) * 32 + lane
+
+            for band0 in range(0, m, 32):
+                rows = [band0 + lane + 1 for lane in lanes]
+                last = min(band0 + 32, m)
+                left = [-(top_excess + i * ge) for i in rows]
+                diagonal = [0 if i == 1 else -(top_excess + (i - 1) * ge) for i in rows]
+                e = [NEG] * 32
+                up = [(0, NEG)] * 32
+                chunk = [load(lane + 1) for lane in lanes]
+                ahead = [load(lane + 33) for lane in lanes]
+                for s in range(n + 31):
+                    if s % 32 == 0 and s > 0:
+                        chunk, ahead = ahead, [load(s + 33 + lane) for lane in lanes]
+                    out = [(0, NEG)] * 32
+                    for lane in lanes:
+                        i, j = rows[lane], s - lane + 1
+                        if i > m or not 1 <= j <= n:
+                            continue
+                        if lane == 0:
+                            up[0] = chunk[s % 32]
+                        e_open, e_extend = left[lane] - go, e[lane] - ge
+                        e[lane] = max(e_open, e_extend)
+                        f_open, f_extend = up[lane][0] - go, up[lane][1] - ge
+                        f = max(f_open, f_extend)
+                        d = diagonal[lane] + self.table[a[i - 1], b[j - 1]]
+                        score = max(d, e[lane], f)
+                        trace[((band0 // 32) * (n + 31) + s) * 32 + lane] = \
+                            (0 if score == d else 1 if score == e[lane] else 2) | \
+                            (4 if e_open >= e_extend else 0) | (8 if f_open >= f_extend else 0)
+                        diagonal[lane], left[lane] = up[lane][0], score
+                        out[lane] = (score, f)
+                        if i == last:
+                            row[j] = out[lane]
+                    up = up[:1] + out[:31]  # __shfl_up_sync: lane 0 keeps its own
+            corner_h, corner_f = row[n]
+            if corner_f + go - ge - bottom_excess > corner_h:
+                trace[trace_index(m, n)] = (trace[trace_index(m, n)] & ~3) | 2
             ops, i, j, state = [], m, n, 0
             while i > 0 and j > 0:
-                code = trace[i, j]
+                code = trace[trace_index(i, j)]
                 if state == 0:
                     if code & 3 == 0:
                         same = a[i - 1] == b[j - 1] and a[i - 1] < self.match_codes
@@ -141,6 +172,29 @@ class EmulatedEngine(CudaEngine):
             paths.append(ops[::-1])
         counts = np.array([len(p) for p in paths], dtype=np.int64)
         return np.array([op for p in paths for op in p], dtype=np.uint8), counts
+
+    def _device_rows(self, a_codes, b_codes, fields):
+        """The last rows through the emulated wavefront, cell 0 garbage as on the device."""
+        done = self.run(a_codes, b_codes, fields, False, False, False)
+        rows = np.stack((done.h, done.f), axis=1)
+        rows[done.row_base] = 12345
+        return rows, done.row_base
+
+    def _split_launch(self, rows, splits, excess):
+        """long.cu's split_columns, a block's columns in order (the first best join wins)."""
+        column, through_gap = [], []
+        for top, bottom, n, top_left, bottom_left in splits.tolist():
+            found = (None, 0, 0)
+            for j in range(n + 1):
+                u = (top_left, top_left) if j == 0 else tuple(rows[top + j])
+                v = (bottom_left, bottom_left) if j == n else tuple(rows[bottom + n - j])
+                cell = u[0] + v[0]
+                value = max(cell, u[1] + v[1] + excess)
+                if found[0] is None or value > found[0]:
+                    found = (value, j, cell < value)
+            column.append(found[1])
+            through_gap.append(found[2])
+        return np.array(column, dtype=np.int64), np.array(through_gap, dtype=bool)
 
     def _launches(self, a_codes, b_codes, plan: BatchPlan, floor_zero, track_best, want_right):
         threads, rows_per_thread, width = plan.shape
@@ -231,16 +285,18 @@ class EmulatedEngine(CudaEngine):
                 bottom_hf = (0, NEG)
                 for r in range(rows_per_thread):
                     e[t][r] = max(e[t][r] - ge, h[t][r])
-                    f = max(vf - ge, vh)
-                    score = max(d + self.table[q[t][r], b[k]] + go, max(e[t][r], f))
+                    x = max(d + self.table[q[t][r], b[k]] + go, e[t][r])
                     if floor_zero:
-                        score = max(score, 0)
+                        x = max(x, 0)
+                    x -= go
+                    f = max(vf - ge, vh)
+                    d, h[t][r] = h[t][r], max(f - go, x)
+                    score = h[t][r] + go
                     row = r0 + t * rows_per_thread + r + 1
                     if score > found[t][0] and (not last or row <= bottom):
                         found[t] = (score, row, c0 + 1 + k)
                     if last and r == owner_r:
                         bottom_hf = (score, f)
-                    d, h[t][r] = h[t][r], score - go
                     vh, vf = h[t][r], f
                 if not last:
                     bottom_hf = (vh + go, vf)
@@ -402,6 +458,37 @@ def test_emulated_tiles_give_the_last_rows(tiny_tiles, scheme):
     _check_last_rows(engine, codes, problems, h, f)
 
 
+def _check_splits(scheme, engine_class, budget=None):
+    """The engine's split search over the halves of a level of splits finds what the driver
+    finds in the CPU engine's last rows (``budget``: the emulation's memory budget)."""
+    from gpualign.align._cpu import CpuEngine
+
+    engine, _ = _engine(scheme, engine_class)
+    if budget is not None:
+        engine.budget = budget
+    sizes = [size for size in SIZES if size[0] > 1] + [(2, 2), (9, 7)]
+    codes, split = _problems(scheme, np.random.default_rng(5), sizes)
+    middle = split.a_start + split.a_length() // 2
+    top = Problems(split.pair, split.a_start, middle, split.b_start, split.b_end,
+                   np.zeros_like(middle), split.top_excess, split.bottom_excess)
+    bottom = Problems(split.pair, middle, split.a_end, split.b_start, split.b_end,
+                      np.ones_like(middle), split.bottom_excess, split.bottom_excess)
+    both = Problems.concat([top, bottom])
+    excess = engine.gap_open - engine.gap_extend
+    cpu = CpuEngine(engine.table, engine.gap_open, engine.gap_extend, engine.match_codes)
+    h, f = cpu.last_rows(codes, both)
+    want = _linear._split_columns(h, f, both.row_offsets(), len(split), excess)
+    column, through_gap = engine.split_columns(codes, both, excess)
+    assert column.tolist() == want[0].tolist()
+    assert through_gap.tolist() == want[1].tolist()
+
+
+@pytest.mark.parametrize("budget", [EmulatedEngine.budget, 1 << 40])  # a split a group, one group
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+def test_emulated_split_search_is_the_drivers(tiny_tiles, scheme, budget):
+    _check_splits(scheme, EmulatedEngine, budget)
+
+
 #: (start_free_top, start_free_left, floor_zero, end_scope) of the modes' forward passes and
 #: of the anchored reverse passes (_linear's _FORWARD and _REVERSE).
 PASSES = [(False, False, False, _linear.SCOPE_CORNER),
@@ -453,7 +540,7 @@ def _check_leaves(scheme, engine_class):
     from gpualign.align._cpu import CpuEngine
 
     engine, _ = _engine(scheme, engine_class)
-    codes, problems = _problems(scheme, np.random.default_rng(3), SIZES[:4] + [(9, 7), (2, 2)])
+    codes, problems = _problems(scheme, np.random.default_rng(3), SIZES[:6] + [(9, 7), (2, 2)])
     problems.reverse[:] = 0
     problems.bottom_excess[:] = problems.top_excess[::-1]  # every mix of 0 and the excess
     ops, offsets = engine.leaf_paths(codes, problems)
@@ -547,6 +634,13 @@ def test_gpu_tiles_give_the_last_rows_and_best_cells(tiny_tiles, schedule, schem
         got = engine.best_cells(codes, problems, *flags)
         want = emulated.best_cells(codes, problems, *flags)
         assert [x.tolist() for x in got] == [x.tolist() for x in want], flags
+
+
+@cuda
+@needs_gpu
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+def test_gpu_split_search_is_the_drivers(tiny_tiles, schedule, scheme):
+    _check_splits(scheme, CudaEngine)
 
 
 @cuda

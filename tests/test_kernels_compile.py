@@ -34,7 +34,7 @@ KERNELS = {
         align_long.kernel_name(32, 16, True, False, False, True),  # one warp a tile, DNA
         align_long.kernel_name(128, 8, False, True, True, False),  # four warps, a table, local
         align_long.kernel_name(64, 1, True, False, True, True),
-        "leaf_paths",
+        "leaf_paths", "split_columns",
     ],
     edit_cuda.KERNEL_FILE: [
         "build_match_table", edit_cuda._kernel_name(1, 1, True, edit_cuda.TRACK_BEST),

@@ -187,7 +187,7 @@ LONG_ALIGN_TILE_COLUMNS = 256
 LONG_ALIGN_SCHEDULE = "tickets"
 
 #: Largest subproblem (DP cells) that a CUDA linear-space alignment (the paths of pairs of at
-#: least ``LONG_ALIGN_MIN_CELLS`` cells) solves with a full traceback: a thread per leaf, a
+#: least ``LONG_ALIGN_MIN_CELLS`` cells) solves with a full traceback: a warp per leaf, a
 #: traceback byte per cell; smaller leaves mean more levels of tiled score passes.
 LONG_ALIGN_LEAF_CELLS = 1 << 16
 

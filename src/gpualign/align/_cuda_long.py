@@ -10,7 +10,7 @@ launch per anti-diagonal (``config.LONG_ALIGN_SCHEDULE``). Tile borders pass thr
 memory, ``O(m + n)`` per problem. The host plans the order (:func:`tile_schedule`), lays the
 borders out (:func:`border_layout`), and reads the results from the borders: the last row
 (``last_rows``; the end cells in the last row or column) or the best cell that the kernel kept
-per tile row (any cell: local alignments). The leaves of linear-space paths run a thread each
+per tile row (any cell: local alignments). The leaves of linear-space paths run a warp each
 with a full traceback (``leaf_paths``).
 
 :class:`CudaEngine` is the engine; :func:`pair_ends` and :func:`pair_paths` serve
@@ -344,18 +344,25 @@ class TileEngine:
         best = np.empty((len(m), 3), dtype=np.int64) if track_best else None
         results = TileResults(h, f, layout.row_base, right, right_base if want_right else None,
                               best)
-        sizes = problem_bytes(m, n, height, width)
+        for first, plan in self._batches(fields):
+            borders = self._launches(a_codes, b_codes, plan, floor_zero, track_best,
+                                     want_right)
+            plan.collect(borders, self.gap_extend, first, results)
+        return results
+
+    def _batches(self, fields: np.ndarray):
+        """Yield ``(first problem, BatchPlan)`` of consecutive problems of ``fields`` cut to
+        the memory budget."""
+        threads, rows_per_thread, width = tile_shape()
+        m, n = fields[:, 2], fields[:, 3]
+        sizes = problem_bytes(m, n, threads * rows_per_thread, width)
         budget = self._budget()
         lo = 0
         while lo < len(m):
             fit = int(np.searchsorted(np.cumsum(sizes[lo:]), budget, side="right"))
             hi = lo + max(1, fit)
-            plan = BatchPlan.of(fields[lo:hi], threads, rows_per_thread, width)
-            borders = self._launches(a_codes, b_codes, plan, floor_zero, track_best,
-                                     want_right)
-            plan.collect(borders, self.gap_extend, lo, results)
+            yield lo, BatchPlan.of(fields[lo:hi], threads, rows_per_thread, width)
             lo = hi
-        return results
 
     def _budget(self) -> int:
         """Device bytes a batch may take."""
@@ -366,6 +373,13 @@ class TileEngine:
         """Run the wavefront of one batch; return its borders on the host: ``rows`` and
         (``want_right``) ``columns``, int32 ``(cells, 2)``, and (``track_best``) the best cell
         of each tile row, int32 ``(slots, 3)``."""
+        rows, columns, best = self._wavefront(a_codes, b_codes, plan, floor_zero, track_best)
+        return (rows.get(), columns.get() if want_right else None,
+                best[:plan.layout.slots].get() if track_best else None)
+
+    def _wavefront(self, a_codes, b_codes, plan: BatchPlan, floor_zero: bool, track_best: bool):
+        """Run the wavefront of one batch; return its borders on the device: ``rows``,
+        ``columns`` and ``best`` (see :meth:`_launches`)."""
         import cupy
 
         threads, rows_per_thread, width = plan.shape
@@ -413,8 +427,7 @@ class TileEngine:
         else:
             for d, blocks in enumerate(schedule.blocks.tolist()):
                 run(blocks, d)
-        return (rows.get(), columns.get() if want_right else None,
-                best[:layout.slots].get() if track_best else None)
+        return rows, columns, best
 
 
 def shared_bytes(threads: int, tile_columns: int, n_codes: int, dna: bool) -> int:
@@ -489,6 +502,20 @@ class BatchPlan:
             results.best[first:first + len(m)] = kept[ranked[layout.slot_base]]
 
 
+def leaf_trace_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Traceback bytes of each leaf of ``leaf_paths``: its warp stores them step-major, bands
+    of 32 rows of ``n + 31`` steps (long.cu's ``trace_index``).
+
+    Examples
+    --------
+    >>> leaf_trace_bytes(np.array([3, 33]), np.array([4, 1])).tolist()
+    [1120, 2048]
+    """
+    m = np.asarray(m, dtype=np.int64)
+    n = np.asarray(n, dtype=np.int64)
+    return -(-m // 32) * (n + 31) * 32
+
+
 def leaf_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Device bytes of each leaf of ``leaf_paths``: its traceback bytes, scratch row, path
     and fields.
@@ -496,11 +523,11 @@ def leaf_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
     Examples
     --------
     >>> leaf_bytes(np.array([3]), np.array([4])).tolist()
-    [119]
+    [1219]
     """
     m = np.asarray(m, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
-    return (m + 1) * (n + 1) + 8 * (n + 1) + (m + n) + 8 * 6 + 4
+    return leaf_trace_bytes(m, n) + 8 * (n + 1) + (m + n) + 8 * 6 + 4
 
 
 def problem_fields(sequences: PairCodes, problems: Problems, free_top: bool,
@@ -533,7 +560,7 @@ def problem_fields(sequences: PairCodes, problems: Problems, free_top: bool,
 class CudaEngine(TileEngine):
     """The CUDA engine of the linear-space driver (:class:`gpualign.align._linear.Engine`):
     its score passes (``last_rows``, ``best_cells``) run as wavefronts of tiles, its leaves a
-    thread each with a full traceback.
+    warp each with a full traceback.
 
     The codes of ``sequences`` go to the device on the first call that gets them and stay
     there for the engine's next calls with the same object.
@@ -565,10 +592,68 @@ class CudaEngine(TileEngine):
                         problem_fields(sequences, problems, False, False), False, False, False)
         return done.h, done.f
 
+    def split_columns(self, sequences: PairCodes, problems: Problems, excess: int,
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """``(column, through_gap)`` of each split of a level of :func:`._linear.global_paths`
+        (``problems``: the forward top halves, then the reverse bottom halves, as it would
+        send them to :meth:`last_rows`): what ``_linear._split_columns`` finds in their last
+        rows, searched where the rows lie (``split_columns`` of long.cu), so that only two
+        numbers a split come back to the host. The rows of a group of splits stay on the
+        device together: groups of at most a quarter of the memory budget."""
+        count = len(problems) // 2
+        fields = problem_fields(sequences, problems, False, False)
+        m, n = fields[:, 2], fields[:, 3]
+        left = -(fields[:, 5] + m * self.gap_extend)  # H and F of cell 0 (column 0's gap)
+        codes = self.device_codes(sequences)
+        sizes = 16 * (n[:count] + 1)  # both halves' rows, an int2 a cell
+        column = np.empty(count, dtype=np.int64)
+        through_gap = np.empty(count, dtype=bool)
+        lo = 0
+        while lo < count:
+            fit = int(np.searchsorted(np.cumsum(sizes[lo:]), self._budget() // 4, side="right"))
+            hi = lo + max(1, fit)
+            group = np.r_[lo:hi, count + lo:count + hi]  # the group's top halves, then bottoms
+            rows, row_base = self._device_rows(*codes, fields[group])
+            size = hi - lo
+            splits = np.stack((row_base[:size], row_base[size:], n[lo:hi], left[lo:hi],
+                               left[count + lo:count + hi]), axis=1)
+            column[lo:hi], through_gap[lo:hi] = self._split_launch(rows, splits, excess)
+            lo = hi
+        return column, through_gap
+
+    def _split_launch(self, rows, splits: np.ndarray, excess: int,
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """One launch of ``split_columns`` (long.cu) over the device ``rows``, a block per row
+        of ``splits`` (its ``SplitField`` columns): the columns and through-gap flags."""
+        import cupy
+
+        count = len(splits)
+        kernel = get_kernel(KERNEL_FILE, "split_columns")
+        column = cupy.empty(count, dtype=cupy.int64)
+        through_gap = cupy.empty(count, dtype=cupy.int32)
+        kernel(*launch.grid(kernel, count, items_per_block=1),
+               (rows, cupy.asarray(splits), np.int32(excess), column, through_gap))
+        return column.get(), through_gap.get().astype(bool)
+
+    def _device_rows(self, a_codes, b_codes, fields: np.ndarray):
+        """``(rows, row_base)``: the last row of every problem of ``fields`` (global, the first
+        eight :data:`PROBLEM_FIELDS`) on the device, int32 ``(H, F)`` pairs, problem ``p``'s
+        ``n + 1`` cells from ``row_base[p]``, cell 0 unset."""
+        import cupy
+
+        threads, rows_per_thread, _ = tile_shape()
+        layout = border_layout(fields[:, 2], fields[:, 3], threads * rows_per_thread)
+        rows = cupy.empty((layout.rows, 2), dtype=cupy.int32)
+        for first, plan in self._batches(fields):
+            batch_rows, _, _ = self._wavefront(a_codes, b_codes, plan, False, False)
+            at = int(layout.row_base[first])
+            rows[at:at + plan.layout.rows] = batch_rows
+        return rows, layout.row_base
+
     def leaf_paths(self, sequences: PairCodes, problems: Problems,
                    ) -> tuple[np.ndarray, np.ndarray]:
         """``(ops, offsets)``: the optimal global path of each small forward subproblem
-        (``leaf_paths`` of long.cu, a thread each: the CPU engine's DP, traceback and ties),
+        (``leaf_paths`` of long.cu, a warp each: the CPU engine's DP, traceback and ties),
         ``OP_*`` codes first operation first, concatenated (``offsets``: int64)."""
         if np.any(problems.reverse):
             raise ValueError("leaf_paths: the driver's leaves run forward")
@@ -602,12 +687,12 @@ class CudaEngine(TileEngine):
 
         m, n = leaves[:, 2], leaves[:, 3]
         row_base, rows = _starts(n + 1)
-        trace_base, traces = _starts((m + 1) * (n + 1))
+        trace_base, traces = _starts(leaf_trace_bytes(m, n))
         ops_base, room = _starts(m + n)
         kernel = get_kernel(KERNEL_FILE, "leaf_paths")
         ops = cupy.empty(room, dtype=cupy.uint8)
         counts = cupy.empty(len(m), dtype=cupy.int32)
-        kernel(*launch.grid(kernel, len(m)),
+        kernel(*launch.grid(kernel, 32 * len(m)),  # a warp a leaf
                (*codes, cupy.asarray(leaves), np.int32(len(m)),
                 cupy.asarray(self.table.astype(np.int16).ravel()), np.int32(self.n_codes),
                 np.int32(self.match_codes), np.int32(self.gap_open), np.int32(self.gap_extend),

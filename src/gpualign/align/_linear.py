@@ -202,7 +202,12 @@ class Engine(Protocol):
         """``(score, i_end, j_end)`` of each subproblem (int64): the best cell in ``end_scope``
         (a ``SCOPE_*``) of the DP whose row 0 (``start_free_top``) and column 0
         (``start_free_left``) are free (0) rather than gaps, whose cells are floored at 0
-        (``floor_zero``: Smith-Waterman), with the ties the scope states."""
+        (``floor_zero``: Smith-Waterman), with the ties the scope states.
+
+        An engine may also offer ``split_columns(sequences, problems, excess) -> (column,
+        through_gap)``: for the top halves then bottom halves of a level's splits, what the
+        driver would find in their ``last_rows`` (``_split_columns``), without returning the
+        rows (the CUDA engine keeps them on the device)."""
 
 
 def _gap_ops(op: int, count: int) -> np.ndarray:
@@ -236,16 +241,28 @@ def _split_columns(h: np.ndarray, f: np.ndarray, offsets: np.ndarray, count: int
     return position[chosen], through_cell[chosen] < best[chosen]
 
 
+def _search_splits(sequences: PairCodes, both: Problems, engine: Engine, excess: int,
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_split_columns` of the splits whose top halves, then bottom halves, are
+    ``both``: by the engine itself when it offers ``split_columns`` (a GPU engine searches the
+    rows where it computed them), else in the rows that ``last_rows`` returns."""
+    search = getattr(engine, "split_columns", None)
+    if search is not None:
+        return search(sequences, both, excess)
+    h, f = engine.last_rows(sequences, both)
+    return _split_columns(h, f, both.row_offsets(), len(both) // 2, excess)
+
+
 def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_extend: int,
                  engine: Engine, leaf_cells: int) -> list[np.ndarray]:
     """Optimal global paths of the subproblems ``roots`` in linear space (Myers-Miller).
 
     Each level splits every open subproblem at its middle row: ``engine.last_rows`` gives the
     forward last row of its top half and the reverse last row of its bottom half (one call for
-    all subproblems of the level), the best column splits it in two (or three pieces around a
-    vertical gap that crosses the middle row). Subproblems of at most ``leaf_cells`` cells, or
-    of one row, are solved by ``engine.leaf_paths`` (one call per level); those with an empty
-    side are one gap.
+    all subproblems of the level; or the engine's ``split_columns`` searches them itself), the
+    best column splits it in two (or three pieces around a vertical gap that crosses the
+    middle row). Subproblems of at most ``leaf_cells`` cells, or of one row, are solved by
+    ``engine.leaf_paths`` (one call per level); those with an empty side are one gap.
 
     Parameters
     ----------
@@ -317,9 +334,8 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
                        np.zeros_like(middle), split.top_excess, split.bottom_excess)
         bottom = Problems(split.pair, middle, split.a_end, split.b_start, split.b_end,
                           np.ones_like(middle), split.bottom_excess, split.bottom_excess)
-        both = Problems.concat([top, bottom])
-        h, f = engine.last_rows(sequences, both)
-        column, through_gap = _split_columns(h, f, both.row_offsets(), len(split), excess)
+        column, through_gap = _search_splits(sequences, Problems.concat([top, bottom]),
+                                             engine, excess)
         column += split.b_start
         # Through a vertical gap: rows middle-1 and middle are two I's of a gap that the top
         # piece may end and the bottom piece may start without opening it again.

@@ -138,10 +138,11 @@ struct Tile {
 // (b_codes[k]) are in shared memory. LAST: the problem's last tile row, whose rows past m
 // are padding (computed, never reported). A thread keeps its rows as t = H - gap_open (what
 // opening a gap from them scores) and E; substitution scores come shifted by gap_open (the
-// shared table holds s + gap_open, match and mismatch likewise), so that a cell costs three
-// add-max instructions (Hopper's DPX), a max and a subtraction:
-//   E = max(E - extend, t_left), F = max(F_up - extend, t_up),
-//   H = max(t_diagonal + s + open, max(E, F)), t = H - open.
+// shared table holds s + gap_open, match and mismatch likewise), so that a cell costs four
+// add-max instructions (Hopper's DPX) and a subtraction, of which only two wait for the row
+// above (the chain that runs down a thread's rows at each column):
+//   E = max(E - extend, t_left), x = max(t_diagonal + s + open, E) - open,
+//   F = max(F_up - extend, t_up), t = H - open = max(F - open, x).
 // `diagonal` (t of row row0 at column c0) and the values handed between threads (t and F of
 // a thread's last row) are shifted too; borders in memory hold H itself.
 template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST, bool LAST>
@@ -156,7 +157,7 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, int diagonal, int (
     // The thread and register that hold the tile's last real row (the bottom row).
     const int bottom_owner = (tile.bottom - 1 - tile.tile_row0) / RPT;
     const int bottom_r = (tile.bottom - 1 - tile.tile_row0) % RPT;
-    const int go = tile.gap_open, neg_extend = -tile.gap_extend;
+    const int go = tile.gap_open, neg_open = -tile.gap_open, neg_extend = -tile.gap_extend;
     int up_t = 0, up_f = NEG;  // t and F of row row0 at this thread's column
     const int steps = tile.width + THREADS - 1;
     for (int s = 0; s < steps; ++s) {
@@ -174,21 +175,23 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, int diagonal, int (
 #pragma unroll
             for (int r = 0; r < RPT; ++r) {
                 e[r] = __viaddmax_s32(e[r], neg_extend, t[r]);
-                const int f = __viaddmax_s32(vf, neg_extend, vt);
                 const int sub = DNA ? (q[r] == bj ? tile.match : tile.mismatch) : table[q[r] + bj];
-                const int h = FLOOR_ZERO ? __viaddmax_s32_relu(d, sub, max(e[r], f))
-                                         : __viaddmax_s32(d, sub, max(e[r], f));
-                if (TRACK_BEST && h > best && (!LAST || row0 + r < tile.bottom)) {
-                    best = h;
+                // What does not wait for the row above: the diagonal and E (and 0), shifted.
+                const int x = (FLOOR_ZERO ? __viaddmax_s32_relu(d, sub, e[r])
+                                          : __viaddmax_s32(d, sub, e[r])) - go;
+                // The chain down the rows is two instructions a row: F, then t = max(x, F - open).
+                const int f = __viaddmax_s32(vf, neg_extend, vt);
+                d = t[r];
+                t[r] = __viaddmax_s32(f, neg_open, x);
+                if (TRACK_BEST && t[r] + go > best && (!LAST || row0 + r < tile.bottom)) {
+                    best = t[r] + go;
                     best_i = row0 + r + 1;
                     best_j = tile.c0 + 1 + k;
                 }
                 if (LAST && r == bottom_r) {
-                    bottom_h = h;
+                    bottom_h = t[r] + go;
                     bottom_f = f;
                 }
-                d = t[r];
-                t[r] = h - go;
                 vt = t[r];
                 vf = f;
             }
@@ -381,17 +384,32 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     }
 }
 
-// The leaves of a linear-space alignment (align/_linear.py): small global problems, one
-// thread each, with a full DP and a traceback byte per cell as align/_cpu.py's _fill and
-// _traceback (global mode, the same codes and preferences), so that a leaf's path is the one
-// the CPU engine finds. Column 0 is a vertical gap costing top_excess + i * gap_extend; a
-// vertical gap that ends in the bottom-right corner costs bottom_excess instead of
-// gap_open - gap_extend beyond its symbols. leaves[LEAF_FIELDS * k ...]: where a and b start
-// in the code arrays, m, n (both >= 1), top_excess, bottom_excess; the leaf's scratch row (H
-// and F, n + 1 each) at row_base[k], its traceback bytes ((m + 1) x (n + 1)) at trace_base[k],
-// its path (first operation first, at most m + n) at ops_base[k] and its length in op_count.
+// The leaves of a linear-space alignment (align/_linear.py): small global problems, one warp
+// each, with a full DP and a traceback byte per cell as align/_cpu.py's _fill and _traceback
+// (global mode, the same codes and preferences), so that a leaf's path is the one the CPU
+// engine finds. Column 0 is a vertical gap costing top_excess + i * gap_extend; a vertical gap
+// that ends in the bottom-right corner costs bottom_excess instead of gap_open - gap_extend
+// beyond its symbols. leaves[LEAF_FIELDS * k ...]: where a and b start in the code arrays, m, n
+// (both >= 1), top_excess, bottom_excess; the leaf's scratch row (H and F, n + 1 each) at
+// row_base[k], its traceback bytes (leaf_trace_bytes) at trace_base[k], its path (first
+// operation first, at most m + n) at ops_base[k] and its length in op_count.
+//
+// The warp runs the leaf in bands of 32 rows, lane r owning row band0 + r + 1, as a wavefront:
+// at step s lane r computes column s - r + 1, fed with the cell above that lane r - 1 computed
+// one step earlier (a shuffle); lane 0 gets the row above the band from the scratch row (loaded
+// by the whole warp ahead of use), which the band's last real row rewrites for the next band
+// (and leaves as row m at the end). The
+// traceback bytes are stored step-major (trace_index), so that the 32 cells of a step are 32
+// consecutive bytes; lane 0 walks the path back alone.
 enum LeafField { LEAF_A_BASE, LEAF_B_BASE, LEAF_M, LEAF_N, LEAF_TOP, LEAF_BOTTOM, LEAF_FIELDS };
 enum { FROM_DIAGONAL = 0, FROM_E = 1, FROM_F = 2, E_OPENED = 4, F_OPENED = 8 };
+
+// Where the traceback byte of cell (i, j), i, j >= 1, of a leaf with n columns lies: band
+// (i - 1) / 32 holds (n + 31) steps of 32 lanes, cell (i, j) is step j - 1 + lane.
+__device__ __forceinline__ i64 trace_index(int i, int j, int n) {
+    const int band = (i - 1) / 32, lane = (i - 1) % 32;
+    return ((i64)band * (n + 31) + (j - 1 + lane)) * 32 + lane;
+}
 
 extern "C" __global__ void __launch_bounds__(128)
 leaf_paths(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
@@ -401,54 +419,82 @@ leaf_paths(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
            u8* __restrict__ trace_space, const i64* __restrict__ trace_base,
            u8* __restrict__ ops_space, const i64* __restrict__ ops_base,
            int* __restrict__ op_count) {
-    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    const int k = (int)(((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32);  // whole warps
+    const int lane = threadIdx.x % 32;
     if (k >= count) return;
     const i64* fields = leaves + (i64)k * LEAF_FIELDS;
     const u8* a = a_codes + fields[LEAF_A_BASE];
     const u8* b = b_codes + fields[LEAF_B_BASE];
     const int m = (int)fields[LEAF_M], n = (int)fields[LEAF_N];
     const int top_excess = (int)fields[LEAF_TOP], bottom_excess = (int)fields[LEAF_BOTTOM];
-    int2* row = row_space + row_base[k];  // H and F of the row above, then of this row
+    int2* row = row_space + row_base[k];  // H and F of the row above the band, then of row m
     u8* trace = trace_space + trace_base[k];
-    const int width = n + 1;
-    row[0] = make_int2(0, NEG);
-    for (int j = 1; j <= n; ++j) row[j] = make_int2(-(gap_open + (j - 1) * gap_extend), NEG);
-    for (int i = 1; i <= m; ++i) {
-        int diagonal = row[0].x;
+    for (int j = lane; j <= n; j += 32)
+        row[j] = make_int2(j == 0 ? 0 : -(gap_open + (j - 1) * gap_extend), NEG);
+    __syncwarp();
+    for (int band0 = 0; band0 < m; band0 += 32) {
+        const int i = band0 + lane + 1;
+        const bool live = i <= m;
+        const bool writes_row = i == min(band0 + 32, m);  // the band's last real row
+        const short* scores = table + (live ? a[i - 1] : 0) * n_codes;
+        // H(i, 0) and H(i - 1, 0): column 0 is one vertical gap from H(0, 0) = 0.
         int left = -(top_excess + i * gap_extend);
-        row[0].x = left;
+        int diagonal = i == 1 ? 0 : -(top_excess + (i - 1) * gap_extend);
         int e = NEG;
-        const short* scores = table + a[i - 1] * n_codes;
-        for (int j = 1; j <= n; ++j) {
-            const int2 up = row[j];
-            const int e_open = left - gap_open, e_extend = e - gap_extend;
-            e = e_open >= e_extend ? e_open : e_extend;
-            const int f_open = up.x - gap_open, f_extend = up.y - gap_extend;
-            const int f = f_open >= f_extend ? f_open : f_extend;
-            const int d = diagonal + scores[b[j - 1]];
-            int score = d;
-            if (e > score) score = e;
-            if (f > score) score = f;
-            const int code = (score == d ? FROM_DIAGONAL : score == e ? FROM_E : FROM_F) |
-                             (e_open >= e_extend ? E_OPENED : 0) |
-                             (f_open >= f_extend ? F_OPENED : 0);
-            trace[(i64)i * width + j] = (u8)code;
-            diagonal = up.x;
-            row[j] = make_int2(score, f);
-            left = score;
+        int2 up = make_int2(0, NEG);  // H and F of (i - 1, j)
+        u8* band_trace = trace + (i64)(band0 / 32) * (n + 31) * 32 + lane;
+        // The row above the band, 32 columns a lane-wide load, one load ahead: at step s lane
+        // 0 takes column s + 1 from lane s % 32 of `chunk`. The band rewrites a column only
+        // once lane 0 has used it, so the loads ahead still see the previous band's row.
+        int2 chunk = lane + 1 <= n ? row[lane + 1] : make_int2(0, NEG);
+        int2 ahead = lane + 33 <= n ? row[lane + 33] : make_int2(0, NEG);
+        for (int s = 0; s < n + 31; ++s) {
+            if (s % 32 == 0 && s > 0) {
+                chunk = ahead;
+                ahead = s + 33 + lane <= n ? row[s + 33 + lane] : make_int2(0, NEG);
+            }
+            const int above_h = __shfl_sync(FULL_WARP, chunk.x, s % 32);
+            const int above_f = __shfl_sync(FULL_WARP, chunk.y, s % 32);
+            const int j = s - lane + 1;
+            int2 out = make_int2(0, NEG);
+            if (live && j >= 1 && j <= n) {
+                if (lane == 0) up = make_int2(above_h, above_f);
+                const int e_open = left - gap_open, e_extend = e - gap_extend;
+                e = e_open >= e_extend ? e_open : e_extend;
+                const int f_open = up.x - gap_open, f_extend = up.y - gap_extend;
+                const int f = f_open >= f_extend ? f_open : f_extend;
+                const int d = diagonal + scores[b[j - 1]];
+                int score = d;
+                if (e > score) score = e;
+                if (f > score) score = f;
+                const int code = (score == d ? FROM_DIAGONAL : score == e ? FROM_E : FROM_F) |
+                                 (e_open >= e_extend ? E_OPENED : 0) |
+                                 (f_open >= f_extend ? F_OPENED : 0);
+                band_trace[(i64)s * 32] = (u8)code;
+                diagonal = up.x;
+                left = score;
+                out = make_int2(score, f);
+                // Row j's column was read before this step's shuffles (they order the lanes).
+                if (writes_row) row[j] = out;
+            }
+            const int from_h = __shfl_up_sync(FULL_WARP, out.x, 1);
+            const int from_f = __shfl_up_sync(FULL_WARP, out.y, 1);
+            if (lane > 0) up = make_int2(from_h, from_f);
         }
+        __syncwarp();  // the band's last row is in `row` for the next band's lane 0
     }
+    if (lane != 0) return;
     // A vertical gap ending in the corner, charged bottom_excess instead of its opening.
     const int2 corner = row[n];
     if (corner.y + gap_open - gap_extend - bottom_excess > corner.x) {
-        u8* code = trace + (i64)m * width + n;
+        u8* code = trace + trace_index(m, n, n);
         *code = (u8)((*code & ~3) | FROM_F);
     }
     // Walk back from (m, n); the operations come out last first.
     u8* ops = ops_space + ops_base[k];
     int i = m, j = n, written = 0, state = 0;  // state 0: H, 1: E (a run of D), 2: F (I)
     while (i > 0 && j > 0) {
-        const int code = trace[(i64)i * width + j];
+        const int code = trace[trace_index(i, j, n)];
         if (state == 0) {
             const int source = code & 3;
             if (source == FROM_DIAGONAL) {
@@ -477,4 +523,72 @@ leaf_paths(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
         ops[y] = swap;
     }
     op_count[k] = written;
+}
+
+// Where the optimal paths of split subproblems cross their middle row (align/_linear.py's
+// _split_columns, on the rows that long_tiles left on the device): a block per split, whose
+// top half's last row starts at rows[splits[SPLIT_TOP]] and its reversed bottom half's at
+// rows[splits[SPLIT_BOTTOM]], n + 1 cells each (cell 0 unset there: column 0's gap down to the
+// last row, SPLIT_TOP_LEFT and SPLIT_BOTTOM_LEFT, is its H and F). Column j joins the top's
+// cell j with the bottom's cell n - j through a cell (H + H) or through one vertical gap
+// (F + F + excess, its opening charged once); the first column with the best join wins, and
+// through_gap says whether that join is strictly better through the gap. Sums in 64 bits: two
+// NEG sentinels would overflow int32.
+enum SplitField { SPLIT_TOP, SPLIT_BOTTOM, SPLIT_N, SPLIT_TOP_LEFT, SPLIT_BOTTOM_LEFT,
+                  SPLIT_FIELDS };
+constexpr int SPLIT_THREADS = 256;
+
+extern "C" __global__ void __launch_bounds__(SPLIT_THREADS)
+split_columns(const int2* __restrict__ rows, const i64* __restrict__ splits, const int excess,
+              i64* __restrict__ column, int* __restrict__ through_gap) {
+    const i64* fields = splits + (i64)blockIdx.x * SPLIT_FIELDS;
+    const int2* top = rows + fields[SPLIT_TOP];
+    const int2* bottom = rows + fields[SPLIT_BOTTOM];
+    const int n = (int)fields[SPLIT_N];
+    const int top_left = (int)fields[SPLIT_TOP_LEFT];
+    const int bottom_left = (int)fields[SPLIT_BOTTOM_LEFT];
+    i64 best = -(1LL << 62);
+    int best_j = n + 1, gap = 0;
+    for (int j = threadIdx.x; j <= n; j += SPLIT_THREADS) {  // a thread's columns ascend
+        const int2 u = j == 0 ? make_int2(top_left, top_left) : top[j];
+        const int2 v = j == n ? make_int2(bottom_left, bottom_left) : bottom[n - j];
+        const i64 cell = (i64)u.x + v.x;
+        const i64 value = max(cell, (i64)u.y + v.y + excess);
+        if (value > best) {
+            best = value;
+            best_j = j;
+            gap = cell < value;
+        }
+    }
+    // The larger join, then the smaller column: the warp's, then the block's.
+    for (int d = 16; d > 0; d /= 2) {
+        const i64 other = __shfl_down_sync(FULL_WARP, best, d);
+        const int other_j = __shfl_down_sync(FULL_WARP, best_j, d);
+        const int other_gap = __shfl_down_sync(FULL_WARP, gap, d);
+        if (other > best || (other == best && other_j < best_j)) {
+            best = other;
+            best_j = other_j;
+            gap = other_gap;
+        }
+    }
+    __shared__ i64 warp_best[SPLIT_THREADS / 32];
+    __shared__ int warp_j[SPLIT_THREADS / 32], warp_gap[SPLIT_THREADS / 32];
+    const int warp = threadIdx.x / 32;
+    if (threadIdx.x % 32 == 0) {
+        warp_best[warp] = best;
+        warp_j[warp] = best_j;
+        warp_gap[warp] = gap;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < SPLIT_THREADS / 32; ++w) {
+            if (warp_best[w] > best || (warp_best[w] == best && warp_j[w] < best_j)) {
+                best = warp_best[w];
+                best_j = warp_j[w];
+                gap = warp_gap[w];
+            }
+        }
+        column[blockIdx.x] = best_j;
+        through_gap[blockIdx.x] = gap;
+    }
 }
