@@ -27,7 +27,10 @@
 // A band stages the target symbols and the carries it reads 32 columns at a time in shared
 // memory, loading the next 32 into registers one block ahead so that the loads are in flight
 // while it computes; a lane reads its next column's match words and carry from there a step
-// ahead.
+// ahead. When only codes below REGISTER_CODES match (DNA: A C G T; N matches nothing), each
+// lane holds its match words of those codes in registers for the whole band and picks them by
+// the column's symbol: a step then reads no global memory, whose latency a step ahead cannot
+// hide when the bands of a query are too few to fill the GPU with warps.
 //
 // What the last band tracks along the query's last row (TRACK_*, as in myers.cu, plus
 // TRACK_ROW: the whole row D[m][0..n], for Hirschberg's splits) goes to the problem's outputs.
@@ -36,6 +39,8 @@
 
 // Threads per block of the long kernel (its launch bounds, read back by the host).
 constexpr int LONG_THREADS = 128;
+// Codes whose match words the REGISTERS instances of long_edit hold in registers.
+constexpr int REGISTER_CODES = 4;
 // Threads per block of the one-thread-per-item kernels (their launch bounds).
 constexpr int LONG_ITEM_THREADS = 256;
 
@@ -88,7 +93,7 @@ extern "C" __global__ void __launch_bounds__(LONG_ITEM_THREADS) long_match_table
     }
 }
 
-template <int LANES, int WPL, int TRACK>
+template <int LANES, int WPL, int TRACK, bool REGISTERS>
 __global__ void __launch_bounds__(LONG_THREADS) long_edit(
     const u8* __restrict__ t_codes, const i64* __restrict__ t_from, const int* __restrict__ t_len,
     const int* __restrict__ q_len, const u8* __restrict__ reversed,
@@ -133,6 +138,15 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
         const u32* eq_words = table + (i64)n_codes * band_first[p] * BAND_WORDS
                               + band * BAND_WORDS + lane;
         const i64 eq_stride = bands * BAND_WORDS;  // between codes
+        u32 held_words[REGISTERS ? REGISTER_CODES : 1][WPL];
+        if constexpr (REGISTERS) {
+#pragma unroll
+            for (int c = 0; c < REGISTER_CODES; ++c) {
+#pragma unroll
+                for (int w = 0; w < WPL; ++w)
+                    held_words[c][w] = c < n_codes ? eq_words[c * eq_stride + w * LANES] : 0u;
+            }
+        }
 
         u32 pv[WPL], mv[WPL];
 #pragma unroll
@@ -191,9 +205,22 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
         auto preload = [&](int j) {
             if (j < 0 || j >= n) return;
             const int slot = j & 63;
-            const u32* eq = eq_words + (i64)staged_symbols[group][slot] * eq_stride;
+            const int code = staged_symbols[group][slot];
+            if constexpr (REGISTERS) {
+                // Selects with constant indices keep held_words in registers.
 #pragma unroll
-            for (int w = 0; w < WPL; ++w) eq_next[w] = __ldg(eq + w * LANES);
+                for (int w = 0; w < WPL; ++w) {
+                    u32 word = 0u;
+#pragma unroll
+                    for (int c = 0; c < REGISTER_CODES; ++c)
+                        word = code == c ? held_words[c][w] : word;
+                    eq_next[w] = word;
+                }
+            } else {
+                const u32* eq = eq_words + (i64)code * eq_stride;
+#pragma unroll
+                for (int w = 0; w < WPL; ++w) eq_next[w] = __ldg(eq + w * LANES);
+            }
             hin_next = staged_carries[group][slot];
         };
         if (n > 0) {
