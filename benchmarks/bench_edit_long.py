@@ -20,7 +20,9 @@ timed by CUDA events and each stage timed on the host (synchronized at its end):
 launches, and for the CIGAR each level of Hirschberg's recursion (its splits: one launch over
 the whole rows, then the choice of the columns; its leaves: traced in full). A stage's host
 time beyond its kernels' is launch overhead, transfers and NumPy work; "outside the stages" is
-the rest of the call (grouping, operation buffers to CIGAR text).
+the rest of the call (grouping, operation buffers to CIGAR text, and the pairs too short for
+the long kernel, whose kernels run on streams of their own: their event times there only
+bound them).
 """
 
 from __future__ import annotations
