@@ -116,7 +116,11 @@ def _banded_sweep(table, m, target, k, reverse, row):
     lies in it, and so does every cell of an optimal path to it (D never decreases along a
     path). Outside the band the values are overestimated (a row above the band grows by 1 a
     column, a block entering at the bottom starts at 1 a row below the block above), so the
-    band's cells with D <= k come out exact and the others stay above k.
+    band's cells with D <= k come out exact and the others stay above k. Within the band, as
+    edlib does, a block at either end whose cells all exceed k (its last row more than 64
+    above k) is dropped, and a block enters below the last one only once the last one's
+    bottom cell is at most k: a cell below with D <= k is reached from that cell, since the
+    cells to its left, outside the computed blocks, all exceed k.
     """
     words = table.shape[1]
     n = target.shape[0]
@@ -130,8 +134,10 @@ def _banded_sweep(table, m, target, k, reverse, row):
     first, last = 0, -1
     for j in range(n):
         column = j + 1
-        while last < min(words - 1, (column + k - 1) // 64):
+        while last < min(words - 1, (column + k - 1) // 64) and (last < 0 or bottom[last] <= k):
             last += 1  # enters in column j with +1 steps below the block above
+            pv[last] = ALL
+            mv[last] = ZERO
             bottom[last] = (bottom[last - 1] if last > 0 else 0) + min(64, m - 64 * last)
         if column - k - 1 >= 0:
             first = max(first, (column - k - 1) // 64)
@@ -141,11 +147,17 @@ def _banded_sweep(table, m, target, k, reverse, row):
             high = last_bit if w == words - 1 else _HIGH
             pv[w], mv[w], hin = _block(pv[w], mv[w], table[c, w], hin, high)
             bottom[w] += hin
+        while last > first and bottom[last] - 64 > k:
+            last -= 1
+        while first < last and bottom[first] - 64 > k:
+            first += 1
         if want_row:
             row[column] = bottom[words - 1] if last == words - 1 else m + n
-        elif last == words - 1 and bottom[last] - (n - column) > k:
-            return k + 1  # every remaining column lowers the last row by at most 1
-    return min(bottom[words - 1], k + 1)
+        elif bottom[last] - 64 > k or (last == words - 1 and bottom[last] - (n - column) > k):
+            # Every cell of the column exceeds k; or every remaining column lowers the last
+            # row by at most 1.
+            return k + 1
+    return min(bottom[words - 1], k + 1) if last == words - 1 else k + 1
 
 
 @njit(cache=True, nogil=True)
