@@ -131,16 +131,22 @@ def _banded_sweep(table, m, target, k, reverse, row):
     want_row = row.shape[0] > 0
     if want_row:
         row[0] = m
+    # Diagonals j - i from -below to above: for the distance alone only those that a path of
+    # cost k to (m, n) can take, |j - i| + |(n - m) - (j - i)| <= k (as edlib does); the row
+    # needs every cell of D <= k, |j - i| <= k.
+    above = k if want_row else (k + n - m) // 2
+    below = k if want_row else (k - (n - m)) // 2
     first, last = 0, -1
     for j in range(n):
         column = j + 1
-        while last < min(words - 1, (column + k - 1) // 64) and (last < 0 or bottom[last] <= k):
+        while last < min(words - 1, (column + below - 1) // 64) and (last < 0
+                                                                   or bottom[last] <= k):
             last += 1  # enters in column j with +1 steps below the block above
             pv[last] = ALL
             mv[last] = ZERO
             bottom[last] = (bottom[last - 1] if last > 0 else 0) + min(64, m - 64 * last)
-        if column - k - 1 >= 0:
-            first = max(first, (column - k - 1) // 64)
+        if column - above - 1 >= 0:
+            first = max(first, (column - above - 1) // 64)
         c = target[n - 1 - j] if reverse else target[j]
         hin = 1
         for w in range(first, last + 1):
