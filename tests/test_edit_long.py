@@ -124,6 +124,31 @@ def test_widening_bands_give_the_exact_distance(backend, long_settings):
         check(queries, targets, r, mode="global", task=task)
 
 
+@pytest.mark.parametrize("edits", [1, 8, 40, 150])
+def test_banded_sweep_is_exact_within_its_bound(edits):
+    # Global sweeps in a band (CPU): the distance when it is at most the bound, else bound + 1,
+    # for bounds around the distance; the row exact where at most the bound, never below.
+    rng = np.random.default_rng(edits)
+    for length in (1, 63, 64, 65, 200, 333):
+        query = random_codes(rng, length, n_fraction=0.05)
+        target = mutate(rng, query, min(edits, length))
+        if not target:  # the callers handle empty targets themselves
+            continue
+        expected = last_row(query, target)
+        distance = int(expected[-1])
+        table = edit_cpu.match_table(np.array(query, dtype=np.uint8), 5, 4)
+        codes = np.array(target, dtype=np.uint8)
+        for bound in sorted({distance - 1, distance, distance + 1, distance + 70, 2 * distance}):
+            if bound < abs(len(query) - len(target)):
+                continue
+            found = edit_cpu._global_distance(table, length, codes, bound)
+            assert found == min(distance, bound + 1), (length, bound)
+            row = np.empty(len(target) + 1, dtype=np.int64)
+            edit_cpu._banded_sweep(table, length, codes, bound, False, row)
+            assert (row >= expected).all()
+            assert (row[expected <= bound] == expected[expected <= bound]).all()
+
+
 def test_pairs_over_the_traceback_budget_go_linear(backend, monkeypatch):
     # 200 rows (4 words of 64) against a range of 300: 301 * 4 * 16 bytes of stored vectors,
     # over a limit of 10 KiB; the pair before it fits. Its CIGAR comes in linear space.
