@@ -233,6 +233,9 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
         int score = m, best = m, best_end = 0;  // D[m][0] = m
         if (TRACK == TRACK_ROW && last_band && lane == LANES - 1) rows[row_from[p]] = m;
         int carry = 0;
+        // The last column of the next tile whose flag the last lane raises, and that tile:
+        // the lane meets its columns in order, so it counts instead of dividing each step.
+        int flag_column = tile_columns - 1, flag_tile = 0;
         const int steps = n > 0 ? n + LANES - 1 : 0;
         for (int s = 0; s < steps; ++s) {
             const int from_above = LANES > 1 ? __shfl_up_sync(mask, carry, 1, LANES) : 0;
@@ -258,9 +261,10 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
                 if (lane == LANES - 1) {
                     if (!last_band) {
                         out_carries[j] = (signed char)carry;
-                        if (j % tile_columns == tile_columns - 1 || j == n - 1) {
+                        if (j == flag_column || j == n - 1) {
                             __threadfence();  // the tile's carries before its flag
-                            out_flags[j / tile_columns] = (int)band + 1;
+                            out_flags[flag_tile++] = (int)band + 1;
+                            flag_column += tile_columns;
                         }
                     } else {
                         score += carry;
