@@ -3,12 +3,12 @@
 // A problem is a query (m >= 1 rows) against a target (n columns), either read forwards or both
 // read backwards. Its query is cut into bands of LANES * WPL * 32 rows (WPL 32-row words a
 // lane), the query at the bottom of the last band (the padding rows above it match nothing and
-// reproduce the top boundary, as in myers.cu). A band is a group of LANES lanes of one warp that sweeps the whole
-// target as a wavefront (lane l on column s - l at step s, the delta of the row above passed with
-// a shuffle) and hands the horizontal delta of its last row, column by column, to the band below
-// through global memory. The band below reads a tile of LONG_EDIT_TILE_COLUMNS columns once the
-// band above has raised the tile's flag, so the bands of a query run one behind the other, about
-// a tile apart, on as many warps as there are bands.
+// reproduce the top boundary, as in myers.cu). A band is a group of LANES lanes of one warp
+// that sweeps the whole target as a wavefront (lane l on column s - l at step s, the delta of
+// the row above passed with a shuffle) and hands the horizontal delta of its last row, column
+// by column, to the band below through global memory. The band below reads a tile of
+// LONG_EDIT_TILE_COLUMNS columns once the band above has raised the tile's flag, so the bands of
+// a query run one behind the other, about a tile apart, on as many warps as there are bands.
 //
 // Bands are handed out by a ticket counter, in order of problem and band, rather than by block
 // index: a group takes the next ticket when it has finished a band. A band waits only for the
