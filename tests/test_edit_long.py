@@ -35,10 +35,11 @@ LENGTHS = (1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 200, 333)
 
 @pytest.fixture
 def long_settings(monkeypatch):
-    """Every pair of 16 cells or more is long: one lane (64 rows) a band, 32-column tiles on
-    the GPU; bands of one word and tiles of 7 columns on the CPU."""
+    """Every pair of 16 cells or more is long: one lane of two words (64 rows) a band,
+    32-column tiles on the GPU; bands of one word and tiles of 7 columns on the CPU."""
     monkeypatch.setattr(config, "LONG_EDIT_MIN_CELLS", 16)
     monkeypatch.setattr(config, "LONG_EDIT_THREADS", 1)
+    monkeypatch.setattr(config, "LONG_EDIT_WORDS_PER_LANE", 2)
     monkeypatch.setattr(config, "LONG_EDIT_TILE_COLUMNS", 32)
     monkeypatch.setattr(edit_cpu, "WAVEFRONT_BAND_WORDS", 1)
     monkeypatch.setattr(edit_cpu, "WAVEFRONT_TILE_COLUMNS", 7)
@@ -121,6 +122,31 @@ def test_widening_bands_give_the_exact_distance(backend, long_settings):
         r = gpualign.edit_distance(to_inputs(queries), to_inputs(targets), task=task,
                                    backend=backend)
         check(queries, targets, r, mode="global", task=task)
+
+
+@pytest.mark.parametrize("edits", [1, 8, 40, 150])
+def test_banded_sweep_is_exact_within_its_bound(edits):
+    # Global sweeps in a band (CPU): the distance when it is at most the bound, else bound + 1,
+    # for bounds around the distance; the row exact where at most the bound, never below.
+    rng = np.random.default_rng(edits)
+    for length in (1, 63, 64, 65, 200, 333):
+        query = random_codes(rng, length, n_fraction=0.05)
+        target = mutate(rng, query, min(edits, length))
+        if not target:  # the callers handle empty targets themselves
+            continue
+        expected = last_row(query, target)
+        distance = int(expected[-1])
+        table = edit_cpu.match_table(np.array(query, dtype=np.uint8), 5, 4)
+        codes = np.array(target, dtype=np.uint8)
+        for bound in sorted({distance - 1, distance, distance + 1, distance + 70, 2 * distance}):
+            if bound < abs(len(query) - len(target)):
+                continue
+            found = edit_cpu._global_distance(table, length, codes, bound)
+            assert found == min(distance, bound + 1), (length, bound)
+            row = np.empty(len(target) + 1, dtype=np.int64)
+            edit_cpu._banded_sweep(table, length, codes, bound, False, row)
+            assert (row >= expected).all()
+            assert (row[expected <= bound] == expected[expected <= bound]).all()
 
 
 def test_pairs_over_the_traceback_budget_go_linear(backend, monkeypatch):
@@ -250,14 +276,14 @@ def test_needs_linear_follows_both_limits(monkeypatch):
 # --- the long kernel's layout, replayed on the host --------------------------------------------
 
 
-def replay_long_kernel(query, target, lanes, top_delta, reverse, match_codes=4, n_codes=5):
+def replay_long_kernel(query, target, lanes, words_per_lane, top_delta, reverse, match_codes=4,
+                       n_codes=5):
     """The last row ``D[m][0..n]`` that long.cu's ``long_edit`` computes with ``TRACK_ROW``,
     replayed band after band with its index arithmetic: the match table as
     ``long_match_table`` lays it out (word ``w * lanes + lane`` of a band, the query at the
     bottom of the last band), the padding rows' start, 32-bit words and the carries between
     bands. The wavefront's order does not change the values, so the bands run one after the
     other here."""
-    words_per_lane = 2  # LONG_WPL
     m, n = len(query), len(target)
     if reverse:
         query, target = query[::-1], target[::-1]
@@ -307,9 +333,9 @@ def replay_long_kernel(query, target, lanes, top_delta, reverse, match_codes=4, 
     return np.concatenate(([m], m + np.cumsum(carries, dtype=np.int64))).astype(np.int64)
 
 
-@pytest.mark.parametrize("lanes", [1, 2, 4])
+@pytest.mark.parametrize("lanes,words_per_lane", [(1, 1), (1, 2), (2, 1), (2, 4), (4, 2)])
 @pytest.mark.parametrize("length", [1, 31, 63, 64, 65, 127, 128, 129, 300])
-def test_long_kernel_layout_gives_the_last_row(lanes, length):
+def test_long_kernel_layout_gives_the_last_row(lanes, words_per_lane, length):
     rng = np.random.default_rng(length)
     query = random_codes(rng, length, n_fraction=0.1)
     target = mutate(rng, query, length // 6 + 1) + random_codes(rng, 37)
@@ -318,7 +344,7 @@ def test_long_kernel_layout_gives_the_last_row(lanes, length):
         for reverse in (False, True):
             expected = last_row(query[::-1] if reverse else query,
                                 target[::-1] if reverse else target, mode)
-            found = replay_long_kernel(query, target, lanes, top_delta, reverse)
+            found = replay_long_kernel(query, target, lanes, words_per_lane, top_delta, reverse)
             assert found.tolist() == expected.tolist(), (top_delta, reverse)
 
 
@@ -328,11 +354,13 @@ needs_gpu = pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="no
 
 
 @needs_gpu
-@pytest.mark.parametrize("lanes,tile", [(1, 32), (2, 96), (8, 32), (32, 64), (32, 128)])
-def test_gpu_long_kernel_settings(monkeypatch, lanes, tile):
-    # Bands of 64 to 2048 rows, tiles of 32 to 128 columns (targets end in partial tiles).
+@pytest.mark.parametrize("lanes,words,tile", [(1, 1, 32), (1, 2, 32), (2, 4, 96), (8, 1, 32),
+                                              (32, 1, 64), (32, 2, 128), (32, 4, 32)])
+def test_gpu_long_kernel_settings(monkeypatch, lanes, words, tile):
+    # Bands of 32 to 4096 rows, tiles of 32 to 128 columns (targets end in partial tiles).
     monkeypatch.setattr(config, "LONG_EDIT_MIN_CELLS", 16)
     monkeypatch.setattr(config, "LONG_EDIT_THREADS", lanes)
+    monkeypatch.setattr(config, "LONG_EDIT_WORDS_PER_LANE", words)
     monkeypatch.setattr(config, "LONG_EDIT_TILE_COLUMNS", tile)
     queries, targets = similar_pairs(8, LENGTHS + (2047, 2048, 2049, 4500))
     for mode in MODES:

@@ -91,14 +91,23 @@ PATH_MAX_BYTES_PER_PAIR = 2 << 30
 LONG_EDIT_MIN_CELLS = 1 << 28
 
 #: Lanes of one warp that share a band of the query in the long edit-distance kernel (1, 2, 4,
-#: 8, 16 or 32; 64 query rows a lane): fewer lanes make more, shorter bands, so a query spreads
+#: 8, 16 or 32; ``LONG_EDIT_WORDS_PER_LANE`` words of 32 query
+#: rows a lane): fewer lanes make more, shorter bands, so a query spreads
 #: over more warps, at the cost of more carries through memory.
 LONG_EDIT_THREADS = 32
 
+#: 32-row words of the query that each lane of the long edit-distance kernel holds (1, 2 or 4):
+#: a band is ``LONG_EDIT_THREADS * LONG_EDIT_WORDS_PER_LANE * 32`` rows. One word a lane makes
+#: the most bands, so a long query keeps the most warps busy (each step of a band waits on the
+#: lane above it, so a warp alone leaves the GPU idle between steps); more words a lane do more
+#: work a step, for queries whose bands outnumber what the GPU runs at once.
+LONG_EDIT_WORDS_PER_LANE = 1
+
 #: Target columns per tile of the long edit-distance kernel (a multiple of 32): a band tells
 #: the band below it that a tile's carries are ready, so the band below runs about one tile
-#: behind; shorter tiles shorten that lag, at the cost of more flags to wait on.
-LONG_EDIT_TILE_COLUMNS = 128
+#: behind; shorter tiles shorten that lag (a query's last band starts about a tile times its
+#: bands after the first), at the cost of more flags to wait on.
+LONG_EDIT_TILE_COLUMNS = 64
 
 #: Pairs per row block of :func:`gpualign.edit_distance_matrix` (bounds its temporary memory).
 MATRIX_BLOCK_PAIRS = 1 << 22

@@ -116,7 +116,11 @@ def _banded_sweep(table, m, target, k, reverse, row):
     lies in it, and so does every cell of an optimal path to it (D never decreases along a
     path). Outside the band the values are overestimated (a row above the band grows by 1 a
     column, a block entering at the bottom starts at 1 a row below the block above), so the
-    band's cells with D <= k come out exact and the others stay above k.
+    band's cells with D <= k come out exact and the others stay above k. Within the band, as
+    edlib does, a block at either end whose cells all exceed k (its last row more than 64
+    above k) is dropped, and a block enters below the last one only once the last one's
+    bottom cell is at most k: a cell below with D <= k is reached from that cell, since the
+    cells to its left, outside the computed blocks, all exceed k.
     """
     words = table.shape[1]
     n = target.shape[0]
@@ -127,25 +131,39 @@ def _banded_sweep(table, m, target, k, reverse, row):
     want_row = row.shape[0] > 0
     if want_row:
         row[0] = m
+    # Diagonals j - i from -below to above: for the distance alone only those that a path of
+    # cost k to (m, n) can take, |j - i| + |(n - m) - (j - i)| <= k (as edlib does); the row
+    # needs every cell of D <= k, |j - i| <= k.
+    above = k if want_row else (k + n - m) // 2
+    below = k if want_row else (k - (n - m)) // 2
     first, last = 0, -1
     for j in range(n):
         column = j + 1
-        while last < min(words - 1, (column + k - 1) // 64):
+        while last < min(words - 1, (column + below - 1) // 64) and (last < 0
+                                                                   or bottom[last] <= k):
             last += 1  # enters in column j with +1 steps below the block above
+            pv[last] = ALL
+            mv[last] = ZERO
             bottom[last] = (bottom[last - 1] if last > 0 else 0) + min(64, m - 64 * last)
-        if column - k - 1 >= 0:
-            first = max(first, (column - k - 1) // 64)
+        if column - above - 1 >= 0:
+            first = max(first, (column - above - 1) // 64)
         c = target[n - 1 - j] if reverse else target[j]
         hin = 1
         for w in range(first, last + 1):
             high = last_bit if w == words - 1 else _HIGH
             pv[w], mv[w], hin = _block(pv[w], mv[w], table[c, w], hin, high)
             bottom[w] += hin
+        while last > first and bottom[last] - 64 > k:
+            last -= 1
+        while first < last and bottom[first] - 64 > k:
+            first += 1
         if want_row:
             row[column] = bottom[words - 1] if last == words - 1 else m + n
-        elif last == words - 1 and bottom[last] - (n - column) > k:
-            return k + 1  # every remaining column lowers the last row by at most 1
-    return min(bottom[words - 1], k + 1)
+        elif bottom[last] - 64 > k or (last == words - 1 and bottom[last] - (n - column) > k):
+            # Every cell of the column exceeds k; or every remaining column lowers the last
+            # row by at most 1.
+            return k + 1
+    return min(bottom[words - 1], k + 1) if last == words - 1 else k + 1
 
 
 @njit(cache=True, nogil=True)

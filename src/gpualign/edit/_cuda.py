@@ -48,6 +48,10 @@ KERNEL_FILE = "edit/kernels/myers.cu"
 PATH_KERNEL_FILE = "edit/kernels/path.cu"
 LONG_KERNEL_FILE = "edit/kernels/long.cu"
 
+#: REGISTER_CODES of long.cu: alphabets whose matching codes are all below it (DNA) get the
+#: long kernel that holds its match words in registers.
+LONG_REGISTER_CODES = 4
+
 
 #: What a kernel tracks along the query's last row (TRACK_* in myers.cu): nothing until the last
 #: column (global), the smallest value, or the smallest value and its leftmost/rightmost column.
@@ -55,9 +59,6 @@ TRACK_FINAL, TRACK_BEST, TRACK_FIRST_END, TRACK_LAST_END = range(4)
 
 #: TRACK_ROW of long.cu: the whole last row of a problem, for the splits of a linear-space CIGAR.
 TRACK_ROW = 4
-
-#: Query rows a lane of the long kernel holds (LONG_WPL words of 32 rows in long.cu).
-LONG_LANE_ROWS = 64
 
 #: Largest subproblem (cells) of a linear-space CIGAR on the GPU that is traced in full: path.cu
 #: traces a subproblem on one thread, so leaves stay small and the levels above them, which run
@@ -510,7 +511,7 @@ def long_bytes(q_len: np.ndarray, t_len: np.ndarray, n_codes: int) -> np.ndarray
     match table of its bands, the carries between bands and two rows of a level's splits."""
     q_len = np.asarray(q_len, dtype=np.int64)
     t_len = np.asarray(t_len, dtype=np.int64)
-    band_rows = config.LONG_EDIT_THREADS * LONG_LANE_ROWS
+    band_rows = config.LONG_EDIT_THREADS * config.LONG_EDIT_WORDS_PER_LANE * 32
     padded = -(-q_len // band_rows) * band_rows
     return 2 * (q_len + t_len) + n_codes * padded // 8 + 2 * t_len + 8 * (t_len + 1)
 
@@ -554,18 +555,21 @@ def _exclusive_sum(values):
     return sums
 
 
-def _long_kernel_name(lanes: int, track: int) -> str:
-    return f"long_edit<{lanes}, {track}>"
+def _long_kernel_name(lanes: int, words_per_lane: int, track: int, registers: bool) -> str:
+    return f"long_edit<{lanes}, {words_per_lane}, {track}, {'true' if registers else 'false'}>"
 
 
-def _long_settings() -> tuple[int, int]:
-    """``(lanes per band, tile columns)`` of the long kernel, checked."""
-    lanes, tile = config.LONG_EDIT_THREADS, config.LONG_EDIT_TILE_COLUMNS
+def _long_settings() -> tuple[int, int, int]:
+    """``(lanes per band, words per lane, tile columns)`` of the long kernel, checked."""
+    lanes, words = config.LONG_EDIT_THREADS, config.LONG_EDIT_WORDS_PER_LANE
+    tile = config.LONG_EDIT_TILE_COLUMNS
     if lanes not in (1, 2, 4, 8, 16, 32):
         raise ValueError(f"LONG_EDIT_THREADS {lanes}: one of 1, 2, 4, 8, 16, 32")
+    if words not in (1, 2, 4):
+        raise ValueError(f"LONG_EDIT_WORDS_PER_LANE {words}: one of 1, 2, 4")
     if tile < 32 or tile % 32:
         raise ValueError(f"LONG_EDIT_TILE_COLUMNS {tile}: a positive multiple of 32")
-    return lanes, tile
+    return lanes, words, tile
 
 
 def run_long(q_codes, t_codes, problems, alphabet, track: int, top_delta: int, cutoff: int,
@@ -579,10 +583,10 @@ def run_long(q_codes, t_codes, problems, alphabet, track: int, top_delta: int, c
     """
     import cupy
 
-    lanes, tile = _long_settings()
+    lanes, words_per_lane, tile = _long_settings()
     q_from, q_len, t_from, t_len, reversed_ = problems
     count = len(q_len)
-    band_rows = lanes * LONG_LANE_ROWS
+    band_rows = lanes * words_per_lane * 32
     band_first = _exclusive_sum((q_len.astype(cupy.int64) + band_rows - 1) // band_rows)
     bands = int(band_first[-1])
     words = bands * band_rows // 32
@@ -590,7 +594,8 @@ def run_long(q_codes, t_codes, problems, alphabet, track: int, top_delta: int, c
     builder = get_kernel(LONG_KERNEL_FILE, "long_match_table")
     builder(*grid(builder, words),
             (q_codes, q_from, q_len, reversed_, band_first, np.int32(count), np.int32(lanes),
-             np.int32(alphabet.size), np.int32(alphabet.match_codes), table))
+             np.int32(words_per_lane), np.int32(alphabet.size), np.int32(alphabet.match_codes),
+             table))
     carry_from = _exclusive_sum(2 * t_len)  # two slots of a byte a column (long.cu)
     carries = cupy.empty(max(1, int(carry_from[-1])), dtype=cupy.int8)
     flag_from = _exclusive_sum(2 * ((t_len + tile - 1) // tile))
@@ -598,7 +603,8 @@ def run_long(q_codes, t_codes, problems, alphabet, track: int, top_delta: int, c
     ticket = cupy.zeros(1, dtype=cupy.uint64)
     distance, end = outputs if outputs is not None else (_zeros(cupy.int32),) * 2
     values, row_from = rows if rows is not None else (_zeros(cupy.int32), _zeros(cupy.int64))
-    kernel = get_kernel(LONG_KERNEL_FILE, _long_kernel_name(lanes, track))
+    kernel = get_kernel(LONG_KERNEL_FILE, _long_kernel_name(
+        lanes, words_per_lane, track, alphabet.match_codes <= LONG_REGISTER_CODES))
     # A group of lanes a band; groups without a band left take no ticket and end.
     kernel(*grid(kernel, bands * lanes),
            (t_codes, t_from, t_len, q_len, reversed_, band_first, np.int32(count), table,

@@ -1,14 +1,14 @@
 // Edit distance of long pairs over the whole GPU, and the pieces of their CIGARs in linear space.
 //
 // A problem is a query (m >= 1 rows) against a target (n columns), either read forwards or both
-// read backwards. Its query is cut into bands of LANES * LONG_WPL * 32 rows, the query at the
-// bottom of the last band (the padding rows above it match nothing and reproduce the top
-// boundary, as in myers.cu). A band is a group of LANES lanes of one warp that sweeps the whole
-// target as a wavefront (lane l on column s - l at step s, the delta of the row above passed with
-// a shuffle) and hands the horizontal delta of its last row, column by column, to the band below
-// through global memory. The band below reads a tile of LONG_EDIT_TILE_COLUMNS columns once the
-// band above has raised the tile's flag, so the bands of a query run one behind the other, about
-// a tile apart, on as many warps as there are bands.
+// read backwards. Its query is cut into bands of LANES * WPL * 32 rows (WPL 32-row words a
+// lane), the query at the bottom of the last band (the padding rows above it match nothing and
+// reproduce the top boundary, as in myers.cu). A band is a group of LANES lanes of one warp
+// that sweeps the whole target as a wavefront (lane l on column s - l at step s, the delta of
+// the row above passed with a shuffle) and hands the horizontal delta of its last row, column
+// by column, to the band below through global memory. The band below reads a tile of
+// LONG_EDIT_TILE_COLUMNS columns once the band above has raised the tile's flag, so the bands of
+// a query run one behind the other, about a tile apart, on as many warps as there are bands.
 //
 // Bands are handed out by a ticket counter, in order of problem and band, rather than by block
 // index: a group takes the next ticket when it has finished a band. A band waits only for the
@@ -27,7 +27,10 @@
 // A band stages the target symbols and the carries it reads 32 columns at a time in shared
 // memory, loading the next 32 into registers one block ahead so that the loads are in flight
 // while it computes; a lane reads its next column's match words and carry from there a step
-// ahead.
+// ahead. When only codes below REGISTER_CODES match (DNA: A C G T; N matches nothing), each
+// lane holds its match words of those codes in registers for the whole band and picks them by
+// the column's symbol: a step then reads no global memory, whose latency a step ahead cannot
+// hide when the bands of a query are too few to fill the GPU with warps.
 //
 // What the last band tracks along the query's last row (TRACK_*, as in myers.cu, plus
 // TRACK_ROW: the whole row D[m][0..n], for Hirschberg's splits) goes to the problem's outputs.
@@ -36,8 +39,8 @@
 
 // Threads per block of the long kernel (its launch bounds, read back by the host).
 constexpr int LONG_THREADS = 128;
-// 32-row words per lane: a lane holds 64 query rows.
-constexpr int LONG_WPL = 2;
+// Codes whose match words the REGISTERS instances of long_edit hold in registers.
+constexpr int REGISTER_CODES = 4;
 // Threads per block of the one-thread-per-item kernels (their launch bounds).
 constexpr int LONG_ITEM_THREADS = 256;
 
@@ -61,12 +64,13 @@ __device__ __forceinline__ int problem_of(const i64* band_first, int n_problems,
 
 // One thread per 32-row word of every band of every problem: the match words of that word,
 // table[n_codes * words_before + c * words_of_problem + word] for each code c (zeroed first).
-// Word `w * lanes + lane` of a band holds the rows of that lane's word w.
+// Word `w * lanes + lane` of a band holds the rows of that lane's word w (of words_per_lane).
 extern "C" __global__ void __launch_bounds__(LONG_ITEM_THREADS) long_match_table(
     const u8* __restrict__ q_codes, const i64* __restrict__ q_from, const int* __restrict__ q_len,
     const u8* __restrict__ reversed, const i64* __restrict__ band_first, const int n_problems,
-    const int lanes, const int n_codes, const int match_codes, u32* __restrict__ table) {
-    const int band_words = lanes * LONG_WPL;
+    const int lanes, const int words_per_lane, const int n_codes, const int match_codes,
+    u32* __restrict__ table) {
+    const int band_words = lanes * words_per_lane;
     const i64 gid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (gid >= band_first[n_problems] * band_words) return;
     const int p = problem_of(band_first, n_problems, gid / band_words);
@@ -77,7 +81,7 @@ extern "C" __global__ void __launch_bounds__(LONG_ITEM_THREADS) long_match_table
     const int lane = (int)(word % band_words) % lanes;
     const int m = q_len[p];
     const i64 rows = (i64)band_words * 32;
-    const i64 first_row = band * rows + (lane * LONG_WPL + w) * 32 - (bands * rows - m);
+    const i64 first_row = band * rows + (lane * words_per_lane + w) * 32 - (bands * rows - m);
     const u8* q = q_codes + q_from[p];
     u32* out = table + (i64)n_codes * band_first[p] * band_words + word;
     const i64 stride = bands * band_words;
@@ -89,7 +93,7 @@ extern "C" __global__ void __launch_bounds__(LONG_ITEM_THREADS) long_match_table
     }
 }
 
-template <int LANES, int TRACK>
+template <int LANES, int WPL, int TRACK, bool REGISTERS>
 __global__ void __launch_bounds__(LONG_THREADS) long_edit(
     const u8* __restrict__ t_codes, const i64* __restrict__ t_from, const int* __restrict__ t_len,
     const int* __restrict__ q_len, const u8* __restrict__ reversed,
@@ -99,7 +103,7 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
     const int cutoff, unsigned long long* ticket, int* __restrict__ out_distance,
     int* __restrict__ out_end, int* __restrict__ rows, const i64* __restrict__ row_from) {
     constexpr int GROUPS = LONG_THREADS / LANES;
-    constexpr int BAND_WORDS = LANES * LONG_WPL;
+    constexpr int BAND_WORDS = LANES * WPL;
     constexpr int ROWS = BAND_WORDS * 32;
     constexpr int PER_LANE = 32 / LANES;  // columns of a staged block that each lane loads
     const int group = threadIdx.x / LANES;
@@ -134,12 +138,21 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
         const u32* eq_words = table + (i64)n_codes * band_first[p] * BAND_WORDS
                               + band * BAND_WORDS + lane;
         const i64 eq_stride = bands * BAND_WORDS;  // between codes
-
-        u32 pv[LONG_WPL], mv[LONG_WPL];
+        u32 held_words[REGISTERS ? REGISTER_CODES : 1][WPL];
+        if constexpr (REGISTERS) {
 #pragma unroll
-        for (int w = 0; w < LONG_WPL; ++w) {
+            for (int c = 0; c < REGISTER_CODES; ++c) {
+#pragma unroll
+                for (int w = 0; w < WPL; ++w)
+                    held_words[c][w] = c < n_codes ? eq_words[c * eq_stride + w * LANES] : 0u;
+            }
+        }
+
+        u32 pv[WPL], mv[WPL];
+#pragma unroll
+        for (int w = 0; w < WPL; ++w) {
             // Padding rows start at delta +1 under a free top row, else at 0 (see myers.cu).
-            const i64 first_row = band * ROWS + (lane * LONG_WPL + w) * 32 - (bands * ROWS - m);
+            const i64 first_row = band * ROWS + (lane * WPL + w) * 32 - (bands * ROWS - m);
             const u32 query_rows = first_row >= 0 ? ~0u
                                    : first_row <= -32 ? 0u
                                                       : ~0u << (int)(-first_row);
@@ -187,14 +200,27 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
         };
         // The match words and the carry from above of column j, read a step before the step
         // that uses them, so that their latency is not on the path from step to step.
-        u32 eq_next[LONG_WPL];
+        u32 eq_next[WPL];
         int hin_next = 0;
         auto preload = [&](int j) {
             if (j < 0 || j >= n) return;
             const int slot = j & 63;
-            const u32* eq = eq_words + (i64)staged_symbols[group][slot] * eq_stride;
+            const int code = staged_symbols[group][slot];
+            if constexpr (REGISTERS) {
+                // Selects with constant indices keep held_words in registers.
 #pragma unroll
-            for (int w = 0; w < LONG_WPL; ++w) eq_next[w] = __ldg(eq + w * LANES);
+                for (int w = 0; w < WPL; ++w) {
+                    u32 word = 0u;
+#pragma unroll
+                    for (int c = 0; c < REGISTER_CODES; ++c)
+                        word = code == c ? held_words[c][w] : word;
+                    eq_next[w] = word;
+                }
+            } else {
+                const u32* eq = eq_words + (i64)code * eq_stride;
+#pragma unroll
+                for (int w = 0; w < WPL; ++w) eq_next[w] = __ldg(eq + w * LANES);
+            }
             hin_next = staged_carries[group][slot];
         };
         if (n > 0) {
@@ -207,6 +233,9 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
         int score = m, best = m, best_end = 0;  // D[m][0] = m
         if (TRACK == TRACK_ROW && last_band && lane == LANES - 1) rows[row_from[p]] = m;
         int carry = 0;
+        // The last column of the next tile whose flag the last lane raises, and that tile:
+        // the lane meets its columns in order, so it counts instead of dividing each step.
+        int flag_column = tile_columns - 1, flag_tile = 0;
         const int steps = n > 0 ? n + LANES - 1 : 0;
         for (int s = 0; s < steps; ++s) {
             const int from_above = LANES > 1 ? __shfl_up_sync(mask, carry, 1, LANES) : 0;
@@ -214,7 +243,7 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
             if (j >= 0 && j < n) {
                 int hin = lane == 0 ? hin_next : from_above;
 #pragma unroll
-                for (int w = 0; w < LONG_WPL; ++w) {
+                for (int w = 0; w < WPL; ++w) {
                     u32 match = eq_next[w];
                     const u32 xv = match | mv[w];
                     if (hin < 0) match |= 1u;  // a negative delta acts like a match above
@@ -232,9 +261,10 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
                 if (lane == LANES - 1) {
                     if (!last_band) {
                         out_carries[j] = (signed char)carry;
-                        if (j % tile_columns == tile_columns - 1 || j == n - 1) {
+                        if (j == flag_column || j == n - 1) {
                             __threadfence();  // the tile's carries before its flag
-                            out_flags[j / tile_columns] = (int)band + 1;
+                            out_flags[flag_tile++] = (int)band + 1;
+                            flag_column += tile_columns;
                         }
                     } else {
                         score += carry;
