@@ -225,7 +225,8 @@ def test_occupancy_equals_the_driver_for_real_kernels():
         entry = kernel_report(path, name)
         kernel = loader.get_kernel(path, name)
         for shared in (0, 16 * 1024):
-            driver = driver_occupancy(kernel.ptr, entry.resources.block_threads, shared)
+            # RawKernel.kernel: the compiled function of the current device, with its handle.
+            driver = driver_occupancy(kernel.kernel.ptr, entry.resources.block_threads, shared)
             ours = occupancy(KernelResources(entry.resources.registers,
                                              entry.resources.block_threads,
                                              entry.resources.static_shared, shared), device)
