@@ -98,7 +98,8 @@ def _kernels() -> None:
         if family.available:
             before = dict(REQUESTS)
             family.workload().run()
-            families.update((key, family) for key in used_since(before))
+            for key in used_since(before):
+                families.setdefault(key, family)  # the first family that ran it sizes it
     _probe_capabilities()
     print("\n".join(_kernel_table(list(REQUESTS), families)))
 
