@@ -257,11 +257,15 @@ def child(spec: dict) -> dict:
     out: dict = {"pairs": count, "cells": int(np.dot(queries.lengths.astype(np.float64),
                                                       targets.lengths.astype(np.float64)))}
     if engine in ("cuda", "cpu"):
-        if engine == "cuda":  # compile the kernels of long pairs first, on a pair above
-            side = math.isqrt(int(getattr(config, f"LONG_{kind.upper()}_MIN_CELLS", 0))) + 2
-            short = [SequenceSet.from_codes([s.codes_of(0)[:side]], ["w"], "dna")
-                     for s in (queries, targets)]
-            call(kind, mode, "score" if kind == "align" else "distance", engine, *short)
+        # Compile the kernels (CUDA, or Numba's on the CPU) of long pairs and of the task
+        # first, untimed, on a pair just above the size that takes the long-pair path.
+        sizes = ([config.LONG_ALIGN_MIN_CELLS, config.ALIGN_LINEAR_MIN_CELLS,
+                  config.ALIGN_CPU_WAVEFRONT_MIN_CELLS] if kind == "align"
+                 else [config.LONG_EDIT_MIN_CELLS])
+        side = math.isqrt(int(max(sizes))) + 2
+        short = [SequenceSet.from_codes([s.codes_of(0)[:side]], ["w"], "dna")
+                 for s in (queries, targets)]
+        call(kind, mode, task, engine, *short)
         began = time.perf_counter()
         answers, cigars = call(kind, mode, task, engine, queries, targets)
         out["seconds"] = time.perf_counter() - began
@@ -458,8 +462,8 @@ def method(bench: LongBench) -> str:
     return "\n".join([
         "GCUPS count query length x target length per pair. Every row is one process: its "
         "seconds are one call through the public API (or the peer's), from encoded sequences "
-        "to the answer (with CIGARs for path); the CUDA row first aligns a prefix pair large "
-        "enough for the long-pair kernels, untimed, so that compilation is not counted. Peak "
+        "to the answer (with CIGARs for path); gpualign's rows first run the task on a prefix pair "
+        "large enough for the long-pair path, untimed, so that compilation is not counted. Peak "
         "host memory is the process's largest resident set (sequences included); GPU memory "
         "the most CuPy's pool held. Checks: scores and distances equal the reference row's "
         "(gpualign-cuda when it ran), on the pairs both ran; CIGARs "
