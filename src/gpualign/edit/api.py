@@ -10,11 +10,13 @@ from typing import Any
 import numpy as np
 
 from .. import config
+from .._progress import Progress, ProgressArg
 from .._tables import EDIT_COLUMNS, available, named
 from ..backend import resolve_backend
 from ..codes import EDIT_MODE_NAMES, EDIT_TASKS, check_task, edit_mode
 from ..pairs import pair_indices, pair_sets
 from ..sequences import Alphabet
+from ._shared import needs_linear
 
 __all__ = ["EditMatrix", "EditResult", "edit_distance", "edit_distance_matrix"]
 
@@ -178,12 +180,27 @@ def _backend(backend: str) -> ModuleType:
     return _cpu
 
 
+def _counter(q_len: np.ndarray, t_len: np.ndarray, task: str, progress: ProgressArg) -> Progress:
+    """The progress of comparing pairs of ``q_len`` x ``t_len`` symbols: in DP cells when a
+    pair is long (one pair of a genome would hold a bar over pairs at 0 until it ends; the
+    backends then move it as its passes and CIGAR levels end), else in pairs."""
+    cells = q_len.astype(np.int64) * t_len
+    long = cells >= max(1, config.LONG_EDIT_MIN_CELLS)
+    if task == "path":
+        long |= needs_linear(q_len, t_len)
+    if long.any():
+        return Progress(int(cells.sum()), progress, "edit", "cell")
+    return Progress(len(cells), progress, "edit", "pair")
+
+
 def _compare_pairs(engine: ModuleType, qset, tset, q_index, t_index, mode, k, task,
-                   progress=False, positional=False):
+                   progress: ProgressArg = False, positional=False):
     """Run the backend module ``engine`` on index pairs; the engine behind both public
     functions. ``positional``: the pairs are ``queries[i]`` with ``targets[i]``."""
-    distance, start, end, cigar = engine.edit_pairs(qset, tset, q_index, t_index, mode, k, task,
-                                                    progress=progress, positional=positional)
+    with _counter(qset.lengths[q_index], tset.lengths[t_index], task, progress) as counter:
+        distance, start, end, cigar = engine.edit_pairs(qset, tset, q_index, t_index, mode, k,
+                                                        task, progress=counter,
+                                                        positional=positional)
     if task == "distance":
         # Read-only -1s that take no memory: the task reports no locations.
         start = end = np.broadcast_to(np.int32(-1), distance.shape)
@@ -192,7 +209,7 @@ def _compare_pairs(engine: ModuleType, qset, tset, q_index, t_index, mode, k, ta
 
 def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | None = None,
                   task: str = "distance", alphabet: str | Alphabet = "auto",
-                  invalid: str = "error", backend: str = "auto", progress: bool = False,
+                  invalid: str = "error", backend: str = "auto", progress: ProgressArg = False,
                   pairs: tuple[Any, Any] | None = None) -> EditResult:
     """Levenshtein distance of ``queries[i]`` with ``targets[i]`` for every ``i``, or of the
     index pairs given as ``pairs``.
@@ -216,8 +233,13 @@ def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | 
         Symbols outside the alphabet raise an error naming record and position, or become the
         wildcard (``N``/``X``).
     backend : {"auto", "cpu", "cuda"}
-    progress : bool
-        Show a progress bar on stderr for long runs.
+    progress : bool or callable
+        True: a progress bar on stderr (shown once the run outlasts a second) over the pairs,
+        or, when a pair is long (``config.LONG_EDIT_MIN_CELLS`` cells or more, or with
+        ``task="path"`` a CIGAR in linear space), over the DP cells (query length x target
+        length, summed over the pairs): with ``task="path"`` half of a pair's cells when its
+        distance is known, the other half as its CIGAR's levels end. A function is called as
+        ``progress(done, total)`` instead.
     pairs : (query_index, target_index), optional
         Integer arrays of equal length: compare ``queries[query_index[p]]`` with
         ``targets[target_index[p]]`` instead of pairing by position (the sets may then differ
@@ -249,7 +271,7 @@ def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | 
 def edit_distance_matrix(queries: Any, targets: Any, *, mode: str = "global",
                          k: int | None = None, alphabet: str | Alphabet = "auto",
                          invalid: str = "error", backend: str = "auto",
-                         progress: bool = False) -> np.ndarray | EditMatrix:
+                         progress: ProgressArg = False) -> np.ndarray | EditMatrix:
     """Edit distance of every query with every target.
 
     Without ``k`` returns a dense ``(len(queries), len(targets))`` int32 matrix. With ``k``
