@@ -171,6 +171,19 @@ def test_edit_over_k_long_pairs_still_end_the_bar(long_edit):
     recorder.check(cells)
 
 
+@pytest.mark.parametrize("k", [None, 4])
+def test_edit_matrix_counts_every_block(long_edit, small_batches, k):
+    """One count over the blocks of the matrix: pairs, or cells with a long pair."""
+    queries, targets, _ = _pairs(8, (5, 9, 30))
+    recorder = Recorder()
+    gpualign.edit_distance_matrix(queries, targets, k=k, backend=long_edit, progress=recorder)
+    recorder.check(len(queries) * len(targets))
+    queries, targets, _ = _pairs(9, (5, 300, 30))
+    recorder = Recorder()
+    gpualign.edit_distance_matrix(queries, targets, k=k, backend=long_edit, progress=recorder)
+    recorder.check(sum(map(len, queries)) * sum(map(len, targets)))
+
+
 def test_progress_caps_at_its_total():
     recorder = Recorder()
     with Progress(10, recorder, "test", "cell") as progress:

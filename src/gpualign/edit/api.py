@@ -180,27 +180,21 @@ def _backend(backend: str) -> ModuleType:
     return _cpu
 
 
-def _counter(q_len: np.ndarray, t_len: np.ndarray, task: str, progress: ProgressArg) -> Progress:
-    """The progress of comparing pairs of ``q_len`` x ``t_len`` symbols: in DP cells when a
-    pair is long (one pair of a genome would hold a bar over pairs at 0 until it ends; the
+def _counter(any_long: bool, cells: int, pairs: int, progress: ProgressArg) -> Progress:
+    """The progress of comparing ``pairs`` pairs of ``cells`` DP cells in all: in cells when
+    a pair is long (one pair of a genome would hold a bar over pairs at 0 until it ends; the
     backends then move it as its passes and CIGAR levels end), else in pairs."""
-    cells = q_len.astype(np.int64) * t_len
-    long = cells >= max(1, config.LONG_EDIT_MIN_CELLS)
-    if task == "path":
-        long |= needs_linear(q_len, t_len)
-    if long.any():
-        return Progress(int(cells.sum()), progress, "edit", "cell")
-    return Progress(len(cells), progress, "edit", "pair")
+    if any_long:
+        return Progress(cells, progress, "edit", "cell")
+    return Progress(pairs, progress, "edit", "pair")
 
 
 def _compare_pairs(engine: ModuleType, qset, tset, q_index, t_index, mode, k, task,
-                   progress: ProgressArg = False, positional=False):
+                   counter: Progress, positional=False):
     """Run the backend module ``engine`` on index pairs; the engine behind both public
     functions. ``positional``: the pairs are ``queries[i]`` with ``targets[i]``."""
-    with _counter(qset.lengths[q_index], tset.lengths[t_index], task, progress) as counter:
-        distance, start, end, cigar = engine.edit_pairs(qset, tset, q_index, t_index, mode, k,
-                                                        task, progress=counter,
-                                                        positional=positional)
+    distance, start, end, cigar = engine.edit_pairs(qset, tset, q_index, t_index, mode, k, task,
+                                                    progress=counter, positional=positional)
     if task == "distance":
         # Read-only -1s that take no memory: the task reports no locations.
         start = end = np.broadcast_to(np.int32(-1), distance.shape)
@@ -262,8 +256,15 @@ def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | 
     engine = _backend(backend)  # fails on a bad backend before the inputs are encoded
     qset, tset = pair_sets(queries, targets, alphabet, invalid)
     q_index, t_index = pair_indices(qset, tset, pairs, "edit_distance", "edit_distance_matrix")
-    distance, start, end, cigar = _compare_pairs(engine, qset, tset, q_index, t_index, mode_code,
-                                                 cutoff, task, progress, positional=pairs is None)
+    q_len, t_len = qset.lengths[q_index], tset.lengths[t_index]
+    cells = q_len.astype(np.int64) * t_len
+    long = cells >= max(1, config.LONG_EDIT_MIN_CELLS)
+    if task == "path":
+        long |= needs_linear(q_len, t_len)
+    with _counter(bool(long.any()), int(cells.sum()), len(cells), progress) as counter:
+        distance, start, end, cigar = _compare_pairs(engine, qset, tset, q_index, t_index,
+                                                     mode_code, cutoff, task, counter,
+                                                     positional=pairs is None)
     return EditResult(distance, start, end, cigar, EDIT_MODE_NAMES[mode_code], task, k, q_index,
                       t_index, qset.alphabet.name)
 
@@ -276,7 +277,8 @@ def edit_distance_matrix(queries: Any, targets: Any, *, mode: str = "global",
 
     Without ``k`` returns a dense ``(len(queries), len(targets))`` int32 matrix. With ``k``
     returns an :class:`EditMatrix` holding only the pairs within ``k``, computed row block by row
-    block so that large sets never need a dense matrix.
+    block so that large sets never need a dense matrix. ``progress`` (as in
+    :func:`edit_distance`) counts the pairs of every block, or their cells when a pair is long.
 
     Examples
     --------
@@ -294,17 +296,21 @@ def edit_distance_matrix(queries: Any, targets: Any, *, mode: str = "global",
     rows_per_block = max(1, config.MATRIX_BLOCK_PAIRS // max(1, n_targets))
     dense = np.empty((n_queries, n_targets), dtype=np.int32) if cutoff < 0 else None
     kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for row in range(0, n_queries, rows_per_block):
-        rows = np.arange(row, min(n_queries, row + rows_per_block), dtype=np.int64)
-        q_index = np.repeat(rows, n_targets)
-        t_index = np.tile(np.arange(n_targets, dtype=np.int64), len(rows))
-        distance, _, _, _ = _compare_pairs(engine, qset, tset, q_index, t_index, mode_code,
-                                           cutoff, "distance", progress)
-        if dense is not None:
-            dense[rows] = distance.reshape(len(rows), n_targets)
-        else:
-            within = distance >= 0
-            kept.append((q_index[within], t_index[within], distance[within]))
+    longest = int(qset.lengths.max(initial=0)) * int(tset.lengths.max(initial=0))
+    cells = int(qset.lengths.sum(dtype=np.int64)) * int(tset.lengths.sum(dtype=np.int64))
+    with _counter(longest >= max(1, config.LONG_EDIT_MIN_CELLS), cells, n_queries * n_targets,
+                  progress) as counter:
+        for row in range(0, n_queries, rows_per_block):
+            rows = np.arange(row, min(n_queries, row + rows_per_block), dtype=np.int64)
+            q_index = np.repeat(rows, n_targets)
+            t_index = np.tile(np.arange(n_targets, dtype=np.int64), len(rows))
+            distance, _, _, _ = _compare_pairs(engine, qset, tset, q_index, t_index, mode_code,
+                                               cutoff, "distance", counter)
+            if dense is not None:
+                dense[rows] = distance.reshape(len(rows), n_targets)
+            else:
+                within = distance >= 0
+                kept.append((q_index[within], t_index[within], distance[within]))
     if dense is not None:
         return dense
     if kept:
