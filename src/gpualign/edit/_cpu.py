@@ -556,7 +556,7 @@ def cigar_batch(queries, targets, q_index, t_index, start, end, distance, progre
                      char_counts)
         cigars.extend(decode_cigars(chars, char_offsets[:-1], char_counts))
         progress.cells_done(int(credit[part][traced_start[part] >= 0].sum()))
-    progress.cells_done(int(credit[(start < 0)].sum()))  # no CIGAR to trace
+    progress.cells_done(int(credit[start < 0].sum()))  # no CIGAR to trace
     if len(linear):
         texts = linear_cigars(queries, targets, q_index[linear], t_index[linear], start[linear],
                               end[linear], distance[linear], progress,
@@ -611,4 +611,3 @@ def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
     if task == "path":
         cigar = cigar_batch(qset, tset, q_index, t_index, start, end, distance, progress, second)
     return distance, start, end, cigar
-
