@@ -30,6 +30,7 @@ from numba import njit, prange
 
 from .. import config
 from .._cigar_text import decode_cigars, text_offsets, write_cigar
+from .._progress import Progress
 from ..codes import (
     ALIGN_GLOBAL,
     ALIGN_LOCAL,
@@ -350,20 +351,21 @@ def _check_linear_memory(q_length: np.ndarray, t_length: np.ndarray,
 
 def _linear_results(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
                     t_index: np.ndarray, table: np.ndarray, gap_open: int, gap_extend: int,
-                    mode: int, task: str) -> tuple:
+                    mode: int, task: str, progress: Progress | None) -> tuple:
     """:func:`align_pairs`' results for long pairs: paths in linear space
     (:func:`._linear.mode_paths`), or scores and ends from score passes on every core
     (:func:`._linear.mode_ends`)."""
     sequences = PairCodes(qset.codes, qset.offsets, tset.codes, tset.offsets, q_index, t_index)
     engine = CpuEngine(table, gap_open, gap_extend, qset.alphabet.match_codes)
     missing = np.full(len(q_index), -1, dtype=np.int64)
+    report = progress.cells_done if progress is not None else None
     if task != "path":
-        score, q_end, t_end = mode_ends(sequences, gap_open, gap_extend, mode, engine)
+        score, q_end, t_end = mode_ends(sequences, gap_open, gap_extend, mode, engine, report)
         if task == "score":
             q_end, t_end = missing.copy(), missing.copy()
         return score, missing, q_end, missing.copy(), t_end, None, None
     found = mode_paths(sequences, gap_open, gap_extend, mode, engine,
-                       config.ALIGN_LINEAR_LEAF_CELLS)
+                       config.ALIGN_LINEAR_LEAF_CELLS, report)
     matches, columns = found.matches(), found.columns()
     identity = np.zeros(len(q_index), dtype=np.float64)
     np.divide(matches, columns, out=identity, where=columns > 0)
@@ -385,6 +387,7 @@ def _linear_pairs(q_length: np.ndarray, t_length: np.ndarray, task: str) -> np.n
 
 def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: np.ndarray,
                 table: np.ndarray, gap_open: int, gap_extend: int, mode: int, task: str,
+                progress: Progress | None = None,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                            list[str | None] | None, np.ndarray | None]:
     """Align index pairs on the CPU: the contract of every alignment backend.
@@ -402,6 +405,9 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
     mode : int
         An ``ALIGN_*`` code of :mod:`gpualign.codes`.
     task : {"score", "end", "path"}
+    progress : Progress, optional
+        Moved by the pairs' cells as they are done: the batch's pairs when it ends, the long
+        pairs' passes as they end (:mod:`._linear`).
 
     Returns
     -------
@@ -427,6 +433,8 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
             _parasail.available(qset.alphabet.name):
         score = _parasail.scores(qset, tset, q_index, t_index, table, gap_open, gap_extend,
                                  mode)
+        if progress is not None:
+            progress.pairs_done(qset.lengths[q_index].astype(np.int64) * tset.lengths[t_index])
         missing = np.full(len(score), -1, dtype=np.int64)
         return score, missing, missing.copy(), missing.copy(), missing.copy(), None, None
     q_length, t_length = qset.lengths[q_index], tset.lengths[t_index]
@@ -435,14 +443,14 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
         _check_linear_memory(q_length, t_length, np.flatnonzero(linear))
     if not linear.any():
         return _batch_results(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode,
-                              task)
+                              task, progress)
     parts = [(np.flatnonzero(~linear), _batch_results), (np.flatnonzero(linear), _linear_results)]
     merged: list = [None] * 7
     for index, compute in parts:
         if not len(index):
             continue
         values = compute(qset, tset, q_index[index], t_index[index], table, gap_open, gap_extend,
-                         mode, task)
+                         mode, task, progress)
         for k, value in enumerate(values):
             if value is None:
                 continue
@@ -459,7 +467,7 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
 
 def _batch_results(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
                    t_index: np.ndarray, table: np.ndarray, gap_open: int, gap_extend: int,
-                   mode: int, task: str) -> tuple:
+                   mode: int, task: str, progress: Progress | None) -> tuple:
     """:func:`align_pairs`' results from :func:`align_batch` (a full traceback per pair)."""
     want_path = task == "path"
     if want_path:
@@ -471,6 +479,8 @@ def _batch_results(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
         qset.codes, qset.offsets, tset.codes, tset.offsets, q_index, t_index,
         table.astype(np.int64), qset.alphabet.match_codes, gap_open, gap_extend, mode,
         want_path, offsets, text)
+    if progress is not None:
+        progress.pairs_done(qset.lengths[q_index].astype(np.int64) * tset.lengths[t_index])
     if not want_path:
         if task == "score":
             q_end[:] = -1

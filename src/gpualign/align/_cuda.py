@@ -42,6 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .. import config
+from .._progress import Progress
 from ..codes import ALIGN_GLOBAL, ALIGN_LOCAL, ALIGN_OVERLAP, ALIGN_SEMI_GLOBAL
 from ..cuda import launch
 from ..cuda.loader import get_kernel
@@ -91,16 +92,18 @@ def value_bounds(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
 
 def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: np.ndarray,
                 table: np.ndarray, gap_open: int, gap_extend: int, mode: int, task: str,
+                progress: Progress | None = None,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                            list[str | None] | None, np.ndarray | None]:
     """Align index pairs on the current CUDA device, with the results and the contract of the
     CPU backend's :func:`gpualign.align._cpu.align_pairs`: int64 arrays ``score, query_start,
     query_end, target_start, target_end`` (-1 where ``task`` reports no such value), the CIGAR
-    strings and the identities (None unless ``task="path"``)."""
+    strings and the identities (None unless ``task="path"``); ``progress`` moves by the cells
+    of the pairs done."""
     if task == "path":
-        return _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode)
+        return _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, progress)
     score, q_end, t_end = _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend,
-                                  mode, want_end=task == "end")
+                                  mode, want_end=task == "end", progress=progress)
     if task == "score":
         q_end[:] = -1
         t_end[:] = -1
@@ -108,10 +111,11 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
     return score, missing, q_end, missing.copy(), t_end, None, None
 
 
-def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, want_end):
+def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, want_end,
+            progress=None):
     """Scores and end cells of index pairs: int64 arrays ``score, query_end, target_end``
     (every mode reports its ends, except local alignments without ``want_end``: theirs are
-    meaningless)."""
+    meaningless); ``progress`` (a :class:`Progress`) moves as groups of pairs are done."""
     import cupy
 
     count = len(q_index)
@@ -133,12 +137,14 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
     narrow = on_gpu & narrow_ok & (high < _NARROW_LIMIT) & (low > _NARROW_NEG + 256)
     find_end = want_end and mode == ALIGN_LOCAL
     cells = m.astype(np.int64) * n
+    done = progress.pairs_done if progress is not None else _ignore
     # Pairs long enough for the whole GPU: a wavefront of tiles each (every mode and end).
     tiled = _long_pairs(engine, m, n)
     if tiled.any():
         chosen = np.flatnonzero(tiled)
         score[chosen], q_end[chosen], t_end[chosen] = _cuda_long.pair_ends(
             engine, qset, tset, q_index[chosen], t_index[chosen], mode)
+        done(cells[chosen])
     # Long for the batch: only pairs far above the mean would hold a launch up (a warp computes
     # a pair at a fraction of what 32 threads compute on 32 pairs).
     threshold = max(config.ALIGN_WARP_MIN_CELLS,
@@ -154,6 +160,7 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
                              gap_extend, mode)
         score[chosen], t_end[chosen] = s, te
         q_end[chosen] = m[chosen] if mode != ALIGN_LOCAL else -1
+        done(cells[chosen])
     half = config.ALIGN_STRIP_ROWS // 2
     if config.ALIGN_STRIP_ROWS % 2 or half < 1:
         raise ValueError(f"ALIGN_STRIP_ROWS={config.ALIGN_STRIP_ROWS}: a positive even number")
@@ -177,6 +184,7 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
         inside = lanes[part] < 2
         for host, device in zip((score, q_end, t_end), chunk.results, strict=True):
             np.copyto(host[part], device.get(), where=inside)
+        done(cells[part][inside])
     rest = np.flatnonzero(~on_gpu & ~tiled)
     if len(rest):
         # The CPU's DP (task "end": never parasail, whose 32-bit scores could clip the pairs
@@ -186,7 +194,12 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
         s, _, qe, _, te, _, _ = _cpu.align_pairs(qset, tset, q_index[rest], t_index[rest], table,
                                                  gap_open, gap_extend, mode, "end")
         score[rest], q_end[rest], t_end[rest] = s, qe, te
+        done(cells[rest])
     return score, q_end, t_end
+
+
+def _ignore(_cells) -> None:
+    """What :func:`_scores` reports progress to without a :class:`Progress`."""
 
 
 def _kernel_order(chunk, lanes, half: int):
@@ -321,15 +334,19 @@ def _long_pairs(engine, m, n) -> np.ndarray:
         engine.fits(m, n, np.full(len(m), engine.gap_open - engine.gap_extend))
 
 
-def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode):
+def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, progress=None):
     """Scores, coordinates and paths of index pairs: :func:`align_pairs` for
     ``task="path"``. Pairs of at least ``config.LONG_ALIGN_MIN_CELLS`` cells are aligned in
     linear space on the tiled engine (:func:`._cuda_long.pair_paths`), the others with a
-    traceback each (:func:`_traced_paths`)."""
+    traceback each (:func:`_traced_paths`); ``progress`` moves as each part is done."""
     engine = _long_engine(qset, table, gap_open, gap_extend)
+    cells = qset.lengths[q_index].astype(np.int64) * tset.lengths[t_index]
+    done = progress.pairs_done if progress is not None else _ignore
     long = _long_pairs(engine, qset.lengths[q_index], tset.lengths[t_index])
     if not long.any():
-        return _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode)
+        found = _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode)
+        done(cells)
+        return found
     count = len(q_index)
     results = [np.empty(count, dtype=np.int64) for _ in range(5)]
     cigar: list[str] = [""] * count
@@ -344,10 +361,12 @@ def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode):
     identity[chosen] = np.divide(matches, columns, out=np.zeros(len(chosen)), where=columns > 0)
     for p, ops in zip(chosen.tolist(), found.ops, strict=True):
         cigar[p] = cigar_text(ops)
+    done(cells[chosen])
     short = np.flatnonzero(~long)
     if len(short):
         *values, texts, short_identity = _traced_paths(
             qset, tset, q_index[short], t_index[short], table, gap_open, gap_extend, mode)
+        done(cells[short])
         for whole, part in zip(results, values, strict=True):
             whole[short] = part
         identity[short] = short_identity

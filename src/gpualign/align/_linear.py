@@ -35,15 +35,22 @@ diagonal or horizontal step preferred to one through a vertical gap). Scores and
 are always those of the batch kernels; start cells are the ones closest to the end among the
 optimal ones (the reverse passes' ties), which is where the batch traceback stops in all but
 unusual ties.
+
+Progress: every driver takes ``progress``, a function it calls with a number of DP cells each
+time a part of its work ends (a score pass, a recursion level), adding up to the cells of its
+pairs (``m * n`` summed) when it returns, however much it computed (Myers-Miller about twice
+them, the anchored pass of a mode fewer).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Protocol
 
 import numpy as np
 
+from .._progress import Portion
 from ..codes import (
     ALIGN_GLOBAL,
     ALIGN_LOCAL,
@@ -254,7 +261,8 @@ def _search_splits(sequences: PairCodes, both: Problems, engine: Engine, excess:
 
 
 def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_extend: int,
-                 engine: Engine, leaf_cells: int) -> list[np.ndarray]:
+                 engine: Engine, leaf_cells: int, progress: Callable[[int], object] | None = None,
+                 share: int | None = None) -> list[np.ndarray]:
     """Optimal global paths of the subproblems ``roots`` in linear space (Myers-Miller).
 
     Each level splits every open subproblem at its middle row: ``engine.last_rows`` gives the
@@ -277,6 +285,11 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
         The backend's DP.
     leaf_cells : int
         Largest subproblem (cells) solved with a full DP.
+    progress : callable, optional
+        Called with a number of cells after each level: ``share`` in all, in proportion to
+        the cells the levels computed (about twice the roots' cells).
+    share : int, optional
+        What ``progress`` receives in all (default: the roots' cells).
 
     Returns
     -------
@@ -309,9 +322,16 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
         piece_column.append(column)
         piece_ops.extend(ops)
 
+    root_cells = int(roots.cells().sum())
+    # Each level computes the cells of its open subproblems, halving them: about twice the
+    # roots' cells in all.
+    portion = Portion(progress, root_cells if share is None else share, 2 * root_cells)
     open_ = roots
     root = np.arange(len(roots), dtype=np.int64)
+    level_cells = 0
     while len(open_):
+        portion.advance(level_cells)  # the level before this one is done (the last: finish)
+        level_cells = int(open_.cells().sum())
         rows, columns = open_.a_length(), open_.b_length()
         empty = (rows == 0) | (columns == 0)
         index = np.flatnonzero(empty & (rows + columns > 0))
@@ -350,6 +370,7 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
                          np.zeros_like(middle), joined, split.bottom_excess)
         open_ = Problems.concat([upper, lower])
         root = np.concatenate([root, root])
+    portion.finish()
     paths: list[list[np.ndarray]] = [[] for _ in range(len(roots))]
     if piece_root:
         owner = np.concatenate(piece_root)
@@ -400,6 +421,7 @@ def _whole(sequences: PairCodes, excess: int) -> Problems:
 
 
 def mode_ends(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, engine: Engine,
+              progress: Callable[[int], object] | None = None,
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Score and end cell of every pair in ``mode``, as the batch kernels report them, from
     one forward score pass (``engine.best_cells``).
@@ -414,6 +436,8 @@ def mode_ends(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, e
         An ``ALIGN_*`` code of :mod:`gpualign.codes`.
     engine : Engine
         The backend's DP.
+    progress : callable, optional
+        Called with the pairs' cells when the pass ends.
 
     Returns
     -------
@@ -431,8 +455,11 @@ def mode_ends(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, e
     (8, 4, 6)
     """
     _check_non_empty(sequences)
-    return engine.best_cells(sequences, _whole(sequences, gap_open - gap_extend),
-                             *_FORWARD[mode])
+    whole = _whole(sequences, gap_open - gap_extend)
+    found = engine.best_cells(sequences, whole, *_FORWARD[mode])
+    if progress is not None:
+        progress(int(whole.cells().sum()))
+    return found
 
 
 def _check_non_empty(sequences: PairCodes) -> None:
@@ -441,7 +468,7 @@ def _check_non_empty(sequences: PairCodes) -> None:
 
 
 def mode_paths(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, engine: Engine,
-               leaf_cells: int) -> LinearPaths:
+               leaf_cells: int, progress: Callable[[int], object] | None = None) -> LinearPaths:
     """Optimal alignments of every pair of ``sequences`` in ``mode``, in linear space.
 
     A forward score pass (``engine.best_cells``) finds the score and end cell as the batch
@@ -461,6 +488,10 @@ def mode_paths(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, 
         The backend's DP.
     leaf_cells : int
         Largest subproblem (cells) solved with a full DP.
+    progress : callable, optional
+        Called with numbers of cells as the passes end, the pairs' cells in all: a quarter
+        when the score pass ends, a quarter when the anchored pass does, the rest level by
+        level of the paths (global alignments: all of it for the paths).
 
     Returns
     -------
@@ -484,12 +515,18 @@ def mode_paths(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, 
     count = len(whole)
     pair = np.arange(count, dtype=np.int64)
     zeros = np.zeros(count, dtype=np.int64)
+    cells = int(whole.cells().sum())
+    # What the score passes report: the forward pass computes all the cells, the anchored one
+    # at most as many, the paths about twice those of their cores.
+    quarter = 0 if mode == ALIGN_GLOBAL else cells // 4
     if mode == ALIGN_GLOBAL:
         q_end, t_end = whole.a_end, whole.b_end
         q_start, t_start = zeros, zeros.copy()
         score = None
     else:
         score, q_end, t_end = mode_ends(sequences, gap_open, gap_extend, mode, engine)
+        if progress is not None:
+            progress(quarter)
         anchored = Problems(pair, zeros, q_end, zeros.copy(), t_end, np.ones(count, np.int64),
                             whole.top_excess, whole.bottom_excess)
         # A local alignment scoring 0 is empty: nothing to anchor.
@@ -500,9 +537,12 @@ def mode_paths(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, 
                                                   False, _REVERSE[mode])
             q_start[live] -= i_back
             t_start[live] -= j_back
+        if progress is not None:
+            progress(quarter)
     cores = Problems(pair, q_start, q_end, t_start, t_end, zeros.copy(), whole.top_excess,
                      whole.bottom_excess)
-    ops = global_paths(sequences, cores, gap_open, gap_extend, engine, leaf_cells)
+    ops = global_paths(sequences, cores, gap_open, gap_extend, engine, leaf_cells, progress,
+                       cells - 2 * quarter)
     if score is None:
         score = np.array([path_score(sequences, p, ops[p], engine.table, gap_open, gap_extend)
                           for p in range(count)], dtype=np.int64)

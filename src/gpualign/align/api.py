@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import config
 from .._checks import integer
+from .._progress import Progress, ProgressArg
 from .._tables import alignment_table
 from ..backend import resolve_backend
 from ..codes import ALIGN_MODE_NAMES, ALIGN_TASKS, align_mode, check_task
@@ -116,7 +117,8 @@ def _scoring(scoring: Scoring | None) -> Scoring:
 
 def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring | None = None,
           task: str = "score", alphabet: str | Alphabet = "auto", invalid: str = "error",
-          backend: str = "auto", pairs: tuple[Any, Any] | None = None) -> AlignResult:
+          backend: str = "auto", pairs: tuple[Any, Any] | None = None,
+          progress: ProgressArg = False) -> AlignResult:
     """Align ``queries[i]`` with ``targets[i]`` for every ``i`` (or the index ``pairs``).
 
     Parameters
@@ -140,6 +142,12 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
         when a GPU is present.
     pairs : (query_index, target_index), optional
         Compare these index pairs instead of pairing by position.
+    progress : bool or callable
+        True: a progress bar on stderr (shown once the run outlasts a second) over the DP
+        cells of the call (query length x target length, summed over the pairs); a function
+        is called as ``progress(done, total)`` instead. It moves as batches of pairs finish
+        and, for a long pair, as its score passes end and level by level of its path in
+        linear space.
 
     Returns
     -------
@@ -162,10 +170,19 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
     q_index, t_index = pair_indices(qset, tset, pairs, "align", "align_one_to_many")
     scoring.check_covered(qset, "queries")
     scoring.check_covered(tset, "targets")
+    cells = qset.lengths[q_index].astype(np.int64) * tset.lengths[t_index]
+    with Progress(int(cells.sum()), progress, "align", "cell") as counter:
+        return _aligned(engine, qset, tset, q_index, t_index, scoring, mode_code, task, counter)
+
+
+def _aligned(engine, qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
+             t_index: np.ndarray, scoring: Scoring, mode_code: int, task: str,
+             counter: Progress) -> AlignResult:
+    """:func:`align` of checked, encoded pairs on the backend module ``engine``."""
     table, _ = scoring.table(qset.alphabet)
     score, q_start, q_end, t_start, t_end, cigar, identity = engine.align_pairs(
         qset, tset, q_index, t_index, table, scoring.gap_open, scoring.gap_extend, mode_code,
-        task)
+        task, counter)
     return AlignResult(score, q_start, q_end, t_start, t_end, cigar, identity,
                        ALIGN_MODE_NAMES[mode_code], task, scoring, q_index, t_index,
                        alphabet=qset.alphabet.name)
@@ -175,7 +192,7 @@ def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
                       scoring: Scoring | None = None, task: str = "score",
                       n: int | None = None, min_score: int | None = None,
                       alphabet: str | Alphabet = "auto", invalid: str = "error",
-                      backend: str = "auto") -> AlignResult:
+                      backend: str = "auto", progress: ProgressArg = False) -> AlignResult:
     """Align one query with every target and keep the best: the ``n`` highest scores and/or
     those ``>= min_score`` (all targets when both are None), best first (ties: lower target
     index). Targets from a file or an iterator are streamed in batches, so the collection need
@@ -191,6 +208,10 @@ def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
         Keep at most this many targets.
     min_score : int, optional
         Keep only targets scoring at least this.
+    progress : bool or callable
+        As in :func:`align`, over the cells of the search (the query against every target);
+        the total is None (a bar that counts) when the targets are streamed. The final
+        ``task`` on the kept targets is not counted.
 
     Returns
     -------
@@ -221,24 +242,19 @@ def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
     kept_index = np.zeros(0, dtype=np.int64)
     kept_score = np.zeros(0, dtype=np.int64)
     kept: dict[int, tuple[np.ndarray, str]] = {}
-    for batch in iter_batches(targets, alpha, invalid=invalid, role="targets",
-                              batch_residues=config.ALIGN_CPU_BATCH_RESIDUES):
-        zeros = np.zeros(len(batch), dtype=np.int64)
-        scores = align(qset, batch.sequences, mode=ALIGN_MODE_NAMES[mode_code], scoring=scoring,
-                       backend=backend, pairs=(zeros, np.arange(len(batch)))).score
-        local = np.arange(len(batch)) if min_score is None else \
-            np.flatnonzero(scores >= min_score)
-        index = np.concatenate((kept_index, batch.start + local))
-        score = np.concatenate((kept_score, scores[local]))
-        order = np.lexsort((index, -score))[:n]
-        kept_index, kept_score = index[order], score[order]
-        keep = set(kept_index.tolist())
-        for i in [i for i in kept if i not in keep]:
-            del kept[i]
-        for i in keep - kept.keys():  # new in the list: from this batch
-            position = i - batch.start
-            kept[i] = (batch.sequences.codes_of(position).copy(),
-                       batch.sequences.names[position])
+    engine = _backend(backend)
+    scoring.check_covered(qset, "queries")
+    total = int(qset.lengths[0]) * int(targets.lengths.sum()) \
+        if isinstance(targets, SequenceSet) else None
+    with Progress(total, progress, "align", "cell") as counter:
+        for batch in iter_batches(targets, alpha, invalid=invalid, role="targets",
+                                  batch_residues=config.ALIGN_CPU_BATCH_RESIDUES):
+            scoring.check_covered(batch.sequences, "targets")
+            zeros = np.zeros(len(batch), dtype=np.int64)
+            scores = _aligned(engine, qset, batch.sequences, zeros, np.arange(len(batch)),
+                              scoring, mode_code, "score", counter).score
+            kept_index, kept_score = _keep(kept, kept_index, kept_score, batch, scores,
+                                           min_score, n)
     chosen = kept_index.tolist()
     subjects = SequenceSet.from_codes([kept[i][0] for i in chosen],
                                       [kept[i][1] for i in chosen], alpha)
@@ -248,3 +264,24 @@ def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
     result.target_index = kept_index
     result.target_name = subjects.names
     return result
+
+
+def _keep(kept: dict[int, tuple[np.ndarray, str]], kept_index: np.ndarray,
+          kept_score: np.ndarray, batch, scores: np.ndarray, min_score: int | None,
+          n: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The best targets so far, with those of ``batch`` scoring ``scores``: their indices and
+    scores, best first, and their codes and names in ``kept`` (updated in place)."""
+    local = np.arange(len(batch)) if min_score is None else \
+        np.flatnonzero(scores >= min_score)
+    index = np.concatenate((kept_index, batch.start + local))
+    score = np.concatenate((kept_score, scores[local]))
+    order = np.lexsort((index, -score))[:n]
+    kept_index, kept_score = index[order], score[order]
+    keep = set(kept_index.tolist())
+    for i in [i for i in kept if i not in keep]:
+        del kept[i]
+    for i in keep - kept.keys():  # new in the list: from this batch
+        position = i - batch.start
+        kept[i] = (batch.sequences.codes_of(position).copy(),
+                   batch.sequences.names[position])
+    return kept_index, kept_score

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     queries, targets = read_pair_inputs(args)
     q_index, t_index, shape = record_pairs(args, len(queries), len(targets))
     result = align(queries, targets, mode=args.mode, scoring=scheme, task=task,
-                   backend=args.backend, pairs=(q_index, t_index))
+                   backend=args.backend, pairs=(q_index, t_index), progress=not args.quiet)
     with open_output(args.output) as out:
         if sam:
             write_sam(out, queries, targets, q_index, t_index, result,

@@ -21,7 +21,7 @@ from numba import njit, prange
 from .. import config
 from .._bitvectors import ALL, ONE, ZERO, match_table
 from .._cigar_text import decode_cigars, text_offsets, write_cigar
-from .._progress import progress_bar
+from .._progress import Progress, pass_credits
 from ..codes import (
     EDIT_GLOBAL,
     EDIT_INFIX,
@@ -460,10 +460,11 @@ def _trace_leaves(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, t_st
             buffer[at + o] = ops[count - 1 - o]
 
 
-def linear_cigars(queries, targets, q_index, t_index, start, end, distance) -> list[str]:
+def linear_cigars(queries, targets, q_index, t_index, start, end, distance,
+                  progress: Progress | None = None, share: int = 0) -> list[str]:
     """Extended CIGARs of the global alignments of queries with their target ranges ``[start,
     end)``, whose distances are ``distance``, in linear space (:mod:`._linear`), all cores on
-    each level's subproblems."""
+    each level's subproblems; ``progress`` moves by ``share`` cells over the levels."""
     q_len = queries.lengths[q_index].astype(np.int64)
     t_start = np.asarray(start, dtype=np.int64)
     span = np.asarray(end, dtype=np.int64) - t_start
@@ -488,7 +489,8 @@ def linear_cigars(queries, targets, q_index, t_index, start, end, distance) -> l
         _trace_leaves(*sequences, pair, qa, qb, ta, tb, *codes, base, buffer)
 
     hirschberg(q_len, span, np.asarray(distance, dtype=np.int64),
-               lambda rows, columns: ~needs_linear(rows, columns), split_columns, trace_leaves)
+               lambda rows, columns: ~needs_linear(rows, columns), split_columns, trace_leaves,
+               progress.cells_done if progress is not None else None, share)
     return cigars_of_buffer(buffer, base)
 
 
@@ -500,9 +502,11 @@ def _batches(count: int) -> Iterator[slice]:
         yield slice(lo, min(count, lo + step))
 
 
-def distance_batch(queries, targets, q_index, t_index, mode, k, want_start, progress=False):
+def distance_batch(queries, targets, q_index, t_index, mode, k, want_start, progress: Progress,
+                   credit: np.ndarray):
     """Distances and (half-open) target ranges of pairs ``(queries[q_index[p]],
-    targets[t_index[p]])`` on the CPU; -1s for pairs over ``k`` (``k < 0``: no cutoff)."""
+    targets[t_index[p]])`` on the CPU; -1s for pairs over ``k`` (``k < 0``: no cutoff).
+    ``progress`` moves by ``credit[p]`` cells as pair ``p`` is done."""
     count = len(q_index)
     distance = np.empty(count, dtype=np.int32)
     start = np.empty(count, dtype=np.int32)
@@ -511,29 +515,30 @@ def distance_batch(queries, targets, q_index, t_index, mode, k, want_start, prog
     long = np.flatnonzero(cells >= max(1, config.LONG_EDIT_MIN_CELLS))
     short = np.flatnonzero(cells < max(1, config.LONG_EDIT_MIN_CELLS))
     codes = (queries.alphabet.size, queries.alphabet.match_codes)
-    with progress_bar(count, progress, "edit") as bar:
-        for part in _batches(len(short)):
-            pairs = short[part]
-            found = [np.empty(len(pairs), dtype=np.int32) for _ in range(3)]
-            _distance_batch(queries.codes, queries.offsets, targets.codes, targets.offsets,
-                            q_index[pairs], t_index[pairs], mode, k, want_start, *codes, *found)
-            for values, out in zip(found, (distance, start, end), strict=True):
-                out[pairs] = values
-            bar.update(len(pairs))
-        # Long pairs one at a time, each on all cores.
-        for p in long.tolist():
-            distance[p], start[p], end[p] = _long_pair(
-                queries.codes_of(q_index[p]), targets.codes_of(t_index[p]), mode, k,
-                want_start, *codes)
-            bar.update(1)
+    for part in _batches(len(short)):
+        pairs = short[part]
+        found = [np.empty(len(pairs), dtype=np.int32) for _ in range(3)]
+        _distance_batch(queries.codes, queries.offsets, targets.codes, targets.offsets,
+                        q_index[pairs], t_index[pairs], mode, k, want_start, *codes, *found)
+        for values, out in zip(found, (distance, start, end), strict=True):
+            out[pairs] = values
+        progress.pairs_done(credit[pairs])
+    # Long pairs one at a time, each on all cores.
+    for p in long.tolist():
+        distance[p], start[p], end[p] = _long_pair(
+            queries.codes_of(q_index[p]), targets.codes_of(t_index[p]), mode, k,
+            want_start, *codes)
+        progress.pairs_done(credit[p:p + 1])
     return distance, start, end
 
 
-def cigar_batch(queries, targets, q_index, t_index, start, end, distance):
+def cigar_batch(queries, targets, q_index, t_index, start, end, distance, progress: Progress,
+                credit: np.ndarray):
     """Extended CIGARs of the global alignments of queries with their target ranges (None where
     ``start < 0``), whose distances are ``distance``; CPU threads, so it can overlap GPU work
     of the next batch. Pairs that :func:`._shared.needs_linear` picks are traced in linear
-    space (:func:`linear_cigars`), the others in full."""
+    space (:func:`linear_cigars`), the others in full. ``progress`` moves by ``credit[p]``
+    cells as pair ``p``'s CIGAR is done (the linear ones level by level)."""
     q_len = queries.lengths[q_index]
     span = np.where(start >= 0, end - start, 0)
     linear = np.flatnonzero((start >= 0) & needs_linear(q_len, span))
@@ -550,16 +555,20 @@ def cigar_batch(queries, targets, q_index, t_index, start, end, distance):
                      queries.alphabet.size, queries.alphabet.match_codes, char_offsets, chars,
                      char_counts)
         cigars.extend(decode_cigars(chars, char_offsets[:-1], char_counts))
+        progress.cells_done(int(credit[part][traced_start[part] >= 0].sum()))
+    progress.cells_done(int(credit[start < 0].sum()))  # no CIGAR to trace
     if len(linear):
         texts = linear_cigars(queries, targets, q_index[linear], t_index[linear], start[linear],
-                              end[linear], distance[linear])
+                              end[linear], distance[linear], progress,
+                              int(credit[linear].sum()))
         for p, text in zip(linear.tolist(), texts, strict=True):
             cigars[p] = text
     return cigars
 
 
 def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: np.ndarray,
-               mode: int, k: int, task: str, progress: bool = False, positional: bool = False,
+               mode: int, k: int, task: str, progress: Progress | None = None,
+               positional: bool = False,
                ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None,
                           list[str | None] | None]:
     """Edit distance of the pairs ``(qset[q_index[p]], tset[t_index[p]])`` on the CPU (the
@@ -576,8 +585,9 @@ def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
     k : int
         Cutoff, or -1 for none.
     task : {"distance", "locations", "path"}
-    progress : bool
-        Show a progress bar on stderr.
+    progress : Progress, optional
+        Moved as pairs are done: by their cells (see :func:`gpualign._progress.pass_credits`),
+        or one a pair.
     positional : bool
         The pairs are ``queries[i]`` with ``targets[i]``; the CPU reads the index arrays anyway.
 
@@ -591,11 +601,13 @@ def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
         The CIGARs for ``task="path"`` (None for pairs over ``k``), else None.
     """
     want_start = task != "distance"
+    progress = Progress.silent() if progress is None else progress
+    first, second = pass_credits(qset.lengths[q_index], tset.lengths[t_index], task == "path")
     distance, start, end = distance_batch(qset, tset, q_index, t_index, mode, k, want_start,
-                                          progress)
+                                          progress, first)
     if not want_start:
         return distance, None, None, None
     cigar = None
     if task == "path":
-        cigar = cigar_batch(qset, tset, q_index, t_index, start, end, distance)
+        cigar = cigar_batch(qset, tset, q_index, t_index, start, end, distance, progress, second)
     return distance, start, end, cigar

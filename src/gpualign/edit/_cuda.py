@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import config
-from .._progress import progress_bar
+from .._progress import Progress, pass_credits
 from ..codes import EDIT_GLOBAL, EDIT_INFIX
 from ..cuda.host import mapped, maps_host_memory, pinned_empty
 from ..cuda.launch import grid
@@ -427,33 +427,34 @@ def _short_pairs(qset, tset, q_index, t_index, mode, k, task, progress, position
     start = pinned_empty(count, np.int32)[0] if want_start else None
     end = pinned_empty(count, np.int32)[0] if want_start else None
     cigar: list[str | None] | None = [] if task == "path" else None
-    with progress_bar(count, progress, "edit") as bar:
-        for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
-                                                                config.EDIT_GPU_CHUNK_PAIRS):
-            out = (distance[part], *(None if a is None else a[part] for a in (start, end)))
-            trivial_local, cigars = _chunk_on_gpu(sequences, qset.alphabet, q_local, t_local,
-                                                  mode, k, out, positional, cigar is not None,
-                                                  pinned)
-            if len(trivial_local):
-                trivial = part.start + trivial_local
-                q_len = qset.lengths[q_index[trivial]]
-                found = trivial_results(q_len, tset.lengths[t_index[trivial]], mode, k)
-                for host, values in zip(out, found, strict=True):
-                    if host is not None:
-                        host[trivial_local] = values
-                if cigars is not None:
-                    # Runs of I or D: the pairs have an empty side (or no alignment within k).
-                    texts = trivial_cigars(q_len, found[1], found[2])
-                    for p, text in zip(trivial_local.tolist(), texts, strict=True):
-                        cigars[p] = text
+    cells = qset.lengths[q_index].astype(np.int64) * tset.lengths[t_index]
+    for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
+                                                            config.EDIT_GPU_CHUNK_PAIRS):
+        out = (distance[part], *(None if a is None else a[part] for a in (start, end)))
+        trivial_local, cigars = _chunk_on_gpu(sequences, qset.alphabet, q_local, t_local,
+                                              mode, k, out, positional, cigar is not None,
+                                              pinned)
+        if len(trivial_local):
+            trivial = part.start + trivial_local
+            q_len = qset.lengths[q_index[trivial]]
+            found = trivial_results(q_len, tset.lengths[t_index[trivial]], mode, k)
+            for host, values in zip(out, found, strict=True):
+                if host is not None:
+                    host[trivial_local] = values
             if cigars is not None:
-                cigar.extend(cigars)
-            bar.update(part.stop - part.start)
+                # Runs of I or D: the pairs have an empty side (or no alignment within k).
+                texts = trivial_cigars(q_len, found[1], found[2])
+                for p, text in zip(trivial_local.tolist(), texts, strict=True):
+                    cigars[p] = text
+        if cigars is not None:
+            cigar.extend(cigars)
+        progress.pairs_done(cells[part])
     return distance, start, end, cigar
 
 
 def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: np.ndarray,
-               mode: int, k: int, task: str, progress: bool = False, positional: bool = False,
+               mode: int, k: int, task: str, progress: Progress | None = None,
+               positional: bool = False,
                ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None,
                           list[str | None] | None]:
     """Edit distance of index pairs on the current CUDA device (the contract of
@@ -462,7 +463,9 @@ def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
     ``positional``: the pairs are ``queries[i]`` with ``targets[i]`` (``q_index`` is ``t_index``
     and counts from 0), so the GPU makes its index arrays itself. Long pairs (see
     :func:`long_mask`) run over the whole device (long.cu), the others in batches.
+    ``progress`` moves as they are done.
     """
+    progress = Progress.silent() if progress is None else progress
     q_len = qset.lengths[q_index]
     t_len = tset.lengths[t_index]
     long = long_mask(q_len, t_len, mode, k, task)
@@ -473,7 +476,7 @@ def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
     check_long_memory(q_len[long_at], t_len[long_at], qset.alphabet.size, long_at)
     short = _short_pairs(qset, tset, q_index[short_at], t_index[short_at], mode, k, task,
                          progress, False)
-    found = _long_pairs(qset, tset, q_index[long_at], t_index[long_at], mode, k, task)
+    found = _long_pairs(qset, tset, q_index[long_at], t_index[long_at], mode, k, task, progress)
     merged: list = []
     for short_part, long_part in zip(short[:3], found[:3], strict=True):
         if short_part is None:
@@ -612,9 +615,10 @@ def run_long(q_codes, t_codes, problems, alphabet, track: int, top_delta: int, c
             np.int32(top_delta), np.int32(cutoff), ticket, distance, end, values, row_from))
 
 
-def _long_pairs(qset, tset, q_index, t_index, mode, k, task):
+def _long_pairs(qset, tset, q_index, t_index, mode, k, task, progress):
     """Distances, ranges and CIGARs (as :func:`edit_pairs` returns them) of long pairs, in
-    groups whose memory (:func:`long_bytes`) fits the budget, each group one launch."""
+    groups whose memory (:func:`long_bytes`) fits the budget, each group one launch;
+    ``progress`` moves as each group's passes end (the CIGARs' level by level)."""
     import cupy
 
     want_start = task != "distance"
@@ -624,6 +628,7 @@ def _long_pairs(qset, tset, q_index, t_index, mode, k, task):
     end = np.empty(count, dtype=np.int32) if want_start else None
     cigars: list[str | None] | None = [] if task == "path" else None
     sizes = long_bytes(qset.lengths[q_index], tset.lengths[t_index], qset.alphabet.size)
+    first, second = pass_credits(qset.lengths[q_index], tset.lengths[t_index], task == "path")
     for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
                                                             config.EDIT_GPU_CHUNK_PAIRS):
         qi_all = cupy.asarray(q_local, dtype=cupy.int64)
@@ -635,7 +640,8 @@ def _long_pairs(qset, tset, q_index, t_index, mode, k, task):
                 # The CIGARs give the distances (their edits): no distance pass.
                 span = tset.lengths[t_index[at]].astype(np.int32)
                 texts, edits = gpu_linear_cigars(sequences, qset.alphabet, qi, ti,
-                                                 np.zeros_like(span), span)
+                                                 np.zeros_like(span), span, progress,
+                                                 int(first[at].sum() + second[at].sum()))
                 over = (edits > k) if k >= 0 else np.zeros(len(span), dtype=bool)
                 distance[at] = np.where(over, -1, edits)
                 start[at] = np.where(over, -1, 0)
@@ -644,13 +650,14 @@ def _long_pairs(qset, tset, q_index, t_index, mode, k, task):
                 continue
             found = _long_distances(sequences, qset.alphabet, qi, ti, mode, k, want_start)
             distance[at] = found[0].get()
+            progress.pairs_done(first[at])
             if not want_start:
                 continue
             start[at] = found[1].get()
             end[at] = found[2].get()
             if cigars is not None:
                 cigars.extend(gpu_linear_cigars(sequences, qset.alphabet, qi, ti, start[at],
-                                                end[at])[0])
+                                                end[at], progress, int(second[at].sum()))[0])
     return distance, start, end, cigars
 
 
@@ -693,13 +700,14 @@ def _long_distances(sequences, alphabet, qi, ti, mode, k, want_start):
 
 
 def gpu_linear_cigars(sequences, alphabet, qi, ti, start: np.ndarray, end: np.ndarray,
+                      progress: Progress | None = None, share: int = 0,
                       ) -> tuple[list[str | None], np.ndarray]:
     """CIGARs of the global alignments of queries ``qi`` with target ranges ``[start, end)`` of
     targets ``ti`` (device indices; host ranges, start -1: no alignment, None) in linear space,
     and their edits (the distances; -1 without alignment): :func:`._linear.hirschberg`, each
     level's splits one launch of the long kernel (two problems a split, whole rows: the
     distances that band the CPU's rows are not needed) and one of ``pick_splits``, its leaves
-    traced by path.cu."""
+    traced by path.cu; ``progress`` moves by ``share`` cells over the levels."""
     import cupy
 
     q_codes, q_offsets, t_codes, t_offsets = sequences
@@ -707,6 +715,8 @@ def gpu_linear_cigars(sequences, alphabet, qi, ti, start: np.ndarray, end: np.nd
     edits = np.full(len(qi), -1, dtype=np.int64)
     aligned = np.flatnonzero(start >= 0)
     if not len(aligned):
+        if progress is not None:
+            progress.cells_done(share)
         return cigars, edits
     chosen = cupy.asarray(aligned)
     q_from = q_offsets[qi[chosen]].get()
@@ -748,7 +758,8 @@ def gpu_linear_cigars(sequences, alphabet, qi, ti, start: np.ndarray, end: np.nd
     leaf_cells = min(GPU_LEAF_CELLS, config.LONG_EDIT_MIN_CELLS)
     hirschberg(q_len, t_len, q_len + t_len,
                lambda rows, columns: (rows * columns <= leaf_cells) & ~needs_linear(rows, columns),
-               split_columns, trace_leaves)
+               split_columns, trace_leaves, progress.cells_done if progress is not None else None,
+               share)
     host = buffer.get()[:base[-1]]
     for p, text in zip(aligned.tolist(), cigars_of_buffer(host, base), strict=True):
         cigars[p] = text

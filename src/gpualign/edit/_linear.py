@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .._progress import Portion
 from ..codes import CIGAR_OPS, OP_MATCH
 
 __all__ = ["NO_OP", "cigar_of_ops", "cigars_of_buffer", "edits_of_buffer", "hirschberg"]
@@ -36,7 +37,8 @@ _LETTERS = np.array(list(CIGAR_OPS))
 def hirschberg(q_len: np.ndarray, t_len: np.ndarray, distance: np.ndarray,
                is_leaf: Callable[[np.ndarray, np.ndarray], np.ndarray],
                split_columns: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]],
-               trace_leaves: Callable[..., None]) -> int:
+               trace_leaves: Callable[..., None], progress: Callable[[int], object] | None = None,
+               share: int | None = None) -> int:
     """Drive the levels of Hirschberg's recursion for pairs of ``q_len`` x ``t_len`` symbols.
 
     Parameters
@@ -58,6 +60,11 @@ def hirschberg(q_len: np.ndarray, t_len: np.ndarray, distance: np.ndarray,
     trace_leaves : callable
         ``trace_leaves(pair, qa, qb, ta, tb)``: write each subproblem's operations into its
         pair's buffer from position ``qa + ta`` (see the module's description).
+    progress : callable, optional
+        Called with a number of cells after each level: ``share`` in all, in proportion to
+        the cells of the levels' subproblems (about twice the pairs' cells).
+    share : int, optional
+        What ``progress`` receives in all (default: the pairs' cells).
 
     Returns
     -------
@@ -82,10 +89,15 @@ def hirschberg(q_len: np.ndarray, t_len: np.ndarray, distance: np.ndarray,
     qb = np.asarray(q_len, dtype=np.int64).copy()
     tb = np.asarray(t_len, dtype=np.int64).copy()
     cost = np.asarray(distance, dtype=np.int64).copy()
-    levels = 0
+    cells = int((qb * tb).sum())
+    # A level's splits compute both halves of each subproblem, and the levels halve them.
+    portion = Portion(progress, cells if share is None else share, 2 * cells)
+    levels, level_cells = 0, 0
     while len(pair):
+        portion.advance(level_cells)  # the level before this one is done (the last: finish)
         levels += 1
         rows, columns = qb - qa, tb - ta
+        level_cells = int((rows * columns).sum())
         leaf = (rows <= 1) | np.asarray(is_leaf(rows, columns), dtype=bool)
         if leaf.any():
             trace_leaves(pair[leaf], qa[leaf], qb[leaf], ta[leaf], tb[leaf])
@@ -101,6 +113,7 @@ def hirschberg(q_len: np.ndarray, t_len: np.ndarray, distance: np.ndarray,
             (pair, pair), (qa, mid), (mid, qb), (ta, cut), (cut, tb), (top, bottom)))
         keep = (qb > qa) | (tb > ta)
         pair, qa, qb, ta, tb, cost = (a[keep] for a in (pair, qa, qb, ta, tb, cost))
+    portion.finish()
     return levels
 
 

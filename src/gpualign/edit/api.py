@@ -10,11 +10,13 @@ from typing import Any
 import numpy as np
 
 from .. import config
+from .._progress import Progress, ProgressArg
 from .._tables import EDIT_COLUMNS, available, named
 from ..backend import resolve_backend
 from ..codes import EDIT_MODE_NAMES, EDIT_TASKS, check_task, edit_mode
 from ..pairs import pair_indices, pair_sets
 from ..sequences import Alphabet
+from ._shared import needs_linear
 
 __all__ = ["EditMatrix", "EditResult", "edit_distance", "edit_distance_matrix"]
 
@@ -178,12 +180,21 @@ def _backend(backend: str) -> ModuleType:
     return _cpu
 
 
+def _counter(any_long: bool, cells: int, pairs: int, progress: ProgressArg) -> Progress:
+    """The progress of comparing ``pairs`` pairs of ``cells`` DP cells in all: in cells when
+    a pair is long (one pair of a genome would hold a bar over pairs at 0 until it ends; the
+    backends then move it as its passes and CIGAR levels end), else in pairs."""
+    if any_long:
+        return Progress(cells, progress, "edit", "cell")
+    return Progress(pairs, progress, "edit", "pair")
+
+
 def _compare_pairs(engine: ModuleType, qset, tset, q_index, t_index, mode, k, task,
-                   progress=False, positional=False):
+                   counter: Progress, positional=False):
     """Run the backend module ``engine`` on index pairs; the engine behind both public
     functions. ``positional``: the pairs are ``queries[i]`` with ``targets[i]``."""
     distance, start, end, cigar = engine.edit_pairs(qset, tset, q_index, t_index, mode, k, task,
-                                                    progress=progress, positional=positional)
+                                                    progress=counter, positional=positional)
     if task == "distance":
         # Read-only -1s that take no memory: the task reports no locations.
         start = end = np.broadcast_to(np.int32(-1), distance.shape)
@@ -192,7 +203,7 @@ def _compare_pairs(engine: ModuleType, qset, tset, q_index, t_index, mode, k, ta
 
 def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | None = None,
                   task: str = "distance", alphabet: str | Alphabet = "auto",
-                  invalid: str = "error", backend: str = "auto", progress: bool = False,
+                  invalid: str = "error", backend: str = "auto", progress: ProgressArg = False,
                   pairs: tuple[Any, Any] | None = None) -> EditResult:
     """Levenshtein distance of ``queries[i]`` with ``targets[i]`` for every ``i``, or of the
     index pairs given as ``pairs``.
@@ -216,8 +227,13 @@ def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | 
         Symbols outside the alphabet raise an error naming record and position, or become the
         wildcard (``N``/``X``).
     backend : {"auto", "cpu", "cuda"}
-    progress : bool
-        Show a progress bar on stderr for long runs.
+    progress : bool or callable
+        True: a progress bar on stderr (shown once the run outlasts a second) over the pairs,
+        or, when a pair is long (``config.LONG_EDIT_MIN_CELLS`` cells or more, or with
+        ``task="path"`` a CIGAR in linear space), over the DP cells (query length x target
+        length, summed over the pairs): with ``task="path"`` half of a pair's cells when its
+        distance is known, the other half as its CIGAR's levels end. A function is called as
+        ``progress(done, total)`` instead.
     pairs : (query_index, target_index), optional
         Integer arrays of equal length: compare ``queries[query_index[p]]`` with
         ``targets[target_index[p]]`` instead of pairing by position (the sets may then differ
@@ -240,8 +256,15 @@ def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | 
     engine = _backend(backend)  # fails on a bad backend before the inputs are encoded
     qset, tset = pair_sets(queries, targets, alphabet, invalid)
     q_index, t_index = pair_indices(qset, tset, pairs, "edit_distance", "edit_distance_matrix")
-    distance, start, end, cigar = _compare_pairs(engine, qset, tset, q_index, t_index, mode_code,
-                                                 cutoff, task, progress, positional=pairs is None)
+    q_len, t_len = qset.lengths[q_index], tset.lengths[t_index]
+    cells = q_len.astype(np.int64) * t_len
+    long = cells >= max(1, config.LONG_EDIT_MIN_CELLS)
+    if task == "path":
+        long |= needs_linear(q_len, t_len)
+    with _counter(bool(long.any()), int(cells.sum()), len(cells), progress) as counter:
+        distance, start, end, cigar = _compare_pairs(engine, qset, tset, q_index, t_index,
+                                                     mode_code, cutoff, task, counter,
+                                                     positional=pairs is None)
     return EditResult(distance, start, end, cigar, EDIT_MODE_NAMES[mode_code], task, k, q_index,
                       t_index, qset.alphabet.name)
 
@@ -249,12 +272,13 @@ def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | 
 def edit_distance_matrix(queries: Any, targets: Any, *, mode: str = "global",
                          k: int | None = None, alphabet: str | Alphabet = "auto",
                          invalid: str = "error", backend: str = "auto",
-                         progress: bool = False) -> np.ndarray | EditMatrix:
+                         progress: ProgressArg = False) -> np.ndarray | EditMatrix:
     """Edit distance of every query with every target.
 
     Without ``k`` returns a dense ``(len(queries), len(targets))`` int32 matrix. With ``k``
     returns an :class:`EditMatrix` holding only the pairs within ``k``, computed row block by row
-    block so that large sets never need a dense matrix.
+    block so that large sets never need a dense matrix. ``progress`` (as in
+    :func:`edit_distance`) counts the pairs of every block, or their cells when a pair is long.
 
     Examples
     --------
@@ -272,17 +296,21 @@ def edit_distance_matrix(queries: Any, targets: Any, *, mode: str = "global",
     rows_per_block = max(1, config.MATRIX_BLOCK_PAIRS // max(1, n_targets))
     dense = np.empty((n_queries, n_targets), dtype=np.int32) if cutoff < 0 else None
     kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for row in range(0, n_queries, rows_per_block):
-        rows = np.arange(row, min(n_queries, row + rows_per_block), dtype=np.int64)
-        q_index = np.repeat(rows, n_targets)
-        t_index = np.tile(np.arange(n_targets, dtype=np.int64), len(rows))
-        distance, _, _, _ = _compare_pairs(engine, qset, tset, q_index, t_index, mode_code,
-                                           cutoff, "distance", progress)
-        if dense is not None:
-            dense[rows] = distance.reshape(len(rows), n_targets)
-        else:
-            within = distance >= 0
-            kept.append((q_index[within], t_index[within], distance[within]))
+    longest = int(qset.lengths.max(initial=0)) * int(tset.lengths.max(initial=0))
+    cells = int(qset.lengths.sum(dtype=np.int64)) * int(tset.lengths.sum(dtype=np.int64))
+    with _counter(longest >= max(1, config.LONG_EDIT_MIN_CELLS), cells, n_queries * n_targets,
+                  progress) as counter:
+        for row in range(0, n_queries, rows_per_block):
+            rows = np.arange(row, min(n_queries, row + rows_per_block), dtype=np.int64)
+            q_index = np.repeat(rows, n_targets)
+            t_index = np.tile(np.arange(n_targets, dtype=np.int64), len(rows))
+            distance, _, _, _ = _compare_pairs(engine, qset, tset, q_index, t_index, mode_code,
+                                               cutoff, "distance", counter)
+            if dense is not None:
+                dense[rows] = distance.reshape(len(rows), n_targets)
+            else:
+                within = distance >= 0
+                kept.append((q_index[within], t_index[within], distance[within]))
     if dense is not None:
         return dense
     if kept:
