@@ -5,8 +5,10 @@ A batch of problems (whole pairs, or the subproblems of one level of a linear-sp
 is cut into tiles of ``config.LONG_ALIGN_THREADS * config.LONG_ALIGN_ROWS_PER_THREAD`` query
 rows by ``config.LONG_ALIGN_TILE_COLUMNS`` target columns, computed anti-diagonal of tiles
 after anti-diagonal, a block per tile, the tiles of every problem side by side: one launch per
-batch whose blocks take tiles in that order and wait for their neighbours' ready flags, or one
-launch per anti-diagonal (``config.LONG_ALIGN_SCHEDULE``). Tile borders pass through global
+batch whose blocks take tiles in that order and wait for their neighbours' ready flags, one
+launch per anti-diagonal, or one launch per batch whose blocks each sweep a band (a tile row)
+over all its columns, a chunk of tile columns after the band above has published it
+(``config.LONG_ALIGN_SCHEDULE``). Tile borders pass through global
 memory, ``O(m + n)`` per problem. The host plans the order (:func:`tile_schedule`), lays the
 borders out (:func:`border_layout`), and reads the results from the borders: the last row
 (``last_rows``; the end cells in the last row or column) or the best cell that the kernel kept
@@ -53,33 +55,60 @@ NEG = -(1 << 30)
 # never wraps and never reaches a real value.
 _VALUE_LIMIT = 1 << 29
 
-#: ``config.LONG_ALIGN_SCHEDULE`` values: one launch per anti-diagonal of tiles, or one launch
-#: per batch whose blocks take tiles in order and wait for their neighbours (long.cu).
-SCHEDULES = ("launches", "tickets")
+#: ``config.LONG_ALIGN_SCHEDULE`` values: one launch per anti-diagonal of tiles; one launch
+#: per batch whose blocks take tiles in order and wait for their neighbours; one launch per
+#: batch whose blocks each sweep a band of tile rows over all its columns (long.cu).
+SCHEDULES = ("launches", "tickets", "bands")
 
 
 def kernel_name(threads: int, rows_per_thread: int, dna: bool, floor_zero: bool,
-                track_best: bool, tickets: bool) -> str:
-    """The name expression of one specialization of ``long_tiles``.
+                track_best: bool, schedule: str) -> str:
+    """The name expression of the kernel of one of :data:`SCHEDULES`: a specialization of
+    ``long_tiles``, or of ``long_bands``.
 
     Examples
     --------
-    >>> kernel_name(64, 8, True, False, False, True)
+    >>> kernel_name(64, 8, True, False, False, "tickets")
     'long_tiles<64, 8, true, false, false, true>'
+    >>> kernel_name(32, 4, True, True, True, "bands")
+    'long_bands<32, 4, true, true, true>'
     """
     def flag(value: bool) -> str:
         return "true" if value else "false"
 
-    return (f"long_tiles<{threads}, {rows_per_thread}, {flag(dna)}, {flag(floor_zero)}, "
-            f"{flag(track_best)}, {flag(tickets)}>")
+    shape = (f"{threads}, {rows_per_thread}, {flag(dna)}, {flag(floor_zero)}, "
+             f"{flag(track_best)}")
+    if schedule == "bands":
+        return f"long_bands<{shape}>"
+    return f"long_tiles<{shape}, {flag(schedule == 'tickets')}>"
 
 
-def schedule_tickets() -> bool:
-    """Whether ``config.LONG_ALIGN_SCHEDULE`` asks for one launch per batch (checked)."""
+def long_schedule() -> str:
+    """``config.LONG_ALIGN_SCHEDULE``, checked to be one of :data:`SCHEDULES`."""
     if config.LONG_ALIGN_SCHEDULE not in SCHEDULES:
         raise ValueError(f"LONG_ALIGN_SCHEDULE={config.LONG_ALIGN_SCHEDULE!r}: one of "
                          f"{', '.join(SCHEDULES)}")
-    return config.LONG_ALIGN_SCHEDULE == "tickets"
+    return config.LONG_ALIGN_SCHEDULE
+
+
+def band_order(tile_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(band_problem, band_row)``, int32: the bands of the "bands" schedule in ticket order,
+    band ``k`` being tile row ``band_row[k]`` of problem ``band_problem[k]`` (problem ``p``
+    has ``tile_rows[p]``), by tile row, then problem, so that the band above each band comes
+    before it.
+
+    Examples
+    --------
+    >>> problem, row = band_order(np.array([2, 1, 3]))
+    >>> problem.tolist(), row.tolist()
+    ([0, 1, 2, 0, 2, 2], [0, 0, 0, 1, 1, 2])
+    """
+    tile_rows = np.asarray(tile_rows, dtype=np.int64)
+    problem = np.repeat(np.arange(len(tile_rows), dtype=np.int64), tile_rows)
+    row = np.arange(len(problem), dtype=np.int64) - np.repeat(np.cumsum(tile_rows) - tile_rows,
+                                                            tile_rows)
+    by_row = np.lexsort((problem, row))
+    return problem[by_row].astype(np.int32), row[by_row].astype(np.int32)
 
 
 def tile_shape() -> tuple[int, int, int]:
@@ -384,27 +413,19 @@ class TileEngine:
 
         threads, rows_per_thread, width = plan.shape
         layout, schedule = plan.layout, plan.schedule
-        one_launch = schedule_tickets()
+        schedule_name = long_schedule()
         problems = cupy.asarray(plan.packed)
-        order = cupy.asarray(schedule.order)
-        first_block = cupy.asarray(schedule.first_block)
-        offset = cupy.asarray(schedule.offset)
-        active = cupy.asarray(schedule.active.astype(np.int32))
-        first_ticket = np.zeros(len(schedule.blocks) + 1, dtype=np.int64)
-        np.cumsum(schedule.blocks, out=first_ticket[1:])
-        ticket_starts = cupy.asarray(first_ticket)
         counter = cupy.zeros(1, dtype=cupy.int32)
         done = cupy.zeros(max(layout.slots, 1), dtype=cupy.int32)
         rows = cupy.empty((layout.rows, 2), dtype=cupy.int32)
         columns = cupy.empty((layout.columns, 2), dtype=cupy.int32)
-        corners = cupy.empty(max(layout.slots, 1), dtype=cupy.int32)
         best = cupy.empty((max(layout.slots, 1), 3), dtype=cupy.int32)
         if track_best:
             best[:, 0] = NEG
             best[:, 1:] = 0
         table = cupy.asarray(self.table.astype(np.int16).ravel())
         name = kernel_name(threads, rows_per_thread, self.dna, floor_zero, track_best,
-                           one_launch)
+                           schedule_name)
         kernel = get_kernel(KERNEL_FILE, name)
         if launch.block_threads(kernel) != threads:  # the kernel's wavefront needs them all
             raise launch.KernelResourceError(
@@ -412,17 +433,32 @@ class TileEngine:
                 "lower LONG_ALIGN_ROWS_PER_THREAD or LONG_ALIGN_THREADS")
         shared = launch.reserve_shared(kernel, shared_bytes(threads, width, self.n_codes,
                                                             self.dna))
+        scoring = (table, np.int32(self.n_codes), np.int32(self.match), np.int32(self.mismatch),
+                   np.int32(self.match_codes), np.int32(self.gap_open),
+                   np.int32(self.gap_extend), np.int32(width))
+        if schedule_name == "bands":
+            band_problem, band_row = band_order(plan.tile_rows)
+            kernel(*launch.grid(kernel, len(band_problem), items_per_block=1),
+                   (a_codes, b_codes, problems, cupy.asarray(band_problem),
+                    cupy.asarray(band_row), counter, done, *scoring, rows, columns, best),
+                   shared_mem=shared)
+            return rows, columns, best
+        corners = cupy.empty(max(layout.slots, 1), dtype=cupy.int32)
+        order = cupy.asarray(schedule.order)
+        first_block = cupy.asarray(schedule.first_block)
+        offset = cupy.asarray(schedule.offset)
+        active = cupy.asarray(schedule.active.astype(np.int32))
+        first_ticket = np.zeros(len(schedule.blocks) + 1, dtype=np.int64)
+        np.cumsum(schedule.blocks, out=first_ticket[1:])
+        ticket_starts = cupy.asarray(first_ticket)
 
         def run(blocks: int, diagonal: int) -> None:
             kernel(*launch.grid(kernel, blocks, items_per_block=1),
                    (a_codes, b_codes, problems, order, first_block, offset, active,
                     ticket_starts, np.int32(len(schedule.blocks)), np.int32(diagonal), counter,
-                    done, table, np.int32(self.n_codes),
-                    np.int32(self.match), np.int32(self.mismatch), np.int32(self.match_codes),
-                    np.int32(self.gap_open), np.int32(self.gap_extend), np.int32(width), rows,
-                    columns, corners, best), shared_mem=shared)
+                    done, *scoring, rows, columns, corners, best), shared_mem=shared)
 
-        if one_launch:
+        if schedule_name == "tickets":
             run(int(first_ticket[-1]), 0)
         else:
             for d, blocks in enumerate(schedule.blocks.tolist()):
@@ -431,9 +467,9 @@ class TileEngine:
 
 
 def shared_bytes(threads: int, tile_columns: int, n_codes: int, dna: bool) -> int:
-    """Dynamic shared memory of ``long_tiles``: the tile's top row (int2 a column), the
-    exchange between warps (two int2 a warp), the substitution table (int16, unless DNA), the
-    tile's target codes.
+    """Dynamic shared memory of ``long_tiles`` and ``long_bands``: the tile's top row (int2 a
+    column), the exchange between warps (two int2 a warp), the substitution table (int16,
+    unless DNA), the tile's target codes.
 
     Examples
     --------

@@ -2,7 +2,8 @@
 // of a linear-space alignment, align/_linear.py), each cut into tiles, computed as a wavefront
 // of tiles, one block per tile: anti-diagonal d of tiles (the tiles (I, J) with I + J = d of
 // every problem of the batch) after anti-diagonal d - 1, so that each has work for every SM
-// once the problems are long. Two schedules (TICKETS):
+// once the problems are long. Two schedules of tiles (TICKETS; long_bands, below, is a third:
+// a block per whole tile row):
 //   - one launch per anti-diagonal: block b of launch d computes tile b of anti-diagonal d;
 //   - one launch for the batch: a block takes the next ticket (an atomic counter; tickets go
 //     through the anti-diagonals in order) and waits until the tiles it depends on, (I - 1, J)
@@ -86,6 +87,31 @@ struct Problem {
         return free_left ? 0 : -(top_excess + i * gap_extend);
     }
 };
+
+// The problem whose fields (enum Field) start at `fields`.
+__device__ __forceinline__ Problem load_problem(const i64* fields, const u8* a_codes,
+                                                const u8* b_codes) {
+    Problem p;
+    p.a = a_codes + fields[A_BASE];
+    p.b = b_codes + fields[B_BASE];
+    p.m = (int)fields[M];
+    p.n = (int)fields[N];
+    p.top_excess = (int)fields[TOP_EXCESS];
+    p.reverse = fields[REVERSE] != 0;
+    p.free_top = fields[FREE_TOP] != 0;
+    p.free_left = fields[FREE_LEFT] != 0;
+    return p;
+}
+
+// What sweep_tile reads for query row i: DNA, the code itself, -1 for codes from match_codes up
+// (they match nothing, and -1 equals no target code); else the row's offset in the table.
+// Padding rows past m take any code.
+template <bool DNA>
+__device__ __forceinline__ int query_code(const Problem& p, int i, int n_codes,
+                                          int match_codes) {
+    const int code = i <= p.m ? p.a_code(i) : 0;
+    return DNA ? (code < match_codes ? code : -1) : code * n_codes;
+}
 
 // The better of two cells in the CPU backend's order: larger score, smaller column, smaller row.
 __device__ __forceinline__ bool better(int score, int i, int j, int other_score, int other_i,
@@ -275,15 +301,7 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
         else hi = mid - 1;
     }
     const i64* fields = problems + (i64)order[lo] * FIELDS;
-    Problem p;
-    p.a = a_codes + fields[A_BASE];
-    p.b = b_codes + fields[B_BASE];
-    p.m = (int)fields[M];
-    p.n = (int)fields[N];
-    p.top_excess = (int)fields[TOP_EXCESS];
-    p.reverse = fields[REVERSE] != 0;
-    p.free_top = fields[FREE_TOP] != 0;
-    p.free_left = fields[FREE_LEFT] != 0;
+    const Problem p = load_problem(fields, a_codes, b_codes);
     const int tiles_across = (p.n + tile_columns - 1) / tile_columns;
     const int I = max(0, d - (tiles_across - 1)) + (int)(block - counts[lo]);
     const int J = d - I;
@@ -328,9 +346,7 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
 #pragma unroll
     for (int r = 0; r < RPT; ++r) {
         const int i = row0 + r + 1;
-        const int code = i <= p.m ? p.a_code(i) : 0;  // padding rows: any code
-        // DNA: codes from match_codes up match nothing, -1 equals no target code.
-        q[r] = DNA ? (code < match_codes ? code : -1) : code * n_codes;
+        q[r] = query_code<DNA>(p, i, n_codes, match_codes);
         if (J == 0) {
             t_h[r] = p.left(i, gap_extend) - gap_open;
             e[r] = NEG;
@@ -381,6 +397,125 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
         __threadfence();
         __syncthreads();
         if (threadIdx.x == 0) atomicExch(done + slot, J + 1);
+    }
+}
+
+// The "bands" schedule: one launch per batch, a block per band (tile row I of a problem,
+// THREADS * RPT query rows) that sweeps all the problem's columns, tile_columns at a time
+// (chunk J: the columns of tile (I, J)), with sweep_tile. Block b takes the next ticket k (an
+// atomic counter) and runs tile row band_row[k] of problem band_problem[k]; the host orders
+// the bands by tile row, so a band waits only for the band above it, which took a smaller
+// ticket and so already runs: no deadlock whatever the number of resident blocks. Before chunk
+// J a band waits until the band above has finished J + 1 chunks (progress[slot - 1], read
+// volatile); after chunk J its bottom row's chunk is in `rows` (fenced) and it raises
+// progress[slot] to J + 1. The band reads a chunk of `rows` into shared memory before
+// writing it, and the band below reads it only after that write, so one row a problem
+// serves every band. Between chunks a thread keeps its rows' H and E in registers (no border
+// column); the diagonal of its first cell in the next chunk is the last column's cell of the
+// row above its rows: for thread 0 the last cell of the chunk's top row (still in shared
+// memory), for the others the last row of the thread before. At the end the band writes its
+// right column to `columns` (column n, which the host reads for the last-column end cells)
+// and, TRACK_BEST, its best cell to best_cells[3 * slot]: a thread meets its cells by
+// column, then row, as in a tile, so the ties are those of long_tiles. Dynamic shared memory
+// as long_tiles.
+template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST>
+__global__ void __launch_bounds__(THREADS)
+long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
+           const i64* __restrict__ problems, const int* __restrict__ band_problem,
+           const int* __restrict__ band_row, int* __restrict__ tickets,
+           int* __restrict__ progress, const short* __restrict__ table, const int n_codes,
+           const int match, const int mismatch, const int match_codes, const int gap_open,
+           const int gap_extend, const int tile_columns, int2* __restrict__ rows,
+           int2* __restrict__ columns, int* __restrict__ best_cells) {
+    static_assert(THREADS % 32 == 0, "whole warps");
+    constexpr int TILE_ROWS = THREADS * RPT;
+    extern __shared__ int2 shared[];
+    int2* above = shared;
+    int2* exchange = above + tile_columns;
+    short* s_table = reinterpret_cast<short*>(exchange + 2 * (THREADS / 32));
+    u8* s_b = reinterpret_cast<u8*>(s_table + (DNA ? 0 : n_codes * n_codes));
+    __shared__ int reduce[3 * (THREADS / 32)];
+    __shared__ int last_rows[THREADS];  // each thread's last row at the chunk's last column
+    __shared__ int s_ticket;
+
+    if (threadIdx.x == 0) s_ticket = atomicAdd(tickets, 1);
+    __syncthreads();
+    const int band = s_ticket;
+    const i64* fields = problems + (i64)band_problem[band] * FIELDS;
+    const Problem p = load_problem(fields, a_codes, b_codes);
+    const int I = band_row[band];
+    int2* p_rows = rows + fields[ROW_BASE];
+    const i64 slot = fields[SLOT_BASE] + I;
+
+    Tile tile;
+    tile.tile_row0 = I * TILE_ROWS;
+    tile.bottom = min(tile.tile_row0 + TILE_ROWS, p.m);
+    tile.gap_open = gap_open;
+    tile.gap_extend = gap_extend;
+    tile.match = match + gap_open;  // shifted as the table (see sweep_tile)
+    tile.mismatch = mismatch + gap_open;
+    const bool last = tile.bottom < tile.tile_row0 + TILE_ROWS;
+
+    if (!DNA) {
+        for (int k = threadIdx.x; k < n_codes * n_codes; k += THREADS)
+            s_table[k] = (short)(table[k] + gap_open);
+    }
+    const int t = threadIdx.x;
+    const int row0 = tile.tile_row0 + t * RPT;
+    int t_h[RPT], e[RPT], q[RPT];  // column 0 (t = H - gap_open), then each chunk's last
+#pragma unroll
+    for (int r = 0; r < RPT; ++r) {
+        const int i = row0 + r + 1;
+        q[r] = query_code<DNA>(p, i, n_codes, match_codes);
+        t_h[r] = p.left(i, gap_extend) - gap_open;
+        e[r] = NEG;
+    }
+    // H(row0, 0), shifted: the diagonal of this thread's first cell.
+    int diagonal = (row0 == 0 ? 0 : p.left(row0, gap_extend)) - gap_open;
+    int best = NEG, best_i = 0, best_j = 0;
+    int ready = 0;  // thread 0: the chunks the band above is known to have finished
+    for (int J = 0; J * tile_columns < p.n; ++J) {
+        tile.c0 = J * tile_columns;
+        tile.width = min(tile_columns, p.n - tile.c0);
+        if (I > 0 && t == 0) {  // wait for the band above's bottom row of this chunk
+            const volatile int* finished = progress;
+            while (ready < J + 1) ready = finished[slot - 1];
+            __threadfence();
+        }
+        __syncthreads();  // and every thread has read the previous chunk's shared memory
+        for (int k = t; k < tile.width; k += THREADS) {
+            const int j = tile.c0 + 1 + k;
+            s_b[k] = (u8)p.b_code(j);
+            above[k] = I == 0 ? make_int2(p.top(j, gap_open, gap_extend), NEG)
+                              : __ldcg(p_rows + j);
+        }
+        __syncthreads();
+        if (last) {
+            sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, true>(
+                tile, diagonal, t_h, e, q, above, s_b, s_table, exchange, p_rows, best, best_i,
+                best_j);
+        } else {
+            sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, false>(
+                tile, diagonal, t_h, e, q, above, s_b, s_table, exchange, p_rows, best, best_i,
+                best_j);
+        }
+        last_rows[t] = t_h[RPT - 1];
+        __threadfence();  // this thread's part of the bottom row is visible before the flag
+        __syncthreads();
+        if (t == 0) atomicExch(progress + slot, J + 1);
+        diagonal = t == 0 ? above[tile.width - 1].x - gap_open : last_rows[t - 1];
+    }
+    int2* p_columns = columns + fields[COLUMN_BASE];
+#pragma unroll
+    for (int r = 0; r < RPT; ++r) p_columns[row0 + r + 1] = make_int2(t_h[r] + gap_open, e[r]);
+    if (TRACK_BEST) {
+        block_best<THREADS>(best, best_i, best_j, reduce);
+        if (t == 0) {
+            int* kept = best_cells + 3 * slot;
+            kept[0] = best;
+            kept[1] = best_i;
+            kept[2] = best_j;
+        }
     }
 }
 
