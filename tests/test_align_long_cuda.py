@@ -204,6 +204,10 @@ class EmulatedEngine(CudaEngine):
         corners = np.full(max(layout.slots, 1), 12345, dtype=np.int64)
         best = np.zeros((max(layout.slots, 1), 3), dtype=np.int64)
         best[:, 0] = NEG
+        if _cuda_long.long_schedule() == "bands":
+            self._bands(a_codes, b_codes, plan, floor_zero, (rows, columns, best))
+            return (rows, columns if want_right else None,
+                    best[:layout.slots] if track_best else None)
         # Tickets in order (launch by launch is the same order): each tile checks the flags
         # that long.cu's blocks wait for, then raises its own.
         done = np.zeros(max(layout.slots, 1), dtype=np.int64)
@@ -246,7 +250,6 @@ class EmulatedEngine(CudaEngine):
 
         c0, r0 = tile_column * tile_width, tile_row * height
         width, bottom = min(tile_width, n - c0), min(r0 + height, m)
-        last = bottom < r0 + height
         # What a block reads before it writes: the top row, the left column, the diagonals.
         above = [(top(c0 + 1 + k), NEG) if tile_row == 0 else tuple(rows[row_base + c0 + 1 + k])
                  for k in range(width)]
@@ -270,9 +273,30 @@ class EmulatedEngine(CudaEngine):
             else:
                 diagonal.append(columns[column_base + row0][0] - go)
         corners[slot] = above[width - 1][0]
+        found = [(NEG, 0, 0)] * threads
+        self._sweep(q, b, above, h, e, diagonal, (c0, r0, bottom), shape, floor_zero,
+                    rows[row_base:], found)
+        for t in range(threads):
+            for r in range(rows_per_thread):
+                columns[column_base + r0 + t * rows_per_thread + r + 1] = h[t][r] + go, e[t][r]
+        block = min(found, key=lambda c: (-c[0], c[2], c[1]))
+        kept = best[slot]
+        if (-block[0], block[2], block[1]) < (-kept[0], kept[2], kept[1]):
+            best[slot] = block
+
+    def _sweep(self, q, b, above, h, e, diagonal, place, shape, floor_zero, rows, found):
+        """long.cu's sweep_tile over the tile at ``place`` = (c0, r0, bottom): its threads'
+        query codes ``q``, the target codes ``b`` and top row ``above`` of its columns; ``h``
+        (shifted) and ``e`` of each thread's rows, its first cell's ``diagonal``, the best cell
+        of each thread ``found`` are updated, the bottom row written to ``rows`` (the
+        problem's, from column 0)."""
+        c0, r0, bottom = place
+        threads, rows_per_thread, _ = shape
+        height = threads * rows_per_thread
+        width, last = len(above), bottom < r0 + height
+        go, ge = self.gap_open, self.gap_extend
         owner, owner_r = divmod(bottom - 1 - r0, rows_per_thread)
         up_h, up_f = [0] * threads, [NEG] * threads
-        found = [(NEG, 0, 0)] * threads
         for step in range(width + threads - 1):
             out = [(0, NEG)] * threads
             for t in range(threads):
@@ -301,18 +325,72 @@ class EmulatedEngine(CudaEngine):
                 if not last:
                     bottom_hf = (vh + go, vf)
                 if t == owner:
-                    rows[row_base + c0 + 1 + k] = bottom_hf
+                    rows[c0 + 1 + k] = bottom_hf
                 diagonal[t] = up_h[t]
                 out[t] = (vh, vf)
             for t in range(1, threads):
                 up_h[t], up_f[t] = out[t - 1]
+
+    def _bands(self, a_codes, b_codes, plan: BatchPlan, floor_zero, borders):
+        """long_bands: every band of the batch side by side (a generator each, stopped before
+        each chunk at the progress counter it waits for), started in ticket order; each round
+        every band whose counter is ready computes a chunk."""
+        progress = np.zeros(max(plan.layout.slots, 1), dtype=np.int64)
+        band_problem, band_row = _cuda_long.band_order(plan.tile_rows)
+        running = [self._band(a_codes, b_codes, plan.packed[p], row, plan.shape, floor_zero,
+                              progress, borders)
+                   for p, row in zip(band_problem.tolist(), band_row.tolist(), strict=True)]
+        waits = [next(band) for band in running]
+        while any(wait is not None for wait in waits):
+            ready = [k for k, wait in enumerate(waits)
+                     if wait is not None and progress[wait[0]] >= wait[1]]
+            assert ready  # some band can always go on
+            for k in ready:
+                waits[k] = next(running[k], None)
+
+    def _band(self, a_codes, b_codes, fields, tile_row, shape, floor_zero, progress, borders):
+        """Block (band) ``tile_row`` of long_bands: before each chunk it yields ``(slot,
+        chunks)``, the progress counter and the count it waits for; its rows' H and E and the
+        diagonals stay from chunk to chunk as in the block's registers. Yields None when done."""
+        rows, columns, best = borders
+        threads, rows_per_thread, tile_width = shape
+        height = threads * rows_per_thread
+        a_base, b_base, m, n, reverse, top_excess, free_top, free_left, row_base, \
+            column_base, slot_base = (int(x) for x in fields)
+        go, ge = self.gap_open, self.gap_extend
+        slot = slot_base + tile_row
+        r0 = tile_row * height
+        bottom = min(r0 + height, m)
+
+        def left(i):
+            return 0 if free_left else -(top_excess + i * ge)
+
+        q = [[a_codes[a_base + (m - i if reverse else i - 1)] if i <= m else 0
+              for i in range(r0 + t * rows_per_thread + 1, r0 + (t + 1) * rows_per_thread + 1)]
+             for t in range(threads)]
+        h = [[left(i) - go for i in range(r0 + t * rows_per_thread + 1,
+                                          r0 + (t + 1) * rows_per_thread + 1)]
+             for t in range(threads)]
+        e = [[NEG] * rows_per_thread for _ in range(threads)]
+        diagonal = [(0 if row0 == 0 else left(row0)) - go
+                    for row0 in range(r0, r0 + height, rows_per_thread)]
+        found = [(NEG, 0, 0)] * threads
+        for chunk, c0 in enumerate(range(0, n, tile_width)):
+            yield (slot - 1, chunk + 1) if tile_row > 0 else (slot, chunk)
+            width = min(tile_width, n - c0)
+            above = [(0 if free_top else -(go + (j - 1) * ge), NEG) if tile_row == 0
+                     else tuple(rows[row_base + j]) for j in range(c0 + 1, c0 + width + 1)]
+            b = [b_codes[b_base + (n - j if reverse else j - 1)]
+                 for j in range(c0 + 1, c0 + width + 1)]
+            self._sweep(q, b, above, h, e, list(diagonal), (c0, r0, bottom), shape, floor_zero,
+                        rows[row_base:], found)
+            progress[slot] = chunk + 1
+            diagonal = [above[-1][0] - go] + [h[t - 1][-1] for t in range(1, threads)]
         for t in range(threads):
             for r in range(rows_per_thread):
                 columns[column_base + r0 + t * rows_per_thread + r + 1] = h[t][r] + go, e[t][r]
-        block = min(found, key=lambda c: (-c[0], c[2], c[1]))
-        kept = best[slot]
-        if (-block[0], block[2], block[1]) < (-kept[0], kept[2], kept[1]):
-            best[slot] = block
+        best[slot] = min(found, key=lambda c: (-c[0], c[2], c[1]))
+        yield None
 
 
 def _engine(scheme, engine_class=EmulatedEngine):
@@ -338,6 +416,14 @@ def tiny_tiles(request, monkeypatch):
 @pytest.fixture(params=_cuda_long.SCHEDULES)
 def schedule(request, monkeypatch):
     """Each way of scheduling the tiles on the GPU."""
+    monkeypatch.setattr(config, "LONG_ALIGN_SCHEDULE", request.param)
+    return request.param
+
+
+@pytest.fixture(params=["tickets", "bands"])
+def emulated_schedule(request, monkeypatch):
+    """Each kernel that the emulation follows: long_tiles (its two schedules run the tiles in
+    the same order) and long_bands."""
     monkeypatch.setattr(config, "LONG_ALIGN_SCHEDULE", request.param)
     return request.param
 
@@ -451,7 +537,7 @@ def reference_best(H, scope, free_top, gap_open, gap_extend):
 
 
 @pytest.mark.parametrize("scheme", list(SCHEMES))
-def test_emulated_tiles_give_the_last_rows(tiny_tiles, scheme):
+def test_emulated_tiles_give_the_last_rows(tiny_tiles, emulated_schedule, scheme):
     engine, _ = _engine(scheme)
     codes, problems = _problems(scheme, np.random.default_rng(7), SIZES)
     h, f = engine.last_rows(codes, problems)
@@ -485,7 +571,7 @@ def _check_splits(scheme, engine_class, budget=None):
 
 @pytest.mark.parametrize("budget", [EmulatedEngine.budget, 1 << 40])  # a split a group, one group
 @pytest.mark.parametrize("scheme", list(SCHEMES))
-def test_emulated_split_search_is_the_drivers(tiny_tiles, scheme, budget):
+def test_emulated_split_search_is_the_drivers(tiny_tiles, emulated_schedule, scheme, budget):
     _check_splits(scheme, EmulatedEngine, budget)
 
 
@@ -501,7 +587,7 @@ PASSES = [(False, False, False, _linear.SCOPE_CORNER),
 
 
 @pytest.mark.parametrize("scheme", list(SCHEMES))
-def test_emulated_tiles_give_the_best_cells_of_every_scope(tiny_tiles, scheme):
+def test_emulated_tiles_give_the_best_cells_of_every_scope(tiny_tiles, emulated_schedule, scheme):
     engine, _ = _engine(scheme)
     codes, problems = _problems(scheme, np.random.default_rng(9), SIZES)
     for free_top, free_left, floor_zero, scope in PASSES:
@@ -521,7 +607,7 @@ def _texts(alphabet, seed):
 
 @pytest.mark.parametrize("mode", ALIGN_MODES)
 @pytest.mark.parametrize("scheme", list(SCHEMES))
-def test_emulated_tiles_give_the_oracles_end_cells(tiny_tiles, scheme, mode):
+def test_emulated_tiles_give_the_oracles_end_cells(tiny_tiles, emulated_schedule, scheme, mode):
     engine, alphabet = _engine(scheme)
     texts = _texts(alphabet, 11)
     codes = PairCodes.from_lists([_codes(a, alphabet) for a, _ in texts],
@@ -557,7 +643,7 @@ def test_emulated_leaves_are_the_cpu_engines(scheme):
 
 @pytest.mark.parametrize("mode", ALIGN_MODES)
 @pytest.mark.parametrize("scheme", list(SCHEMES))
-def test_emulated_tiles_drive_linear_space_paths(tiny_tiles, scheme, mode):
+def test_emulated_tiles_drive_linear_space_paths(tiny_tiles, emulated_schedule, scheme, mode):
     scoring, alphabet = SCHEMES[scheme]
     engine, _ = _engine(scheme)
     texts = _texts(alphabet, 5)
