@@ -24,6 +24,7 @@ Nothing here imports Numba.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -345,6 +346,7 @@ class TileEngine:
         self.n_codes = len(self.table)
         self.match = int(self.table[0, 0])
         self.mismatch = int(self.table[0, 1]) if self.n_codes > 1 else self.match
+        self._table = None  # the table on the device (_device_table)
 
     def fits(self, m: np.ndarray, n: np.ndarray, top_excess: np.ndarray) -> np.ndarray:
         """Per problem, whether it may run here: non-empty, values that fit int32, a
@@ -397,6 +399,14 @@ class TileEngine:
         """Device bytes a batch may take."""
         return batch_budget()
 
+    def _device_table(self):
+        """The substitution table on the device (int16), copied on the first call."""
+        import cupy
+
+        if self._table is None:
+            self._table = cupy.asarray(self.table.astype(np.int16).ravel())
+        return self._table
+
     def _launches(self, a_codes, b_codes, plan: BatchPlan, floor_zero: bool, track_best: bool,
                   want_right: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         """Run the wavefront of one batch; return its borders on the host: ``rows`` and
@@ -412,18 +422,19 @@ class TileEngine:
         import cupy
 
         threads, rows_per_thread, width = plan.shape
-        layout, schedule = plan.layout, plan.schedule
+        layout = plan.layout
         schedule_name = long_schedule()
         problems = cupy.asarray(plan.packed)
-        counter = cupy.zeros(1, dtype=cupy.int32)
-        done = cupy.zeros(max(layout.slots, 1), dtype=cupy.int32)
+        # The ticket counter, then the tile rows' counters (tiles or chunks done): one memset.
+        flags = cupy.zeros(1 + max(layout.slots, 1), dtype=cupy.int32)
+        counter, done = flags[:1], flags[1:]
         rows = cupy.empty((layout.rows, 2), dtype=cupy.int32)
         columns = cupy.empty((layout.columns, 2), dtype=cupy.int32)
         best = cupy.empty((max(layout.slots, 1), 3), dtype=cupy.int32)
         if track_best:
             best[:, 0] = NEG
             best[:, 1:] = 0
-        table = cupy.asarray(self.table.astype(np.int16).ravel())
+        table = self._device_table()
         name = kernel_name(threads, rows_per_thread, self.dna, floor_zero, track_best,
                            schedule_name)
         kernel = get_kernel(KERNEL_FILE, name)
@@ -437,12 +448,13 @@ class TileEngine:
                    np.int32(self.match_codes), np.int32(self.gap_open),
                    np.int32(self.gap_extend), np.int32(width))
         if schedule_name == "bands":
-            band_problem, band_row = band_order(plan.tile_rows)
-            kernel(*launch.grid(kernel, len(band_problem), items_per_block=1),
-                   (a_codes, b_codes, problems, cupy.asarray(band_problem),
-                    cupy.asarray(band_row), counter, done, *scoring, rows, columns, best),
-                   shared_mem=shared)
+            bands = cupy.asarray(np.concatenate(band_order(plan.tile_rows)))  # one copy
+            count = len(bands) // 2
+            kernel(*launch.grid(kernel, count, items_per_block=1),
+                   (a_codes, b_codes, problems, bands[:count], bands[count:], counter, done,
+                    *scoring, rows, columns, best), shared_mem=shared)
             return rows, columns, best
+        schedule = plan.schedule
         corners = cupy.empty(max(layout.slots, 1), dtype=cupy.int32)
         order = cupy.asarray(schedule.order)
         first_block = cupy.asarray(schedule.first_block)
@@ -484,15 +496,20 @@ def shared_bytes(threads: int, tile_columns: int, n_codes: int, dna: bool) -> in
 class BatchPlan:
     """What the host prepares for one batch of consecutive problems: their ``fields`` with the
     border bases (``packed``, the rows of ``enum Field`` in long.cu), the border layout, the
-    tile rows of each problem, the launches, and the tile shape ``(threads,
-    rows_per_thread, tile_columns)``."""
+    tile rows of each problem, the tile shape ``(threads, rows_per_thread, tile_columns)``,
+    and (planned when a tile schedule asks for it) the launches."""
 
     fields: np.ndarray
     packed: np.ndarray
     layout: BorderLayout
     tile_rows: np.ndarray
-    schedule: TileSchedule
     shape: tuple[int, int, int]
+
+    @cached_property
+    def schedule(self) -> TileSchedule:
+        """The launches of the tiles (:func:`tile_schedule`); the "bands" schedule needs only
+        :func:`band_order`."""
+        return tile_schedule(self.tile_rows, -(-self.fields[:, 3] // self.shape[2]))
 
     @classmethod
     def of(cls, fields: np.ndarray, threads: int, rows_per_thread: int,
@@ -500,15 +517,12 @@ class BatchPlan:
         """The plan of problems ``fields`` (the first eight columns of
         :data:`PROBLEM_FIELDS`) in tiles of that shape."""
         height = threads * rows_per_thread
-        m, n = fields[:, 2], fields[:, 3]
-        layout = border_layout(m, n, height)
-        tile_rows = -(-m // height)
+        layout = border_layout(fields[:, 2], fields[:, 3], height)
+        tile_rows = -(-fields[:, 2] // height)
         packed = np.ascontiguousarray(np.concatenate(
             (fields, layout.row_base[:, None], layout.column_base[:, None],
              layout.slot_base[:, None]), axis=1))
-        return cls(fields, packed, layout, tile_rows, tile_schedule(tile_rows,
-                                                                   -(-n // tile_columns)),
-                   (threads, rows_per_thread, tile_columns))
+        return cls(fields, packed, layout, tile_rows, (threads, rows_per_thread, tile_columns))
 
     def collect(self, borders, gap_extend: int, first: int, results: TileResults) -> None:
         """Put what the batch's ``borders`` (:meth:`TileEngine._launches`) hold into
@@ -730,7 +744,7 @@ class CudaEngine(TileEngine):
         counts = cupy.empty(len(m), dtype=cupy.int32)
         kernel(*launch.grid(kernel, 32 * len(m)),  # a warp a leaf
                (*codes, cupy.asarray(leaves), np.int32(len(m)),
-                cupy.asarray(self.table.astype(np.int16).ravel()), np.int32(self.n_codes),
+                self._device_table(), np.int32(self.n_codes),
                 np.int32(self.match_codes), np.int32(self.gap_open), np.int32(self.gap_extend),
                 cupy.empty((rows, 2), dtype=cupy.int32), cupy.asarray(row_base),
                 cupy.empty(traces, dtype=cupy.uint8), cupy.asarray(trace_base), ops,
