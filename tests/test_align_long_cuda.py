@@ -274,7 +274,9 @@ class EmulatedEngine(CudaEngine):
                 diagonal.append(columns[column_base + row0][0] - go)
         corners[slot] = above[width - 1][0]
         found = [(NEG, 0, 0)] * threads
-        self._sweep(q, b, above, h, e, diagonal, (c0, r0, bottom), shape, floor_zero,
+        state = (diagonal, [0] * threads, [NEG] * threads)
+        window = (width + threads - 1, c0 + 1, c0 + width, c0 + 1, -1)
+        self._sweep(q, b, above, h, e, state, (c0, r0, bottom), window, shape, floor_zero,
                     rows[row_base:], found)
         for t in range(threads):
             for r in range(rows_per_thread):
@@ -284,32 +286,35 @@ class EmulatedEngine(CudaEngine):
         if (-block[0], block[2], block[1]) < (-kept[0], kept[2], kept[1]):
             best[slot] = block
 
-    def _sweep(self, q, b, above, h, e, diagonal, place, shape, floor_zero, rows, found):
-        """long.cu's sweep_tile over the tile at ``place`` = (c0, r0, bottom): its threads'
-        query codes ``q``, the target codes ``b`` and top row ``above`` of its columns; ``h``
-        (shifted) and ``e`` of each thread's rows, its first cell's ``diagonal``, the best cell
-        of each thread ``found`` are updated, the bottom row written to ``rows`` (the
-        problem's, from column 0)."""
+    def _sweep(self, q, codes, above, h, e, state, place, window, shape, floor_zero, rows,
+               found):
+        """long.cu's sweep_tile at ``place`` = (c0, r0, bottom) over ``window`` = (steps,
+        first_j, last_j, code_base, code_mask): its threads' query codes ``q``, the target
+        code of column j at ``codes[(j - code_base) & code_mask]``, the top row ``above`` of
+        the chunk's columns; ``h`` (shifted) and ``e`` of each thread's rows, ``state`` (each
+        thread's diagonal, t and F of the row above) and its best cell ``found`` are updated,
+        the bottom row written to ``rows`` (the problem's, from column 0)."""
         c0, r0, bottom = place
+        steps, first_j, last_j, code_base, code_mask = window
+        diagonal, up_h, up_f = state
         threads, rows_per_thread, _ = shape
-        height = threads * rows_per_thread
-        width, last = len(above), bottom < r0 + height
+        last = bottom < r0 + threads * rows_per_thread
         go, ge = self.gap_open, self.gap_extend
         owner, owner_r = divmod(bottom - 1 - r0, rows_per_thread)
-        up_h, up_f = [0] * threads, [NEG] * threads
-        for step in range(width + threads - 1):
+        for step in range(steps):
             out = [(0, NEG)] * threads
             for t in range(threads):
-                k = step - t
-                if not 0 <= k < width:
+                j = c0 + 1 + step - t
+                if not first_j <= j <= last_j:
                     continue
                 if t == 0:
-                    up_h[0], up_f[0] = above[k][0] - go, above[k][1]
+                    up_h[0], up_f[0] = above[step][0] - go, above[step][1]
+                bj = codes[(j - code_base) & code_mask]
                 vh, vf, d = up_h[t], up_f[t], diagonal[t]
                 bottom_hf = (0, NEG)
                 for r in range(rows_per_thread):
                     e[t][r] = max(e[t][r] - ge, h[t][r])
-                    x = max(d + self.table[q[t][r], b[k]] + go, e[t][r])
+                    x = max(d + self.table[q[t][r], bj] + go, e[t][r])
                     if floor_zero:
                         x = max(x, 0)
                     x -= go
@@ -318,14 +323,14 @@ class EmulatedEngine(CudaEngine):
                     score = h[t][r] + go
                     row = r0 + t * rows_per_thread + r + 1
                     if score > found[t][0] and (not last or row <= bottom):
-                        found[t] = (score, row, c0 + 1 + k)
+                        found[t] = (score, row, j)
                     if last and r == owner_r:
                         bottom_hf = (score, f)
                     vh, vf = h[t][r], f
                 if not last:
                     bottom_hf = (vh + go, vf)
                 if t == owner:
-                    rows[c0 + 1 + k] = bottom_hf
+                    rows[j] = bottom_hf
                 diagonal[t] = up_h[t]
                 out[t] = (vh, vf)
             for t in range(1, threads):
@@ -350,8 +355,10 @@ class EmulatedEngine(CudaEngine):
 
     def _band(self, a_codes, b_codes, fields, tile_row, shape, floor_zero, progress, borders):
         """Block (band) ``tile_row`` of long_bands: before each chunk it yields ``(slot,
-        chunks)``, the progress counter and the count it waits for; its rows' H and E and the
-        diagonals stay from chunk to chunk as in the block's registers. Yields None when done."""
+        column)``, the progress counter and the column it waits for; its rows' H and E, the
+        diagonals and the rows above stay from chunk to chunk as in the block's registers, the
+        wavefront running on (the last chunk drains it), the target codes in the ring. Yields
+        None when done."""
         rows, columns, best = borders
         threads, rows_per_thread, tile_width = shape
         height = threads * rows_per_thread
@@ -361,6 +368,8 @@ class EmulatedEngine(CudaEngine):
         slot = slot_base + tile_row
         r0 = tile_row * height
         bottom = min(r0 + height, m)
+        owner = (bottom - 1 - r0) // rows_per_thread
+        ring = [None] * _cuda_long.band_ring(threads, tile_width)  # None: never loaded
 
         def left(i):
             return 0 if free_left else -(top_excess + i * ge)
@@ -372,20 +381,22 @@ class EmulatedEngine(CudaEngine):
                                           r0 + (t + 1) * rows_per_thread + 1)]
              for t in range(threads)]
         e = [[NEG] * rows_per_thread for _ in range(threads)]
-        diagonal = [(0 if row0 == 0 else left(row0)) - go
-                    for row0 in range(r0, r0 + height, rows_per_thread)]
+        state = ([(0 if row0 == 0 else left(row0)) - go
+                  for row0 in range(r0, r0 + height, rows_per_thread)],
+                 [0] * threads, [NEG] * threads)
         found = [(NEG, 0, 0)] * threads
-        for chunk, c0 in enumerate(range(0, n, tile_width)):
-            yield (slot - 1, chunk + 1) if tile_row > 0 else (slot, chunk)
+        for c0 in range(0, n, tile_width):
             width = min(tile_width, n - c0)
+            end = c0 + width
+            yield (slot - 1, end) if tile_row > 0 else (slot, 0)
             above = [(0 if free_top else -(go + (j - 1) * ge), NEG) if tile_row == 0
-                     else tuple(rows[row_base + j]) for j in range(c0 + 1, c0 + width + 1)]
-            b = [b_codes[b_base + (n - j if reverse else j - 1)]
-                 for j in range(c0 + 1, c0 + width + 1)]
-            self._sweep(q, b, above, h, e, list(diagonal), (c0, r0, bottom), shape, floor_zero,
-                        rows[row_base:], found)
-            progress[slot] = chunk + 1
-            diagonal = [above[-1][0] - go] + [h[t - 1][-1] for t in range(1, threads)]
+                     else tuple(rows[row_base + j]) for j in range(c0 + 1, end + 1)]
+            for j in range(c0 + 1, end + 1):
+                ring[j & (len(ring) - 1)] = b_codes[b_base + (n - j if reverse else j - 1)]
+            window = (width + (threads - 1 if end == n else 0), 1, n, 0, len(ring) - 1)
+            self._sweep(q, ring, above, h, e, state, (c0, r0, bottom), window, shape,
+                        floor_zero, rows[row_base:], found)
+            progress[slot] = n if end == n else max(0, end - owner)
         for t in range(threads):
             for r in range(rows_per_thread):
                 columns[column_base + r0 + t * rows_per_thread + r + 1] = h[t][r] + go, e[t][r]

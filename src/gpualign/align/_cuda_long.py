@@ -443,7 +443,7 @@ class TileEngine:
                 f"{name} runs {launch.block_threads(kernel)} threads a block, not {threads}: "
                 "lower LONG_ALIGN_ROWS_PER_THREAD or LONG_ALIGN_THREADS")
         shared = launch.reserve_shared(kernel, shared_bytes(threads, width, self.n_codes,
-                                                            self.dna))
+                                                            self.dna, schedule_name == "bands"))
         scoring = (table, np.int32(self.n_codes), np.int32(self.match), np.int32(self.mismatch),
                    np.int32(self.match_codes), np.int32(self.gap_open),
                    np.int32(self.gap_extend), np.int32(width))
@@ -478,18 +478,31 @@ class TileEngine:
         return rows, columns, best
 
 
-def shared_bytes(threads: int, tile_columns: int, n_codes: int, dna: bool) -> int:
-    """Dynamic shared memory of ``long_tiles`` and ``long_bands``: the tile's top row (int2 a
-    column), the exchange between warps (two int2 a warp), the substitution table (int16,
-    unless DNA), the tile's target codes.
+def band_ring(threads: int, tile_columns: int) -> int:
+    """Bytes of ``long_bands``' ring of target codes: the smallest power of two that holds a
+    chunk's columns and the ``threads - 1`` before it (as long.cu computes it).
 
     Examples
     --------
-    >>> shared_bytes(64, 512, 5, True)
-    4640
+    >>> band_ring(32, 64), band_ring(32, 96)
+    (128, 128)
     """
-    return 8 * tile_columns + 16 * (threads // 32) + (0 if dna else 2 * n_codes ** 2) + \
-        tile_columns
+    return 1 << (tile_columns + threads - 1).bit_length()
+
+
+def shared_bytes(threads: int, tile_columns: int, n_codes: int, dna: bool,
+                 bands: bool = False) -> int:
+    """Dynamic shared memory of ``long_tiles`` (or, ``bands``, ``long_bands``): the tile's
+    top row (int2 a column), the exchange between warps (two int2 a warp), the substitution
+    table (int16, unless DNA), the tile's target codes (a band: their ring, :func:`band_ring`).
+
+    Examples
+    --------
+    >>> shared_bytes(64, 512, 5, True), shared_bytes(64, 512, 5, True, bands=True)
+    (4640, 5152)
+    """
+    codes = band_ring(threads, tile_columns) if bands else tile_columns
+    return 8 * tile_columns + 16 * (threads // 32) + (0 if dna else 2 * n_codes ** 2) + codes
 
 
 @dataclass(frozen=True)

@@ -171,31 +171,39 @@ struct Tile {
 //   F = max(F_up - extend, t_up), t = H - open = max(F - open, x).
 // `diagonal` (t of row row0 at column c0) and the values handed between threads (t and F of
 // a thread's last row) are shifted too; borders in memory hold H itself.
+//
+// The same function sweeps a chunk of a band (long_bands), whose wavefront runs on from chunk
+// to chunk: at step s (of `steps`) thread t computes column j = c0 + 1 + s - t when first_j
+// <= j <= last_j (a tile: its columns, steps = width + THREADS - 1; a band: 1..n, steps =
+// width, the last chunk THREADS - 1 more), the target code of column j at b_codes[(j -
+// code_base) & code_mask] (a tile: its codes from c0 + 1; a band: a ring of them), and
+// `diagonal`, up_t and up_f (t and F of row row0 at this thread's column) go on to the next
+// chunk. Thread 0 only reads above[s] (s < width).
 template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST, bool LAST>
-__device__ __forceinline__ void sweep_tile(const Tile& tile, int diagonal, int (&t)[RPT],
-                                           int (&e)[RPT], const int (&q)[RPT],
-                                           const int2* above, const u8* b_codes,
-                                           const short* table, int2* exchange,
-                                           int2* __restrict__ rows, int& best, int& best_i,
-                                           int& best_j) {
+__device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, const int first_j,
+                                           const int last_j, const int code_base,
+                                           const int code_mask, int& diagonal, int& up_t,
+                                           int& up_f, int (&t)[RPT], int (&e)[RPT],
+                                           const int (&q)[RPT], const int2* above,
+                                           const u8* b_codes, const short* table,
+                                           int2* exchange, int2* __restrict__ rows, int& best,
+                                           int& best_i, int& best_j) {
     const int thread = threadIdx.x, lane = thread % 32, warp = thread / 32;
     const int row0 = tile.tile_row0 + thread * RPT;
     // The thread and register that hold the tile's last real row (the bottom row).
     const int bottom_owner = (tile.bottom - 1 - tile.tile_row0) / RPT;
     const int bottom_r = (tile.bottom - 1 - tile.tile_row0) % RPT;
     const int go = tile.gap_open, neg_open = -tile.gap_open, neg_extend = -tile.gap_extend;
-    int up_t = 0, up_f = NEG;  // t and F of row row0 at this thread's column
-    const int steps = tile.width + THREADS - 1;
     for (int s = 0; s < steps; ++s) {
-        const int k = s - thread;  // this step's column: c0 + 1 + k
+        const int j = tile.c0 + 1 + s - thread;  // this step's column
         int out_t = 0, out_f = NEG;
-        if (k >= 0 && k < tile.width) {
+        if (j >= first_j && j <= last_j) {
             if (thread == 0) {
-                const int2 v = above[k];
+                const int2 v = above[s];
                 up_t = v.x - go;
                 up_f = v.y;
             }
-            const int bj = b_codes[k];
+            const int bj = b_codes[(j - code_base) & code_mask];
             int vt = up_t, vf = up_f, d = diagonal;
             int bottom_h = 0, bottom_f = NEG;
 #pragma unroll
@@ -212,7 +220,7 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, int diagonal, int (
                 if (TRACK_BEST && t[r] + go > best && (!LAST || row0 + r < tile.bottom)) {
                     best = t[r] + go;
                     best_i = row0 + r + 1;
-                    best_j = tile.c0 + 1 + k;
+                    best_j = j;
                 }
                 if (LAST && r == bottom_r) {
                     bottom_h = t[r] + go;
@@ -225,7 +233,7 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, int diagonal, int (
                 bottom_h = vt + go;
                 bottom_f = vf;
             }
-            if (thread == bottom_owner) rows[tile.c0 + 1 + k] = make_int2(bottom_h, bottom_f);
+            if (thread == bottom_owner) rows[j] = make_int2(bottom_h, bottom_f);
             diagonal = up_t;  // row row0 at this column: the next column's diagonal
             out_t = vt;
             out_f = vf;
@@ -371,14 +379,17 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     if (t == 0) corners[slot] = above[tile.width - 1].x;  // for tile (I, J + 1)
 
     int best = NEG, best_i = 0, best_j = 0;
+    int corner = diagonal_h - gap_open, up_t = 0, up_f = NEG;
+    const int steps = tile.width + THREADS - 1, first_j = tile.c0 + 1;
+    const int last_j = tile.c0 + tile.width;
     if (tile.bottom < tile.tile_row0 + TILE_ROWS) {
         sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, true>(
-            tile, diagonal_h - gap_open, t_h, e, q, above, s_b, s_table, exchange, p_rows, best,
-            best_i, best_j);
+            tile, steps, first_j, last_j, first_j, -1, corner, up_t, up_f, t_h, e, q, above,
+            s_b, s_table, exchange, p_rows, best, best_i, best_j);
     } else {
         sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, false>(
-            tile, diagonal_h - gap_open, t_h, e, q, above, s_b, s_table, exchange, p_rows, best,
-            best_i, best_j);
+            tile, steps, first_j, last_j, first_j, -1, corner, up_t, up_f, t_h, e, q, above,
+            s_b, s_table, exchange, p_rows, best, best_i, best_j);
     }
 #pragma unroll
     for (int r = 0; r < RPT; ++r) p_columns[row0 + r + 1] = make_int2(t_h[r] + gap_open, e[r]);
@@ -402,22 +413,27 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
 
 // The "bands" schedule: one launch per batch, a block per band (tile row I of a problem,
 // THREADS * RPT query rows) that sweeps all the problem's columns, tile_columns at a time
-// (chunk J: the columns of tile (I, J)), with sweep_tile. Block b takes the next ticket k (an
-// atomic counter) and runs tile row band_row[k] of problem band_problem[k]; the host orders
-// the bands by tile row, so a band waits only for the band above it, which took a smaller
-// ticket and so already runs: no deadlock whatever the number of resident blocks. Before chunk
-// J a band waits until the band above has finished J + 1 chunks (progress[slot - 1], read
-// volatile); after chunk J its bottom row's chunk is in `rows` (fenced) and it raises
-// progress[slot] to J + 1. The band reads a chunk of `rows` into shared memory before
-// writing it, and the band below reads it only after that write, so one row a problem
-// serves every band. Between chunks a thread keeps its rows' H and E in registers (no border
-// column); the diagonal of its first cell in the next chunk is the last column's cell of the
-// row above its rows: for thread 0 the last cell of the chunk's top row (still in shared
-// memory), for the others the last row of the thread before. At the end the band writes its
-// right column to `columns` (column n, which the host reads for the last-column end cells)
-// and, TRACK_BEST, its best cell to best_cells[3 * slot]: a thread meets its cells by
-// column, then row, as in a tile, so the ties are those of long_tiles. Dynamic shared memory
-// as long_tiles.
+// (chunk J: the columns of tile (I, J)). Block b takes the next ticket k (an atomic counter)
+// and runs tile row band_row[k] of problem band_problem[k]; the host orders the bands by tile
+// row, so a band waits only for the band above it, which took a smaller ticket and so already
+// runs: no deadlock whatever the number of resident blocks.
+//
+// The band's wavefront runs on across chunks (sweep_tile with first_j = 1, last_j = n): it
+// fills and drains once per band, not once per chunk, and a thread keeps its rows' H and E,
+// its diagonal and the row above in registers from chunk to chunk (no border column). Its
+// threads lag: after chunk J the thread holding the bottom row (bottom_owner) has computed
+// it up to column c0 + width - bottom_owner (all of it after the last chunk, which runs
+// THREADS - 1 more steps); the band then raises progress[slot] to that column (its `rows`
+// stores fenced first). Before chunk J it waits until the band above's progress covers the
+// chunk (progress[slot - 1] >= c0 + width, read volatile) and reads the chunk's top row into
+// shared memory; it overwrites a column of `rows` only after reading it, and the band below
+// reads it only after that, so one row a problem serves every band. The target codes lie in
+// a ring of `ring` bytes (a power of two >= tile_columns + THREADS: the chunk's columns and
+// the THREADS - 1 before it, which the lagging threads still read). At the end the band
+// writes its right column to `columns` (column n, for the last-column end cells) and,
+// TRACK_BEST, its best cell to best_cells[3 * slot]: a thread meets its cells by column, then
+// row, as in a tile, so the ties are those of long_tiles. Dynamic shared memory as long_tiles
+// with `ring` bytes of target codes instead of tile_columns (band_ring in _cuda_long.py).
 template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST>
 __global__ void __launch_bounds__(THREADS)
 long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
@@ -433,10 +449,11 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     int2* above = shared;
     int2* exchange = above + tile_columns;
     short* s_table = reinterpret_cast<short*>(exchange + 2 * (THREADS / 32));
-    u8* s_b = reinterpret_cast<u8*>(s_table + (DNA ? 0 : n_codes * n_codes));
+    u8* ring = reinterpret_cast<u8*>(s_table + (DNA ? 0 : n_codes * n_codes));
     __shared__ int reduce[3 * (THREADS / 32)];
-    __shared__ int last_rows[THREADS];  // each thread's last row at the chunk's last column
     __shared__ int s_ticket;
+    int ring_size = 1;
+    while (ring_size < tile_columns + THREADS) ring_size *= 2;
 
     if (threadIdx.x == 0) s_ticket = atomicAdd(tickets, 1);
     __syncthreads();
@@ -455,6 +472,7 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     tile.match = match + gap_open;  // shifted as the table (see sweep_tile)
     tile.mismatch = mismatch + gap_open;
     const bool last = tile.bottom < tile.tile_row0 + TILE_ROWS;
+    const int bottom_owner = (tile.bottom - 1 - tile.tile_row0) / RPT;
 
     if (!DNA) {
         for (int k = threadIdx.x; k < n_codes * n_codes; k += THREADS)
@@ -462,7 +480,7 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     }
     const int t = threadIdx.x;
     const int row0 = tile.tile_row0 + t * RPT;
-    int t_h[RPT], e[RPT], q[RPT];  // column 0 (t = H - gap_open), then each chunk's last
+    int t_h[RPT], e[RPT], q[RPT];  // column 0 (t = H - gap_open), then the last column done
 #pragma unroll
     for (int r = 0; r < RPT; ++r) {
         const int i = row0 + r + 1;
@@ -470,40 +488,43 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
         t_h[r] = p.left(i, gap_extend) - gap_open;
         e[r] = NEG;
     }
-    // H(row0, 0), shifted: the diagonal of this thread's first cell.
+    // H(row0, 0), shifted: the diagonal of this thread's first cell; t and F of row row0 come
+    // from above (thread 0) or the thread before.
     int diagonal = (row0 == 0 ? 0 : p.left(row0, gap_extend)) - gap_open;
+    int up_t = 0, up_f = NEG;
     int best = NEG, best_i = 0, best_j = 0;
-    int ready = 0;  // thread 0: the chunks the band above is known to have finished
-    for (int J = 0; J * tile_columns < p.n; ++J) {
-        tile.c0 = J * tile_columns;
+    int ready = 0;  // thread 0: the band above's progress seen so far
+    for (tile.c0 = 0; tile.c0 < p.n; tile.c0 += tile_columns) {
         tile.width = min(tile_columns, p.n - tile.c0);
-        if (I > 0 && t == 0) {  // wait for the band above's bottom row of this chunk
+        const int end = tile.c0 + tile.width;
+        if (I > 0 && t == 0) {  // wait for the band above's bottom row over this chunk
             const volatile int* finished = progress;
-            while (ready < J + 1) ready = finished[slot - 1];
+            while (ready < end) ready = finished[slot - 1];
             __threadfence();
         }
-        __syncthreads();  // and every thread has read the previous chunk's shared memory
+        __syncthreads();  // and every thread is done with the previous chunk's shared memory
         for (int k = t; k < tile.width; k += THREADS) {
             const int j = tile.c0 + 1 + k;
-            s_b[k] = (u8)p.b_code(j);
+            ring[j & (ring_size - 1)] = (u8)p.b_code(j);
             above[k] = I == 0 ? make_int2(p.top(j, gap_open, gap_extend), NEG)
                               : __ldcg(p_rows + j);
         }
         __syncthreads();
+        const int steps = tile.width + (end == p.n ? THREADS - 1 : 0);
         if (last) {
             sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, true>(
-                tile, diagonal, t_h, e, q, above, s_b, s_table, exchange, p_rows, best, best_i,
-                best_j);
+                tile, steps, 1, p.n, 0, ring_size - 1, diagonal, up_t, up_f, t_h, e, q, above,
+                ring, s_table, exchange, p_rows, best, best_i, best_j);
         } else {
             sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, false>(
-                tile, diagonal, t_h, e, q, above, s_b, s_table, exchange, p_rows, best, best_i,
-                best_j);
+                tile, steps, 1, p.n, 0, ring_size - 1, diagonal, up_t, up_f, t_h, e, q, above,
+                ring, s_table, exchange, p_rows, best, best_i, best_j);
         }
-        last_rows[t] = t_h[RPT - 1];
         __threadfence();  // this thread's part of the bottom row is visible before the flag
         __syncthreads();
-        if (t == 0) atomicExch(progress + slot, J + 1);
-        diagonal = t == 0 ? above[tile.width - 1].x - gap_open : last_rows[t - 1];
+        if (t == 0) {
+            atomicExch(progress + slot, end == p.n ? p.n : max(0, end - bottom_owner));
+        }
     }
     int2* p_columns = columns + fields[COLUMN_BASE];
 #pragma unroll
