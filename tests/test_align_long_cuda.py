@@ -4,11 +4,12 @@ a wavefront of DP tiles with borders in memory, and the leaves of linear-space p
 Without a GPU, the host's part runs against references: the tile order covers every tile once
 after its neighbours above and to the left, and an emulation of the kernels (each tile thread
 by thread and step by step as sweep_tile runs it, through the border arrays and ready flags of
-long.cu; each leaf as leaf_paths computes it) gives the last rows of a full NumPy DP, the best
+long.cu; each band of long_bands likewise, the bands side by side through their progress
+counters; each leaf as leaf_paths computes it) gives the last rows of a full NumPy DP, the best
 cells of every scope, the oracle's end cells for every mode, the CPU engine's leaves and,
 driving align/_linear.py, optimal paths. With a GPU (marked ``cuda``), the kernels themselves
 run with tiny tiles, so that tile borders at 1, 63/64/65 rows and columns and the last partial
-tiles are hit, on both schedules, against the same references, the CPU backend and parasail.
+tiles are hit, on every schedule, against the same references, the CPU backend and parasail.
 """
 
 from __future__ import annotations
@@ -468,6 +469,18 @@ def test_schedule_runs_every_tile_once_after_its_neighbours(seed):
     for (p, row, column), d in when.items():
         assert row == 0 or when[(p, row - 1, column)] < d
         assert column == 0 or when[(p, row, column - 1)] < d
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_band_order_puts_every_band_after_the_one_above(seed):
+    rng = np.random.default_rng(seed)
+    tile_rows = rng.integers(1, 9, int(rng.integers(1, 7)))
+    problem, row = _cuda_long.band_order(tile_rows)
+    ticket = {band: k for k, band in enumerate(zip(problem.tolist(), row.tolist(), strict=True))}
+    assert len(ticket) == len(problem) == int(tile_rows.sum())
+    for (p, r), k in ticket.items():
+        assert 0 <= r < tile_rows[p]
+        assert r == 0 or ticket[(p, r - 1)] < k
 
 
 def test_first_max_takes_the_first_of_equal_values():

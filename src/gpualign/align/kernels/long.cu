@@ -160,8 +160,8 @@ struct Tile {
     int gap_open, gap_extend, match, mismatch;
 };
 
-// One tile, after its top row (above[k] = H, F of column c0 + 1 + k) and target codes
-// (b_codes[k]) are in shared memory. LAST: the problem's last tile row, whose rows past m
+// One tile, after its top row (above[k] = H, F of column c0 + 1 + k) and target codes are in
+// shared memory. LAST: the problem's last tile row, whose rows past m
 // are padding (computed, never reported). A thread keeps its rows as t = H - gap_open (what
 // opening a gap from them scores) and E; substitution scores come shifted by gap_open (the
 // shared table holds s + gap_open, match and mismatch likewise), so that a cell costs four
