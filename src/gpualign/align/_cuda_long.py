@@ -431,7 +431,7 @@ class TileEngine:
         rows = cupy.empty((layout.rows, 2), dtype=cupy.int32)
         columns = cupy.empty((layout.columns, 2), dtype=cupy.int32)
         best = cupy.empty((max(layout.slots, 1), 3), dtype=cupy.int32)
-        if track_best:
+        if track_best and schedule_name != "bands":  # a band writes its best cell outright
             best[:, 0] = NEG
             best[:, 1:] = 0
         table = self._device_table()
