@@ -5,7 +5,7 @@ CUDA backend, end to end (host to host), global alignment, DNA +2/-3, gaps 5/2.
     python benchmarks/bench_long_align.py                        # every workload
     python benchmarks/bench_long_align.py --only mt 100k --check  # and compare with parasail
     python benchmarks/bench_long_align.py --only 100k --shapes 32x8x256 64x4x256 128x8x1024 \
-        --schedules tickets launches                              # compare tile shapes
+        --schedules tickets launches bands                        # compare tile shapes
     python benchmarks/bench_long_align.py --only mt 100k --profile  # where the time goes
     python benchmarks/bench_long_align.py --only mt 100k --tasks path --leaf-cells 262144
 
@@ -46,6 +46,7 @@ import numpy as np
 
 import gpualign
 from gpualign import Scoring, config
+from gpualign.align._cuda_long import SCHEDULES
 
 ROOT = Path(__file__).resolve().parent.parent
 SCORING = Scoring(match=2, mismatch=-3, gap_open=5, gap_extend=2)
@@ -257,7 +258,7 @@ def main() -> None:
     parser.add_argument("--shapes", nargs="+", default=[default_shape],
                         help="tile shapes THREADSxROWSxCOLUMNS to compare (default: config's)")
     parser.add_argument("--schedules", nargs="+", default=[config.LONG_ALIGN_SCHEDULE],
-                        choices=["tickets", "launches"])
+                        choices=list(SCHEDULES))
     parser.add_argument("--leaf-cells", type=int, default=config.LONG_ALIGN_LEAF_CELLS,
                         help="config.LONG_ALIGN_LEAF_CELLS: largest leaf of the CIGAR's "
                              "linear-space recursion (default: config's)")

@@ -4,11 +4,12 @@ a wavefront of DP tiles with borders in memory, and the leaves of linear-space p
 Without a GPU, the host's part runs against references: the tile order covers every tile once
 after its neighbours above and to the left, and an emulation of the kernels (each tile thread
 by thread and step by step as sweep_tile runs it, through the border arrays and ready flags of
-long.cu; each leaf as leaf_paths computes it) gives the last rows of a full NumPy DP, the best
+long.cu; each band of long_bands likewise, the bands side by side through their progress
+counters; each leaf as leaf_paths computes it) gives the last rows of a full NumPy DP, the best
 cells of every scope, the oracle's end cells for every mode, the CPU engine's leaves and,
 driving align/_linear.py, optimal paths. With a GPU (marked ``cuda``), the kernels themselves
 run with tiny tiles, so that tile borders at 1, 63/64/65 rows and columns and the last partial
-tiles are hit, on both schedules, against the same references, the CPU backend and parasail.
+tiles are hit, on every schedule, against the same references, the CPU backend and parasail.
 """
 
 from __future__ import annotations
@@ -204,6 +205,10 @@ class EmulatedEngine(CudaEngine):
         corners = np.full(max(layout.slots, 1), 12345, dtype=np.int64)
         best = np.zeros((max(layout.slots, 1), 3), dtype=np.int64)
         best[:, 0] = NEG
+        if _cuda_long.long_schedule() == "bands":
+            self._bands(a_codes, b_codes, plan, floor_zero, (rows, columns, best))
+            return (rows, columns if want_right else None,
+                    best[:layout.slots] if track_best else None)
         # Tickets in order (launch by launch is the same order): each tile checks the flags
         # that long.cu's blocks wait for, then raises its own.
         done = np.zeros(max(layout.slots, 1), dtype=np.int64)
@@ -246,7 +251,6 @@ class EmulatedEngine(CudaEngine):
 
         c0, r0 = tile_column * tile_width, tile_row * height
         width, bottom = min(tile_width, n - c0), min(r0 + height, m)
-        last = bottom < r0 + height
         # What a block reads before it writes: the top row, the left column, the diagonals.
         above = [(top(c0 + 1 + k), NEG) if tile_row == 0 else tuple(rows[row_base + c0 + 1 + k])
                  for k in range(width)]
@@ -270,22 +274,48 @@ class EmulatedEngine(CudaEngine):
             else:
                 diagonal.append(columns[column_base + row0][0] - go)
         corners[slot] = above[width - 1][0]
-        owner, owner_r = divmod(bottom - 1 - r0, rows_per_thread)
-        up_h, up_f = [0] * threads, [NEG] * threads
         found = [(NEG, 0, 0)] * threads
-        for step in range(width + threads - 1):
+        state = (diagonal, [0] * threads, [NEG] * threads)
+        window = (width + threads - 1, c0 + 1, c0 + width, c0 + 1, -1)
+        self._sweep(q, b, above, h, e, state, (c0, r0, bottom), window, shape, floor_zero,
+                    rows[row_base:], found)
+        for t in range(threads):
+            for r in range(rows_per_thread):
+                columns[column_base + r0 + t * rows_per_thread + r + 1] = h[t][r] + go, e[t][r]
+        block = min(found, key=lambda c: (-c[0], c[2], c[1]))
+        kept = best[slot]
+        if (-block[0], block[2], block[1]) < (-kept[0], kept[2], kept[1]):
+            best[slot] = block
+
+    def _sweep(self, q, codes, above, h, e, state, place, window, shape, floor_zero, rows,
+               found):
+        """long.cu's sweep_tile at ``place`` = (c0, r0, bottom) over ``window`` = (steps,
+        first_j, last_j, code_base, code_mask): its threads' query codes ``q``, the target
+        code of column j at ``codes[(j - code_base) & code_mask]``, the top row ``above`` of
+        the chunk's columns; ``h`` (shifted) and ``e`` of each thread's rows, ``state`` (each
+        thread's diagonal, t and F of the row above) and its best cell ``found`` are updated,
+        the bottom row written to ``rows`` (the problem's, from column 0)."""
+        c0, r0, bottom = place
+        steps, first_j, last_j, code_base, code_mask = window
+        diagonal, up_h, up_f = state
+        threads, rows_per_thread, _ = shape
+        last = bottom < r0 + threads * rows_per_thread
+        go, ge = self.gap_open, self.gap_extend
+        owner, owner_r = divmod(bottom - 1 - r0, rows_per_thread)
+        for step in range(steps):
             out = [(0, NEG)] * threads
             for t in range(threads):
-                k = step - t
-                if not 0 <= k < width:
+                j = c0 + 1 + step - t
+                if not first_j <= j <= last_j:
                     continue
                 if t == 0:
-                    up_h[0], up_f[0] = above[k][0] - go, above[k][1]
+                    up_h[0], up_f[0] = above[step][0] - go, above[step][1]
+                bj = codes[(j - code_base) & code_mask]
                 vh, vf, d = up_h[t], up_f[t], diagonal[t]
                 bottom_hf = (0, NEG)
                 for r in range(rows_per_thread):
                     e[t][r] = max(e[t][r] - ge, h[t][r])
-                    x = max(d + self.table[q[t][r], b[k]] + go, e[t][r])
+                    x = max(d + self.table[q[t][r], bj] + go, e[t][r])
                     if floor_zero:
                         x = max(x, 0)
                     x -= go
@@ -294,25 +324,85 @@ class EmulatedEngine(CudaEngine):
                     score = h[t][r] + go
                     row = r0 + t * rows_per_thread + r + 1
                     if score > found[t][0] and (not last or row <= bottom):
-                        found[t] = (score, row, c0 + 1 + k)
+                        found[t] = (score, row, j)
                     if last and r == owner_r:
                         bottom_hf = (score, f)
                     vh, vf = h[t][r], f
                 if not last:
                     bottom_hf = (vh + go, vf)
                 if t == owner:
-                    rows[row_base + c0 + 1 + k] = bottom_hf
+                    rows[j] = bottom_hf
                 diagonal[t] = up_h[t]
                 out[t] = (vh, vf)
             for t in range(1, threads):
                 up_h[t], up_f[t] = out[t - 1]
+
+    def _bands(self, a_codes, b_codes, plan: BatchPlan, floor_zero, borders):
+        """long_bands: every band of the batch side by side (a generator each, stopped before
+        each chunk at the progress counter it waits for), started in ticket order; each round
+        every band whose counter is ready computes a chunk."""
+        progress = np.zeros(max(plan.layout.slots, 1), dtype=np.int64)
+        band_problem, band_row = _cuda_long.band_order(plan.tile_rows)
+        running = [self._band(a_codes, b_codes, plan.packed[p], row, plan.shape, floor_zero,
+                              progress, borders)
+                   for p, row in zip(band_problem.tolist(), band_row.tolist(), strict=True)]
+        waits = [next(band) for band in running]
+        while any(wait is not None for wait in waits):
+            ready = [k for k, wait in enumerate(waits)
+                     if wait is not None and progress[wait[0]] >= wait[1]]
+            assert ready  # some band can always go on
+            for k in ready:
+                waits[k] = next(running[k], None)
+
+    def _band(self, a_codes, b_codes, fields, tile_row, shape, floor_zero, progress, borders):
+        """Block (band) ``tile_row`` of long_bands: before each chunk it yields ``(slot,
+        column)``, the progress counter and the column it waits for; its rows' H and E, the
+        diagonals and the rows above stay from chunk to chunk as in the block's registers, the
+        wavefront running on (the last chunk drains it), the target codes in the ring. Yields
+        None when done."""
+        rows, columns, best = borders
+        threads, rows_per_thread, tile_width = shape
+        height = threads * rows_per_thread
+        a_base, b_base, m, n, reverse, top_excess, free_top, free_left, row_base, \
+            column_base, slot_base = (int(x) for x in fields)
+        go, ge = self.gap_open, self.gap_extend
+        slot = slot_base + tile_row
+        r0 = tile_row * height
+        bottom = min(r0 + height, m)
+        owner = (bottom - 1 - r0) // rows_per_thread
+        ring = [None] * _cuda_long.band_ring(threads, tile_width)  # None: never loaded
+
+        def left(i):
+            return 0 if free_left else -(top_excess + i * ge)
+
+        q = [[a_codes[a_base + (m - i if reverse else i - 1)] if i <= m else 0
+              for i in range(r0 + t * rows_per_thread + 1, r0 + (t + 1) * rows_per_thread + 1)]
+             for t in range(threads)]
+        h = [[left(i) - go for i in range(r0 + t * rows_per_thread + 1,
+                                          r0 + (t + 1) * rows_per_thread + 1)]
+             for t in range(threads)]
+        e = [[NEG] * rows_per_thread for _ in range(threads)]
+        state = ([(0 if row0 == 0 else left(row0)) - go
+                  for row0 in range(r0, r0 + height, rows_per_thread)],
+                 [0] * threads, [NEG] * threads)
+        found = [(NEG, 0, 0)] * threads
+        for c0 in range(0, n, tile_width):
+            width = min(tile_width, n - c0)
+            end = c0 + width
+            yield (slot - 1, end) if tile_row > 0 else (slot, 0)
+            above = [(0 if free_top else -(go + (j - 1) * ge), NEG) if tile_row == 0
+                     else tuple(rows[row_base + j]) for j in range(c0 + 1, end + 1)]
+            for j in range(c0 + 1, end + 1):
+                ring[j & (len(ring) - 1)] = b_codes[b_base + (n - j if reverse else j - 1)]
+            window = (width + (threads - 1 if end == n else 0), 1, n, 0, len(ring) - 1)
+            self._sweep(q, ring, above, h, e, state, (c0, r0, bottom), window, shape,
+                        floor_zero, rows[row_base:], found)
+            progress[slot] = n if end == n else max(0, end - owner)
         for t in range(threads):
             for r in range(rows_per_thread):
                 columns[column_base + r0 + t * rows_per_thread + r + 1] = h[t][r] + go, e[t][r]
-        block = min(found, key=lambda c: (-c[0], c[2], c[1]))
-        kept = best[slot]
-        if (-block[0], block[2], block[1]) < (-kept[0], kept[2], kept[1]):
-            best[slot] = block
+        best[slot] = min(found, key=lambda c: (-c[0], c[2], c[1]))
+        yield None
 
 
 def _engine(scheme, engine_class=EmulatedEngine):
@@ -338,6 +428,14 @@ def tiny_tiles(request, monkeypatch):
 @pytest.fixture(params=_cuda_long.SCHEDULES)
 def schedule(request, monkeypatch):
     """Each way of scheduling the tiles on the GPU."""
+    monkeypatch.setattr(config, "LONG_ALIGN_SCHEDULE", request.param)
+    return request.param
+
+
+@pytest.fixture(params=["tickets", "bands"])
+def emulated_schedule(request, monkeypatch):
+    """Each kernel that the emulation follows: long_tiles (its two schedules run the tiles in
+    the same order) and long_bands."""
     monkeypatch.setattr(config, "LONG_ALIGN_SCHEDULE", request.param)
     return request.param
 
@@ -371,6 +469,18 @@ def test_schedule_runs_every_tile_once_after_its_neighbours(seed):
     for (p, row, column), d in when.items():
         assert row == 0 or when[(p, row - 1, column)] < d
         assert column == 0 or when[(p, row, column - 1)] < d
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_band_order_puts_every_band_after_the_one_above(seed):
+    rng = np.random.default_rng(seed)
+    tile_rows = rng.integers(1, 9, int(rng.integers(1, 7)))
+    problem, row = _cuda_long.band_order(tile_rows)
+    ticket = {band: k for k, band in enumerate(zip(problem.tolist(), row.tolist(), strict=True))}
+    assert len(ticket) == len(problem) == int(tile_rows.sum())
+    for (p, r), k in ticket.items():
+        assert 0 <= r < tile_rows[p]
+        assert r == 0 or ticket[(p, r - 1)] < k
 
 
 def test_first_max_takes_the_first_of_equal_values():
@@ -451,7 +561,7 @@ def reference_best(H, scope, free_top, gap_open, gap_extend):
 
 
 @pytest.mark.parametrize("scheme", list(SCHEMES))
-def test_emulated_tiles_give_the_last_rows(tiny_tiles, scheme):
+def test_emulated_tiles_give_the_last_rows(tiny_tiles, emulated_schedule, scheme):
     engine, _ = _engine(scheme)
     codes, problems = _problems(scheme, np.random.default_rng(7), SIZES)
     h, f = engine.last_rows(codes, problems)
@@ -485,7 +595,7 @@ def _check_splits(scheme, engine_class, budget=None):
 
 @pytest.mark.parametrize("budget", [EmulatedEngine.budget, 1 << 40])  # a split a group, one group
 @pytest.mark.parametrize("scheme", list(SCHEMES))
-def test_emulated_split_search_is_the_drivers(tiny_tiles, scheme, budget):
+def test_emulated_split_search_is_the_drivers(tiny_tiles, emulated_schedule, scheme, budget):
     _check_splits(scheme, EmulatedEngine, budget)
 
 
@@ -501,7 +611,7 @@ PASSES = [(False, False, False, _linear.SCOPE_CORNER),
 
 
 @pytest.mark.parametrize("scheme", list(SCHEMES))
-def test_emulated_tiles_give_the_best_cells_of_every_scope(tiny_tiles, scheme):
+def test_emulated_tiles_give_the_best_cells_of_every_scope(tiny_tiles, emulated_schedule, scheme):
     engine, _ = _engine(scheme)
     codes, problems = _problems(scheme, np.random.default_rng(9), SIZES)
     for free_top, free_left, floor_zero, scope in PASSES:
@@ -521,7 +631,7 @@ def _texts(alphabet, seed):
 
 @pytest.mark.parametrize("mode", ALIGN_MODES)
 @pytest.mark.parametrize("scheme", list(SCHEMES))
-def test_emulated_tiles_give_the_oracles_end_cells(tiny_tiles, scheme, mode):
+def test_emulated_tiles_give_the_oracles_end_cells(tiny_tiles, emulated_schedule, scheme, mode):
     engine, alphabet = _engine(scheme)
     texts = _texts(alphabet, 11)
     codes = PairCodes.from_lists([_codes(a, alphabet) for a, _ in texts],
@@ -557,7 +667,7 @@ def test_emulated_leaves_are_the_cpu_engines(scheme):
 
 @pytest.mark.parametrize("mode", ALIGN_MODES)
 @pytest.mark.parametrize("scheme", list(SCHEMES))
-def test_emulated_tiles_drive_linear_space_paths(tiny_tiles, scheme, mode):
+def test_emulated_tiles_drive_linear_space_paths(tiny_tiles, emulated_schedule, scheme, mode):
     scoring, alphabet = SCHEMES[scheme]
     engine, _ = _engine(scheme)
     texts = _texts(alphabet, 5)

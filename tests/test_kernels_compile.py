@@ -31,9 +31,11 @@ KERNELS = {
         "trace_back<2, true>",
     ],
     align_long.KERNEL_FILE: [
-        align_long.kernel_name(32, 16, True, False, False, True),  # one warp a tile, DNA
-        align_long.kernel_name(128, 8, False, True, True, False),  # four warps, a table, local
-        align_long.kernel_name(64, 1, True, False, True, True),
+        align_long.kernel_name(32, 16, True, False, False, "tickets"),  # one warp a tile, DNA
+        align_long.kernel_name(128, 8, False, True, True, "launches"),  # four warps, local
+        align_long.kernel_name(64, 1, True, False, True, "tickets"),
+        align_long.kernel_name(32, 4, True, False, False, "bands"),  # one warp a band, DNA
+        align_long.kernel_name(64, 2, False, True, True, "bands"),  # two warps, a table, local
         "leaf_paths", "split_columns",
     ],
     edit_cuda.KERNEL_FILE: [

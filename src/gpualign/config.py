@@ -192,7 +192,9 @@ LONG_ALIGN_TILE_COLUMNS = 256
 
 #: How the tiles of a long-alignment batch are scheduled: "tickets" (one launch; each block
 #: takes the next tile in anti-diagonal order and waits until the tiles above and to the left
-#: are done) or "launches" (one launch per anti-diagonal of tiles).
+#: are done), "launches" (one launch per anti-diagonal of tiles) or "bands" (one launch; each
+#: block takes the next tile row and sweeps all its columns, a tile's width at a time, each
+#: chunk once the row above has finished it: no per-tile scheduling and no border column).
 LONG_ALIGN_SCHEDULE = "tickets"
 
 #: Largest subproblem (DP cells) that a CUDA linear-space alignment (the paths of pairs of at

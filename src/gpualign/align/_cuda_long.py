@@ -5,8 +5,10 @@ A batch of problems (whole pairs, or the subproblems of one level of a linear-sp
 is cut into tiles of ``config.LONG_ALIGN_THREADS * config.LONG_ALIGN_ROWS_PER_THREAD`` query
 rows by ``config.LONG_ALIGN_TILE_COLUMNS`` target columns, computed anti-diagonal of tiles
 after anti-diagonal, a block per tile, the tiles of every problem side by side: one launch per
-batch whose blocks take tiles in that order and wait for their neighbours' ready flags, or one
-launch per anti-diagonal (``config.LONG_ALIGN_SCHEDULE``). Tile borders pass through global
+batch whose blocks take tiles in that order and wait for their neighbours' ready flags, one
+launch per anti-diagonal, or one launch per batch whose blocks each sweep a band (a tile row)
+over all its columns, a chunk of tile columns after the band above has published it
+(``config.LONG_ALIGN_SCHEDULE``). Tile borders pass through global
 memory, ``O(m + n)`` per problem. The host plans the order (:func:`tile_schedule`), lays the
 borders out (:func:`border_layout`), and reads the results from the borders: the last row
 (``last_rows``; the end cells in the last row or column) or the best cell that the kernel kept
@@ -22,6 +24,7 @@ Nothing here imports Numba.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -53,33 +56,60 @@ NEG = -(1 << 30)
 # never wraps and never reaches a real value.
 _VALUE_LIMIT = 1 << 29
 
-#: ``config.LONG_ALIGN_SCHEDULE`` values: one launch per anti-diagonal of tiles, or one launch
-#: per batch whose blocks take tiles in order and wait for their neighbours (long.cu).
-SCHEDULES = ("launches", "tickets")
+#: ``config.LONG_ALIGN_SCHEDULE`` values: one launch per anti-diagonal of tiles; one launch
+#: per batch whose blocks take tiles in order and wait for their neighbours; one launch per
+#: batch whose blocks each sweep a band of tile rows over all its columns (long.cu).
+SCHEDULES = ("launches", "tickets", "bands")
 
 
 def kernel_name(threads: int, rows_per_thread: int, dna: bool, floor_zero: bool,
-                track_best: bool, tickets: bool) -> str:
-    """The name expression of one specialization of ``long_tiles``.
+                track_best: bool, schedule: str) -> str:
+    """The name expression of the kernel of one of :data:`SCHEDULES`: a specialization of
+    ``long_tiles``, or of ``long_bands``.
 
     Examples
     --------
-    >>> kernel_name(64, 8, True, False, False, True)
+    >>> kernel_name(64, 8, True, False, False, "tickets")
     'long_tiles<64, 8, true, false, false, true>'
+    >>> kernel_name(32, 4, True, True, True, "bands")
+    'long_bands<32, 4, true, true, true>'
     """
     def flag(value: bool) -> str:
         return "true" if value else "false"
 
-    return (f"long_tiles<{threads}, {rows_per_thread}, {flag(dna)}, {flag(floor_zero)}, "
-            f"{flag(track_best)}, {flag(tickets)}>")
+    shape = (f"{threads}, {rows_per_thread}, {flag(dna)}, {flag(floor_zero)}, "
+             f"{flag(track_best)}")
+    if schedule == "bands":
+        return f"long_bands<{shape}>"
+    return f"long_tiles<{shape}, {flag(schedule == 'tickets')}>"
 
 
-def schedule_tickets() -> bool:
-    """Whether ``config.LONG_ALIGN_SCHEDULE`` asks for one launch per batch (checked)."""
+def long_schedule() -> str:
+    """``config.LONG_ALIGN_SCHEDULE``, checked to be one of :data:`SCHEDULES`."""
     if config.LONG_ALIGN_SCHEDULE not in SCHEDULES:
         raise ValueError(f"LONG_ALIGN_SCHEDULE={config.LONG_ALIGN_SCHEDULE!r}: one of "
                          f"{', '.join(SCHEDULES)}")
-    return config.LONG_ALIGN_SCHEDULE == "tickets"
+    return config.LONG_ALIGN_SCHEDULE
+
+
+def band_order(tile_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(band_problem, band_row)``, int32: the bands of the "bands" schedule in ticket order,
+    band ``k`` being tile row ``band_row[k]`` of problem ``band_problem[k]`` (problem ``p``
+    has ``tile_rows[p]``), by tile row, then problem, so that the band above each band comes
+    before it.
+
+    Examples
+    --------
+    >>> problem, row = band_order(np.array([2, 1, 3]))
+    >>> problem.tolist(), row.tolist()
+    ([0, 1, 2, 0, 2, 2], [0, 0, 0, 1, 1, 2])
+    """
+    tile_rows = np.asarray(tile_rows, dtype=np.int64)
+    problem = np.repeat(np.arange(len(tile_rows), dtype=np.int64), tile_rows)
+    row = np.arange(len(problem), dtype=np.int64) - np.repeat(np.cumsum(tile_rows) - tile_rows,
+                                                            tile_rows)
+    by_row = np.lexsort((problem, row))
+    return problem[by_row].astype(np.int32), row[by_row].astype(np.int32)
 
 
 def tile_shape() -> tuple[int, int, int]:
@@ -316,6 +346,7 @@ class TileEngine:
         self.n_codes = len(self.table)
         self.match = int(self.table[0, 0])
         self.mismatch = int(self.table[0, 1]) if self.n_codes > 1 else self.match
+        self._table = None  # the table on the device (_device_table)
 
     def fits(self, m: np.ndarray, n: np.ndarray, top_excess: np.ndarray) -> np.ndarray:
         """Per problem, whether it may run here: non-empty, values that fit int32, a
@@ -368,6 +399,14 @@ class TileEngine:
         """Device bytes a batch may take."""
         return batch_budget()
 
+    def _device_table(self):
+        """The substitution table on the device (int16), copied on the first call."""
+        import cupy
+
+        if self._table is None:
+            self._table = cupy.asarray(self.table.astype(np.int16).ravel())
+        return self._table
+
     def _launches(self, a_codes, b_codes, plan: BatchPlan, floor_zero: bool, track_best: bool,
                   want_right: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         """Run the wavefront of one batch; return its borders on the host: ``rows`` and
@@ -383,9 +422,40 @@ class TileEngine:
         import cupy
 
         threads, rows_per_thread, width = plan.shape
-        layout, schedule = plan.layout, plan.schedule
-        one_launch = schedule_tickets()
+        layout = plan.layout
+        schedule_name = long_schedule()
         problems = cupy.asarray(plan.packed)
+        # The ticket counter, then the tile rows' counters (tiles or chunks done): one memset.
+        flags = cupy.zeros(1 + max(layout.slots, 1), dtype=cupy.int32)
+        counter, done = flags[:1], flags[1:]
+        rows = cupy.empty((layout.rows, 2), dtype=cupy.int32)
+        columns = cupy.empty((layout.columns, 2), dtype=cupy.int32)
+        best = cupy.empty((max(layout.slots, 1), 3), dtype=cupy.int32)
+        if track_best and schedule_name != "bands":  # a band writes its best cell outright
+            best[:, 0] = NEG
+            best[:, 1:] = 0
+        table = self._device_table()
+        name = kernel_name(threads, rows_per_thread, self.dna, floor_zero, track_best,
+                           schedule_name)
+        kernel = get_kernel(KERNEL_FILE, name)
+        if launch.block_threads(kernel) != threads:  # the kernel's wavefront needs them all
+            raise launch.KernelResourceError(
+                f"{name} runs {launch.block_threads(kernel)} threads a block, not {threads}: "
+                "lower LONG_ALIGN_ROWS_PER_THREAD or LONG_ALIGN_THREADS")
+        shared = launch.reserve_shared(kernel, shared_bytes(threads, width, self.n_codes,
+                                                            self.dna, schedule_name == "bands"))
+        scoring = (table, np.int32(self.n_codes), np.int32(self.match), np.int32(self.mismatch),
+                   np.int32(self.match_codes), np.int32(self.gap_open),
+                   np.int32(self.gap_extend), np.int32(width))
+        if schedule_name == "bands":
+            bands = cupy.asarray(np.concatenate(band_order(plan.tile_rows)))  # one copy
+            count = len(bands) // 2
+            kernel(*launch.grid(kernel, count, items_per_block=1),
+                   (a_codes, b_codes, problems, bands[:count], bands[count:], counter, done,
+                    *scoring, rows, columns, best), shared_mem=shared)
+            return rows, columns, best
+        schedule = plan.schedule
+        corners = cupy.empty(max(layout.slots, 1), dtype=cupy.int32)
         order = cupy.asarray(schedule.order)
         first_block = cupy.asarray(schedule.first_block)
         offset = cupy.asarray(schedule.offset)
@@ -393,36 +463,14 @@ class TileEngine:
         first_ticket = np.zeros(len(schedule.blocks) + 1, dtype=np.int64)
         np.cumsum(schedule.blocks, out=first_ticket[1:])
         ticket_starts = cupy.asarray(first_ticket)
-        counter = cupy.zeros(1, dtype=cupy.int32)
-        done = cupy.zeros(max(layout.slots, 1), dtype=cupy.int32)
-        rows = cupy.empty((layout.rows, 2), dtype=cupy.int32)
-        columns = cupy.empty((layout.columns, 2), dtype=cupy.int32)
-        corners = cupy.empty(max(layout.slots, 1), dtype=cupy.int32)
-        best = cupy.empty((max(layout.slots, 1), 3), dtype=cupy.int32)
-        if track_best:
-            best[:, 0] = NEG
-            best[:, 1:] = 0
-        table = cupy.asarray(self.table.astype(np.int16).ravel())
-        name = kernel_name(threads, rows_per_thread, self.dna, floor_zero, track_best,
-                           one_launch)
-        kernel = get_kernel(KERNEL_FILE, name)
-        if launch.block_threads(kernel) != threads:  # the kernel's wavefront needs them all
-            raise launch.KernelResourceError(
-                f"{name} runs {launch.block_threads(kernel)} threads a block, not {threads}: "
-                "lower LONG_ALIGN_ROWS_PER_THREAD or LONG_ALIGN_THREADS")
-        shared = launch.reserve_shared(kernel, shared_bytes(threads, width, self.n_codes,
-                                                            self.dna))
 
         def run(blocks: int, diagonal: int) -> None:
             kernel(*launch.grid(kernel, blocks, items_per_block=1),
                    (a_codes, b_codes, problems, order, first_block, offset, active,
                     ticket_starts, np.int32(len(schedule.blocks)), np.int32(diagonal), counter,
-                    done, table, np.int32(self.n_codes),
-                    np.int32(self.match), np.int32(self.mismatch), np.int32(self.match_codes),
-                    np.int32(self.gap_open), np.int32(self.gap_extend), np.int32(width), rows,
-                    columns, corners, best), shared_mem=shared)
+                    done, *scoring, rows, columns, corners, best), shared_mem=shared)
 
-        if one_launch:
+        if schedule_name == "tickets":
             run(int(first_ticket[-1]), 0)
         else:
             for d, blocks in enumerate(schedule.blocks.tolist()):
@@ -430,33 +478,51 @@ class TileEngine:
         return rows, columns, best
 
 
-def shared_bytes(threads: int, tile_columns: int, n_codes: int, dna: bool) -> int:
-    """Dynamic shared memory of ``long_tiles``: the tile's top row (int2 a column), the
-    exchange between warps (two int2 a warp), the substitution table (int16, unless DNA), the
-    tile's target codes.
+def band_ring(threads: int, tile_columns: int) -> int:
+    """Bytes of ``long_bands``' ring of target codes: the smallest power of two that holds a
+    chunk's columns and the ``threads - 1`` before it (as long.cu computes it).
 
     Examples
     --------
-    >>> shared_bytes(64, 512, 5, True)
-    4640
+    >>> band_ring(32, 64), band_ring(32, 96)
+    (128, 128)
     """
-    return 8 * tile_columns + 16 * (threads // 32) + (0 if dna else 2 * n_codes ** 2) + \
-        tile_columns
+    return 1 << (tile_columns + threads - 1).bit_length()
+
+
+def shared_bytes(threads: int, tile_columns: int, n_codes: int, dna: bool,
+                 bands: bool = False) -> int:
+    """Dynamic shared memory of ``long_tiles`` (or, ``bands``, ``long_bands``): the tile's
+    top row (int2 a column), the exchange between warps (two int2 a warp), the substitution
+    table (int16, unless DNA), the tile's target codes (a band: their ring, :func:`band_ring`).
+
+    Examples
+    --------
+    >>> shared_bytes(64, 512, 5, True), shared_bytes(64, 512, 5, True, bands=True)
+    (4640, 5152)
+    """
+    codes = band_ring(threads, tile_columns) if bands else tile_columns
+    return 8 * tile_columns + 16 * (threads // 32) + (0 if dna else 2 * n_codes ** 2) + codes
 
 
 @dataclass(frozen=True)
 class BatchPlan:
     """What the host prepares for one batch of consecutive problems: their ``fields`` with the
     border bases (``packed``, the rows of ``enum Field`` in long.cu), the border layout, the
-    tile rows of each problem, the launches, and the tile shape ``(threads,
-    rows_per_thread, tile_columns)``."""
+    tile rows of each problem, the tile shape ``(threads, rows_per_thread, tile_columns)``,
+    and (planned when a tile schedule asks for it) the launches."""
 
     fields: np.ndarray
     packed: np.ndarray
     layout: BorderLayout
     tile_rows: np.ndarray
-    schedule: TileSchedule
     shape: tuple[int, int, int]
+
+    @cached_property
+    def schedule(self) -> TileSchedule:
+        """The launches of the tiles (:func:`tile_schedule`); the "bands" schedule needs only
+        :func:`band_order`."""
+        return tile_schedule(self.tile_rows, -(-self.fields[:, 3] // self.shape[2]))
 
     @classmethod
     def of(cls, fields: np.ndarray, threads: int, rows_per_thread: int,
@@ -464,15 +530,12 @@ class BatchPlan:
         """The plan of problems ``fields`` (the first eight columns of
         :data:`PROBLEM_FIELDS`) in tiles of that shape."""
         height = threads * rows_per_thread
-        m, n = fields[:, 2], fields[:, 3]
-        layout = border_layout(m, n, height)
-        tile_rows = -(-m // height)
+        layout = border_layout(fields[:, 2], fields[:, 3], height)
+        tile_rows = -(-fields[:, 2] // height)
         packed = np.ascontiguousarray(np.concatenate(
             (fields, layout.row_base[:, None], layout.column_base[:, None],
              layout.slot_base[:, None]), axis=1))
-        return cls(fields, packed, layout, tile_rows, tile_schedule(tile_rows,
-                                                                   -(-n // tile_columns)),
-                   (threads, rows_per_thread, tile_columns))
+        return cls(fields, packed, layout, tile_rows, (threads, rows_per_thread, tile_columns))
 
     def collect(self, borders, gap_extend: int, first: int, results: TileResults) -> None:
         """Put what the batch's ``borders`` (:meth:`TileEngine._launches`) hold into
@@ -694,7 +757,7 @@ class CudaEngine(TileEngine):
         counts = cupy.empty(len(m), dtype=cupy.int32)
         kernel(*launch.grid(kernel, 32 * len(m)),  # a warp a leaf
                (*codes, cupy.asarray(leaves), np.int32(len(m)),
-                cupy.asarray(self.table.astype(np.int16).ravel()), np.int32(self.n_codes),
+                self._device_table(), np.int32(self.n_codes),
                 np.int32(self.match_codes), np.int32(self.gap_open), np.int32(self.gap_extend),
                 cupy.empty((rows, 2), dtype=cupy.int32), cupy.asarray(row_base),
                 cupy.empty(traces, dtype=cupy.uint8), cupy.asarray(trace_base), ops,

@@ -2,7 +2,8 @@
 // of a linear-space alignment, align/_linear.py), each cut into tiles, computed as a wavefront
 // of tiles, one block per tile: anti-diagonal d of tiles (the tiles (I, J) with I + J = d of
 // every problem of the batch) after anti-diagonal d - 1, so that each has work for every SM
-// once the problems are long. Two schedules (TICKETS):
+// once the problems are long. Two schedules of tiles (TICKETS; long_bands, below, is a third:
+// a block per whole tile row):
 //   - one launch per anti-diagonal: block b of launch d computes tile b of anti-diagonal d;
 //   - one launch for the batch: a block takes the next ticket (an atomic counter; tickets go
 //     through the anti-diagonals in order) and waits until the tiles it depends on, (I - 1, J)
@@ -87,6 +88,31 @@ struct Problem {
     }
 };
 
+// The problem whose fields (enum Field) start at `fields`.
+__device__ __forceinline__ Problem load_problem(const i64* fields, const u8* a_codes,
+                                                const u8* b_codes) {
+    Problem p;
+    p.a = a_codes + fields[A_BASE];
+    p.b = b_codes + fields[B_BASE];
+    p.m = (int)fields[M];
+    p.n = (int)fields[N];
+    p.top_excess = (int)fields[TOP_EXCESS];
+    p.reverse = fields[REVERSE] != 0;
+    p.free_top = fields[FREE_TOP] != 0;
+    p.free_left = fields[FREE_LEFT] != 0;
+    return p;
+}
+
+// What sweep_tile reads for query row i: DNA, the code itself, -1 for codes from match_codes up
+// (they match nothing, and -1 equals no target code); else the row's offset in the table.
+// Padding rows past m take any code.
+template <bool DNA>
+__device__ __forceinline__ int query_code(const Problem& p, int i, int n_codes,
+                                          int match_codes) {
+    const int code = i <= p.m ? p.a_code(i) : 0;
+    return DNA ? (code < match_codes ? code : -1) : code * n_codes;
+}
+
 // The better of two cells in the CPU backend's order: larger score, smaller column, smaller row.
 __device__ __forceinline__ bool better(int score, int i, int j, int other_score, int other_i,
                                        int other_j) {
@@ -134,8 +160,8 @@ struct Tile {
     int gap_open, gap_extend, match, mismatch;
 };
 
-// One tile, after its top row (above[k] = H, F of column c0 + 1 + k) and target codes
-// (b_codes[k]) are in shared memory. LAST: the problem's last tile row, whose rows past m
+// One tile, after its top row (above[k] = H, F of column c0 + 1 + k) and target codes are in
+// shared memory. LAST: the problem's last tile row, whose rows past m
 // are padding (computed, never reported). A thread keeps its rows as t = H - gap_open (what
 // opening a gap from them scores) and E; substitution scores come shifted by gap_open (the
 // shared table holds s + gap_open, match and mismatch likewise), so that a cell costs four
@@ -145,31 +171,39 @@ struct Tile {
 //   F = max(F_up - extend, t_up), t = H - open = max(F - open, x).
 // `diagonal` (t of row row0 at column c0) and the values handed between threads (t and F of
 // a thread's last row) are shifted too; borders in memory hold H itself.
+//
+// The same function sweeps a chunk of a band (long_bands), whose wavefront runs on from chunk
+// to chunk: at step s (of `steps`) thread t computes column j = c0 + 1 + s - t when first_j
+// <= j <= last_j (a tile: its columns, steps = width + THREADS - 1; a band: 1..n, steps =
+// width, the last chunk THREADS - 1 more), the target code of column j at b_codes[(j -
+// code_base) & code_mask] (a tile: its codes from c0 + 1; a band: a ring of them), and
+// `diagonal`, up_t and up_f (t and F of row row0 at this thread's column) go on to the next
+// chunk. Thread 0 only reads above[s] (s < width).
 template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST, bool LAST>
-__device__ __forceinline__ void sweep_tile(const Tile& tile, int diagonal, int (&t)[RPT],
-                                           int (&e)[RPT], const int (&q)[RPT],
-                                           const int2* above, const u8* b_codes,
-                                           const short* table, int2* exchange,
-                                           int2* __restrict__ rows, int& best, int& best_i,
-                                           int& best_j) {
+__device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, const int first_j,
+                                           const int last_j, const int code_base,
+                                           const int code_mask, int& diagonal, int& up_t,
+                                           int& up_f, int (&t)[RPT], int (&e)[RPT],
+                                           const int (&q)[RPT], const int2* above,
+                                           const u8* b_codes, const short* table,
+                                           int2* exchange, int2* __restrict__ rows, int& best,
+                                           int& best_i, int& best_j) {
     const int thread = threadIdx.x, lane = thread % 32, warp = thread / 32;
     const int row0 = tile.tile_row0 + thread * RPT;
     // The thread and register that hold the tile's last real row (the bottom row).
     const int bottom_owner = (tile.bottom - 1 - tile.tile_row0) / RPT;
     const int bottom_r = (tile.bottom - 1 - tile.tile_row0) % RPT;
     const int go = tile.gap_open, neg_open = -tile.gap_open, neg_extend = -tile.gap_extend;
-    int up_t = 0, up_f = NEG;  // t and F of row row0 at this thread's column
-    const int steps = tile.width + THREADS - 1;
     for (int s = 0; s < steps; ++s) {
-        const int k = s - thread;  // this step's column: c0 + 1 + k
+        const int j = tile.c0 + 1 + s - thread;  // this step's column
         int out_t = 0, out_f = NEG;
-        if (k >= 0 && k < tile.width) {
+        if (j >= first_j && j <= last_j) {
             if (thread == 0) {
-                const int2 v = above[k];
+                const int2 v = above[s];
                 up_t = v.x - go;
                 up_f = v.y;
             }
-            const int bj = b_codes[k];
+            const int bj = b_codes[(j - code_base) & code_mask];
             int vt = up_t, vf = up_f, d = diagonal;
             int bottom_h = 0, bottom_f = NEG;
 #pragma unroll
@@ -186,7 +220,7 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, int diagonal, int (
                 if (TRACK_BEST && t[r] + go > best && (!LAST || row0 + r < tile.bottom)) {
                     best = t[r] + go;
                     best_i = row0 + r + 1;
-                    best_j = tile.c0 + 1 + k;
+                    best_j = j;
                 }
                 if (LAST && r == bottom_r) {
                     bottom_h = t[r] + go;
@@ -199,7 +233,7 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, int diagonal, int (
                 bottom_h = vt + go;
                 bottom_f = vf;
             }
-            if (thread == bottom_owner) rows[tile.c0 + 1 + k] = make_int2(bottom_h, bottom_f);
+            if (thread == bottom_owner) rows[j] = make_int2(bottom_h, bottom_f);
             diagonal = up_t;  // row row0 at this column: the next column's diagonal
             out_t = vt;
             out_f = vf;
@@ -275,15 +309,7 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
         else hi = mid - 1;
     }
     const i64* fields = problems + (i64)order[lo] * FIELDS;
-    Problem p;
-    p.a = a_codes + fields[A_BASE];
-    p.b = b_codes + fields[B_BASE];
-    p.m = (int)fields[M];
-    p.n = (int)fields[N];
-    p.top_excess = (int)fields[TOP_EXCESS];
-    p.reverse = fields[REVERSE] != 0;
-    p.free_top = fields[FREE_TOP] != 0;
-    p.free_left = fields[FREE_LEFT] != 0;
+    const Problem p = load_problem(fields, a_codes, b_codes);
     const int tiles_across = (p.n + tile_columns - 1) / tile_columns;
     const int I = max(0, d - (tiles_across - 1)) + (int)(block - counts[lo]);
     const int J = d - I;
@@ -328,9 +354,7 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
 #pragma unroll
     for (int r = 0; r < RPT; ++r) {
         const int i = row0 + r + 1;
-        const int code = i <= p.m ? p.a_code(i) : 0;  // padding rows: any code
-        // DNA: codes from match_codes up match nothing, -1 equals no target code.
-        q[r] = DNA ? (code < match_codes ? code : -1) : code * n_codes;
+        q[r] = query_code<DNA>(p, i, n_codes, match_codes);
         if (J == 0) {
             t_h[r] = p.left(i, gap_extend) - gap_open;
             e[r] = NEG;
@@ -355,14 +379,17 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     if (t == 0) corners[slot] = above[tile.width - 1].x;  // for tile (I, J + 1)
 
     int best = NEG, best_i = 0, best_j = 0;
+    int corner = diagonal_h - gap_open, up_t = 0, up_f = NEG;
+    const int steps = tile.width + THREADS - 1, first_j = tile.c0 + 1;
+    const int last_j = tile.c0 + tile.width;
     if (tile.bottom < tile.tile_row0 + TILE_ROWS) {
         sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, true>(
-            tile, diagonal_h - gap_open, t_h, e, q, above, s_b, s_table, exchange, p_rows, best,
-            best_i, best_j);
+            tile, steps, first_j, last_j, first_j, -1, corner, up_t, up_f, t_h, e, q, above,
+            s_b, s_table, exchange, p_rows, best, best_i, best_j);
     } else {
         sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, false>(
-            tile, diagonal_h - gap_open, t_h, e, q, above, s_b, s_table, exchange, p_rows, best,
-            best_i, best_j);
+            tile, steps, first_j, last_j, first_j, -1, corner, up_t, up_f, t_h, e, q, above,
+            s_b, s_table, exchange, p_rows, best, best_i, best_j);
     }
 #pragma unroll
     for (int r = 0; r < RPT; ++r) p_columns[row0 + r + 1] = make_int2(t_h[r] + gap_open, e[r]);
@@ -381,6 +408,135 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
         __threadfence();
         __syncthreads();
         if (threadIdx.x == 0) atomicExch(done + slot, J + 1);
+    }
+}
+
+// The "bands" schedule: one launch per batch, a block per band (tile row I of a problem,
+// THREADS * RPT query rows) that sweeps all the problem's columns, tile_columns at a time
+// (chunk J: the columns of tile (I, J)). Block b takes the next ticket k (an atomic counter)
+// and runs tile row band_row[k] of problem band_problem[k]; the host orders the bands by tile
+// row, so a band waits only for the band above it, which took a smaller ticket and so already
+// runs: no deadlock whatever the number of resident blocks.
+//
+// The band's wavefront runs on across chunks (sweep_tile with first_j = 1, last_j = n): it
+// fills and drains once per band, not once per chunk, and a thread keeps its rows' H and E,
+// its diagonal and the row above in registers from chunk to chunk (no border column). Its
+// threads lag: after chunk J the thread holding the bottom row (bottom_owner) has computed
+// it up to column c0 + width - bottom_owner (all of it after the last chunk, which runs
+// THREADS - 1 more steps); the band then raises progress[slot] to that column (its `rows`
+// stores fenced first). Before chunk J it waits until the band above's progress covers the
+// chunk (progress[slot - 1] >= c0 + width, read volatile) and reads the chunk's top row into
+// shared memory; it overwrites a column of `rows` only after reading it, and the band below
+// reads it only after that, so one row a problem serves every band. The target codes lie in
+// a ring of `ring` bytes (a power of two >= tile_columns + THREADS: the chunk's columns and
+// the THREADS - 1 before it, which the lagging threads still read). At the end the band
+// writes its right column to `columns` (column n, for the last-column end cells) and,
+// TRACK_BEST, its best cell to best_cells[3 * slot]: a thread meets its cells by column, then
+// row, as in a tile, so the ties are those of long_tiles. Dynamic shared memory as long_tiles
+// with `ring` bytes of target codes instead of tile_columns (band_ring in _cuda_long.py).
+template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST>
+__global__ void __launch_bounds__(THREADS)
+long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
+           const i64* __restrict__ problems, const int* __restrict__ band_problem,
+           const int* __restrict__ band_row, int* __restrict__ tickets,
+           int* __restrict__ progress, const short* __restrict__ table, const int n_codes,
+           const int match, const int mismatch, const int match_codes, const int gap_open,
+           const int gap_extend, const int tile_columns, int2* __restrict__ rows,
+           int2* __restrict__ columns, int* __restrict__ best_cells) {
+    static_assert(THREADS % 32 == 0, "whole warps");
+    constexpr int TILE_ROWS = THREADS * RPT;
+    extern __shared__ int2 shared[];
+    int2* above = shared;
+    int2* exchange = above + tile_columns;
+    short* s_table = reinterpret_cast<short*>(exchange + 2 * (THREADS / 32));
+    u8* ring = reinterpret_cast<u8*>(s_table + (DNA ? 0 : n_codes * n_codes));
+    __shared__ int reduce[3 * (THREADS / 32)];
+    __shared__ int s_ticket;
+    int ring_size = 1;
+    while (ring_size < tile_columns + THREADS) ring_size *= 2;
+
+    if (threadIdx.x == 0) s_ticket = atomicAdd(tickets, 1);
+    __syncthreads();
+    const int band = s_ticket;
+    const i64* fields = problems + (i64)band_problem[band] * FIELDS;
+    const Problem p = load_problem(fields, a_codes, b_codes);
+    const int I = band_row[band];
+    int2* p_rows = rows + fields[ROW_BASE];
+    const i64 slot = fields[SLOT_BASE] + I;
+
+    Tile tile;
+    tile.tile_row0 = I * TILE_ROWS;
+    tile.bottom = min(tile.tile_row0 + TILE_ROWS, p.m);
+    tile.gap_open = gap_open;
+    tile.gap_extend = gap_extend;
+    tile.match = match + gap_open;  // shifted as the table (see sweep_tile)
+    tile.mismatch = mismatch + gap_open;
+    const bool last = tile.bottom < tile.tile_row0 + TILE_ROWS;
+    const int bottom_owner = (tile.bottom - 1 - tile.tile_row0) / RPT;
+
+    if (!DNA) {
+        for (int k = threadIdx.x; k < n_codes * n_codes; k += THREADS)
+            s_table[k] = (short)(table[k] + gap_open);
+    }
+    const int t = threadIdx.x;
+    const int row0 = tile.tile_row0 + t * RPT;
+    int t_h[RPT], e[RPT], q[RPT];  // column 0 (t = H - gap_open), then the last column done
+#pragma unroll
+    for (int r = 0; r < RPT; ++r) {
+        const int i = row0 + r + 1;
+        q[r] = query_code<DNA>(p, i, n_codes, match_codes);
+        t_h[r] = p.left(i, gap_extend) - gap_open;
+        e[r] = NEG;
+    }
+    // H(row0, 0), shifted: the diagonal of this thread's first cell; t and F of row row0 come
+    // from above (thread 0) or the thread before.
+    int diagonal = (row0 == 0 ? 0 : p.left(row0, gap_extend)) - gap_open;
+    int up_t = 0, up_f = NEG;
+    int best = NEG, best_i = 0, best_j = 0;
+    int ready = 0;  // thread 0: the band above's progress seen so far
+    for (tile.c0 = 0; tile.c0 < p.n; tile.c0 += tile_columns) {
+        tile.width = min(tile_columns, p.n - tile.c0);
+        const int end = tile.c0 + tile.width;
+        if (I > 0 && t == 0) {  // wait for the band above's bottom row over this chunk
+            const volatile int* finished = progress;
+            while (ready < end) ready = finished[slot - 1];
+            __threadfence();
+        }
+        __syncthreads();  // and every thread is done with the previous chunk's shared memory
+        for (int k = t; k < tile.width; k += THREADS) {
+            const int j = tile.c0 + 1 + k;
+            ring[j & (ring_size - 1)] = (u8)p.b_code(j);
+            above[k] = I == 0 ? make_int2(p.top(j, gap_open, gap_extend), NEG)
+                              : __ldcg(p_rows + j);
+        }
+        __syncthreads();
+        const int steps = tile.width + (end == p.n ? THREADS - 1 : 0);
+        if (last) {
+            sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, true>(
+                tile, steps, 1, p.n, 0, ring_size - 1, diagonal, up_t, up_f, t_h, e, q, above,
+                ring, s_table, exchange, p_rows, best, best_i, best_j);
+        } else {
+            sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, false>(
+                tile, steps, 1, p.n, 0, ring_size - 1, diagonal, up_t, up_f, t_h, e, q, above,
+                ring, s_table, exchange, p_rows, best, best_i, best_j);
+        }
+        __threadfence();  // this thread's part of the bottom row is visible before the flag
+        __syncthreads();
+        if (t == 0) {
+            atomicExch(progress + slot, end == p.n ? p.n : max(0, end - bottom_owner));
+        }
+    }
+    int2* p_columns = columns + fields[COLUMN_BASE];
+#pragma unroll
+    for (int r = 0; r < RPT; ++r) p_columns[row0 + r + 1] = make_int2(t_h[r] + gap_open, e[r]);
+    if (TRACK_BEST) {
+        block_best<THREADS>(best, best_i, best_j, reduce);
+        if (t == 0) {
+            int* kept = best_cells + 3 * slot;
+            kept[0] = best;
+            kept[1] = best_i;
+            kept[2] = best_j;
+        }
     }
 }
 
