@@ -12,7 +12,6 @@ those of a run without progress.
 from __future__ import annotations
 
 import doctest
-import inspect
 
 import numpy as np
 import pytest
@@ -20,7 +19,6 @@ import pytest
 import gpualign
 from gpualign import _progress, config
 from gpualign._progress import Portion, Progress, pass_credits
-from gpualign.align import _cuda_long
 from gpualign.sequences import SequenceSet
 
 ALIGN_MODES = ("global", "semi-global", "overlap", "local")
@@ -104,9 +102,6 @@ def test_one_long_path_moves_level_by_level(long_align, mode):
     gpualign.align(queries, targets, mode=mode, task="path", backend=long_align,
                    progress=recorder)
     recorder.check(cells)
-    if long_align == "cuda" and "progress" not in inspect.signature(
-            _cuda_long.pair_paths).parameters:
-        pytest.xfail("_cuda_long.pair_paths does not pass progress on to mode_paths yet")
     assert len(recorder.calls) >= 5  # the Myers-Miller levels of 400 rows with 64-cell leaves
 
 

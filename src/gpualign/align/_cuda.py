@@ -143,8 +143,8 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
     if tiled.any():
         chosen = np.flatnonzero(tiled)
         score[chosen], q_end[chosen], t_end[chosen] = _cuda_long.pair_ends(
-            engine, qset, tset, q_index[chosen], t_index[chosen], mode)
-        done(cells[chosen])
+            engine, qset, tset, q_index[chosen], t_index[chosen], mode,
+            progress.cells_done if progress is not None else None)
     # Long for the batch: only pairs far above the mean would hold a launch up (a warp computes
     # a pair at a fraction of what 32 threads compute on 32 pairs).
     threshold = max(config.ALIGN_WARP_MIN_CELLS,
@@ -353,7 +353,8 @@ def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, prog
     identity = np.zeros(count, dtype=np.float64)
     chosen = np.flatnonzero(long)
     found = _cuda_long.pair_paths(engine, qset, tset, q_index[chosen], t_index[chosen], mode,
-                                  config.LONG_ALIGN_LEAF_CELLS)
+                                  config.LONG_ALIGN_LEAF_CELLS,
+                                  progress.cells_done if progress is not None else None)
     for values, computed in zip(results, (found.score, found.query_start, found.query_end,
                                           found.target_start, found.target_end), strict=True):
         values[chosen] = computed
@@ -361,7 +362,6 @@ def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, prog
     identity[chosen] = np.divide(matches, columns, out=np.zeros(len(chosen)), where=columns > 0)
     for p, ops in zip(chosen.tolist(), found.ops, strict=True):
         cigar[p] = cigar_text(ops)
-    done(cells[chosen])
     short = np.flatnonzero(~long)
     if len(short):
         *values, texts, short_identity = _traced_paths(

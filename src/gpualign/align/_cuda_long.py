@@ -23,6 +23,7 @@ Nothing here imports Numba.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -819,16 +820,20 @@ def _pair_codes(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
 
 
 def pair_ends(engine: CudaEngine, qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
-              t_index: np.ndarray, mode: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              t_index: np.ndarray, mode: int, progress: Callable[[int], object] | None = None,
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(score, query_end, target_end)`` (int64) of whole pairs in ``mode``, as the batch
-    kernels report them (every pair non-empty and :meth:`TileEngine.fits`)."""
+    kernels report them (every pair non-empty and :meth:`TileEngine.fits`); ``progress`` is
+    called with the cells done."""
     return mode_ends(_pair_codes(qset, tset, q_index, t_index), engine.gap_open,
-                     engine.gap_extend, mode, engine)
+                     engine.gap_extend, mode, engine, progress)
 
 
 def pair_paths(engine: CudaEngine, qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
-               t_index: np.ndarray, mode: int, leaf_cells: int) -> LinearPaths:
+               t_index: np.ndarray, mode: int, leaf_cells: int,
+               progress: Callable[[int], object] | None = None) -> LinearPaths:
     """Optimal alignments of whole pairs in ``mode`` in linear space (:func:`._linear.
-    mode_paths` with this engine): scores and ends as the batch kernels report them."""
+    mode_paths` with this engine): scores and ends as the batch kernels report them;
+    ``progress`` is called with the cells done, level by level."""
     return mode_paths(_pair_codes(qset, tset, q_index, t_index), engine.gap_open,
-                      engine.gap_extend, mode, engine, leaf_cells)
+                      engine.gap_extend, mode, engine, leaf_cells, progress)
