@@ -382,7 +382,8 @@ def test_gpu_long_pairs_in_small_memory_groups(long_settings, small_batches):
 
 @needs_gpu
 def test_gpu_long_pair_that_cannot_fit_is_refused_before_any_work(long_settings, monkeypatch):
-    monkeypatch.setattr(config, "GPU_BATCH_BYTES", 2000)
+    # A sliver of the device (a few hundred bytes): GPU_BATCH_BYTES only sizes batches.
+    monkeypatch.setattr(config, "GPU_MEMORY_FRACTION", 4e-9)
     rng = np.random.default_rng(10)
     queries = to_inputs([random_codes(rng, 3), random_codes(rng, 300)])
     targets = to_inputs([random_codes(rng, 3), random_codes(rng, 300)])

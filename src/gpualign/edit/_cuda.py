@@ -37,7 +37,7 @@ from ..codes import EDIT_GLOBAL, EDIT_INFIX
 from ..cuda.host import mapped, maps_host_memory, pinned_empty
 from ..cuda.launch import grid
 from ..cuda.loader import get_kernel
-from ..cuda.memory import batch_budget, device_chunks, launch_split
+from ..cuda.memory import batch_budget, device_chunks, fits_resident, free_bytes, launch_split
 from ._linear import NO_OP, cigars_of_buffer, edits_of_buffer, hirschberg
 from ._shared import needs_linear, trivial_cigars, trivial_results
 
@@ -527,8 +527,10 @@ def check_long_memory(q_len: np.ndarray, t_len: np.ndarray, n_codes: int,
         return
     need = long_bytes(q_len, t_len, n_codes)
     worst = int(need.argmax())
-    budget = batch_budget()
-    if int(need[worst]) > budget:
+    # Groups hold one pair at least, so config.GPU_BATCH_BYTES (a batching knob) never refuses
+    # a pair: only the device's memory does.
+    if not fits_resident(int(need[worst])):
+        budget = free_bytes() * config.GPU_MEMORY_FRACTION
         raise MemoryError(
             f"pair #{int(positions[worst])} needs {int(need[worst]) / 2**30:.1f} GiB of GPU "
             f"memory (query {int(q_len[worst])} x target {int(t_len[worst])}), over the "
