@@ -274,12 +274,15 @@ def _reversed_problem(codes, problem, k):
 
 @pytest.mark.parametrize("alone", [False, True])
 @pytest.mark.parametrize("tile_columns", [3, 2048])
-def test_last_rows_and_best_cells(monkeypatch, alone, tile_columns):
+@pytest.mark.parametrize("value_type", [np.int32, np.int64])
+def test_last_rows_and_best_cells(monkeypatch, alone, tile_columns, value_type):
     # The score passes on one core per subproblem and in tiles on every core, with tiles of a
-    # few columns or of all: last rows equal the full matrices' (forward and reversed, top
-    # excess 0 or not), best cells the batch DP's end cells in every mode.
+    # few columns or of all, in int32 and int64 work rows: last rows equal the full matrices'
+    # (forward and reversed, top excess 0 or not), best cells the batch DP's end cells in
+    # every mode.
     monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 1 if alone else 1 << 62)
     monkeypatch.setattr(_cpu_linear, "_TILE_COLUMNS", tile_columns)
+    monkeypatch.setattr(_cpu_linear, "_value_type", lambda *args: value_type)
     rng = np.random.default_rng(25)
     scoring = SCHEMES[0]
     table, _ = scoring.table("dna")
@@ -310,6 +313,14 @@ def test_last_rows_and_best_cells(monkeypatch, alone, tile_columns):
                                 gpualign.codes.ALIGN_MODE_NAMES[mode], 4)
             assert (int(score[0]), int(q_end[0]), int(t_end[0])) == \
                 (naive.score, naive.query_end, naive.target_end)
+
+
+def test_work_rows_are_int64_where_int32_could_overflow():
+    table, _ = SCHEMES[0].table("dna")
+    problem = Problems.of(pair=[0], a_start=0, a_end=100_000, b_start=0, b_end=100_000,
+                          reverse=0, top_excess=3, bottom_excess=3)
+    assert _cpu_linear._value_type(problem, table, 5, 2) is np.int32
+    assert _cpu_linear._value_type(problem, table, 1 << 20, 1 << 10) is np.int64
 
 
 def test_empty_sides(linear):

@@ -76,30 +76,33 @@ def _borders(h, f, col_h, col_e, m, strip_rows, gap_open, gap_extend, top_excess
 
 @njit(cache=True, nogil=True)
 def _tile(a, b, table, gap_open, gap_extend, floor_zero, track, r0, r1, c0, c1, strip, h, f,
-          col_h, col_e, best):
+          col_h, col_e, best, value_type):
     """Rows ``r0+1 .. r1`` x columns ``c0+1 .. c1``: the row buffers ``h``, ``f`` hold row r0
     on entry and row r1 on return; the strip's column buffers hold column c0 on entry and c1
     on return (row r0's entry too: the corner that the next tile starts from). With
     ``track``, ``best`` (score, row, column) keeps the best cell: the larger score, then the
-    smaller column, then the smaller row.
+    smaller column, then the smaller row. The work rows hold ``value_type`` (see
+    :func:`_value_type`).
 
     A row takes three passes over the tile's columns (Farrar's "scan"). The first computes F and
     the best of the diagonal and F at every column, with no dependency between columns (the
     compiler vectorizes it; substitution scores come from a profile of the tile's target
     symbols). The second adds the horizontal gaps: ``E[k] = max(E[k-1] - gap_extend,
     T[k-1] - gap_open)`` with T the first pass's value (an E opened after an E never beats
-    extending it), which plus ``k * gap_extend`` is a running maximum: one operation per cell
-    on the chain of dependencies instead of the recurrence's four. The third takes the larger
-    of the two."""
+    extending it), which plus ``k * gap_extend`` is a running maximum of candidates that the
+    first pass prepares: one operation per cell on the chain of dependencies instead of the
+    recurrence's four. The third takes the larger of the two."""
     width = c1 - c0
-    profile = np.empty((table.shape[0], width + 1), dtype=np.int64)
+    profile = np.empty((table.shape[0], width + 1), dtype=value_type)
     for c in range(table.shape[0]):
         for k in range(1, width + 1):
             profile[c, k] = table[c, b[c0 + k - 1]]
-    ramp = np.arange(width + 1) * gap_extend
-    above = np.empty(width + 1, dtype=np.int64)  # H of the previous row, columns c0 .. c1
-    here = np.empty(width + 1, dtype=np.int64)
-    partial = np.empty(width + 1, dtype=np.int64)  # max(diagonal, F), floored
+    ramp = (np.arange(width + 2) * gap_extend).astype(value_type)
+    above = np.empty(width + 1, dtype=value_type)  # H of the previous row, columns c0 .. c1
+    here = np.empty(width + 1, dtype=value_type)
+    partial = np.empty(width + 1, dtype=value_type)  # max(diagonal, F), floored
+    # E[k] + k * gap_extend opened from column k - 1: partial[k - 1] - gap_open + ramp[k].
+    opened = np.empty(width + 2, dtype=value_type)
     above[0] = col_h[r0 + strip]
     above[1:] = h[c0 + 1:c1 + 1]
     f_row = f[c0 + 1:c1 + 1]
@@ -110,18 +113,21 @@ def _tile(a, b, table, gap_open, gap_extend, floor_zero, track, r0, r1, c0, c1, 
             fk = max(above[k] - gap_open, f_row[k - 1] - gap_extend)
             f_row[k - 1] = fk
             value = max(above[k - 1] + scores[k], fk)
-            partial[k] = max(value, 0) if floor_zero else value
+            value = max(value, 0) if floor_zero else value
+            partial[k] = value
+            opened[k + 1] = value - gap_open + ramp[k + 1]
         left = col_h[i + strip]
         partial[0] = left
+        opened[1] = left - gap_open + ramp[1]
         here[0] = left
         running = col_e[i + strip]  # E[k] + k * gap_extend, from E at column c0
         for k in range(1, width + 1):
-            running = max(running, partial[k - 1] - gap_open + ramp[k])
-            here[k] = running - ramp[k]  # E
-        e = here[width]
+            running = max(running, opened[k])
+            here[k] = running
+        e = running - ramp[width]
         # H in a pass of its own, which the compiler vectorizes (inside the scan it would not).
         for k in range(1, width + 1):
-            here[k] = max(partial[k], here[k])
+            here[k] = max(partial[k], here[k] - ramp[k])
         col_h[i + strip] = here[width]
         col_e[i + strip] = e
         if track:
@@ -176,8 +182,8 @@ def _finish(h, f, col_h, m, strip_rows, scope, gap_extend, top_excess, free_left
 @njit(cache=True, parallel=True)
 def _many(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start, a_end,
           b_start, b_end, reverse, top_excess, skip, table, gap_open, gap_extend, free_top,
-          free_left, floor_zero, scope, tile_columns, row_offsets, out_h, out_f, score, i_end,
-          j_end):
+          free_left, floor_zero, scope, tile_columns, value_type, row_offsets, out_h, out_f,
+          score, i_end, j_end):
     """Subproblem ``k`` of ``pair`` .. ``top_excess`` on one core, for every ``k`` side by
     side but those to ``skip``: its last rows into ``out_h``/``out_f`` at ``row_offsets[k]``,
     its best cell into ``score``, ``i_end``, ``j_end``."""
@@ -197,14 +203,14 @@ def _many(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_star
                  free_left)
         for c0 in range(0, n, tile_columns):
             _tile(a, b, table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, 0, m, c0,
-                  min(n, c0 + tile_columns), 0, h, f, col_h, col_e, best[0])
+                  min(n, c0 + tile_columns), 0, h, f, col_h, col_e, best[0], value_type)
         score[k], i_end[k], j_end[k] = _finish(h, f, col_h, m, m, scope, gap_extend,
                                                top_excess[k], free_left, best)
 
 
 @njit(cache=True, parallel=True)
 def _wavefront(a, b, table, gap_open, gap_extend, floor_zero, track, strip_rows, tile_columns,
-               h, f, col_h, col_e, best):
+               h, f, col_h, col_e, best, value_type):
     """One subproblem on every core: the tiles of each anti-diagonal side by side."""
     m, n = len(a), len(b)
     strips = (m + strip_rows - 1) // strip_rows
@@ -215,12 +221,25 @@ def _wavefront(a, b, table, gap_open, gap_extend, floor_zero, track, strip_rows,
             t = d - s
             _tile(a, b, table, gap_open, gap_extend, floor_zero, track, s * strip_rows,
                   min(m, (s + 1) * strip_rows), t * tile_columns,
-                  min(n, (t + 1) * tile_columns), s, h, f, col_h, col_e, best[s])
+                  min(n, (t + 1) * tile_columns), s, h, f, col_h, col_e, best[s], value_type)
+
+
+def _value_type(problems: Problems, table: np.ndarray, gap_open: int, gap_extend: int,
+                ) -> type:
+    """The type of the tiles' work rows: int32 (twice the SIMD lanes of int64) when every
+    value they hold fits with room to spare, else int64. No value of a subproblem lies
+    further from 0 than its ``m + n`` steps of the largest substitution or gap cost; the scan's
+    candidates add up to a tile's width of ``gap_extend``."""
+    if len(problems) == 0:
+        return np.int32
+    steps = int(np.max(problems.a_end - problems.a_start + problems.b_end - problems.b_start))
+    cost = int(np.abs(table).max()) + gap_open + gap_extend
+    return np.int32 if cost * (steps + _TILE_COLUMNS + 4) < 1 << 30 else np.int64
 
 
 def _alone(sequences: PairCodes, problems: Problems, k: int, table: np.ndarray, gap_open: int,
            gap_extend: int, free_top: bool, free_left: bool, floor_zero: bool, scope: int,
-           h: np.ndarray, f: np.ndarray) -> tuple[int, int, int]:
+           h: np.ndarray, f: np.ndarray, value_type: type) -> tuple[int, int, int]:
     """Subproblem ``k`` on every core (:func:`_wavefront`): its last rows into ``h``, ``f``;
     its best cell."""
     p = problems.pair[k]
@@ -239,7 +258,7 @@ def _alone(sequences: PairCodes, problems: Problems, k: int, table: np.ndarray, 
     _borders(h, f, col_h, col_e, m, strip_rows, gap_open, gap_extend, problems.top_excess[k],
              free_top, free_left)
     _wavefront(a, b, table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, strip_rows,
-               tile_columns, h, f, col_h, col_e, best)
+               tile_columns, h, f, col_h, col_e, best, value_type)
     return _finish(h, f, col_h, m, strip_rows, scope, gap_extend, problems.top_excess[k],
                    free_left, best)
 
@@ -294,18 +313,20 @@ def score_pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_
     i_end = np.empty(count, dtype=np.int64)
     j_end = np.empty(count, dtype=np.int64)
     cells = problems.cells()
+    value_type = _value_type(problems, table, gap_open, gap_extend)
     large = np.flatnonzero(cells >= config.ALIGN_CPU_WAVEFRONT_MIN_CELLS)
     if len(large) >= numba.get_num_threads():
         large = large[:0]
     for k in large.tolist():
         score[k], i_end[k], j_end[k] = _alone(
             sequences, problems, k, table, gap_open, gap_extend, free_top, free_left,
-            floor_zero, scope, h[offsets[k]:offsets[k + 1]], f[offsets[k]:offsets[k + 1]])
+            floor_zero, scope, h[offsets[k]:offsets[k + 1]], f[offsets[k]:offsets[k + 1]],
+            value_type)
     alone = np.zeros(count, dtype=np.bool_)
     alone[large] = True
     _many(sequences.q_codes, sequences.q_offsets, sequences.t_codes, sequences.t_offsets,
           sequences.q_index, sequences.t_index, problems.pair, problems.a_start,
           problems.a_end, problems.b_start, problems.b_end, problems.reverse,
           problems.top_excess, alone, table, gap_open, gap_extend, free_top, free_left,
-          floor_zero, scope, _TILE_COLUMNS, offsets, h, f, score, i_end, j_end)
+          floor_zero, scope, _TILE_COLUMNS, value_type, offsets, h, f, score, i_end, j_end)
     return h, f, score, i_end, j_end
