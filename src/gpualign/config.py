@@ -280,6 +280,17 @@ _DEFAULTS: dict[str, Any] = {name: value for name, value in globals().items()
                              if name.isupper() and not name.startswith("_")}
 
 
+def defaults() -> dict[str, Any]:
+    """Every setting's documented default (a copy), by name.
+
+    Examples
+    --------
+    >>> defaults()["GPU_MEMORY_FRACTION"]
+    0.6
+    """
+    return dict(_DEFAULTS)
+
+
 def reset() -> None:
     """Put every setting back to its default."""
     globals().update(_DEFAULTS)

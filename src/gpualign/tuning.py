@@ -148,7 +148,7 @@ def apply(model: str) -> dict[str, Any]:
     """
     if os.environ.get(ENV_VAR, "").lower() in ("off", "0"):
         return {}
-    defaults = config._DEFAULTS
+    defaults = config.defaults()
     applied = {}
     for name, value in _read(store_path(model)).items():
         if name in defaults and getattr(config, name) == defaults[name] != value:

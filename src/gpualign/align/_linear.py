@@ -76,8 +76,9 @@ SCOPE_CORNER, SCOPE_LAST_ROW, SCOPE_LAST_ROW_OR_COLUMN, SCOPE_ANY = 0, 1, 2, 3
 #: column from row 0 (overlap), with the same ties as their forward scopes.
 SCOPE_START_ROW, SCOPE_START_EDGE = 4, 5
 
-#: Sentinel of ``last_rows``' F where no alignment ends in a vertical gap (any value at or
-#: below ``NO_SCORE`` means none).
+#: Upper bound of the CPU engine's F where no alignment ends in a vertical gap. Engines may use
+#: any value so far below every real score of the problem that a sum of two never wins a split
+#: (the CUDA engine's is ``-(1 << 30)``, its values bounded by ``TileEngine.fits``).
 NO_SCORE = -(1 << 40)
 
 
@@ -193,7 +194,8 @@ class Engine(Protocol):
         """``(H, F)``, the last DP row of each subproblem, concatenated (offsets
         ``problems.row_offsets()``), int64 or int32: ``H[j]`` is the best score of a global
         alignment of all of the subproblem's ``a`` with ``b[:j]``, ``F[j]`` the best among those
-        that end in a vertical gap (at or below ``NO_SCORE`` where none does; ``F[0] = H[0]``).
+        that end in a vertical gap (far below every real score where none does, see ``NO_SCORE``;
+        ``F[0] = H[0]``).
         Memory ``O(b_length)`` per subproblem."""
 
     def leaf_paths(self, sequences: PairCodes, problems: Problems) -> tuple[np.ndarray, np.ndarray]:
