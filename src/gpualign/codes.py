@@ -14,6 +14,7 @@ __all__ = [
     "CIGAR_OPS",
     "EDIT_MODE_NAMES",
     "EDIT_TASKS",
+    "SEARCH_TASKS",
     "align_mode",
     "check_task",
     "edit_mode",
@@ -33,6 +34,7 @@ CIGAR_OPS = "=XID"
 
 EDIT_TASKS = ("distance", "locations", "path")
 ALIGN_TASKS = ("score", "end", "path")
+SEARCH_TASKS = ("score", "locations", "path")
 
 _EDIT_MODES = {"global": EDIT_GLOBAL, "nw": EDIT_GLOBAL, "prefix": EDIT_PREFIX,
                "shw": EDIT_PREFIX, "infix": EDIT_INFIX, "hw": EDIT_INFIX}

@@ -241,6 +241,11 @@ MEM_READ_AHEAD = 8
 #: or an iterator are read this many at a time).
 ALIGN_CPU_BATCH_RESIDUES = 1 << 24
 
+#: Database residues per task of the CPU search backend (:func:`gpualign.search`): each task
+#: scores every query against that many residues of consecutive (length-sorted) subjects on
+#: one core, then keeps its best hits.
+SEARCH_CPU_TASK_RESIDUES = 1 << 16
+
 #: Subject symbols per batch of the CPU LCS backend.
 LCS_CPU_BATCH_RESIDUES = 1 << 24
 

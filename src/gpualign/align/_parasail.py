@@ -35,16 +35,31 @@ def available(alphabet_name: str) -> bool:
     return True
 
 
+def matrix(alphabet_symbols: bytes, table: np.ndarray):
+    """The parasail matrix of our substitution ``table`` over the first ``len(table)``
+    symbols of an alphabet (built once per table, then cached)."""
+    size = len(table)
+    return _matrix(alphabet_symbols[:size].decode("ascii"),
+                   np.ascontiguousarray(table, dtype=np.int32).tobytes(), size)
+
+
 @functools.lru_cache(maxsize=16)
 def _matrix(symbols: str, table_bytes: bytes, size: int):
     import parasail
 
     table = np.frombuffer(table_bytes, dtype=np.int32).reshape(size, size)
-    matrix = parasail.matrix_create(symbols, 0, 0)
+    built = parasail.matrix_create(symbols, 0, 0)
     for i in range(size):
         for j in range(size):
-            matrix.set_value(i, j, int(table[i, j]))
-    return matrix
+            built.set_value(i, j, int(table[i, j]))
+    return built
+
+
+def kernel_kind(gap_open: int, gap_extend: int) -> str:
+    """parasail's vectorization to use: ``"striped"``, or ``"scan"`` for linear gaps."""
+    # Striped kernels disagree with the DP when gap_open == gap_extend (measured: most pairs
+    # with linear gaps differ); the prefix-scan kernels agree everywhere.
+    return "scan" if gap_open == gap_extend else "striped"
 
 
 def _border_score(m: int, n: int, mode: int, gap_open: int, gap_extend: int) -> int:
@@ -60,12 +75,8 @@ def scores(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: n
     """Score of every pair (``int64``)."""
     import parasail
 
-    size = len(table)
-    symbols = qset.alphabet.symbols[:size].decode("ascii")
-    matrix = _matrix(symbols, np.ascontiguousarray(table, dtype=np.int32).tobytes(), size)
-    # Striped kernels disagree with the DP when gap_open == gap_extend (measured: most pairs
-    # with linear gaps differ); the prefix-scan kernels agree everywhere.
-    kind = "scan" if gap_open == gap_extend else "striped"
+    scores_of = matrix(qset.alphabet.symbols, table)
+    kind = kernel_kind(gap_open, gap_extend)
     narrow = getattr(parasail, f"{_NAMES[mode]}_{kind}_16")
     wide = getattr(parasail, f"{_NAMES[mode]}_{kind}_32")
     out = np.empty(len(q_index), dtype=np.int64)
@@ -79,9 +90,9 @@ def scores(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: n
                                        gap_open, gap_extend)
                 continue
             query, target = qset[qi], tset[ti]
-            result = narrow(query, target, gap_open, gap_extend, matrix)
+            result = narrow(query, target, gap_open, gap_extend, scores_of)
             if result.saturated:
-                result = wide(query, target, gap_open, gap_extend, matrix)
+                result = wide(query, target, gap_open, gap_extend, scores_of)
             out[p] = result.score
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
