@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .lcs import LcsTop, lcs_length, lcs_length_matrix, lcs_top
     from .mems import MemIndex, Mems, build_index, find_mems
     from .scoring import Scoring
+    from .search import Database, SearchResult, search
     from .sequences import Alphabet, InvalidSymbolError, SequenceSet, get_alphabet
 
 #: The module of every public name. Capabilities are imported when first used, so that a
@@ -36,6 +37,7 @@ _HOMES = {
     "lcs": ("LcsTop", "lcs_length", "lcs_length_matrix", "lcs_top"),
     "mems": ("MemIndex", "Mems", "build_index", "find_mems"),
     "scoring": ("Scoring",),
+    "search": ("Database", "SearchResult", "search"),
     "sequences": ("Alphabet", "InvalidSymbolError", "SequenceSet", "get_alphabet"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
@@ -47,6 +49,7 @@ __all__ = [
     "AllPairs",
     "Alphabet",
     "BackendUnavailableError",
+    "Database",
     "EditMatrix",
     "EditResult",
     "InvalidSymbolError",
@@ -54,6 +57,7 @@ __all__ = [
     "MemIndex",
     "Mems",
     "Scoring",
+    "SearchResult",
     "SequenceFileError",
     "SequenceSet",
     "align",
@@ -68,12 +72,14 @@ __all__ = [
     "lcs_length_matrix",
     "lcs_top",
     "resolve_backend",
+    "search",
 ]
 
 
 class _Package(types.ModuleType):
     """The package module. Importing a subpackage binds it to the package's attribute of the
-    same name; for ``align`` and ``allpairs`` that name is the function, kept as it is."""
+    same name; for ``align``, ``allpairs`` and ``search`` that name is the function, kept as
+    it is."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _HOME_OF and isinstance(value, types.ModuleType):

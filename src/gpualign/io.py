@@ -208,6 +208,10 @@ def _reason(exc: Exception) -> str:
     return str(exc)
 
 
+#: The first bytes of a search database file (``gpualign makedb``; see
+#: :mod:`gpualign.search.database`), which no FASTA/FASTQ reader should take for one.
+DATABASE_MAGIC = b"GPUALIGN-DB\x00"
+
 #: Compressed formats that xopen reads, by file name extension: an empty file with one of
 #: these names is a truncated download or copy, not an empty set of records.
 _COMPRESSED = {".gz": "gzip", ".bgz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zst": "Zstandard"}
@@ -216,8 +220,8 @@ _COMPRESSED = {".gz": "gzip", ".bgz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zs
 def _checked(path: str | os.PathLike) -> str:
     """``path`` as a string, once it is known to be a file that opens and none of the formats
     that dnaio would read or misreport: BAM (dnaio reads unaligned BAM, which gpualign does
-    not promise), CRAM, a zip archive (such as a gpualign MEM index), or an empty file named
-    as compressed (xopen reads an empty .gz as no records)."""
+    not promise), CRAM, a zip archive (such as a gpualign MEM index), a search database, or an
+    empty file named as compressed (xopen reads an empty .gz as no records)."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise SequenceFileError(f"{path}: no such file")
@@ -225,7 +229,7 @@ def _checked(path: str | os.PathLike) -> str:
         raise SequenceFileError(f"{path}: is a directory, not a FASTA/FASTQ file")
     try:
         with open(path, "rb") as handle:
-            head = handle.read(4)
+            head = handle.read(len(DATABASE_MAGIC))
     except OSError as exc:
         raise SequenceFileError(f"{path}: cannot open: {exc.strerror or exc}") from exc
     extension = os.path.splitext(path)[1].lower()
@@ -238,6 +242,9 @@ def _checked(path: str | os.PathLike) -> str:
     if head.startswith((b"BAM\x01", b"CRAM")):
         raise SequenceFileError(f"{path}: BAM/CRAM is not supported: convert with "
                                 "samtools fasta")
+    if head == DATABASE_MAGIC:
+        raise SequenceFileError(f"{path}: a gpualign search database (gpualign makedb), not "
+                                "a FASTA/FASTQ file")
     if head.startswith(b"PK\x03\x04"):
         raise SequenceFileError(f"{path}: a zip archive (a gpualign MEM index?), not a "
                                 "FASTA/FASTQ file")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import inspect
+import io
 import os
 import sys
 import warnings
@@ -153,36 +154,47 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
                         help="no progress bar and no summary line on standard error")
 
 
-def add_scoring_options(parser: argparse.ArgumentParser) -> None:
-    """--match/--mismatch or --matrix, and the gap costs (see :func:`scoring`)."""
-    parser.add_argument("--match", type=int, default=DEFAULT_MATCH,
-                        help="match score (default %(default)s)")
-    parser.add_argument("--mismatch", type=int, default=DEFAULT_MISMATCH,
-                        help="mismatch score (default %(default)s)")
+def add_scoring_options(parser: argparse.ArgumentParser, *,
+                        match: tuple[int, int] = (DEFAULT_MATCH, DEFAULT_MISMATCH),
+                        gaps: tuple[int, int] = (DEFAULT_GAP_OPEN, DEFAULT_GAP_EXTEND),
+                        matrix_gaps: tuple[int, int] = (DEFAULT_MATRIX_GAP_OPEN,
+                                                        DEFAULT_MATRIX_GAP_EXTEND),
+                        ) -> None:
+    """--match/--mismatch or --matrix, and the gap costs (see :func:`scoring`); ``match``,
+    ``gaps`` and ``matrix_gaps`` are the defaults of options left out (left as None in the
+    parsed arguments, so that a command can tell that none was given)."""
+    parser.add_argument("--match", type=int, default=None,
+                        help=f"match score (default {match[0]})")
+    parser.add_argument("--mismatch", type=int, default=None,
+                        help=f"mismatch score (default {match[1]})")
     parser.add_argument("--matrix", metavar="NAME|FILE", default=None,
                         help=f"substitution matrix instead of --match/--mismatch: one of "
                              f"{', '.join(MATRICES)} or an NCBI-format file; implies "
                              "--alphabet protein unless given")
     parser.add_argument("--gap-open", type=int, default=None,
-                        help=f"cost of a gap's first symbol (default {DEFAULT_GAP_OPEN}; "
-                             f"{DEFAULT_MATRIX_GAP_OPEN} with --matrix)")
+                        help=f"cost of a gap's first symbol (default {gaps[0]}; "
+                             f"{matrix_gaps[0]} with --matrix)")
     parser.add_argument("--gap-extend", type=int, default=None,
-                        help=f"cost of each further symbol (default {DEFAULT_GAP_EXTEND}; "
-                             f"{DEFAULT_MATRIX_GAP_EXTEND} with --matrix)")
+                        help=f"cost of each further symbol (default {gaps[1]}; "
+                             f"{matrix_gaps[1]} with --matrix)")
+    parser.set_defaults(scoring_defaults=(match, gaps, matrix_gaps))
 
 
 def scoring(args: argparse.Namespace) -> Scoring:
-    """The Scoring the options describe. Gap costs left out take the defaults of
-    :class:`~gpualign.Scoring` or, with a matrix, of :meth:`Scoring.matrix
-    <gpualign.Scoring.matrix>`."""
-    gaps = {name: value for name, value in (("gap_open", args.gap_open),
-                                            ("gap_extend", args.gap_extend))
-            if value is not None}
+    """The Scoring the options describe; options left out take the defaults that
+    :func:`add_scoring_options` was given (by default those of :class:`~gpualign.Scoring`
+    or, with a matrix, of :meth:`Scoring.matrix <gpualign.Scoring.matrix>`)."""
+    (match, mismatch), gaps, matrix_gaps = args.scoring_defaults
+    gap_open, gap_extend = matrix_gaps if args.matrix is not None else gaps
+    gap_open = gap_open if args.gap_open is None else args.gap_open
+    gap_extend = gap_extend if args.gap_extend is None else args.gap_extend
     if args.matrix is None:
-        return Scoring(match=args.match, mismatch=args.mismatch, **gaps)
+        return Scoring(match=match if args.match is None else args.match,
+                       mismatch=mismatch if args.mismatch is None else args.mismatch,
+                       gap_open=gap_open, gap_extend=gap_extend)
     if os.path.isfile(args.matrix):
-        return Scoring.from_file(args.matrix, **gaps)
-    return Scoring.matrix(args.matrix, **gaps)
+        return Scoring.from_file(args.matrix, gap_open=gap_open, gap_extend=gap_extend)
+    return Scoring.matrix(args.matrix, gap_open=gap_open, gap_extend=gap_extend)
 
 
 # --------------------------------------------------------------------------- inputs
@@ -306,6 +318,16 @@ def open_output(path: str | None) -> Iterator[TextIO]:
         return
     with open(path, "w", encoding="utf-8", newline="\n") as handle:
         yield handle
+
+
+def write_rows(out: TextIO, columns: Sequence[object]) -> None:
+    """Rows as :func:`~gpualign.io.write_tsv` formats them, without its header line (tables
+    written in parts, and formats without one)."""
+    from ..io import write_tsv
+
+    buffer = io.StringIO()
+    write_tsv(buffer, (), columns)  # an empty header is one bare newline
+    out.write(buffer.getvalue()[1:])
 
 
 def plural(count: int, noun: str, plural: str | None = None) -> str:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -32,6 +30,7 @@ from ._common import (
     reading,
     report,
     settle_alphabet,
+    write_rows,
 )
 
 #: Rows of ``gpualign lcs --all`` formatted and written at a time.
@@ -84,14 +83,6 @@ def _changed(path: str, detail: str) -> SequenceFileError:
     return SequenceFileError(f"{path}: changed while being read ({detail}); read it again")
 
 
-def _write_rows(out: TextIO, columns: Sequence[object]) -> None:
-    """Rows as :func:`~gpualign.io.write_tsv` formats them, without its header line (for tables
-    written in parts)."""
-    buffer = io.StringIO()
-    write_tsv(buffer, (), columns)  # an empty header is one bare newline
-    out.write(buffer.getvalue()[1:])
-
-
 def _write_all_rows(out: TextIO, path: str, query: str, query_length: int,
                     lengths: np.ndarray, progress: bool) -> None:
     """Rows of ``gpualign lcs --all`` for one query: the subject names and lengths come from a
@@ -103,7 +94,7 @@ def _write_all_rows(out: TextIO, path: str, query: str, query_length: int,
 
     def flush(end: int) -> None:
         start = end - len(names)
-        _write_rows(out, [[query] * len(names), names, lengths[start:end],
+        write_rows(out, [[query] * len(names), names, lengths[start:end],
                           [query_length] * len(names), sizes])
         bar.update(len(names))
         names.clear()
@@ -178,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         with open_output(args.output) as out:
             write_tsv(out, tables[0][0], [])  # the header, the same for every query
             for _, columns in tables:
-                _write_rows(out, columns)
+                write_rows(out, columns)
         rows = sum(len(top) for top in tops)
         task = f"top {args.top}{'' if with_lcs else ' without strings'}"
 

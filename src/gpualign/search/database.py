@@ -23,12 +23,13 @@ from typing import Any
 
 import numpy as np
 
+from ..io import DATABASE_MAGIC
 from ..sequences import AUTO, Alphabet, SequenceSet, as_sequence_set, get_alphabet
 
 __all__ = ["MAGIC", "Database", "as_database", "best_hits", "is_database_file"]
 
-#: The first bytes of a ``.gpudb`` file.
-MAGIC = b"GPUALIGN-DB\x00"
+#: The first bytes of a ``.gpudb`` file (the FASTA readers refuse such a file by them).
+MAGIC = DATABASE_MAGIC
 _FORMAT = 1
 #: Arrays start at multiples of this in the file (a page: mapped arrays start on one).
 _ALIGNMENT = 4096
