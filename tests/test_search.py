@@ -1,0 +1,423 @@
+"""Database search on every backend: the top-n scores against parasail's 32-bit Smith-Waterman
+(tie-aware) on real proteins and random sequences, against the naive Gotoh oracle on tiny
+inputs, both DNA strands, paths re-scored to the search score, statistics, the E-value
+filter and BLAST's tabular columns; the CPU backend with and without parasail."""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import parasail
+import pytest
+from naive import align_naive, rescore_alignment
+
+from gpualign import Scoring, SequenceSet, config
+from gpualign.align import _parasail
+from gpualign.search import Database, search
+from gpualign.search import _cpu as search_cpu
+from gpualign.search.api import (
+    BLAST6_COLUMNS,
+    blast_bitscore,
+    blast_evalue,
+    default_scoring,
+    reverse_complements,
+)
+from gpualign.search.database import best_hits
+
+DATA = Path(__file__).parent / "data"
+UNIPROT = DATA / "uniprot_200.fasta.gz"  # 200 real proteins (MMseqs2 examples, UniProt)
+
+
+# --------------------------------------------------------------------------- statistics
+
+@dataclass(frozen=True)
+class _StandInParameters:
+    lam: float
+    k: float
+    h: float
+    alpha: float
+    beta: float
+    source: str
+
+
+def _stand_in() -> types.ModuleType:
+    """A tiny stand-in for ``gpualign.search.statistics`` (helper "stats" writes the real
+    one): the contract's functions, parameters for the two default scorings only."""
+    known = {("BLOSUM62", 0, 0, 12, 1): (0.267, 0.041), (None, 2, -3, 7, 2): (0.625, 0.41)}
+
+    def parameters(scoring: Scoring, alphabet_name: str):
+        key = (scoring.matrix_name,
+               *((0, 0) if scoring.matrix_name else (scoring.match, scoring.mismatch)),
+               scoring.gap_open, scoring.gap_extend)
+        if key not in known:
+            return None
+        lam, k = known[key]
+        return _StandInParameters(lam, k, 0.5, 1.0, 0.0, "stand-in")
+
+    def bit_scores(raw, params):
+        return (params.lam * np.asarray(raw, dtype=float) - math.log(params.k)) / math.log(2)
+
+    def evalues(raw, query_lengths, database_residues, database_sequences, params):
+        return (params.k * np.asarray(query_lengths, dtype=float) * database_residues
+                * np.exp(-params.lam * np.asarray(raw, dtype=float)))
+
+    module = types.ModuleType("gpualign.search.statistics")
+    module.parameters, module.bit_scores, module.evalues = parameters, bit_scores, evalues
+    return module
+
+
+@pytest.fixture(autouse=True)
+def statistics(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    """The statistics module: the real one once merged, else the stand-in (in sys.modules
+    for the duration of the test only)."""
+    try:
+        from gpualign.search import statistics as module
+    except ImportError:
+        module = _stand_in()
+        monkeypatch.setitem(sys.modules, "gpualign.search.statistics", module)
+    return module
+
+
+@pytest.fixture
+def small_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CPU tasks of a few residues: many tasks, many merges of their best hits."""
+    monkeypatch.setattr(config, "SEARCH_CPU_TASK_RESIDUES", 40)
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _parasail_scores(queries: SequenceSet, subjects: SequenceSet, scoring: Scoring) -> np.ndarray:
+    """parasail's 32-bit striped Smith-Waterman score of every query with every subject."""
+    table, _ = scoring.table(queries.alphabet)
+    matrix = _parasail.matrix(queries.alphabet.symbols, table)
+    out = np.zeros((len(queries), len(subjects)), dtype=np.int64)
+    for q in range(len(queries)):
+        for s in range(len(subjects)):
+            if queries.lengths[q] and subjects.lengths[s]:
+                out[q, s] = parasail.sw_striped_32(queries[q], subjects[s], scoring.gap_open,
+                                                   scoring.gap_extend, matrix).score
+    return out
+
+
+def _check_top(result, expected: np.ndarray, n: int) -> None:
+    """Tie-aware: each query's reported scores are the multiset of its best ``n`` positive
+    expected scores, and each reported subject scores what is reported."""
+    for q in range(expected.shape[0]):
+        rows = result.query_index == q
+        best = np.sort(expected[q][expected[q] > 0])[::-1][:n]
+        assert sorted(result.score[rows].tolist(), reverse=True) == best.tolist(), q
+        assert expected[q, result.subject_index[rows]].tolist() == result.score[rows].tolist()
+        assert result.rank[rows].tolist() == list(range(1, rows.sum() + 1))
+
+
+def _random_sequences(rng: np.random.Generator, count: int, lengths: tuple[int, int],
+                      symbols: str) -> list[str]:
+    letters = np.frombuffer(symbols.encode(), dtype=np.uint8)
+    return [letters[rng.integers(0, len(letters), rng.integers(*lengths))].tobytes().decode()
+            for _ in range(count)]
+
+
+# --------------------------------------------------------------------------- top scores
+
+def test_top_scores_equal_parasail_on_real_proteins(backend):
+    proteins = SequenceSet.from_file(UNIPROT)
+    queries = proteins.take(np.array([0, 17, 50, 123, 199]))
+    result = search(queries, proteins, n=10, backend=backend)
+    scoring = default_scoring("protein")
+    assert result.scoring == scoring and result.alphabet == "protein"
+    _check_top(result, _parasail_scores(queries, proteins, scoring), 10)
+    # Each query is in the database: its best hit is itself, end to end.
+    first = result.rank == 1
+    assert result.subject_index[first].tolist() == [0, 17, 50, 123, 199]
+
+
+@pytest.mark.parametrize("scoring", [Scoring.matrix("BLOSUM62", gap_open=12, gap_extend=1),
+                                     Scoring.matrix("PAM30", gap_open=10, gap_extend=10),
+                                     Scoring.matrix("BLOSUM45", gap_open=3, gap_extend=1)],
+                         ids=["blosum62", "pam30-linear", "blosum45-cheap-gaps"])
+def test_top_scores_equal_parasail_on_random_proteins(backend, small_tasks, scoring):
+    rng = np.random.default_rng(7)
+    database = _random_sequences(rng, 120, (0, 90), "ARNDCQEGHILKMFPSTWYVBZX*")
+    database += database[:10]  # equal sequences: ties go to the first in the input
+    queries = SequenceSet.from_sequences(_random_sequences(rng, 9, (1, 70), "ACDEFGHIKLMNPQ"),
+                                         "protein")
+    result = search(queries, database, scoring=scoring, n=7, alphabet="protein",
+                    backend=backend)
+    subjects = SequenceSet.from_sequences(database, "protein")
+    _check_top(result, _parasail_scores(queries, subjects, scoring), 7)
+    for q in range(len(queries)):
+        rows = np.flatnonzero(result.query_index == q)
+        key = list(zip((-result.score[rows]).tolist(), result.subject_index[rows].tolist(),
+                       strict=True))
+        assert key == sorted(key)
+
+
+def test_scores_beyond_16_bits_are_exact(backend):
+    """A long self-hit saturates 16-bit lanes: the 32-bit rerun gives the exact score."""
+    rng = np.random.default_rng(3)
+    long = _random_sequences(rng, 1, (7000, 7001), "ACDEFGHIKLMNPQRSTVWY")[0]
+    scoring = default_scoring("protein")
+    result = search([long], [long[:100], long], n=2, scoring=scoring, backend=backend)
+    table, _ = scoring.table("protein")
+    matrix = _parasail.matrix(b"ARNDCQEGHILKMFPSTWYVBZX*", table)
+    expected = parasail.sw_striped_32(long, long, 12, 1, matrix).score
+    assert expected > 1 << 15 and result.score[0] == expected
+
+
+def test_top_scores_against_the_naive_oracle(backend):
+    rng = np.random.default_rng(11)
+    scoring = Scoring(match=3, mismatch=-2, gap_open=4, gap_extend=1)
+    table, _ = scoring.table("dna")
+    database = SequenceSet.from_sequences(_random_sequences(rng, 25, (0, 14), "ACGTN"), "dna")
+    queries = SequenceSet.from_sequences(_random_sequences(rng, 6, (0, 10), "ACGT"), "dna")
+    db = Database.from_set(database)
+    score, subject = _backend_module(backend).top_scores(queries, db, table, 4, 1, 5)
+    for q in range(len(queries)):
+        expected = [align_naive(list(queries.codes_of(q)), list(database.codes_of(s)), table,
+                                4, 1, "local").score for s in range(len(database))]
+        order = sorted(range(len(database)), key=lambda s: (-expected[s], s))[:5]
+        assert score[q].tolist() == [expected[s] for s in order]
+        assert db.order[subject[q]].tolist() == order
+
+
+def _backend_module(backend: str):
+    if backend == "cuda":
+        from gpualign.search import _cuda
+        return _cuda
+    return search_cpu
+
+
+def test_top_scores_pads_rows_of_a_small_database(backend):
+    db = Database.from_sequences(["MKV", "WW"], "protein")
+    queries = SequenceSet.from_sequences(["MKV", ""], "protein")
+    table, _ = default_scoring("protein").table("protein")
+    score, subject = _backend_module(backend).top_scores(queries, db, table, 12, 1, 4)
+    assert score.shape == subject.shape == (2, 4)
+    assert score[0, 2:].tolist() == [-1, -1] and subject[0, 2:].tolist() == [-1, -1]
+    assert score[1, :2].tolist() == [0, 0]  # an empty query aligns nothing
+    result = search(["MKV", ""], db, n=4, backend=backend)  # no hit scores 0
+    assert result.query_index.tolist() == [0] and result.score.tolist() == [14]
+
+
+def test_best_hits_tie_rule():
+    score = np.array([[5, 7, 5, -1], [1, 1, 1, 1]])
+    order = np.array([3, 2, 1, 0])
+    best, chosen = best_hits(score, np.array([0, 1, 2, 3]), order, 3)
+    assert best.tolist() == [[7, 5, 5], [1, 1, 1]]
+    assert chosen.tolist() == [[1, 2, 0], [3, 2, 1]]
+    best, chosen = best_hits(np.array([[4]]), np.array([0]), np.array([0]), 3)
+    assert best.tolist() == [[4, -1, -1]] and chosen.tolist() == [[0, -1, -1]]
+
+
+def test_the_cpu_backend_without_parasail_gives_the_same_hits(small_tasks, monkeypatch):
+    proteins = SequenceSet.from_file(UNIPROT).take(np.arange(40))
+    queries = proteins.take(np.array([3, 30]))
+    expected = _parasail_scores(queries, proteins, default_scoring("protein"))
+    with_parasail = search(queries, proteins, n=6, task="path", backend="cpu")
+    monkeypatch.setitem(sys.modules, "parasail", None)  # the Numba DP scores now
+    assert not _parasail.available("protein")
+    result = search(queries, proteins, n=6, task="path", backend="cpu")
+    _check_top(result, expected, 6)
+    assert result.subject_index.tolist() == with_parasail.subject_index.tolist()
+    assert result.cigar == with_parasail.cigar
+
+
+# --------------------------------------------------------------------------- paths
+
+@pytest.mark.parametrize("task", ["locations", "path"])
+def test_paths_rescore_to_the_search_score(backend, task):
+    proteins = SequenceSet.from_file(UNIPROT)
+    queries = proteins.take(np.array([5, 77]))
+    scoring = default_scoring("protein")
+    result = search(queries, proteins, n=8, task=task, backend=backend)
+    table, _ = scoring.table("protein")
+    assert (result.query_end > result.query_start).all()
+    assert (result.subject_end > result.subject_start).all()
+    if task == "locations":
+        assert result.cigar is None and result.identity is None
+        return
+    for p in range(len(result)):
+        query = list(queries.codes_of(int(result.query_index[p])))
+        subject = list(proteins.codes_of(int(result.subject_index[p])))
+        score, q_end, s_end = rescore_alignment(
+            query, subject, int(result.query_start[p]), int(result.subject_start[p]),
+            result.cigar[p], table, 12, 1, None)
+        assert (score, q_end, s_end) == (result.score[p], result.query_end[p],
+                                         result.subject_end[p])
+        columns = result.alignment_length[p]
+        assert columns == sum(int(length) for length in re.findall(r"\d+", result.cigar[p]))
+        assert result.identity[p] == pytest.approx(
+            (columns - result.mismatches[p] - _gap_columns(result.cigar[p])) / columns)
+
+
+def _gap_columns(cigar: str) -> int:
+    return sum(int(length) for length, op in re.findall(r"(\d+)([ID])", cigar))
+
+
+def test_score_task_leaves_coordinates_out(backend):
+    result = search(["MKVLAAGIVGAW"], ["MEEPQSDPSV", "MKVLATGIVGAWT", "GGGG"], backend=backend)
+    assert result.subject_index.tolist() == [1, 0, 2]  # GGGG: one G scores 6
+    assert result.query_start.tolist() == result.subject_end.tolist() == [-1, -1, -1]
+    assert result.cigar is None and result.mismatches is None
+    header, columns = result.table(["q"], ["a", "b", "c"])
+    assert columns[header.index("cigar")] == [None] * 3
+    assert columns[header.index("query_start")] == [None] * 3
+
+
+# --------------------------------------------------------------------------- DNA
+
+def test_dna_reverse_complement_plant_is_found_on_minus(backend):
+    rng = np.random.default_rng(5)
+    query = _random_sequences(rng, 1, (60, 61), "ACGT")[0]
+    planted = reverse_complements(SequenceSet.from_sequences([query[10:50]], "dna"))[0]
+    background = _random_sequences(rng, 30, (80, 200), "ACGT")
+    subject = background[7][:20] + planted + background[7][20:]
+    database = background[:7] + [subject] + background[8:]
+    result = search([query], database, n=3, task="path", backend=backend)
+    assert result.subject_index[0] == 7 and result.strand[0] == "-"
+    assert result.score[0] >= 2 * 40  # the 40 planted bases at +2 each
+    # The plant, and perhaps a base or two of the flanks that happen to match.
+    q_start, q_end = int(result.query_start[0]), int(result.query_end[0])
+    s_start, s_end = int(result.subject_start[0]), int(result.subject_end[0])
+    assert 5 <= q_start <= 10 and 50 <= q_end <= 55
+    assert 15 <= s_start <= 20 and 60 <= s_end <= 65
+    assert (10 - q_start, q_end - 50) == (s_end - 60, 20 - s_start)  # reversed flanks
+    # The CIGAR aligns the query's reverse complement with the subject.
+    minus_query = reverse_complements(SequenceSet.from_sequences([query], "dna"))
+    table, _ = default_scoring("dna").table("dna")
+    score, _, _ = rescore_alignment(list(minus_query.codes_of(0)),
+                                    list(SequenceSet.from_sequences([subject]).codes_of(0)),
+                                    60 - int(result.query_end[0]),
+                                    int(result.subject_start[0]), result.cigar[0], table, 7, 2)
+    assert score == result.score[0]
+    header, columns = result.blast6_columns(["q"], [str(k) for k in range(len(database))])
+    row = {name: column[0] for name, column in zip(header, columns, strict=True)}
+    assert (row["qstart"], row["qend"], row["sstart"], row["send"]) == (q_start + 1, q_end,
+                                                                        s_end, s_start + 1)
+
+
+def test_dna_both_strands_against_the_naive_oracle(backend):
+    rng = np.random.default_rng(9)
+    database = _random_sequences(rng, 20, (0, 16), "ACGT")
+    queries = SequenceSet.from_sequences(_random_sequences(rng, 4, (1, 9), "ACGT"), "dna")
+    scoring = default_scoring("dna")
+    table, _ = scoring.table("dna")
+    subjects = SequenceSet.from_sequences(database, "dna")
+    minus = reverse_complements(queries)
+    result = search(queries, database, n=6, backend=backend)
+    for q in range(len(queries)):
+        candidates = []
+        for strand, sequences in ((0, queries), (1, minus)):
+            for s in range(len(subjects)):
+                score = align_naive(list(sequences.codes_of(q)), list(subjects.codes_of(s)),
+                                    table, 7, 2, "local").score
+                if score > 0:
+                    candidates.append((-score, s, strand))
+        expected = sorted(candidates)[:6]
+        rows = result.query_index == q
+        got = list(zip((-result.score[rows]).tolist(), result.subject_index[rows].tolist(),
+                       (result.strand[rows] == "-").astype(int).tolist(), strict=True))
+        assert got == expected
+
+
+def test_reverse_complements():
+    sets = SequenceSet.from_sequences(["ACGTN", "", "AAC"], "dna")
+    assert [reverse_complements(sets)[k] for k in range(3)] == ["NACGT", "", "GTT"]
+
+
+# --------------------------------------------------------------------------- statistics
+
+def test_bit_scores_and_evalues_come_from_the_statistics(statistics, backend):
+    proteins = SequenceSet.from_file(UNIPROT)
+    queries = proteins.take(np.array([1, 2]))
+    result = search(queries, proteins, n=5, backend=backend)
+    params = statistics.parameters(default_scoring("protein"), "protein")
+    assert result.statistics == params
+    np.testing.assert_allclose(result.bitscore, statistics.bit_scores(result.score, params))
+    np.testing.assert_allclose(result.evalue, statistics.evalues(
+        result.score, queries.lengths[result.query_index], int(proteins.lengths.sum()),
+        len(proteins), params))
+
+
+def test_evalue_filter_keeps_the_hits_within_it(backend):
+    proteins = SequenceSet.from_file(UNIPROT)
+    queries = proteins.take(np.array([8, 9, 10]))
+    everything = search(queries, proteins, n=20, backend=backend)
+    cutoff = float(np.median(everything.evalue))
+    kept = search(queries, proteins, n=20, evalue=cutoff, backend=backend)
+    assert 0 < len(kept) < len(everything) and (kept.evalue <= cutoff).all()
+    within = everything.evalue <= cutoff
+    assert kept.subject_index.tolist() == everything.subject_index[within].tolist()
+    assert kept.query_index.tolist() == everything.query_index[within].tolist()
+    for q in range(3):
+        rows = kept.query_index == q
+        assert kept.rank[rows].tolist() == list(range(1, rows.sum() + 1))
+
+
+def test_no_statistics_no_evalue(backend):
+    odd = Scoring(match=7, mismatch=-13, gap_open=40, gap_extend=1)
+    result = search(["ACGTACGTTT"], ["TTACGTACGTTTGG"], scoring=odd, backend=backend)
+    assert result.statistics is None
+    assert np.isnan(result.evalue).all() and np.isnan(result.bitscore).all()
+    header, columns = result.table(["q"], ["s"])
+    assert columns[header.index("evalue")] == [None] * len(result)
+    with pytest.raises(ValueError, match=r"^evalue=0\.1: no published Karlin-Altschul "
+                                         r"parameters for match \+7"):
+        search(["ACGT"], ["ACGT"], scoring=odd, evalue=0.1, backend=backend)
+
+
+@pytest.mark.parametrize("kwargs,error,message", [
+    ({"n": 0}, ValueError, "n must be >= 1"),
+    ({"n": 2.5}, TypeError, "n must be an integer"),
+    ({"task": "end"}, ValueError, "task='end': expected one of score, locations, path"),
+    ({"evalue": 0}, ValueError, "evalue must be a number > 0"),
+    ({"evalue": "1e-3"}, ValueError, "evalue must be a number > 0"),
+    ({"scoring": "BLOSUM62"}, TypeError, "scoring must be a gpualign.Scoring"),
+])
+def test_argument_checks(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        search(["MKV"], ["MKV"], backend="cpu", **kwargs)
+
+
+def test_default_scorings_are_blasts():
+    assert default_scoring("protein") == Scoring.matrix("BLOSUM62", gap_open=12, gap_extend=1)
+    assert default_scoring("dna") == Scoring(match=2, mismatch=-3, gap_open=7, gap_extend=2)
+
+
+# --------------------------------------------------------------------------- BLAST tabular
+
+def test_blast_number_formats():
+    assert [blast_evalue(e) for e in (0.0, 1e-181, 2.4e-150, 9.9e-100, 8.5e-4, 0.0009,
+                                      0.05, 0.5, 5.0, 42.0)] == \
+        ["0.0", "0.0", "2e-150", "1e-99", "8e-04", "0.001", "0.050", "0.50", "5.0", "   42"]
+    assert [blast_bitscore(b) for b in (0.5, 99.9, 99.95, 150.7, 9999.0, 10000.5)] == \
+        [" 0.5", "99.9", "  99", " 150", "9999", "1.000e+04"]
+
+
+def test_blast6_columns(backend):
+    proteins = SequenceSet.from_file(UNIPROT)
+    queries = proteins.take(np.array([4]))
+    result = search(queries, proteins, n=5, task="path", backend=backend)
+    header, columns = result.blast6_columns(queries.names, proteins.names)
+    assert header == BLAST6_COLUMNS
+    rows = [dict(zip(header, row, strict=True)) for row in zip(*columns, strict=True)]
+    for p, row in enumerate(rows):
+        assert row["qseqid"] == queries.names[0]
+        assert row["sseqid"] == proteins.names[result.subject_index[p]]
+        assert row["pident"] == f"{100 * result.identity[p]:.3f}"
+        assert row["length"] == result.alignment_length[p]
+        assert (row["qstart"], row["qend"]) == (result.query_start[p] + 1,
+                                                result.query_end[p])
+        assert (row["sstart"], row["send"]) == (result.subject_start[p] + 1,
+                                                result.subject_end[p])
+        assert row["evalue"] == blast_evalue(result.evalue[p])
+        assert row["bitscore"] == blast_bitscore(result.bitscore[p])
+    assert rows[0]["pident"] == "100.000"  # the query itself
+    with pytest.raises(ValueError, match="needs task='path'"):
+        search(queries, proteins, n=1, backend=backend).blast6_columns(["q"], proteins.names)
