@@ -20,6 +20,7 @@ from gpualign import MemIndex, Scoring, SequenceFileError, SequenceSet, build_in
 from gpualign.cli import main
 from gpualign.io import read_records
 from gpualign.mems.index import MAX_KMER_SIZE, default_kmer_size
+from gpualign.search import Database
 
 FASTA = "".join(f">r{number}\n{'ACGTTGCAAC' * 12}\n" for number in range(300)).encode()
 
@@ -31,6 +32,12 @@ def _random_bytes(size: int) -> bytes:
 def _index_bytes(tmp_path: Path) -> bytes:
     path = tmp_path / "whole.gpuidx"
     build_index(["ACGTTGCA" * 40, "TTGACCA" * 30], backend="cpu").save(path)
+    return path.read_bytes()
+
+
+def _database_bytes(tmp_path: Path) -> bytes:
+    path = tmp_path / "whole.gpudb"
+    Database.from_sequences(["MKVLAAGIVGAW", "MEEPQSDPSV"]).save(path)
     return path.read_bytes()
 
 
@@ -50,6 +57,7 @@ BAD_FILES: dict[str, tuple[Callable[[Path], bytes], str]] = {
     "cut.fa.xz": (lambda tmp: lzma.compress(FASTA)[:400], "cannot read"),
     "cut.fq": (lambda tmp: b"@q1\nACGT\n+\nIIII\n@q2\nACGT\n+\n", "Premature end of file"),
     "cut.gpuidx": (lambda tmp: _index_bytes(tmp)[:1000], "gpualign MEM index"),
+    "cut.gpudb": (lambda tmp: _database_bytes(tmp)[:100], "gpualign search database"),
 }
 
 GOOD = [("g0", "ACGTTGCAACGTAGGCTA"), ("g1", "TTGACCAGTACCATGACG")]
@@ -68,6 +76,9 @@ COMMANDS = [
     ["mems", "BAD", "GOOD"],
     ["mems", "GOOD", "BAD"],
     ["index", "BAD", "-o", "OUT"],
+    ["search", "BAD", "GOOD"],
+    ["search", "GOOD", "BAD"],
+    ["makedb", "BAD", "-o", "OUT"],
 ]
 
 

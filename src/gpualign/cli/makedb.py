@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import time
 
+from ..backend import resolve_backend
 from ._common import (
+    add_backend_option,
     add_encoding_options,
     check_output,
     describe_alphabet,
@@ -35,6 +37,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="DB.gpudb",
                         help="where to write the database (a file: it is memory-mapped)")
     add_encoding_options(parser)
+    add_backend_option(parser)
     parser.add_argument("-q", "--quiet", action="store_true", help="no summary line")
 
 
@@ -46,11 +49,13 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "-":
         raise ValueError("-o -: a database is memory-mapped from a file; give a file name")
     check_output(args.output)
+    backend = resolve_backend(args.backend)  # where the FASTA is parsed
     settle_alphabet(args, args.fasta)
     with reading(args.fasta):
-        database = Database.from_file(args.fasta, args.alphabet, invalid=args.invalid)
+        database = Database.from_file(args.fasta, args.alphabet, invalid=args.invalid,
+                                      parser=backend)
     database.save(args.output)
     report(args, f"{plural(len(database), 'sequence')}, {database.residues} residues, "
                  f"{describe_alphabet(args)} -> {args.output} in "
-                 f"{time.perf_counter() - began:.2f} s")
+                 f"{time.perf_counter() - began:.2f} s (backend {backend})")
     return 0

@@ -115,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         settle_alphabet(args, args.queries, args.database)
         with reading(args.database):
-            database = Database.from_file(args.database, args.alphabet, invalid=args.invalid)
+            database = Database.from_file(args.database, args.alphabet, invalid=args.invalid,
+                                          parser=backend)
     queries = read_sequences(args.queries, args)
     if len(queries) == 0:
         raise ValueError(f"{args.queries}: no records: QUERIES must hold at least one "

@@ -82,11 +82,13 @@ class Database:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, alphabet: str | Alphabet = AUTO, *,
-                  duplicates: str | None = None, invalid: str = "error") -> Database:
+                  duplicates: str | None = None, invalid: str = "error",
+                  parser: str = "cpu") -> Database:
         """Read a FASTA/FASTQ file (plain, .gz, .bz2, .xz) as :meth:`SequenceSet.from_file
-        <gpualign.SequenceSet.from_file>` does (``alphabet``, ``invalid``, ``duplicates``)."""
+        <gpualign.SequenceSet.from_file>` does (``alphabet``, ``invalid``, ``duplicates``,
+        ``parser``)."""
         return cls.from_set(SequenceSet.from_file(path, alphabet, invalid=invalid,
-                                                  duplicates=duplicates))
+                                                  parser=parser, duplicates=duplicates))
 
     @classmethod
     def from_sequences(cls, sequences: Iterable[Any], alphabet: str | Alphabet = AUTO, *,
@@ -192,12 +194,14 @@ def _split(data: np.ndarray, offsets: np.ndarray) -> list[str]:
 
 
 def is_database_file(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a file that starts as a ``.gpudb`` does (OSError when it cannot be
-    read), so that a damaged database is reported as one rather than read as FASTA."""
-    if not os.path.isfile(path):
+    """Whether ``path`` is a file that starts as a ``.gpudb`` does, so that a damaged database
+    is reported as one rather than read as FASTA (False for what cannot be read: the FASTA
+    reader says why)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(MAGIC)) == MAGIC
+    except OSError:
         return False
-    with open(path, "rb") as handle:
-        return handle.read(len(MAGIC)) == MAGIC
 
 
 def as_database(database: Any, alphabet: str | Alphabet = AUTO, *,
