@@ -237,14 +237,14 @@ def default_scoring(alphabet: str | Alphabet) -> Scoring:
     return Scoring(match=2, mismatch=-3, gap_open=7, gap_extend=2)
 
 
-def _backend(backend: str):
-    """The backend module for ``backend``: imported on first use, so a CUDA run never loads
-    Numba."""
+def _top_scores(backend: str):
+    """The ``top_scores`` of the backend module for ``backend``: imported on first use, so a
+    CUDA run never loads Numba."""
     if resolve_backend(backend) == "cuda":
-        from . import _cuda
-        return _cuda
-    from . import _cpu
-    return _cpu
+        from ._cuda import top_scores
+        return top_scores
+    from ._cpu import top_scores
+    return top_scores
 
 
 def _inputs(queries: Any, database: Any, alphabet: str | Alphabet, invalid: str,
@@ -364,7 +364,7 @@ def search(queries: Any, database: Any, *, scoring: Scoring | None = None, n: in
         raise ValueError(f"evalue must be a number > 0 (got {evalue!r})")
     if scoring is not None and not isinstance(scoring, Scoring):
         raise TypeError(f"scoring must be a gpualign.Scoring, got {type(scoring).__name__}")
-    engine = _backend(backend)
+    top_scores = _top_scores(backend)
     qset, db = _inputs(queries, database, alphabet, invalid,
                        matrix=scoring is not None and scoring.matrix_scores is not None)
     scoring = default_scoring(db.alphabet) if scoring is None else scoring
@@ -382,8 +382,8 @@ def search(queries: Any, database: Any, *, scoring: Scoring | None = None, n: in
     table, _ = scoring.table(db.alphabet)
     cells = int(searched.lengths.sum()) * db.residues
     with Progress(cells, progress, "search", "cell") as counter:
-        top, subject = engine.top_scores(searched, db, table, scoring.gap_open,
-                                         scoring.gap_extend, n, counter)
+        top, subject = top_scores(searched, db, table, scoring.gap_open,
+                                  scoring.gap_extend, n, counter)
     strand = np.zeros_like(top)
     if dna:
         top, subject, strand = _merge_strands(top, subject, db.order, n)
