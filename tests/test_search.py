@@ -5,6 +5,7 @@ filter and BLAST's tabular columns; the CPU backend with and without parasail.""
 
 from __future__ import annotations
 
+import doctest
 import math
 import re
 import sys
@@ -21,6 +22,8 @@ from gpualign import Scoring, SequenceSet, config
 from gpualign.align import _parasail
 from gpualign.search import Database, search
 from gpualign.search import _cpu as search_cpu
+from gpualign.search import api as search_api
+from gpualign.search import database as search_database
 from gpualign.search.api import (
     BLAST6_COLUMNS,
     blast_bitscore,
@@ -124,6 +127,21 @@ def _random_sequences(rng: np.random.Generator, count: int, lengths: tuple[int, 
 
 
 # --------------------------------------------------------------------------- top scores
+
+@pytest.mark.parametrize("module", [search_api, search_database, search_cpu],
+                         ids=["api", "database", "cpu"])
+def test_docstring_examples(module):
+    assert doctest.testmod(module, raise_on_error=True,
+                           optionflags=doctest.NORMALIZE_WHITESPACE).attempted > 0
+
+
+def test_progress_counts_the_cells_of_both_strands(backend):
+    seen = []
+    result = search(["ACGTAC", "GGT"], ["ACGTTTGA", "CCA"], backend=backend,
+                    progress=lambda done, total: seen.append((done, total)))
+    assert result.cells == 2 * (6 + 3) * (8 + 3)
+    assert seen and seen[-1] == (result.cells, result.cells)
+
 
 def test_top_scores_equal_parasail_on_real_proteins(backend):
     proteins = SequenceSet.from_file(UNIPROT)
