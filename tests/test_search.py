@@ -223,6 +223,12 @@ def test_top_scores_pads_rows_of_a_small_database(backend):
     assert result.query_index.tolist() == [0] and result.score.tolist() == [14]
 
 
+def test_nothing_to_search(backend):
+    assert len(search(SequenceSet.from_sequences([], "dna"), ["ACGT"], backend=backend)) == 0
+    assert len(search(["ACGT"], Database.from_sequences([], "dna"), backend=backend)) == 0
+    assert len(search(["AAAA"], ["", "GGGG"], task="path", backend=backend)) == 0
+
+
 def test_best_hits_tie_rule():
     score = np.array([[5, 7, 5, -1], [1, 1, 1, 1]])
     order = np.array([3, 2, 1, 0])

@@ -26,7 +26,7 @@ from ..sequences import (
     get_alphabet,
     resolve_alphabet,
 )
-from .database import Database, as_database, is_database_file
+from .database import Database, as_database, input_positions, is_database_file
 
 __all__ = ["BLAST6_COLUMNS", "SEARCH_COLUMNS", "SearchResult", "default_scoring", "search"]
 
@@ -307,8 +307,7 @@ def _merge_strands(score: np.ndarray, subject: np.ndarray, order: np.ndarray,
     score = np.concatenate((score[:count], score[count:]), axis=1)
     subject = np.concatenate((subject[:count], subject[count:]), axis=1)
     strand = np.broadcast_to(np.repeat(np.array([0, 1], dtype=np.int64), n), score.shape)
-    tie = np.where(subject >= 0, order[np.maximum(subject, 0)], np.iinfo(np.int64).max)
-    ranked = np.lexsort((strand, tie, -score), axis=-1)[:, :n]
+    ranked = np.lexsort((strand, input_positions(subject, order), -score), axis=-1)[:, :n]
     return tuple(np.take_along_axis(values, ranked, axis=1)
                  for values in (score, subject, strand))
 

@@ -26,7 +26,8 @@ import numpy as np
 from ..io import DATABASE_MAGIC
 from ..sequences import AUTO, Alphabet, SequenceSet, as_sequence_set, get_alphabet
 
-__all__ = ["MAGIC", "Database", "as_database", "best_hits", "is_database_file"]
+__all__ = ["MAGIC", "Database", "as_database", "best_hits", "input_positions",
+           "is_database_file"]
 
 #: The first bytes of a ``.gpudb`` file (the FASTA readers refuse such a file by them).
 MAGIC = DATABASE_MAGIC
@@ -224,6 +225,19 @@ def as_database(database: Any, alphabet: str | Alphabet = AUTO, *,
                                              role="database"))
 
 
+def input_positions(subject: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """The input index of each sorted position in ``subject``, and for -1 (no candidate) one
+    after every input index, so that no candidate sorts last on ties.
+
+    Examples
+    --------
+    >>> input_positions(np.array([1, -1, 0]), np.array([5, 3])).tolist() == [3, 2**63 - 1, 5]
+    True
+    """
+    # Index -1 takes the appended last entry.
+    return np.append(np.asarray(order, dtype=np.int64), np.iinfo(np.int64).max)[subject]
+
+
 def best_hits(score: np.ndarray, subject: np.ndarray, order: np.ndarray,
               n: int) -> tuple[np.ndarray, np.ndarray]:
     """The best ``n`` of each row: the contract's top-n rule, shared by the backends.
@@ -252,10 +266,7 @@ def best_hits(score: np.ndarray, subject: np.ndarray, order: np.ndarray,
     score = np.asarray(score, dtype=np.int64)
     rows = score.shape[0]
     subject = np.broadcast_to(np.asarray(subject, dtype=np.int64), score.shape)
-    # No candidate sorts last: after every subject of the input.
-    tie = np.where(subject >= 0, np.asarray(order, dtype=np.int64)[np.maximum(subject, 0)],
-                   np.iinfo(np.int64).max)
-    ranked = np.lexsort((tie, -score), axis=-1)[:, :n]
+    ranked = np.lexsort((input_positions(subject, order), -score), axis=-1)[:, :n]
     best = np.full((rows, n), -1, dtype=np.int64)
     chosen = np.full((rows, n), -1, dtype=np.int64)
     width = ranked.shape[1]
