@@ -226,7 +226,8 @@ def default_scoring(alphabet: str | Alphabet) -> Scoring:
     ``gap_extend = X``. Proteins: BLOSUM62 with BLAST's 11/1 (``gap_open=12``,
     ``gap_extend=1``); DNA (and bytes): blastn's ``-task blastn`` defaults, +2/-3 with gaps
     5/2 (``gap_open=7``, ``gap_extend=2``), which have published Karlin-Altschul parameters
-    (megablast's 1/-2 with linear gaps do not).
+    (NCBI's table for +2/-3 lists 5/2; megablast's +1/-2 uses non-affine greedy gaps of 2.5 a
+    base, which integer gap costs cannot express).
 
     Examples
     --------
