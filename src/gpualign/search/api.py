@@ -405,8 +405,7 @@ def search(queries: Any, database: Any, *, scoring: Scoring | None = None, n: in
         query_index, score, subject, strand, lengths, bits, expect = (
             values[passed] for values in (query_index, score, subject, strand, lengths, bits,
                                           expect))
-    # Filtering drops a row's tail only (scores and E-values fall together along a row), so
-    # ranks count up from 1 in every row.
+    # A hit's rank: its position among its query's hits (those are consecutive, best first).
     starts = np.searchsorted(query_index, query_index, side="left")
     rank = np.arange(len(query_index), dtype=np.int64) - starts + 1
     result = SearchResult(
