@@ -11,9 +11,11 @@ parasail, the Numba DP of :mod:`gpualign.align` scores each task's pairs on ever
 
 from __future__ import annotations
 
+import collections
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
 
@@ -26,6 +28,10 @@ from ..sequences import SequenceSet
 from .database import Database, best_hits
 
 __all__ = ["top_scores"]
+
+T = TypeVar("T")
+#: Tasks submitted ahead per thread: enough to keep every thread busy.
+_TASKS_IN_FLIGHT_PER_THREAD = 4
 
 
 def top_scores(queries: SequenceSet, database: Database, table: np.ndarray, gap_open: int,
@@ -62,11 +68,14 @@ def top_scores(queries: SequenceSet, database: Database, table: np.ndarray, gap_
     simd = _parasail.available(database.alphabet.name)
     score_block = (_parasail_block if simd else _numba_block)(
         queries, database.sequences, table, gap_open, gap_extend)
-    for (lo, hi), scores in _run(score_block, _tasks(offsets, config.SEARCH_CPU_TASK_RESIDUES),
-                                 threaded=simd):
-        block_best, block_chosen = best_hits(scores, np.arange(lo, hi, dtype=np.int64),
-                                             database.order, n)
-        best, chosen = best_hits(np.concatenate((best, block_best), axis=1),
+
+    def block_best(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        return best_hits(score_block(lo, hi), np.arange(lo, hi, dtype=np.int64),
+                         database.order, n)
+
+    for (lo, hi), (block_score, block_chosen) in _run(
+            block_best, _tasks(offsets, config.SEARCH_CPU_TASK_RESIDUES), threaded=simd):
+        best, chosen = best_hits(np.concatenate((best, block_score), axis=1),
                                  np.concatenate((chosen, block_chosen), axis=1),
                                  database.order, n)
         if progress is not None:
@@ -84,17 +93,26 @@ def _tasks(offsets: np.ndarray, residues: int) -> list[tuple[int, int]]:
     return [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-def _run(score_block: Callable[[int, int], np.ndarray], tasks: list[tuple[int, int]],
-         threaded: bool) -> Iterator[tuple[tuple[int, int], np.ndarray]]:
-    """``score_block`` of every task with its range, in task order: on a thread per core
-    (``threaded``), or one after the other (a block that runs on every core itself)."""
+def _run(work: Callable[[int, int], T], tasks: list[tuple[int, int]],
+         threaded: bool) -> Iterator[tuple[tuple[int, int], T]]:
+    """``work`` of every task with its range, in task order: on a thread per core
+    (``threaded``; a few tasks per thread in flight, so that finished results wait in bounded
+    memory), or one after the other (work that runs on every core itself)."""
     if not threaded:
         for task in tasks:
-            yield task, score_block(*task)
+            yield task, work(*task)
         return
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
-                            thread_name_prefix="gpualign-search") as pool:
-        yield from zip(tasks, pool.map(lambda task: score_block(*task), tasks), strict=True)
+    threads = os.cpu_count() or 1
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gpualign-search") as pool:
+        pending: collections.deque = collections.deque()
+        for task in tasks:
+            pending.append((task, pool.submit(work, *task)))
+            if len(pending) >= _TASKS_IN_FLIGHT_PER_THREAD * threads:
+                done, future = pending.popleft()
+                yield done, future.result()
+        while pending:
+            done, future = pending.popleft()
+            yield done, future.result()
 
 
 def _parasail_block(queries: SequenceSet, subjects: SequenceSet, table: np.ndarray,
