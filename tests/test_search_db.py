@@ -165,6 +165,13 @@ def test_search_dna_with_scoring_options(tmp_path, capsys):
     assert "match +1, mismatch -2, gap open 7, extend 2" in captured.err
 
 
+def test_protein_gap_options_keep_blosum62(tmp_path, capsys):
+    queries = _write_queries(tmp_path, [3])
+    assert main(["search", str(queries), str(UNIPROT), "--gap-open", "10", "-n", "1",
+                 "--backend", "cpu", "-o", str(tmp_path / "out.tsv")]) == 0
+    assert "BLOSUM62, gap open 10, extend 1" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv,message", [
     (["search", "QUERIES", "DB", "--evalue", "0"], "argument --evalue: must be > 0, got 0"),
     (["search", "QUERIES", "DB", "-n", "0"], "argument -n/--max-hits: must be >= 1, got 0"),

@@ -41,7 +41,8 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:
                     "database (a FASTA/FASTQ file, or a .gpudb file from gpualign makedb); "
                     "DNA on both strands. Keeps the -n best hits of each query, with bit "
                     "score and E-value (Karlin-Altschul, published parameters). Without "
-                    "scoring options: BLOSUM62 with BLAST's gaps 11/1 for proteins (gpualign "
+                    "scoring options: BLOSUM62 (also with gap options alone) with BLAST's "
+                    "gaps 11/1 for proteins (gpualign "
                     "--gap-open 12 --gap-extend 1: a gap of length L costs gap-open + "
                     "(L-1)*gap-extend, BLAST's existence + L*extension), +2/-3 with BLAST's "
                     "5/2 for DNA (--gap-open 7 --gap-extend 2). Writes a TSV table (query, "
@@ -101,12 +102,13 @@ def run(args: argparse.Namespace) -> int:
     began = time.perf_counter()
     given = any(value is not None for value in (args.match, args.mismatch, args.matrix,
                                                 args.gap_open, args.gap_extend))
-    scheme = scoring(args) if given else None  # bad matrices fail before any reading
+    if given:
+        scoring(args)  # bad matrices and gap costs fail before any reading
     backend = resolve_backend(args.backend)
     task = "path" if args.format == "blast6" else args.task
     check_output(args.output)
-    if is_database_file(args.database):
-        database = Database.open(args.database)
+    database = Database.open(args.database) if is_database_file(args.database) else None
+    if database is not None:
         args.alphabet_inferred = False
         if args.alphabet not in ("auto", database.alphabet.name):
             raise ValueError(f"--alphabet {args.alphabet}: {args.database} is a "
@@ -114,6 +116,11 @@ def run(args: argparse.Namespace) -> int:
         args.alphabet = database.alphabet.name
     else:
         settle_alphabet(args, args.queries, args.database)
+    if args.alphabet == "protein" and args.matrix is None and args.match is None and \
+            args.mismatch is None:
+        args.matrix = "BLOSUM62"  # proteins given only gap costs: BLAST's matrix with them
+    scheme = scoring(args) if given else None
+    if database is None:
         with reading(args.database):
             database = Database.from_file(args.database, args.alphabet, invalid=args.invalid,
                                           parser=backend)
