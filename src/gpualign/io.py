@@ -18,8 +18,8 @@ import numpy as np
 from .cigar import count_ops
 from .formats import name_hashes
 
-__all__ = ["DuplicateNameError", "DuplicateNameWarning", "SequenceFileError", "read_packed",
-           "read_records", "write_tsv"]
+__all__ = ["DuplicateNameError", "DuplicateNameWarning", "SequenceFileError", "joined_utf8",
+           "read_packed", "read_records", "write_tsv"]
 
 
 class SequenceFileError(ValueError):
@@ -104,7 +104,7 @@ class _Names:
                 self.count += len(names)
                 return names
             if hashes is None:
-                hashes = np.sort(name_hashes(*_joined(names)))
+                hashes = np.sort(name_hashes(*joined_utf8(names)))
             if not self._hash_met(hashes):  # ... and no name met before
                 self._add_run(hashes)
                 self.order.extend(names)
@@ -368,7 +368,7 @@ def _blocks(path: str | os.PathLike, backend: str, hash_names: bool = False,
         names, notes, sequences = (list(column) for column in zip(*chunk, strict=True))
         yield (names, notes, "".join(sequences).encode("latin-1", errors="replace"),
                np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences)),
-               np.sort(name_hashes(*_joined(names))) if hash_names else None)
+               np.sort(name_hashes(*joined_utf8(names))) if hash_names else None)
 
 
 def _fasta_blocks(path: str | os.PathLike, parsed: list[int], backend: str = "cpu",
@@ -483,8 +483,8 @@ def write_mummer(out: IO[str], mems: Any, strands: str, *, four_columns: bool | 
     query), and written at once."""
     four = len(mems.reference_names) > 1 if four_columns is None else four_columns
     width = max((len(name) for name in mems.reference_names), default=0)
-    names, name_offsets = _joined(mems.query_names)
-    labels, label_offsets = _joined([f"  {name:<{width}}  " if four else ""
+    names, name_offsets = joined_utf8(mems.query_names)
+    labels, label_offsets = joined_utf8([f"  {name:<{width}}  " if four else ""
                                      for name in mems.reference_names])
     bounds = np.zeros(len(mems.query_names) + 1, dtype=np.int64)  # MEMs are in query order
     np.cumsum(np.bincount(mems.query_index, minlength=len(mems.query_names)), out=bounds[1:])
@@ -501,7 +501,7 @@ def write_mummer(out: IO[str], mems: Any, strands: str, *, four_columns: bool | 
         out.write(text.tobytes().decode("utf-8"))
 
 
-def _joined(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def joined_utf8(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """UTF-8 bytes of ``strings`` concatenated, and their ``int64`` offsets."""
     data = "".join(strings).encode("utf-8")
     offsets = np.zeros(len(strings) + 1, dtype=np.int64)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..io import DATABASE_MAGIC
+from ..io import DATABASE_MAGIC, joined_utf8
 from ..sequences import AUTO, Alphabet, SequenceSet, as_sequence_set, get_alphabet
 
 __all__ = ["MAGIC", "Database", "as_database", "best_hits", "input_positions",
@@ -107,7 +107,7 @@ class Database:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the database to ``path`` (a ``.gpudb`` file: see the module's description)."""
-        name_bytes, name_offsets = _joined(self.sequences.names)
+        name_bytes, name_offsets = joined_utf8(self.sequences.names)
         arrays = {"codes": self.sequences.codes, "offsets": self.sequences.offsets,
                   "order": self.order, "names": name_bytes, "name_offsets": name_offsets}
         layout, position = {}, 0
@@ -127,9 +127,10 @@ class Database:
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> Database:
-        """Map a database written by :meth:`save` (read-only; nothing is read until used).
-        OSError when the file cannot be read; ValueError naming it when it is no database,
-        is damaged or of another format version."""
+        """Map a database written by :meth:`save`: its codes, offsets and order read-only,
+        read from the file (or the page cache) as they are used; its names are read. OSError
+        when the file cannot be read; ValueError naming it when it is no database, is damaged
+        or of another format version."""
         where = os.fspath(path)
         with open(where, "rb") as handle:
             head = handle.read(len(MAGIC) + _HEADER_LENGTH.itemsize)
@@ -179,16 +180,8 @@ def _aligned(position: int) -> int:
     return -(-position // _ALIGNMENT) * _ALIGNMENT
 
 
-def _joined(names: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """UTF-8 bytes of ``names`` concatenated, and their int64 offsets."""
-    encoded = [name.encode("utf-8") for name in names]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
-    return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
-
-
 def _split(data: np.ndarray, offsets: np.ndarray) -> list[str]:
-    """The names that :func:`_joined` packed."""
+    """The names that :func:`~gpualign.io.joined_utf8` packed."""
     bounds = np.asarray(offsets).tolist()
     text = bytes(data)
     return [text[a:b].decode("utf-8") for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
