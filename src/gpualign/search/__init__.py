@@ -1,0 +1,1 @@
+"""Database search: the best local alignments of queries against a database."""
