@@ -7,7 +7,6 @@ from __future__ import annotations
 import doctest
 import itertools
 import math
-from importlib import resources
 
 import numpy as np
 import pytest
@@ -121,21 +120,26 @@ def test_multiples_of_a_pair_use_its_table_scaled():
                       ).even_scores  # 2/-3 scaled by 2, BLAST 8/4
 
 
+def _write_matrix(path, symbols: bytes, scores: np.ndarray) -> None:
+    """An NCBI-format matrix file."""
+    letters = symbols.decode()
+    rows = [" ".join(letters)] + [f"{letter} " + " ".join(map(str, row))
+                                  for letter, row in zip(letters, scores.tolist(), strict=True)]
+    path.write_text("\n".join(rows) + "\n")
+
+
 def test_matching_compares_scores_not_names(tmp_path):
-    text = resources.files("gpualign").joinpath("matrices", "BLOSUM62").read_text()
+    shipped = Scoring.matrix("BLOSUM62")
     renamed = tmp_path / "my-matrix.txt"
-    renamed.write_text(text)
+    _write_matrix(renamed, shipped.matrix_symbols, shipped.matrix_scores)
     found = parameters(Scoring.from_file(renamed, gap_open=12, gap_extend=1), "protein")
     assert found == parameters(BLOSUM62_11_1, "protein")
     # The same name with one score changed (W/W 11 -> 12) is another matrix.
-    lines = text.splitlines()
-    row = next(i for i, line in enumerate(lines) if line.startswith("W "))
-    fields = lines[row].split()
-    column = lines[next(i for i, line in enumerate(lines) if not line.startswith("#"))].split()
-    fields[1 + column.index("W")] = "12"
-    lines[row] = " ".join(fields)
+    scores = shipped.matrix_scores.copy()
+    w = shipped.matrix_symbols.index(b"W")
+    scores[w, w] = 12
     edited = tmp_path / "BLOSUM62"
-    edited.write_text("\n".join(lines) + "\n")
+    _write_matrix(edited, shipped.matrix_symbols, scores)
     assert Scoring.from_file(edited).matrix_name == "BLOSUM62"
     assert parameters(Scoring.from_file(edited, gap_open=12, gap_extend=1), "protein") is None
     assert tabulated(Scoring.from_file(edited), "protein") == {}

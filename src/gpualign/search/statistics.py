@@ -497,8 +497,9 @@ def length_adjustment(query_length: int, database_residues: int, database_sequen
     def expected_length(ell: float) -> float:
         return params.beta + slope * (log_k + math.log((m - ell) * (n - count * ell)))
 
-    # high: the larger-is-excluded root of count*l^2 - (m*count + n)*l + (m*n - max/K) = 0,
-    # written as 2c / (b + sqrt(b^2 - 4ac)) to avoid cancellation.
+    # high: the smaller root of count*l^2 - (m*count + n)*l + (m*n - max(m, n)/K) = 0, where
+    # K (m - l)(n - count*l) falls to max(m, n); as 2c / (b + sqrt(b^2 - 4ac)), which does not
+    # cancel.
     b = m * count + n
     c = m * n - max(m, n) / params.k
     if c < 0:
