@@ -138,12 +138,16 @@ class SearchBench(BenchBase):
                 f"the first {len(self.queries)} queries of {shown(self.args.queries)} "
                 f"({int(self.queries.lengths.sum()):,} residues) against {shown(source)} "
                 f"({len(opened):,} sequences, {opened.residues:,} residues)")
-            if "cudasw4" in self.engines:
-                self.cudasw4(workload, source, cells)
-            if "cuda" in self.engines:
-                self.gpualign_cuda(workload, gpudb, cells)
-            if "cpu" in self.engines or "parasail" in self.engines:
-                self.cpu_rows(workload, opened)
+            rows = (("cudasw4", self.cudasw4, (source, cells)),
+                    ("cuda", self.gpualign_cuda, (gpudb, cells)),
+                    ("cpu", self.cpu_rows, (opened,)))
+            for engine, measure, inputs in rows:
+                if engine in self.engines or engine == "cpu" and "parasail" in self.engines:
+                    try:
+                        measure(workload, *inputs)
+                    except Exception as exc:  # one engine's error is its row; the rest run
+                        self.add(Row(workload, engine, check=f"FAIL: {type(exc).__name__}: "
+                                                             f"{exc}"))
 
     def cudasw4(self, workload: str, source: Path, cells: int) -> None:
         engine = "CUDASW++4.0 DPX"
