@@ -1,0 +1,1 @@
+"""Database search (placeholder of the lead's branch; the core branch provides the package)."""

@@ -1,0 +1,211 @@
+// Smith-Waterman scores (local alignment, affine gaps) of queries against a length-sorted
+// database, for gpualign.search: 16-bit lanes with Hopper's DPX instructions.
+//
+// Work layout. Consecutive database subjects 2p and 2p + 1 (of similar length: the database
+// is sorted) form pair p, which a group of GROUP threads aligns with one query: every 32-bit
+// register holds a DP cell of each subject in its two signed 16-bit lanes (lo: subject 2p, hi:
+// 2p + 1), so one DPX instruction advances both. The query runs down the rows. A pass covers
+// GROUP * ROWS rows; lane g of the group owns rows g * ROWS + 1 .. (g + 1) * ROWS of the pass
+// and keeps their H (as t = H - gap_open, what opening a gap from it scores) and E in
+// registers. The subject's columns stream through the group as a wavefront: at step s lane g
+// computes column s - g, fed by what lane g - 1 computed for that column one step earlier: its
+// last row's t and F, and the column's two residue codes, by shuffle. A query longer than a
+// pass takes several; lane GROUP - 1 hands the pass's last row (t and F of every column) to the
+// next pass through global memory.
+//
+// The groups of a block align one query (blockIdx.y) with consecutive pairs, longest first
+// (block 0 takes the longest pairs), so that the long tail of the database starts first.
+//
+// Substitution scores come from the query's profile in shared memory: for each residue code c
+// one byte per query row, s(query[i], c) + gap_open (int8: the host checks the range), -128 for
+// rows past the query's end. Code n_codes, which every column past a subject's end reads, is
+// -128 everywhere. Such padding cells never score above a real cell's H (their diagonal term is
+// at least 128 below its source, their E and F come from cells that don't either), so they
+// change no score.
+//
+// Overflow: the 16-bit lanes wrap. While every H so far is at most LIMIT, a new diagonal term
+// is at most LIMIT - gap_open + 127 <= 32766, so the first cell whose H exceeds LIMIT is still
+// computed exactly and raises the pair's best above LIMIT: the kernel then reports OVERFLOW and
+// the host rescores that pair with 32-bit lanes. H >= 0 (local) and every gap state is floored
+// at NEG, so nothing wraps downwards.
+
+#include "common.cuh"
+
+constexpr int SEARCH_BLOCK = 256;
+constexpr int NEG = -32768 + 1024;  // "minus infinity", with room to subtract a gap extension
+constexpr int LIMIT = 32767 - 128;
+constexpr int OVERFLOW = -2;
+
+// Two signed 16-bit lanes holding x.
+__device__ __forceinline__ u32 splat(int x) { return ((u32)x & 0xffffu) * 0x10001u; }
+
+// PTX prmt in its default mode: a selector nibble with bit 3 set replicates the sign of the
+// byte it picks.
+__device__ __forceinline__ u32 signed_bytes(u32 lo, u32 hi, u32 selector) {
+    u32 r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(hi), "r"(selector));
+    return r;
+}
+
+// Byte k of `lo` and byte k of `hi`, sign-extended into the low and high 16-bit lanes.
+template <int K>
+__device__ __forceinline__ u32 byte_pair(u32 lo, u32 hi) {
+    return signed_bytes(lo, hi, K | ((K | 8) << 4) | ((4 + K) << 8) | ((12 + K) << 12));
+}
+
+// The profile bytes of a lane's ROWS rows for one residue code, as ROWS / 4 words.
+template <int ROWS>
+__device__ __forceinline__ void load_rows(const u32* from, u32 (&words)[ROWS / 4]) {
+    if constexpr (ROWS % 16 == 0) {
+#pragma unroll
+        for (int w = 0; w < ROWS / 4; w += 4) {
+            const uint4 v = reinterpret_cast<const uint4*>(from)[w / 4];
+            words[w] = v.x;
+            words[w + 1] = v.y;
+            words[w + 2] = v.z;
+            words[w + 3] = v.w;
+        }
+    } else if constexpr (ROWS % 8 == 0) {
+#pragma unroll
+        for (int w = 0; w < ROWS / 4; w += 2) {
+            const uint2 v = reinterpret_cast<const uint2*>(from)[w / 2];
+            words[w] = v.x;
+            words[w + 1] = v.y;
+        }
+    } else {
+#pragma unroll
+        for (int w = 0; w < ROWS / 4; ++w) words[w] = from[w];
+    }
+}
+
+// Query k of the launch: its profile at profiles + profile_base[k], profile_rows[k] bytes per
+// residue code (whole passes, padded with -128); its scores go to row
+// score_rows[k] of `scores` (`subjects` entries a row, in database order). Subjects are
+// codes[offsets[s] .. offsets[s + 1]). `border` (queries of more than one pass) holds
+// border_stride entries per query of the launch: pair p's at border_base[p], one per column.
+template <int GROUP, int ROWS>
+__global__ void __launch_bounds__(SEARCH_BLOCK)
+search_scores(const u8* __restrict__ codes, const i64* __restrict__ offsets, int subjects,
+              const signed char* __restrict__ profiles, const i64* __restrict__ profile_base,
+              const int* __restrict__ profile_rows, const i64* __restrict__ score_rows, int n_codes, int gap_open, int gap_extend,
+              uint2* __restrict__ border, const i64* __restrict__ border_base,
+              i64 border_stride, int* __restrict__ scores) {
+    static_assert(ROWS % 4 == 0 && 32 % GROUP == 0, "whole words, groups within a warp");
+    constexpr int PASS_ROWS = GROUP * ROWS;
+    constexpr int WORDS = ROWS / 4;
+    extern __shared__ __align__(16) u32 s_profile[];  // (n_codes + 1) codes x PASS_ROWS bytes
+    const int k = blockIdx.y;
+    const int rows = profile_rows[k];
+    const int passes = rows / PASS_ROWS;
+    const signed char* profile = profiles + profile_base[k];
+    const int lane = threadIdx.x % GROUP;
+    const int pairs = (subjects + 1) / 2;
+    const int pair = pairs - 1 - (int)(((i64)blockIdx.x * SEARCH_BLOCK + threadIdx.x) / GROUP);
+    const u8* lo_codes = codes;
+    const u8* hi_codes = codes;
+    int lo_length = 0, hi_length = 0;
+    if (pair >= 0) {
+        lo_codes = codes + offsets[2 * pair];
+        lo_length = (int)(offsets[2 * pair + 1] - offsets[2 * pair]);
+        if (2 * pair + 1 < subjects) {
+            hi_codes = codes + offsets[2 * pair + 1];
+            hi_length = (int)(offsets[2 * pair + 2] - offsets[2 * pair + 1]);
+        }
+    }
+    const int columns = max(lo_length, hi_length);
+    // Every lane of a warp runs the same steps, so that the shuffles see the whole warp.
+    const int steps = (int)__reduce_max_sync(FULL_WARP, (u32)columns) + GROUP - 1;
+    uint2* pass_border = passes > 1 && pair >= 0
+                             ? border + k * border_stride + border_base[pair] : nullptr;
+    const u32 open = splat(-gap_open), extend = splat(-gap_extend), floor = splat(NEG);
+    const u32 start = splat(-gap_open);  // t of a cell whose H is 0: the borders of local DP
+    const u8* s_bytes = reinterpret_cast<const u8*>(s_profile);
+    u32 best = 0;
+    for (int pass = 0; pass < passes; ++pass) {
+        __syncthreads();  // every group is done with the previous pass's profile
+        const int words_per_code = PASS_ROWS / 4;
+        const u32* from = reinterpret_cast<const u32*>(profile + pass * PASS_ROWS);
+        for (int x = threadIdx.x; x < (n_codes + 1) * words_per_code; x += SEARCH_BLOCK) {
+            const int c = x / words_per_code;
+            s_profile[x] = c < n_codes ? from[(i64)c * (rows / 4) + x % words_per_code]
+                                       : 0x80808080u;
+        }
+        __syncthreads();
+        const bool first = pass == 0, last = pass == passes - 1;
+        u32 t[ROWS], e[ROWS];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+            t[r] = start;
+            e[r] = floor;
+        }
+        u32 up_t = start, up_f = floor, diagonal_top = start;
+        // The column's residue codes as byte offsets of their profile rows: lo | hi << 16.
+        u32 column = 0;
+        for (int step = 0; step < steps; ++step) {
+            const int j = step - lane;
+            u32 last_t = start, last_f = floor;
+            if (j >= 0 && j < columns) {
+                if (lane == 0) {
+                    const int lo = j < lo_length ? lo_codes[j] : n_codes;
+                    const int hi = j < hi_length ? hi_codes[j] : n_codes;
+                    column = (u32)(lo * PASS_ROWS) | ((u32)(hi * PASS_ROWS) << 16);
+                    if (!first) {
+                        const uint2 v = pass_border[j];
+                        up_t = v.x;
+                        up_f = v.y;
+                    }
+                }
+                u32 lo_words[WORDS], hi_words[WORDS];
+                load_rows<ROWS>(reinterpret_cast<const u32*>(s_bytes + (column & 0xffffu) +
+                                                             lane * ROWS), lo_words);
+                load_rows<ROWS>(reinterpret_cast<const u32*>(s_bytes + (column >> 16) +
+                                                             lane * ROWS), hi_words);
+                u32 vt = up_t, vf = up_f, diagonal = diagonal_top, h_even = 0;
+#pragma unroll
+                for (int r = 0; r < ROWS; ++r) {
+                    u32 sub;
+                    switch (r % 4) {
+                        case 0: sub = byte_pair<0>(lo_words[r / 4], hi_words[r / 4]); break;
+                        case 1: sub = byte_pair<1>(lo_words[r / 4], hi_words[r / 4]); break;
+                        case 2: sub = byte_pair<2>(lo_words[r / 4], hi_words[r / 4]); break;
+                        default: sub = byte_pair<3>(lo_words[r / 4], hi_words[r / 4]); break;
+                    }
+                    e[r] = __viaddmax_s16x2(e[r], extend, t[r]);  // E: from the left
+                    vf = __viaddmax_s16x2(vf, extend, vt);        // F: from above
+                    const u32 h =
+                        __viaddmax_s16x2_relu(diagonal, sub, __vimax3_s16x2(e[r], vf, vf));
+                    if (r % 2 == 0) {
+                        h_even = h;
+                    } else {
+                        best = __vimax3_s16x2(best, h_even, h);
+                    }
+                    diagonal = t[r];
+                    t[r] = __viaddmax_s16x2(h, open, floor);
+                    vt = t[r];
+                }
+                if (!last && lane == GROUP - 1) pass_border[j] = make_uint2(vt, vf);
+                diagonal_top = up_t;
+                last_t = vt;
+                last_f = vf;
+            }
+            const u32 from_t = __shfl_up_sync(FULL_WARP, last_t, 1, GROUP);
+            const u32 from_f = __shfl_up_sync(FULL_WARP, last_f, 1, GROUP);
+            const u32 from_column = __shfl_up_sync(FULL_WARP, column, 1, GROUP);
+            if (lane > 0) {
+                up_t = from_t;
+                up_f = from_f;
+                column = from_column;
+            }
+        }
+        __syncwarp();  // the next pass's lane 0 reads what lane GROUP - 1 wrote
+    }
+#pragma unroll
+    for (int d = GROUP / 2; d > 0; d /= 2) {
+        best = __vimax3_s16x2(best, __shfl_xor_sync(FULL_WARP, best, d, GROUP), best);
+    }
+    if (pair < 0 || lane != 0) return;
+    int* out = scores + score_rows[k] * (i64)subjects;
+    const int lo_best = (int)(short)(best & 0xffffu), hi_best = ((int)best) >> 16;
+    out[2 * pair] = lo_best > LIMIT ? OVERFLOW : lo_best;
+    if (2 * pair + 1 < subjects) out[2 * pair + 1] = hi_best > LIMIT ? OVERFLOW : hi_best;
+}
