@@ -28,13 +28,13 @@ from ..sequences import SequenceSet
 KERNEL_FILE = "search/kernels/search.cu"
 PROFILE_KERNEL_FILE = "align/kernels/align.cu"  # its build_profiles writes the query profiles
 OVERFLOW = -2  # OVERFLOW in search.cu: the pair's best H left the 16-bit range
-_PADDING_SCORE = -128  # profile bytes past a query's end; every real shifted score is above it
-_MAX_GAP = 1000  # NEG in search.cu leaves this much room below it for a gap extension
+_PROFILE_PADDING = 0  # profile bytes past a query's end (search.cu)
 
 
-def kernel_name(group: int, rows: int) -> str:
-    """The kernel of ``group`` threads a pair of subjects and ``rows`` query rows a thread."""
-    return f"search_scores<{group}, {rows}>"
+def kernel_name(group: int, rows: int, signed: bool) -> str:
+    """The kernel of ``group`` threads a pair of subjects and ``rows`` query rows a thread;
+    ``signed``: some substitution score plus the gap opening is negative."""
+    return f"search_scores<{group}, {rows}, {'true' if signed else 'false'}>"
 
 
 def lane_shape(length: int) -> tuple[int, int]:
@@ -58,10 +58,10 @@ def lane_shape(length: int) -> tuple[int, int]:
 
 def fits_lanes(table: np.ndarray, gap_open: int, gap_extend: int) -> bool:
     """Whether the kernel takes this scoring: substitution scores + ``gap_open`` fit a signed
-    byte above the padding, and the gap costs leave the 16-bit lanes room."""
+    byte, and the gap costs are below the 16-bit lanes' range."""
     shifted = table.astype(np.int64) + gap_open
-    return (int(shifted.max()) <= 127 and int(shifted.min()) > _PADDING_SCORE
-            and 0 <= gap_extend <= _MAX_GAP and 0 <= gap_open <= _MAX_GAP)
+    return (-128 <= int(shifted.min()) and int(shifted.max()) <= 127
+            and 0 <= gap_extend < 1 << 15 and 0 <= gap_open < 1 << 15)
 
 
 def top_scores(queries: SequenceSet, database, table: np.ndarray, gap_open: int,
@@ -142,7 +142,9 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet, tabl
         return _rescored(queries, chunk, part, table, gap_open, gap_extend)
     rows = cupy.empty((len(chunk), len(part)), dtype=cupy.int32)
     codes, offsets = part.to_device()
-    shifted = cupy.asarray((table.astype(np.int64) + gap_open).astype(np.int16).ravel())
+    shifted_table = table.astype(np.int64) + gap_open
+    signed = bool(shifted_table.min() < 0)
+    shifted = cupy.asarray(shifted_table.astype(np.int16).ravel())
     n_codes = len(table)
     columns = _border_columns(part.lengths)
     border_base = np.zeros(len(columns), dtype=np.int64)
@@ -161,14 +163,15 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet, tabl
         several = bool((passes > 1).any())
         stride = int(columns.sum()) if several else 0
         border = cupy.empty(max(1, stride * len(members)), dtype=cupy.uint64)
-        kernel = get_kernel(KERNEL_FILE, kernel_name(group, lane_rows))
+        kernel = get_kernel(KERNEL_FILE, kernel_name(group, lane_rows, signed))
         shared = launch.reserve_shared(kernel, (n_codes + 1) * pass_rows)
         (blocks,), block = launch.grid(kernel, len(columns),
                                        items_per_block=launch.block_threads(kernel) // group)
         kernel((blocks, len(members)), block,
                (codes, offsets, np.int32(len(part)), profiles, profile_base,
-                cupy.asarray(profile_rows), cupy.asarray(members), np.int32(n_codes), np.int32(gap_open),
-                np.int32(gap_extend), border, border_base_device, np.int64(stride), rows),
+                cupy.asarray(profile_rows), cupy.asarray(members), np.int32(n_codes),
+                np.int32(gap_open), np.int32(gap_extend), np.uint32(1), border,
+                border_base_device, np.int64(stride), rows),
                shared_mem=shared)
     overflow = cupy.nonzero(rows == OVERFLOW)
     if len(overflow[0]):
@@ -192,7 +195,7 @@ def _profiles(members: SequenceSet, profile_rows: np.ndarray, shifted, n_codes: 
     q_codes, q_offsets = members.to_device()
     build(*launch.grid(build, len(members), items_per_block=1),  # a block per query
           (q_codes, q_offsets, base_device, cupy.asarray(profile_rows), shifted,
-           np.int32(n_codes), profiles))
+           np.int32(n_codes), np.int32(_PROFILE_PADDING), profiles))
     return profiles, base_device
 
 

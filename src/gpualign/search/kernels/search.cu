@@ -6,35 +6,51 @@
 // register holds a DP cell of each subject in its two signed 16-bit lanes (lo: subject 2p, hi:
 // 2p + 1), so one DPX instruction advances both. The query runs down the rows. A pass covers
 // GROUP * ROWS rows; lane g of the group owns rows g * ROWS + 1 .. (g + 1) * ROWS of the pass
-// and keeps their H (as t = H - gap_open, what opening a gap from it scores) and E in
-// registers. The subject's columns stream through the group as a wavefront: at step s lane g
-// computes column s - g, fed by what lane g - 1 computed for that column one step earlier: its
-// last row's t and F, and the column's two residue codes, by shuffle. A query longer than a
-// pass takes several; lane GROUP - 1 hands the pass's last row (t and F of every column) to the
-// next pass through global memory.
+// and keeps their H and E (see the frame below) in registers. The subject's columns stream
+// through the group as a wavefront: at step s lane g computes column s - g, fed by what lane
+// g - 1 computed for that column one step earlier: its last row's H and F, and the column's
+// two residue codes, by shuffle. A query longer than a pass takes several; lane GROUP - 1
+// hands the pass's last row (H and F of every column) to the next pass through global memory.
 //
 // The groups of a block align one query (blockIdx.y) with consecutive pairs, longest first
 // (block 0 takes the longest pairs), so that the long tail of the database starts first.
 //
-// Substitution scores come from the query's profile in shared memory: for each residue code c
-// one byte per query row, s(query[i], c) + gap_open (int8: the host checks the range), -128 for
-// rows past the query's end. Code n_codes, which every column past a subject's end reads, is
-// -128 everywhere. Such padding cells never score above a real cell's H (their diagonal term is
-// at least 128 below its source, their E and F come from cells that don't either), so they
-// change no score.
+// Values are kept in a frame where none is negative: a register holds t = H for the cells of
+// H, and the gap states E + gap_open and F + gap_open, so that opening a gap from H and
+// extending one are one DPX instruction each (E' = max(E' - extend, t) with E' = E + open),
+// and the substitution scores are shifted by gap_open too: then
+//     max(H_diagonal + s, E, F) + open = max(t_diagonal + s', E', F')
+//     H = max(that - open, 0)
+// Where every s' = s + gap_open is non-negative (BLOSUM62 with BLAST's gaps, blastn's
+// defaults), t_diagonal + s' is a plain 32-bit addition of both lanes (no lane is negative,
+// none reaches 2^15, so no carry crosses lanes), run as a multiply-add on the FMA pipe while
+// the DPX instructions keep the integer pipe busy; otherwise (SIGNED) it is a DPX addition,
+// floored at 0, which changes nothing since E' and F' are never negative.
 //
-// Overflow: the 16-bit lanes wrap. While every H so far is at most LIMIT, a new diagonal term
-// is at most LIMIT - gap_open + 127 <= 32766, so the first cell whose H exceeds LIMIT is still
+// Substitution scores come from the query's profile in shared memory: for each residue code c
+// one byte per query row, s(query[i], c) + gap_open (the host checks that it fits [-128, 127]),
+// 0 for rows past the query's end. Code n_codes, which every column past a subject's end reads,
+// is 0 everywhere. A padding cell scores at most its diagonal source's H - gap_open, and its
+// E and F come from cells that score no more than real ones, so padding changes no score.
+//
+// Overflow: the 16-bit lanes would wrap. While every H so far is at most LIMIT, a new diagonal
+// term is at most LIMIT + 127 <= 32767, so the first cell whose H exceeds LIMIT is still
 // computed exactly and raises the pair's best above LIMIT: the kernel then reports OVERFLOW and
-// the host rescores that pair with 32-bit lanes. H >= 0 (local) and every gap state is floored
-// at NEG, so nothing wraps downwards.
+// the host rescores that pair with 32-bit lanes.
 
 #include "common.cuh"
 
-constexpr int SEARCH_BLOCK = 256;
-constexpr int NEG = -32768 + 1024;  // "minus infinity", with room to subtract a gap extension
-constexpr int LIMIT = 32767 - 128;
+constexpr int SEARCH_BLOCK = 128;
+constexpr int LIMIT = 32767 - 127;
 constexpr int OVERFLOW = -2;
+
+// Blocks an SM should hold: as many as registers for about 3 values a row allow (t, E', the
+// profile bytes) plus the rest, so that the compiler does not take registers that would leave
+// the integer pipe without warps to issue from.
+__host__ __device__ constexpr int min_blocks(int rows) {
+    return 65536 / (SEARCH_BLOCK * (3 * rows + 32)) < 8 ? 65536 / (SEARCH_BLOCK * (3 * rows + 32))
+                                                         : 8;
+}
 
 // Two signed 16-bit lanes holding x.
 __device__ __forceinline__ u32 splat(int x) { return ((u32)x & 0xffffu) * 0x10001u; }
@@ -78,16 +94,29 @@ __device__ __forceinline__ void load_rows(const u32* from, u32 (&words)[ROWS / 4
     }
 }
 
+// The profile offsets (code * PASS_ROWS) of column j's two residues, lo | hi << 16; code
+// n_codes past a subject's end.
+template <int PASS_ROWS>
+__device__ __forceinline__ u32 column_codes(const u8* lo_codes, int lo_length,
+                                            const u8* hi_codes, int hi_length, int j,
+                                            int n_codes) {
+    const int lo = j < lo_length ? lo_codes[j] : n_codes;
+    const int hi = j < hi_length ? hi_codes[j] : n_codes;
+    return (u32)(lo * PASS_ROWS) | ((u32)(hi * PASS_ROWS) << 16);
+}
+
 // Query k of the launch: its profile at profiles + profile_base[k], profile_rows[k] bytes per
-// residue code (whole passes, padded with -128); its scores go to row
-// score_rows[k] of `scores` (`subjects` entries a row, in database order). Subjects are
-// codes[offsets[s] .. offsets[s + 1]). `border` (queries of more than one pass) holds
-// border_stride entries per query of the launch: pair p's at border_base[p], one per column.
-template <int GROUP, int ROWS>
-__global__ void __launch_bounds__(SEARCH_BLOCK)
+// residue code (whole passes, padded with 0); its scores go to row score_rows[k] of `scores`
+// (`subjects` entries a row, in database order). Subjects are codes[offsets[s] ..
+// offsets[s + 1]). `border` (queries of more than one pass) holds border_stride entries per
+// query of the launch: pair p's at border_base[p], one per column. `one` is 1 (a value the
+// compiler cannot see, so that t + s' stays a multiply-add).
+template <int GROUP, int ROWS, bool SIGNED>
+__global__ void __launch_bounds__(SEARCH_BLOCK, min_blocks(ROWS))
 search_scores(const u8* __restrict__ codes, const i64* __restrict__ offsets, int subjects,
               const signed char* __restrict__ profiles, const i64* __restrict__ profile_base,
-              const int* __restrict__ profile_rows, const i64* __restrict__ score_rows, int n_codes, int gap_open, int gap_extend,
+              const int* __restrict__ profile_rows, const i64* __restrict__ score_rows,
+              int n_codes, int gap_open, int gap_extend, u32 one,
               uint2* __restrict__ border, const i64* __restrict__ border_base,
               i64 border_stride, int* __restrict__ scores) {
     static_assert(ROWS % 4 == 0 && 32 % GROUP == 0, "whole words, groups within a warp");
@@ -117,8 +146,7 @@ search_scores(const u8* __restrict__ codes, const i64* __restrict__ offsets, int
     const int steps = (int)__reduce_max_sync(FULL_WARP, (u32)columns) + GROUP - 1;
     uint2* pass_border = passes > 1 && pair >= 0
                              ? border + k * border_stride + border_base[pair] : nullptr;
-    const u32 open = splat(-gap_open), extend = splat(-gap_extend), floor = splat(NEG);
-    const u32 start = splat(-gap_open);  // t of a cell whose H is 0: the borders of local DP
+    const u32 open = splat(-gap_open), extend = splat(-gap_extend);
     const u8* s_bytes = reinterpret_cast<const u8*>(s_profile);
     u32 best = 0;
     for (int pass = 0; pass < passes; ++pass) {
@@ -127,28 +155,32 @@ search_scores(const u8* __restrict__ codes, const i64* __restrict__ offsets, int
         const u32* from = reinterpret_cast<const u32*>(profile + pass * PASS_ROWS);
         for (int x = threadIdx.x; x < (n_codes + 1) * words_per_code; x += SEARCH_BLOCK) {
             const int c = x / words_per_code;
-            s_profile[x] = c < n_codes ? from[(i64)c * (rows / 4) + x % words_per_code]
-                                       : 0x80808080u;
+            s_profile[x] = c < n_codes ? from[(i64)c * (rows / 4) + x % words_per_code] : 0u;
         }
         __syncthreads();
         const bool first = pass == 0, last = pass == passes - 1;
+        // Column 0 and row 0 of the pass: H = 0 (local), and E', F' = 0 (at most t there).
         u32 t[ROWS], e[ROWS];
 #pragma unroll
         for (int r = 0; r < ROWS; ++r) {
-            t[r] = start;
-            e[r] = floor;
+            t[r] = 0;
+            e[r] = 0;
         }
-        u32 up_t = start, up_f = floor, diagonal_top = start;
-        // The column's residue codes as byte offsets of their profile rows: lo | hi << 16.
+        u32 up_t = 0, up_f = 0, diagonal_top = 0;
         u32 column = 0;
+        // Lane 0 reads the next column's residues one step ahead.
+        u32 next_column = lane == 0 && columns > 0
+            ? column_codes<PASS_ROWS>(lo_codes, lo_length, hi_codes, hi_length, 0, n_codes) : 0;
         for (int step = 0; step < steps; ++step) {
             const int j = step - lane;
-            u32 last_t = start, last_f = floor;
+            u32 last_t = 0, last_f = 0;
             if (j >= 0 && j < columns) {
                 if (lane == 0) {
-                    const int lo = j < lo_length ? lo_codes[j] : n_codes;
-                    const int hi = j < hi_length ? hi_codes[j] : n_codes;
-                    column = (u32)(lo * PASS_ROWS) | ((u32)(hi * PASS_ROWS) << 16);
+                    column = next_column;
+                    if (j + 1 < columns) {
+                        next_column = column_codes<PASS_ROWS>(lo_codes, lo_length, hi_codes,
+                                                              hi_length, j + 1, n_codes);
+                    }
                     if (!first) {
                         const uint2 v = pass_border[j];
                         up_t = v.x;
@@ -160,7 +192,7 @@ search_scores(const u8* __restrict__ codes, const i64* __restrict__ offsets, int
                                                              lane * ROWS), lo_words);
                 load_rows<ROWS>(reinterpret_cast<const u32*>(s_bytes + (column >> 16) +
                                                              lane * ROWS), hi_words);
-                u32 vt = up_t, vf = up_f, diagonal = diagonal_top, h_even = 0;
+                u32 vt = up_t, vf = up_f, diagonal = diagonal_top, t_even = 0;
 #pragma unroll
                 for (int r = 0; r < ROWS; ++r) {
                     u32 sub;
@@ -170,18 +202,18 @@ search_scores(const u8* __restrict__ codes, const i64* __restrict__ offsets, int
                         case 2: sub = byte_pair<2>(lo_words[r / 4], hi_words[r / 4]); break;
                         default: sub = byte_pair<3>(lo_words[r / 4], hi_words[r / 4]); break;
                     }
-                    e[r] = __viaddmax_s16x2(e[r], extend, t[r]);  // E: from the left
-                    vf = __viaddmax_s16x2(vf, extend, vt);        // F: from above
-                    const u32 h =
-                        __viaddmax_s16x2_relu(diagonal, sub, __vimax3_s16x2(e[r], vf, vf));
-                    if (r % 2 == 0) {
-                        h_even = h;
-                    } else {
-                        best = __vimax3_s16x2(best, h_even, h);
-                    }
+                    e[r] = __viaddmax_s16x2(e[r], extend, t[r]);  // E': from the left
+                    vf = __viaddmax_s16x2(vf, extend, vt);        // F': from above
+                    const u32 d = SIGNED ? __viaddmax_s16x2(diagonal, sub, 0u)
+                                         : sub * one + diagonal;
                     diagonal = t[r];
-                    t[r] = __viaddmax_s16x2(h, open, floor);
+                    t[r] = __viaddmax_s16x2_relu(__vimax3_s16x2(d, e[r], vf), open, 0u);
                     vt = t[r];
+                    if (r % 2 == 0) {
+                        t_even = vt;
+                    } else {
+                        best = __vimax3_s16x2(best, t_even, vt);
+                    }
                 }
                 if (!last && lane == GROUP - 1) pass_border[j] = make_uint2(vt, vf);
                 diagonal_top = up_t;
