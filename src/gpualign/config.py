@@ -214,6 +214,10 @@ ALIGN_TRACE_LANE_ROWS: tuple[int, ...] = (8, 16, 24, 32)
 SEARCH_GROUPS: tuple[int, ...] = (4, 8, 16, 32)
 SEARCH_LANE_ROWS: tuple[int, ...] = (8, 12, 16, 20, 24, 28, 32)
 
+#: CUDA streams the search kernel's launches of different lane shapes share, so that one
+#: launch's last blocks overlap the next launch's first.
+SEARCH_STREAMS = 4
+
 #: Sequences per side of a tile of :func:`gpualign.allpairs` (a tile is the unit of work and
 #: of checkpointing: up to ALLPAIRS_TILE**2 pairs).
 ALLPAIRS_TILE = 1024

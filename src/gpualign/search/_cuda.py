@@ -106,10 +106,12 @@ def _partitions(subjects: SequenceSet):
 
 
 def _border_columns(lengths: np.ndarray) -> np.ndarray:
-    """Columns of every pair of consecutive subjects (the longer one's length)."""
+    """Columns of every pair of consecutive subjects: the longer one's length, rounded up to
+    even (the kernel computes two columns a step)."""
     padded = np.zeros(2 * ((len(lengths) + 1) // 2), dtype=np.int64)
     padded[:len(lengths)] = lengths
-    return padded.reshape(-1, 2).max(axis=1)
+    longer = padded.reshape(-1, 2).max(axis=1)
+    return longer + longer % 2
 
 
 def _query_chunks(queries: SequenceSet, part: SequenceSet):
@@ -151,28 +153,36 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet, tabl
     np.cumsum(columns[:-1], out=border_base[1:])
     border_base_device = cupy.asarray(border_base)
     shapes = [lane_shape(int(length)) for length in queries.lengths[chunk]]
-    for shape in sorted(set(shapes)):
+    # Launches of different shapes overlap on a few streams, so that one launch's last blocks
+    # do not leave the GPU idle before the next starts; `held` keeps every launch's buffers
+    # until all have finished.
+    streams = [cupy.cuda.Stream(non_blocking=True)
+               for _ in range(max(1, min(config.SEARCH_STREAMS, len(set(shapes)))))]
+    held = []
+    for launch_index, shape in enumerate(sorted(set(shapes))):
         members = np.array([k for k, s in enumerate(shapes) if s == shape], dtype=np.int64)
         group, lane_rows = shape
         pass_rows = group * lane_rows
         lengths = queries.lengths[chunk[members]]
         passes = np.maximum(1, -(-lengths // pass_rows))
         profile_rows = (passes * pass_rows).astype(np.int32)
-        profiles, profile_base = _profiles(queries.take(chunk[members]), profile_rows, shifted,
-                                           n_codes)
-        several = bool((passes > 1).any())
-        stride = int(columns.sum()) if several else 0
-        border = cupy.empty(max(1, stride * len(members)), dtype=cupy.uint64)
+        stride = int(columns.sum()) if bool((passes > 1).any()) else 0
         kernel = get_kernel(KERNEL_FILE, kernel_name(group, lane_rows, signed))
         shared = launch.reserve_shared(kernel, (n_codes + 1) * pass_rows)
         (blocks,), block = launch.grid(kernel, len(columns),
                                        items_per_block=launch.block_threads(kernel) // group)
-        kernel((blocks, len(members)), block,
-               (codes, offsets, np.int32(len(part)), profiles, profile_base,
-                cupy.asarray(profile_rows), cupy.asarray(members), np.int32(n_codes),
-                np.int32(gap_open), np.int32(gap_extend), np.uint32(1), border,
-                border_base_device, np.int64(stride), rows),
-               shared_mem=shared)
+        with streams[launch_index % len(streams)]:
+            profiles, profile_base = _profiles(queries.take(chunk[members]), profile_rows,
+                                               shifted, n_codes)
+            arguments = (codes, offsets, np.int32(len(part)), profiles, profile_base,
+                         cupy.asarray(profile_rows), cupy.asarray(members), np.int32(n_codes),
+                         np.int32(gap_open), np.int32(gap_extend), np.uint32(1),
+                         cupy.empty(max(1, stride * len(members)), dtype=cupy.uint64),
+                         border_base_device, np.int64(stride), rows)
+            kernel((blocks, len(members)), block, arguments, shared_mem=shared)
+        held.append(arguments)
+    for stream in streams:
+        stream.synchronize()
     overflow = cupy.nonzero(rows == OVERFLOW)
     if len(overflow[0]):
         q_local, s_local = (cupy.asnumpy(a).astype(np.int64) for a in overflow)

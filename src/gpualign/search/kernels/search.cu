@@ -7,10 +7,13 @@
 // 2p + 1), so one DPX instruction advances both. The query runs down the rows. A pass covers
 // GROUP * ROWS rows; lane g of the group owns rows g * ROWS + 1 .. (g + 1) * ROWS of the pass
 // and keeps their H and E (see the frame below) in registers. The subject's columns stream
-// through the group as a wavefront: at step s lane g computes column s - g, fed by what lane
-// g - 1 computed for that column one step earlier: its last row's H and F, and the column's
-// two residue codes, by shuffle. A query longer than a pass takes several; lane GROUP - 1
-// hands the pass's last row (H and F of every column) to the next pass through global memory.
+// through the group two at a time as a wavefront: at step s lane g computes columns
+// 2(s - g) and 2(s - g) + 1, fed by what lane g - 1 computed for them one step earlier: its
+// last row's H and F, and the columns' residue codes, by shuffle. Two columns a step halve the
+// per-step work (residues, shuffles, bounds) and give the scheduler two dependency chains to
+// interleave; a subject of odd length gets a padding column. A query longer than a pass takes
+// several; lane GROUP - 1 hands the pass's last row (H and F of every column) to the next pass
+// through global memory.
 //
 // The groups of a block align one query (blockIdx.y) with consecutive pairs, longest first
 // (block 0 takes the longest pairs), so that the long tail of the database starts first.
@@ -105,11 +108,50 @@ __device__ __forceinline__ u32 column_codes(const u8* lo_codes, int lo_length,
     return (u32)(lo * PASS_ROWS) | ((u32)(hi * PASS_ROWS) << 16);
 }
 
+// One column of a lane's ROWS rows: `column` the profile offsets of its residues, (vt, vf)
+// the H and F' of the row above, `diagonal` the H above-left; on return (vt, vf) are the
+// lane's last row's.
+template <int ROWS, bool SIGNED>
+__device__ __forceinline__ void column_step(const u8* s_bytes, u32 column, int lane,
+                                            u32 (&t)[ROWS], u32 (&e)[ROWS], u32& vt, u32& vf,
+                                            u32 diagonal, u32& best, u32 open, u32 extend,
+                                            u32 one) {
+    constexpr int WORDS = ROWS / 4;
+    u32 lo_words[WORDS], hi_words[WORDS];
+    load_rows<ROWS>(reinterpret_cast<const u32*>(s_bytes + (column & 0xffffu) + lane * ROWS),
+                    lo_words);
+    load_rows<ROWS>(reinterpret_cast<const u32*>(s_bytes + (column >> 16) + lane * ROWS),
+                    hi_words);
+    u32 t_even = 0;
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+        u32 sub;
+        switch (r % 4) {
+            case 0: sub = byte_pair<0>(lo_words[r / 4], hi_words[r / 4]); break;
+            case 1: sub = byte_pair<1>(lo_words[r / 4], hi_words[r / 4]); break;
+            case 2: sub = byte_pair<2>(lo_words[r / 4], hi_words[r / 4]); break;
+            default: sub = byte_pair<3>(lo_words[r / 4], hi_words[r / 4]); break;
+        }
+        e[r] = __viaddmax_s16x2(e[r], extend, t[r]);  // E': from the left
+        vf = __viaddmax_s16x2(vf, extend, vt);        // F': from above
+        const u32 d = SIGNED ? __viaddmax_s16x2(diagonal, sub, 0u) : sub * one + diagonal;
+        diagonal = t[r];
+        t[r] = __viaddmax_s16x2_relu(__vimax3_s16x2(d, e[r], vf), open, 0u);
+        vt = t[r];
+        if (r % 2 == 0) {
+            t_even = vt;
+        } else {
+            best = __vimax3_s16x2(best, t_even, vt);
+        }
+    }
+}
+
 // Query k of the launch: its profile at profiles + profile_base[k], profile_rows[k] bytes per
 // residue code (whole passes, padded with 0); its scores go to row score_rows[k] of `scores`
 // (`subjects` entries a row, in database order). Subjects are codes[offsets[s] ..
 // offsets[s + 1]). `border` (queries of more than one pass) holds border_stride entries per
-// query of the launch: pair p's at border_base[p], one per column. `one` is 1 (a value the
+// query of the launch: pair p's at border_base[p] (even), one per column rounded up to even.
+// `one` is 1 (a value the
 // compiler cannot see, so that t + s' stays a multiply-add).
 template <int GROUP, int ROWS, bool SIGNED>
 __global__ void __launch_bounds__(SEARCH_BLOCK, min_blocks(ROWS))
@@ -121,7 +163,6 @@ search_scores(const u8* __restrict__ codes, const i64* __restrict__ offsets, int
               i64 border_stride, int* __restrict__ scores) {
     static_assert(ROWS % 4 == 0 && 32 % GROUP == 0, "whole words, groups within a warp");
     constexpr int PASS_ROWS = GROUP * ROWS;
-    constexpr int WORDS = ROWS / 4;
     extern __shared__ __align__(16) u32 s_profile[];  // (n_codes + 1) codes x PASS_ROWS bytes
     const int k = blockIdx.y;
     const int rows = profile_rows[k];
@@ -143,9 +184,9 @@ search_scores(const u8* __restrict__ codes, const i64* __restrict__ offsets, int
     }
     const int columns = max(lo_length, hi_length);
     // Every lane of a warp runs the same steps, so that the shuffles see the whole warp.
-    const int steps = (int)__reduce_max_sync(FULL_WARP, (u32)columns) + GROUP - 1;
-    uint2* pass_border = passes > 1 && pair >= 0
-                             ? border + k * border_stride + border_base[pair] : nullptr;
+    const int steps = (int)(__reduce_max_sync(FULL_WARP, (u32)columns) + 1) / 2 + GROUP - 1;
+    uint4* pass_border = passes > 1 && pair >= 0
+        ? reinterpret_cast<uint4*>(border + k * border_stride + border_base[pair]) : nullptr;
     const u32 open = splat(-gap_open), extend = splat(-gap_extend);
     const u8* s_bytes = reinterpret_cast<const u8*>(s_profile);
     u32 best = 0;
@@ -159,74 +200,73 @@ search_scores(const u8* __restrict__ codes, const i64* __restrict__ offsets, int
         }
         __syncthreads();
         const bool first = pass == 0, last = pass == passes - 1;
-        // Column 0 and row 0 of the pass: H = 0 (local), and E', F' = 0 (at most t there).
+        // Column 0 and row 0 of the pass: H = 0 (local), and E', F' = 0 (at most H there).
         u32 t[ROWS], e[ROWS];
 #pragma unroll
         for (int r = 0; r < ROWS; ++r) {
             t[r] = 0;
             e[r] = 0;
         }
-        u32 up_t = 0, up_f = 0, diagonal_top = 0;
-        u32 column = 0;
-        // Lane 0 reads the next column's residues one step ahead.
-        u32 next_column = lane == 0 && columns > 0
-            ? column_codes<PASS_ROWS>(lo_codes, lo_length, hi_codes, hi_length, 0, n_codes) : 0;
+        // H and F' of the row above the lane's rows in the step's two columns, and H of the
+        // row above in the column before them.
+        u32 up_t0 = 0, up_f0 = 0, up_t1 = 0, up_f1 = 0, diagonal_top = 0;
+        u32 column0 = 0, column1 = 0;
+        // Lane 0 reads the next step's residues one step ahead.
+        u32 next0 = 0, next1 = 0;
+        if (lane == 0 && columns > 0) {
+            next0 = column_codes<PASS_ROWS>(lo_codes, lo_length, hi_codes, hi_length, 0, n_codes);
+            next1 = column_codes<PASS_ROWS>(lo_codes, lo_length, hi_codes, hi_length, 1, n_codes);
+        }
         for (int step = 0; step < steps; ++step) {
-            const int j = step - lane;
-            u32 last_t = 0, last_f = 0;
+            const int j = 2 * (step - lane);
+            u32 last_t0 = 0, last_f0 = 0, last_t1 = 0, last_f1 = 0;
             if (j >= 0 && j < columns) {
                 if (lane == 0) {
-                    column = next_column;
-                    if (j + 1 < columns) {
-                        next_column = column_codes<PASS_ROWS>(lo_codes, lo_length, hi_codes,
-                                                              hi_length, j + 1, n_codes);
+                    column0 = next0;
+                    column1 = next1;
+                    if (j + 2 < columns) {
+                        next0 = column_codes<PASS_ROWS>(lo_codes, lo_length, hi_codes, hi_length,
+                                                        j + 2, n_codes);
+                        next1 = column_codes<PASS_ROWS>(lo_codes, lo_length, hi_codes, hi_length,
+                                                        j + 3, n_codes);
                     }
                     if (!first) {
-                        const uint2 v = pass_border[j];
-                        up_t = v.x;
-                        up_f = v.y;
+                        const uint4 v = pass_border[j / 2];
+                        up_t0 = v.x;
+                        up_f0 = v.y;
+                        up_t1 = v.z;
+                        up_f1 = v.w;
                     }
                 }
-                u32 lo_words[WORDS], hi_words[WORDS];
-                load_rows<ROWS>(reinterpret_cast<const u32*>(s_bytes + (column & 0xffffu) +
-                                                             lane * ROWS), lo_words);
-                load_rows<ROWS>(reinterpret_cast<const u32*>(s_bytes + (column >> 16) +
-                                                             lane * ROWS), hi_words);
-                u32 vt = up_t, vf = up_f, diagonal = diagonal_top, t_even = 0;
-#pragma unroll
-                for (int r = 0; r < ROWS; ++r) {
-                    u32 sub;
-                    switch (r % 4) {
-                        case 0: sub = byte_pair<0>(lo_words[r / 4], hi_words[r / 4]); break;
-                        case 1: sub = byte_pair<1>(lo_words[r / 4], hi_words[r / 4]); break;
-                        case 2: sub = byte_pair<2>(lo_words[r / 4], hi_words[r / 4]); break;
-                        default: sub = byte_pair<3>(lo_words[r / 4], hi_words[r / 4]); break;
-                    }
-                    e[r] = __viaddmax_s16x2(e[r], extend, t[r]);  // E': from the left
-                    vf = __viaddmax_s16x2(vf, extend, vt);        // F': from above
-                    const u32 d = SIGNED ? __viaddmax_s16x2(diagonal, sub, 0u)
-                                         : sub * one + diagonal;
-                    diagonal = t[r];
-                    t[r] = __viaddmax_s16x2_relu(__vimax3_s16x2(d, e[r], vf), open, 0u);
-                    vt = t[r];
-                    if (r % 2 == 0) {
-                        t_even = vt;
-                    } else {
-                        best = __vimax3_s16x2(best, t_even, vt);
-                    }
+                u32 vt = up_t0, vf = up_f0;
+                column_step<ROWS, SIGNED>(s_bytes, column0, lane, t, e, vt, vf, diagonal_top,
+                                          best, open, extend, one);
+                last_t0 = vt;
+                last_f0 = vf;
+                vt = up_t1;
+                vf = up_f1;
+                column_step<ROWS, SIGNED>(s_bytes, column1, lane, t, e, vt, vf, up_t0, best,
+                                          open, extend, one);
+                last_t1 = vt;
+                last_f1 = vf;
+                if (!last && lane == GROUP - 1) {
+                    pass_border[j / 2] = make_uint4(last_t0, last_f0, last_t1, last_f1);
                 }
-                if (!last && lane == GROUP - 1) pass_border[j] = make_uint2(vt, vf);
-                diagonal_top = up_t;
-                last_t = vt;
-                last_f = vf;
+                diagonal_top = up_t1;
             }
-            const u32 from_t = __shfl_up_sync(FULL_WARP, last_t, 1, GROUP);
-            const u32 from_f = __shfl_up_sync(FULL_WARP, last_f, 1, GROUP);
-            const u32 from_column = __shfl_up_sync(FULL_WARP, column, 1, GROUP);
+            const u32 from_t0 = __shfl_up_sync(FULL_WARP, last_t0, 1, GROUP);
+            const u32 from_f0 = __shfl_up_sync(FULL_WARP, last_f0, 1, GROUP);
+            const u32 from_t1 = __shfl_up_sync(FULL_WARP, last_t1, 1, GROUP);
+            const u32 from_f1 = __shfl_up_sync(FULL_WARP, last_f1, 1, GROUP);
+            const u32 from_column0 = __shfl_up_sync(FULL_WARP, column0, 1, GROUP);
+            const u32 from_column1 = __shfl_up_sync(FULL_WARP, column1, 1, GROUP);
             if (lane > 0) {
-                up_t = from_t;
-                up_f = from_f;
-                column = from_column;
+                up_t0 = from_t0;
+                up_f0 = from_f0;
+                up_t1 = from_t1;
+                up_f1 = from_f1;
+                column0 = from_column0;
+                column1 = from_column1;
             }
         }
         __syncwarp();  // the next pass's lane 0 reads what lane GROUP - 1 wrote
