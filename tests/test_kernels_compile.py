@@ -18,6 +18,7 @@ from gpualign.cuda import loader
 from gpualign.edit import _cuda as edit_cuda
 from gpualign.formats import _cuda as formats_cuda
 from gpualign.mems import _cuda as mems_cuda
+from gpualign.search import _cuda as search_cuda
 
 KERNELS = {
     align_cuda.KERNEL_FILE: [
@@ -56,6 +57,10 @@ KERNELS = {
     ],
     "lcs/kernels/lcs.cu": ["lcs_tiles<2, true>", "lcs_tiles<1, false>"],
     mems_cuda.KERNEL_FILE: ["mems_at<false>", "mems_at<true>"],
+    search_cuda.KERNEL_FILE: [search_cuda.kernel_name(4, 8, False),
+                              search_cuda.kernel_name(16, 28, False),
+                              search_cuda.kernel_name(32, 32, True),
+                              search_cuda.kernel_name(8, 12, True)],
     mems_cuda.INDEX_KERNEL_FILE: ["kmer_codes_at_rows", "kmer_bounds"],
     formats_cuda.KERNEL_FILE: ["fasta_records<false>", "fasta_records<true>",
                                "mummer_blocks<false>", "mummer_blocks<true>"],

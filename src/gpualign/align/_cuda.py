@@ -54,6 +54,7 @@ from ._linear import cigar_text
 KERNEL_FILE = "align/kernels/align.cu"
 WARP_KERNEL_FILE = "align/kernels/warp.cu"
 _NARROW_NEG = -32768 + 1024  # Narrow::NEG in align.cu
+_PROFILE_PADDING = -128  # profile rows past a query's end (SUB_PROFILE in align.cu)
 _NARROW_LIMIT = 32767 - 256  # below the int16 maximum of Narrow's lanes in align.cu, a margin
 # The largest wide value in magnitude: Wide::NEG in align.cu and NEG in warp.cu are -(1 << 30),
 # so no real value may reach them.
@@ -482,7 +483,7 @@ class _Setup:
             build = get_kernel(KERNEL_FILE, "build_profiles")
             build(*launch.grid(build, len(sizes), items_per_block=1),  # a block per record
                   (q_codes, q_offsets, base, padded, cupy.asarray(self.shifted_table.ravel()),
-                   np.int32(self.n_codes), profiles))
+                   np.int32(self.n_codes), np.int32(_PROFILE_PADDING), profiles))
         return profiles, base, padded
 
     def run(self, wide, chunk, members):

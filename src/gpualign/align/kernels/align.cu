@@ -251,11 +251,13 @@ struct Substitution<L, SUB_PROFILE, HALF> {
 };
 
 // One block per query record: its profile (see SUB_PROFILE) at profile + profile_base[k],
-// padded_rows[k] rows per target symbol. `table` is shifted by gap_open and fits int8.
+// padded_rows[k] rows per target symbol, `padding` past the query's end (SUB_PROFILE: -128).
+// `table` is shifted by gap_open and fits int8.
 extern "C" __global__ void __launch_bounds__(256) build_profiles(
     const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const i64* __restrict__ profile_base, const int* __restrict__ padded_rows,
-    const short* __restrict__ table, const int n_codes, signed char* __restrict__ profile) {
+    const short* __restrict__ table, const int n_codes, const int padding,
+    signed char* __restrict__ profile) {
     const i64 k = blockIdx.x;
     const u8* q = q_codes + q_offsets[k];
     const int m = (int)(q_offsets[k + 1] - q_offsets[k]);
@@ -263,7 +265,7 @@ extern "C" __global__ void __launch_bounds__(256) build_profiles(
     signed char* out = profile + profile_base[k];
     for (int x = threadIdx.x; x < rows * n_codes; x += blockDim.x) {
         const int t = x / rows, i = x % rows;
-        out[x] = i < m ? (signed char)table[q[i] * n_codes + t] : (signed char)-128;
+        out[x] = (signed char)(i < m ? table[q[i] * n_codes + t] : padding);
     }
 }
 

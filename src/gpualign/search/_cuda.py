@@ -1,0 +1,256 @@
+"""CUDA backend of database search: Smith-Waterman scores of every query against every
+database sequence in 16-bit lanes (``search/kernels/search.cu``), the few pairs that overflow
+them rescored in 32 bits by the alignment kernels, and each query's best ``n`` chosen on the
+device.
+
+The database (sorted by length) is copied to the GPU once and stays there while it fits the
+memory budget; a larger one goes through in consecutive partitions, each query's best ``n`` of
+every partition merged on the host. Queries are taken in chunks whose score rows (one int32
+per database sequence) fit the budget; in a chunk, queries of one lane shape (threads a pair
+and rows a thread, :func:`lane_shape`) share a launch, one block row per query, so a small
+database still fills the GPU with many queries in flight.
+
+Nothing here imports Numba.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import config
+from .._progress import Progress
+from ..codes import ALIGN_LOCAL
+from ..cuda import launch
+from ..cuda.loader import get_kernel
+from ..cuda.memory import batch_budget, fits_resident
+from ..sequences import SequenceSet
+
+KERNEL_FILE = "search/kernels/search.cu"
+PROFILE_KERNEL_FILE = "align/kernels/align.cu"  # its build_profiles writes the query profiles
+OVERFLOW = -2  # OVERFLOW in search.cu: the pair's best H left the 16-bit range
+_PROFILE_PADDING = 0  # profile bytes past a query's end (search.cu)
+
+
+def kernel_name(group: int, rows: int, signed: bool) -> str:
+    """The kernel of ``group`` threads a pair of subjects and ``rows`` query rows a thread;
+    ``signed``: some substitution score plus the gap opening is negative."""
+    return f"search_scores<{group}, {rows}, {'true' if signed else 'false'}>"
+
+
+def lane_shape(length: int) -> tuple[int, int]:
+    """``(group, rows)`` for a query of ``length`` residues, from ``config.SEARCH_GROUPS`` and
+    ``config.SEARCH_LANE_ROWS``: the fewest passes of ``group * rows`` rows (each pass after
+    the first re-reads the row above it from memory), then the fewest padded rows, then the
+    most rows a thread (fewer threads a pair, more pairs in flight).
+
+    Examples
+    --------
+    >>> lane_shape(394)
+    (16, 28)
+    """
+    def cost(shape: tuple[int, int]) -> tuple[int, int, int]:
+        group, rows = shape
+        passes = max(1, -(-length // (group * rows)))
+        return passes, passes * group * rows, -rows
+
+    return min(((g, r) for g in config.SEARCH_GROUPS for r in config.SEARCH_LANE_ROWS), key=cost)
+
+
+def fits_lanes(table: np.ndarray, gap_open: int, gap_extend: int) -> bool:
+    """Whether the kernel takes this scoring: substitution scores + ``gap_open`` fit a signed
+    byte, and the gap costs are below the 16-bit lanes' range."""
+    shifted = table.astype(np.int64) + gap_open
+    return (-128 <= int(shifted.min()) and int(shifted.max()) <= 127
+            and 0 <= gap_extend < 1 << 15 and 0 <= gap_open < 1 << 15)
+
+
+def top_scores(queries: SequenceSet, database, table: np.ndarray, gap_open: int,
+               gap_extend: int, n: int, progress: Progress | None = None,
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Best ``n`` Smith-Waterman scores of every query against every database sequence, with
+    the contract of :func:`gpualign.search._cpu.top_scores`: int64 arrays ``(score, subject)``
+    of shape ``(len(queries), n)``, best first, subjects as positions in
+    ``database.sequences``, ties to the smaller ``database.order``, padded with -1."""
+    subjects = database.sequences
+    score = np.full((len(queries), n), -1, dtype=np.int64)
+    subject = np.full((len(queries), n), -1, dtype=np.int64)
+    if not len(queries) or not len(subjects) or n <= 0:
+        return score, subject
+    table = np.asarray(table)
+    order = np.asarray(database.order, dtype=np.int64)
+    for first, part in _partitions(subjects):
+        for chunk in _query_chunks(queries, part):
+            rows = _score_rows(queries, chunk, part, table, gap_open, gap_extend)
+            best, where = _best(rows, order[first:first + len(part)], n)
+            _merge(score, subject, chunk, best, where + first, order, n)
+            if progress is not None:
+                progress.cells_done(int(queries.lengths[chunk].sum()) * len(part.codes))
+    return score, subject
+
+
+def _partitions(subjects: SequenceSet):
+    """``(first, part)``: the whole database when it may stay on the device, else consecutive
+    views of at most half the batch budget of residues (one subject at least)."""
+    if fits_resident(subjects.codes.nbytes + subjects.offsets.nbytes):
+        yield 0, subjects
+        return
+    limit = max(1, batch_budget() // 2)
+    lo = 0
+    while lo < len(subjects):
+        ends = subjects.offsets[lo + 1:] - subjects.offsets[lo]
+        hi = lo + max(1, int(np.searchsorted(ends, limit, side="right")))
+        part = subjects.view(lo, hi)
+        yield lo, part
+        part.release_device()
+        lo = hi
+
+
+def _border_columns(lengths: np.ndarray) -> np.ndarray:
+    """Columns of every pair of consecutive subjects: the longer one's length, rounded up to
+    even (the kernel computes two columns a step)."""
+    padded = np.zeros(2 * ((len(lengths) + 1) // 2), dtype=np.int64)
+    padded[:len(lengths)] = lengths
+    longer = padded.reshape(-1, 2).max(axis=1)
+    return longer + longer % 2
+
+
+def _query_chunks(queries: SequenceSet, part: SequenceSet):
+    """Arrays of query indices whose score rows (and, for queries of several passes, border
+    rows) fit the batch budget together; at least one query a chunk."""
+    per_row = 4 * len(part)
+    border = 8 * int(_border_columns(part.lengths).sum())
+    budget = batch_budget()
+    chunk: list[int] = []
+    used = 0
+    for q, length in enumerate(queries.lengths):
+        group, rows = lane_shape(int(length))
+        need = per_row + (border if length > group * rows else 0)
+        if chunk and used + need > budget:
+            yield np.array(chunk, dtype=np.int64)
+            chunk, used = [], 0
+        chunk.append(q)
+        used += need
+    if chunk:
+        yield np.array(chunk, dtype=np.int64)
+
+
+def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet, table: np.ndarray,
+                gap_open: int, gap_extend: int):
+    """Exact scores of the queries ``chunk`` against every subject of ``part``: a CuPy int32
+    array of shape ``(len(chunk), len(part))``."""
+    import cupy
+
+    if not fits_lanes(table, gap_open, gap_extend):
+        return _rescored(queries, chunk, part, table, gap_open, gap_extend)
+    rows = cupy.empty((len(chunk), len(part)), dtype=cupy.int32)
+    codes, offsets = part.to_device()
+    shifted_table = table.astype(np.int64) + gap_open
+    signed = bool(shifted_table.min() < 0)
+    shifted = cupy.asarray(shifted_table.astype(np.int16).ravel())
+    n_codes = len(table)
+    columns = _border_columns(part.lengths)
+    border_base = np.zeros(len(columns), dtype=np.int64)
+    np.cumsum(columns[:-1], out=border_base[1:])
+    border_base_device = cupy.asarray(border_base)
+    shapes = [lane_shape(int(length)) for length in queries.lengths[chunk]]
+    # Launches of different shapes overlap on a few streams, so that one launch's last blocks
+    # do not leave the GPU idle before the next starts; `held` keeps every launch's buffers
+    # until all have finished.
+    streams = [cupy.cuda.Stream(non_blocking=True)
+               for _ in range(max(1, min(config.SEARCH_STREAMS, len(set(shapes)))))]
+    held = []
+    for launch_index, shape in enumerate(sorted(set(shapes))):
+        members = np.array([k for k, s in enumerate(shapes) if s == shape], dtype=np.int64)
+        group, lane_rows = shape
+        pass_rows = group * lane_rows
+        lengths = queries.lengths[chunk[members]]
+        passes = np.maximum(1, -(-lengths // pass_rows))
+        profile_rows = (passes * pass_rows).astype(np.int32)
+        stride = int(columns.sum()) if bool((passes > 1).any()) else 0
+        kernel = get_kernel(KERNEL_FILE, kernel_name(group, lane_rows, signed))
+        shared = launch.reserve_shared(kernel, (n_codes + 1) * pass_rows)
+        (blocks,), block = launch.grid(kernel, len(columns),
+                                       items_per_block=launch.block_threads(kernel) // group)
+        with streams[launch_index % len(streams)]:
+            profiles, profile_base = _profiles(queries.take(chunk[members]), profile_rows,
+                                               shifted, n_codes)
+            arguments = (codes, offsets, np.int32(len(part)), profiles, profile_base,
+                         cupy.asarray(profile_rows), cupy.asarray(members), np.int32(n_codes),
+                         np.int32(gap_open), np.int32(gap_extend), np.uint32(1),
+                         cupy.empty(max(1, stride * len(members)), dtype=cupy.uint64),
+                         border_base_device, np.int64(stride), rows)
+            kernel((blocks, len(members)), block, arguments, shared_mem=shared)
+        held.append(arguments)
+    for stream in streams:
+        stream.synchronize()
+    overflow = cupy.nonzero(rows == OVERFLOW)
+    if len(overflow[0]):
+        q_local, s_local = (cupy.asnumpy(a).astype(np.int64) for a in overflow)
+        rows[overflow] = cupy.asarray(_wide_scores(queries, chunk[q_local], part, s_local, table,
+                                                   gap_open, gap_extend).astype(np.int32))
+    return rows
+
+
+def _profiles(members: SequenceSet, profile_rows: np.ndarray, shifted, n_codes: int):
+    """The query profiles of ``members`` on the device, ``profile_rows`` rows each per residue
+    code, and where each starts."""
+    import cupy
+
+    sizes = profile_rows.astype(np.int64) * n_codes
+    base = np.zeros(len(sizes), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=base[1:])
+    profiles = cupy.empty(int(sizes.sum()), dtype=cupy.int8)
+    base_device = cupy.asarray(base)
+    build = get_kernel(PROFILE_KERNEL_FILE, "build_profiles")
+    q_codes, q_offsets = members.to_device()
+    build(*launch.grid(build, len(members), items_per_block=1),  # a block per query
+          (q_codes, q_offsets, base_device, cupy.asarray(profile_rows), shifted,
+           np.int32(n_codes), np.int32(_PROFILE_PADDING), profiles))
+    return profiles, base_device
+
+
+def _wide_scores(queries: SequenceSet, q_index: np.ndarray, part: SequenceSet,
+                 s_index: np.ndarray, table: np.ndarray, gap_open: int,
+                 gap_extend: int) -> np.ndarray:
+    """Local scores of the pairs ``(queries[q_index], part[s_index])`` by the alignment
+    kernels, which widen their lanes as the pairs need."""
+    from ..align import _cuda as align_cuda
+
+    return align_cuda.align_pairs(queries, part, q_index, s_index, table, gap_open, gap_extend,
+                                  ALIGN_LOCAL, "score")[0]
+
+
+def _rescored(queries, chunk, part, table, gap_open, gap_extend):
+    """Every score of ``chunk`` x ``part`` by the alignment kernels (a scoring the search
+    kernel cannot take)."""
+    import cupy
+
+    q_index = np.repeat(chunk, len(part))
+    s_index = np.tile(np.arange(len(part), dtype=np.int64), len(chunk))
+    scores = _wide_scores(queries, q_index, part, s_index, table, gap_open, gap_extend)
+    return cupy.asarray(scores.reshape(len(chunk), len(part)).astype(np.int32))
+
+
+def _best(rows, order: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's best ``n`` (score, position), best first, ties to the smaller ``order``."""
+    import cupy
+
+    take = min(n, rows.shape[1])
+    # One sort key: the score above, the complement of the input position below.
+    keys = (rows.astype(cupy.int64) << 32) | (0xFFFFFFFF - cupy.asarray(order))
+    where = cupy.argsort(-keys, axis=1)[:, :take]
+    best = cupy.take_along_axis(rows, where, axis=1)
+    return cupy.asnumpy(best).astype(np.int64), cupy.asnumpy(where).astype(np.int64)
+
+
+def _merge(score: np.ndarray, subject: np.ndarray, chunk: np.ndarray, best: np.ndarray,
+           where: np.ndarray, order: np.ndarray, n: int) -> None:
+    """Fold a partition's best ``(best, where)`` of the queries ``chunk`` into
+    ``score``/``subject`` (rows best first, ties to the smaller ``order``)."""
+    both_score = np.concatenate([score[chunk], best], axis=1)
+    both_subject = np.concatenate([subject[chunk], where], axis=1)
+    held = both_subject >= 0
+    rank_order = np.where(held, order[np.maximum(both_subject, 0)], np.iinfo(np.int64).max)
+    pick = np.lexsort((rank_order, -both_score), axis=1)[:, :n]
+    score[chunk] = np.take_along_axis(both_score, pick, axis=1)
+    subject[chunk] = np.take_along_axis(both_subject, pick, axis=1)
