@@ -113,6 +113,8 @@ CUDA_RUN_MODULES = {
     "align": ["gpualign.align", "gpualign.align.api", "gpualign.align._cuda"],
     "lcs": ["gpualign.lcs", "gpualign.lcs.api", "gpualign.lcs._cuda"],
     "mems": ["gpualign.mems", "gpualign.mems.api", "gpualign.mems._cuda"],
+    "search": ["gpualign.search", "gpualign.search.api", "gpualign.search.database",
+               "gpualign.search.statistics", "gpualign.search._cuda"],
     "formats": ["gpualign.io", "gpualign.formats._cuda", "gpualign.streaming"],
     "plumbing": ["gpualign.cuda.loader", "gpualign.cuda.launch", "gpualign.cuda.memory",
                  "gpualign.cuda.host", "gpualign.cuda.pipeline", "gpualign.codes",
@@ -151,6 +153,9 @@ gpualign.lcs_length(reads[0], windows, backend="cuda")
 gpualign.lcs_top(reads[0], windows, n=3, with_lcs=False, backend="cuda")
 gpualign.lcs_length_matrix(reads[:3], windows, backend="cuda")
 gpualign.find_mems(SequenceSet.from_sequences(windows), reads, min_length=15, backend="cuda")
+for task in ("score", "locations", "path"):
+    gpualign.search(reads[:3], windows, n=5, task=task, backend="cuda")
+gpualign.search(["MKTAYIAKQR"], ["MKTAYIAK", "MEEPQSDPSV"], backend="cuda")
 print("numba" in sys.modules)
 """
 

@@ -24,6 +24,7 @@ from ..cuda import launch
 from ..cuda.loader import get_kernel
 from ..cuda.memory import batch_budget, fits_resident
 from ..sequences import SequenceSet
+from .database import best_hits
 
 KERNEL_FILE = "search/kernels/search.cu"
 PROFILE_KERNEL_FILE = "align/kernels/align.cu"  # its build_profiles writes the query profiles
@@ -246,11 +247,7 @@ def _best(rows, order: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
 def _merge(score: np.ndarray, subject: np.ndarray, chunk: np.ndarray, best: np.ndarray,
            where: np.ndarray, order: np.ndarray, n: int) -> None:
     """Fold a partition's best ``(best, where)`` of the queries ``chunk`` into
-    ``score``/``subject`` (rows best first, ties to the smaller ``order``)."""
-    both_score = np.concatenate([score[chunk], best], axis=1)
-    both_subject = np.concatenate([subject[chunk], where], axis=1)
-    held = both_subject >= 0
-    rank_order = np.where(held, order[np.maximum(both_subject, 0)], np.iinfo(np.int64).max)
-    pick = np.lexsort((rank_order, -both_score), axis=1)[:, :n]
-    score[chunk] = np.take_along_axis(both_score, pick, axis=1)
-    subject[chunk] = np.take_along_axis(both_subject, pick, axis=1)
+    ``score``/``subject`` by the backends' top-n rule."""
+    score[chunk], subject[chunk] = best_hits(np.concatenate([score[chunk], best], axis=1),
+                                             np.concatenate([subject[chunk], where], axis=1),
+                                             order, n)
