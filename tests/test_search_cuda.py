@@ -84,7 +84,8 @@ def test_real_proteins_every_shape():
 
 
 @pytest.mark.parametrize("groups,rows", [((4,), (8,)), ((8,), (12,)), ((32,), (16,)),
-                                         ((16,), (28,))])
+                                         ((16,), (28,)), ((4,), (6,)), ((8,), (14,)),
+                                         ((32,), (30,))])
 def test_several_passes(monkeypatch, groups, rows):
     """Small passes: queries of up to 400 residues run in up to 13 passes."""
     monkeypatch.setattr(gpualign.config, "SEARCH_GROUPS", groups)

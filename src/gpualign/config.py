@@ -208,11 +208,11 @@ LONG_ALIGN_LEAF_CELLS = 1 << 16
 ALIGN_TRACE_LANE_ROWS: tuple[int, ...] = (8, 16, 24, 32)
 
 #: Threads that share a pair of database subjects in the CUDA search kernel (powers of two up
-#: to 32) and query rows each of them keeps in registers (multiples of 4): a query runs with the
+#: to 32) and query rows each of them keeps in registers (even): a query runs with the
 #: shape of the fewest passes of threads x rows, then the fewest padded rows, then the most
-#: rows a thread (UniProt's median protein, 394 residues: 16 threads x 28 rows).
+#: rows a thread (UniProt's median protein, 394 residues: 16 threads x 26 rows).
 SEARCH_GROUPS: tuple[int, ...] = (4, 8, 16, 32)
-SEARCH_LANE_ROWS: tuple[int, ...] = (8, 12, 16, 20, 24, 28, 32)
+SEARCH_LANE_ROWS: tuple[int, ...] = tuple(range(6, 33, 2))
 
 #: CUDA streams the search kernel's launches of different lane shapes share, so that one
 #: launch's last blocks overlap the next launch's first.

@@ -30,6 +30,7 @@ KERNEL_FILE = "search/kernels/search.cu"
 PROFILE_KERNEL_FILE = "align/kernels/align.cu"  # its build_profiles writes the query profiles
 OVERFLOW = -2  # OVERFLOW in search.cu: the pair's best H left the 16-bit range
 _PROFILE_PADDING = 0  # profile bytes past a query's end (search.cu)
+_MAX_CODES = 64  # residue codes whose profile rows of the widest pass fit shared memory
 
 
 def kernel_name(group: int, rows: int, signed: bool) -> str:
@@ -47,7 +48,7 @@ def lane_shape(length: int) -> tuple[int, int]:
     Examples
     --------
     >>> lane_shape(394)
-    (16, 28)
+    (16, 26)
     """
     def cost(shape: tuple[int, int]) -> tuple[int, int, int]:
         group, rows = shape
@@ -59,10 +60,12 @@ def lane_shape(length: int) -> tuple[int, int]:
 
 def fits_lanes(table: np.ndarray, gap_open: int, gap_extend: int) -> bool:
     """Whether the kernel takes this scoring: substitution scores + ``gap_open`` fit a signed
-    byte, and the gap costs are below the 16-bit lanes' range."""
+    byte, the gap costs are below the 16-bit lanes' range, and a pass's profile of every
+    residue code fits shared memory (not the 256 codes of raw bytes)."""
     shifted = table.astype(np.int64) + gap_open
     return (-128 <= int(shifted.min()) and int(shifted.max()) <= 127
-            and 0 <= gap_extend < 1 << 15 and 0 <= gap_open < 1 << 15)
+            and 0 <= gap_extend < 1 << 15 and 0 <= gap_open < 1 << 15
+            and len(table) <= _MAX_CODES)
 
 
 def top_scores(queries: SequenceSet, database, table: np.ndarray, gap_open: int,
@@ -169,7 +172,8 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet, tabl
         profile_rows = (passes * pass_rows).astype(np.int32)
         stride = int(columns.sum()) if bool((passes > 1).any()) else 0
         kernel = get_kernel(KERNEL_FILE, kernel_name(group, lane_rows, signed))
-        shared = launch.reserve_shared(kernel, (n_codes + 1) * pass_rows)
+        lane_bytes = 4 * -(-lane_rows // 4)  # ProfileLayout in search.cu
+        shared = launch.reserve_shared(kernel, (n_codes + 1) * group * lane_bytes)
         (blocks,), block = launch.grid(kernel, len(columns),
                                        items_per_block=launch.block_threads(kernel) // group)
         with streams[launch_index % len(streams)]:

@@ -72,56 +72,67 @@ __device__ __forceinline__ u32 byte_pair(u32 lo, u32 hi) {
     return signed_bytes(lo, hi, K | ((K | 8) << 4) | ((4 + K) << 8) | ((12 + K) << 12));
 }
 
-// The profile bytes of a lane's ROWS rows for one residue code, as ROWS / 4 words.
-template <int ROWS>
-__device__ __forceinline__ void load_rows(const u32* from, u32 (&words)[ROWS / 4]) {
-    if constexpr (ROWS % 16 == 0) {
+// WORDS consecutive words of shared memory, in the widest loads their alignment allows (the
+// host aligns a lane's profile bytes to 4 words where WORDS is a multiple of 4).
+template <int WORDS>
+__device__ __forceinline__ void load_words(const u32* from, u32 (&words)[WORDS]) {
+    if constexpr (WORDS % 4 == 0) {
 #pragma unroll
-        for (int w = 0; w < ROWS / 4; w += 4) {
+        for (int w = 0; w < WORDS; w += 4) {
             const uint4 v = reinterpret_cast<const uint4*>(from)[w / 4];
             words[w] = v.x;
             words[w + 1] = v.y;
             words[w + 2] = v.z;
             words[w + 3] = v.w;
         }
-    } else if constexpr (ROWS % 8 == 0) {
+    } else if constexpr (WORDS % 2 == 0) {
 #pragma unroll
-        for (int w = 0; w < ROWS / 4; w += 2) {
+        for (int w = 0; w < WORDS; w += 2) {
             const uint2 v = reinterpret_cast<const uint2*>(from)[w / 2];
             words[w] = v.x;
             words[w + 1] = v.y;
         }
     } else {
 #pragma unroll
-        for (int w = 0; w < ROWS / 4; ++w) words[w] = from[w];
+        for (int w = 0; w < WORDS; ++w) words[w] = from[w];
     }
 }
 
-// The profile offsets (code * PASS_ROWS) of column j's two residues, lo | hi << 16; code
-// n_codes past a subject's end.
-template <int PASS_ROWS>
+// The residue codes of column j of the pair, lo | hi << 16; code n_codes past a subject's end.
 __device__ __forceinline__ u32 column_codes(const u8* lo_codes, int lo_length,
                                             const u8* hi_codes, int hi_length, int j,
                                             int n_codes) {
     const int lo = j < lo_length ? lo_codes[j] : n_codes;
     const int hi = j < hi_length ? hi_codes[j] : n_codes;
-    return (u32)(lo * PASS_ROWS) | ((u32)(hi * PASS_ROWS) << 16);
+    return (u32)lo | ((u32)hi << 16);
 }
 
-// One column of a lane's ROWS rows: `column` the profile offsets of its residues, (vt, vf)
-// the H and F' of the row above, `diagonal` the H above-left; on return (vt, vf) are the
-// lane's last row's.
-template <int ROWS, bool SIGNED>
+// Layout of a pass's profile in shared memory: for each residue code, GROUP lanes of
+// LANE_WORDS words, lane g's first ROWS bytes holding its rows' scores (ROWS is even; a lane
+// of 4k + 2 rows has 2 bytes unused, so that every lane starts on a word).
+template <int GROUP, int ROWS>
+struct ProfileLayout {
+    static constexpr int LANE_WORDS = (ROWS + 3) / 4;
+    static constexpr int LANE_BYTES = 4 * LANE_WORDS;
+    static constexpr int CODE_BYTES = GROUP * LANE_BYTES;
+};
+
+// One column of a lane's ROWS rows: `column` the codes of its residues, (vt, vf) the H and F'
+// of the row above, `diagonal` the H above-left; on return (vt, vf) are the lane's last row's.
+template <int GROUP, int ROWS, bool SIGNED>
 __device__ __forceinline__ void column_step(const u8* s_bytes, u32 column, int lane,
                                             u32 (&t)[ROWS], u32 (&e)[ROWS], u32& vt, u32& vf,
                                             u32 diagonal, u32& best, u32 open, u32 extend,
                                             u32 one) {
-    constexpr int WORDS = ROWS / 4;
+    typedef ProfileLayout<GROUP, ROWS> Layout;
+    constexpr int WORDS = Layout::LANE_WORDS;
+    const u8* lane_bytes = s_bytes + lane * Layout::LANE_BYTES;
     u32 lo_words[WORDS], hi_words[WORDS];
-    load_rows<ROWS>(reinterpret_cast<const u32*>(s_bytes + (column & 0xffffu) + lane * ROWS),
-                    lo_words);
-    load_rows<ROWS>(reinterpret_cast<const u32*>(s_bytes + (column >> 16) + lane * ROWS),
-                    hi_words);
+    load_words<WORDS>(reinterpret_cast<const u32*>(
+                          lane_bytes + (column & 0xffffu) * Layout::CODE_BYTES), lo_words);
+    load_words<WORDS>(reinterpret_cast<const u32*>(lane_bytes + (column >> 16) *
+                                                                    Layout::CODE_BYTES),
+                      hi_words);
     u32 t_even = 0;
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
@@ -161,9 +172,9 @@ search_scores(const u8* __restrict__ codes, const i64* __restrict__ offsets, int
               int n_codes, int gap_open, int gap_extend, u32 one,
               uint2* __restrict__ border, const i64* __restrict__ border_base,
               i64 border_stride, int* __restrict__ scores) {
-    static_assert(ROWS % 4 == 0 && 32 % GROUP == 0, "whole words, groups within a warp");
+    static_assert(ROWS % 2 == 0 && 32 % GROUP == 0, "rows in pairs, groups within a warp");
     constexpr int PASS_ROWS = GROUP * ROWS;
-    extern __shared__ __align__(16) u32 s_profile[];  // (n_codes + 1) codes x PASS_ROWS bytes
+    extern __shared__ __align__(16) u32 s_profile[];  // (n_codes + 1) codes: ProfileLayout
     const int k = blockIdx.y;
     const int rows = profile_rows[k];
     const int passes = rows / PASS_ROWS;
@@ -192,11 +203,26 @@ search_scores(const u8* __restrict__ codes, const i64* __restrict__ offsets, int
     u32 best = 0;
     for (int pass = 0; pass < passes; ++pass) {
         __syncthreads();  // every group is done with the previous pass's profile
-        const int words_per_code = PASS_ROWS / 4;
-        const u32* from = reinterpret_cast<const u32*>(profile + pass * PASS_ROWS);
-        for (int x = threadIdx.x; x < (n_codes + 1) * words_per_code; x += SEARCH_BLOCK) {
-            const int c = x / words_per_code;
-            s_profile[x] = c < n_codes ? from[(i64)c * (rows / 4) + x % words_per_code] : 0u;
+        typedef ProfileLayout<GROUP, ROWS> Layout;
+        const signed char* from = profile + pass * PASS_ROWS;
+        constexpr int LANES_WORDS = GROUP * Layout::LANE_WORDS;  // words a code
+        for (int x = threadIdx.x; x < (n_codes + 1) * LANES_WORDS; x += SEARCH_BLOCK) {
+            const int c = x / LANES_WORDS;
+            const int g = (x % LANES_WORDS) / Layout::LANE_WORDS;
+            const int w = x % Layout::LANE_WORDS;
+            const signed char* rows_from = from + (i64)c * rows + g * ROWS + 4 * w;
+            u32 word = 0;
+            if (c == n_codes) {
+                word = 0;
+            } else if constexpr (ROWS % 4 == 0) {
+                word = *reinterpret_cast<const u32*>(rows_from);
+            } else {
+#pragma unroll
+                for (int b = 0; b < 4; ++b) {
+                    if (4 * w + b < ROWS) word |= (u32)(u8)rows_from[b] << (8 * b);
+                }
+            }
+            s_profile[x] = word;
         }
         __syncthreads();
         const bool first = pass == 0, last = pass == passes - 1;
@@ -214,8 +240,8 @@ search_scores(const u8* __restrict__ codes, const i64* __restrict__ offsets, int
         // Lane 0 reads the next step's residues one step ahead.
         u32 next0 = 0, next1 = 0;
         if (lane == 0 && columns > 0) {
-            next0 = column_codes<PASS_ROWS>(lo_codes, lo_length, hi_codes, hi_length, 0, n_codes);
-            next1 = column_codes<PASS_ROWS>(lo_codes, lo_length, hi_codes, hi_length, 1, n_codes);
+            next0 = column_codes(lo_codes, lo_length, hi_codes, hi_length, 0, n_codes);
+            next1 = column_codes(lo_codes, lo_length, hi_codes, hi_length, 1, n_codes);
         }
         for (int step = 0; step < steps; ++step) {
             const int j = 2 * (step - lane);
@@ -225,9 +251,9 @@ search_scores(const u8* __restrict__ codes, const i64* __restrict__ offsets, int
                     column0 = next0;
                     column1 = next1;
                     if (j + 2 < columns) {
-                        next0 = column_codes<PASS_ROWS>(lo_codes, lo_length, hi_codes, hi_length,
+                        next0 = column_codes(lo_codes, lo_length, hi_codes, hi_length,
                                                         j + 2, n_codes);
-                        next1 = column_codes<PASS_ROWS>(lo_codes, lo_length, hi_codes, hi_length,
+                        next1 = column_codes(lo_codes, lo_length, hi_codes, hi_length,
                                                         j + 3, n_codes);
                     }
                     if (!first) {
@@ -239,13 +265,13 @@ search_scores(const u8* __restrict__ codes, const i64* __restrict__ offsets, int
                     }
                 }
                 u32 vt = up_t0, vf = up_f0;
-                column_step<ROWS, SIGNED>(s_bytes, column0, lane, t, e, vt, vf, diagonal_top,
+                column_step<GROUP, ROWS, SIGNED>(s_bytes, column0, lane, t, e, vt, vf, diagonal_top,
                                           best, open, extend, one);
                 last_t0 = vt;
                 last_f0 = vf;
                 vt = up_t1;
                 vf = up_f1;
-                column_step<ROWS, SIGNED>(s_bytes, column1, lane, t, e, vt, vf, up_t0, best,
+                column_step<GROUP, ROWS, SIGNED>(s_bytes, column1, lane, t, e, vt, vf, up_t0, best,
                                           open, extend, one);
                 last_t1 = vt;
                 last_f1 = vf;
