@@ -15,6 +15,8 @@ Nothing here imports Numba.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .. import config
@@ -83,13 +85,47 @@ def top_scores(queries: SequenceSet, database, table: np.ndarray, gap_open: int,
     table = np.asarray(table)
     order = np.asarray(database.order, dtype=np.int64)
     for first, part in _partitions(subjects):
-        for chunk in _query_chunks(queries, part):
-            rows = _score_rows(queries, chunk, part, table, gap_open, gap_extend)
-            best, where = _best(rows, order[first:first + len(part)], n)
+        resident = _resident(part, order[first:first + len(part)], part is subjects)
+        for chunk in _query_chunks(queries, resident):
+            rows = _score_rows(queries, chunk, resident, table, gap_open, gap_extend)
+            best, where = _best(rows, resident.order, n)
             _merge(score, subject, chunk, best, where + first, order, n)
             if progress is not None:
                 progress.cells_done(int(queries.lengths[chunk].sum()) * len(part.codes))
     return score, subject
+
+
+class _Resident:
+    """A partition of the database on the device with what every launch over it reads: the
+    pairs' columns and where their border rows start, and the input order for the ties."""
+
+    def __init__(self, part: SequenceSet, order: np.ndarray):
+        import cupy
+
+        self.part = part
+        self.codes, self.offsets = part.to_device()
+        self.columns = _border_columns(part.lengths)
+        border_base = np.zeros(len(self.columns), dtype=np.int64)
+        np.cumsum(self.columns[:-1], out=border_base[1:])
+        self.border_base = cupy.asarray(border_base)
+        self.border_entries = int(self.columns.sum())
+        self.order = cupy.asarray(order)
+
+
+#: The resident databases of earlier searches, by their sequences (a database's order is fixed
+#: with them): a database searched again (queries in several calls) is not prepared again. Its
+#: codes stay on the device as ``SequenceSet.to_device`` keeps them.
+_RESIDENT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _resident(part: SequenceSet, order: np.ndarray, whole: bool) -> _Resident:
+    """The :class:`_Resident` of ``part``: kept for a whole database, made anew for each
+    partition of one too large to stay."""
+    if not whole:
+        return _Resident(part, order)
+    if part not in _RESIDENT:
+        _RESIDENT[part] = _Resident(part, order)
+    return _RESIDENT[part]
 
 
 def _partitions(subjects: SequenceSet):
@@ -118,11 +154,11 @@ def _border_columns(lengths: np.ndarray) -> np.ndarray:
     return longer + longer % 2
 
 
-def _query_chunks(queries: SequenceSet, part: SequenceSet):
+def _query_chunks(queries: SequenceSet, resident: _Resident):
     """Arrays of query indices whose score rows (and, for queries of several passes, border
     rows) fit the batch budget together; at least one query a chunk."""
-    per_row = 4 * len(part)
-    border = 8 * int(_border_columns(part.lengths).sum())
+    per_row = 4 * len(resident.part)
+    border = 8 * resident.border_entries
     budget = batch_budget()
     chunk: list[int] = []
     used = 0
@@ -138,24 +174,20 @@ def _query_chunks(queries: SequenceSet, part: SequenceSet):
         yield np.array(chunk, dtype=np.int64)
 
 
-def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet, table: np.ndarray,
+def _score_rows(queries: SequenceSet, chunk: np.ndarray, resident: _Resident, table: np.ndarray,
                 gap_open: int, gap_extend: int):
-    """Exact scores of the queries ``chunk`` against every subject of ``part``: a CuPy int32
-    array of shape ``(len(chunk), len(part))``."""
+    """Exact scores of the queries ``chunk`` against every subject of the partition
+    ``resident``: a CuPy int32 array of shape ``(len(chunk), len(resident.part))``."""
     import cupy
 
+    part = resident.part
     if not fits_lanes(table, gap_open, gap_extend):
         return _rescored(queries, chunk, part, table, gap_open, gap_extend)
     rows = cupy.empty((len(chunk), len(part)), dtype=cupy.int32)
-    codes, offsets = part.to_device()
     shifted_table = table.astype(np.int64) + gap_open
     signed = bool(shifted_table.min() < 0)
     shifted = cupy.asarray(shifted_table.astype(np.int16).ravel())
     n_codes = len(table)
-    columns = _border_columns(part.lengths)
-    border_base = np.zeros(len(columns), dtype=np.int64)
-    np.cumsum(columns[:-1], out=border_base[1:])
-    border_base_device = cupy.asarray(border_base)
     shapes = [lane_shape(int(length)) for length in queries.lengths[chunk]]
     # Launches of different shapes overlap on a few streams, so that one launch's last blocks
     # do not leave the GPU idle before the next starts; `held` keeps every launch's buffers
@@ -170,20 +202,21 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet, tabl
         lengths = queries.lengths[chunk[members]]
         passes = np.maximum(1, -(-lengths // pass_rows))
         profile_rows = (passes * pass_rows).astype(np.int32)
-        stride = int(columns.sum()) if bool((passes > 1).any()) else 0
+        stride = resident.border_entries if bool((passes > 1).any()) else 0
         kernel = get_kernel(KERNEL_FILE, kernel_name(group, lane_rows, signed))
         lane_bytes = 4 * -(-lane_rows // 4)  # ProfileLayout in search.cu
         shared = launch.reserve_shared(kernel, (n_codes + 1) * group * lane_bytes)
-        (blocks,), block = launch.grid(kernel, len(columns),
+        (blocks,), block = launch.grid(kernel, len(resident.columns),
                                        items_per_block=launch.block_threads(kernel) // group)
         with streams[launch_index % len(streams)]:
             profiles, profile_base = _profiles(queries.take(chunk[members]), profile_rows,
                                                shifted, n_codes)
-            arguments = (codes, offsets, np.int32(len(part)), profiles, profile_base,
+            arguments = (resident.codes, resident.offsets, np.int32(len(part)), profiles,
+                         profile_base,
                          cupy.asarray(profile_rows), cupy.asarray(members), np.int32(n_codes),
                          np.int32(gap_open), np.int32(gap_extend), np.uint32(1),
                          cupy.empty(max(1, stride * len(members)), dtype=cupy.uint64),
-                         border_base_device, np.int64(stride), rows)
+                         resident.border_base, np.int64(stride), rows)
             kernel((blocks, len(members)), block, arguments, shared_mem=shared)
         held.append(arguments)
     for stream in streams:
@@ -236,13 +269,14 @@ def _rescored(queries, chunk, part, table, gap_open, gap_extend):
     return cupy.asarray(scores.reshape(len(chunk), len(part)).astype(np.int32))
 
 
-def _best(rows, order: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's best ``n`` (score, position), best first, ties to the smaller ``order``."""
+def _best(rows, order, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's best ``n`` (score, position), best first, ties to the smaller ``order`` (a
+    CuPy array)."""
     import cupy
 
     take = min(n, rows.shape[1])
     # One sort key: the score above, the complement of the input position below.
-    keys = (rows.astype(cupy.int64) << 32) | (0xFFFFFFFF - cupy.asarray(order))
+    keys = (rows.astype(cupy.int64) << 32) | (0xFFFFFFFF - order)
     where = cupy.argsort(-keys, axis=1)[:, :take]
     best = cupy.take_along_axis(rows, where, axis=1)
     return cupy.asnumpy(best).astype(np.int64), cupy.asnumpy(where).astype(np.int64)
