@@ -129,3 +129,12 @@ def test_dna_and_a_scoring_outside_the_lanes():
     # match + gap_open above a signed byte: the alignment kernels score every pair
     _check(queries, _database(subjects, "dna"), Scoring(match=100, mismatch=-3, gap_open=60,
                                                         gap_extend=2), 6)
+
+
+def test_long_subjects_go_to_the_alignment_kernels(monkeypatch):
+    """Subjects above SEARCH_LONG_SUBJECT residues: scored by align's kernels, merged in."""
+    monkeypatch.setattr(gpualign.config, "SEARCH_LONG_SUBJECT", 150)
+    proteins = _proteins(50)
+    _check(proteins[:4], _database(proteins[4:]), BLOSUM62, 12)
+    monkeypatch.setattr(gpualign.config, "SEARCH_LONG_SUBJECT", 0)  # every subject
+    _check(proteins[:2], _database(proteins[4:20]), BLOSUM62, 5)

@@ -214,6 +214,11 @@ ALIGN_TRACE_LANE_ROWS: tuple[int, ...] = (8, 16, 24, 32)
 SEARCH_GROUPS: tuple[int, ...] = (4, 8, 16, 32)
 SEARCH_LANE_ROWS: tuple[int, ...] = tuple(range(6, 33, 2))
 
+#: Database sequences longer than this (residues) are scored against the queries by the
+#: alignment kernels (long pairs over the whole GPU) instead of one group of the search kernel
+#: each: a bacterial genome in a DNA database, not a protein.
+SEARCH_LONG_SUBJECT = 1 << 16
+
 #: CUDA streams the search kernel's launches of different lane shapes share, so that one
 #: launch's last blocks overlap the next launch's first.
 SEARCH_STREAMS = 4

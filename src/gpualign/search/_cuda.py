@@ -184,6 +184,9 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, resident: _Resident, ta
     if not fits_lanes(table, gap_open, gap_extend):
         return _rescored(queries, chunk, part, table, gap_open, gap_extend)
     rows = cupy.empty((len(chunk), len(part)), dtype=cupy.int32)
+    # Subjects of more columns than a group should sweep alone (the sorted database's last
+    # ones) go to the alignment kernels, which spread a long pair over the whole GPU.
+    short = int(np.searchsorted(part.lengths, config.SEARCH_LONG_SUBJECT, side="right"))
     shifted_table = table.astype(np.int64) + gap_open
     signed = bool(shifted_table.min() < 0)
     shifted = cupy.asarray(shifted_table.astype(np.int16).ravel())
@@ -195,7 +198,7 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, resident: _Resident, ta
     streams = [cupy.cuda.Stream(non_blocking=True)
                for _ in range(max(1, min(config.SEARCH_STREAMS, len(set(shapes)))))]
     held = []
-    for launch_index, shape in enumerate(sorted(set(shapes))):
+    for launch_index, shape in enumerate(sorted(set(shapes)) if short else ()):
         members = np.array([k for k, s in enumerate(shapes) if s == shape], dtype=np.int64)
         group, lane_rows = shape
         pass_rows = group * lane_rows
@@ -206,13 +209,13 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, resident: _Resident, ta
         kernel = get_kernel(KERNEL_FILE, kernel_name(group, lane_rows, signed))
         lane_bytes = 4 * -(-lane_rows // 4)  # ProfileLayout in search.cu
         shared = launch.reserve_shared(kernel, (n_codes + 1) * group * lane_bytes)
-        (blocks,), block = launch.grid(kernel, len(resident.columns),
+        (blocks,), block = launch.grid(kernel, (short + 1) // 2,
                                        items_per_block=launch.block_threads(kernel) // group)
         with streams[launch_index % len(streams)]:
             profiles, profile_base = _profiles(queries.take(chunk[members]), profile_rows,
                                                shifted, n_codes)
-            arguments = (resident.codes, resident.offsets, np.int32(len(part)), profiles,
-                         profile_base,
+            arguments = (resident.codes, resident.offsets, np.int32(short),
+                         np.int64(len(part)), profiles, profile_base,
                          cupy.asarray(profile_rows), cupy.asarray(members), np.int32(n_codes),
                          np.int32(gap_open), np.int32(gap_extend), np.uint32(1),
                          cupy.empty(max(1, stride * len(members)), dtype=cupy.uint64),
@@ -221,6 +224,11 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, resident: _Resident, ta
         held.append(arguments)
     for stream in streams:
         stream.synchronize()
+    if short < len(part):
+        long_index = np.arange(short, len(part), dtype=np.int64)
+        rows[:, short:] = cupy.asarray(_wide_scores(
+            queries, np.repeat(chunk, len(long_index)), part, np.tile(long_index, len(chunk)),
+            table, gap_open, gap_extend).reshape(len(chunk), -1).astype(np.int32))
     overflow = cupy.nonzero(rows == OVERFLOW)
     if len(overflow[0]):
         q_local, s_local = (cupy.asnumpy(a).astype(np.int64) for a in overflow)

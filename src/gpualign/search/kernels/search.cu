@@ -159,14 +159,15 @@ __device__ __forceinline__ void column_step(const u8* s_bytes, u32 column, int l
 
 // Query k of the launch: its profile at profiles + profile_base[k], profile_rows[k] bytes per
 // residue code (whole passes, padded with 0); its scores go to row score_rows[k] of `scores`
-// (`subjects` entries a row, in database order). Subjects are codes[offsets[s] ..
-// offsets[s + 1]). `border` (queries of more than one pass) holds border_stride entries per
+// (row_stride entries a row, in database order; the first `subjects` are this launch's).
+// Subjects are codes[offsets[s] .. offsets[s + 1]). `border` (queries of more than one pass) holds border_stride entries per
 // query of the launch: pair p's at border_base[p] (even), one per column rounded up to even.
 // `one` is 1 (a value the
 // compiler cannot see, so that t + s' stays a multiply-add).
 template <int GROUP, int ROWS, bool SIGNED>
 __global__ void __launch_bounds__(SEARCH_BLOCK, min_blocks(ROWS))
 search_scores(const u8* __restrict__ codes, const i64* __restrict__ offsets, int subjects,
+              i64 row_stride,
               const signed char* __restrict__ profiles, const i64* __restrict__ profile_base,
               const int* __restrict__ profile_rows, const i64* __restrict__ score_rows,
               int n_codes, int gap_open, int gap_extend, u32 one,
@@ -302,7 +303,7 @@ search_scores(const u8* __restrict__ codes, const i64* __restrict__ offsets, int
         best = __vimax3_s16x2(best, __shfl_xor_sync(FULL_WARP, best, d, GROUP), best);
     }
     if (pair < 0 || lane != 0) return;
-    int* out = scores + score_rows[k] * (i64)subjects;
+    int* out = scores + score_rows[k] * row_stride;
     const int lo_best = (int)(short)(best & 0xffffu), hi_best = ((int)best) >> 16;
     out[2 * pair] = lo_best > LIMIT ? OVERFLOW : lo_best;
     if (2 * pair + 1 < subjects) out[2 * pair + 1] = hi_best > LIMIT ? OVERFLOW : hi_best;
