@@ -138,3 +138,20 @@ def test_long_subjects_go_to_the_alignment_kernels(monkeypatch):
     _check(proteins[:4], _database(proteins[4:]), BLOSUM62, 12)
     monkeypatch.setattr(gpualign.config, "SEARCH_LONG_SUBJECT", 0)  # every subject
     _check(proteins[:2], _database(proteins[4:20]), BLOSUM62, 5)
+
+
+def test_a_searched_database_is_released_with_its_sequences():
+    """The device layout kept between searches does not keep its database alive."""
+    import gc
+    import weakref
+
+    from gpualign.search import _cuda
+
+    proteins = _proteins(30)
+    database = _database(proteins[3:])
+    _check(proteins[:2], database, BLOSUM62, 3)
+    sequences = weakref.ref(database.sequences)
+    assert sequences() in _cuda._RESIDENT
+    del database
+    gc.collect()
+    assert sequences() is None

@@ -87,7 +87,7 @@ def top_scores(queries: SequenceSet, database, table: np.ndarray, gap_open: int,
     for first, part in _partitions(subjects):
         resident = _resident(part, order[first:first + len(part)], part is subjects)
         for chunk in _query_chunks(queries, resident):
-            rows = _score_rows(queries, chunk, resident, table, gap_open, gap_extend)
+            rows = _score_rows(queries, chunk, part, resident, table, gap_open, gap_extend)
             best, where = _best(rows, resident.order, n)
             _merge(score, subject, chunk, best, where + first, order, n)
             if progress is not None:
@@ -102,7 +102,8 @@ class _Resident:
     def __init__(self, part: SequenceSet, order: np.ndarray):
         import cupy
 
-        self.part = part
+        # Not the set itself: the cache below is keyed by it, weakly.
+        self.count = len(part)
         self.codes, self.offsets = part.to_device()
         self.columns = _border_columns(part.lengths)
         border_base = np.zeros(len(self.columns), dtype=np.int64)
@@ -157,7 +158,7 @@ def _border_columns(lengths: np.ndarray) -> np.ndarray:
 def _query_chunks(queries: SequenceSet, resident: _Resident):
     """Arrays of query indices whose score rows (and, for queries of several passes, border
     rows) fit the batch budget together; at least one query a chunk."""
-    per_row = 4 * len(resident.part)
+    per_row = 4 * resident.count
     border = 8 * resident.border_entries
     budget = batch_budget()
     chunk: list[int] = []
@@ -174,13 +175,12 @@ def _query_chunks(queries: SequenceSet, resident: _Resident):
         yield np.array(chunk, dtype=np.int64)
 
 
-def _score_rows(queries: SequenceSet, chunk: np.ndarray, resident: _Resident, table: np.ndarray,
-                gap_open: int, gap_extend: int):
-    """Exact scores of the queries ``chunk`` against every subject of the partition
-    ``resident``: a CuPy int32 array of shape ``(len(chunk), len(resident.part))``."""
+def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet,
+                resident: _Resident, table: np.ndarray, gap_open: int, gap_extend: int):
+    """Exact scores of the queries ``chunk`` against every subject of the partition ``part``
+    (on the device as ``resident``): a CuPy int32 array of shape ``(len(chunk), len(part))``."""
     import cupy
 
-    part = resident.part
     if not fits_lanes(table, gap_open, gap_extend):
         return _rescored(queries, chunk, part, table, gap_open, gap_extend)
     rows = cupy.empty((len(chunk), len(part)), dtype=cupy.int32)
