@@ -167,24 +167,32 @@ def test_a_target_set_is_sorted_once_while_it_lives(backend, monkeypatch):
     targets = SequenceSet.from_sequences([random_text(rng, int(k)) for k in
                                           rng.integers(5, 40, 30)], "dna")
     queries = [random_text(rng, 25) for _ in range(3)]
-    made = []
+    made = []  # the batches' sorted sequences, weakly: the backends must not keep them
     from_set = align_api.Database.from_set
-    monkeypatch.setattr(align_api.Database, "from_set",
-                        lambda records: made.append(len(records)) or from_set(records))
+
+    def sorted_batch(records):
+        database = from_set(records)
+        made.append(weakref.ref(database.sequences))
+        return database
+
+    monkeypatch.setattr(align_api.Database, "from_set", sorted_batch)
     for query in queries:
         hits = gpualign.align_one_to_many(query, targets, n=5, backend=backend)
         want, scores = expected(query, targets, Scoring(), 5, None, backend)
         assert hits.target_index.tolist() == want and hits.score.tolist() == scores
     batches = len(align_api._SORTED_BATCHES[targets])
-    assert batches > 1 and len(made) == batches and sum(made) == len(targets)
-    # A list is encoded anew at each call, and its batches are not kept.
+    assert batches > 1 and len(made) == batches
+    assert sum(len(kept()) for kept in made) == len(targets)
+    # A list is encoded anew at each call, and its sorted batches go with the call.
     gpualign.align_one_to_many(queries[0], [targets[k] for k in range(len(targets))], n=5,
                                backend=backend)
-    assert len(made) > batches and sum(made) == 2 * len(targets)
+    gc.collect()
+    assert len(made) > batches and all(kept() is None for kept in made[batches:])
     alive = weakref.ref(targets)
     del targets
     gc.collect()
-    assert alive() is None  # the kept batches do not keep the set alive
+    assert alive() is None  # the kept batches do not keep the set alive ...
+    assert all(kept() is None for kept in made)  # ... and go with it
 
 
 def test_progress_counts_the_search_cells(backend, monkeypatch):
