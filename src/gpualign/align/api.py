@@ -283,7 +283,7 @@ def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
                                   mode_code, "score", counter).score
             else:
                 found, scores = _searched(top_scores, qset, _sorted_batch(targets, batch),
-                                          scoring, len(batch) if n is None else n, counter)
+                                          scoring, n, counter)
             kept_index, kept_score = _keep(kept, kept_index, kept_score, batch, found, scores,
                                            min_score, n)
     chosen = kept_index.tolist()
@@ -309,14 +309,15 @@ def _sorted_batch(targets: Any, batch: Batch) -> Database:
     return databases[bounds]
 
 
-def _searched(top_scores, qset: SequenceSet, database: Database, scoring: Scoring, n: int,
-              counter: Progress) -> tuple[np.ndarray, np.ndarray]:
-    """The best ``n`` local scores of the query ``qset`` in ``database`` (a batch) by the
-    search backend's ``top_scores``: the targets' positions in the batch and their scores,
-    best first (ties: the lower position)."""
+def _searched(top_scores, qset: SequenceSet, database: Database, scoring: Scoring,
+              n: int | None, counter: Progress) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``n`` local scores of the query ``qset`` in ``database`` (a batch; all of them
+    for None, which ``min_score`` then filters) by the search backend's ``top_scores``: the
+    targets' positions in the batch and their scores, best first (ties: the lower position)."""
     table, _ = scoring.table(qset.alphabet)
+    keep = len(database) if n is None else min(n, len(database))
     score, subject = top_scores(qset, database, table, scoring.gap_open, scoring.gap_extend,
-                                min(n, len(database)), counter)
+                                keep, counter)
     found = subject[0] >= 0
     return database.order[subject[0][found]], score[0][found]
 
