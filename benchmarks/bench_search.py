@@ -23,7 +23,9 @@ gap_extend=1``), the best 10 hits of each query. Rows (``--engines``):
 - ``cuda``: gpualign ``search(..., task="score")`` on a database opened with
   ``Database.open`` from a ``.gpudb`` file (written once, as ``gpualign makedb`` does), the
   load timed apart; then ``task="path"`` (the hits' alignments too), its rate as a fraction of
-  the score-only rate.
+  the score-only rate; then ``align_one_to_many`` (the per-query API): one call per query, the
+  queries in a loop, against the same database as a ``SequenceSet`` in input order (encoded
+  beforehand), ``n=10``, ``task="score"``, its rate as a fraction of ``search``'s.
 - ``cpu``, ``parasail`` (``--cpu``): gpualign's CPU backend on all cores and parasail's
   ``sw_striped_profile_16`` on one core (a profile per query), on the same prefix of the
   database, sized to ``--cpu-seconds``.
@@ -204,6 +206,34 @@ class SearchBench(BenchBase):
                              "= score-only" if same else "FAIL: != score-only",
                              f"{rates['path'] / rates['score']:.0%} of score-only",
                              gpu_note(times)))
+        self.one_to_many(workload, database, cells, scores["score"], rates["score"])
+
+    def one_to_many(self, workload: str, database: Database, cells: int,
+                    reference: list[list[int]], search_rate: float) -> None:
+        """gpualign-cuda's ``align_one_to_many``, a call per query, on the database as a
+        SequenceSet in input order: the first loop (which sorts the set's batches and copies
+        them to the GPU) apart, then the median of repeated loops."""
+        records = database.sequences.take(np.argsort(database.order))  # input order
+
+        def each_query() -> list[list[int]]:
+            rows = []
+            for q in range(len(self.queries)):
+                hits = gpualign.align_one_to_many(self.queries.view(q, q + 1), records,
+                                                  scoring=SCORING, n=TOP, task="score",
+                                                  backend="cuda")
+                rows.append([score for score in hits.score.tolist() if score > 0])
+            return rows
+
+        began = time.perf_counter()
+        each_query()
+        first = time.perf_counter() - began
+        times, found = time_gpu(each_query, self.args.repeats, warm_up=False)
+        seconds = float(np.median(times))
+        self.add(Row(workload, "gpualign-cuda align_one_to_many", len(self.queries), cells,
+                     seconds, "= search" if found == reference else "FAIL: != search",
+                     f"{cells / seconds / search_rate:.0%} of search",
+                     f"a call per query; {gpu_note(times)}; first loop (sorts and copies the "
+                     f"set): {first:.3g} s"))
 
     def cpu_rows(self, workload: str, database: Database) -> None:
         """gpualign-cpu (all cores) and parasail (one core) on one prefix of the database in
@@ -285,10 +315,14 @@ def method(bench: SearchBench) -> str:
         "pages) is measured apart and added in the `+ load` row. Whether a call re-sends the "
         "database to the GPU is the backend's business: a search that keeps it resident "
         "gains from the repeats, one that streams it pays in every call. The path row also "
-        "aligns the reported hits (CIGARs). CUDASW++4.0 runs through `cudasw4-peer run "
+        "aligns the reported hits (CIGARs). The align_one_to_many row calls it once per query "
+        "(n=10, task='score') on the database as a SequenceSet in input order, encoded "
+        "beforehand; its first loop, which sorts the set's batches and copies them to the "
+        "GPU, is timed apart. CUDASW++4.0 runs through `cudasw4-peer run "
         "... --dpx` (its makedb and the load of its database outside its timer). "
         "Checks: the path search's top-10 scores of every query equal the score-only "
-        "search's; gpualign-cpu's equal gpualign-cuda's on the CPU subset; parasail's best 10 "
+        "search's, and so do align_one_to_many's (its hits scoring above 0, as search "
+        "reports); gpualign-cpu's equal gpualign-cuda's on the CPU subset; parasail's best 10 "
         "scores of each query equal gpualign-cpu's.")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,11 +14,12 @@ from .._checks import integer
 from .._progress import Progress, ProgressArg
 from .._tables import alignment_table
 from ..backend import resolve_backend
-from ..codes import ALIGN_MODE_NAMES, ALIGN_TASKS, align_mode, check_task
+from ..codes import ALIGN_LOCAL, ALIGN_MODE_NAMES, ALIGN_TASKS, align_mode, check_task
 from ..pairs import pair_indices, pair_sets
 from ..scoring import Scoring
+from ..search.database import Database
 from ..sequences import Alphabet, SequenceSet, as_sequence_set, resolve_alphabet
-from ..streaming import iter_batches
+from ..streaming import Batch, iter_batches
 
 __all__ = ["AlignResult", "align", "align_one_to_many"]
 
@@ -107,6 +109,17 @@ def _backend(backend: str):
     return _cpu
 
 
+def _search_top_scores(backend: str):
+    """The database search's ``top_scores`` for ``backend``, from its backend modules (not
+    through :mod:`gpualign.search.api`, which aligns its hits with this module); imported on
+    first use, so a CUDA run never loads Numba."""
+    if resolve_backend(backend) == "cuda":
+        from ..search._cuda import top_scores
+        return top_scores
+    from ..search._cpu import top_scores
+    return top_scores
+
+
 def _scoring(scoring: Scoring | None) -> Scoring:
     """``scoring``, checked, or the default."""
     scoring = Scoring() if scoring is None else scoring
@@ -188,6 +201,12 @@ def _aligned(engine, qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
                        alphabet=qset.alphabet.name)
 
 
+#: The search databases (sorted batches) of target sets in memory, by the set, then by the
+#: batch's bounds: a set searched again (one query at a time) is not sorted again, and stays on
+#: the GPU as the search backend keeps a database it has seen.
+_SORTED_BATCHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
                       scoring: Scoring | None = None, task: str = "score",
                       n: int | None = None, min_score: int | None = None,
@@ -197,6 +216,12 @@ def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
     those ``>= min_score`` (all targets when both are None), best first (ties: lower target
     index). Targets from a file or an iterator are streamed in batches, so the collection need
     not fit in memory; only the kept targets are held for the final ``task``.
+
+    ``mode="local"`` (database search) scores the targets with the engine of
+    :func:`gpualign.search`, batch by batch: each batch sorted by length, its best ``n`` kept.
+    The sorted batches of a :class:`SequenceSet` of targets are kept while the set lives (on
+    the GPU too, while they fit), so that a loop of queries over one set sorts and copies it
+    once; that holds a second copy of its residues.
 
     Parameters
     ----------
@@ -243,6 +268,7 @@ def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
     kept_score = np.zeros(0, dtype=np.int64)
     kept: dict[int, tuple[np.ndarray, str]] = {}
     engine = _backend(backend)
+    top_scores = _search_top_scores(backend) if mode_code == ALIGN_LOCAL else None
     scoring.check_covered(qset, "queries")
     total = int(qset.lengths[0]) * int(targets.lengths.sum()) \
         if isinstance(targets, SequenceSet) else None
@@ -250,10 +276,15 @@ def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
         for batch in iter_batches(targets, alpha, invalid=invalid, role="targets",
                                   batch_residues=config.ALIGN_CPU_BATCH_RESIDUES):
             scoring.check_covered(batch.sequences, "targets")
-            zeros = np.zeros(len(batch), dtype=np.int64)
-            scores = _aligned(engine, qset, batch.sequences, zeros, np.arange(len(batch)),
-                              scoring, mode_code, "score", counter).score
-            kept_index, kept_score = _keep(kept, kept_index, kept_score, batch, scores,
+            if top_scores is None:
+                zeros = np.zeros(len(batch), dtype=np.int64)
+                found = np.arange(len(batch))
+                scores = _aligned(engine, qset, batch.sequences, zeros, found, scoring,
+                                  mode_code, "score", counter).score
+            else:
+                found, scores = _searched(top_scores, qset, _sorted_batch(targets, batch),
+                                          scoring, n, counter)
+            kept_index, kept_score = _keep(kept, kept_index, kept_score, batch, found, scores,
                                            min_score, n)
     chosen = kept_index.tolist()
     subjects = SequenceSet.from_codes([kept[i][0] for i in chosen],
@@ -266,15 +297,42 @@ def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
     return result
 
 
+def _sorted_batch(targets: Any, batch: Batch) -> Database:
+    """The search database of ``batch``: kept in :data:`_SORTED_BATCHES` for a set in memory,
+    made anew for a batch read from a file or an iterable."""
+    if not isinstance(targets, SequenceSet):
+        return Database.from_set(batch.sequences)
+    databases = _SORTED_BATCHES.setdefault(targets, {})
+    bounds = (batch.start, batch.start + len(batch))
+    if bounds not in databases:
+        databases[bounds] = Database.from_set(batch.sequences)
+    return databases[bounds]
+
+
+def _searched(top_scores, qset: SequenceSet, database: Database, scoring: Scoring,
+              n: int | None, counter: Progress) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``n`` local scores of the query ``qset`` in ``database`` (a batch; all of them
+    for None, which ``min_score`` then filters) by the search backend's ``top_scores``: the
+    targets' positions in the batch and their scores, best first (ties: the lower position)."""
+    table, _ = scoring.table(qset.alphabet)
+    keep = len(database) if n is None else min(n, len(database))
+    score, subject = top_scores(qset, database, table, scoring.gap_open, scoring.gap_extend,
+                                keep, counter)
+    found = subject[0] >= 0
+    return database.order[subject[0][found]], score[0][found]
+
+
 def _keep(kept: dict[int, tuple[np.ndarray, str]], kept_index: np.ndarray,
-          kept_score: np.ndarray, batch, scores: np.ndarray, min_score: int | None,
-          n: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """The best targets so far, with those of ``batch`` scoring ``scores``: their indices and
-    scores, best first, and their codes and names in ``kept`` (updated in place)."""
-    local = np.arange(len(batch)) if min_score is None else \
-        np.flatnonzero(scores >= min_score)
-    index = np.concatenate((kept_index, batch.start + local))
-    score = np.concatenate((kept_score, scores[local]))
+          kept_score: np.ndarray, batch: Batch, found: np.ndarray, scores: np.ndarray,
+          min_score: int | None, n: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The best targets so far, with those of ``batch`` at positions ``found`` scoring
+    ``scores``: their indices and scores, best first, and their codes and names in ``kept``
+    (updated in place)."""
+    if min_score is not None:
+        passed = scores >= min_score
+        found, scores = found[passed], scores[passed]
+    index = np.concatenate((kept_index, batch.start + found))
+    score = np.concatenate((kept_score, scores))
     order = np.lexsort((index, -score))[:n]
     kept_index, kept_score = index[order], score[order]
     keep = set(kept_index.tolist())
