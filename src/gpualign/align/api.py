@@ -18,6 +18,7 @@ from ..codes import ALIGN_LOCAL, ALIGN_MODE_NAMES, ALIGN_TASKS, align_mode, chec
 from ..pairs import pair_indices, pair_sets
 from ..scoring import Scoring
 from ..search.database import Database
+from ..search.engine import top_scores_for
 from ..sequences import Alphabet, SequenceSet, as_sequence_set, resolve_alphabet
 from ..streaming import Batch, iter_batches
 
@@ -107,17 +108,6 @@ def _backend(backend: str):
         return _cuda
     from . import _cpu
     return _cpu
-
-
-def _search_top_scores(backend: str):
-    """The database search's ``top_scores`` for ``backend``, from its backend modules (not
-    through :mod:`gpualign.search.api`, which aligns its hits with this module); imported on
-    first use, so a CUDA run never loads Numba."""
-    if resolve_backend(backend) == "cuda":
-        from ..search._cuda import top_scores
-        return top_scores
-    from ..search._cpu import top_scores
-    return top_scores
 
 
 def _scoring(scoring: Scoring | None) -> Scoring:
@@ -268,7 +258,7 @@ def align_one_to_many(query: Any, targets: Any, *, mode: str = "local",
     kept_score = np.zeros(0, dtype=np.int64)
     kept: dict[int, tuple[np.ndarray, str]] = {}
     engine = _backend(backend)
-    top_scores = _search_top_scores(backend) if mode_code == ALIGN_LOCAL else None
+    top_scores = top_scores_for(backend) if mode_code == ALIGN_LOCAL else None
     scoring.check_covered(qset, "queries")
     total = int(qset.lengths[0]) * int(targets.lengths.sum()) \
         if isinstance(targets, SequenceSet) else None

@@ -14,7 +14,6 @@ import numpy as np
 from .._checks import integer
 from .._progress import Progress, ProgressArg
 from .._tables import available, named
-from ..backend import resolve_backend
 from ..cigar import count_ops
 from ..codes import SEARCH_TASKS, check_task
 from ..scoring import Scoring
@@ -27,6 +26,7 @@ from ..sequences import (
     resolve_alphabet,
 )
 from .database import Database, as_database, input_positions, is_database_file
+from .engine import top_scores_for
 
 __all__ = ["BLAST6_COLUMNS", "SEARCH_COLUMNS", "SearchResult", "default_scoring", "search"]
 
@@ -241,16 +241,6 @@ def default_scoring(alphabet: str | Alphabet) -> Scoring:
     return Scoring(match=2, mismatch=-3, gap_open=7, gap_extend=2)
 
 
-def _top_scores(backend: str):
-    """The ``top_scores`` of the backend module for ``backend``: imported on first use, so a
-    CUDA run never loads Numba."""
-    if resolve_backend(backend) == "cuda":
-        from ._cuda import top_scores
-        return top_scores
-    from ._cpu import top_scores
-    return top_scores
-
-
 def _inputs(queries: Any, database: Any, alphabet: str | Alphabet, invalid: str,
             matrix: bool) -> tuple[SequenceSet, Database]:
     """The queries and the database, encoded in one alphabet."""
@@ -367,7 +357,7 @@ def search(queries: Any, database: Any, *, scoring: Scoring | None = None, n: in
         raise ValueError(f"evalue must be a number > 0 (got {evalue!r})")
     if scoring is not None and not isinstance(scoring, Scoring):
         raise TypeError(f"scoring must be a gpualign.Scoring, got {type(scoring).__name__}")
-    top_scores = _top_scores(backend)
+    top_scores = top_scores_for(backend)
     qset, db = _inputs(queries, database, alphabet, invalid,
                        matrix=scoring is not None and scoring.matrix_scores is not None)
     scoring = default_scoring(db.alphabet) if scoring is None else scoring
