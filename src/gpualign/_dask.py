@@ -15,10 +15,10 @@ from typing import Any
 
 
 def run_pulled(client: Any, function: Callable[..., Any], shared: Sequence[Any],
-               items: Iterable[tuple[int, ...]], args: tuple, name: str,
-               per_thread: int) -> Iterator[tuple[tuple[int, ...], Any]]:
-    """Yield ``(item, function(*shared, item, *args))`` for every item, as the tasks finish on
-    the cluster of ``client``.
+               items: Iterable[tuple[int, ...]], arguments: Callable[[tuple[int, ...]], tuple],
+               name: str, per_thread: int) -> Iterator[tuple[tuple[int, ...], Any]]:
+    """Yield ``(item, function(*shared, *arguments(item)))`` for every item, as the tasks
+    finish on the cluster of ``client``.
 
     Parameters
     ----------
@@ -35,8 +35,9 @@ def run_pulled(client: Any, function: Callable[..., Any], shared: Sequence[Any],
         good with its worker.)
     items : iterable of tuple of int
         One task each; they name the tasks' keys (``gpualign-{name}-{item...}-{run}``).
-    args : tuple
-        The last arguments of every task.
+    arguments : callable
+        An item's task's own arguments, after the shared ones; called as the task is submitted
+        (so that a partition of a memory-mapped file is read only then).
     name : str
     per_thread : int
         Tasks a worker holds per thread: the one it runs and the next ones, so that it never
@@ -46,10 +47,10 @@ def run_pulled(client: Any, function: Callable[..., Any], shared: Sequence[Any],
     --------
     >>> from gpualign.allpairs.cluster import local_cluster
     >>> with local_cluster(1, backend="cpu") as client:
-    ...     done = dict(run_pulled(client, lambda base, item, scale: (base + item[0]) * scale,
-    ...                            [10], [(1,), (2,)], (3,), "example", 1))
+    ...     done = dict(run_pulled(client, lambda base, value: base + value, [10],
+    ...                            [(1,), (2,)], lambda item: (3 * item[0],), "example", 1))
     >>> done
-    {(1,): 33, (2,): 36}
+    {(1,): 13, (2,): 16}
     """
     import dask
     from distributed import as_completed
@@ -75,7 +76,7 @@ def run_pulled(client: Any, function: Callable[..., Any], shared: Sequence[Any],
             while pending and load[worker] < per_thread * threads[worker]:
                 item = pending.popleft()
                 future = client.submit(
-                    function, *inputs, item, *args, pure=False,
+                    function, *inputs, *arguments(item), pure=False,
                     key=f"gpualign-{name}-{'-'.join(map(str, item))}-{run}",
                     workers=[worker], allow_other_workers=True)
                 in_flight[future] = item, worker

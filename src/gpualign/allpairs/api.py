@@ -389,8 +389,8 @@ def _run_tiles(qset, tset, tiles, job, client, advance):
         for tile in tiles:
             yield tile, _tile_task(qset, tset, tile, job, advance)
         return
-    yield from run_pulled(client, _tile_task, (qset, tset), tiles, (job,), "allpairs-tile",
-                          config.ALLPAIRS_TILES_IN_FLIGHT)
+    yield from run_pulled(client, _tile_task, (qset, tset), tiles, lambda tile: (tile, job),
+                          "allpairs-tile", config.ALLPAIRS_TILES_IN_FLIGHT)
 
 
 def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,

@@ -14,7 +14,6 @@ import numpy as np
 from .._checks import integer
 from .._progress import Progress, ProgressArg
 from .._tables import available, named
-from ..backend import resolve_backend
 from ..cigar import count_ops
 from ..codes import SEARCH_TASKS, check_task
 from ..scoring import Scoring
@@ -27,6 +26,7 @@ from ..sequences import (
     resolve_alphabet,
 )
 from .database import Database, as_database, input_positions, is_database_file
+from .distributed import backend_top_scores, cluster_top_scores
 
 __all__ = ["BLAST6_COLUMNS", "SEARCH_COLUMNS", "SearchResult", "default_scoring", "search"]
 
@@ -241,16 +241,6 @@ def default_scoring(alphabet: str | Alphabet) -> Scoring:
     return Scoring(match=2, mismatch=-3, gap_open=7, gap_extend=2)
 
 
-def _top_scores(backend: str):
-    """The ``top_scores`` of the backend module for ``backend``: imported on first use, so a
-    CUDA run never loads Numba."""
-    if resolve_backend(backend) == "cuda":
-        from ._cuda import top_scores
-        return top_scores
-    from ._cpu import top_scores
-    return top_scores
-
-
 def _inputs(queries: Any, database: Any, alphabet: str | Alphabet, invalid: str,
             matrix: bool) -> tuple[SequenceSet, Database]:
     """The queries and the database, encoded in one alphabet."""
@@ -316,7 +306,7 @@ def _merge_strands(score: np.ndarray, subject: np.ndarray, order: np.ndarray,
 def search(queries: Any, database: Any, *, scoring: Scoring | None = None, n: int = 10,
            evalue: float | None = None, task: str = "score",
            alphabet: str | Alphabet = "auto", invalid: str = "error", backend: str = "auto",
-           progress: ProgressArg = False) -> SearchResult:
+           client: Any = None, progress: ProgressArg = False) -> SearchResult:
     """The best local alignments (Smith-Waterman) of every query in a database.
 
     Parameters
@@ -343,6 +333,15 @@ def search(queries: Any, database: Any, *, scoring: Scoring | None = None, n: in
         path; its score equals the search's).
     alphabet, invalid : as in :func:`gpualign.align`; a Database keeps its alphabet.
     backend : {"auto", "cpu", "cuda"}
+        With a ``client``, the workers resolve it for the scores (``"auto"``: CUDA on a worker
+        with a GPU), this process for the locations and paths of the hits.
+    client : dask.distributed.Client, optional
+        Search on this Dask cluster: the database is cut into partitions of about
+        ``config.SEARCH_PARTITION_RESIDUES`` residues, each one task on a worker, and the best
+        hits of each query are merged here (:mod:`gpualign.search.distributed`): the result
+        equals a search here. Tasks are pure, so a worker that dies loses nothing (Dask runs
+        its tasks again). The library never starts a cluster (``gpualign search --workers N``
+        does).
     progress : bool or callable
         A progress bar on stderr over the DP cells of the search (``True``), or a function
         called as ``progress(done, total)``.
@@ -367,7 +366,8 @@ def search(queries: Any, database: Any, *, scoring: Scoring | None = None, n: in
         raise ValueError(f"evalue must be a number > 0 (got {evalue!r})")
     if scoring is not None and not isinstance(scoring, Scoring):
         raise TypeError(f"scoring must be a gpualign.Scoring, got {type(scoring).__name__}")
-    top_scores = _top_scores(backend)
+    # Without a client, the backend is resolved (and imported) here, before any reading.
+    top_scores = backend_top_scores(backend) if client is None else None
     qset, db = _inputs(queries, database, alphabet, invalid,
                        matrix=scoring is not None and scoring.matrix_scores is not None)
     scoring = default_scoring(db.alphabet) if scoring is None else scoring
@@ -385,8 +385,12 @@ def search(queries: Any, database: Any, *, scoring: Scoring | None = None, n: in
     table, _ = scoring.table(db.alphabet)
     cells = int(searched.lengths.sum()) * db.residues
     with Progress(cells, progress, "search", "cell") as counter:
-        top, subject = top_scores(searched, db, table, scoring.gap_open,
-                                  scoring.gap_extend, n, counter)
+        if client is None:
+            top, subject = top_scores(searched, db, table, scoring.gap_open,
+                                      scoring.gap_extend, n, counter)
+        else:
+            top, subject = cluster_top_scores(client, searched, db, table, scoring.gap_open,
+                                              scoring.gap_extend, n, backend, counter)
     strand = np.zeros_like(top)
     if dna:
         top, subject, strand = _merge_strands(top, subject, db.order, n)
