@@ -58,7 +58,7 @@ def run_pulled(client: Any, function: Callable[..., Any], shared: Sequence[Any],
     run = uuid.uuid4().hex[:16]
     with dask.config.set({"distributed.admin.large-graph-warning-threshold": "4GB"}):
         inputs = [None if value is None else
-                  client.submit(_input, value, pure=False, key=f"gpualign-{name}-input-{k}-{run}")
+                  client.submit(_input, value, pure=False, key=f"gpualign-shared-{k}-{run}")
                   for k, value in enumerate(shared)]
     # Pull model: each worker holds at most `per_thread` tasks per thread and gets the next
     # when one finishes, so GPU and CPU workers take tasks at their own pace. Left to itself,
