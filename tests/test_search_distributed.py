@@ -1,7 +1,7 @@
 """Database search on a Dask cluster (``client=``, ``gpualign search --workers/--scheduler``):
 the partitions' best hits merged on the client equal a search on one machine, ties included,
 on both DNA strands, with the partitions spread over the workers; a worker killed mid-run
-loses nothing. CPU workers."""
+loses nothing. CPU workers, and (on a GPU machine) a GPU worker beside a CPU worker."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import CUDA_AVAILABLE, CUDA_REASON
 
 from gpualign import SequenceSet, _dask, config
 from gpualign.cli import main
@@ -116,6 +117,12 @@ def test_fewer_subjects_than_n_and_progress_in_cells(client, monkeypatch):
     assert steps[-1] == (12 * 27, 12 * 27) == (on_cluster.cells, on_cluster.cells)
 
 
+def test_empty_database_and_bad_backend(client):
+    assert len(search(["ACGT"], [], backend="cpu", client=client)) == 0
+    with pytest.raises(ValueError, match="backend='gpu'"):  # here, before any task
+        search(["ACGT"], ["ACGT"], backend="gpu", client=client)
+
+
 def test_partitions_are_spread_over_the_workers(client, proteins, monkeypatch):
     monkeypatch.setattr(config, "SEARCH_PARTITION_RESIDUES", 2000)
     with distributed_dask.get_task_stream(client) as stream:
@@ -160,6 +167,38 @@ def test_worker_killed_mid_run_loses_nothing(proteins, tied_database, monkeypatc
         assert not thread.is_alive()
     assert 0 < finished_before < partitions  # the worker died in the middle of the run
     same_hits(undisturbed, outcome["result"])
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not CUDA_AVAILABLE, reason=f"CUDA unavailable: {CUDA_REASON}")
+def test_gpu_and_cpu_workers_equal_the_local_search(proteins, tied_database, monkeypatch):
+    # local_cluster(2) on a machine with a GPU: a GPU worker (CUDA backend, "auto") and a CPU
+    # worker share the partitions; the merged hits equal the CPU backend's here.
+    from gpualign.allpairs.cluster import local_cluster
+
+    queries = proteins.take(np.arange(0, len(proteins), 7))
+    local = search(queries, tied_database, n=9, task="path", backend="cpu")
+    monkeypatch.setattr(config, "SEARCH_PARTITION_RESIDUES", 4000)
+    with local_cluster(2, backend="auto") as dask_client:
+        names = {worker["name"] for worker in dask_client.scheduler_info()["workers"].values()}
+        assert any(name.startswith("gpu-") for name in names) and "cpu-0" in names
+        with distributed_dask.get_task_stream(dask_client) as stream:
+            on_cluster = search(queries, tied_database, n=9, task="path", backend="auto",
+                                client=dask_client)
+        same_hits(local, on_cluster)
+        tasks = [task for task in stream.data if "search-partition" in str(task["key"])]
+        assert {task["worker"] for task in tasks} == set(dask_client.scheduler_info()["workers"])
+
+        def resident_partitions() -> int:
+            import gc
+
+            from gpualign.search import _cuda
+            gc.collect()
+            return len(_cuda._RESIDENT)
+
+        # A worker keeps no partition on its GPU after its task: the partitions are many,
+        # and a database kept resident belongs to the caller of a local search only.
+        assert set(dask_client.run(resident_partitions).values()) == {0}
 
 
 def test_examples_run():

@@ -14,6 +14,7 @@ import numpy as np
 from .._checks import integer
 from .._progress import Progress, ProgressArg
 from .._tables import available, named
+from ..backend import BACKENDS
 from ..cigar import count_ops
 from ..codes import SEARCH_TASKS, check_task
 from ..scoring import Scoring
@@ -366,8 +367,11 @@ def search(queries: Any, database: Any, *, scoring: Scoring | None = None, n: in
         raise ValueError(f"evalue must be a number > 0 (got {evalue!r})")
     if scoring is not None and not isinstance(scoring, Scoring):
         raise TypeError(f"scoring must be a gpualign.Scoring, got {type(scoring).__name__}")
-    # Without a client, the backend is resolved (and imported) here, before any reading.
+    # Without a client, the backend is resolved (and imported) here, before any reading; with
+    # one, each worker resolves it, and only its name is checked here.
     top_scores = backend_top_scores(backend) if client is None else None
+    if client is not None and (backend or "auto").lower() not in BACKENDS:
+        raise ValueError(f"backend={backend!r}: expected one of {', '.join(BACKENDS)}")
     qset, db = _inputs(queries, database, alphabet, invalid,
                        matrix=scoring is not None and scoring.matrix_scores is not None)
     scoring = default_scoring(db.alphabet) if scoring is None else scoring
