@@ -262,6 +262,13 @@ ALIGN_CPU_BATCH_RESIDUES = 1 << 24
 #: one core, then keeps its best hits.
 SEARCH_CPU_TASK_RESIDUES = 1 << 16
 
+#: Database residues per task of :func:`gpualign.search` on a Dask cluster (``client=``): each
+#: task is a partition of consecutive (length-sorted) subjects, searched by a worker's backend
+#: (a subject longer than this is a partition of its own). Large enough that a GPU worker's
+#: launches stay full and that the per-task overhead (sending the partition, the query's
+#: best hits back) is small; small enough that the workers share the database evenly.
+SEARCH_PARTITION_RESIDUES = 1 << 26
+
 #: Subject symbols per batch of the CPU LCS backend.
 LCS_CPU_BATCH_RESIDUES = 1 << 24
 

@@ -20,7 +20,6 @@ match its record: then it is computed again (see :class:`_Checkpoint`).
 
 from __future__ import annotations
 
-import collections
 import gzip
 import hashlib
 import json
@@ -36,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from .. import config
+from .._dask import run_pulled
 from .._progress import progress_bar
 from .._tables import alignment_table
 from ..align import align as align_pairs
@@ -389,57 +389,8 @@ def _run_tiles(qset, tset, tiles, job, client, advance):
         for tile in tiles:
             yield tile, _tile_task(qset, tset, tile, job, advance)
         return
-    import dask
-    from distributed import as_completed
-
-    # Each set enters the graph once, as the argument of a task that returns it, and every tile
-    # task depends on that task: Dask moves the set to each worker that needs it, and runs the
-    # task again if the worker holding it is lost. (Scattering with broadcast=True relies on
-    # Dask's replicate, which is not robust: it hung a CI run here, as in dask/distributed#4907.)
-    run = f"{os.getpid()}-{id(job)}"
-    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "4GB"}):
-        inputs = [client.submit(_input, sequences, pure=False,
-                                key=f"gpualign-allpairs-set-{which}-{run}")
-                  for which, sequences in (("q", qset), ("t", tset)) if sequences is not None]
-    shared_t = inputs[1] if len(inputs) > 1 else None
-    # Pull model: each worker holds at most ALLPAIRS_TILES_IN_FLIGHT tiles per thread and gets
-    # the next when one finishes, so GPU and CPU workers take tiles at their own pace. Left to
-    # itself, Dask places every task that needs the set on the worker that already holds it
-    # (one GPU of two did all the work). The restriction is loose: the tiles of a worker that
-    # dies run elsewhere, and a worker that joins gets tiles at the next refill.
-    pending = collections.deque(tiles)
-    in_flight: dict[Any, tuple[tuple[int, int], str]] = {}
-    load: collections.Counter[str] = collections.Counter()
-    finished = as_completed()
-
-    def refill() -> None:
-        threads = client.nthreads()
-        for worker in sorted(threads, key=lambda address: load[address] / threads[address]):
-            while pending and load[worker] < config.ALLPAIRS_TILES_IN_FLIGHT * threads[worker]:
-                tile = pending.popleft()
-                future = client.submit(
-                    _tile_task, inputs[0], shared_t, tile, job, pure=False,
-                    key=f"gpualign-allpairs-tile-{tile[0]}-{tile[1]}-{run}",
-                    workers=[worker], allow_other_workers=True)
-                in_flight[future] = tile, worker
-                load[worker] += 1
-                finished.add(future)
-
-    try:
-        refill()
-        for future in finished:
-            tile, worker = in_flight.pop(future)
-            load[worker] -= 1
-            result = future.result()
-            refill()
-            yield tile, result
-    finally:
-        client.cancel([*in_flight, *inputs])
-
-
-def _input(sequences: SequenceSet) -> SequenceSet:
-    """A task's view of an input set (see :func:`_run_tiles`)."""
-    return sequences
+    yield from run_pulled(client, _tile_task, (qset, tset), tiles, lambda tile: (tile, job),
+                          "allpairs-tile", config.ALLPAIRS_TILES_IN_FLIGHT)
 
 
 def allpairs(seqs: Any, others: Any = None, *, min_identity: float = 0.97,

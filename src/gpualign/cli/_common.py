@@ -8,6 +8,7 @@ import argparse
 import contextlib
 import inspect
 import io
+import logging
 import os
 import sys
 import warnings
@@ -144,6 +145,41 @@ def add_backend_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
                         help="where to compute (default: auto = $GPUALIGN_BACKEND if set, else "
                              "CUDA when CuPy and a GPU are present, else CPU)")
+
+
+def add_cluster_options(parser: argparse.ArgumentParser, work: str) -> None:
+    """--scheduler ADDRESS or --workers N: run ``work`` (e.g. "the tiles") on a Dask cluster
+    (see :func:`dask_client`)."""
+    cluster = parser.add_mutually_exclusive_group()
+    cluster.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                         help=f"run {work} on the Dask cluster at ADDRESS "
+                              "(e.g. tcp://host:8786); needs gpualign[distributed]")
+    cluster.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                         help="start a local Dask cluster of N worker processes for this run: "
+                              "one per GPU (pinned to it, resource GPU=1), the others on the "
+                              "CPU")
+
+
+@contextlib.contextmanager
+def dask_client(args: argparse.Namespace) -> Iterator[object]:
+    """The Dask client of ``--scheduler``/``--workers`` (None without either)."""
+    if args.scheduler is None and args.workers is None:
+        yield None
+        return
+    if args.scheduler is not None:
+        try:
+            import distributed
+        except ImportError:
+            raise ValueError("--scheduler needs Dask: pip install 'gpualign[distributed]'") \
+                from None
+        with distributed.Client(args.scheduler) as client:
+            yield client
+        return
+    from ..allpairs.cluster import local_cluster
+    # Dask's INFO lines (some 70 per run) are not for the user; --quiet drops its warnings too.
+    with local_cluster(args.workers, args.backend,
+                       logging.ERROR if args.quiet else logging.WARNING) as client:
+        yield client
 
 
 def add_output_options(parser: argparse.ArgumentParser) -> None:

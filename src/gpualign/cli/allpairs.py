@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import sys
 import time
 import warnings
@@ -15,16 +14,17 @@ from ..io import write_tsv
 from ._common import (
     PROG,
     add_backend_option,
+    add_cluster_options,
     add_encoding_options,
     add_output_options,
     add_scoring_options,
     api_default,
     check_output,
+    dask_client,
     describe_alphabet,
     destination,
     open_output,
     plural,
-    positive_int,
     read_sequences,
     report,
     scoring,
@@ -68,38 +68,9 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     add_scoring_options(parser)
     parser.add_argument("--checkpoint", metavar="DIR", default=None,
                         help="keep finished tiles in DIR; a rerun with the same DIR resumes")
-    cluster = parser.add_mutually_exclusive_group()
-    cluster.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                         help="run the tiles on the Dask cluster at ADDRESS "
-                              "(e.g. tcp://host:8786); needs gpualign[distributed]")
-    cluster.add_argument("--workers", type=positive_int, default=None, metavar="N",
-                         help="start a local Dask cluster of N worker processes for this run: "
-                              "one per GPU (pinned to it, resource GPU=1), the others on the "
-                              "CPU")
+    add_cluster_options(parser, "the tiles")
     add_backend_option(parser)
     add_output_options(parser)
-
-
-@contextlib.contextmanager
-def _dask_client(args: argparse.Namespace) -> Iterator[object]:
-    """The Dask client of ``--scheduler``/``--workers`` (None without either)."""
-    if args.scheduler is None and args.workers is None:
-        yield None
-        return
-    if args.scheduler is not None:
-        try:
-            import distributed
-        except ImportError:
-            raise ValueError("--scheduler needs Dask: pip install 'gpualign[distributed]'") \
-                from None
-        with distributed.Client(args.scheduler) as client:
-            yield client
-        return
-    from ..allpairs.cluster import local_cluster
-    # Dask's INFO lines (some 70 per run) are not for the user; --quiet drops its warnings too.
-    with local_cluster(args.workers, args.backend,
-                       logging.ERROR if args.quiet else logging.WARNING) as client:
-        yield client
 
 
 @contextlib.contextmanager
@@ -131,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     settle_alphabet(args, args.seqs, args.others)
     seqs = read_sequences(args.seqs, args)
     others = read_sequences(args.others, args) if args.others is not None else None
-    with _dask_client(args) as client, _checkpoint_warnings(args):
+    with dask_client(args) as client, _checkpoint_warnings(args):
         hits = allpairs(seqs, others, min_identity=args.min_identity, scoring=scheme,
                         identity=args.identity, align=not args.no_align,
                         checkpoint=args.checkpoint, client=client, alphabet=args.alphabet,

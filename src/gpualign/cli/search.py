@@ -10,11 +10,13 @@ from ..backend import resolve_backend
 from ..io import write_tsv
 from ._common import (
     add_backend_option,
+    add_cluster_options,
     add_encoding_options,
     add_output_options,
     add_scoring_options,
     api_default,
     check_output,
+    dask_client,
     describe_alphabet,
     destination,
     open_output,
@@ -79,6 +81,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     add_scoring_options(parser, gaps=_GAPS, matrix_gaps=_MATRIX_GAPS)
     parser.add_argument("--format", choices=("tsv", "blast6"), default="tsv",
                         help="output format (default: %(default)s)")
+    add_cluster_options(parser, "the database's partitions")
     add_backend_option(parser)
     add_output_options(parser)
 
@@ -92,6 +95,15 @@ def _positive_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value
+
+
+def _cluster(args: argparse.Namespace) -> str:
+    """Where the scores were computed, for the summary line: a cluster, or nothing (here)."""
+    if args.scheduler is not None:
+        return f"; scores on the Dask cluster at {args.scheduler}"
+    if args.workers is not None:
+        return f"; scores on a local Dask cluster of {plural(args.workers, 'worker')}"
+    return ""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -128,10 +140,15 @@ def run(args: argparse.Namespace) -> int:
     if len(queries) == 0:
         raise ValueError(f"{args.queries}: no records: QUERIES must hold at least one "
                          "sequence")
-    searched = time.perf_counter()
-    result = search(queries, database, scoring=scheme, n=args.max_hits, evalue=args.evalue,
-                    task=task, backend=backend, progress=not args.quiet)
-    seconds = time.perf_counter() - searched
+    with dask_client(args) as client:
+        searched = time.perf_counter()
+        # On a cluster each worker resolves the backend for its partitions (CUDA where it has
+        # a GPU); this process aligns the reported hits with its own.
+        result = search(queries, database, scoring=scheme, n=args.max_hits,
+                        evalue=args.evalue, task=task,
+                        backend=backend if client is None else args.backend, client=client,
+                        progress=not args.quiet)
+        seconds = time.perf_counter() - searched
     subject_names = database.input_names()
     with open_output(args.output) as out:
         if args.format == "blast6":  # BLAST's tabular output has no header line
@@ -146,6 +163,6 @@ def run(args: argparse.Namespace) -> int:
                  f"{seconds:.2f} s ({result.cells / max(seconds, 1e-9) / 1e9:.2f} GCUPS), "
                  f"{plural(len(result), 'hit')} written{destination(args)} in "
                  f"{time.perf_counter() - began:.2f} s, {describe_alphabet(args)}, "
-                 f"{statistics} (backend {backend})")
+                 f"{statistics} (backend {backend}{_cluster(args)})")
     return 0
 
