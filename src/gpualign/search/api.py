@@ -14,10 +14,7 @@ import numpy as np
 from .._checks import integer
 from .._progress import Progress, ProgressArg
 from .._tables import available, named
-<<<<<<< HEAD
-=======
 from ..backend import BACKENDS
->>>>>>> dask22
 from ..cigar import count_ops
 from ..codes import SEARCH_TASKS, check_task
 from ..scoring import Scoring
@@ -30,11 +27,8 @@ from ..sequences import (
     resolve_alphabet,
 )
 from .database import Database, as_database, input_positions, is_database_file
-<<<<<<< HEAD
-from .engine import top_scores_for
-=======
 from .distributed import cluster_top_scores
->>>>>>> dask22
+from .engine import top_scores_for
 
 __all__ = ["BLAST6_COLUMNS", "SEARCH_COLUMNS", "SearchResult", "default_scoring", "search"]
 
@@ -391,11 +385,8 @@ from ..sequences import (
     resolve_alphabet,
 )
 from .database import Database, as_database, input_positions, is_database_file
-<<<<<<< HEAD
-from .engine import top_scores_for
-=======
 from .distributed import cluster_top_scores
->>>>>>> dask22
+from .engine import top_scores_for
 
 __all__ = ["BLAST6_COLUMNS", "SEARCH_COLUMNS", "SearchResult", "default_scoring", "search"]
 
