@@ -5,16 +5,22 @@ With parasail (and the DNA or protein alphabet), one query profile each (16-bit 
 once) runs through the striped kernel (prefix scan for linear gaps, as :mod:`gpualign.align`
 does) against the subjects of a task; a subject whose score saturates 16 bits is rerun in 32,
 so scores are exact. Tasks cover consecutive subjects of ``config.SEARCH_CPU_TASK_RESIDUES``
-residues and run on a thread per core (parasail's ctypes calls release the GIL). Without
-parasail, the Numba DP of :mod:`gpualign.align` scores each task's pairs on every core.
+residues and run on every core: in worker processes forked from this one when it runs a single
+thread on Linux (a script, the CLI) and the search has at least
+``config.SEARCH_CPU_PROCESS_MIN_CELLS`` cells, else on threads (parasail's ctypes calls release
+the GIL, but each call's Python wrapping holds it: threads scale poorly past a few cores).
+Without parasail, the Numba DP of :mod:`gpualign.align` scores each task's pairs on every core.
 """
 
 from __future__ import annotations
 
 import collections
+import multiprocessing
 import os
+import sys
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import TypeVar
 
 import numpy as np
@@ -30,7 +36,7 @@ from .database import Database, best_hits
 __all__ = ["top_scores"]
 
 T = TypeVar("T")
-#: Tasks submitted ahead per thread: enough to keep every thread busy.
+#: Tasks submitted ahead per worker: enough to keep every worker busy.
 _TASKS_IN_FLIGHT_PER_THREAD = 4
 
 
@@ -73,8 +79,10 @@ def top_scores(queries: SequenceSet, database: Database, table: np.ndarray, gap_
         return best_hits(score_block(lo, hi), np.arange(lo, hi, dtype=np.int64),
                          database.order, n)
 
+    cells = query_residues * int(offsets[-1])
     for (lo, hi), (block_score, block_chosen) in _run(
-            block_best, _tasks(offsets, config.SEARCH_CPU_TASK_RESIDUES), threaded=simd):
+            block_best, _tasks(offsets, config.SEARCH_CPU_TASK_RESIDUES), threaded=simd,
+            processes=simd and cells >= config.SEARCH_CPU_PROCESS_MIN_CELLS):
         best, chosen = best_hits(np.concatenate((best, block_score), axis=1),
                                  np.concatenate((chosen, block_chosen), axis=1),
                                  database.order, n)
@@ -93,26 +101,65 @@ def _tasks(offsets: np.ndarray, residues: int) -> list[tuple[int, int]]:
     return [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-def _run(work: Callable[[int, int], T], tasks: list[tuple[int, int]],
-         threaded: bool) -> Iterator[tuple[tuple[int, int], T]]:
-    """``work`` of every task with its range, in task order: on a thread per core
-    (``threaded``; a few tasks per thread in flight, so that finished results wait in bounded
-    memory), or one after the other (work that runs on every core itself)."""
+def _run(work: Callable[[int, int], T], tasks: list[tuple[int, int]], threaded: bool,
+         processes: bool = False) -> Iterator[tuple[tuple[int, int], T]]:
+    """``work`` of every task with its range, in task order: on every core (``threaded``; a
+    few tasks per worker in flight, so that finished results wait in bounded memory) in
+    forked processes where :func:`_can_fork` and ``processes``, else on threads; or one after
+    the other (work that runs on every core itself)."""
     if not threaded:
         for task in tasks:
             yield task, work(*task)
         return
-    threads = os.cpu_count() or 1
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gpualign-search") as pool:
-        pending: collections.deque = collections.deque()
-        for task in tasks:
-            pending.append((task, pool.submit(work, *task)))
-            if len(pending) >= _TASKS_IN_FLIGHT_PER_THREAD * threads:
-                done, future = pending.popleft()
-                yield done, future.result()
-        while pending:
+    workers = os.cpu_count() or 1
+    if processes and workers > 1 and _can_fork():
+        global _FORKED_WORK
+        # The workers inherit `work` (with its parasail profiles) by forking: nothing is
+        # pickled but the task ranges and the results.
+        _FORKED_WORK = work
+        try:
+            pool: Executor = ProcessPoolExecutor(
+                max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+            with pool:
+                yield from _in_order(pool, _forked, tasks, workers)
+        finally:
+            _FORKED_WORK = None
+        return
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpualign-search") as pool:
+        yield from _in_order(pool, work, tasks, workers)
+
+
+#: The work of a forked search (set in the parent before its workers fork).
+_FORKED_WORK: Callable | None = None
+
+
+def _forked(lo: int, hi: int):
+    """A forked worker's task: the work its parent set before forking."""
+    return _FORKED_WORK(lo, hi)
+
+
+def _can_fork() -> bool:
+    """Whether worker processes may be forked from this one: on Linux, and only while this
+    process runs no other thread (forking a threaded process can deadlock the child on a lock
+    another thread held) but tqdm's monitor of progress bars, which takes no lock the workers
+    use."""
+    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
+    return sys.platform.startswith("linux") and all(t.name == "tqdm_monitor" for t in others)
+
+
+def _in_order(pool: Executor, work: Callable, tasks: list[tuple[int, int]],
+              workers: int) -> Iterator[tuple[tuple[int, int], T]]:
+    """Submit ``work`` of every task to ``pool``, a few per worker ahead, and yield the results
+    in task order."""
+    pending: collections.deque = collections.deque()
+    for task in tasks:
+        pending.append((task, pool.submit(work, *task)))
+        if len(pending) >= _TASKS_IN_FLIGHT_PER_THREAD * workers:
             done, future = pending.popleft()
             yield done, future.result()
+    while pending:
+        done, future = pending.popleft()
+        yield done, future.result()
 
 
 def _parasail_block(queries: SequenceSet, subjects: SequenceSet, table: np.ndarray,
