@@ -446,34 +446,3 @@ def test_blast6_columns(backend):
     with pytest.raises(ValueError, match="needs task='path'"):
         search(queries, proteins, n=1, backend=backend).blast6_columns(["q"], proteins.names)
 
-
-_FORKED_SEARCH = """
-import sys
-import numpy as np
-from gpualign import config, search
-from gpualign.search import _cpu
-proteins = [line.strip() for line in open(sys.argv[1]) if not line.startswith(">")]
-config.SEARCH_CPU_TASK_RESIDUES = 500
-threaded = search(proteins[:3], proteins, n=7, backend="cpu")
-config.SEARCH_CPU_PROCESS_MIN_CELLS = 0
-assert _cpu._can_fork()
-forked = search(proteins[:3], proteins, n=7, backend="cpu")
-for name in ("query_index", "subject_index", "score", "rank"):
-    assert np.array_equal(getattr(threaded, name), getattr(forked, name)), name
-print(len(forked))
-"""
-
-
-def test_forked_workers_give_the_threads_hits(tmp_path):
-    """A single-threaded process (a script, the CLI) searches in forked worker processes."""
-    import gzip
-    import subprocess
-
-    fasta = tmp_path / "db.fa"
-    with gzip.open(Path(__file__).parent / "data" / "uniprot_200.fasta.gz", "rt") as handle:
-        fasta.write_text("".join(line if line.startswith(">") else line.strip() + "\n"
-                                 for line in handle)[:200_000])
-    shown = subprocess.run([sys.executable, "-c", _FORKED_SEARCH, str(fasta)],
-                           capture_output=True, text=True)
-    assert shown.returncode == 0, shown.stderr
-    assert int(shown.stdout) == 21

@@ -258,14 +258,9 @@ MEM_READ_AHEAD = 8
 ALIGN_CPU_BATCH_RESIDUES = 1 << 24
 
 #: Database residues per task of the CPU search backend (:func:`gpualign.search`): each task
-#: scores every query against that many residues of consecutive (length-sorted) subjects on
-#: one core, then keeps its best hits.
+#: scores every query against that many residues of consecutive (length-sorted) subjects, its
+#: pairs on every core, then keeps its best hits.
 SEARCH_CPU_TASK_RESIDUES = 1 << 16
-
-#: DP cells from which the CPU search backend runs its tasks in forked worker processes (where
-#: it may: Linux, a single-threaded caller) rather than threads: below, starting the processes
-#: costs more than the threads lose.
-SEARCH_CPU_PROCESS_MIN_CELLS = 1 << 33
 
 #: Database residues per task of :func:`gpualign.search` on a Dask cluster (``client=``): each
 #: task is a partition of consecutive (length-sorted) subjects, searched by a worker's backend

@@ -2,27 +2,23 @@
 database sequence.
 
 With parasail (and the DNA or protein alphabet), one query profile each (16-bit lanes, built
-once) runs through the striped kernel (prefix scan for linear gaps, as :mod:`gpualign.align`
-does) against the subjects of a task; a subject whose score saturates 16 bits is rerun in 32,
-so scores are exact. Tasks cover consecutive subjects of ``config.SEARCH_CPU_TASK_RESIDUES``
-residues and run on every core: in worker processes forked from this one when it runs a single
-thread on Linux (a script, the CLI) and the search has at least
-``config.SEARCH_CPU_PROCESS_MIN_CELLS`` cells, else on threads (parasail's ctypes calls release
-the GIL, but each call's Python wrapping holds it: threads scale poorly past a few cores).
-Without parasail, the Numba DP of :mod:`gpualign.align` scores each task's pairs on every core.
+once) runs through parasail's striped kernel (prefix scan for linear gaps, as
+:mod:`gpualign.align` does) against the subjects of a task; a subject whose score saturates 16
+bits is rerun with a 32-bit profile, so scores are exact. parasail's C functions are called
+from a Numba loop over the task's pairs on every core, with no Python (and no GIL) per pair:
+through parasail's Python wrappers, the wrapping of each call held the GIL and threads scaled
+to about one core. Tasks cover consecutive subjects of ``config.SEARCH_CPU_TASK_RESIDUES``
+residues. Without parasail, the Numba DP of :mod:`gpualign.align` scores each task's pairs on
+every core.
 """
 
 from __future__ import annotations
 
-import collections
-import multiprocessing
-import os
-import sys
-import threading
-from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
-from typing import TypeVar
+import ctypes
+import functools
+from collections.abc import Callable
 
+import numba
 import numpy as np
 
 from .. import config
@@ -35,9 +31,6 @@ from .database import Database, best_hits
 
 __all__ = ["top_scores"]
 
-T = TypeVar("T")
-#: Tasks submitted ahead per worker: enough to keep every worker busy.
-_TASKS_IN_FLIGHT_PER_THREAD = 4
 
 
 def top_scores(queries: SequenceSet, database: Database, table: np.ndarray, gap_open: int,
@@ -75,14 +68,10 @@ def top_scores(queries: SequenceSet, database: Database, table: np.ndarray, gap_
     score_block = (_parasail_block if simd else _numba_block)(
         queries, database.sequences, table, gap_open, gap_extend)
 
-    def block_best(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        return best_hits(score_block(lo, hi), np.arange(lo, hi, dtype=np.int64),
-                         database.order, n)
-
-    cells = query_residues * int(offsets[-1])
-    for (lo, hi), (block_score, block_chosen) in _run(
-            block_best, _tasks(offsets, config.SEARCH_CPU_TASK_RESIDUES), threaded=simd,
-            processes=simd and cells >= config.SEARCH_CPU_PROCESS_MIN_CELLS):
+    for lo, hi in _tasks(offsets, config.SEARCH_CPU_TASK_RESIDUES):
+        block_score, block_chosen = best_hits(score_block(lo, hi),
+                                              np.arange(lo, hi, dtype=np.int64),
+                                              database.order, n)
         best, chosen = best_hits(np.concatenate((best, block_score), axis=1),
                                  np.concatenate((chosen, block_chosen), axis=1),
                                  database.order, n)
@@ -101,98 +90,87 @@ def _tasks(offsets: np.ndarray, residues: int) -> list[tuple[int, int]]:
     return [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-def _run(work: Callable[[int, int], T], tasks: list[tuple[int, int]], threaded: bool,
-         processes: bool = False) -> Iterator[tuple[tuple[int, int], T]]:
-    """``work`` of every task with its range, in task order: on every core (``threaded``; a
-    few tasks per worker in flight, so that finished results wait in bounded memory) in
-    forked processes where :func:`_can_fork` and ``processes``, else on threads; or one after
-    the other (work that runs on every core itself)."""
-    if not threaded:
-        for task in tasks:
-            yield task, work(*task)
-        return
-    workers = os.cpu_count() or 1
-    if processes and workers > 1 and _can_fork():
-        global _FORKED_WORK
-        # The workers inherit `work` (with its parasail profiles) by forking: nothing is
-        # pickled but the task ranges and the results.
-        _FORKED_WORK = work
-        try:
-            pool: Executor = ProcessPoolExecutor(
-                max_workers=workers, mp_context=multiprocessing.get_context("fork"))
-            with pool:
-                yield from _in_order(pool, _forked, tasks, workers)
-        finally:
-            _FORKED_WORK = None
-        return
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpualign-search") as pool:
-        yield from _in_order(pool, work, tasks, workers)
+@functools.cache
+def _parasail_c(kind: str):
+    """parasail's C functions of ``kind`` ("striped" or "scan") with integer arguments (pointers
+    as 64-bit integers: the same calling convention), which Numba calls without the GIL:
+    ``(sw_profile_16, sw_profile_32, result_is_saturated, result_get_score, result_free)``."""
+    import parasail
+
+    library = ctypes.CDLL(parasail._lib._name)
+    pointer, integer = ctypes.c_int64, ctypes.c_int
+
+    def function(name: str, restype, *argtypes):
+        found = getattr(library, name)
+        found.restype, found.argtypes = restype, list(argtypes)
+        return found
+
+    return (function(f"parasail_sw_{kind}_profile_16", pointer, pointer, pointer, integer, integer,
+                     integer),
+            function(f"parasail_sw_{kind}_profile_32", pointer, pointer, pointer, integer, integer,
+                     integer),
+            function("parasail_result_is_saturated", integer, pointer),
+            function("parasail_result_get_score", integer, pointer),
+            function("parasail_result_free", None, pointer))
 
 
-#: The work of a forked search (set in the parent before its workers fork).
-_FORKED_WORK: Callable | None = None
+@functools.cache
+def _pair_scorer(kind: str) -> Callable:
+    """A Numba function scoring every (query, subject) pair of a block with parasail's C kernels
+    of ``kind`` on every core; compiled once per process (it holds the functions' addresses)."""
+    narrow, wide, saturated, get_score, free = _parasail_c(kind)
 
+    @numba.njit(parallel=True, nogil=True)
+    def score_pairs(narrow_profiles, wide_profiles, subject_texts, starts, lengths, gap_open,
+                    gap_extend, out):  # pragma: no cover - compiled
+        queries, subjects = out.shape
+        for pair in numba.prange(queries * subjects):
+            q = pair // subjects
+            k = pair - q * subjects
+            if narrow_profiles[q] == 0 or lengths[k] == 0:
+                continue  # an empty side: no local alignment scores above 0
+            text = subject_texts + starts[k]
+            result = narrow(narrow_profiles[q], text, lengths[k], gap_open, gap_extend)
+            if saturated(result) != 0:
+                free(result)
+                result = wide(wide_profiles[q], text, lengths[k], gap_open, gap_extend)
+            out[q, k] = get_score(result)
+            free(result)
 
-def _forked(lo: int, hi: int):
-    """A forked worker's task: the work its parent set before forking."""
-    return _FORKED_WORK(lo, hi)
-
-
-def _can_fork() -> bool:
-    """Whether worker processes may be forked from this one: on Linux, and only while this
-    process runs no other thread (forking a threaded process can deadlock the child on a lock
-    another thread held) but tqdm's monitor of progress bars, which takes no lock the workers
-    use."""
-    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
-    return sys.platform.startswith("linux") and all(t.name == "tqdm_monitor" for t in others)
-
-
-def _in_order(pool: Executor, work: Callable, tasks: list[tuple[int, int]],
-              workers: int) -> Iterator[tuple[tuple[int, int], T]]:
-    """Submit ``work`` of every task to ``pool``, a few per worker ahead, and yield the results
-    in task order."""
-    pending: collections.deque = collections.deque()
-    for task in tasks:
-        pending.append((task, pool.submit(work, *task)))
-        if len(pending) >= _TASKS_IN_FLIGHT_PER_THREAD * workers:
-            done, future = pending.popleft()
-            yield done, future.result()
-    while pending:
-        done, future = pending.popleft()
-        yield done, future.result()
+    return score_pairs
 
 
 def _parasail_block(queries: SequenceSet, subjects: SequenceSet, table: np.ndarray,
                     gap_open: int, gap_extend: int) -> Callable[[int, int], np.ndarray]:
     """The function that scores every query against subjects ``lo .. hi - 1`` with parasail:
-    one 16-bit profile per query, built here once."""
+    a 16-bit and a 32-bit profile per query, built here once."""
     import parasail
 
     matrix = _parasail.matrix(queries.alphabet.symbols, table)
-    kind = _parasail.kernel_kind(gap_open, gap_extend)
-    narrow = getattr(parasail, f"sw_{kind}_profile_16")
-    wide = getattr(parasail, f"sw_{kind}_32")
+    score_pairs = _pair_scorer(_parasail.kernel_kind(gap_open, gap_extend))
     symbols = np.frombuffer(queries.alphabet.symbols, dtype=np.uint8)
     texts = [symbols[queries.codes_of(q)].tobytes() for q in range(len(queries))]
-    # parasail takes no empty sequence; an empty query scores 0 everywhere.
-    profiles = [parasail.profile_create_16(text, matrix) if text else None for text in texts]
+    # parasail takes no empty sequence; an empty query scores 0 everywhere (profile 0).
+    narrow = [parasail.profile_create_16(text, matrix) if text else None for text in texts]
+    wide = [parasail.profile_create_32(text, matrix) if text else None for text in texts]
+
+    def addresses(profiles) -> np.ndarray:
+        return np.array([ctypes.cast(p.pointer, ctypes.c_void_p).value or 0 if p else 0
+                         for p in profiles], dtype=np.int64)
+
+    narrow_profiles, wide_profiles = addresses(narrow), addresses(wide)
 
     def score_block(lo: int, hi: int) -> np.ndarray:
         out = np.zeros((len(queries), hi - lo), dtype=np.int64)
-        subject_texts = [symbols[subjects.codes_of(k)].tobytes() for k in range(lo, hi)]
-        for q, profile in enumerate(profiles):
-            if profile is None:
-                continue
-            row = out[q]
-            for j, subject in enumerate(subject_texts):
-                if not subject:
-                    continue
-                result = narrow(profile, subject, gap_open, gap_extend)
-                if result.saturated:
-                    result = wide(texts[q], subject, gap_open, gap_extend, matrix)
-                row[j] = result.score
+        base = subjects.offsets[lo]
+        block_text = symbols[subjects.codes[base:subjects.offsets[hi]]]
+        score_pairs(narrow_profiles, wide_profiles, block_text.ctypes.data,
+                    subjects.offsets[lo:hi] - base, subjects.lengths[lo:hi].astype(np.int32),
+                    gap_open, gap_extend, out)
         return out
 
+    # The C kernels read the profiles through their addresses: they must live as long as this.
+    score_block.profiles = (narrow, wide)
     return score_block
 
 
