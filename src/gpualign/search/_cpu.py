@@ -124,9 +124,11 @@ def _pair_scorer(kind: str) -> Callable:
     def score_pairs(narrow_profiles, wide_profiles, subject_texts, starts, lengths, gap_open,
                     gap_extend, out):  # pragma: no cover - compiled
         queries, subjects = out.shape
+        # Subject-major: prange hands each thread a contiguous range of pairs, so that each
+        # range holds every query (their lengths differ widely) with subjects of one length.
         for pair in numba.prange(queries * subjects):
-            q = pair // subjects
-            k = pair - q * subjects
+            k = pair // queries
+            q = pair - k * queries
             if narrow_profiles[q] == 0 or lengths[k] == 0:
                 continue  # an empty side: no local alignment scores above 0
             text = subject_texts + starts[k]
