@@ -248,6 +248,18 @@ MEM_QUERY_BATCH_RESIDUES = 1 << 24
 #: does not wait while the index is built (and host memory stays bounded).
 MEM_READ_AHEAD = 8
 
+#: Reference minimizers found in more places than this are skipped when the candidate windows
+#: of reads are looked up (:meth:`gpualign.map.index.MapIndex.candidates`), as minimap2's
+#: ``-f`` and bwa mem's ``-c`` skip repetitive seeds: they would give a read hundreds of
+#: windows that a unique seed of the same read has to outvote. Read at lookup time, so an
+#: index need not be rebuilt to change it.
+MAP_MAX_OCCURRENCES = 200
+
+#: Reference bases whose minimizers :meth:`gpualign.map.index.MapIndex.build` computes at a
+#: time (whole contigs; a longer contig alone): bounds its temporary arrays, about 40 bytes a
+#: base.
+MAP_INDEX_BATCH_BASES = 1 << 26
+
 #: Target symbols per batch of :func:`gpualign.align_one_to_many` (targets streamed from a file
 #: or an iterator are read this many at a time).
 ALIGN_CPU_BATCH_RESIDUES = 1 << 24
