@@ -5,6 +5,8 @@ the .gpumap file and ``gpualign index``."""
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -268,3 +270,15 @@ def test_index_command_to_standard_output(capsysbinary, tmp_path):
     piped = tmp_path / "piped.gpumap"
     piped.write_bytes(capsysbinary.readouterr().out)
     assert np.array_equal(MapIndex.open(piped).positions, MapIndex.build(ECOLI).positions)
+
+
+def test_indexing_and_candidates_load_no_numba():
+    # The mapper's CUDA run builds and queries the index: that must not load Numba either.
+    script = ("import sys\nfrom gpualign import SequenceSet\n"
+              "from gpualign.map.index import MapIndex\n"
+              "index = MapIndex.build(['ACGTTGCAAGTTCCAGGATTACA' * 9], k=7, w=4, backend='cpu')\n"
+              "index.candidates(SequenceSet.from_sequences(['GCAAGTTCCAGGATTA'], 'dna'))\n"
+              "print('numba' in sys.modules)")
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split() == ["False"]

@@ -65,6 +65,47 @@ def _hash64(key: np.ndarray, mask: np.uint64) -> np.ndarray:
     return (key + (key << np.uint64(31))) & mask
 
 
+def _kmer_codes(bases: np.ndarray, k: int) -> np.ndarray:
+    """The 2-bit codes (first base most significant) of the k-mers from each position of
+    ``bases`` (uint64, 0-3): codes of 1, 2, 4 ... bases from shorter ones, then k's binary
+    digits put together."""
+    levels, span, level = {1: bases}, 1, bases
+    while 2 * span <= k:
+        level = (level[:-span] << np.uint64(2 * span)) | level[span:]
+        span *= 2
+        levels[span] = level
+    count = len(bases) - k + 1
+    code, done = np.zeros(count, dtype=np.uint64), 0
+    for span in sorted((span for span in levels if k & span), reverse=True):
+        code = (code << np.uint64(2 * span)) | levels[span][done:done + count]
+        done += span
+    return code
+
+
+#: Masks of every other 2-bit and 4-bit group of a 64-bit word.
+_PAIRS = np.uint64(0x3333333333333333)
+_NIBBLES = np.uint64(0x0F0F0F0F0F0F0F0F)
+
+
+def _reverse_complement(code: np.ndarray, k: int) -> np.ndarray:
+    """The codes of the reverse complements of the k-mer codes ``code``: their 2-bit groups
+    in reverse order (swapped within nibbles, bytes, then the bytes reversed), complemented."""
+    code = ((code >> np.uint64(2)) & _PAIRS) | ((code & _PAIRS) << np.uint64(2))
+    code = ((code >> np.uint64(4)) & _NIBBLES) | ((code & _NIBBLES) << np.uint64(4))
+    return ~code.byteswap() >> np.uint64(64 - 2 * k)
+
+
+def _sliding(values: np.ndarray, width: int, reduce: np.ufunc, fill: Any) -> np.ndarray:
+    """``reduce`` (np.minimum or np.maximum) over ``values[s:s + width]`` for every ``s``
+    (``fill`` past the end), from windows of 1, 2, 4 ... values, two overlapping at the end."""
+    padded = np.concatenate((values, np.full(width - 1, fill, dtype=values.dtype)))
+    span = 1
+    while 2 * span <= width:
+        padded = reduce(padded[:-span], padded[span:])
+        span *= 2
+    return reduce(padded[:len(values)], padded[width - span:width - span + len(values)])
+
+
 def minimizers(codes: np.ndarray, offsets: np.ndarray, k: int,
                w: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The (w, k)-minimizers of the sequences ``codes[offsets[i]:offsets[i + 1]]`` (DNA codes).
@@ -101,24 +142,19 @@ def minimizers(codes: np.ndarray, offsets: np.ndarray, k: int,
     count = len(codes) - k + 1  # k-mer start positions
     if count <= 0:
         return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, bool)
-    bases = (codes & 3).astype(np.uint64)
-    forward = np.zeros(count, dtype=np.uint64)
-    backward = np.zeros(count, dtype=np.uint64)
-    for j in range(k):
-        base = bases[j:j + count]
-        forward = (forward << np.uint64(2)) | base
-        backward |= (np.uint64(3) - base) << np.uint64(2 * j)
+    forward = _kmer_codes((codes & 3).astype(np.uint64), k)
+    backward = _reverse_complement(forward, k)
     reverse = backward < forward
     hashes = _hash64(np.minimum(forward, backward), np.uint64((1 << (2 * k)) - 1))
+    del forward, backward
 
     ns = np.zeros(len(codes) + 1, dtype=np.int64)
     np.cumsum(codes > 3, out=ns[1:])
     sequence_end = np.repeat(offsets[1:], np.diff(offsets))[:count]
-    starts = np.arange(count, dtype=np.int64)
-    valid = (ns[k:] == ns[:count]) & (starts + k <= sequence_end)
+    valid = (ns[k:] == ns[:count]) & (np.arange(count) + k <= sequence_end)
     hashes[~valid] = _NONE
 
-    # Stretches of consecutive k-mers (their number, for each k-mer) and their lengths.
+    # Stretches of consecutive k-mers (their number, for each k-mer).
     stretch_start = valid & ~np.concatenate(([False], valid[:-1]))
     stretch = np.cumsum(stretch_start) - 1
     first = np.flatnonzero(stretch_start)
@@ -129,17 +165,18 @@ def minimizers(codes: np.ndarray, offsets: np.ndarray, k: int,
         short = np.add.reduceat(valid.astype(np.int64), first) < w
         smallest = np.minimum.reduceat(hashes, first)
         chosen |= valid & short[stretch] & (hashes == smallest[stretch])
-    # Full windows: w valid k-mers from each start s, the smallest hash over them.
-    padded = np.concatenate((hashes, np.full(w - 1, _NONE)))
-    window_min = padded[:count].copy()
-    for offset in range(1, w):
-        np.minimum(window_min, padded[offset:offset + count], out=window_min)
+    # Full windows: w valid k-mers from start s. A k-mer is the smallest of some full window
+    # holding it iff its hash is the largest of those windows' smallest (none is below it),
+    # so windows mark their smallest hash plus one (0: not a full window) and every k-mer
+    # takes the largest mark of the windows over it.
     invalid = np.zeros(count + w, dtype=np.int64)
     np.cumsum(~valid, out=invalid[1:count + 1])
     invalid[count + 1:] = invalid[count] + 1  # windows running past the end are not full
     full = invalid[w:w + count] == invalid[:count]
-    for offset in range(w):
-        chosen[offset:] |= (full & (padded[offset:offset + count] == window_min))[:count - offset]
+    mark = np.zeros(count + w - 1, dtype=np.uint64)
+    mark[w - 1:][full] = _sliding(hashes, w, np.minimum, _NONE)[full] + np.uint64(1)
+    covering = _sliding(mark, w, np.maximum, np.uint64(0))[:count]
+    chosen |= valid & (covering == hashes + np.uint64(1))
     position = np.flatnonzero(chosen)
     return position, hashes[position], reverse[position]
 
@@ -269,7 +306,10 @@ class MapIndex:
         hashes = np.asarray(hashes, dtype=np.uint64)
         if not len(self.keys):
             return np.zeros(len(hashes), np.int64), np.zeros(len(hashes), np.int64)
-        slot = np.minimum(np.searchsorted(self.keys, hashes), len(self.keys) - 1)
+        # Searched in sorted order: neighbouring searches then share the cache.
+        order = np.argsort(hashes)
+        slot = np.empty(len(hashes), dtype=np.int64)
+        slot[order] = np.minimum(np.searchsorted(self.keys, hashes[order]), len(self.keys) - 1)
         found = self.keys[slot] == hashes
         first = self.key_starts[slot]
         return first, np.where(found, self.key_starts[slot + 1] - first, 0)
@@ -312,7 +352,7 @@ class MapIndex:
             np.full(len(reads), integer(margin, "margin", 0), dtype=np.int64)
 
         position, hashes, strand = minimizers(reads.codes, reads.offsets, self.k, self.w)
-        read = np.searchsorted(reads.offsets, position, side="right") - 1
+        read = np.repeat(np.arange(len(reads)), lengths)[position]
         first, count = self.occurrences(hashes)
         count[count > int(config.MAP_MAX_OCCURRENCES)] = 0
         # One hit per (read minimizer, reference entry).
@@ -336,7 +376,10 @@ class MapIndex:
         cluster = np.cumsum(new) - 1
         opened = np.flatnonzero(new)
         closed = np.append(opened[1:], len(order))[:len(opened)] - 1
-        distinct = np.unique(cluster * max(len(hashes), 1) + seed) // max(len(hashes), 1)
+        # A seed counts once in a cluster (one read minimizer may hit a tandem repeat twice).
+        # Sorted by cluster, then seed: stable, on keys mostly in order already.
+        both = np.sort(cluster * max(len(hashes), 1) + seed, kind="stable")
+        distinct = both[_run_starts(both)] // max(len(hashes), 1)
         votes = np.bincount(distinct, minlength=len(opened)).astype(np.int32)
 
         read_of, contig_of = hit_read[opened], contig[opened]
@@ -348,7 +391,7 @@ class MapIndex:
         reverse_of = flipped[opened]
         ranked = np.lexsort((reverse_of, start, contig_of, -votes, read_of))
         in_order = read_of[ranked]
-        group_start = np.flatnonzero(np.append(True, in_order[1:] != in_order[:-1]))
+        group_start = np.flatnonzero(_run_starts(in_order))
         rank = np.arange(len(ranked)) - np.repeat(group_start, np.diff(
             np.append(group_start, len(ranked))))
         kept = ranked[rank < max_candidates]
@@ -469,6 +512,13 @@ def _contig_batches(lengths: np.ndarray, batch_bases: int) -> list[tuple[int, in
         bounds.append((lo, hi))
         lo = hi
     return bounds
+
+
+def _run_starts(values: np.ndarray) -> np.ndarray:
+    """Where each run of equal ``values`` starts (a mask)."""
+    starts = np.ones(len(values), dtype=bool)
+    starts[1:] = values[1:] != values[:-1]
+    return starts
 
 
 def _shifted(found: tuple[np.ndarray, np.ndarray, np.ndarray],
