@@ -120,6 +120,27 @@ def test_candidates_hold_the_true_window_of_ecoli_reads():
     assert _check_truth(index, reads, truth) >= 0.99
 
 
+def test_the_best_candidate_of_real_reads_is_where_minimap2_maps_them():
+    # QUAST's real E. coli reads: every read that minimap2 (mappy, -x sr) places uniquely
+    # (MAPQ >= 30) has its alignment inside the window of the read's first candidate.
+    mappy = pytest.importorskip("mappy")
+    aligner = mappy.Aligner(str(ECOLI), preset="sr")
+    reads = SequenceSet.from_file(DATA / "ecoli_reads_2000.fastq.gz", "dna", invalid="wildcard")
+    found = MapIndex.build(ECOLI).candidates(reads)
+    first = np.flatnonzero(np.append(True, found.read[1:] != found.read[:-1]))
+    best = dict(zip(found.read[first].tolist(), first.tolist(), strict=True))
+    unique = 0
+    for number in range(len(reads)):
+        for hit in aligner.map(reads[number]):
+            if hit.is_primary and hit.mapq >= 30:
+                unique += 1
+                at = best[number]
+                assert (bool(found.reverse[at]), int(found.contig[at])) == \
+                    (hit.strand < 0, 0), number
+                assert found.start[at] <= hit.r_st and hit.r_en <= found.end[at], number
+    assert unique > 1800
+
+
 def test_candidates_on_a_multi_contig_reference(monkeypatch):
     rng = np.random.default_rng(5)
     contigs = [_random_dna(rng, int(length), n_rate=0.001)
@@ -129,6 +150,12 @@ def test_candidates_on_a_multi_contig_reference(monkeypatch):
     reads, truth = _sample_reads(rng, reference, 400, 120, 0.02)
     assert _check_truth(index, reads, truth, max_candidates=4) >= 0.995
     assert _check_truth(index, reads, truth, max_candidates=1, margin=30) >= 0.99
+    # Reads looked up a few at a time: the same candidates.
+    batch = SequenceSet.from_sequences(reads, "dna")
+    whole = index.candidates(batch)
+    monkeypatch.setattr(config, "MAP_CANDIDATE_BATCH_BASES", 500)
+    for name, values in vars(index.candidates(batch)).items():
+        assert np.array_equal(values, getattr(whole, name)), name
     # Built a few contigs at a time (each longer contig alone): the same index.
     monkeypatch.setattr(config, "MAP_INDEX_BATCH_BASES", 900)
     batched = MapIndex.build(reference, k=13, w=8)
@@ -216,7 +243,7 @@ def test_open_refuses_other_files_in_one_line(tmp_path):
 
 
 def test_as_map_index():
-    index = as_map_index(ECOLI, k=12, w=5, backend="cpu")
+    index = as_map_index(str(ECOLI), k=12, w=5, backend="cpu")
     assert as_map_index(index) is index and as_map_index(index, k=12) is index
     with pytest.raises(ValueError, match="^w=6: the index was built with w=5"):
         as_map_index(index, w=6)

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pathlib
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -293,7 +295,7 @@ class MapIndex:
         found = [_shifted(minimizers(records.codes[records.offsets[lo]:records.offsets[hi]],
                                      records.offsets[lo:hi + 1] - records.offsets[lo], k, w),
                           int(records.offsets[lo]))
-                 for lo, hi in _contig_batches(records.lengths, int(config.MAP_INDEX_BATCH_BASES))]
+                 for lo, hi in _batches(records.lengths, int(config.MAP_INDEX_BATCH_BASES))]
         position, hashes, reverse = (np.concatenate(parts) for parts in zip(*found, strict=True))
         order = np.argsort(hashes, kind="stable")  # positions stay ascending within a hash
         keys, first = np.unique(hashes[order], return_index=True)
@@ -324,7 +326,8 @@ class MapIndex:
         implies). Hits of one read on one contig and strand whose sorted diagonals lie within
         ``margin`` of the previous one form a candidate; its votes are the read's distinct
         minimizers among them. Each read keeps its best ``max_candidates``; a read without hits
-        has none.
+        has none. The reads are looked up ``config.MAP_CANDIDATE_BATCH_BASES`` bases at a
+        time, batches side by side on every core (NumPy releases the GIL).
 
         Parameters
         ----------
@@ -350,7 +353,19 @@ class MapIndex:
         lengths = reads.lengths
         margins = (lengths + 9) // 10 + 8 if margin is None else \
             np.full(len(reads), integer(margin, "margin", 0), dtype=np.int64)
+        batches = _batches(lengths, int(config.MAP_CANDIDATE_BATCH_BASES)) or [(0, 0)]
+        with ThreadPoolExecutor(max_workers=min(len(batches), os.cpu_count() or 1)) as pool:
+            parts = list(pool.map(lambda bounds: self._candidates(
+                reads.view(*bounds), margins[bounds[0]:bounds[1]], max_candidates), batches))
+        for (lo, _), part in zip(batches, parts, strict=True):
+            part.read += lo
+        return Candidates(*(np.concatenate([getattr(part, name) for part in parts])
+                            for name in Candidates.__dataclass_fields__))
 
+    def _candidates(self, reads: SequenceSet, margins: np.ndarray,
+                    max_candidates: int) -> Candidates:
+        """:meth:`candidates` of one batch (``margins``: each read's)."""
+        lengths = reads.lengths
         position, hashes, strand = minimizers(reads.codes, reads.offsets, self.k, self.w)
         read = np.repeat(np.arange(len(reads)), lengths)[position]
         first, count = self.occurrences(hashes)
@@ -479,18 +494,20 @@ def _starts_as_map_index(path: str | os.PathLike) -> bool:
 
 
 def as_map_index(reference: Any, **build_options: Any) -> MapIndex:
-    """Accept a :class:`MapIndex`, a path to a saved one (``.gpumap``) or to a FASTA file, a
-    :class:`~gpualign.SequenceSet` or sequences; what is not an index yet is built with
-    ``build_options`` (:meth:`MapIndex.build`'s ``k``, ``w``, ``backend``). An index given
-    with a ``k`` or ``w`` it was not built with is refused (ValueError).
+    """Accept a :class:`MapIndex`, a path (str or os.PathLike) to a saved one (``.gpumap``)
+    or to a FASTA file, a :class:`~gpualign.SequenceSet` or sequences; what is not an index
+    yet is built with ``build_options`` (:meth:`MapIndex.build`'s ``k``, ``w``,
+    ``backend``). An index given with a ``k`` or ``w`` it was not built with is refused
+    (ValueError).
 
     Examples
     --------
     >>> as_map_index(["ACGTTGCAAGGC"], k=4, w=2)
     MapIndex(1 contigs, 12 bp, k=4, w=2, 5 minimizers)
     """
-    if isinstance(reference, (str, os.PathLike)) and is_map_index_file(reference):
-        reference = MapIndex.open(reference)
+    if isinstance(reference, (str, os.PathLike)):
+        reference = MapIndex.open(reference) if is_map_index_file(reference) else \
+            pathlib.Path(reference)
     if not isinstance(reference, MapIndex):
         return MapIndex.build(reference, **build_options)
     for name in ("k", "w"):
@@ -501,9 +518,9 @@ def as_map_index(reference: Any, **build_options: Any) -> MapIndex:
     return reference
 
 
-def _contig_batches(lengths: np.ndarray, batch_bases: int) -> list[tuple[int, int]]:
-    """Consecutive ranges ``[lo, hi)`` of contigs of about ``batch_bases`` bases each (a
-    longer contig alone)."""
+def _batches(lengths: np.ndarray, batch_bases: int) -> list[tuple[int, int]]:
+    """Consecutive ranges ``[lo, hi)`` of sequences of at most ``batch_bases`` bases each (a
+    longer sequence alone)."""
     ends = np.cumsum(lengths)
     bounds, lo = [], 0
     while lo < len(lengths):
