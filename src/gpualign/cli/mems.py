@@ -138,10 +138,15 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign mems`` on the parsed ``args``; return the exit status (0; errors raise
     and :func:`gpualign.cli.main` turns them into status 2)."""
+    from ..map.index import is_map_index_file
     from ..mems import MemIndex, find_mems
     from ..mems.index import is_index_file
     began = time.perf_counter()
     check_output(args.output)
+    if is_map_index_file(args.reference):  # a zip archive too, but no MEM index
+        raise ValueError(f"{args.reference}: a gpualign map index (for gpualign map); "
+                         "gpualign mems reads a MEM index (gpualign index -o REF.gpuidx) "
+                         "or FASTA")
     # Told apart by their first bytes, so that a damaged index is reported as one; anything
     # else (a folder or a missing file too: the FASTA reader says so) is read as FASTA and
     # indexed by find_mems.

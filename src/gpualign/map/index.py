@@ -303,8 +303,16 @@ class MapIndex:
         return cls(records, k, w, keys, key_starts, position[order], reverse[order])
 
     def occurrences(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Where the entries of each hash start (in the entry arrays) and how many there are
-        (0 for a hash not in the index)."""
+        """Where the entries of each of ``hashes`` start (in :attr:`positions` and
+        :attr:`reverse`) and how many there are (0 for a hash not in the index).
+
+        Examples
+        --------
+        >>> index = MapIndex.build(["ACGTTGCAAGGCACGTTGCA"], k=6, w=1)  # ACGTTG twice
+        >>> first, count = index.occurrences(index.keys)
+        >>> int(count.sum()) == len(index.positions), int(count.max())
+        (True, 2)
+        """
         hashes = np.asarray(hashes, dtype=np.uint64)
         if not len(self.keys):
             return np.zeros(len(hashes), np.int64), np.zeros(len(hashes), np.int64)
