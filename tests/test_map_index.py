@@ -290,7 +290,7 @@ def test_index_command(tmp_path, capsys):
         "*.gpumap)"]
     assert main(["index", str(out), "-o", str(tmp_path / "again.gpumap"), "-q"]) == 2
     assert capsys.readouterr().err == (f"gpualign: error: {out}: a zip archive (a gpualign MEM "
-                                       "or map index?), not a FASTA/FASTQ file\n")
+                                       "index or map index?), not a FASTA/FASTQ file\n")
     assert main(["mems", str(out), str(DATA / "ecoli_reads_2000.fastq.gz"), "-q"]) == 2
     assert capsys.readouterr().err.startswith(f"gpualign: error: {out}: a gpualign map index")
 

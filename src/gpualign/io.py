@@ -246,8 +246,8 @@ def _checked(path: str | os.PathLike) -> str:
         raise SequenceFileError(f"{path}: a gpualign search database (gpualign makedb), not "
                                 "a FASTA/FASTQ file")
     if head.startswith(b"PK\x03\x04"):
-        raise SequenceFileError(f"{path}: a zip archive (a gpualign MEM or map index?), "
-                                "not a FASTA/FASTQ file")
+        raise SequenceFileError(f"{path}: a zip archive (a gpualign MEM index or map "
+                                "index?), not a FASTA/FASTQ file")
     return path
 
 
