@@ -156,11 +156,12 @@ def test_candidates_on_a_multi_contig_reference(monkeypatch):
     monkeypatch.setattr(config, "MAP_CANDIDATE_BATCH_BASES", 500)
     for name, values in vars(index.candidates(batch)).items():
         assert np.array_equal(values, getattr(whole, name)), name
-    # Built a few contigs at a time (each longer contig alone): the same index.
-    monkeypatch.setattr(config, "MAP_INDEX_BATCH_BASES", 900)
-    batched = MapIndex.build(reference, k=13, w=8)
-    for name in ("keys", "key_starts", "positions", "reverse"):
-        assert np.array_equal(getattr(batched, name), getattr(index, name)), name
+    # Built in pieces that cut contigs (and are shorter than a window): the same index.
+    for batch in (900, 97, 5, 1):
+        monkeypatch.setattr(config, "MAP_INDEX_BATCH_BASES", batch)
+        batched = MapIndex.build(reference, k=13, w=8)
+        for name in ("keys", "key_starts", "positions", "reverse"):
+            assert np.array_equal(getattr(batched, name), getattr(index, name)), (batch, name)
 
 
 def test_windows_are_clipped_and_unplaced_reads_have_none():
@@ -262,6 +263,9 @@ def test_bad_arguments():
         MapIndex.build(["MEEPQSDPSVEPPLSQETFSDLWKLL"])
     with pytest.raises(ValueError, match="reference: no records"):
         MapIndex.build([])
+    nothing = MapIndex.build(["", "NNNN"], k=5, w=3)
+    assert len(nothing.keys) == 0 and len(nothing.key_starts) == 1
+    assert len(nothing.candidates(SequenceSet.from_sequences(["ACGTTGCA"], "dna"))) == 0
     index = MapIndex.build(["ACGTTGCAAGTTCCA"], k=5, w=3)
     with pytest.raises(ValueError, match="max_candidates must be >= 1"):
         index.candidates(SequenceSet.from_sequences(["ACGTT"], "dna"), max_candidates=0)

@@ -256,9 +256,10 @@ MEM_READ_AHEAD = 8
 MAP_MAX_OCCURRENCES = 200
 
 #: Reference bases whose minimizers :meth:`gpualign.map.index.MapIndex.build` computes at a
-#: time (whole contigs; a longer contig alone): bounds its temporary arrays, about 40 bytes a
-#: base.
-MAP_INDEX_BATCH_BASES = 1 << 26
+#: time, pieces side by side on every core (contigs are cut, the pieces overlap by a window):
+#: bounds the temporary arrays, about 70 bytes a base of a piece; pieces whose arrays stay in
+#: the CPU's caches run faster than large ones.
+MAP_INDEX_BATCH_BASES = 1 << 20
 
 #: Read bases whose candidate windows :meth:`gpualign.map.index.MapIndex.candidates` finds at
 #: a time (whole reads), batches side by side on every core: bounds each batch's temporary

@@ -276,8 +276,8 @@ class MapIndex:
             Window, consecutive k-mers, 1 to :data:`MAX_W` (minimap2's ``-w``).
         backend : str
             The parser of a FASTA file (``"cpu"``, ``"cuda"`` or ``"auto"``); the minimizers
-            are computed on the host with NumPy, ``config.MAP_INDEX_BATCH_BASES`` of the
-            reference at a time.
+            are computed on the host with NumPy, in pieces of ``config.MAP_INDEX_BATCH_BASES``
+            of the reference side by side on every core.
 
         Examples
         --------
@@ -292,10 +292,11 @@ class MapIndex:
                                   "dna", invalid="wildcard", role="reference", parser=backend)
         if len(records) == 0:
             raise ValueError("reference: no records")
-        found = [_shifted(minimizers(records.codes[records.offsets[lo]:records.offsets[hi]],
-                                     records.offsets[lo:hi + 1] - records.offsets[lo], k, w),
-                          int(records.offsets[lo]))
-                 for lo, hi in _batches(records.lengths, int(config.MAP_INDEX_BATCH_BASES))]
+        size, batch = len(records.codes), int(config.MAP_INDEX_BATCH_BASES)
+        cores = range(0, max(size, 1), batch)
+        with ThreadPoolExecutor(max_workers=min(len(cores), os.cpu_count() or 1)) as pool:
+            found = list(pool.map(lambda start: _piece_minimizers(
+                records, start, min(size, start + batch), k, w), cores))
         position, hashes, reverse = (np.concatenate(parts) for parts in zip(*found, strict=True))
         order = np.argsort(hashes, kind="stable")  # positions stay ascending within a hash
         keys, first = np.unique(hashes[order], return_index=True)
@@ -546,7 +547,16 @@ def _run_starts(values: np.ndarray) -> np.ndarray:
     return starts
 
 
-def _shifted(found: tuple[np.ndarray, np.ndarray, np.ndarray],
-             shift: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    position, hashes, reverse = found
-    return position + shift, hashes, reverse
+def _piece_minimizers(records: SequenceSet, start: int, end: int, k: int,
+                      w: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The minimizers of ``records`` that start in ``records.codes[start:end]``, found in that
+    piece and enough bases around it that every window over those k-mers is whole (w - 1
+    k-mers before; w - 1 k-mers and their k - 1 bases after). The piece's ends cut its
+    sequences there, which only changes k-mers of the margins."""
+    lo = max(0, start - (w - 1))
+    hi = min(len(records.codes), end + (w - 1) + (k - 1))
+    inside = records.offsets[(records.offsets > lo) & (records.offsets < hi)]
+    position, hashes, reverse = minimizers(records.codes[lo:hi],
+                                           np.concatenate(([lo], inside, [hi])) - lo, k, w)
+    core = (position >= start - lo) & (position < end - lo)
+    return position[core] + lo, hashes[core], reverse[core]
