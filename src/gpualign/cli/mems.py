@@ -1,5 +1,6 @@
 """``gpualign index`` and ``gpualign mems``: maximal exact matches between reads and a reference,
-from its FASTA file or from an index built once."""
+from its FASTA file or from an index built once. ``gpualign index`` builds the minimizer index
+of ``gpualign map`` too (``--kind map``, or an output named ``*.gpumap``)."""
 
 from __future__ import annotations
 

@@ -5,9 +5,9 @@ Minimizers are those of minimap2 (Li, *Bioinformatics* 2016 and 2018): every k-m
 is read on both strands and the smaller 2-bit code (A0 C1 G2 T3, first base most significant)
 is the canonical one; its hash is minimap2's invertible ``hash64`` of that code. A k-mer that
 holds an ``N`` (or runs past the end of its sequence) is none, so an ``N`` breaks the k-mers
-around it: the stretches of consecutive k-mers between breaks are cut into windows of ``w``
-consecutive k-mers, and in each window the k-mers of the smallest hash (all of them on ties)
-are minimizers. A stretch of fewer than ``w`` k-mers is one window.
+around it. In every window of ``w`` consecutive k-mers of a stretch between breaks, the
+k-mers of the smallest hash (all of them on ties) are minimizers; a stretch of fewer than
+``w`` k-mers is one window.
 
 The index keeps every minimizer of the reference, sorted by hash then position: the distinct
 hashes (:attr:`MapIndex.keys`, looked up with ``np.searchsorted``), where each one's entries
@@ -346,7 +346,7 @@ class MapIndex:
             Candidates kept per read (the most votes; both strands together).
         margin : int or None
             Bases added on both sides of a candidate's diagonals (indels, ends of the read);
-            None: a tenth of the read's length plus 8, for each read.
+            None: a tenth of the read's length (rounded up) plus 8, for each read.
 
         Examples
         --------
