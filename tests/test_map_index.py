@@ -4,6 +4,7 @@ the .gpumap file and ``gpualign index``."""
 
 from __future__ import annotations
 
+import doctest
 import io
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from naive import minimizers_naive
 
 from gpualign import SequenceSet, build_index, config
 from gpualign.cli import main
+from gpualign.map import index as map_index
 from gpualign.map.index import Candidates, MapIndex, as_map_index, is_map_index_file, minimizers
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -316,3 +318,7 @@ def test_indexing_and_candidates_load_no_numba():
     shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.split() == ["False"]
+
+
+def test_docstring_examples():
+    assert doctest.testmod(map_index, raise_on_error=True).attempted > 0
