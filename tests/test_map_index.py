@@ -179,6 +179,8 @@ def test_windows_are_clipped_and_unplaced_reads_have_none():
         found.end.tolist()[::-1], strict=True)}
     assert best[0] == (False, 0, 120) and best[1] == (True, 380, 500)
     assert 2 not in best and 3 not in best
+    as_list = index.candidates([text[:100], "ACGT"], margin=20)
+    assert as_list.read.tolist() == [0] and as_list.start.tolist() == [0]
     empty = index.candidates(SequenceSet.from_sequences([], "dna"))
     assert len(empty) == 0 and empty.read.dtype == np.int64
 

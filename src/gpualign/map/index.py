@@ -325,7 +325,7 @@ class MapIndex:
         first = self.key_starts[slot]
         return first, np.where(found, self.key_starts[slot + 1] - first, 0)
 
-    def candidates(self, reads: SequenceSet, *, max_candidates: int = 8,
+    def candidates(self, reads: SequenceSet | Any, *, max_candidates: int = 8,
                    margin: int | None = None) -> Candidates:
         """Candidate windows of each read on both strands (see :class:`Candidates`).
 
@@ -340,8 +340,8 @@ class MapIndex:
 
         Parameters
         ----------
-        reads : SequenceSet
-            DNA reads (N breaks k-mers).
+        reads : SequenceSet, or sequences
+            DNA reads (N, and any other symbol than A/C/G/T, breaks k-mers).
         max_candidates : int
             Candidates kept per read (the most votes; both strands together).
         margin : int or None
@@ -357,8 +357,9 @@ class MapIndex:
         ([True], [2], [20])
         """
         max_candidates = integer(max_candidates, "max_candidates", 1)
-        if reads.alphabet.name != "dna":
+        if isinstance(reads, SequenceSet) and reads.alphabet.name != "dna":
             raise ValueError(f"reads: alphabet {reads.alphabet.name}, read mapping is for DNA")
+        reads = as_sequence_set(reads, "dna", invalid="wildcard", role="reads")
         lengths = reads.lengths
         margins = (lengths + 9) // 10 + 8 if margin is None else \
             np.full(len(reads), integer(margin, "margin", 0), dtype=np.int64)
