@@ -55,8 +55,8 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _index_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("reference", metavar="REF", help="FASTA file (.gz accepted)")
     from ..map.index import MapIndex
+    parser.add_argument("reference", metavar="REF", help="FASTA file (.gz accepted)")
     parser.add_argument("-o", "--output", required=True, metavar="OUT",
                         help="where to write the index: REF.gpuidx (mems), REF.gpumap (map) "
                              "or '-' (standard output, unless it is a terminal)")
