@@ -406,3 +406,52 @@ def mems_naive(references: Sequence[Sequence[int]], query: Sequence[int],
                 if length >= min_length:
                     found.append((i, record, p, length))
     return sorted(found)
+
+
+# --- minimizers ----------------------------------------------------------------------------------
+
+
+def minimizer_hash_naive(code: int, k: int) -> int:
+    """minimap2's ``hash64`` of a 2k-bit k-mer code, in Python integers (as in its sketch.c)."""
+    mask = (1 << (2 * k)) - 1
+    key = (~code + (code << 21)) & mask
+    key = key ^ (key >> 24)
+    key = (key + (key << 3) + (key << 8)) & mask
+    key = key ^ (key >> 14)
+    key = (key + (key << 2) + (key << 4)) & mask
+    key = key ^ (key >> 28)
+    return (key + (key << 31)) & mask
+
+
+def minimizers_naive(sequences: Sequence[Sequence[int]], k: int,
+                     w: int) -> list[tuple[int, int, int, bool]]:
+    """Every (w, k)-minimizer as ``(sequence, position, hash, reverse)``, sorted: the k-mers of
+    codes 0-3 only (A0 C1 G2 T3; an N breaks them), each read as the smaller of its code and
+    its reverse complement's (``reverse`` when that is the reverse complement's); the runs of
+    consecutive k-mers cut into every window of ``w`` consecutive ones (a run of fewer is one
+    window), and in each window every k-mer of the smallest hash."""
+    found = set()
+    for number, sequence in enumerate(sequences):
+        kmers: list[tuple[int, int, bool] | None] = []
+        for i in range(len(sequence) - k + 1):
+            word = sequence[i:i + k]
+            if any(code > 3 for code in word):
+                kmers.append(None)
+                continue
+            forward = sum(code << (2 * (k - 1 - j)) for j, code in enumerate(word))
+            backward = sum((3 - code) << (2 * j) for j, code in enumerate(word))
+            kmers.append((i, minimizer_hash_naive(min(forward, backward), k), backward < forward))
+        runs, run = [], []
+        for kmer in [*kmers, None]:
+            if kmer is None:
+                if run:
+                    runs.append(run)
+                run = []
+            else:
+                run.append(kmer)
+        for run in runs:
+            windows = [run] if len(run) < w else [run[s:s + w] for s in range(len(run) - w + 1)]
+            for window in windows:
+                smallest = min(h for _, h, _ in window)
+                found.update((number, i, h, rev) for i, h, rev in window if h == smallest)
+    return sorted(found)

@@ -19,6 +19,7 @@ import gpualign
 from gpualign import MemIndex, Scoring, SequenceFileError, SequenceSet, build_index
 from gpualign.cli import main
 from gpualign.io import read_records
+from gpualign.map.index import MapIndex
 from gpualign.mems.index import MAX_KMER_SIZE, default_kmer_size
 from gpualign.search import Database
 
@@ -32,6 +33,12 @@ def _random_bytes(size: int) -> bytes:
 def _index_bytes(tmp_path: Path) -> bytes:
     path = tmp_path / "whole.gpuidx"
     build_index(["ACGTTGCA" * 40, "TTGACCA" * 30], backend="cpu").save(path)
+    return path.read_bytes()
+
+
+def _map_index_bytes(tmp_path: Path) -> bytes:
+    path = tmp_path / "whole.gpumap"
+    MapIndex.build(["ACGTTGCA" * 40, "TTGACCA" * 30], k=5, w=3).save(path)
     return path.read_bytes()
 
 
@@ -57,6 +64,7 @@ BAD_FILES: dict[str, tuple[Callable[[Path], bytes], str]] = {
     "cut.fa.xz": (lambda tmp: lzma.compress(FASTA)[:400], "cannot read"),
     "cut.fq": (lambda tmp: b"@q1\nACGT\n+\nIIII\n@q2\nACGT\n+\n", "Premature end of file"),
     "cut.gpuidx": (lambda tmp: _index_bytes(tmp)[:1000], "gpualign MEM index"),
+    "cut.gpumap": (lambda tmp: _map_index_bytes(tmp)[:1000], "map index"),
     "cut.gpudb": (lambda tmp: _database_bytes(tmp)[:100], "gpualign search database"),
 }
 
@@ -76,6 +84,7 @@ COMMANDS = [
     ["mems", "BAD", "GOOD"],
     ["mems", "GOOD", "BAD"],
     ["index", "BAD", "-o", "OUT"],
+    ["index", "BAD", "-o", "OUT", "--kind", "map"],
     ["search", "BAD", "GOOD"],
     ["search", "GOOD", "BAD"],
     ["makedb", "BAD", "-o", "OUT"],

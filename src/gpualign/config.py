@@ -253,6 +253,25 @@ MEM_QUERY_BATCH_RESIDUES = 1 << 24
 #: does not wait while the index is built (and host memory stays bounded).
 MEM_READ_AHEAD = 8
 
+#: Reference minimizers found in more places than this are skipped when the candidate windows
+#: of reads are looked up (:meth:`gpualign.map.index.MapIndex.candidates`), as minimap2's
+#: ``-f`` and bwa mem's ``-c`` skip repetitive seeds: they would give a read hundreds of
+#: windows that a unique seed of the same read has to outvote. Read at lookup time, so an
+#: index need not be rebuilt to change it.
+MAP_MAX_OCCURRENCES = 200
+
+#: Reference bases whose minimizers :meth:`gpualign.map.index.MapIndex.build` computes at a
+#: time, pieces side by side on every core (contigs are cut, the pieces overlap by a window):
+#: bounds the temporary arrays, about 70 bytes a base of a piece; pieces whose arrays stay in
+#: the CPU's caches run faster than large ones.
+MAP_INDEX_BATCH_BASES = 1 << 20
+
+#: Read bases whose candidate windows :meth:`gpualign.map.index.MapIndex.candidates` finds at
+#: a time (whole reads), batches side by side on every core: bounds each batch's temporary
+#: arrays (a few hundred bytes a base: the hits of its minimizers), and batches whose arrays
+#: stay in the CPU's caches run several times faster than large ones.
+MAP_CANDIDATE_BATCH_BASES = 1 << 18
+
 #: Target symbols per batch of :func:`gpualign.align_one_to_many` (targets streamed from a file
 #: or an iterator are read this many at a time).
 ALIGN_CPU_BATCH_RESIDUES = 1 << 24

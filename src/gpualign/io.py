@@ -220,8 +220,8 @@ _COMPRESSED = {".gz": "gzip", ".bgz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zs
 def _checked(path: str | os.PathLike) -> str:
     """``path`` as a string, once it is known to be a file that opens and none of the formats
     that dnaio would read or misreport: BAM (dnaio reads unaligned BAM, which gpualign does
-    not promise), CRAM, a zip archive (such as a gpualign MEM index), a search database, or an
-    empty file named as compressed (xopen reads an empty .gz as no records)."""
+    not promise), CRAM, a zip archive (such as a gpualign MEM or map index), a search
+    database, or an empty file named as compressed (xopen reads an empty .gz as no records)."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise SequenceFileError(f"{path}: no such file")
@@ -246,8 +246,8 @@ def _checked(path: str | os.PathLike) -> str:
         raise SequenceFileError(f"{path}: a gpualign search database (gpualign makedb), not "
                                 "a FASTA/FASTQ file")
     if head.startswith(b"PK\x03\x04"):
-        raise SequenceFileError(f"{path}: a zip archive (a gpualign MEM index?), not a "
-                                "FASTA/FASTQ file")
+        raise SequenceFileError(f"{path}: a zip archive (a gpualign MEM index or map "
+                                "index?), not a FASTA/FASTQ file")
     return path
 
 

@@ -1,5 +1,6 @@
 """``gpualign index`` and ``gpualign mems``: maximal exact matches between reads and a reference,
-from its FASTA file or from an index built once."""
+from its FASTA file or from an index built once. ``gpualign index`` builds the minimizer index
+of ``gpualign map`` too (``--kind map``, or an output named ``*.gpumap``)."""
 
 from __future__ import annotations
 
@@ -29,11 +30,15 @@ from ._common import (
 def add_command(subparsers: argparse._SubParsersAction) -> None:
     """Declare ``gpualign index`` and ``gpualign mems``, in this order."""
     index = subparsers.add_parser(
-        "index", help="index a reference for gpualign mems",
-        description="Build the MEM index of a DNA reference (suffix array and k-mer table; "
-                    "symbols other than A/C/G/T are read as N, which matches nothing) and "
-                    "write it to a file that gpualign mems reads instead of the FASTA.",
-        epilog="example: gpualign index examples/hiv_reference.fa -o hiv.gpuidx",
+        "index", help="index a reference for gpualign mems or gpualign map",
+        description="Build an index of a DNA reference and write it to a file that gpualign "
+                    "mems or gpualign map reads instead of the FASTA (symbols other than "
+                    "A/C/G/T are read as N, which matches nothing). Two kinds: mems (suffix "
+                    "array and k-mer table) and map (minimizers of both strands, as "
+                    "minimap2's, with the reference). An output named *.gpumap is a map "
+                    "index, any other a MEM index, unless --kind says.",
+        epilog="examples: gpualign index examples/hiv_reference.fa -o hiv.gpuidx; "
+               "gpualign index examples/hiv_reference.fa -o hiv.gpumap -k 15 -w 10",
         declare=_index_arguments)
     index.set_defaults(run=run_index)
     mems = subparsers.add_parser(
@@ -50,10 +55,20 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _index_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..map.index import MapIndex
     parser.add_argument("reference", metavar="REF", help="FASTA file (.gz accepted)")
-    parser.add_argument("-o", "--output", required=True, metavar="REF.gpuidx",
-                        help="where to write the index ('-': standard output, unless it is a "
-                             "terminal)")
+    parser.add_argument("-o", "--output", required=True, metavar="OUT",
+                        help="where to write the index: REF.gpuidx (mems), REF.gpumap (map) "
+                             "or '-' (standard output, unless it is a terminal)")
+    parser.add_argument("--kind", choices=("mems", "map"),
+                        help="which index (default: map for an output named *.gpumap, "
+                             "else mems)")
+    parser.add_argument("-k", type=positive_int, metavar="K",
+                        help="map index: minimizer k-mer length, 2 to 28 (default "
+                             f"{api_default(MapIndex.build, 'k')})")
+    parser.add_argument("-w", type=positive_int, metavar="W",
+                        help="map index: minimizer window, consecutive k-mers, 1 to 255 "
+                             f"(default {api_default(MapIndex.build, 'w')})")
     add_names_option(parser)
     add_backend_option(parser)
     parser.add_argument("-q", "--quiet", action="store_true", help="no summary line")
@@ -62,6 +77,7 @@ def _index_arguments(parser: argparse.ArgumentParser) -> None:
 def run_index(args: argparse.Namespace) -> int:
     """Run ``gpualign index`` on the parsed ``args``; return the exit status (0; errors raise
     and :func:`gpualign.cli.main` turns them into status 2)."""
+    from ..map.index import MapIndex
     from ..mems import build_index
     began = time.perf_counter()
     to_stdout = args.output == "-"
@@ -69,14 +85,26 @@ def run_index(args: argparse.Namespace) -> int:
         raise ValueError("-o -: an index is binary, not for a terminal; give a file name or "
                          "redirect standard output")
     check_output(args.output)
-    index = build_index(Path(args.reference), backend=args.backend)
+    kind = args.kind or ("map" if args.output.endswith(".gpumap") else "mems")
+    shape = {name: value for name, value in (("k", args.k), ("w", args.w)) if value is not None}
+    if kind == "map":
+        index = MapIndex.build(Path(args.reference), **shape, backend=args.backend)
+        names, lengths = index.reference.names, index.reference.lengths
+        contents = (f", {plural(len(index.positions), 'minimizer')} (k = {index.k}, "
+                    f"w = {index.w})")
+    elif shape:
+        raise ValueError("-k/-w: options of a map index (--kind map, or an output named "
+                         "*.gpumap)")
+    else:
+        index = build_index(Path(args.reference), backend=args.backend)
+        names, lengths, contents = index.names, index.lengths, ""
     if to_stdout:
         sys.stdout.flush()
         index.save(sys.stdout.buffer)
         sys.stdout.buffer.flush()
     else:
         index.save(args.output)
-    report(args, f"{plural(len(index.names), 'record')}, {int(index.lengths.sum())} bp -> "
+    report(args, f"{plural(len(names), 'record')}, {int(lengths.sum())} bp{contents} -> "
                  f"{'standard output' if to_stdout else args.output} in "
                  f"{time.perf_counter() - began:.2f} s")
     return 0
@@ -111,10 +139,15 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign mems`` on the parsed ``args``; return the exit status (0; errors raise
     and :func:`gpualign.cli.main` turns them into status 2)."""
+    from ..map.index import is_map_index_file
     from ..mems import MemIndex, find_mems
     from ..mems.index import is_index_file
     began = time.perf_counter()
     check_output(args.output)
+    if is_map_index_file(args.reference):  # a zip archive too, but no MEM index
+        raise ValueError(f"{args.reference}: a gpualign map index (for gpualign map); "
+                         "gpualign mems reads a MEM index (gpualign index -o REF.gpuidx) "
+                         "or FASTA")
     # Told apart by their first bytes, so that a damaged index is reported as one; anything
     # else (a folder or a missing file too: the FASTA reader says so) is read as FASTA and
     # indexed by find_mems.

@@ -175,16 +175,16 @@ def build_index(reference, *, invalid: str = "wildcard", kmer_size: int | None =
     return MemIndex(text, starts, list(records.names), k, pages, overlap)
 
 
-def nucleotides(source: Any, role: str) -> Any:
+def nucleotides(source: Any, role: str, purpose: str = "MEMs are") -> Any:
     """``source`` after a look at its first records (a one-shot iterator comes back with them
     put back in front): a ValueError naming the file (else ``role``) unless they look like
     nucleotides (:func:`~gpualign.sequences.infer_alphabet`; RNA too), or a SequenceSet of
-    another alphabet than DNA."""
+    another alphabet than DNA; the message ends "``purpose`` for DNA"."""
     alphabet, (source,) = resolve_alphabet("auto", source)
     if alphabet.name != "dna":
         where = os.fspath(source) if isinstance(source, os.PathLike) else role
         looks = "protein" if alphabet.name == "protein" else "neither DNA nor protein"
-        raise ValueError(f"{where}: looks like {looks}, MEMs are for DNA")
+        raise ValueError(f"{where}: looks like {looks}, {purpose} for DNA")
     return source
 
 def default_kmer_size(bases: int) -> int:
