@@ -496,3 +496,13 @@ def test_mates_of_another_count_are_refused(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("gpualign: error: ") and err.count("\n") == 1
     assert "differ in number" in err
+
+
+@pytest.mark.usefixtures("map_index")
+def test_docstring_examples():
+    import doctest
+
+    from gpualign.map import api, sam
+
+    for module in (api, sam):
+        assert doctest.testmod(module, raise_on_error=True).attempted > 0

@@ -133,13 +133,16 @@ class MappingResult:
 
         Examples
         --------
-        >>> import io
-        >>> from gpualign.map import map_reads
-        >>> reference = ["ACGTTGCATGGCATCAGTACCGATTACAGGATCCAT" * 3]
-        >>> result = map_reads(reference, ["GGCATCAGTACCGATTACAG"],
-        ...                    backend="cpu")  # doctest: +SKIP
-        >>> text = io.StringIO()
-        >>> result.write_sam(text, ["GGCATCAGTACCGATTACAG"])  # doctest: +SKIP
+        >>> import sys
+        >>> genome = "".join(np.random.default_rng(7).choice(list("ACGT"), 5000))
+        >>> reads = [genome[1000:1060], "ACGT" * 10]
+        >>> result = map_reads([genome], reads, backend="cpu")
+        >>> result.write_sam(sys.stdout, reads)  # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
+        @HD VN:1.6 SO:unsorted
+        @SQ SN:0 LN:5000
+        @PG ID:gpualign PN:gpualign VN:...
+        0 0 0 1001 60 60M * 0 0 TCCTCTACTT... * NM:i:0 AS:i:60
+        1 4 * 0 0 * * 0 0 ACGTACGTACGTACGTACGTACGTACGTACGTACGTACGT *
         """
         batch = config.MAP_BATCH_READS
         with open_sam(out) as handle:
@@ -340,7 +343,7 @@ def estimate_insert(sizes: np.ndarray) -> tuple[int, int] | None:
     >>> from gpualign import config
     >>> with config.override(MAP_INSERT_MIN_PAIRS=4):
     ...     estimate_insert(np.array([290, 300, 300, 310, 320]))
-    (260, 340)
+    (270, 340)
     """
     if len(sizes) < max(1, config.MAP_INSERT_MIN_PAIRS):
         return None
@@ -566,10 +569,14 @@ def iter_mappings(index: Any, reads: Any, mates: Any = None, *, k: int | None = 
 
     Examples
     --------
-    >>> from gpualign.map.index import MapIndex  # doctest: +SKIP
-    >>> index = MapIndex.build(["ACGT" * 100])  # doctest: +SKIP
-    >>> [len(r) for _, _, r in iter_mappings(index, ["ACGTACGTACGTACGTACGTAC"])] # doctest: +SKIP
-    [1]
+    >>> from gpualign.map.index import as_map_index
+    >>> genome = "".join(np.random.default_rng(7).choice(list("ACGT"), 5000))
+    >>> index = as_map_index([genome])
+    >>> with config.override(MAP_BATCH_READS=2):
+    ...     batches = list(iter_mappings(index, [genome[i:i + 50] for i in (0, 900, 1800)],
+    ...                                  backend="cpu"))
+    >>> [(reads.start, result.read.tolist(), result.pos.tolist()) for reads, _, result in batches]
+    [(0, [0, 1], [0, 900]), (2, [2], [1800])]
     """
     backend = resolve_backend(backend)
     batch = max(1, int(config.MAP_BATCH_READS))
@@ -673,12 +680,12 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
 
     Examples
     --------
-    >>> import gpualign
-    >>> from pathlib import Path
-    >>> r = gpualign.map_reads(Path("tests/data/ecoli_10kb.fasta.gz"),
-    ...                        ["TGAAGCGCGGCGACGTCGATCAGGCTCTGCAGGAGGCCGGCTTTTATGGG"],
-    ...                        backend="cpu")  # doctest: +SKIP
-    >>> r.pos.tolist(), r.cigar  # doctest: +SKIP
+    >>> genome = "".join(np.random.default_rng(7).choice(list("ACGT"), 5000))
+    >>> one_deletion = genome[1000:1050] + genome[1051:1100]
+    >>> reverse = reverse_complement(SequenceSet.from_sequences([genome[3000:3080]]))[0]
+    >>> r = map_reads([genome], [one_deletion, reverse, "ACGT" * 20], backend="cpu")
+    >>> r.pos.tolist(), r.flag.tolist(), r.cigar, r.nm.tolist(), r.mapq.tolist()
+    ([1000, 3000, -1], [0, 16, 4], ['50M1D49M', '80M', None], [1, 0, -1], [60, 60, 0])
     """
     from .index import as_map_index
 

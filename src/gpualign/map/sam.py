@@ -2,11 +2,12 @@
 
 The header holds ``@HD VN:1.6 SO:unsorted``, one ``@SQ SN LN`` per reference record and
 ``@PG ID:gpualign PN:gpualign VN CL``. Each record has the read's name, flag, RNAME, POS
-(1-based), MAPQ, CIGAR with ``M`` for matches and mismatches (as minimap2 and bwa print it; the
-edit path's ``=``/``X`` merged), RNEXT (``=`` for the same record), PNEXT, TLEN, SEQ and QUAL
-(reverse complemented and reversed for reverse placements; QUAL ``*`` without FASTQ
-qualities), and the tags ``NM:i`` (edit distance), ``AS:i`` (read length - 5 x NM) and
-``XS:i`` (the same of the best placement elsewhere, when there is one).
+(1-based), MAPQ, CIGAR with ``M`` for matches and mismatches (as minimap2 and bwa print it;
+the edit path's ``=``/``X`` merged), RNEXT (``=`` for the same record), PNEXT, TLEN, SEQ and
+QUAL (reverse complemented and reversed for reverse placements; QUAL ``*`` without FASTQ
+qualities) and the tags ``NM:i`` (edit distance), ``AS:i`` (read length - 5 x NM) and ``XS:i``
+(the same of the best placement elsewhere, when there is one). The mates of a pair share a
+QNAME: a name's ``/1`` or ``/2`` suffix is dropped, as bwa and minimap2 do.
 """
 
 from __future__ import annotations
@@ -61,10 +62,10 @@ def sam_header(names: Sequence[str], lengths: np.ndarray, command_line: str | No
     Examples
     --------
     >>> print(sam_header(["chr1"], np.array([100]), "gpualign map ref.fa reads.fq"), end="")
-    ... # doctest: +ELLIPSIS
-    @HD	VN:1.6	SO:unsorted
-    @SQ	SN:chr1	LN:100
-    @PG	ID:gpualign	PN:gpualign	VN:...	CL:gpualign map ref.fa reads.fq
+    ... # doctest: +ELLIPSIS +NORMALIZE_WHITESPACE
+    @HD VN:1.6 SO:unsorted
+    @SQ SN:chr1 LN:100
+    @PG ID:gpualign PN:gpualign VN:... CL:gpualign map ref.fa reads.fq
     """
     lines = ["@HD\tVN:1.6\tSO:unsorted"]
     lines += [f"@SQ\tSN:{name}\tLN:{max(1, int(length))}"
@@ -105,6 +106,8 @@ def write_records(out: IO[str], result: Any, records: np.ndarray, reads: ReadBat
         batch = mates if mates_of[slot] == 2 else reads
         number = reads_of[slot] - batch.start
         name = batch.sequences.names[number]
+        if mates is not None and name.endswith(("/1", "/2")):
+            name = name[:-2]  # mates share a QNAME: without the old /1, /2 suffixes (as bwa)
         sequence = batch.sequences[number] or "*"
         quality = batch.qualities[number] if batch.qualities is not None else None
         if flags[slot] & REVERSE:
