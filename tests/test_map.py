@@ -506,3 +506,22 @@ def test_docstring_examples():
 
     for module in (api, sam):
         assert doctest.testmod(module, raise_on_error=True).attempted > 0
+
+
+@pytest.mark.usefixtures("map_index")
+def test_readme_example(tmp_path, capsys):
+    """The README's "Read mapping" example, in Python and on the command line."""
+    result = gpualign.map_reads(REFERENCE, REAL_READS)
+    assert (result.pos[:3].tolist(), result.flag[:3].tolist(), result.mapq[:3].tolist(),
+            result.cigar[:3]) == ([8844, 204, 2279], [16, 0, 16], [60, 60, 60],
+                                  ["100M", "94M", "100M"])
+    written = tmp_path / "api.sam"
+    result.write_sam(written, REAL_READS)
+    out = tmp_path / "reads.sam"
+    assert main(["map", str(REFERENCE), str(REAL_READS), "-o", str(out)]) == 0
+    assert "gpualign map: 2000 reads, " in capsys.readouterr().err
+    records = [line for line in out.read_text().splitlines() if not line.startswith("@")]
+    assert records == [line for line in written.read_text().splitlines()
+                       if not line.startswith("@")]
+    assert records[0].split("\t")[:6] == ["EAS20_8_6_1_6_1211/1", "16",
+                                          "gi|49175990|ref|NC_000913.2|", "8845", "60", "100M"]

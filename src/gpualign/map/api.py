@@ -248,10 +248,10 @@ def _ranked(hits: _Hits) -> _Hits:
     return hits.take(np.lexsort((hits.pos, hits.contig, -hits.votes, hits.dist, hits.read)))
 
 
-def _verify(index: Any, reads: SequenceSet, cutoff: np.ndarray, max_candidates: int,
-            backend: str, seconds: dict[str, float]) -> _Hits:
-    """The candidates of ``reads`` that the read (or its reverse complement) matches with at
-    most ``cutoff`` edits, ranked."""
+def _verify(index: Any, reads: SequenceSet, strands: SequenceSet, cutoff: np.ndarray,
+            max_candidates: int, backend: str, seconds: dict[str, float]) -> _Hits:
+    """The candidates of ``reads`` that the read (or its reverse complement: ``strands``, see
+    :func:`_both_strands`) matches with at most ``cutoff`` edits, ranked."""
     began = time.perf_counter()
     candidates = index.candidates(reads, max_candidates=max_candidates)
     _add(seconds, "candidates", began)
@@ -263,7 +263,7 @@ def _verify(index: Any, reads: SequenceSet, cutoff: np.ndarray, max_candidates: 
     if count:
         windows = _windows(index.reference, candidates.contig, candidates.start, candidates.end)
         queries = candidates.read + len(reads) * candidates.reverse.astype(np.int64)
-        found = edit_distance(_both_strands(reads), windows, mode="infix",
+        found = edit_distance(strands, windows, mode="infix",
                               k=int(cutoff.max()), task="locations", backend=backend,
                               pairs=(queries, np.arange(count, dtype=np.int64)))
         hits.pos = candidates.start + found.target_start
@@ -409,8 +409,9 @@ def _paired(hits: _Hits, lengths: np.ndarray, single: _Placements,
     return result
 
 
-def _rescue(index: Any, reads: SequenceSet, hits: _Hits, placements: _Placements,
-            cutoff: np.ndarray, insert: tuple[int, int], backend: str) -> _Hits:
+def _rescue(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
+            placements: _Placements, cutoff: np.ndarray, insert: tuple[int, int],
+            backend: str) -> _Hits:
     """Search for the mate of each pair without a proper pair next to its mapped read (the
     better one): over the reference range where the insert bounds put it, on the strand
     facing it. Found placements are appended to ``hits`` (and become the mate's, a proper
@@ -439,7 +440,7 @@ def _rescue(index: Any, reads: SequenceSet, hits: _Hits, placements: _Placements
         array[wide] for array in (anchor, mate, placed, contig, forward, start, end))
     if not len(mate):
         return hits
-    found = edit_distance(_both_strands(reads), _windows(index.reference, contig, start, end),
+    found = edit_distance(strands, _windows(index.reference, contig, start, end),
                           mode="infix", k=int(cutoff[mate].max()), task="locations",
                           backend=backend,
                           pairs=(mate + len(reads) * forward, np.arange(len(mate))))
@@ -464,8 +465,8 @@ def _rescue(index: Any, reads: SequenceSet, hits: _Hits, placements: _Placements
 # --------------------------------------------------------------------------- records
 
 
-def _records(index: Any, reads: SequenceSet, hits: _Hits, placements: _Placements,
-             first_read: int, paired: bool, backend: str,
+def _records(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
+             placements: _Placements, first_read: int, paired: bool, backend: str,
              insert: tuple[int, int] | None) -> MappingResult:
     """The SAM fields of every read of a batch: CIGARs of the chosen placements (one path
     call), flags, mate fields and template lengths."""
@@ -481,7 +482,7 @@ def _records(index: Any, reads: SequenceSet, hits: _Hits, placements: _Placement
     cigar: list[str | None] = [None] * count
     if len(chosen):
         dist = hits.dist[chosen]
-        found = edit_distance(_both_strands(reads),
+        found = edit_distance(strands,
                               _windows(index.reference, hits.contig[chosen], hits.pos[chosen],
                                        hits.end[chosen]),
                               mode="infix", k=int(dist.max()), task="path", backend=backend,
@@ -601,7 +602,8 @@ def iter_mappings(index: Any, reads: Any, mates: Any = None, *, k: int | None = 
                 _joined(chunk.sequences, mate_chunk.sequences)
             lengths = sequences.lengths
             cutoff = _cutoffs(lengths, k)
-            hits = _verify(index, sequences, cutoff, max_candidates, backend, seconds)
+            strands = _both_strands(sequences)
+            hits = _verify(index, sequences, strands, cutoff, max_candidates, backend, seconds)
             began = time.perf_counter()
             placements = _single(hits, lengths)
             if mate_chunk is not None:
@@ -609,10 +611,11 @@ def iter_mappings(index: Any, reads: Any, mates: Any = None, *, k: int | None = 
                     insert = estimate_insert(_confident_inserts(hits, placements, len(chunk))) \
                         or tuple(config.MAP_DEFAULT_INSERT)
                 placements = _paired(hits, lengths, placements, insert)
-                hits = _rescue(index, sequences, hits, placements, cutoff, insert, backend)
+                hits = _rescue(index, sequences, strands, hits, placements, cutoff, insert,
+                               backend)
             _add(seconds, "pair", began)
             began = time.perf_counter()
-            result = _records(index, sequences, hits, placements, chunk.start,
+            result = _records(index, sequences, strands, hits, placements, chunk.start,
                               mate_chunk is not None, backend, insert)
             _add(seconds, "cigar", began)
             result.stage_seconds = seconds
