@@ -349,7 +349,7 @@ def test_real_reads_agree_with_minimap2():
     assert compared >= 10 and agree >= 0.99 * compared
 
 
-@pytest.mark.usefixtures("map_index")
+@pytest.mark.usefixtures("map_index", "small_batches")
 def test_pairs_are_proper_with_mate_fields(backend, monkeypatch):
     monkeypatch.setattr(config, "MAP_BATCH_READS", 150)
     first, second, first_pos, second_pos = simulate_pairs(6, 300)
