@@ -40,6 +40,8 @@ DATA = Path(__file__).parent / "data"
 REFERENCE = DATA / "ecoli_10kb.fasta.gz"
 REAL_READS = DATA / "ecoli_reads_2000.fastq.gz"
 SAMTOOLS = shutil.which("samtools")
+DWGSIM = shutil.which("dwgsim")
+MINIMAP2 = shutil.which("minimap2")
 
 try:
     import mappy
@@ -525,3 +527,62 @@ def test_readme_example(tmp_path, capsys):
                        if not line.startswith("@")]
     assert records[0].split("\t")[:6] == ["EAS20_8_6_1_6_1211/1", "16",
                                           "gi|49175990|ref|NC_000913.2|", "8845", "60", "100M"]
+
+
+def _primary_records(sam: str) -> dict[tuple[str, int], tuple[int, int, int, str]]:
+    """``(name, mate) -> (flag, POS, MAPQ, CIGAR)`` of the primary records of SAM text."""
+    records = {}
+    for line in sam.splitlines():
+        if line.startswith("@"):
+            continue
+        fields = line.split("\t")
+        flag = int(fields[1])
+        if flag & 0x900:  # secondary, supplementary
+            continue
+        records[(fields[0], 1 if flag & 0x40 else 2)] = (flag, int(fields[3]), int(fields[4]),
+                                                          fields[5])
+    return records
+
+
+def _placed(records: dict) -> tuple[int, int, int]:
+    """Reads placed within 5 bases of dwgsim's truth (read from their names), reads placed
+    elsewhere with MAPQ >= 30, and reads placed with MAPQ >= 30."""
+    import re
+
+    correct = wrong_sure = sure = 0
+    for (name, mate), (flag, pos, mapq, cigar) in records.items():
+        if flag & UNMAPPED:
+            continue
+        fields = name.split("_")
+        truth = int(fields[-9] if mate == 1 else fields[-8])  # 1-based leftmost
+        clipped = re.match(r"([0-9]+)S", cigar)  # minimap2 soft-clips; gpualign does not
+        right = abs(pos - (int(clipped.group(1)) if clipped else 0) - truth) <= 5
+        correct += right
+        sure += mapq >= 30
+        wrong_sure += mapq >= 30 and not right
+    return correct, wrong_sure, sure
+
+
+@pytest.mark.skipif(DWGSIM is None or MINIMAP2 is None, reason="dwgsim or minimap2 missing")
+@pytest.mark.usefixtures("map_index")
+def test_dwgsim_pairs_placed_as_well_as_by_minimap2(tmp_path):
+    """The issue's accuracy check at test size: dwgsim's 150 bp pairs (with their truth) from
+    the 10 kb of E. coli, through gpualign map and minimap2 -ax sr."""
+    reference = tmp_path / "ref.fa"
+    with gzip.open(REFERENCE, "rb") as source:
+        reference.write_bytes(source.read())
+    subprocess.run([DWGSIM, "-z", "3", "-N", "1500", "-1", "150", "-2", "150", "-d", "400",
+                    "-s", "30", str(reference), str(tmp_path / "sim")], check=True,
+                   capture_output=True)
+    first, second = (str(tmp_path / f"sim.bwa.read{n}.fastq.gz") for n in (1, 2))
+    ours = tmp_path / "ours.sam"
+    assert main(["map", str(reference), first, second, "-q", "-o", str(ours)]) == 0
+    theirs = subprocess.run([MINIMAP2, "-ax", "sr", str(reference), first, second],
+                            capture_output=True, text=True, check=True).stdout
+    records, peer = _primary_records(ours.read_text()), _primary_records(theirs)
+    assert len(records) == len(peer) == 3000
+    correct, wrong_sure, sure = _placed(records)
+    peer_correct, peer_wrong_sure, _ = _placed(peer)
+    # dwgsim makes 5% of the reads random DNA (-y 0.05): nobody places those.
+    assert correct >= 0.9 * len(records) and sure >= 0.9 * len(records)
+    assert correct >= peer_correct - 3 and wrong_sure <= peer_wrong_sure + 1

@@ -55,8 +55,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                              f"{config.MAP_MAX_EDIT_FRACTION:g} of each read's length)")
     parser.add_argument("--max-candidates", type=positive_int,
                         default=api_default(map_reads, "max_candidates"), metavar="N",
-                        help="candidate windows verified per read and strand "
-                             "(default %(default)s)")
+                        help="candidate windows verified per read, at most: the best "
+                             "supported (default %(default)s)")
     add_names_option(parser)
     add_backend_option(parser)
     parser.add_argument("-o", "--output", metavar="OUT.sam", default=None,

@@ -667,7 +667,8 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
         Most edits of a placement; default :data:`gpualign.config.MAP_MAX_EDIT_FRACTION` of
         each read's length, rounded up.
     max_candidates : int
-        Candidate windows verified per read and strand at most (the best supported).
+        Candidate windows of a read that are verified, at most (the index's best supported:
+        :meth:`MapIndex.candidates`).
     insert_size : (int, int), optional
         Accepted insert sizes (outer distance of a pair, bases); default: estimated from the
         confidently mapped pairs of the first batch, else
