@@ -32,7 +32,7 @@ from gpualign.map.sam import (
     PROPER_PAIR,
     REVERSE,
     UNMAPPED,
-    merged_cigar,
+    merged_cigars,
 )
 from gpualign.sequences import SequenceSet
 
@@ -233,8 +233,9 @@ def simulate_pairs(seed: int, count: int, length: int = 150, insert: int = 400,
 
 
 def test_merged_cigar_and_reverse_complement():
-    assert merged_cigar("10=") == "10M"
-    assert merged_cigar("2=1X2=2I1X3=1D1=") == "5M2I4M1D1M"
+    assert merged_cigars(["10=", "2=1X2=2I1X3=1D1=", "", "3I"]) == ["10M", "5M2I4M1D1M", "",
+                                                                      "3I"]
+    assert merged_cigars([]) == []
     rc = reverse_complement(SequenceSet.from_sequences(["ACGTN", "", "GGA"]))
     assert [rc[0], rc[1], rc[2]] == ["NACGT", "", "TCC"]
 

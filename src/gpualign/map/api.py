@@ -36,7 +36,7 @@ from .sam import (
     REVERSE,
     SECOND,
     UNMAPPED,
-    merged_cigar,
+    merged_cigars,
     open_sam,
     sam_header,
     write_records,
@@ -493,8 +493,9 @@ def _records(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
         end[mapped] = hits.pos[chosen] + found.target_end
         nm[mapped] = found.distance
         reverse[mapped] = hits.reverse[chosen]
-        for slot, text in zip(np.flatnonzero(mapped).tolist(), found.cigar, strict=True):
-            cigar[slot] = merged_cigar(text)
+        for slot, text in zip(np.flatnonzero(mapped).tolist(), merged_cigars(found.cigar),
+                              strict=True):
+            cigar[slot] = text
     score = np.where(mapped, _scores(lengths, np.maximum(nm, 0)), NO_SCORE).astype(np.int32)
     xs = np.where(mapped, placements.xs, NO_SCORE).astype(np.int32)
     flag = np.where(mapped, 0, UNMAPPED) | np.where(reverse, REVERSE, 0)

@@ -24,7 +24,7 @@ import numpy as np
 from .. import __version__
 from ._reads import ReadBatch
 
-__all__ = ["NO_SCORE", "merged_cigar", "open_sam", "sam_header", "write_records"]
+__all__ = ["NO_SCORE", "merged_cigars", "open_sam", "sam_header", "write_records"]
 
 #: SAM flag bits.
 PAIRED, PROPER_PAIR, UNMAPPED, MATE_UNMAPPED = 0x1, 0x2, 0x4, 0x8
@@ -33,27 +33,25 @@ REVERSE, MATE_REVERSE, FIRST, SECOND = 0x10, 0x20, 0x40, 0x80
 #: ``AS``/``XS`` of a read without such a placement (the tag is left out).
 NO_SCORE = np.iinfo(np.int32).min
 
-_MATCHES = re.compile(r"([0-9]+)[=X]")
-_RUNS = re.compile(r"([0-9]+)([MID])")
+_AS_M = str.maketrans("=X", "MM")
+_ADJACENT_M = re.compile(r"(?:[0-9]+M){2,}")
+_LENGTHS = re.compile(r"[0-9]+")
 _COMPLEMENT = str.maketrans("ACGTN", "TGCAN")
 
 
-def merged_cigar(cigar: str) -> str:
-    """An extended CIGAR with its ``=`` and ``X`` runs merged into ``M``.
+def merged_cigars(cigars: Sequence[str]) -> list[str]:
+    """Extended CIGARs with their ``=`` and ``X`` runs merged into ``M``, all in one pass over
+    their joined text (a callback only where runs merge).
 
     Examples
     --------
-    >>> merged_cigar("3=1X2=1I4=2D1=")
-    '6M1I4M2D1M'
+    >>> merged_cigars(["3=1X2=1I4=2D1=", "5="])
+    ['6M1I4M2D1M', '5M']
     """
-    marked = _MATCHES.sub(lambda run: f"{run.group(1)}M", cigar)
-    merged: list[list[Any]] = []
-    for length, op in _RUNS.findall(marked):
-        if merged and merged[-1][1] == op:
-            merged[-1][0] += int(length)
-        else:
-            merged.append([int(length), op])
-    return "".join(f"{length}{op}" for length, op in merged)
+    marked = "\n".join(cigars).translate(_AS_M)
+    merged = _ADJACENT_M.sub(lambda runs: f"{sum(map(int, _LENGTHS.findall(runs.group())))}M",
+                             marked)
+    return merged.split("\n") if cigars else []
 
 
 def sam_header(names: Sequence[str], lengths: np.ndarray, command_line: str | None) -> str:
@@ -102,17 +100,23 @@ def write_records(out: IO[str], result: Any, records: np.ndarray, reads: ReadBat
                                    result.tlen[records].tolist())
     nm, score, xs = (result.nm[records].tolist(), result.score[records].tolist(),
                      result.xs[records].tolist())
+    # Each batch's sequences decoded at once, and reverse complemented at once: read i's
+    # reverse complement is the mirror slice of the whole text's.
+    texts = {id(batch): _texts(batch) for batch in (reads, mates) if batch is not None}
     for slot, record in enumerate(records.tolist()):
         batch = mates if mates_of[slot] == 2 else reads
         number = reads_of[slot] - batch.start
         name = batch.sequences.names[number]
         if mates is not None and name.endswith(("/1", "/2")):
             name = name[:-2]  # mates share a QNAME: without the old /1, /2 suffixes (as bwa)
-        sequence = batch.sequences[number] or "*"
+        forward, backward, offsets = texts[id(batch)]
+        lo, hi = offsets[number], offsets[number + 1]
         quality = batch.qualities[number] if batch.qualities is not None else None
         if flags[slot] & REVERSE:
-            sequence = sequence.translate(_COMPLEMENT)[::-1]
+            sequence = backward[len(backward) - hi:len(backward) - lo]
             quality = quality[::-1] if quality else quality
+        else:
+            sequence = forward[lo:hi]
         rname = reference_names[contig[slot]] if contig[slot] >= 0 else "*"
         if mate_contig[slot] < 0:
             rnext = "*"
@@ -127,5 +131,12 @@ def write_records(out: IO[str], result: Any, records: np.ndarray, reads: ReadBat
                 tags += f"\tXS:i:{xs[slot]}"
         lines.append(f"{name}\t{flags[slot]}\t{rname}\t{pos[slot] + 1}\t{mapq[slot]}\t"
                      f"{result.cigar[record] or '*'}\t{rnext}\t{mate_pos[slot] + 1}\t"
-                     f"{tlen[slot]}\t{sequence}\t{quality or '*'}{tags}\n")
+                     f"{tlen[slot]}\t{sequence or '*'}\t{quality or '*'}{tags}\n")
     out.write("".join(lines))
+
+
+def _texts(batch: ReadBatch) -> tuple[str, str, list[int]]:
+    """The batch's sequences as one text, that text reverse complemented, and the offsets of
+    the sequences in the first."""
+    text = batch.sequences.alphabet.decode(batch.sequences.codes)
+    return text, text.translate(_COMPLEMENT)[::-1], batch.sequences.offsets.tolist()
