@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     backend = resolve_backend(args.backend)
     check_output(args.output)
     built = time.perf_counter()
-    index = as_map_index(Path(args.reference))
+    index = as_map_index(Path(args.reference), backend=backend)
     index_seconds = time.perf_counter() - built
     mates = Path(args.mates) if args.mates is not None else None
     reads = mapped = 0

@@ -659,7 +659,8 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
     ----------
     reference : MapIndex, pathlib.Path to a ``.gpumap`` index or a FASTA file, SequenceSet or
         sequences
-        Indexed once here (``index_options`` go to :meth:`MapIndex.build`) unless an index.
+        Indexed here on ``backend`` unless an index (``index_options``, such as ``k`` and
+        ``w``, go to :meth:`MapIndex.build`).
     reads, mates : pathlib.Path to FASTA/FASTQ (plain or compressed; streamed), SequenceSet
         or sequences
         Pairs are formed by record order. Symbols other than A/C/G/T are read as N, which
@@ -698,7 +699,7 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
         raise ValueError(f"max_candidates must be >= 1, got {max_candidates}")
     if k is not None and k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
-    index = as_map_index(reference, **(index_options or {}))
+    index = as_map_index(reference, **{"backend": backend, **(index_options or {})})
     results = [result for _, _, result in iter_mappings(
         index, reads, mates, k=k, max_candidates=max_candidates, insert_size=insert_size,
         backend=backend, progress=progress)]
