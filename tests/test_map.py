@@ -587,3 +587,17 @@ def test_dwgsim_pairs_placed_as_well_as_by_minimap2(tmp_path):
     # dwgsim makes 5% of the reads random DNA (-y 0.05): nobody places those.
     assert correct >= 0.9 * len(records) and sure >= 0.9 * len(records)
     assert correct >= peer_correct - 3 and wrong_sure <= peer_wrong_sure + 1
+
+
+def test_a_saved_index_maps_as_its_fasta(tmp_path, capsys):
+    index_module = pytest.importorskip("gpualign.map.index")
+    saved = tmp_path / "ecoli.gpumap"
+    index_module.MapIndex.build(REFERENCE, backend="cpu").save(saved)
+    outputs = []
+    for reference in (REFERENCE, saved):
+        out = tmp_path / f"from-{reference.suffix[1:]}.sam"
+        assert main(["map", str(reference), str(REAL_READS), "-q", "--backend", "cpu",
+                     "-o", str(out)]) == 0
+        outputs.append([line for line in out.read_text().splitlines()
+                        if not line.startswith("@PG")])
+    assert outputs[0] == outputs[1] and len(outputs[0]) == 2002
