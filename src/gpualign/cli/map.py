@@ -52,7 +52,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-k", "--max-edits", dest="k", type=non_negative_int, default=None,
                         metavar="K",
                         help="most edits of a placement (default: "
-                             f"{config.MAP_MAX_EDIT_FRACTION:g} of each read's length)")
+                             f"{config.MAP_MAX_EDIT_FRACTION:.0%} of each read's length, "
+                             "rounded up)")
     parser.add_argument("--max-candidates", type=positive_int,
                         default=api_default(map_reads, "max_candidates"), metavar="N",
                         help="candidate windows verified per read, at most: the best "
