@@ -359,7 +359,11 @@ def _paired(hits: _Hits, lengths: np.ndarray, single: _Placements,
     it costs at most :data:`gpualign.config.MAP_UNPAIRED_PENALTY` edits more than the two
     reads' best placements (proper pair); MAPQ is the better of a read's own and the pair's."""
     n = len(lengths) // 2
-    counts = np.bincount(hits.read, minlength=2 * n)
+    # Only a placement within the penalty of its read's best can be part of a pair that is
+    # taken: the others are left out of the pairs (which bounds them on repeats).
+    eligible = np.flatnonzero(hits.dist.astype(np.int64) <= hits.dist[single.hit[hits.read]]
+                              + config.MAP_UNPAIRED_PENALTY)
+    counts = np.bincount(hits.read[eligible], minlength=2 * n)
     group = np.zeros(2 * n + 1, dtype=np.int64)
     np.cumsum(counts, out=group[1:])
     across = counts[:n] * counts[n:]  # every placement of read 1 with every one of read 2
@@ -369,8 +373,8 @@ def _paired(hits: _Hits, lengths: np.ndarray, single: _Placements,
     np.cumsum(across, out=row_start[1:])
     rank = np.arange(rows, dtype=np.int64) - row_start[pair]
     width = counts[n:][pair]
-    a = group[pair] + rank // np.maximum(width, 1)
-    b = group[n + pair] + rank % np.maximum(width, 1)
+    a = eligible[group[pair] + rank // np.maximum(width, 1)]
+    b = eligible[group[n + pair] + rank % np.maximum(width, 1)]
     size = _template(hits, a, b)
     ok = (size >= insert[0]) & (size <= insert[1])
     pair, a, b = pair[ok], a[ok], b[ok]
