@@ -116,6 +116,8 @@ CUDA_RUN_MODULES = {
     "search": ["gpualign.search", "gpualign.search.api", "gpualign.search.database",
                "gpualign.search.statistics", "gpualign.search._cuda"],
     "formats": ["gpualign.io", "gpualign.formats._cuda", "gpualign.streaming"],
+    "map": ["gpualign.map", "gpualign.map.api", "gpualign.map.sam", "gpualign.map._reads",
+            "gpualign.cli.map"],
     "plumbing": ["gpualign.cuda.loader", "gpualign.cuda.launch", "gpualign.cuda.memory",
                  "gpualign.cuda.host", "gpualign.cuda.pipeline", "gpualign.codes",
                  "gpualign.cigar", "gpualign.cli"],
@@ -156,6 +158,7 @@ gpualign.find_mems(SequenceSet.from_sequences(windows), reads, min_length=15, ba
 for task in ("score", "locations", "path"):
     gpualign.search(reads[:3], windows, n=5, task=task, backend="cuda")
 gpualign.search(["MKTAYIAKQR"], ["MKTAYIAK", "MEEPQSDPSV"], backend="cuda")
+gpualign.map_reads(["".join(windows)], reads[:10], reads[10:20], backend="cuda")
 print("numba" in sys.modules)
 """
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .edit import EditMatrix, EditResult, edit_distance, edit_distance_matrix
     from .io import SequenceFileError
     from .lcs import LcsTop, lcs_length, lcs_length_matrix, lcs_top
+    from .map import MappingResult, map_reads
     from .mems import MemIndex, Mems, build_index, find_mems
     from .scoring import Scoring
     from .search import Database, SearchResult, search
@@ -35,6 +36,7 @@ _HOMES = {
     "edit": ("EditMatrix", "EditResult", "edit_distance", "edit_distance_matrix"),
     "io": ("SequenceFileError",),
     "lcs": ("LcsTop", "lcs_length", "lcs_length_matrix", "lcs_top"),
+    "map": ("MappingResult", "map_reads"),
     "mems": ("MemIndex", "Mems", "build_index", "find_mems"),
     "scoring": ("Scoring",),
     "search": ("Database", "SearchResult", "search"),
@@ -54,6 +56,7 @@ __all__ = [
     "EditResult",
     "InvalidSymbolError",
     "LcsTop",
+    "MappingResult",
     "MemIndex",
     "Mems",
     "Scoring",
@@ -71,6 +74,7 @@ __all__ = [
     "lcs_length",
     "lcs_length_matrix",
     "lcs_top",
+    "map_reads",
     "resolve_backend",
     "search",
 ]

@@ -314,6 +314,27 @@ LCS_SHARED_BYTES = 48 * 1024
 LCS_STAGING_THREADS: int | None = None
 
 
+#: Reads (or pairs) per batch of :func:`gpualign.map_reads`: each batch's candidates are
+#: verified in one edit-distance call, so this bounds the candidate windows held at once
+#: (about ``max_candidates`` windows of 1.2 read lengths a read).
+MAP_BATCH_READS = 1 << 16
+
+#: The edit-distance cutoff of a read in :func:`gpualign.map_reads` when ``k`` is not given:
+#: this fraction of its length, rounded up (a placement with more edits is not reported).
+MAP_MAX_EDIT_FRACTION = 0.1
+
+#: Paired-end insert sizes (outer distance of the two reads) accepted when too few pairs of a
+#: run's first batch map confidently to estimate them: ``(lowest, highest)``.
+MAP_DEFAULT_INSERT = (0, 1000)
+
+#: Confidently mapped pairs (MAPQ >= 30 each, one contig, facing each other) that the first
+#: batch needs for its insert sizes to be estimated instead of ``MAP_DEFAULT_INSERT``.
+MAP_INSERT_MIN_PAIRS = 20
+
+#: Edits a proper pair may cost beyond the two reads' best placements taken alone and still be
+#: preferred to them (bwa-mem's unpaired penalty, in edits).
+MAP_UNPAIRED_PENALTY = 3
+
 #: Records of one file with the same name (the header up to its first white space), where a
 #: reading function is not told (``duplicates=None``): "keep" them as they are, stop with a
 #: :class:`~gpualign.io.DuplicateNameError` ("error"), or "rename" the later ones ``NAME.2``,

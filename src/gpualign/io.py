@@ -174,9 +174,10 @@ def _split_header(header: str) -> tuple[str, str]:
     return parts[0], parts[1].rstrip()
 
 
-def _records(path: str) -> Iterator[tuple[str, str, str]]:
+def _records(path: str, qualities: bool = False) -> Iterator[tuple[Any, ...]]:
     """``(id, description, sequence)`` of every record of the FASTA or FASTQ file ``path``
-    (checked by :func:`_checked`), as dnaio reads it (names not settled: see :class:`_Names`)."""
+    (checked by :func:`_checked`), as dnaio reads it (names not settled: see :class:`_Names`);
+    with ``qualities``, the record's FASTQ quality string last (None in FASTA)."""
     index = -1
     try:
         with dnaio.open(path) as reader:
@@ -186,9 +187,10 @@ def _records(path: str) -> Iterator[tuple[str, str, str]]:
                 name = record.id
                 if name and name.isprintable():
                     comment = record.comment
-                    yield name, comment.strip() if comment else "", record.sequence
+                    fields = (name, comment.strip() if comment else "", record.sequence)
                 else:
-                    yield *_split_header(record.name), record.sequence
+                    fields = (*_split_header(record.name), record.sequence)
+                yield (*fields, record.qualities) if qualities else fields
     except dnaio.UnknownFileFormat:
         raise SequenceFileError(f"{path}: not a FASTA/FASTQ file (a FASTA record starts with "
                                 "'>', a FASTQ record with '@')") from None
@@ -252,9 +254,11 @@ def _checked(path: str | os.PathLike) -> str:
 
 
 def read_records(path: str | os.PathLike, *, descriptions: bool = False,
-                 duplicates: str | None = None) -> Iterator[tuple[str, ...]]:
+                 duplicates: str | None = None,
+                 qualities: bool = False) -> Iterator[tuple[Any, ...]]:
     """Yield ``(name, sequence)`` for every record of a FASTA or FASTQ file, or ``(name,
-    description, sequence)`` with ``descriptions``.
+    description, sequence)`` with ``descriptions``; ``qualities`` appends the record's FASTQ
+    quality string (None for FASTA records).
 
     The format and compression (.gz, .bz2, .xz) are detected from the content; records are
     streamed, so memory does not grow with the file. As in samtools and BLAST, the name (the
@@ -269,9 +273,9 @@ def read_records(path: str | os.PathLike, *, descriptions: bool = False,
     """
     path = _checked(path)
     names = _Names(path, duplicates)
-    for name, description, sequence in _records(path):
+    for name, description, *rest in _records(path, qualities):
         name = names.next(name)
-        yield (name, description, sequence) if descriptions else (name, sequence)
+        yield (name, description, *rest) if descriptions else (name, *rest)
 
 
 #: Bytes read from a file per block by :func:`read_packed`, each parsed at once (on the GPU)

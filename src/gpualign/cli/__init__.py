@@ -32,14 +32,14 @@ from .._tables import ALIGN_COLUMNS, EDIT_COLUMNS, LCS_ALL_COLUMNS, LCS_TOP_COLU
 from ..backend import BackendUnavailableError
 from ..io import SequenceFileError
 from ..sequences import InvalidSymbolError
-from . import align, allpairs, edit, info, lcs, makedb, mems, search, tune
+from . import align, allpairs, edit, info, lcs, makedb, map, mems, search, tune
 from ._common import PROG, CommandParser, names_policy
 
 __all__ = ["ALIGN_COLUMNS", "COMMANDS", "EDIT_COLUMNS", "LCS_ALL_COLUMNS", "LCS_TOP_COLUMNS",
            "MEM_COLUMNS", "build_parser", "main"]
 
 #: The command modules, in the order ``gpualign --help`` lists their commands.
-COMMANDS = (edit, align, allpairs, lcs, mems, search, makedb, info, tune)
+COMMANDS = (edit, align, allpairs, lcs, mems, map, search, makedb, info, tune)
 
 #: Errors reported as ``gpualign: error: ...`` with exit status 2 and no traceback.
 USER_ERRORS = (InvalidSymbolError, SequenceFileError, ValueError, BackendUnavailableError,

@@ -1,1 +1,5 @@
-"""Read mapping."""
+"""Read mapping: :func:`map_reads` and its :class:`MappingResult` (SAM output)."""
+
+from .api import MappingResult, map_reads
+
+__all__ = ["MappingResult", "map_reads"]

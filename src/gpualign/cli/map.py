@@ -1,0 +1,105 @@
+"""``gpualign map``: map single-end or paired-end reads to a reference, SAM out."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import config
+from ..backend import resolve_backend
+from ._common import (
+    PROG,
+    add_backend_option,
+    add_names_option,
+    api_default,
+    check_output,
+    destination,
+    non_negative_int,
+    plural,
+    positive_int,
+    report,
+)
+
+
+def add_command(subparsers: argparse._SubParsersAction) -> None:
+    """Declare ``gpualign map``."""
+    parser = subparsers.add_parser(
+        "map", help="map reads (single-end or pairs) to a reference, SAM output",
+        description="Map DNA reads to a reference: minimizer candidates on both strands, "
+                    "verified by edit distance (the whole read within -k edits), the best "
+                    "placement with MAPQ, NM/AS/XS and its CIGAR (M/I/D); pairs (MATES "
+                    "given, by record order) face each other within an insert size "
+                    "estimated from the first reads, with proper-pair flags, mate fields and "
+                    "rescue of a mate next to its partner. Unmapped reads are written too.",
+        epilog="example: gpualign map tests/data/ecoli_10kb.fasta.gz "
+               "tests/data/ecoli_reads_2000.fastq.gz -o reads.sam",
+        declare=_arguments)
+    parser.set_defaults(run=run)
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    from ..map import map_reads
+    parser.add_argument("reference", metavar="REF",
+                        help="FASTA file (.gz accepted) or an index from gpualign index "
+                             "(.gpumap)")
+    parser.add_argument("reads", metavar="READS", help="FASTA/FASTQ file (.gz accepted)")
+    parser.add_argument("mates", metavar="MATES", nargs="?", default=None,
+                        help="the second reads of the pairs, in the order of READS")
+    parser.add_argument("-k", "--max-edits", dest="k", type=non_negative_int, default=None,
+                        metavar="K",
+                        help="most edits of a placement (default: "
+                             f"{config.MAP_MAX_EDIT_FRACTION:.0%} of each read's length, "
+                             "rounded up)")
+    parser.add_argument("--max-candidates", type=positive_int,
+                        default=api_default(map_reads, "max_candidates"), metavar="N",
+                        help="candidate windows verified per read, at most: the best "
+                             "supported (default %(default)s)")
+    add_names_option(parser)
+    add_backend_option(parser)
+    parser.add_argument("-o", "--output", metavar="OUT.sam", default=None,
+                        help="write the SAM here (default: standard output; '-' too)")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bar and no summary line on standard error")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``gpualign map`` on the parsed ``args``; return the exit status (0; errors raise
+    and :func:`gpualign.cli.main` turns them into status 2)."""
+    from ..map.api import iter_mappings
+    from ..map.index import as_map_index
+    from ..map.sam import open_sam, sam_header, write_records
+    began = time.perf_counter()
+    backend = resolve_backend(args.backend)
+    check_output(args.output)
+    built = time.perf_counter()
+    index = as_map_index(Path(args.reference), backend=backend)
+    index_seconds = time.perf_counter() - built
+    mates = Path(args.mates) if args.mates is not None else None
+    reads = mapped = 0
+    seconds: dict[str, float] = {}
+    write_seconds = 0.0
+    with open_sam(args.output or "-") as out:
+        out.write(sam_header(list(index.reference.names), index.reference.lengths,
+                             " ".join([PROG, *sys.argv[1:]])))
+        for chunk, mate_chunk, result in iter_mappings(
+                index, Path(args.reads), mates, k=args.k, max_candidates=args.max_candidates,
+                backend=backend, progress=not args.quiet):
+            written = time.perf_counter()
+            write_records(out, result, np.arange(len(result)), chunk, mate_chunk,
+                          index.reference.names)
+            write_seconds += time.perf_counter() - written
+            reads += len(result)
+            mapped += int(result.mapped.sum())
+            for stage, value in result.stage_seconds.items():
+                seconds[stage] = seconds.get(stage, 0.0) + value
+    seconds["write"] = write_seconds
+    rates = ", ".join(f"{stage} {reads / max(value, 1e-9):,.0f}"
+                      for stage, value in seconds.items())
+    report(args, f"{plural(reads, 'read')}{' (pairs)' if mates else ''}, {mapped} mapped"
+                 f"{destination(args)} in {time.perf_counter() - began:.2f} s (index "
+                 f"{index_seconds:.2f} s; reads/s by stage: {rates}; backend {backend})")
+    return 0

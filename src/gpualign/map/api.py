@@ -1,0 +1,717 @@
+"""Read mapping: candidate windows from the index, verified by edit distance on the chosen
+backend (Myers' bit-vectors: the GPU kernels on CUDA), best and second-best placements, MAPQ,
+the primary's CIGAR from its edit path, and for pairs an insert-size model, proper pairs and
+mate rescue.
+
+A batch of reads takes a fixed number of calls whatever its size: the index's candidates, one
+``edit_distance(..., mode="infix", task="locations")`` over every candidate window of the batch
+(both strands), at most one more over the rescue windows of its pairs, and one with
+``task="path"`` for the chosen placements. Everything between them is NumPy over whole arrays.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import numpy as np
+
+from .. import config
+from .._progress import progress_bar
+from ..backend import resolve_backend
+from ..edit import edit_distance
+from ..sequences import SequenceSet
+from ._reads import ReadBatch, read_batches
+from .sam import (
+    FIRST,
+    MATE_REVERSE,
+    MATE_UNMAPPED,
+    NO_SCORE,
+    PAIRED,
+    PROPER_PAIR,
+    REVERSE,
+    SECOND,
+    UNMAPPED,
+    merged_cigars,
+    open_sam,
+    sam_header,
+    write_records,
+)
+
+__all__ = ["NO_SCORE", "MappingResult", "iter_mappings", "map_reads"]
+
+#: The alignment score of a placement: the read's length less this many per edit. It is
+#: minimap2's short-read score (``-x sr``: +2 a match, -8 a mismatch) halved, every edit counted
+#: as a mismatch, so that MAPQ weighs edits as minimap2 does.
+EDIT_SCORE = 5
+
+#: MAPQ of the surest placement (minimap2's and bwa's cap).
+MAX_MAPQ = 60
+
+#: Complements of the DNA codes A, C, G, T, N.
+_COMPLEMENT = np.array([3, 2, 1, 0, 4], dtype=np.uint8)
+
+
+@dataclass
+class MappingResult:
+    """Placements of mapped reads: one record per read (single-end) or per read of a pair
+    (mates next to each other, first then second), in input order; packed arrays, turned into
+    SAM text only by :meth:`write_sam`.
+
+    Attributes
+    ----------
+    read : np.ndarray of int64
+        The read's (or the pair's) 0-based index in the input.
+    mate : np.ndarray of int8
+        0 for single-end reads, 1 or 2 for the first or second read of a pair.
+    flag : np.ndarray of uint16
+        SAM flag: 0x1 paired, 0x2 proper pair, 0x4 unmapped, 0x8 mate unmapped, 0x10 reverse
+        strand, 0x20 mate on the reverse strand, 0x40 first, 0x80 second of the pair.
+    contig, pos : np.ndarray of int64
+        Reference record and 0-based leftmost position (-1 when unmapped; an unmapped read
+        whose mate maps takes its mate's, as SAM recommends).
+    mapq : np.ndarray of uint8
+        Mapping quality (see :func:`mapping_quality`); 0 when unmapped.
+    cigar : list of str or None
+        SAM CIGAR (``M``/``I``/``D``: matches and mismatches merged, as minimap2 and bwa
+        print them) of the read, or of its reverse complement for a reverse placement; None
+        when unmapped.
+    nm : np.ndarray of int32
+        Edit distance of the placement (-1 when unmapped).
+    score, xs : np.ndarray of int32
+        ``AS``: read length - 5 x NM (:data:`EDIT_SCORE`), and ``XS``: the same of the best
+        placement elsewhere; :data:`NO_SCORE` where there is none.
+    mate_contig, mate_pos, tlen : np.ndarray of int64
+        The mate's reference record and position (-1: none) and the signed template length
+        (0 unless both mates map to one record).
+    reference_names : list of str
+        The reference records, for SAM's ``@SQ`` lines (with ``reference_lengths``).
+    insert_size : (int, int) or None
+        Insert sizes accepted for proper pairs (estimated or given); None for single-end.
+    stage_seconds : dict
+        Seconds spent in each stage: ``read``, ``candidates``, ``verify``, ``pair``, ``cigar``.
+    """
+
+    read: np.ndarray
+    mate: np.ndarray
+    flag: np.ndarray
+    contig: np.ndarray
+    pos: np.ndarray
+    mapq: np.ndarray
+    cigar: list[str | None]
+    nm: np.ndarray
+    score: np.ndarray
+    xs: np.ndarray
+    mate_contig: np.ndarray
+    mate_pos: np.ndarray
+    tlen: np.ndarray
+    reference_names: list[str] = field(default_factory=list, repr=False)
+    reference_lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64),
+                                          repr=False)
+    insert_size: tuple[int, int] | None = None
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.flag)
+
+    @property
+    def mapped(self) -> np.ndarray:
+        """Whether each record is mapped (flag 0x4 clear)."""
+        return (self.flag & UNMAPPED) == 0
+
+    def write_sam(self, out: str | os.PathLike | IO[str], reads: Any, mates: Any = None,
+                  command_line: str | None = None) -> None:
+        """Write the placements as SAM: a header (``@HD``, ``@SQ`` per reference record,
+        ``@PG``) and one line per record, with the reads' names, sequences (reverse
+        complemented for reverse placements) and FASTQ qualities (reversed likewise; ``*``
+        for FASTA and reads given in memory) taken from ``reads`` and ``mates``, the inputs
+        that were mapped (files are read again). See :mod:`gpualign.map.sam`.
+
+        Examples
+        --------
+        >>> import sys
+        >>> genome = "".join(np.random.default_rng(7).choice(list("ACGT"), 5000))
+        >>> reads = [genome[1000:1060], "ACGT" * 10]
+        >>> result = map_reads([genome], reads, backend="cpu")
+        >>> result.write_sam(sys.stdout, reads)  # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
+        @HD VN:1.6 SO:unsorted
+        @SQ SN:0 LN:5000
+        @PG ID:gpualign PN:gpualign VN:...
+        0 0 0 1001 60 60M * 0 0 TCCTCTACTT... * NM:i:0 AS:i:60
+        1 4 * 0 0 * * 0 0 ACGTACGTACGTACGTACGTACGTACGTACGTACGTACGT *
+        """
+        batch = config.MAP_BATCH_READS
+        with open_sam(out) as handle:
+            handle.write(sam_header(self.reference_names, self.reference_lengths,
+                                    command_line))
+            mate_batches = read_batches(mates, batch) if mates is not None else None
+            for chunk in read_batches(reads, batch):
+                mate_chunk = next(mate_batches) if mate_batches is not None else None
+                records = np.flatnonzero((self.read >= chunk.start)
+                                         & (self.read < chunk.start + len(chunk)))
+                write_records(handle, self, records, chunk, mate_chunk, self.reference_names)
+
+
+def mapping_quality(score: np.ndarray, second: np.ndarray, votes: np.ndarray) -> np.ndarray:
+    """MAPQ from the best placement's score, the best score elsewhere (:data:`NO_SCORE`:
+    none) and the seeds (votes) behind the best: minimap2's formula,
+    ``40 * (1 - second / score) * min(1, votes / 10) * ln(score)``, capped at 60; 0 where the
+    score is not positive or the second is as good.
+
+    Examples
+    --------
+    >>> mapping_quality(np.array([150, 146, 146]), np.array([NO_SCORE, 131, 146]),
+    ...                 np.array([20, 20, 20])).tolist()
+    [60, 20, 0]
+    """
+    s1 = np.maximum(score.astype(np.float64), 1.0)
+    s2 = np.where(second == NO_SCORE, 0.0, np.maximum(second, 0).astype(np.float64))
+    quality = 40.0 * (1.0 - s2 / s1) * np.minimum(1.0, votes / 10.0) * np.log(s1)
+    quality = np.where((score <= 0) | (second >= score), 0.0, quality)
+    return np.clip(quality, 0, MAX_MAPQ).astype(np.uint8)
+
+
+# --------------------------------------------------------------------------- sequences
+
+
+def reverse_complement(reads: SequenceSet) -> SequenceSet:
+    """The reverse complements of DNA ``reads`` (N stays N), names kept.
+
+    Examples
+    --------
+    >>> reverse_complement(SequenceSet.from_sequences(["AACGN", "GT"]))[0]
+    'NCGTT'
+    """
+    lengths = reads.lengths
+    owner = np.repeat(np.arange(len(reads), dtype=np.int64), lengths)
+    position = np.arange(len(reads.codes), dtype=np.int64)
+    # Symbol p of read i comes from the mirror position of the same read.
+    source = reads.offsets[owner] + reads.offsets[owner + 1] - 1 - position
+    return SequenceSet(_COMPLEMENT[reads.codes[source]], reads.offsets, reads.names, "dna")
+
+
+def _both_strands(reads: SequenceSet) -> SequenceSet:
+    """``reads`` then their reverse complements: read ``i`` on the reverse strand is ``n + i``."""
+    rc = reverse_complement(reads)
+    offsets = np.concatenate((reads.offsets, reads.offsets[1:] + reads.offsets[-1]))
+    return SequenceSet(np.concatenate((reads.codes, rc.codes)), offsets,
+                       reads.names + rc.names, "dna")
+
+
+def _windows(reference: SequenceSet, contig: np.ndarray, start: np.ndarray,
+             end: np.ndarray) -> SequenceSet:
+    """The reference ranges ``contig[i]: start[i] .. end[i]`` as a set (gathered at once)."""
+    lengths = (end - start).astype(np.int64)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    first = reference.offsets[contig] + start - offsets[:-1]
+    codes = reference.codes[np.repeat(first, lengths) + np.arange(offsets[-1], dtype=np.int64)]
+    return SequenceSet(codes, offsets, [""] * len(lengths), "dna")
+
+
+# --------------------------------------------------------------------------- verification
+
+
+@dataclass
+class _Hits:
+    """Verified placements of the reads of a batch, grouped by read, best first (fewest
+    edits, then most votes, then reference order)."""
+
+    read: np.ndarray
+    reverse: np.ndarray
+    contig: np.ndarray
+    pos: np.ndarray
+    end: np.ndarray
+    dist: np.ndarray
+    votes: np.ndarray
+
+    def take(self, keep: np.ndarray) -> _Hits:
+        return _Hits(*(getattr(self, name)[keep] for name in _HIT_FIELDS))
+
+
+_HIT_FIELDS = ("read", "reverse", "contig", "pos", "end", "dist", "votes")
+
+
+def _ranked(hits: _Hits) -> _Hits:
+    """``hits`` without repeats of one placement (overlapping windows find it twice: the fewest
+    edits kept), grouped by read, best first."""
+    order = np.lexsort((hits.dist, hits.pos, hits.contig, hits.reverse, hits.read))
+    hits = hits.take(order)
+    repeat = np.zeros(len(order), dtype=bool)
+    repeat[1:] = ((hits.read[1:] == hits.read[:-1]) & (hits.reverse[1:] == hits.reverse[:-1])
+                  & (hits.contig[1:] == hits.contig[:-1]) & (hits.pos[1:] == hits.pos[:-1]))
+    hits = hits.take(~repeat)
+    return hits.take(np.lexsort((hits.pos, hits.contig, -hits.votes, hits.dist, hits.read)))
+
+
+def _verify(index: Any, reads: SequenceSet, strands: SequenceSet, cutoff: np.ndarray,
+            max_candidates: int, backend: str, seconds: dict[str, float]) -> _Hits:
+    """The candidates of ``reads`` that the read (or its reverse complement: ``strands``, see
+    :func:`_both_strands`) matches with at most ``cutoff`` edits, ranked."""
+    began = time.perf_counter()
+    candidates = index.candidates(reads, max_candidates=max_candidates)
+    _add(seconds, "candidates", began)
+    began = time.perf_counter()
+    count = len(candidates.read)
+    hits = _Hits(candidates.read, candidates.reverse.astype(bool), candidates.contig,
+                 candidates.start, candidates.end, np.zeros(count, np.int32),
+                 candidates.votes.astype(np.int32))
+    if count:
+        windows = _windows(index.reference, candidates.contig, candidates.start, candidates.end)
+        queries = candidates.read + len(reads) * candidates.reverse.astype(np.int64)
+        found = edit_distance(strands, windows, mode="infix",
+                              k=int(cutoff.max()), task="locations", backend=backend,
+                              pairs=(queries, np.arange(count, dtype=np.int64)))
+        hits.pos = candidates.start + found.target_start
+        hits.end = candidates.start + found.target_end
+        hits.dist = found.distance
+        within = (found.distance >= 0) & (found.distance <= cutoff[candidates.read])
+        hits = _ranked(hits.take(within))
+    _add(seconds, "verify", began)
+    return hits
+
+
+def _add(seconds: dict[str, float], stage: str, began: float) -> None:
+    seconds[stage] = seconds.get(stage, 0.0) + time.perf_counter() - began
+
+
+# --------------------------------------------------------------------------- choices
+
+
+@dataclass
+class _Placements:
+    """One chosen placement per read (``hit`` -1: unmapped) and what SAM reports of it."""
+
+    hit: np.ndarray
+    mapq: np.ndarray
+    xs: np.ndarray
+    proper: np.ndarray
+
+
+def _distinct(hits: _Hits, i: np.ndarray, j: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Whether placements ``i`` and ``j`` (of one read) are different places, not two
+    alignments of one: another record or strand, or starts at least half the read apart."""
+    return ((hits.contig[i] != hits.contig[j]) | (hits.reverse[i] != hits.reverse[j])
+            | (np.abs(hits.pos[i] - hits.pos[j]) >= np.maximum(1, lengths[hits.read[i]] // 2)))
+
+
+def _scores(lengths: np.ndarray, dist: np.ndarray) -> np.ndarray:
+    return (lengths - EDIT_SCORE * dist.astype(np.int64)).astype(np.int32)
+
+
+def _single(hits: _Hits, lengths: np.ndarray) -> _Placements:
+    """The best placement of each read, XS and MAPQ from the best one elsewhere."""
+    count = len(lengths)
+    best = np.full(count, -1, dtype=np.int64)
+    first = np.ones(len(hits.read), dtype=bool)
+    first[1:] = hits.read[1:] != hits.read[:-1]
+    best[hits.read[first]] = np.flatnonzero(first)
+    elsewhere = _distinct(hits, np.arange(len(hits.read)), best[hits.read], lengths)
+    second = np.full(count, np.iinfo(np.int32).max, dtype=np.int32)
+    np.minimum.at(second, hits.read[elsewhere], hits.dist[elsewhere])
+    mapped = best >= 0
+    xs = np.full(count, NO_SCORE, dtype=np.int32)
+    has_second = second < np.iinfo(np.int32).max
+    xs[has_second] = _scores(lengths[has_second], second[has_second])
+    mapq = np.zeros(count, dtype=np.uint8)
+    chosen = best[mapped]
+    mapq[mapped] = mapping_quality(_scores(lengths[mapped], hits.dist[chosen]), xs[mapped],
+                                   hits.votes[chosen])
+    return _Placements(best, mapq, xs, np.zeros(count, dtype=bool))
+
+
+def _template(hits: _Hits, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Insert size of placements ``a`` and ``b`` as a pair facing each other (the forward one's
+    start to the reverse one's end), or -1 where they are not such a pair."""
+    forward = np.where(hits.reverse[a], b, a)
+    backward = np.where(hits.reverse[a], a, b)
+    facing = (hits.contig[a] == hits.contig[b]) & (hits.reverse[a] != hits.reverse[b])
+    return np.where(facing, hits.end[backward] - hits.pos[forward], -1)
+
+
+def estimate_insert(sizes: np.ndarray) -> tuple[int, int] | None:
+    """Insert sizes accepted for proper pairs, from those of confidently mapped pairs: bwa-mem's
+    bounds, the quartiles widened by three inter-quartile ranges; None with fewer than
+    :data:`gpualign.config.MAP_INSERT_MIN_PAIRS` pairs.
+
+    Examples
+    --------
+    >>> from gpualign import config
+    >>> with config.override(MAP_INSERT_MIN_PAIRS=4):
+    ...     estimate_insert(np.array([290, 300, 300, 310, 320]))
+    (270, 340)
+    """
+    if len(sizes) < max(1, config.MAP_INSERT_MIN_PAIRS):
+        return None
+    q25, q75 = np.percentile(sizes, [25, 75])
+    spread = q75 - q25
+    return max(0, int(math.floor(q25 - 3 * spread))), int(math.ceil(q75 + 3 * spread))
+
+
+def _paired(hits: _Hits, lengths: np.ndarray, single: _Placements,
+            insert: tuple[int, int]) -> _Placements:
+    """Pairs' placements: reads ``i`` and ``n + i`` are the two of pair ``i``. The pair of
+    placements facing each other within the insert bounds with the fewest edits is taken when
+    it costs at most :data:`gpualign.config.MAP_UNPAIRED_PENALTY` edits more than the two
+    reads' best placements (proper pair); MAPQ is the better of a read's own and the pair's."""
+    n = len(lengths) // 2
+    # Only a placement within the penalty of its read's best can be part of a pair that is
+    # taken: the others are left out of the pairs (which bounds them on repeats).
+    eligible = np.flatnonzero(hits.dist.astype(np.int64) <= hits.dist[single.hit[hits.read]]
+                              + config.MAP_UNPAIRED_PENALTY)
+    counts = np.bincount(hits.read[eligible], minlength=2 * n)
+    group = np.zeros(2 * n + 1, dtype=np.int64)
+    np.cumsum(counts, out=group[1:])
+    across = counts[:n] * counts[n:]  # every placement of read 1 with every one of read 2
+    rows = int(across.sum())
+    pair = np.repeat(np.arange(n, dtype=np.int64), across)
+    row_start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(across, out=row_start[1:])
+    rank = np.arange(rows, dtype=np.int64) - row_start[pair]
+    width = counts[n:][pair]
+    a = eligible[group[pair] + rank // np.maximum(width, 1)]
+    b = eligible[group[n + pair] + rank % np.maximum(width, 1)]
+    size = _template(hits, a, b)
+    ok = (size >= insert[0]) & (size <= insert[1])
+    pair, a, b = pair[ok], a[ok], b[ok]
+    combined = hits.dist[a].astype(np.int64) + hits.dist[b]
+    order = np.lexsort((-(hits.votes[a] + hits.votes[b]), combined, pair))
+    pair, a, b, combined = pair[order], a[order], b[order], combined[order]
+    first = np.ones(len(pair), dtype=bool)
+    first[1:] = pair[1:] != pair[:-1]
+    best1, best2 = single.hit[:n], single.hit[n:]
+    alone = hits.dist[best1[pair]].astype(np.int64) + hits.dist[best2[pair]]
+    take = first & (combined <= alone + config.MAP_UNPAIRED_PENALTY)
+    chosen = np.full(n, -1, dtype=np.int64)
+    chosen[pair[take]] = np.flatnonzero(take)
+    # The best other pair: one whose placement of either read is elsewhere.
+    row_of = chosen[pair]
+    has = row_of >= 0
+    other = has & (_distinct(hits, a, a[np.maximum(row_of, 0)], lengths)
+                   | _distinct(hits, b, b[np.maximum(row_of, 0)], lengths))
+    second = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(second, pair[other], combined[other])
+    result = _Placements(single.hit.copy(), single.mapq.copy(), single.xs.copy(),
+                         np.zeros(2 * n, dtype=bool))
+    proper = np.flatnonzero(chosen >= 0)
+    rows_taken = chosen[proper]
+    pair_length = lengths[proper] + lengths[n + proper]
+    has_second = second[proper] < np.iinfo(np.int64).max
+    pair_xs = np.where(has_second, _scores(pair_length, np.where(has_second, second[proper], 0)),
+                       NO_SCORE)
+    pair_mapq = mapping_quality(_scores(pair_length, combined[rows_taken]), pair_xs,
+                                np.minimum(hits.votes[a[rows_taken]], hits.votes[b[rows_taken]]))
+    for mate, placement in ((proper, a[rows_taken]), (n + proper, b[rows_taken])):
+        result.hit[mate] = placement
+        result.mapq[mate] = np.maximum(np.where(single.hit[mate] == placement,
+                                                single.mapq[mate], 0), pair_mapq)
+        result.proper[mate] = True
+    return result
+
+
+def _rescue(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
+            placements: _Placements, cutoff: np.ndarray, insert: tuple[int, int],
+            backend: str) -> _Hits:
+    """Search for the mate of each pair without a proper pair next to its mapped read (the
+    better one): over the reference range where the insert bounds put it, on the strand
+    facing it. Found placements are appended to ``hits`` (and become the mate's, a proper
+    pair, in ``placements``) when the mate had none or one at most
+    :data:`gpualign.config.MAP_UNPAIRED_PENALTY` edits better."""
+    n = len(reads) // 2
+    hit1, hit2 = placements.hit[:n], placements.hit[n:]
+    lonely = ~placements.proper[:n] & ((hit1 >= 0) | (hit2 >= 0))
+    first_anchors = lonely & (hit1 >= 0) & ((hit2 < 0) | (placements.mapq[:n]
+                                                          >= placements.mapq[n:]))
+    pairs = np.flatnonzero(lonely)
+    anchor = np.where(first_anchors[pairs], pairs, n + pairs)
+    mate = np.where(first_anchors[pairs], n + pairs, pairs)
+    if not len(pairs):
+        return hits
+    placed = placements.hit[anchor]
+    contig = hits.contig[placed]
+    length = index.reference.lengths[contig]
+    forward = ~hits.reverse[placed]
+    # A forward anchor's mate ends at most insert[1] past the anchor's start; a reverse
+    # anchor's mate starts at most insert[1] before the anchor's end.
+    start = np.where(forward, hits.pos[placed], np.maximum(0, hits.end[placed] - insert[1]))
+    end = np.where(forward, np.minimum(length, hits.pos[placed] + insert[1]), hits.end[placed])
+    wide = end - start >= reads.lengths[mate]
+    anchor, mate, placed, contig, forward, start, end = (
+        array[wide] for array in (anchor, mate, placed, contig, forward, start, end))
+    if not len(mate):
+        return hits
+    found = edit_distance(strands, _windows(index.reference, contig, start, end),
+                          mode="infix", k=int(cutoff[mate].max()), task="locations",
+                          backend=backend,
+                          pairs=(mate + len(reads) * forward, np.arange(len(mate))))
+    rescued = _Hits(mate, forward, contig, start + found.target_start, start + found.target_end,
+                    found.distance, hits.votes[placed])
+    previous = placements.hit[mate]
+    before = np.where(previous >= 0, hits.dist[np.maximum(previous, 0)], np.iinfo(np.int32).max)
+    grown = _Hits(*(np.concatenate((getattr(hits, name), getattr(rescued, name)))
+                    for name in _HIT_FIELDS))
+    new = len(hits.read) + np.arange(len(mate))
+    size = _template(grown, placed, new)
+    keep = ((found.distance >= 0) & (found.distance <= cutoff[mate])
+            & (size >= insert[0]) & (size <= insert[1])
+            & (found.distance.astype(np.int64) <= before.astype(np.int64)
+               + config.MAP_UNPAIRED_PENALTY))
+    placements.hit[mate[keep]] = new[keep]
+    placements.mapq[mate[keep]] = placements.mapq[anchor[keep]]
+    placements.proper[mate[keep]] = placements.proper[anchor[keep]] = True
+    return grown
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _records(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
+             placements: _Placements, first_read: int, paired: bool, backend: str,
+             insert: tuple[int, int] | None) -> MappingResult:
+    """The SAM fields of every read of a batch: CIGARs of the chosen placements (one path
+    call), flags, mate fields and template lengths."""
+    count = len(reads)
+    lengths = reads.lengths
+    mapped = placements.hit >= 0
+    chosen = placements.hit[mapped]
+    contig = np.full(count, -1, dtype=np.int64)
+    pos = np.full(count, -1, dtype=np.int64)
+    end = np.full(count, -1, dtype=np.int64)
+    nm = np.full(count, -1, dtype=np.int32)
+    reverse = np.zeros(count, dtype=bool)
+    cigar: list[str | None] = [None] * count
+    if len(chosen):
+        dist = hits.dist[chosen]
+        found = edit_distance(strands,
+                              _windows(index.reference, hits.contig[chosen], hits.pos[chosen],
+                                       hits.end[chosen]),
+                              mode="infix", k=int(dist.max()), task="path", backend=backend,
+                              pairs=(np.flatnonzero(mapped) + count * hits.reverse[chosen],
+                                     np.arange(len(chosen))))
+        contig[mapped] = hits.contig[chosen]
+        pos[mapped] = hits.pos[chosen] + found.target_start
+        end[mapped] = hits.pos[chosen] + found.target_end
+        nm[mapped] = found.distance
+        reverse[mapped] = hits.reverse[chosen]
+        for slot, text in zip(np.flatnonzero(mapped).tolist(), merged_cigars(found.cigar),
+                              strict=True):
+            cigar[slot] = text
+    score = np.where(mapped, _scores(lengths, np.maximum(nm, 0)), NO_SCORE).astype(np.int32)
+    xs = np.where(mapped, placements.xs, NO_SCORE).astype(np.int32)
+    flag = np.where(mapped, 0, UNMAPPED) | np.where(reverse, REVERSE, 0)
+    mapq = np.where(mapped, placements.mapq, 0).astype(np.uint8)
+    read = first_read + np.arange(count, dtype=np.int64)
+    mate_number = np.zeros(count, dtype=np.int8)
+    mate_contig = np.full(count, -1, dtype=np.int64)
+    mate_pos = np.full(count, -1, dtype=np.int64)
+    tlen = np.zeros(count, dtype=np.int64)
+    if paired:
+        n = count // 2
+        partner = np.concatenate((np.arange(n, 2 * n), np.arange(n)))
+        mate_number = np.repeat(np.array([1, 2], dtype=np.int8), n)
+        read = first_read + np.concatenate((np.arange(n), np.arange(n))).astype(np.int64)
+        partner_mapped = mapped[partner]
+        flag = (flag | PAIRED | np.where(mate_number == 1, FIRST, SECOND)
+                | np.where(placements.proper & mapped & partner_mapped, PROPER_PAIR, 0)
+                | np.where(partner_mapped, 0, MATE_UNMAPPED)
+                | np.where(reverse[partner] & partner_mapped, MATE_REVERSE, 0))
+        # An unmapped read with a mapped mate is placed at its mate (SAM's recommendation).
+        lone = ~mapped & partner_mapped
+        contig[lone], pos[lone] = contig[partner[lone]], pos[partner[lone]]
+        mate_contig, mate_pos = contig[partner].copy(), pos[partner].copy()
+        both = mapped & partner_mapped & (contig == contig[partner])
+        left = np.minimum(pos, pos[partner])
+        right = np.maximum(end, end[partner])
+        leftmost = (pos < pos[partner]) | ((pos == pos[partner]) & (mate_number == 1))
+        tlen = np.where(both, np.where(leftmost, 1, -1) * (right - left), 0)
+        # Mates next to each other: first, second, first, second ...
+        order = np.stack((np.arange(n), n + np.arange(n)), axis=1).ravel()
+    else:
+        order = np.arange(count)
+    return MappingResult(
+        read[order], mate_number[order], flag[order].astype(np.uint16), contig[order],
+        pos[order], mapq[order], [cigar[i] for i in order.tolist()], nm[order], score[order],
+        xs[order], mate_contig[order], mate_pos[order], tlen[order],
+        list(index.reference.names), index.reference.lengths.copy(), insert)
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def _cutoffs(lengths: np.ndarray, k: int | None) -> np.ndarray:
+    if k is not None:
+        return np.full(len(lengths), k, dtype=np.int64)
+    return np.ceil(config.MAP_MAX_EDIT_FRACTION * lengths).astype(np.int64)
+
+
+def _joined(first: SequenceSet, second: SequenceSet) -> SequenceSet:
+    """Reads of ``first`` then of ``second`` as one set."""
+    offsets = np.concatenate((first.offsets, first.offsets[-1] + second.offsets[1:]))
+    return SequenceSet(np.concatenate((first.codes, second.codes)), offsets,
+                       first.names + second.names, "dna")
+
+
+def _confident_inserts(hits: _Hits, single: _Placements, n: int) -> np.ndarray:
+    """Insert sizes of the pairs whose reads both map with MAPQ >= 30, facing each other."""
+    sure = (single.hit[:n] >= 0) & (single.hit[n:] >= 0) & (single.mapq[:n] >= 30) \
+        & (single.mapq[n:] >= 30)
+    sizes = _template(hits, single.hit[:n][sure], single.hit[n:][sure])
+    return sizes[sizes >= 0]
+
+
+def iter_mappings(index: Any, reads: Any, mates: Any = None, *, k: int | None = None,
+                  max_candidates: int = 8, insert_size: tuple[int, int] | None = None,
+                  backend: str = "auto", progress: bool = False,
+                  ) -> Iterator[tuple[ReadBatch, ReadBatch | None, MappingResult]]:
+    """Map ``reads`` (and their ``mates``) batch by batch (:data:`gpualign.config.MAP_BATCH_READS`
+    reads or pairs each): yield each batch of reads, of mates (None for single-end) and its
+    :class:`MappingResult` (read indices counted from the start of the input), so that a
+    caller can write SAM as it goes. Arguments as :func:`map_reads`, ``index`` a
+    :class:`~gpualign.map.index.MapIndex`.
+
+    Examples
+    --------
+    >>> from gpualign.map.index import as_map_index
+    >>> genome = "".join(np.random.default_rng(7).choice(list("ACGT"), 5000))
+    >>> index = as_map_index([genome])
+    >>> with config.override(MAP_BATCH_READS=2):
+    ...     batches = list(iter_mappings(index, [genome[i:i + 50] for i in (0, 900, 1800)],
+    ...                                  backend="cpu"))
+    >>> [(reads.start, result.read.tolist(), result.pos.tolist()) for reads, _, result in batches]
+    [(0, [0, 1], [0, 900]), (2, [2], [1800])]
+    """
+    backend = resolve_backend(backend)
+    batch = max(1, int(config.MAP_BATCH_READS))
+    insert = insert_size
+    mate_batches = read_batches(mates, batch) if mates is not None else None
+    with progress_bar(None, progress, "map", "read") as bar:
+        batches = read_batches(reads, batch)
+        while True:
+            seconds: dict[str, float] = {}
+            began = time.perf_counter()
+            chunk = next(batches, None)
+            mate_chunk = next(mate_batches, None) if mate_batches is not None else None
+            _add(seconds, "read", began)
+            if chunk is None:
+                if mate_chunk is not None:
+                    raise ValueError("the mates hold more reads than the reads")
+                return
+            if mate_batches is not None and (mate_chunk is None or len(mate_chunk) != len(chunk)):
+                raise ValueError(f"the reads and their mates differ in number (batch from read "
+                                 f"#{chunk.start}): pairs are formed by record order")
+            sequences = chunk.sequences if mate_chunk is None else \
+                _joined(chunk.sequences, mate_chunk.sequences)
+            lengths = sequences.lengths
+            cutoff = _cutoffs(lengths, k)
+            strands = _both_strands(sequences)
+            hits = _verify(index, sequences, strands, cutoff, max_candidates, backend, seconds)
+            began = time.perf_counter()
+            placements = _single(hits, lengths)
+            if mate_chunk is not None:
+                if insert is None:
+                    insert = estimate_insert(_confident_inserts(hits, placements, len(chunk))) \
+                        or tuple(config.MAP_DEFAULT_INSERT)
+                placements = _paired(hits, lengths, placements, insert)
+                hits = _rescue(index, sequences, strands, hits, placements, cutoff, insert,
+                               backend)
+            _add(seconds, "pair", began)
+            began = time.perf_counter()
+            result = _records(index, sequences, strands, hits, placements, chunk.start,
+                              mate_chunk is not None, backend, insert)
+            _add(seconds, "cigar", began)
+            result.stage_seconds = seconds
+            bar.update(len(chunk))
+            yield chunk, mate_chunk, result
+
+
+def concatenate(results: list[MappingResult]) -> MappingResult:
+    """One result of the batches' ``results`` (stage seconds summed)."""
+    first = results[0]
+    arrays = {name: np.concatenate([getattr(r, name) for r in results])
+              for name in ("read", "mate", "flag", "contig", "pos", "mapq", "nm", "score", "xs",
+                           "mate_contig", "mate_pos", "tlen")}
+    seconds: dict[str, float] = {}
+    for result in results:
+        for stage, value in result.stage_seconds.items():
+            seconds[stage] = seconds.get(stage, 0.0) + value
+    return MappingResult(cigar=[c for r in results for c in r.cigar],
+                         reference_names=first.reference_names,
+                         reference_lengths=first.reference_lengths,
+                         insert_size=results[-1].insert_size, stage_seconds=seconds, **arrays)
+
+
+def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = None,
+              max_candidates: int = 8, insert_size: tuple[int, int] | None = None,
+              backend: str = "auto", progress: bool = False,
+              index_options: dict[str, Any] | None = None) -> MappingResult:
+    """Map DNA reads (single-end, or pairs with ``mates``) to a reference.
+
+    Each read's candidate windows on both strands come from the reference's minimizer index;
+    every candidate of a batch is verified at once by edit distance (``mode="infix"``: the
+    whole read anywhere in its window) on ``backend``; the placement with the fewest edits is
+    the primary, MAPQ weighs it against the best placement elsewhere (:func:`mapping_quality`)
+    and its CIGAR comes from its edit path. Pairs face each other (one read forward, the other
+    reverse) within the insert-size bounds; a read without a proper pair is searched for next
+    to its mapped mate (rescue). Reads without a placement within the cutoff are reported
+    unmapped.
+
+    Parameters
+    ----------
+    reference : MapIndex, pathlib.Path to a ``.gpumap`` index or a FASTA file, SequenceSet or
+        sequences
+        Indexed here on ``backend`` unless an index (``index_options``, such as ``k`` and
+        ``w``, go to :meth:`MapIndex.build`).
+    reads, mates : pathlib.Path to FASTA/FASTQ (plain or compressed; streamed), SequenceSet
+        or sequences
+        Pairs are formed by record order. Symbols other than A/C/G/T are read as N, which
+        matches nothing.
+    k : int, optional
+        Most edits of a placement; default :data:`gpualign.config.MAP_MAX_EDIT_FRACTION` of
+        each read's length, rounded up.
+    max_candidates : int
+        Candidate windows of a read that are verified, at most (the index's best supported:
+        :meth:`MapIndex.candidates`).
+    insert_size : (int, int), optional
+        Accepted insert sizes (outer distance of a pair, bases); default: estimated from the
+        confidently mapped pairs of the first batch, else
+        :data:`gpualign.config.MAP_DEFAULT_INSERT`.
+    backend : {"auto", "cpu", "cuda"}
+    progress : bool
+        A progress bar over the reads on standard error.
+
+    Returns
+    -------
+    MappingResult
+        One record per read, or per read of a pair (mates together).
+
+    Examples
+    --------
+    >>> genome = "".join(np.random.default_rng(7).choice(list("ACGT"), 5000))
+    >>> one_deletion = genome[1000:1050] + genome[1051:1100]
+    >>> reverse = reverse_complement(SequenceSet.from_sequences([genome[3000:3080]]))[0]
+    >>> r = map_reads([genome], [one_deletion, reverse, "ACGT" * 20], backend="cpu")
+    >>> r.pos.tolist(), r.flag.tolist(), r.cigar, r.nm.tolist(), r.mapq.tolist()
+    ([1000, 3000, -1], [0, 16, 4], ['50M1D49M', '80M', None], [1, 0, -1], [60, 60, 0])
+    """
+    from .index import as_map_index
+
+    if max_candidates < 1:
+        raise ValueError(f"max_candidates must be >= 1, got {max_candidates}")
+    if k is not None and k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    index = as_map_index(reference, **{"backend": backend, **(index_options or {})})
+    results = [result for _, _, result in iter_mappings(
+        index, reads, mates, k=k, max_candidates=max_candidates, insert_size=insert_size,
+        backend=backend, progress=progress)]
+    if not results:
+        empty = MappingResult(*(np.zeros(0, dtype) for dtype in (
+            np.int64, np.int8, np.uint16, np.int64, np.int64, np.uint8)), [],
+            *(np.zeros(0, dtype) for dtype in (np.int32, np.int32, np.int32, np.int64, np.int64,
+                                                np.int64)),
+            list(index.reference.names), index.reference.lengths.copy(), insert_size)
+        return empty
+    return concatenate(results)

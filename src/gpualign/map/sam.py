@@ -1,0 +1,142 @@
+"""SAM text of read placements (:class:`~gpualign.map.api.MappingResult`).
+
+The header holds ``@HD VN:1.6 SO:unsorted``, one ``@SQ SN LN`` per reference record and
+``@PG ID:gpualign PN:gpualign VN CL``. Each record has the read's name, flag, RNAME, POS
+(1-based), MAPQ, CIGAR with ``M`` for matches and mismatches (as minimap2 and bwa print it;
+the edit path's ``=``/``X`` merged), RNEXT (``=`` for the same record), PNEXT, TLEN, SEQ and
+QUAL (reverse complemented and reversed for reverse placements; QUAL ``*`` without FASTQ
+qualities) and the tags ``NM:i`` (edit distance), ``AS:i`` (read length - 5 x NM) and ``XS:i``
+(the same of the best placement elsewhere, when there is one). The mates of a pair share a
+QNAME: a name's ``/1`` or ``/2`` suffix is dropped, as bwa and minimap2 do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from typing import IO, Any
+
+import numpy as np
+
+from .. import __version__
+from ._reads import ReadBatch
+
+__all__ = ["NO_SCORE", "merged_cigars", "open_sam", "sam_header", "write_records"]
+
+#: SAM flag bits.
+PAIRED, PROPER_PAIR, UNMAPPED, MATE_UNMAPPED = 0x1, 0x2, 0x4, 0x8
+REVERSE, MATE_REVERSE, FIRST, SECOND = 0x10, 0x20, 0x40, 0x80
+
+#: ``AS``/``XS`` of a read without such a placement (the tag is left out).
+NO_SCORE = np.iinfo(np.int32).min
+
+_AS_M = str.maketrans("=X", "MM")
+_ADJACENT_M = re.compile(r"(?:[0-9]+M){2,}")
+_LENGTHS = re.compile(r"[0-9]+")
+_COMPLEMENT = str.maketrans("ACGTN", "TGCAN")
+
+
+def merged_cigars(cigars: Sequence[str]) -> list[str]:
+    """Extended CIGARs with their ``=`` and ``X`` runs merged into ``M``, all in one pass over
+    their joined text (a callback only where runs merge).
+
+    Examples
+    --------
+    >>> merged_cigars(["3=1X2=1I4=2D1=", "5="])
+    ['6M1I4M2D1M', '5M']
+    """
+    marked = "\n".join(cigars).translate(_AS_M)
+    merged = _ADJACENT_M.sub(lambda runs: f"{sum(map(int, _LENGTHS.findall(runs.group())))}M",
+                             marked)
+    return merged.split("\n") if cigars else []
+
+
+def sam_header(names: Sequence[str], lengths: np.ndarray, command_line: str | None) -> str:
+    """The header lines: ``@HD``, ``@SQ`` for each reference record, ``@PG``.
+
+    Examples
+    --------
+    >>> print(sam_header(["chr1"], np.array([100]), "gpualign map ref.fa reads.fq"), end="")
+    ... # doctest: +ELLIPSIS +NORMALIZE_WHITESPACE
+    @HD VN:1.6 SO:unsorted
+    @SQ SN:chr1 LN:100
+    @PG ID:gpualign PN:gpualign VN:... CL:gpualign map ref.fa reads.fq
+    """
+    lines = ["@HD\tVN:1.6\tSO:unsorted"]
+    lines += [f"@SQ\tSN:{name}\tLN:{max(1, int(length))}"
+              for name, length in zip(names, lengths.tolist(), strict=True)]
+    program = f"@PG\tID:gpualign\tPN:gpualign\tVN:{__version__}"
+    lines.append(program + (f"\tCL:{command_line}" if command_line else ""))
+    return "\n".join(lines) + "\n"
+
+
+@contextlib.contextmanager
+def open_sam(out: str | os.PathLike | IO[str]) -> Iterator[IO[str]]:
+    """``out`` itself when it is a stream, else the file it names (``-``: standard output)."""
+    if hasattr(out, "write"):
+        yield out  # type: ignore[misc]
+    elif os.fspath(out) == "-":
+        yield sys.stdout
+        sys.stdout.flush()
+    else:
+        with open(out, "w", encoding="utf-8", newline="\n") as handle:
+            yield handle
+
+
+def write_records(out: IO[str], result: Any, records: np.ndarray, reads: ReadBatch,
+                  mates: ReadBatch | None, reference_names: Sequence[str]) -> None:
+    """Write the SAM lines of ``result``'s ``records`` (indices), whose reads are in ``reads``
+    (first reads of pairs) and ``mates`` (second reads)."""
+    lines = []
+    flags, reads_of, mates_of = (result.flag[records].tolist(), result.read[records].tolist(),
+                                 result.mate[records].tolist())
+    contig, pos, mapq = (result.contig[records].tolist(), result.pos[records].tolist(),
+                         result.mapq[records].tolist())
+    mate_contig, mate_pos, tlen = (result.mate_contig[records].tolist(),
+                                   result.mate_pos[records].tolist(),
+                                   result.tlen[records].tolist())
+    nm, score, xs = (result.nm[records].tolist(), result.score[records].tolist(),
+                     result.xs[records].tolist())
+    # Each batch's sequences decoded at once, and reverse complemented at once: read i's
+    # reverse complement is the mirror slice of the whole text's.
+    texts = {id(batch): _texts(batch) for batch in (reads, mates) if batch is not None}
+    for slot, record in enumerate(records.tolist()):
+        batch = mates if mates_of[slot] == 2 else reads
+        number = reads_of[slot] - batch.start
+        name = batch.sequences.names[number]
+        if mates is not None and name.endswith(("/1", "/2")):
+            name = name[:-2]  # mates share a QNAME: without the old /1, /2 suffixes (as bwa)
+        forward, backward, offsets = texts[id(batch)]
+        lo, hi = offsets[number], offsets[number + 1]
+        quality = batch.qualities[number] if batch.qualities is not None else None
+        if flags[slot] & REVERSE:
+            sequence = backward[len(backward) - hi:len(backward) - lo]
+            quality = quality[::-1] if quality else quality
+        else:
+            sequence = forward[lo:hi]
+        rname = reference_names[contig[slot]] if contig[slot] >= 0 else "*"
+        if mate_contig[slot] < 0:
+            rnext = "*"
+        elif mate_contig[slot] == contig[slot]:
+            rnext = "="
+        else:
+            rnext = reference_names[mate_contig[slot]]
+        tags = ""
+        if not flags[slot] & UNMAPPED:
+            tags = f"\tNM:i:{nm[slot]}\tAS:i:{score[slot]}"
+            if xs[slot] != NO_SCORE:
+                tags += f"\tXS:i:{xs[slot]}"
+        lines.append(f"{name}\t{flags[slot]}\t{rname}\t{pos[slot] + 1}\t{mapq[slot]}\t"
+                     f"{result.cigar[record] or '*'}\t{rnext}\t{mate_pos[slot] + 1}\t"
+                     f"{tlen[slot]}\t{sequence or '*'}\t{quality or '*'}{tags}\n")
+    out.write("".join(lines))
+
+
+def _texts(batch: ReadBatch) -> tuple[str, str, list[int]]:
+    """The batch's sequences as one text, that text reverse complemented, and the offsets of
+    the sequences in the first."""
+    text = batch.sequences.alphabet.decode(batch.sequences.codes)
+    return text, text.translate(_COMPLEMENT)[::-1], batch.sequences.offsets.tolist()
