@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""Read mapping: gpualign ``map_reads`` beside minimap2 on simulated pairs, in one run.
+
+    python benchmarks/bench_map.py --pairs 100000                  # gpualign cuda and cpu
+    python benchmarks/bench_map.py --pairs 1000000 --engines cuda,minimap2
+
+Reads: ``--pairs`` pairs of 150 bp reads from both strands of ``--reference`` (E. coli
+K-12 MG1655 from ``scripts/fetch-data.sh``), facing each other across inserts of 400 +- 30 bp,
+with 1% substitutions (no indels: this simulator is vectorised so that a million pairs take
+seconds; the tests' simulator adds indels). Rows (``--engines``):
+
+- ``cuda``, ``cpu``: ``gpualign.map_reads`` on an index built beforehand (its build timed
+  apart), reads given as encoded sets (no FASTQ parsing, no SAM text: the stages the issue's
+  end-to-end target also counts are reported separately by ``gpualign map``); reads/s and the
+  seconds of each stage.
+- ``minimap2``: ``minimap2 -ax sr -t THREADS`` from FASTQ to SAM (index built in the same
+  call), when ``minimap2`` is on PATH.
+
+Checks: the fraction of reads placed within 5 bp of their true leftmost position on the true
+strand, and the reads placed elsewhere with MAPQ >= 30 (wrong and confident). Writes the table
+to ``benchmarks/results/map-<device>-<date>.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from _common import ROOT, device_info, git_commit, log, save_results, versions
+
+from gpualign import SequenceSet
+from gpualign.backend import cuda_status
+from gpualign.map import map_reads
+from gpualign.map.index import MapIndex
+
+READ_LENGTH = 150
+INSERT, SPREAD = 400, 30
+SUBSTITUTIONS = 0.01
+SLACK = 5  # bp from the true position that count as correct
+CONFIDENT = 30  # MAPQ
+
+
+def simulate(genome: np.ndarray, pairs: int, seed: int):
+    """Codes of reads and mates (uint8, one row each), and the true leftmost positions and
+    strands (True: the read is the reverse strand) of both."""
+    rng = np.random.default_rng(seed)
+    insert = np.clip(rng.normal(INSERT, SPREAD, pairs).astype(np.int64), READ_LENGTH,
+                     2 * INSERT)
+    left = rng.integers(0, len(genome) - insert.max() - 1, pairs)
+    right = left + insert - READ_LENGTH
+    span = np.arange(READ_LENGTH)
+    forward = genome[left[:, None] + span]
+    backward = genome[right[:, None] + span]
+    complement = np.array([3, 2, 1, 0, 4], dtype=np.uint8)
+    backward = complement[backward[:, ::-1]]
+    # Either read of a pair may be the forward one.
+    swap = rng.random(pairs) < 0.5
+    reads = np.where(swap[:, None], backward, forward)
+    mates = np.where(swap[:, None], forward, backward)
+    for codes in (reads, mates):
+        hit = rng.random(codes.shape) < SUBSTITUTIONS
+        codes[hit] = (codes[hit] + rng.integers(1, 4, int(hit.sum()))) % 4
+    read_pos = np.where(swap, right, left)
+    mate_pos = np.where(swap, left, right)
+    return reads, mates, read_pos, mate_pos, swap, ~swap
+
+
+def as_set(codes: np.ndarray, prefix: str) -> SequenceSet:
+    offsets = np.arange(len(codes) + 1, dtype=np.int64) * codes.shape[1]
+    return SequenceSet(codes.ravel(), offsets, [f"{prefix}{i}" for i in range(len(codes))],
+                       "dna")
+
+
+def write_fastq(path: Path, codes: np.ndarray) -> None:
+    letters = np.frombuffer(b"ACGTN", dtype=np.uint8)[codes]
+    quality = b"I" * codes.shape[1]
+    with open(path, "wb") as out:
+        for i, row in enumerate(letters):
+            out.write(b"@p%d\n%s\n+\n%s\n" % (i, row.tobytes(), quality))
+
+
+def score(position, reverse, mapq, truth_position, truth_reverse):
+    """(fraction correct, wrong with MAPQ >= CONFIDENT) of placements against the truth."""
+    correct = (np.abs(position - truth_position) <= SLACK) & (reverse == truth_reverse)
+    placed = position >= 0
+    wrong_confident = placed & ~correct & (mapq >= CONFIDENT)
+    return float(correct.mean()), int(wrong_confident.sum())
+
+
+def run_gpualign(index, reads, mates, backend):
+    map_reads(index, reads.take(np.arange(min(2000, len(reads)))),
+              mates.take(np.arange(min(2000, len(mates)))), backend=backend)  # warm-up
+    began = time.perf_counter()
+    result = map_reads(index, reads, mates, backend=backend)
+    seconds = time.perf_counter() - began
+    reverse = (result.flag & 16) != 0
+    position = np.where((result.flag & 4) == 0, result.pos, -1)  # 0x4: unmapped
+    return seconds, position, reverse, result.mapq, result.read, result.mate, \
+        result.stage_seconds
+
+
+def run_minimap2(reference: Path, reads: np.ndarray, mates: np.ndarray, threads: int):
+    with tempfile.TemporaryDirectory() as work:
+        first, second, sam = Path(work, "r1.fq"), Path(work, "r2.fq"), Path(work, "out.sam")
+        write_fastq(first, reads)
+        write_fastq(second, mates)
+        began = time.perf_counter()
+        with open(sam, "wb") as out:
+            subprocess.run(["minimap2", "-ax", "sr", "-t", str(threads), str(reference),
+                            str(first), str(second)], stdout=out, stderr=subprocess.DEVNULL,
+                           check=True)
+        seconds = time.perf_counter() - began
+        count = len(reads)
+        position = np.full(2 * count, -1, dtype=np.int64)
+        reverse = np.zeros(2 * count, dtype=bool)
+        mapq = np.zeros(2 * count, dtype=np.int64)
+        for line in open(sam):
+            if line.startswith("@"):
+                continue
+            name, flag, _, pos, quality = line.split("\t", 5)[:5]
+            flag = int(flag)
+            if flag & 0x900:
+                continue
+            slot = 2 * int(name[1:]) + (1 if flag & 128 else 0)
+            if not flag & 4:
+                position[slot] = int(pos) - 1
+                reverse[slot] = bool(flag & 16)
+                mapq[slot] = int(quality)
+    return seconds, position, reverse, mapq
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reference", type=Path, default=ROOT / "data/ecoli_MG1655.fasta.gz")
+    parser.add_argument("--pairs", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--engines", default="cuda,cpu,minimap2")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                        help="minimap2's threads (default: every core)")
+    parser.add_argument("--commit")
+    parser.add_argument("--results-dir", type=Path, default=ROOT / "benchmarks/results")
+    parser.add_argument("--no-save", action="store_true")
+    args = parser.parse_args(argv)
+    if not args.reference.is_file():
+        log(f"{args.reference} missing: run scripts/fetch-data.sh")
+        return 2
+    engines = args.engines.split(",")
+    started = _dt.datetime.now(_dt.timezone.utc)
+    genome = SequenceSet.from_file(args.reference, "dna", invalid="wildcard")
+    codes = genome.codes_of(0)
+    reads, mates, read_pos, mate_pos, read_rev, mate_rev = simulate(codes, args.pairs,
+                                                                    args.seed)
+    truth_pos = np.column_stack([read_pos, mate_pos]).ravel()
+    truth_rev = np.column_stack([read_rev, mate_rev]).ravel()
+    began = time.perf_counter()
+    index = MapIndex.build(genome)
+    build = time.perf_counter() - began
+    rows = []
+    for engine in engines:
+        if engine in ("cuda", "cpu"):
+            if engine == "cuda" and not cuda_status()[0]:
+                rows.append((engine, "-", "-", "-", "-", "skipped: no CUDA"))
+                continue
+            seconds, position, reverse, mapq, read, mate, stages = run_gpualign(
+                index, as_set(reads, "r"), as_set(mates, "m"), engine)
+            slot = 2 * read + mate - 1  # mate: 1 or 2
+            ordered = [np.empty_like(a) for a in (position, reverse, mapq)]
+            for whole, part in zip(ordered, (position, reverse, mapq), strict=True):
+                whole[slot] = part
+            correct, wrong = score(*ordered, truth_pos, truth_rev)
+            note = (f"index built apart in {build:.2f} s; stages: "
+                    + ", ".join(f"{k} {v:.2f} s" for k, v in stages.items()))
+            rows.append((f"gpualign {engine}", f"{2 * args.pairs / seconds:,.0f}",
+                         f"{seconds:.2f}", f"{correct:.4f}", str(wrong), note))
+        elif engine == "minimap2":
+            if shutil.which("minimap2") is None:
+                rows.append(("minimap2", "-", "-", "-", "-", "skipped: not on PATH"))
+                continue
+            seconds, position, reverse, mapq = run_minimap2(args.reference, reads, mates,
+                                                            args.threads)
+            correct, wrong = score(position, reverse, mapq, truth_pos, truth_rev)
+            rows.append((f"minimap2 -ax sr -t {args.threads}",
+                         f"{2 * args.pairs / seconds:,.0f}", f"{seconds:.2f}",
+                         f"{correct:.4f}", str(wrong), "FASTQ to SAM, its index included"))
+        log(f"  {' | '.join(rows[-1])}")
+    info = device_info()
+    command = " ".join([Path(sys.executable).name, *(sys.argv if argv is None else argv)])
+    header = ("engine", "reads/s", "seconds", "correct", f"wrong, MAPQ >= {CONFIDENT}", "note")
+    lines = [
+        "# Read mapping: gpualign beside minimap2",
+        "",
+        f"- device: {info['gpu']}",
+        f"- CPU: {info['cpu']}",
+        f"- commit: {git_commit(args.commit)}",
+        f"- date: {started.strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- versions: {versions()}",
+        f"- command: `{command}`",
+        f"- reads: {args.pairs:,} pairs of {READ_LENGTH} bp from {args.reference.name}, inserts "
+        f"{INSERT} +- {SPREAD}, {SUBSTITUTIONS:.0%} substitutions, no indels (seed {args.seed})",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *("| " + " | ".join(row) + " |" for row in rows),
+        "",
+        f"Correct: within {SLACK} bp of the true leftmost position, on the true strand.",
+    ]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if not args.no_save:
+        log(f"wrote {save_results(text, 'map', info, started, args.results_dir)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
