@@ -27,7 +27,7 @@ from ..align import _cpu as align_cpu
 from ..align import _parasail
 from ..codes import ALIGN_LOCAL
 from ..sequences import SequenceSet
-from .database import Database, best_hits
+from .database import Database, best_hits, fold_hits
 
 __all__ = ["top_scores"]
 
@@ -72,9 +72,7 @@ def top_scores(queries: SequenceSet, database: Database, table: np.ndarray, gap_
         block_score, block_chosen = best_hits(score_block(lo, hi),
                                               np.arange(lo, hi, dtype=np.int64),
                                               database.order, n)
-        best, chosen = best_hits(np.concatenate((best, block_score), axis=1),
-                                 np.concatenate((chosen, block_chosen), axis=1),
-                                 database.order, n)
+        best, chosen = fold_hits(best, chosen, block_score, block_chosen, database.order, n)
         if progress is not None:
             progress.cells_done(query_residues * int(offsets[hi] - offsets[lo]))
     return best, chosen

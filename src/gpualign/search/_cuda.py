@@ -26,7 +26,7 @@ from ..cuda import launch
 from ..cuda.loader import get_kernel
 from ..cuda.memory import batch_budget, fits_resident
 from ..sequences import SequenceSet
-from .database import best_hits
+from .database import fold_hits
 
 KERNEL_FILE = "search/kernels/search.cu"
 PROFILE_KERNEL_FILE = "align/kernels/align.cu"  # its build_profiles writes the query profiles
@@ -294,6 +294,5 @@ def _merge(score: np.ndarray, subject: np.ndarray, chunk: np.ndarray, best: np.n
            where: np.ndarray, order: np.ndarray, n: int) -> None:
     """Fold a partition's best ``(best, where)`` of the queries ``chunk`` into
     ``score``/``subject`` by the backends' top-n rule."""
-    score[chunk], subject[chunk] = best_hits(np.concatenate([score[chunk], best], axis=1),
-                                             np.concatenate([subject[chunk], where], axis=1),
-                                             order, n)
+    score[chunk], subject[chunk] = fold_hits(score[chunk], subject[chunk], best, where, order,
+                                             n)

@@ -26,7 +26,7 @@ import numpy as np
 from ..io import DATABASE_MAGIC, joined_utf8
 from ..sequences import AUTO, Alphabet, SequenceSet, as_sequence_set, get_alphabet
 
-__all__ = ["MAGIC", "Database", "as_database", "best_hits", "input_positions",
+__all__ = ["MAGIC", "Database", "as_database", "best_hits", "fold_hits", "input_positions",
            "is_database_file"]
 
 #: The first bytes of a ``.gpudb`` file (the FASTA readers refuse such a file by them).
@@ -268,3 +268,20 @@ def best_hits(score: np.ndarray, subject: np.ndarray, order: np.ndarray,
     chosen[best < 0] = -1
     best[chosen < 0] = -1
     return best, chosen
+
+
+def fold_hits(score: np.ndarray, subject: np.ndarray, more_score: np.ndarray,
+              more_subject: np.ndarray, order: np.ndarray,
+              n: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`best_hits` of the hits held (``score``, ``subject``) and more found for the same
+    rows: how a backend folds each part of the database into its best ``n``.
+
+    Examples
+    --------
+    >>> s, k = fold_hits(np.array([[9, -1]]), np.array([[1, -1]]), np.array([[9, 4]]),
+    ...                  np.array([[0, 2]]), np.array([2, 0, 1]), 2)
+    >>> s.tolist(), k.tolist()
+    ([[9, 9]], [[1, 0]])
+    """
+    return best_hits(np.concatenate((score, more_score), axis=1),
+                     np.concatenate((subject, more_subject), axis=1), order, n)

@@ -20,7 +20,7 @@ from .. import config
 from .._dask import run_pulled
 from .._progress import Progress
 from ..sequences import SequenceSet
-from .database import Database, best_hits
+from .database import Database, fold_hits
 from .engine import top_scores_for
 
 __all__ = ["cluster_top_scores", "partition_bounds"]
@@ -98,9 +98,7 @@ def cluster_top_scores(client: Any, queries: SequenceSet, database: Database,
             arguments, "search-partition", _PARTITIONS_IN_FLIGHT_PER_THREAD):
         # best_hits orders by score, then input index: a total order, so the merge does not
         # depend on the order in which the partitions finish.
-        best, chosen = best_hits(np.concatenate((best, part_best), axis=1),
-                                 np.concatenate((chosen, part_chosen), axis=1),
-                                 database.order, n)
+        best, chosen = fold_hits(best, chosen, part_best, part_chosen, database.order, n)
         if progress is not None:
             progress.cells_done(query_residues * int(offsets[hi] - offsets[lo]))
     return best, chosen
