@@ -68,13 +68,23 @@ def top_scores(queries: SequenceSet, database: Database, table: np.ndarray, gap_
     score_block = (_parasail_block if simd else _numba_block)(
         queries, database.sequences, table, gap_open, gap_extend)
 
+    # Keeping every subject (align_one_to_many without n): rank once, at the end.
+    everything = n >= len(database)
+    scores = []
     for lo, hi in _tasks(offsets, config.SEARCH_CPU_TASK_RESIDUES):
-        block_score, block_chosen = best_hits(score_block(lo, hi),
-                                              np.arange(lo, hi, dtype=np.int64),
-                                              database.order, n)
-        best, chosen = fold_hits(best, chosen, block_score, block_chosen, database.order, n)
+        block = score_block(lo, hi)
+        if everything:
+            scores.append(block)
+        else:
+            block_score, block_chosen = best_hits(block, np.arange(lo, hi, dtype=np.int64),
+                                                  database.order, n)
+            best, chosen = fold_hits(best, chosen, block_score, block_chosen, database.order,
+                                     n)
         if progress is not None:
             progress.cells_done(query_residues * int(offsets[hi] - offsets[lo]))
+    if everything and scores:
+        best, chosen = best_hits(np.concatenate(scores, axis=1),
+                                 np.arange(len(database), dtype=np.int64), database.order, n)
     return best, chosen
 
 
