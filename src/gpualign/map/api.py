@@ -734,7 +734,7 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
         :data:`gpualign.config.MAP_DEFAULT_INSERT`.
     backend : {"auto", "cpu", "cuda"}
         With a ``client``, each worker resolves it for its batches (``"auto"``: CUDA on a
-        worker with a GPU), and an index built here takes this machine's (``"auto"``).
+        worker with a GPU), and this process for an index built here.
     progress : bool
         A progress bar over the reads on standard error.
     index_options : dict, optional
@@ -766,8 +766,7 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
         raise ValueError(f"max_candidates must be >= 1, got {max_candidates}")
     if k is not None and k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
-    index = as_map_index(reference, **{"backend": backend if client is None else "auto",
-                                       **(index_options or {})})
+    index = as_map_index(reference, **{"backend": backend, **(index_options or {})})
     results = [result for _, _, result in iter_mappings(
         index, reads, mates, k=k, max_candidates=max_candidates, insert_size=insert_size,
         backend=backend, progress=progress, client=client)]
