@@ -153,10 +153,14 @@ def test_results_in_input_order_and_the_batches_ahead_bounded(client, index, rea
     assert 0 < len(before) < distributed._BATCHES_AHEAD_PER_THREAD * threads < len(tasks)
 
 
-def test_empty_reads_and_bad_backend(client, index):
+def test_empty_reads_bad_backend_and_mates_of_another_count(client, index, pairs):
     assert len(gpualign.map_reads(index, [], backend="cpu", client=client)) == 0
     with pytest.raises(ValueError, match="backend='gpu'"):  # here, before any task
         list(iter_mappings(index, ["ACGT"], backend="gpu", client=client))
+    reads, mates = pairs
+    with config.override(MAP_BATCH_READS=BATCH), \
+            pytest.raises(ValueError, match="differ in number"):
+        gpualign.map_reads(index, reads, mates[:-1], backend="cpu", client=client)
 
 
 def test_worker_killed_mid_run_loses_no_read(index, pairs, monkeypatch):
