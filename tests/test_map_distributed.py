@@ -163,6 +163,14 @@ def test_empty_reads_bad_backend_and_mates_of_another_count(client, index, pairs
         gpualign.map_reads(index, reads, mates[:-1], backend="cpu", client=client)
 
 
+def test_a_cluster_without_workers_is_an_error_not_a_loss(index):
+    with distributed_dask.LocalCluster(n_workers=0, processes=False,
+                                       dashboard_address=":0") as cluster, \
+            distributed_dask.Client(cluster) as dask_client, \
+            pytest.raises(RuntimeError, match="no workers"):
+        gpualign.map_reads(index, ["ACGT" * 20], backend="cpu", client=dask_client)
+
+
 def test_worker_killed_mid_run_loses_no_read(index, pairs, monkeypatch):
     # Worker processes this time, so that one can die (os._exit) while it maps.
     reads, mates = pairs
