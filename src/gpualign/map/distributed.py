@@ -87,14 +87,16 @@ def cluster_mappings(client: Any, map_batch: Callable[..., Any], index: Any,
     held: dict[int, tuple[ReadBatch, ReadBatch | None, float]] = {}
     finished: dict[int, Any] = {}
     insert = insert_size
-    state = {"submitted": 0, "next": 0, "read all": False}
+    submitted = handed_on = 0
+    read_all = False
 
     def items() -> Iterator[tuple[int]]:
+        nonlocal submitted, read_all
         for number, batch in enumerate(batches):
             held[number] = batch
-            state["submitted"] = number + 1
+            submitted = number + 1
             yield (number,)
-        state["read all"] = True
+        read_all = True
 
     def arguments(item: tuple[int]) -> tuple:
         reads, mates, _ = held[item[0]]
@@ -102,12 +104,12 @@ def cluster_mappings(client: Any, map_batch: Callable[..., Any], index: Any,
                 reads.start, insert, backend, options)
 
     def ready() -> bool:
-        if state["submitted"] == 0:
+        if submitted == 0:
             return True
         if paired and insert is None:
             return False  # the first batch's estimate comes first
-        ahead = state["submitted"] - state["next"]
-        return ahead < _BATCHES_AHEAD_PER_THREAD * max(1, sum(client.nthreads().values()))
+        return submitted - handed_on < _BATCHES_AHEAD_PER_THREAD * max(
+            1, sum(client.nthreads().values()))
 
     for (number,), result in run_pulled(client, _map_on_worker, (index,), items(),
                                         arguments, "map-batch", _BATCHES_IN_FLIGHT_PER_THREAD,
@@ -115,13 +117,13 @@ def cluster_mappings(client: Any, map_batch: Callable[..., Any], index: Any,
         if number == 0 and paired and insert is None:
             insert = result.insert_size
         finished[number] = result
-        while state["next"] in finished:
-            result = finished.pop(state["next"])
-            reads, mates, read_seconds = held.pop(state["next"])
-            state["next"] += 1
+        while handed_on in finished:
+            result = finished.pop(handed_on)
+            reads, mates, read_seconds = held.pop(handed_on)
+            handed_on += 1
             result.stage_seconds = {"read": read_seconds, **result.stage_seconds}
             yield reads, mates, result
-    if not state["read all"] or held:
+    if not read_all or held:
         raise RuntimeError("the Dask cluster has no workers: reads were left unmapped")
 
 
