@@ -261,5 +261,7 @@ def test_cli_map_on_a_local_cluster_and_on_a_scheduler(client, tmp_path, capfd, 
     assert len([line for line in records(local) if not line.startswith("@")]) == 2 * len(reads)
     assert main([*common, "--workers", "2", "--scheduler", "tcp://x:1"]) == 2
     assert "not allowed with" in capfd.readouterr().err
+    assert main(["map", "--help"]) == 0  # its -k help has a percent sign, which argparse formats
+    assert "--scheduler ADDRESS" in capfd.readouterr().out
     assert main([*common[:-3], "--workers", "1", "-o", str(workers)]) == 0
     assert "on a local Dask cluster of 1 worker" in capfd.readouterr().err

@@ -54,7 +54,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-k", "--max-edits", dest="k", type=non_negative_int, default=None,
                         metavar="K",
                         help="most edits of a placement (default: "
-                             f"{config.MAP_MAX_EDIT_FRACTION:.0%} of each read's length, "
+                             f"{config.MAP_MAX_EDIT_FRACTION:.0%}% of each read's length, "
                              "rounded up)")
     parser.add_argument("--max-candidates", type=positive_int,
                         default=api_default(map_reads, "max_candidates"), metavar="N",
