@@ -16,7 +16,8 @@ from typing import Any
 
 def run_pulled(client: Any, function: Callable[..., Any], shared: Sequence[Any],
                items: Iterable[tuple[int, ...]], arguments: Callable[[tuple[int, ...]], tuple],
-               name: str, per_thread: int) -> Iterator[tuple[tuple[int, ...], Any]]:
+               name: str, per_thread: int, ready: Callable[[], bool] | None = None,
+               ) -> Iterator[tuple[tuple[int, ...], Any]]:
     """Yield ``(item, function(*shared, *arguments(item)))`` for every item, as the tasks
     finish on the cluster of ``client``.
 
@@ -34,7 +35,8 @@ def run_pulled(client: Any, function: Callable[..., Any], shared: Sequence[Any],
         it hung a CI run here, as in dask/distributed#4907; scattered data is also lost for
         good with its worker.)
     items : iterable of tuple of int
-        One task each; they name the tasks' keys (``gpualign-{name}-{item...}-{run}``).
+        One task each; they name the tasks' keys (``gpualign-{name}-{item...}-{run}``). Taken
+        one at a time as the tasks are submitted, so an iterator may read its input as it goes.
     arguments : callable
         An item's task's own arguments, after the shared ones; called as the task is submitted
         (so that a partition of a memory-mapped file is read only then).
@@ -42,6 +44,11 @@ def run_pulled(client: Any, function: Callable[..., Any], shared: Sequence[Any],
     per_thread : int
         Tasks a worker holds per thread: the one it runs and the next ones, so that it never
         waits for the scheduler between tasks.
+    ready : callable, optional
+        Asked before each task is submitted: while it returns False the next tasks wait, until
+        it is asked again after the caller has taken the next result (so that a caller can
+        bound the results it holds, or give the next tasks an input that a result brings). It
+        must return True whenever no task is in flight.
 
     Examples
     --------
@@ -65,7 +72,7 @@ def run_pulled(client: Any, function: Callable[..., Any], shared: Sequence[Any],
     # Dask places every task that needs a shared input on the worker that already holds it
     # (one GPU of two did all the work). The restriction is loose: the tasks of a worker that
     # dies run elsewhere, and a worker that joins gets tasks at the next refill.
-    pending = collections.deque(items)
+    pending = iter(items)
     in_flight: dict[Any, tuple[tuple[int, ...], str]] = {}
     load: collections.Counter[str] = collections.Counter()
     finished = as_completed()
@@ -73,8 +80,10 @@ def run_pulled(client: Any, function: Callable[..., Any], shared: Sequence[Any],
     def refill() -> None:
         threads = client.nthreads()
         for worker in sorted(threads, key=lambda address: load[address] / threads[address]):
-            while pending and load[worker] < per_thread * threads[worker]:
-                item = pending.popleft()
+            while load[worker] < per_thread * threads[worker] and (ready is None or ready()):
+                item = next(pending, None)
+                if item is None:
+                    return
                 future = client.submit(
                     function, *inputs, *arguments(item), pure=False,
                     key=f"gpualign-{name}-{'-'.join(map(str, item))}-{run}",
@@ -91,6 +100,7 @@ def run_pulled(client: Any, function: Callable[..., Any], shared: Sequence[Any],
             result = future.result()
             refill()
             yield item, result
+            refill()
     finally:
         client.cancel([*in_flight, *(future for future in inputs if future is not None)])
 

@@ -14,9 +14,11 @@ from ..backend import resolve_backend
 from ._common import (
     PROG,
     add_backend_option,
+    add_cluster_options,
     add_names_option,
     api_default,
     check_output,
+    dask_client,
     destination,
     non_negative_int,
     plural,
@@ -52,7 +54,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-k", "--max-edits", dest="k", type=non_negative_int, default=None,
                         metavar="K",
                         help="most edits of a placement (default: "
-                             f"{config.MAP_MAX_EDIT_FRACTION:.0%} of each read's length, "
+                             f"{config.MAP_MAX_EDIT_FRACTION:.0%}% of each read's length, "
                              "rounded up)")
     parser.add_argument("--max-candidates", type=positive_int,
                         default=api_default(map_reads, "max_candidates"), metavar="N",
@@ -60,6 +62,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                              "supported (default %(default)s)")
     add_names_option(parser)
     add_backend_option(parser)
+    add_cluster_options(parser, "the batches of reads")
     parser.add_argument("-o", "--output", metavar="OUT.sam", default=None,
                         help="write the SAM here (default: standard output; '-' too)")
     parser.add_argument("-q", "--quiet", action="store_true",
@@ -82,12 +85,15 @@ def run(args: argparse.Namespace) -> int:
     reads = mapped = 0
     seconds: dict[str, float] = {}
     write_seconds = 0.0
-    with open_sam(args.output or "-") as out:
+    with dask_client(args) as client, open_sam(args.output or "-") as out:
         out.write(sam_header(list(index.reference.names), index.reference.lengths,
                              " ".join([PROG, *sys.argv[1:]])))
         for chunk, mate_chunk, result in iter_mappings(
                 index, Path(args.reads), mates, k=args.k, max_candidates=args.max_candidates,
-                backend=backend, progress=not args.quiet):
+                # On a cluster each worker resolves --backend for its batches (CUDA where it
+                # has a GPU); this process built the index with its own.
+                backend=backend if client is None else args.backend, progress=not args.quiet,
+                client=client):
             written = time.perf_counter()
             write_records(out, result, np.arange(len(result)), chunk, mate_chunk,
                           index.reference.names)
@@ -101,5 +107,15 @@ def run(args: argparse.Namespace) -> int:
                       for stage, value in seconds.items())
     report(args, f"{plural(reads, 'read')}{' (pairs)' if mates else ''}, {mapped} mapped"
                  f"{destination(args)} in {time.perf_counter() - began:.2f} s (index "
-                 f"{index_seconds:.2f} s; reads/s by stage: {rates}; backend {backend})")
+                 f"{index_seconds:.2f} s; reads/s by stage: {rates}; {_where(args, backend)})")
     return 0
+
+
+def _where(args: argparse.Namespace, backend: str) -> str:
+    """Where the reads were mapped, for the summary line."""
+    if args.scheduler is not None:
+        return f"backend {args.backend} on the Dask cluster at {args.scheduler}"
+    if args.workers is not None:
+        return (f"backend {args.backend} on a local Dask cluster of "
+                f"{plural(args.workers, 'worker')}")
+    return f"backend {backend}"

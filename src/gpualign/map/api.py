@@ -22,10 +22,11 @@ import numpy as np
 
 from .. import config
 from .._progress import progress_bar
-from ..backend import resolve_backend
+from ..backend import BACKENDS, resolve_backend
 from ..edit import edit_distance
 from ..sequences import SequenceSet
 from ._reads import ReadBatch, read_batches
+from .distributed import cluster_mappings
 from .sam import (
     FIRST,
     MATE_REVERSE,
@@ -563,15 +564,93 @@ def _confident_inserts(hits: _Hits, single: _Placements, n: int) -> np.ndarray:
     return sizes[sizes >= 0]
 
 
+def map_batch(index: Any, reads: SequenceSet, mates: SequenceSet | None, start: int,
+              insert: tuple[int, int] | None, *, k: int | None, max_candidates: int,
+              backend: str) -> MappingResult:
+    """Map one batch of reads (and their mates: pairs by record order), the first read being
+    read ``start`` of the input; ``insert`` None with mates: estimated from this batch's pairs
+    (:attr:`MappingResult.insert_size` tells which was used). ``backend`` is resolved ("cpu"
+    or "cuda"). This is the task of a batch on a Dask worker too
+    (:mod:`gpualign.map.distributed`).
+
+    Examples
+    --------
+    >>> from gpualign.map.index import as_map_index
+    >>> genome = "".join(np.random.default_rng(7).choice(list("ACGT"), 5000))
+    >>> reads = SequenceSet.from_sequences([genome[600:650], genome[40:90]], "dna")
+    >>> result = map_batch(as_map_index([genome]), reads, None, 10, None, k=None,
+    ...                    max_candidates=8, backend="cpu")
+    >>> result.read.tolist(), result.pos.tolist(), result.insert_size is None
+    ([10, 11], [600, 40], True)
+    """
+    seconds: dict[str, float] = {}
+    sequences = reads if mates is None else _joined(reads, mates)
+    lengths = sequences.lengths
+    cutoff = _cutoffs(lengths, k)
+    strands = _both_strands(sequences)
+    hits = _verify(index, sequences, strands, cutoff, max_candidates, backend, seconds)
+    began = time.perf_counter()
+    placements = _single(hits, lengths)
+    if mates is not None:
+        if insert is None:
+            insert = estimate_insert(_confident_inserts(hits, placements, len(reads))) \
+                or tuple(config.MAP_DEFAULT_INSERT)
+        placements = _paired(hits, lengths, placements, insert)
+        hits = _rescue(index, sequences, strands, hits, placements, cutoff, insert, backend)
+    _add(seconds, "pair", began)
+    began = time.perf_counter()
+    result = _records(index, sequences, strands, hits, placements, start, mates is not None,
+                      backend, insert)
+    _add(seconds, "cigar", began)
+    result.stage_seconds = seconds
+    return result
+
+
+def _read_pairs(reads: Any, mates: Any,
+                batch: int) -> Iterator[tuple[ReadBatch, ReadBatch | None, float]]:
+    """The batches of ``reads``, each with its mates' (None for single-end) and the seconds
+    spent reading them; ValueError where the reads and mates differ in number."""
+    mate_batches = read_batches(mates, batch) if mates is not None else None
+    batches = read_batches(reads, batch)
+    while True:
+        began = time.perf_counter()
+        chunk = next(batches, None)
+        mate_chunk = next(mate_batches, None) if mate_batches is not None else None
+        seconds = time.perf_counter() - began
+        if chunk is None:
+            if mate_chunk is not None:
+                raise ValueError("the mates hold more reads than the reads")
+            return
+        if mate_batches is not None and (mate_chunk is None or len(mate_chunk) != len(chunk)):
+            raise ValueError(f"the reads and their mates differ in number (batch from read "
+                             f"#{chunk.start}): pairs are formed by record order")
+        yield chunk, mate_chunk, seconds
+
+
+def _map_here(index: Any, batches: Iterator[tuple[ReadBatch, ReadBatch | None, float]],
+              insert: tuple[int, int] | None, backend: str, options: dict[str, Any],
+              ) -> Iterator[tuple[ReadBatch, ReadBatch | None, MappingResult]]:
+    """The batches mapped one after the other in this process, the first pairs' insert sizes
+    kept for the next ones."""
+    for chunk, mate_chunk, read_seconds in batches:
+        result = map_batch(index, chunk.sequences,
+                           None if mate_chunk is None else mate_chunk.sequences, chunk.start,
+                           insert, backend=backend, **options)
+        insert = result.insert_size
+        result.stage_seconds = {"read": read_seconds, **result.stage_seconds}
+        yield chunk, mate_chunk, result
+
+
 def iter_mappings(index: Any, reads: Any, mates: Any = None, *, k: int | None = None,
                   max_candidates: int = 8, insert_size: tuple[int, int] | None = None,
-                  backend: str = "auto", progress: bool = False,
+                  backend: str = "auto", progress: bool = False, client: Any = None,
                   ) -> Iterator[tuple[ReadBatch, ReadBatch | None, MappingResult]]:
     """Map ``reads`` (and their ``mates``) batch by batch (:data:`gpualign.config.MAP_BATCH_READS`
     reads or pairs each): yield each batch of reads, of mates (None for single-end) and its
-    :class:`MappingResult` (read indices counted from the start of the input), so that a
-    caller can write SAM as it goes. Arguments as :func:`map_reads`, ``index`` a
-    :class:`~gpualign.map.index.MapIndex`.
+    :class:`MappingResult` (read indices counted from the start of the input), in input
+    order, so that a caller can write SAM as it goes. Arguments as :func:`map_reads`,
+    ``index`` a :class:`~gpualign.map.index.MapIndex`; with a ``client``, the batches are
+    tasks on its Dask cluster (:func:`gpualign.map.distributed.cluster_mappings`).
 
     Examples
     --------
@@ -584,46 +663,19 @@ def iter_mappings(index: Any, reads: Any, mates: Any = None, *, k: int | None = 
     >>> [(reads.start, result.read.tolist(), result.pos.tolist()) for reads, _, result in batches]
     [(0, [0, 1], [0, 900]), (2, [2], [1800])]
     """
-    backend = resolve_backend(backend)
-    batch = max(1, int(config.MAP_BATCH_READS))
-    insert = insert_size
-    mate_batches = read_batches(mates, batch) if mates is not None else None
+    # Without a client the backend is resolved here, before any reading; with one, each
+    # worker resolves it (CUDA where it has a GPU) and only its name is checked here.
+    if client is None:
+        backend = resolve_backend(backend)
+    elif (backend or "auto").lower() not in BACKENDS:
+        raise ValueError(f"backend={backend!r}: expected one of {', '.join(BACKENDS)}")
+    options = {"k": k, "max_candidates": max_candidates}
+    batches = _read_pairs(reads, mates, max(1, int(config.MAP_BATCH_READS)))
+    mapped = _map_here(index, batches, insert_size, backend, options) if client is None else \
+        cluster_mappings(client, map_batch, index, batches, insert_size, backend, options,
+                         paired=mates is not None)
     with progress_bar(None, progress, "map", "read") as bar:
-        batches = read_batches(reads, batch)
-        while True:
-            seconds: dict[str, float] = {}
-            began = time.perf_counter()
-            chunk = next(batches, None)
-            mate_chunk = next(mate_batches, None) if mate_batches is not None else None
-            _add(seconds, "read", began)
-            if chunk is None:
-                if mate_chunk is not None:
-                    raise ValueError("the mates hold more reads than the reads")
-                return
-            if mate_batches is not None and (mate_chunk is None or len(mate_chunk) != len(chunk)):
-                raise ValueError(f"the reads and their mates differ in number (batch from read "
-                                 f"#{chunk.start}): pairs are formed by record order")
-            sequences = chunk.sequences if mate_chunk is None else \
-                _joined(chunk.sequences, mate_chunk.sequences)
-            lengths = sequences.lengths
-            cutoff = _cutoffs(lengths, k)
-            strands = _both_strands(sequences)
-            hits = _verify(index, sequences, strands, cutoff, max_candidates, backend, seconds)
-            began = time.perf_counter()
-            placements = _single(hits, lengths)
-            if mate_chunk is not None:
-                if insert is None:
-                    insert = estimate_insert(_confident_inserts(hits, placements, len(chunk))) \
-                        or tuple(config.MAP_DEFAULT_INSERT)
-                placements = _paired(hits, lengths, placements, insert)
-                hits = _rescue(index, sequences, strands, hits, placements, cutoff, insert,
-                               backend)
-            _add(seconds, "pair", began)
-            began = time.perf_counter()
-            result = _records(index, sequences, strands, hits, placements, chunk.start,
-                              mate_chunk is not None, backend, insert)
-            _add(seconds, "cigar", began)
-            result.stage_seconds = seconds
+        for chunk, mate_chunk, result in mapped:
             bar.update(len(chunk))
             yield chunk, mate_chunk, result
 
@@ -647,7 +699,8 @@ def concatenate(results: list[MappingResult]) -> MappingResult:
 def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = None,
               max_candidates: int = 8, insert_size: tuple[int, int] | None = None,
               backend: str = "auto", progress: bool = False,
-              index_options: dict[str, Any] | None = None) -> MappingResult:
+              index_options: dict[str, Any] | None = None, client: Any = None,
+              ) -> MappingResult:
     """Map DNA reads (single-end, or pairs with ``mates``) to a reference.
 
     Each read's candidate windows on both strands come from the reference's minimizer index;
@@ -680,8 +733,18 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
         confidently mapped pairs of the first batch, else
         :data:`gpualign.config.MAP_DEFAULT_INSERT`.
     backend : {"auto", "cpu", "cuda"}
+        With a ``client``, each worker resolves it for its batches (``"auto"``: CUDA on a
+        worker with a GPU), and this process for an index built here.
     progress : bool
         A progress bar over the reads on standard error.
+    index_options : dict, optional
+        Options of :meth:`MapIndex.build` (see ``reference``).
+    client : dask.distributed.Client, optional
+        Map on this Dask cluster (:mod:`gpualign.map.distributed`): every batch of reads is a
+        task on a worker, which receives the index once; the results come back in input order
+        and equal a mapping here. Tasks are pure, so a worker that dies loses no read (Dask
+        runs its tasks again). The library never starts a cluster (``gpualign map --workers
+        N`` does).
 
     Returns
     -------
@@ -706,7 +769,7 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
     index = as_map_index(reference, **{"backend": backend, **(index_options or {})})
     results = [result for _, _, result in iter_mappings(
         index, reads, mates, k=k, max_candidates=max_candidates, insert_size=insert_size,
-        backend=backend, progress=progress)]
+        backend=backend, progress=progress, client=client)]
     if not results:
         empty = MappingResult(*(np.zeros(0, dtype) for dtype in (
             np.int64, np.int8, np.uint16, np.int64, np.int64, np.uint8)), [],
