@@ -5,17 +5,18 @@ from a ``.gpudb`` file, a FASTA file and sequences in memory, and the ``gpualign
 from __future__ import annotations
 
 import io
+import json
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_search import statistics  # noqa: F401 (the fixture: the stand-in until merged)
 
 from gpualign import SequenceSet
 from gpualign.cli import main
 from gpualign.io import SequenceFileError, write_tsv
 from gpualign.search import Database, as_database, search
+from gpualign.search import database as search_database
 from gpualign.search.api import BLAST6_COLUMNS, SEARCH_COLUMNS
 
 DATA = Path(__file__).parent / "data"
@@ -195,3 +196,33 @@ def test_command_errors(tmp_path, capsys, argv, message):
     if not message.startswith("argument"):  # argparse's errors come after the usage
         assert err.startswith("gpualign: error: ") and err.count("\n") == 1, err
     assert message in err, err
+
+
+def test_open_refuses_a_damaged_order_or_code(tmp_path):
+    """Damage that would index past an array is an error naming the file, not a wrong hit."""
+    good = tmp_path / "good.gpudb"
+    Database.from_sequences(["MKVLA", "MEEPQSDPSV"]).save(good)
+    data = bytearray(good.read_bytes())
+    magic = search_database.MAGIC
+    size = int(np.frombuffer(data[len(magic):len(magic) + 8], dtype="<i8")[0])
+    header = json.loads(bytes(data[len(magic) + 8:len(magic) + 8 + size]))
+    start = search_database._aligned(len(magic) + 8 + size)
+    order_at = start + header["arrays"]["order"]["offset"]
+    codes_at = start + header["arrays"]["codes"]["offset"]
+    for name, at, value in (("order", order_at, 5), ("code", codes_at, 200)):
+        damaged = bytearray(data)
+        damaged[at] = value
+        path = tmp_path / f"{name}.gpudb"
+        path.write_bytes(bytes(damaged))
+        with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: damaged .*{name}"):
+            Database.open(path)
+
+
+def test_an_empty_database_is_an_error(tmp_path, capsys):
+    empty, queries = tmp_path / "empty.fa", tmp_path / "q.fa"
+    empty.write_text("")
+    queries.write_text(">q\nMKVLA\n")
+    assert main(["makedb", str(empty), "-o", str(tmp_path / "e.gpudb"), "-q"]) == 2
+    assert f"{empty}: no records" in capsys.readouterr().err
+    assert main(["search", str(queries), str(empty), "-q", "--backend", "cpu"]) == 2
+    assert f"{empty}: no records" in capsys.readouterr().err

@@ -18,6 +18,7 @@ from conftest import CUDA_AVAILABLE, CUDA_REASON
 from gpualign import SequenceSet, _dask, config
 from gpualign.cli import main
 from gpualign.search import Database, distributed, search
+from gpualign.search.database import partition_bounds
 
 distributed_dask = pytest.importorskip("distributed")
 
@@ -66,10 +67,10 @@ def same_hits(local, on_cluster) -> None:
 
 def test_partitions_cover_the_database_in_order():
     offsets = np.array([0, 3, 5, 5, 12, 20, 21])
-    bounds = distributed.partition_bounds(offsets, 6)
+    bounds = partition_bounds(offsets, 6)
     assert bounds == [(0, 3), (3, 4), (4, 5), (5, 6)]  # the empty sequence rides along
-    assert distributed.partition_bounds(offsets, 1 << 30) == [(0, 6)]
-    assert distributed.partition_bounds(np.array([0]), 8) == []
+    assert partition_bounds(offsets, 1 << 30) == [(0, 6)]
+    assert partition_bounds(np.array([0]), 8) == []
 
 
 def test_protein_search_equals_the_local_one_ties_included(client, proteins, tied_database,
@@ -77,7 +78,7 @@ def test_protein_search_equals_the_local_one_ties_included(client, proteins, tie
     queries = proteins.take(np.arange(0, len(proteins), 10))
     local = search(queries, tied_database, n=12, task="path", backend="cpu")
     monkeypatch.setattr(config, "SEARCH_PARTITION_RESIDUES", SMALL_PARTITIONS)
-    assert len(distributed.partition_bounds(tied_database.sequences.offsets,
+    assert len(partition_bounds(tied_database.sequences.offsets,
                                             SMALL_PARTITIONS)) > 50
     on_cluster = search(queries, tied_database, n=12, task="path", backend="cpu",
                         client=client)
@@ -128,7 +129,7 @@ def test_partitions_are_spread_over_the_workers(client, proteins, monkeypatch):
     with distributed_dask.get_task_stream(client) as stream:
         search(proteins.take(np.arange(4)), UNIPROT, n=3, backend="cpu", client=client)
     tasks = [task for task in stream.data if "search-partition" in str(task["key"])]
-    total = len(distributed.partition_bounds(Database.from_file(UNIPROT).sequences.offsets,
+    total = len(partition_bounds(Database.from_file(UNIPROT).sequences.offsets,
                                              2000))
     assert len(tasks) == total > 2
     assert {task["worker"] for task in tasks} == set(client.scheduler_info()["workers"])
@@ -139,7 +140,7 @@ def test_worker_killed_mid_run_loses_nothing(proteins, tied_database, monkeypatc
     queries = proteins.take(np.arange(0, len(proteins), 4))
     undisturbed = search(queries, tied_database, n=5, backend="cpu")
     monkeypatch.setattr(config, "SEARCH_PARTITION_RESIDUES", 300)
-    partitions = len(distributed.partition_bounds(tied_database.sequences.offsets, 300))
+    partitions = len(partition_bounds(tied_database.sequences.offsets, 300))
     finished, outcome = [], {}
     with distributed_dask.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                        dashboard_address=":0",

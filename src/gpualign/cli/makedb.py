@@ -54,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
     with reading(args.fasta):
         database = Database.from_file(args.fasta, args.alphabet, invalid=args.invalid,
                                       parser=backend)
+    if len(database) == 0:
+        raise ValueError(f"{args.fasta}: no records: a database must hold at least one "
+                         "sequence")
     database.save(args.output)
     report(args, f"{plural(len(database), 'sequence')}, {database.residues} residues, "
                  f"{describe_alphabet(args)} -> {args.output} in "

@@ -136,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
         with reading(args.database):
             database = Database.from_file(args.database, args.alphabet, invalid=args.invalid,
                                           parser=backend)
+    if len(database) == 0:
+        raise ValueError(f"{args.database}: no records: DB must hold at least one sequence")
     queries = read_sequences(args.queries, args)
     if len(queries) == 0:
         raise ValueError(f"{args.queries}: no records: QUERIES must hold at least one "

@@ -5,10 +5,10 @@ device.
 
 The database (sorted by length) is copied to the GPU once and stays there while it fits the
 memory budget; a larger one goes through in consecutive partitions, each query's best ``n`` of
-every partition merged on the host. Queries are taken in chunks whose score rows (one int32
-per database sequence) fit the budget; in a chunk, queries of one lane shape (threads a pair
-and rows a thread, :func:`lane_shape`) share a launch, one block row per query, so a small
-database still fills the GPU with many queries in flight.
+every partition merged on the host. Queries are taken in chunks whose score rows (an int32
+per database sequence, and the sort that picks the best) fit the budget; in a chunk, queries
+of one lane shape (threads a pair and rows a thread, :func:`lane_shape`) share a launch, one
+block row per query, so a small database still fills the GPU with many queries in flight.
 
 Nothing here imports Numba.
 """
@@ -26,12 +26,16 @@ from ..cuda import launch
 from ..cuda.loader import get_kernel
 from ..cuda.memory import batch_budget, fits_resident
 from ..sequences import SequenceSet
-from .database import fold_hits
+from .database import fold_hits, partition_bounds
 
 KERNEL_FILE = "search/kernels/search.cu"
 PROFILE_KERNEL_FILE = "align/kernels/align.cu"  # its build_profiles writes the query profiles
 OVERFLOW = -2  # OVERFLOW in search.cu: the pair's best H left the 16-bit range
 _PROFILE_PADDING = 0  # profile bytes past a query's end (search.cu)
+_MAX_GRID_Y = 65535  # CUDA's limit on a grid's y dimension: queries a launch
+#: Device bytes a score of a chunk's rows takes at its peak: the int32 score, and the int64 sort
+#: keys, their negation, the argsort's indices and its buffers while the best are chosen.
+_BYTES_PER_SCORE = 48
 _MAX_CODES = 64  # residue codes whose profile rows of the widest pass fit shared memory
 
 
@@ -114,19 +118,23 @@ class _Resident:
 
 
 #: The resident databases of earlier searches, by their sequences (a database's order is fixed
-#: with them): a database searched again (queries in several calls) is not prepared again. Its
-#: codes stay on the device as ``SequenceSet.to_device`` keeps them.
+#: with them), then by device: a database searched again (queries in several calls) is not
+#: prepared again. Its codes stay on the device as ``SequenceSet.to_device`` keeps them.
 _RESIDENT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _resident(part: SequenceSet, order: np.ndarray, whole: bool) -> _Resident:
-    """The :class:`_Resident` of ``part``: kept for a whole database, made anew for each
-    partition of one too large to stay."""
+    """The :class:`_Resident` of ``part`` on the current device: kept for a whole database,
+    made anew for each partition of one too large to stay."""
+    import cupy
+
     if not whole:
         return _Resident(part, order)
-    if part not in _RESIDENT:
-        _RESIDENT[part] = _Resident(part, order)
-    return _RESIDENT[part]
+    by_device = _RESIDENT.setdefault(part, {})
+    device = cupy.cuda.Device().id
+    if device not in by_device:
+        by_device[device] = _Resident(part, order)
+    return by_device[device]
 
 
 def _partitions(subjects: SequenceSet):
@@ -135,15 +143,10 @@ def _partitions(subjects: SequenceSet):
     if fits_resident(subjects.codes.nbytes + subjects.offsets.nbytes):
         yield 0, subjects
         return
-    limit = max(1, batch_budget() // 2)
-    lo = 0
-    while lo < len(subjects):
-        ends = subjects.offsets[lo + 1:] - subjects.offsets[lo]
-        hi = lo + max(1, int(np.searchsorted(ends, limit, side="right")))
+    for lo, hi in partition_bounds(subjects.offsets, max(1, batch_budget() // 2)):
         part = subjects.view(lo, hi)
         yield lo, part
         part.release_device()
-        lo = hi
 
 
 def _border_columns(lengths: np.ndarray) -> np.ndarray:
@@ -158,14 +161,16 @@ def _border_columns(lengths: np.ndarray) -> np.ndarray:
 def _query_chunks(queries: SequenceSet, resident: _Resident):
     """Arrays of query indices whose score rows (and, for queries of several passes, border
     rows) fit the batch budget together; at least one query a chunk."""
-    per_row = 4 * resident.count
+    per_row = _BYTES_PER_SCORE * resident.count
     border = 8 * resident.border_entries
+    n_codes = queries.alphabet.size
     budget = batch_budget()
     chunk: list[int] = []
     used = 0
     for q, length in enumerate(queries.lengths):
         group, rows = lane_shape(int(length))
-        need = per_row + (border if length > group * rows else 0)
+        passes = max(1, -(-int(length) // (group * rows)))
+        need = per_row + passes * group * rows * n_codes + (border if passes > 1 else 0)
         if chunk and used + need > budget:
             yield np.array(chunk, dtype=np.int64)
             chunk, used = [], 0
@@ -194,22 +199,35 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet,
     shapes = [lane_shape(int(length)) for length in queries.lengths[chunk]]
     # Launches of different shapes overlap on a few streams, so that one launch's last blocks
     # do not leave the GPU idle before the next starts; `held` keeps every launch's buffers
-    # until all have finished.
-    streams = [cupy.cuda.Stream(non_blocking=True)
+    # until all have finished. Blocking streams: their work starts after what the default
+    # stream was given before (the database's and the table's uploads).
+    streams = [cupy.cuda.Stream()
                for _ in range(max(1, min(config.SEARCH_STREAMS, len(set(shapes)))))]
     held = []
-    for launch_index, shape in enumerate(sorted(set(shapes)) if short else ()):
-        members = np.array([k for k, s in enumerate(shapes) if s == shape], dtype=np.int64)
+    short_pairs = (short + 1) // 2
+    stride_short = int(resident.columns[:short_pairs].sum())
+    launches = []
+    for shape in sorted(set(shapes)) if short else ():
         group, lane_rows = shape
+        members = np.array([k for k, s in enumerate(shapes) if s == shape], dtype=np.int64)
+        several = queries.lengths[chunk[members]] > group * lane_rows
+        for part_members in (members[~several], members[several]):
+            for lo in range(0, len(part_members), _MAX_GRID_Y):
+                launches.append((shape, part_members[lo:lo + _MAX_GRID_Y]))
+    for launch_index, ((group, lane_rows), members) in enumerate(launches):
+        if not len(members):
+            continue
         pass_rows = group * lane_rows
         lengths = queries.lengths[chunk[members]]
         passes = np.maximum(1, -(-lengths // pass_rows))
         profile_rows = (passes * pass_rows).astype(np.int32)
-        stride = resident.border_entries if bool((passes > 1).any()) else 0
+        # Border rows (a pass's last row for the next) only for queries of several passes,
+        # which launch apart from the others of their shape.
+        stride = stride_short if bool((passes > 1).any()) else 0
         kernel = get_kernel(KERNEL_FILE, kernel_name(group, lane_rows, signed))
         lane_bytes = 4 * -(-lane_rows // 4)  # ProfileLayout in search.cu
         shared = launch.reserve_shared(kernel, (n_codes + 1) * group * lane_bytes)
-        (blocks,), block = launch.grid(kernel, (short + 1) // 2,
+        (blocks,), block = launch.grid(kernel, short_pairs,
                                        items_per_block=launch.block_threads(kernel) // group)
         with streams[launch_index % len(streams)]:
             profiles, profile_base = _profiles(queries.take(chunk[members]), profile_rows,

@@ -425,6 +425,11 @@ def search(queries: Any, database: Any, *, scoring: Scoring | None = None, n: in
     if task != "score" and len(result):
         _add_paths(result, searched, db, query_index + strand * len(qset), subject, lengths,
                    backend)
+    elif task == "path":  # no hits: empty paths, not missing ones
+        result.cigar = []
+        result.identity = np.zeros(0)
+        result.mismatches, result.gap_opens, result.alignment_length = (
+            np.zeros(0, dtype=np.int64) for _ in range(3))
     return result
 
 

@@ -27,6 +27,7 @@ from ..io import DATABASE_MAGIC, joined_utf8
 from ..sequences import AUTO, Alphabet, SequenceSet, as_sequence_set, get_alphabet
 
 __all__ = ["MAGIC", "Database", "as_database", "best_hits", "fold_hits", "input_positions",
+           "partition_bounds",
            "is_database_file"]
 
 #: The first bytes of a ``.gpudb`` file (the FASTA readers refuse such a file by them).
@@ -162,7 +163,16 @@ class Database:
             names = _split(arrays["names"], arrays["name_offsets"])
             sequences = SequenceSet(arrays["codes"], arrays["offsets"], names,
                                     get_alphabet(header["alphabet"]))
-            return cls(sequences, arrays["order"])
+            order = arrays["order"]
+            # What the searches index with: checked once here, so that damage is an error
+            # naming the file, never a wrong hit or a read past a table.
+            if len(order) != len(sequences) or (len(order) and (
+                    int(order.min()) < 0 or int(order.max()) >= len(order)
+                    or int(np.bincount(order, minlength=len(order)).max()) != 1)):
+                raise _damaged(where, "its order is not a permutation of its sequences")
+            if len(sequences.codes) and int(sequences.codes.max()) >= sequences.alphabet.size:
+                raise _damaged(where, f"a code outside the {sequences.alphabet.name} alphabet")
+            return cls(sequences, order)
         except (KeyError, TypeError, IndexError) as exc:
             raise _damaged(where, f"its header lacks {exc}") from None
         except ValueError as exc:
@@ -285,3 +295,30 @@ def fold_hits(score: np.ndarray, subject: np.ndarray, more_score: np.ndarray,
     """
     return best_hits(np.concatenate((score, more_score), axis=1),
                      np.concatenate((subject, more_subject), axis=1), order, n)
+
+
+def partition_bounds(offsets: np.ndarray, residues: int) -> list[tuple[int, int]]:
+    """``(lo, hi)`` ranges of consecutive sequences of at most ``residues`` residues each,
+    covering all of them (a longer sequence is a range of its own): the partitions of a
+    database on a cluster, or on a GPU it does not fit.
+
+    Parameters
+    ----------
+    offsets : np.ndarray of int64
+        :attr:`SequenceSet.offsets <gpualign.SequenceSet.offsets>` of the sorted database.
+    residues : int
+
+    Examples
+    --------
+    >>> partition_bounds(np.array([0, 2, 4, 9, 10]), 4)
+    [(0, 2), (2, 3), (3, 4)]
+    """
+    offsets = np.asarray(offsets)
+    bounds, lo, count = [], 0, len(offsets) - 1
+    while lo < count:
+        # The last sequence that ends within `residues` of this range's start.
+        hi = int(np.searchsorted(offsets, offsets[lo] + residues, side="right")) - 1
+        hi = min(count, max(lo + 1, hi))
+        bounds.append((lo, hi))
+        lo = hi
+    return bounds

@@ -20,38 +20,14 @@ from .. import config
 from .._dask import run_pulled
 from .._progress import Progress
 from ..sequences import SequenceSet
-from .database import Database, fold_hits
+from .database import Database, fold_hits, partition_bounds
 from .engine import top_scores_for
 
-__all__ = ["cluster_top_scores", "partition_bounds"]
+__all__ = ["cluster_top_scores"]
 
 #: Partitions a worker holds per thread: the one it searches and the next, so that a GPU
 #: worker never waits for the scheduler (or the partition's transfer) between partitions.
 _PARTITIONS_IN_FLIGHT_PER_THREAD = 2
-
-
-def partition_bounds(offsets: np.ndarray, residues: int) -> list[tuple[int, int]]:
-    """``(lo, hi)`` ranges of consecutive sequences of at most ``residues`` residues each,
-    covering all of them (a longer sequence is a range of its own).
-
-    Parameters
-    ----------
-    offsets : np.ndarray of int64
-        :attr:`SequenceSet.offsets <gpualign.SequenceSet.offsets>` of the sorted database.
-    residues : int
-
-    Examples
-    --------
-    >>> partition_bounds(np.array([0, 2, 4, 9, 10]), 4)
-    [(0, 2), (2, 3), (3, 4)]
-    """
-    bounds, lo, count = [], 0, len(offsets) - 1
-    while lo < count:
-        ends = offsets[lo + 1:] - offsets[lo]
-        hi = lo + max(1, int(np.searchsorted(ends, residues, side="right")))
-        bounds.append((lo, hi))
-        lo = hi
-    return bounds
 
 
 def cluster_top_scores(client: Any, queries: SequenceSet, database: Database,

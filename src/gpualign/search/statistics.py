@@ -7,7 +7,8 @@ least ``S`` expected by chance, ``E = K m' n' exp(-lambda S)``, and by its bit s
 NCBI BLAST tabulates them, estimated by simulation, for its substitution matrices and its
 match/mismatch scores at the gap costs it supports, together with the entropy ``H`` and the
 constants ``alpha`` and ``beta`` of the length adjustment (the expected length of a hit of
-score ``S`` is ``alpha / lambda * S + beta``) that shortens ``m`` and ``n`` to the effective
+raw score ``S`` is ``alpha * S + beta``, that is ``alpha / lambda`` per nat of
+``lambda S``) that shortens ``m`` and ``n`` to the effective
 lengths ``m'`` and ``n'`` (:func:`evalues`). This module holds those tables and the formulas.
 
 Gap conventions differ: in gpualign a gap of length ``L`` costs ``gap_open + (L - 1) *
@@ -51,8 +52,8 @@ class KarlinAltschul:
         Karlin-Altschul ``lambda`` (per unit of raw score), ``K`` and the relative entropy
         ``H`` (nats per aligned pair) of gapped local alignments.
     alpha, beta : float
-        BLAST's length-adjustment constants: a hit of score ``S`` is expected to span
-        ``alpha / lam * S + beta`` residues (:func:`length_adjustment`).
+        BLAST's length-adjustment constants: a hit of raw score ``S`` is expected to span
+        ``alpha * S + beta`` residues (:func:`length_adjustment`).
     source : str
         Where the numbers come from, e.g. ``NCBI BLAST gapped table, BLOSUM62 11/1 (gap_open
         12, gap_extend 1)``.
