@@ -21,6 +21,7 @@ from gpualign.align import _parasail
 from gpualign.cli import main
 from gpualign.search import Database, search
 from gpualign.search import _cpu as search_cpu
+from gpualign.search import _cuda as search_cuda
 from gpualign.search import api as search_api
 from gpualign.search import database as search_database
 from gpualign.search.api import (
@@ -84,8 +85,8 @@ def _random_sequences(rng: np.random.Generator, count: int, lengths: tuple[int, 
 
 # --------------------------------------------------------------------------- top scores
 
-@pytest.mark.parametrize("module", [search_api, search_database, search_cpu],
-                         ids=["api", "database", "cpu"])
+@pytest.mark.parametrize("module", [search_api, search_database, search_cpu, search_cuda],
+                         ids=["api", "database", "cpu", "cuda host side"])
 def test_docstring_examples(module):
     assert doctest.testmod(module, raise_on_error=True,
                            optionflags=doctest.NORMALIZE_WHITESPACE).attempted > 0
@@ -415,3 +416,20 @@ def test_no_hits_in_every_format(tmp_path, capsys):
         assert main(["search", str(queries), str(subjects), "--format", output, "-q",
                      "--backend", "cpu"]) == 0
         assert "q\ts" not in capsys.readouterr().out
+
+
+def test_the_cuda_launch_plan(monkeypatch):
+    """Every query in exactly one launch of its lane shape; queries of several passes (which
+    get border rows) apart; no launch above the grid's y limit."""
+    from gpualign.search import _cuda
+
+    monkeypatch.setattr(_cuda, "_MAX_GRID_Y", 3)
+    lengths = np.random.default_rng(2).integers(0, 3000, 200)
+    plan = _cuda.launch_plan(lengths)
+    placed = np.concatenate([members for _, members in plan])
+    assert sorted(placed.tolist()) == list(range(len(lengths)))
+    for (group, rows), members in plan:
+        assert 1 <= len(members) <= 3
+        assert all(_cuda.lane_shape(int(m)) == (group, rows) for m in lengths[members])
+        several = lengths[members] > group * rows
+        assert several.all() or not several.any()

@@ -180,6 +180,28 @@ def _query_chunks(queries: SequenceSet, resident: _Resident):
         yield np.array(chunk, dtype=np.int64)
 
 
+def launch_plan(lengths: np.ndarray) -> list[tuple[tuple[int, int], np.ndarray]]:
+    """The launches that score queries of ``lengths``: ``(lane shape, positions)``, the queries
+    of one shape (:func:`lane_shape`) together, those of one pass apart from those of several
+    (only these get border rows), at most ``_MAX_GRID_Y`` a launch (a grid's y dimension).
+
+    Examples
+    --------
+    >>> plan = launch_plan(np.array([560, 1030, 50, 570]))  # 1030: two passes of 32 x 18
+    >>> [(shape, members.tolist()) for shape, members in plan]
+    [((4, 14), [2]), ((32, 18), [0, 3]), ((32, 18), [1])]
+    """
+    shapes = [lane_shape(int(length)) for length in lengths]
+    plan = []
+    for shape in sorted(set(shapes)):
+        members = np.array([k for k, s in enumerate(shapes) if s == shape], dtype=np.int64)
+        several = np.asarray(lengths)[members] > shape[0] * shape[1]
+        for apart in (members[~several], members[several]):
+            for lo in range(0, len(apart), _MAX_GRID_Y):
+                plan.append((shape, apart[lo:lo + _MAX_GRID_Y]))
+    return plan
+
+
 def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet,
                 resident: _Resident, table: np.ndarray, gap_open: int, gap_extend: int):
     """Exact scores of the queries ``chunk`` against every subject of the partition ``part``
@@ -196,27 +218,16 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet,
     signed = bool(shifted_table.min() < 0)
     shifted = cupy.asarray(shifted_table.astype(np.int16).ravel())
     n_codes = len(table)
-    shapes = [lane_shape(int(length)) for length in queries.lengths[chunk]]
     # Launches of different shapes overlap on a few streams, so that one launch's last blocks
     # do not leave the GPU idle before the next starts; `held` keeps every launch's buffers
     # until all have finished. Blocking streams: their work starts after what the default
     # stream was given before (the database's and the table's uploads).
-    streams = [cupy.cuda.Stream()
-               for _ in range(max(1, min(config.SEARCH_STREAMS, len(set(shapes)))))]
+    streams = [cupy.cuda.Stream() for _ in range(max(1, config.SEARCH_STREAMS))]
     held = []
     short_pairs = (short + 1) // 2
     stride_short = int(resident.columns[:short_pairs].sum())
-    launches = []
-    for shape in sorted(set(shapes)) if short else ():
-        group, lane_rows = shape
-        members = np.array([k for k, s in enumerate(shapes) if s == shape], dtype=np.int64)
-        several = queries.lengths[chunk[members]] > group * lane_rows
-        for part_members in (members[~several], members[several]):
-            for lo in range(0, len(part_members), _MAX_GRID_Y):
-                launches.append((shape, part_members[lo:lo + _MAX_GRID_Y]))
+    launches = launch_plan(queries.lengths[chunk]) if short else []
     for launch_index, ((group, lane_rows), members) in enumerate(launches):
-        if not len(members):
-            continue
         pass_rows = group * lane_rows
         lengths = queries.lengths[chunk[members]]
         passes = np.maximum(1, -(-lengths // pass_rows))
