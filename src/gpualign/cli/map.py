@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from ..map.sam import open_sam, sam_header, write_records
     began = time.perf_counter()
     backend = resolve_backend(args.backend)
-    check_output(args.output)
+    check_output(args.output, [args.reference, args.reads, args.mates])
     built = time.perf_counter()
     index = as_map_index(Path(args.reference), backend=backend)
     index_seconds = time.perf_counter() - built
