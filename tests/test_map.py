@@ -365,7 +365,49 @@ def test_mates_of_another_count_are_refused(tmp_path, capsys):
                  "-q", "--backend", "cpu", "-o", str(tmp_path / "x.sam")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("gpualign: error: ") and err.count("\n") == 1
-    assert "differ in number" in err
+    assert (f"differ in number: {tmp_path / 'r1.fq'} holds 5, {tmp_path / 'r2.fq'} 4"
+            in err), err
+    # Counted to the end, the mates holding more, with batches smaller than the inputs.
+    with config.override(MAP_BATCH_READS=2), pytest.raises(
+            ValueError, match=r"differ in number: the reads holds 3, the mates 5"):
+        gpualign.map_reads(REFERENCE, first[:3], second, backend="cpu")
+
+
+def _write_named(path: Path, names: list[str], reads: list[str]) -> None:
+    path.write_text("".join(f"@{name} extra words\n{read}\n+\n{'I' * len(read)}\n"
+                            for name, read in zip(names, reads, strict=True)))
+
+
+def test_mates_are_checked_by_name(tmp_path, capsys):
+    first, second, _, _ = simulate_pairs(12, 5)
+    r1, r2 = tmp_path / "r1.fq", tmp_path / "r2.fq"
+    # /1 and /2 (and what follows the first white space) may differ: these are mates.
+    _write_named(r1, [f"p{i}/1" for i in range(5)], first)
+    _write_named(r2, [f"p{i}/2" for i in range(5)], second)
+    with config.override(MAP_BATCH_READS=2):
+        paired = gpualign.map_reads(REFERENCE, r1, r2, backend="cpu")
+    assert (paired.flag & PROPER_PAIR).all()
+    # Record #3 (in the second batch) names another pair.
+    _write_named(r2, [f"p{i}/2" for i in (0, 1, 2, 4, 3)], second)
+    with config.override(MAP_BATCH_READS=2), pytest.raises(
+            ValueError, match=rf"record #3 of {r1} \('p3/1'\) and of {r2} \('p4/2'\) are "
+                              "not mates"):
+        gpualign.map_reads(REFERENCE, r1, r2, backend="cpu")
+    assert main(["map", str(REFERENCE), str(r1), str(r2), "-q", "--backend", "cpu",
+                 "-o", str(tmp_path / "x.sam")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gpualign: error: record #3 of ") and err.count("\n") == 1, err
+
+
+def test_protein_reads_are_refused(tmp_path):
+    protein = ["MKVLAAGIVGAWLLQSTEEPQSDPSVEPPLSQETFSDLWKLLPENNVLSPLPSQ"] * 3
+    with pytest.raises(ValueError, match="reads: looks like protein, read mapping is for DNA"):
+        gpualign.map_reads(REFERENCE, protein, backend="cpu")
+    path = tmp_path / "mates.fa"
+    path.write_text("".join(f">p{i}\n{text}\n" for i, text in enumerate(protein)))
+    dna = [_genome()[i:i + 60] for i in (0, 500, 1000)]
+    with pytest.raises(ValueError, match=f"{path}: looks like protein, read mapping is for DNA"):
+        gpualign.map_reads(REFERENCE, dna, path, backend="cpu")
 
 
 def test_docstring_examples():

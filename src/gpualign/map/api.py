@@ -25,7 +25,7 @@ from .._progress import progress_bar
 from ..backend import BACKENDS, resolve_backend
 from ..edit import edit_distance
 from ..sequences import SequenceSet
-from ._reads import ReadBatch, read_batches
+from ._reads import ReadBatch, mate_names_differ, read_batches
 from .distributed import cluster_mappings
 from .sam import (
     FIRST,
@@ -609,22 +609,46 @@ def map_batch(index: Any, reads: SequenceSet, mates: SequenceSet | None, start: 
 def _read_pairs(reads: Any, mates: Any,
                 batch: int) -> Iterator[tuple[ReadBatch, ReadBatch | None, float]]:
     """The batches of ``reads``, each with its mates' (None for single-end) and the seconds
-    spent reading them; ValueError where the reads and mates differ in number."""
-    mate_batches = read_batches(mates, batch) if mates is not None else None
-    batches = read_batches(reads, batch)
+    spent reading them; ValueError where the reads and mates differ in number or a read's
+    mate has another name (:func:`~gpualign.map._reads.mate_names_differ`)."""
+    batches = read_batches(reads, batch, "reads")
+    if mates is None:
+        while True:
+            began = time.perf_counter()
+            chunk = next(batches, None)
+            if chunk is None:
+                return
+            yield chunk, None, time.perf_counter() - began
+    mate_batches = read_batches(mates, batch, "mates")
+    first_file, second_file = _where(reads, "the reads"), _where(mates, "the mates")
+    pairs = 0
     while True:
         began = time.perf_counter()
-        chunk = next(batches, None)
-        mate_chunk = next(mate_batches, None) if mate_batches is not None else None
+        chunk, mate_chunk = next(batches, None), next(mate_batches, None)
         seconds = time.perf_counter() - began
-        if chunk is None:
-            if mate_chunk is not None:
-                raise ValueError("the mates hold more reads than the reads")
+        if chunk is None and mate_chunk is None:
             return
-        if mate_batches is not None and (mate_chunk is None or len(mate_chunk) != len(chunk)):
-            raise ValueError(f"the reads and their mates differ in number (batch from read "
-                             f"#{chunk.start}): pairs are formed by record order")
+        if chunk is None or mate_chunk is None or len(chunk) != len(mate_chunk):
+            # The rest of each input is counted for the message: the error ends the run.
+            counts = [pairs + (len(first) if first is not None else 0) + sum(map(len, rest))
+                      for first, rest in ((chunk, batches), (mate_chunk, mate_batches))]
+            raise ValueError(f"the reads and their mates differ in number: {first_file} "
+                             f"holds {counts[0]}, {second_file} {counts[1]} (pairs are formed "
+                             "by record order)")
+        differ = mate_names_differ(chunk.sequences.names, mate_chunk.sequences.names)
+        if differ is not None:
+            raise ValueError(
+                f"record #{chunk.start + differ} of {first_file} "
+                f"({chunk.sequences.names[differ]!r}) and of {second_file} "
+                f"({mate_chunk.sequences.names[differ]!r}) are not mates: pairs are formed by "
+                "record order, and their names must agree but for /1 and /2")
+        pairs += len(chunk)
         yield chunk, mate_chunk, seconds
+
+
+def _where(source: Any, role: str) -> str:
+    """The file that ``source`` names, else ``role`` (for messages)."""
+    return os.fspath(source) if isinstance(source, os.PathLike) else role
 
 
 def _map_here(index: Any, batches: Iterator[tuple[ReadBatch, ReadBatch | None, float]],
