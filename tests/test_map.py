@@ -16,6 +16,7 @@ import pytest
 import gpualign
 from gpualign import config
 from gpualign.cli import main
+from gpualign.io import DuplicateNameWarning
 from gpualign.map.api import MappingResult, mapping_quality, reverse_complement
 from gpualign.map.sam import (
     MATE_REVERSE,
@@ -507,3 +508,24 @@ def test_a_saved_index_maps_as_its_fasta(tmp_path, capsys):
         outputs.append([line for line in out.read_text().splitlines()
                         if not line.startswith("@PG")])
     assert outputs[0] == outputs[1] and len(outputs[0]) == 2002
+
+
+def test_duplicate_reference_names_are_refused(tmp_path):
+    """Two records of one name would give two @SQ lines of one SN: invalid SAM."""
+    genome = _genome()
+    fasta = tmp_path / "ref.fa"
+    fasta.write_text(f">chr\n{genome[:4000]}\n>other\n{genome[4000:7000]}\n"
+                     f">chr\n{genome[7000:]}\n")
+    with pytest.raises(ValueError, match=f"^{fasta}: records #0 and #2 have the same name "
+                                         "'chr'; SAM names each reference record once"):
+        gpualign.map_reads(fasta, [genome[100:200]], backend="cpu")
+    named = SequenceSet.from_sequences([genome[:5000], genome[5000:]], "dna",
+                                       names=["a", "a"])
+    with pytest.raises(ValueError, match="^reference: records #0 and #1 have the same name 'a'"):
+        gpualign.map_reads(named, [genome[100:200]], backend="cpu")
+    # Renamed by the caller: chr, other, chr.2.
+    with pytest.warns(DuplicateNameWarning, match="#2 renamed 'chr.2'"):
+        renamed = SequenceSet.from_file(fasta, "dna", duplicates="rename")
+    result = gpualign.map_reads(renamed, [genome[7100:7200]], backend="cpu")
+    assert result.reference_names == ["chr", "other", "chr.2"]
+    assert (result.contig.tolist(), result.pos.tolist()) == ([2], [100])

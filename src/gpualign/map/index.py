@@ -268,7 +268,9 @@ class MapIndex:
         ----------
         reference : SequenceSet, path to a FASTA file (.gz accepted), or sequences
             Symbols other than A/C/G/T (any case; U is T) become N. A reference that looks
-            like protein is refused (ValueError).
+            like protein is refused (ValueError), and so are records with the same name (SAM
+            names each reference record once): rename them when reading, e.g.
+            ``SequenceSet.from_file(path, duplicates="rename")``.
         k : int
             k-mer length, 2 to :data:`MAX_K` (minimap2's ``-k``; 15 is its default, 21 its
             short-read preset's).
@@ -292,6 +294,7 @@ class MapIndex:
                                   "dna", invalid="wildcard", role="reference", parser=backend)
         if len(records) == 0:
             raise ValueError("reference: no records")
+        _check_unique_names(records.names, reference)
         size, batch = len(records.codes), int(config.MAP_INDEX_BATCH_BASES)
         cores = range(0, max(size, 1), batch)
         with ThreadPoolExecutor(max_workers=min(len(cores), os.cpu_count() or 1)) as pool:
@@ -526,6 +529,21 @@ def as_map_index(reference: Any, **build_options: Any) -> MapIndex:
             raise ValueError(f"{name}={wanted}: the index was built with "
                              f"{name}={getattr(reference, name)}")
     return reference
+
+
+def _check_unique_names(names: list[str], reference: Any) -> None:
+    """ValueError naming the file (else "reference"), the name and its records when two
+    records of the reference have the same name."""
+    seen: dict[str, int] = {}
+    for number, name in enumerate(names):
+        first = seen.setdefault(name, number)
+        if first == number:
+            continue
+        where = os.fspath(reference) if isinstance(reference, os.PathLike) else "reference"
+        raise ValueError(f"{where}: records #{first} and #{number} have the same name "
+                         f"{name!r}; SAM names each reference record once (rename "
+                         "them: SequenceSet.from_file(path, duplicates='rename'), or gpualign "
+                         "map --rename-duplicates)")
 
 
 def _batches(lengths: np.ndarray, batch_bases: int) -> list[tuple[int, int]]:
