@@ -529,3 +529,20 @@ def test_duplicate_reference_names_are_refused(tmp_path):
     result = gpualign.map_reads(renamed, [genome[7100:7200]], backend="cpu")
     assert result.reference_names == ["chr", "other", "chr.2"]
     assert (result.contig.tolist(), result.pos.tolist()) == ([2], [100])
+
+
+@pytest.mark.parametrize("insert_size,error,message", [
+    ((600, 200), ValueError, "upper bound must be >= 600 .got 200."),
+    ((-1, 200), ValueError, "lower bound must be >= 0 .got -1."),
+    ((300,), ValueError, r"two integers \(lo, hi\), got \(300,\)"),
+    (500, ValueError, "two integers"),
+    ((1.5, 300), TypeError, "lower bound must be an integer"),
+])
+def test_insert_size_is_checked(insert_size, error, message):
+    genome = _genome()
+    with pytest.raises(error, match=message):
+        gpualign.map_reads(REFERENCE, [genome[:100]], [_rc(genome[300:400])], backend="cpu",
+                           insert_size=insert_size)
+    result = gpualign.map_reads(REFERENCE, [genome[:100]], [_rc(genome[300:400])],
+                                backend="cpu", insert_size=(400, 400))
+    assert result.insert_size == (400, 400) and (result.flag & PROPER_PAIR).all()

@@ -21,6 +21,7 @@ from typing import IO, Any
 import numpy as np
 
 from .. import config
+from .._checks import integer
 from .._progress import progress_bar
 from ..backend import BACKENDS, resolve_backend
 from ..edit import edit_distance
@@ -351,6 +352,30 @@ def estimate_insert(sizes: np.ndarray) -> tuple[int, int] | None:
     q25, q75 = np.percentile(sizes, [25, 75])
     spread = q75 - q25
     return max(0, int(math.floor(q25 - 3 * spread))), int(math.ceil(q75 + 3 * spread))
+
+
+def insert_bounds(insert_size: Any) -> tuple[int, int] | None:
+    """``insert_size`` as accepted insert sizes ``(lo, hi)``: None stays None, else two
+    integers with ``0 <= lo <= hi`` (ValueError otherwise; TypeError for a non-integer).
+
+    Examples
+    --------
+    >>> insert_bounds([200, np.int64(600)])
+    (200, 600)
+    >>> insert_bounds((600, 200))
+    Traceback (most recent call last):
+    ...
+    ValueError: insert_size's upper bound must be >= 600 (got 200)
+    """
+    if insert_size is None:
+        return None
+    try:
+        lo, hi = insert_size
+    except (TypeError, ValueError):
+        raise ValueError(f"insert_size must be two integers (lo, hi), got {insert_size!r}"
+                         ) from None
+    lo = integer(lo, "insert_size's lower bound", 0)
+    return lo, integer(hi, "insert_size's upper bound", lo)
 
 
 def _paired(hits: _Hits, lengths: np.ndarray, single: _Placements,
@@ -694,6 +719,7 @@ def iter_mappings(index: Any, reads: Any, mates: Any = None, *, k: int | None = 
     elif (backend or "auto").lower() not in BACKENDS:
         raise ValueError(f"backend={backend!r}: expected one of {', '.join(BACKENDS)}")
     options = {"k": k, "max_candidates": max_candidates}
+    insert_size = insert_bounds(insert_size)
     batches = _read_pairs(reads, mates, max(1, int(config.MAP_BATCH_READS)))
     mapped = _map_here(index, batches, insert_size, backend, options) if client is None else \
         cluster_mappings(client, map_batch, index, batches, insert_size, backend, options,
@@ -753,7 +779,8 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
         Candidate windows of a read that are verified, at most (the index's best supported:
         :meth:`MapIndex.candidates`).
     insert_size : (int, int), optional
-        Accepted insert sizes (outer distance of a pair, bases); default: estimated from the
+        Accepted insert sizes (outer distance of a pair, bases: two integers, ``0 <= lo <=
+        hi``, else ValueError; see :func:`insert_bounds`); default: estimated from the
         confidently mapped pairs of the first batch, else
         :data:`gpualign.config.MAP_DEFAULT_INSERT`.
     backend : {"auto", "cpu", "cuda"}
@@ -790,6 +817,7 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
         raise ValueError(f"max_candidates must be >= 1, got {max_candidates}")
     if k is not None and k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
+    insert_size = insert_bounds(insert_size)  # before the index is built
     index = as_map_index(reference, **{"backend": backend, **(index_options or {})})
     results = [result for _, _, result in iter_mappings(
         index, reads, mates, k=k, max_candidates=max_candidates, insert_size=insert_size,
