@@ -414,9 +414,9 @@ def test_protein_reads_are_refused(tmp_path):
 def test_docstring_examples():
     import doctest
 
-    from gpualign.map import api, sam
+    from gpualign.map import _reads, api, sam
 
-    for module in (api, sam):
+    for module in (_reads, api, sam):
         assert doctest.testmod(module, raise_on_error=True).attempted > 0
 
 
@@ -546,3 +546,43 @@ def test_insert_size_is_checked(insert_size, error, message):
     result = gpualign.map_reads(REFERENCE, [genome[:100]], [_rc(genome[300:400])],
                                 backend="cpu", insert_size=(400, 400))
     assert result.insert_size == (400, 400) and (result.flag & PROPER_PAIR).all()
+
+
+def test_a_read_inside_a_tandem_repeat_gets_a_low_mapq():
+    """Hits a period apart must not chain into one window over the whole repeat, where no
+    second placement is seen: minimap2 and bwa give such a read MAPQ 0."""
+    rng = np.random.default_rng(3)
+    flank = ["".join("ACGT"[c] for c in rng.integers(0, 4, 3000)) for _ in range(2)]
+    reference = flank[0] + "ACGTTGCAGG" * 60 + flank[1]
+    result = gpualign.map_reads([reference], [reference[3100:3200], flank[1][500:600]],
+                                backend="cpu")
+    assert result.mapped.all() and result.nm.tolist() == [0, 0]
+    assert result.mapq[0] <= 3 and result.xs[0] == 100
+    assert result.mapq[1] == 60 and result.pos[1] == 3600 + 500
+
+
+def _greedy_cluster_starts(group_start, diagonal, span):
+    """The oracle: one hit after the other."""
+    starts, opened = [], None
+    for i, (first, value) in enumerate(zip(group_start.tolist(), diagonal.tolist(),
+                                           strict=True)):
+        if first or value - diagonal[opened] > span[opened]:
+            opened = i
+        starts.append(opened == i)
+    return starts
+
+
+def test_cluster_starts_equal_the_greedy_scan():
+    from gpualign.map.index import _cluster_starts
+
+    rng = np.random.default_rng(4)
+    for size in (0, 1, 2, 7, 300, 5000):
+        group_start = rng.random(size) < rng.choice([0.001, 0.05, 0.5])
+        if size:
+            group_start[0] = True
+        # Sorted within each group, as the hits are.
+        diagonal = np.concatenate([np.zeros(0, np.int64)] + [np.sort(part) for part in np.split(
+            rng.integers(-50, 4000, size), np.flatnonzero(group_start)[1:])])
+        span = rng.integers(0, 60, size)
+        assert _cluster_starts(group_start, diagonal, span).tolist() == \
+            _greedy_cluster_starts(group_start, diagonal, span), size
