@@ -586,3 +586,27 @@ def test_cluster_starts_equal_the_greedy_scan():
         span = rng.integers(0, 60, size)
         assert _cluster_starts(group_start, diagonal, span).tolist() == \
             _greedy_cluster_starts(group_start, diagonal, span), size
+
+
+def test_rescue_needs_20_bases_and_gives_the_mate_its_own_mapq():
+    genome = _genome()
+
+    def seedless_mate(length: int) -> str:
+        # A substitution in the middle: no 15-mer of the mate is in the reference.
+        text = list(_rc(genome[1400 - length:1400]))
+        text[length // 2] = "ACGT".replace(text[length // 2], "")[0]
+        return "".join(text)
+
+    anchor = genome[1000:1150]
+    result = gpualign.map_reads(REFERENCE, [anchor, anchor],
+                                [seedless_mate(20), seedless_mate(19)], backend="cpu",
+                                insert_size=(200, 700))
+    # 20 bases: rescued, a proper pair, with the MAPQ of a lone placement found by one seed
+    # (score 20 - 5, no second placement), below its partner's 60.
+    assert result.mapq[0] == 60 and result.flag[1] & PROPER_PAIR
+    assert (result.pos[1], result.nm[1]) == (1380, 1)
+    expected = mapping_quality(np.array([15]), np.array([NO_SCORE]), np.array([1]))[0]
+    assert result.mapq[1] == expected == 10
+    # 19 bases: too short to be searched for (a chance match is likely in a window that wide).
+    assert result.flag[3] & UNMAPPED and result.flag[2] & MATE_UNMAPPED
+    assert not result.flag[2] & PROPER_PAIR

@@ -54,6 +54,10 @@ EDIT_SCORE = 5
 #: MAPQ of the surest placement (minimap2's and bwa's cap).
 MAX_MAPQ = 60
 
+#: Bases a mate needs to be searched for next to its partner (rescue): a shorter one matches
+#: by chance somewhere in a window of an insert size within its cutoff of edits.
+MIN_RESCUE_LENGTH = 20
+
 #: Complements of the DNA codes A, C, G, T, N.
 _COMPLEMENT = np.array([3, 2, 1, 0, 4], dtype=np.uint8)
 
@@ -446,7 +450,11 @@ def _rescue(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
     better one): over the reference range where the insert bounds put it, on the strand
     facing it. Found placements are appended to ``hits`` (and become the mate's, a proper
     pair, in ``placements``) when the mate had none or one at most
-    :data:`gpualign.config.MAP_UNPAIRED_PENALTY` edits better."""
+    :data:`gpualign.config.MAP_UNPAIRED_PENALTY` edits better. Mates shorter than
+    :data:`MIN_RESCUE_LENGTH` are not searched for. A rescued mate's MAPQ is its own, not its
+    partner's: the single-end formula (:func:`mapping_quality`) with one vote and no second
+    placement (the window was searched for its best only), at most the partner's MAPQ (a
+    placement found from the partner's is no surer than that)."""
     n = len(reads) // 2
     hit1, hit2 = placements.hit[:n], placements.hit[n:]
     lonely = ~placements.proper[:n] & ((hit1 >= 0) | (hit2 >= 0))
@@ -465,7 +473,7 @@ def _rescue(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
     # anchor's mate starts at most insert[1] before the anchor's end.
     start = np.where(forward, hits.pos[placed], np.maximum(0, hits.end[placed] - insert[1]))
     end = np.where(forward, np.minimum(length, hits.pos[placed] + insert[1]), hits.end[placed])
-    wide = end - start >= reads.lengths[mate]
+    wide = (end - start >= reads.lengths[mate]) & (reads.lengths[mate] >= MIN_RESCUE_LENGTH)
     anchor, mate, placed, contig, forward, start, end = (
         array[wide] for array in (anchor, mate, placed, contig, forward, start, end))
     if not len(mate):
@@ -474,8 +482,9 @@ def _rescue(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
                           mode="infix", k=int(cutoff[mate].max()), task="locations",
                           backend=backend,
                           pairs=(mate + len(reads) * forward, np.arange(len(mate))))
+    # One vote: no seed of the mate's own found it, only its partner's placement.
     rescued = _Hits(mate, forward, contig, start + found.target_start, start + found.target_end,
-                    found.distance, hits.votes[placed])
+                    found.distance, np.ones(len(mate), dtype=np.int32))
     previous = placements.hit[mate]
     before = np.where(previous >= 0, hits.dist[np.maximum(previous, 0)], np.iinfo(np.int32).max)
     grown = _Hits(*(np.concatenate((getattr(hits, name), getattr(rescued, name)))
@@ -487,7 +496,9 @@ def _rescue(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
             & (found.distance.astype(np.int64) <= before.astype(np.int64)
                + config.MAP_UNPAIRED_PENALTY))
     placements.hit[mate[keep]] = new[keep]
-    placements.mapq[mate[keep]] = placements.mapq[anchor[keep]]
+    placements.mapq[mate[keep]] = np.minimum(placements.mapq[anchor[keep]], mapping_quality(
+        _scores(reads.lengths[mate[keep]], found.distance[keep]),
+        np.full(int(keep.sum()), NO_SCORE, dtype=np.int32), rescued.votes[keep]))
     placements.proper[mate[keep]] = placements.proper[anchor[keep]] = True
     return grown
 
