@@ -781,8 +781,10 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
         ``w``, go to :meth:`MapIndex.build`).
     reads, mates : pathlib.Path to FASTA/FASTQ (plain or compressed; streamed), SequenceSet
         or sequences
-        Pairs are formed by record order. Symbols other than A/C/G/T are read as N, which
-        matches nothing.
+        Pairs are formed by record order, and a read's mate must have its name but for a
+        ``/1`` or ``/2`` at the end (ValueError naming the record otherwise). Symbols other
+        than A/C/G/T are read as N, which matches nothing; reads that look like protein are
+        refused (ValueError).
     k : int, optional
         Most edits of a placement; default :data:`gpualign.config.MAP_MAX_EDIT_FRACTION` of
         each read's length, rounded up.
