@@ -646,45 +646,47 @@ def _read_pairs(reads: Any, mates: Any,
                 batch: int) -> Iterator[tuple[ReadBatch, ReadBatch | None, float]]:
     """The batches of ``reads``, each with its mates' (None for single-end) and the seconds
     spent reading them; ValueError where the reads and mates differ in number or a read's
-    mate has another name (:func:`~gpualign.map._reads.mate_names_differ`)."""
+    mate has another name (:func:`_check_mates`)."""
     batches = read_batches(reads, batch, "reads")
-    if mates is None:
-        while True:
-            began = time.perf_counter()
-            chunk = next(batches, None)
-            if chunk is None:
-                return
-            yield chunk, None, time.perf_counter() - began
-    mate_batches = read_batches(mates, batch, "mates")
-    first_file, second_file = _where(reads, "the reads"), _where(mates, "the mates")
+    mate_batches = read_batches(mates, batch, "mates") if mates is not None else None
     pairs = 0
     while True:
         began = time.perf_counter()
-        chunk, mate_chunk = next(batches, None), next(mate_batches, None)
+        chunk = next(batches, None)
+        mate_chunk = next(mate_batches, None) if mate_batches is not None else None
         seconds = time.perf_counter() - began
-        if chunk is None and mate_chunk is None:
+        if mate_batches is not None:
+            _check_mates((reads, chunk, batches), (mates, mate_chunk, mate_batches), pairs)
+        if chunk is None:
             return
-        if chunk is None or mate_chunk is None or len(chunk) != len(mate_chunk):
-            # The rest of each input is counted for the message: the error ends the run.
-            counts = [pairs + (len(first) if first is not None else 0) + sum(map(len, rest))
-                      for first, rest in ((chunk, batches), (mate_chunk, mate_batches))]
-            raise ValueError(f"the reads and their mates differ in number: {first_file} "
-                             f"holds {counts[0]}, {second_file} {counts[1]} (pairs are formed "
-                             "by record order)")
-        differ = mate_names_differ(chunk.sequences.names, mate_chunk.sequences.names)
-        if differ is not None:
-            raise ValueError(
-                f"record #{chunk.start + differ} of {first_file} "
-                f"({chunk.sequences.names[differ]!r}) and of {second_file} "
-                f"({mate_chunk.sequences.names[differ]!r}) are not mates: pairs are formed by "
-                "record order, and their names must agree but for /1 and /2")
         pairs += len(chunk)
         yield chunk, mate_chunk, seconds
 
 
-def _where(source: Any, role: str) -> str:
-    """The file that ``source`` names, else ``role`` (for messages)."""
-    return os.fspath(source) if isinstance(source, os.PathLike) else role
+def _check_mates(first: tuple[Any, ReadBatch | None, Iterator[ReadBatch]],
+                 second: tuple[Any, ReadBatch | None, Iterator[ReadBatch]], pairs: int) -> None:
+    """ValueError unless the next batches of reads and of mates (each given as its input, the
+    batch, None past the end, and the batches after it), after ``pairs`` pairs, hold as many
+    reads, each with its mate's name but for /1 and /2
+    (:func:`~gpualign.map._reads.mate_names_differ`)."""
+    (reads, chunk, _), (mates, mate_chunk, _) = first, second
+    where = (os.fspath(reads) if isinstance(reads, os.PathLike) else "the reads",
+             os.fspath(mates) if isinstance(mates, os.PathLike) else "the mates")
+    if chunk is None and mate_chunk is None:
+        return
+    if chunk is None or mate_chunk is None or len(chunk) != len(mate_chunk):
+        # The rest of each input is counted for the message: the error ends the run.
+        counts = [pairs + (len(batch) if batch is not None else 0) + sum(map(len, rest))
+                  for _, batch, rest in (first, second)]
+        raise ValueError(f"the reads and their mates differ in number: {where[0]} holds "
+                         f"{counts[0]}, {where[1]} {counts[1]} (pairs are formed by record "
+                         "order)")
+    differ = mate_names_differ(chunk.sequences.names, mate_chunk.sequences.names)
+    if differ is not None:
+        raise ValueError(f"record #{chunk.start + differ} of {where[0]} "
+                         f"({chunk.sequences.names[differ]!r}) and of {where[1]} "
+                         f"({mate_chunk.sequences.names[differ]!r}) are not mates: pairs are "
+                         "formed by record order, and their names must agree but for /1 and /2")
 
 
 def _map_here(index: Any, batches: Iterator[tuple[ReadBatch, ReadBatch | None, float]],
