@@ -241,3 +241,19 @@ def test_option_messages_state_the_true_bound(tmp_path, capsys, option, value, m
     good = str(_good_file(tmp_path))
     assert main(["lcs", good, good, option, value]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("target", ["REF", "READS", "MATES", "LINK"])
+def test_map_refuses_an_output_that_is_an_input(tmp_path, capsys, target):
+    """-o naming an input (or a link to it) would empty that file before it is read."""
+    good = _good_file(tmp_path)
+    reads, mates = tmp_path / "r1.fa", tmp_path / "r2.fa"
+    reads.write_bytes(good.read_bytes())
+    mates.write_bytes(good.read_bytes())
+    (tmp_path / "link.fa").symlink_to(reads)
+    paths = {"REF": good, "READS": reads, "MATES": mates, "LINK": tmp_path / "link.fa"}
+    before = {path: path.read_bytes() for path in (good, reads, mates)}
+    err = _error_line(capsys, ["map", str(good), str(reads), str(mates),
+                               "-o", str(paths[target])])
+    assert f"{paths[target]}: the output file is the input " in err, err
+    assert {path: path.read_bytes() for path in before} == before

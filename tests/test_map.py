@@ -16,6 +16,7 @@ import pytest
 import gpualign
 from gpualign import config
 from gpualign.cli import main
+from gpualign.io import DuplicateNameWarning
 from gpualign.map.api import MappingResult, mapping_quality, reverse_complement
 from gpualign.map.sam import (
     MATE_REVERSE,
@@ -365,15 +366,57 @@ def test_mates_of_another_count_are_refused(tmp_path, capsys):
                  "-q", "--backend", "cpu", "-o", str(tmp_path / "x.sam")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("gpualign: error: ") and err.count("\n") == 1
-    assert "differ in number" in err
+    assert (f"differ in number: {tmp_path / 'r1.fq'} holds 5, {tmp_path / 'r2.fq'} 4"
+            in err), err
+    # Counted to the end, the mates holding more, with batches smaller than the inputs.
+    with config.override(MAP_BATCH_READS=2), pytest.raises(
+            ValueError, match=r"differ in number: the reads holds 3, the mates 5"):
+        gpualign.map_reads(REFERENCE, first[:3], second, backend="cpu")
+
+
+def _write_named(path: Path, names: list[str], reads: list[str]) -> None:
+    path.write_text("".join(f"@{name} extra words\n{read}\n+\n{'I' * len(read)}\n"
+                            for name, read in zip(names, reads, strict=True)))
+
+
+def test_mates_are_checked_by_name(tmp_path, capsys):
+    first, second, _, _ = simulate_pairs(12, 5)
+    r1, r2 = tmp_path / "r1.fq", tmp_path / "r2.fq"
+    # /1 and /2 (and what follows the first white space) may differ: these are mates.
+    _write_named(r1, [f"p{i}/1" for i in range(5)], first)
+    _write_named(r2, [f"p{i}/2" for i in range(5)], second)
+    with config.override(MAP_BATCH_READS=2):
+        paired = gpualign.map_reads(REFERENCE, r1, r2, backend="cpu")
+    assert (paired.flag & PROPER_PAIR).all()
+    # Record #3 (in the second batch) names another pair.
+    _write_named(r2, [f"p{i}/2" for i in (0, 1, 2, 4, 3)], second)
+    with config.override(MAP_BATCH_READS=2), pytest.raises(
+            ValueError, match=rf"record #3 of {r1} \('p3/1'\) and of {r2} \('p4/2'\) are "
+                              "not mates"):
+        gpualign.map_reads(REFERENCE, r1, r2, backend="cpu")
+    assert main(["map", str(REFERENCE), str(r1), str(r2), "-q", "--backend", "cpu",
+                 "-o", str(tmp_path / "x.sam")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gpualign: error: record #3 of ") and err.count("\n") == 1, err
+
+
+def test_protein_reads_are_refused(tmp_path):
+    protein = ["MKVLAAGIVGAWLLQSTEEPQSDPSVEPPLSQETFSDLWKLLPENNVLSPLPSQ"] * 3
+    with pytest.raises(ValueError, match="reads: looks like protein, read mapping is for DNA"):
+        gpualign.map_reads(REFERENCE, protein, backend="cpu")
+    path = tmp_path / "mates.fa"
+    path.write_text("".join(f">p{i}\n{text}\n" for i, text in enumerate(protein)))
+    dna = [_genome()[i:i + 60] for i in (0, 500, 1000)]
+    with pytest.raises(ValueError, match=f"{path}: looks like protein, read mapping is for DNA"):
+        gpualign.map_reads(REFERENCE, dna, path, backend="cpu")
 
 
 def test_docstring_examples():
     import doctest
 
-    from gpualign.map import api, sam
+    from gpualign.map import _reads, api, sam
 
-    for module in (api, sam):
+    for module in (_reads, api, sam):
         assert doctest.testmod(module, raise_on_error=True).attempted > 0
 
 
@@ -465,3 +508,105 @@ def test_a_saved_index_maps_as_its_fasta(tmp_path, capsys):
         outputs.append([line for line in out.read_text().splitlines()
                         if not line.startswith("@PG")])
     assert outputs[0] == outputs[1] and len(outputs[0]) == 2002
+
+
+def test_duplicate_reference_names_are_refused(tmp_path):
+    """Two records of one name would give two @SQ lines of one SN: invalid SAM."""
+    genome = _genome()
+    fasta = tmp_path / "ref.fa"
+    fasta.write_text(f">chr\n{genome[:4000]}\n>other\n{genome[4000:7000]}\n"
+                     f">chr\n{genome[7000:]}\n")
+    with pytest.raises(ValueError, match=f"^{fasta}: records #0 and #2 have the same name "
+                                         "'chr'; SAM names each reference record once"):
+        gpualign.map_reads(fasta, [genome[100:200]], backend="cpu")
+    named = SequenceSet.from_sequences([genome[:5000], genome[5000:]], "dna",
+                                       names=["a", "a"])
+    with pytest.raises(ValueError, match="^reference: records #0 and #1 have the same name 'a'"):
+        gpualign.map_reads(named, [genome[100:200]], backend="cpu")
+    # Renamed by the caller: chr, other, chr.2.
+    with pytest.warns(DuplicateNameWarning, match="#2 renamed 'chr.2'"):
+        renamed = SequenceSet.from_file(fasta, "dna", duplicates="rename")
+    result = gpualign.map_reads(renamed, [genome[7100:7200]], backend="cpu")
+    assert result.reference_names == ["chr", "other", "chr.2"]
+    assert (result.contig.tolist(), result.pos.tolist()) == ([2], [100])
+
+
+@pytest.mark.parametrize("insert_size,error,message", [
+    ((600, 200), ValueError, "upper bound must be >= 600 .got 200."),
+    ((-1, 200), ValueError, "lower bound must be >= 0 .got -1."),
+    ((300,), ValueError, r"two integers \(lo, hi\), got \(300,\)"),
+    (500, ValueError, "two integers"),
+    ((1.5, 300), TypeError, "lower bound must be an integer"),
+])
+def test_insert_size_is_checked(insert_size, error, message):
+    genome = _genome()
+    with pytest.raises(error, match=message):
+        gpualign.map_reads(REFERENCE, [genome[:100]], [_rc(genome[300:400])], backend="cpu",
+                           insert_size=insert_size)
+    result = gpualign.map_reads(REFERENCE, [genome[:100]], [_rc(genome[300:400])],
+                                backend="cpu", insert_size=(400, 400))
+    assert result.insert_size == (400, 400) and (result.flag & PROPER_PAIR).all()
+
+
+def test_a_read_inside_a_tandem_repeat_gets_a_low_mapq():
+    """Hits a period apart must not chain into one window over the whole repeat, where no
+    second placement is seen: minimap2 and bwa give such a read MAPQ 0."""
+    rng = np.random.default_rng(3)
+    flank = ["".join("ACGT"[c] for c in rng.integers(0, 4, 3000)) for _ in range(2)]
+    reference = flank[0] + "ACGTTGCAGG" * 60 + flank[1]
+    result = gpualign.map_reads([reference], [reference[3100:3200], flank[1][500:600]],
+                                backend="cpu")
+    assert result.mapped.all() and result.nm.tolist() == [0, 0]
+    assert result.mapq[0] <= 3 and result.xs[0] == 100
+    assert result.mapq[1] == 60 and result.pos[1] == 3600 + 500
+
+
+def _greedy_cluster_starts(group_start, diagonal, span):
+    """The oracle: one hit after the other."""
+    starts, opened = [], None
+    for i, (first, value) in enumerate(zip(group_start.tolist(), diagonal.tolist(),
+                                           strict=True)):
+        if first or value - diagonal[opened] > span[opened]:
+            opened = i
+        starts.append(opened == i)
+    return starts
+
+
+def test_cluster_starts_equal_the_greedy_scan():
+    from gpualign.map.index import _cluster_starts
+
+    rng = np.random.default_rng(4)
+    for size in (0, 1, 2, 7, 300, 5000):
+        group_start = rng.random(size) < rng.choice([0.001, 0.05, 0.5])
+        if size:
+            group_start[0] = True
+        # Sorted within each group, as the hits are.
+        diagonal = np.concatenate([np.zeros(0, np.int64)] + [np.sort(part) for part in np.split(
+            rng.integers(-50, 4000, size), np.flatnonzero(group_start)[1:])])
+        span = rng.integers(0, 60, size)
+        assert _cluster_starts(group_start, diagonal, span).tolist() == \
+            _greedy_cluster_starts(group_start, diagonal, span), size
+
+
+def test_rescue_needs_20_bases_and_gives_the_mate_its_own_mapq():
+    genome = _genome()
+
+    def seedless_mate(length: int) -> str:
+        # A substitution in the middle: no 15-mer of the mate is in the reference.
+        text = list(_rc(genome[1400 - length:1400]))
+        text[length // 2] = "ACGT".replace(text[length // 2], "")[0]
+        return "".join(text)
+
+    anchor = genome[1000:1150]
+    result = gpualign.map_reads(REFERENCE, [anchor, anchor],
+                                [seedless_mate(20), seedless_mate(19)], backend="cpu",
+                                insert_size=(200, 700))
+    # 20 bases: rescued, a proper pair, with the MAPQ of a lone placement found by one seed
+    # (score 20 - 5, no second placement), below its partner's 60.
+    assert result.mapq[0] == 60 and result.flag[1] & PROPER_PAIR
+    assert (result.pos[1], result.nm[1]) == (1380, 1)
+    expected = mapping_quality(np.array([15]), np.array([NO_SCORE]), np.array([1]))[0]
+    assert result.mapq[1] == expected == 10
+    # 19 bases: too short to be searched for (a chance match is likely in a window that wide).
+    assert result.flag[3] & UNMAPPED and result.flag[2] & MATE_UNMAPPED
+    assert not result.flag[2] & PROPER_PAIR

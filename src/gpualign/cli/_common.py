@@ -334,10 +334,17 @@ def record_pairs(args: argparse.Namespace, n_q: int,
 # --------------------------------------------------------------------------- output
 
 
-def check_output(path: str | None) -> None:
-    """Fail before any work when ``path`` cannot be written (its folder is missing or locked)."""
+def check_output(path: str | None, inputs: Sequence[str | None] = ()) -> None:
+    """Fail before any work when ``path`` cannot be written (its folder is missing or locked)
+    or is one of the ``inputs`` (None: an input not given): opening it for writing would empty
+    that input before it is read."""
     if path is None or path == "-":
         return
+    for source in inputs:
+        if source is not None and os.path.exists(path) and os.path.exists(source) \
+                and os.path.samefile(path, source):
+            raise ValueError(f"{path}: the output file is the input {source}; writing would "
+                             "destroy it (choose another -o)")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise FileNotFoundError(2, "no such folder for the output file", path)

@@ -34,9 +34,10 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:
         description="Map DNA reads to a reference: minimizer candidates on both strands, "
                     "verified by edit distance (the whole read within -k edits), the best "
                     "placement with MAPQ, NM/AS/XS and its CIGAR (M/I/D); pairs (MATES "
-                    "given, by record order) face each other within an insert size "
-                    "estimated from the first reads, with proper-pair flags, mate fields and "
-                    "rescue of a mate next to its partner. Unmapped reads are written too.",
+                    "given, by record order, names alike but for /1 and /2) face each other "
+                    "within an insert size estimated from the first reads, with proper-pair "
+                    "flags, mate fields and rescue of a mate next to its partner. Unmapped "
+                    "reads are written too.",
         epilog="example: gpualign map tests/data/ecoli_10kb.fasta.gz "
                "tests/data/ecoli_reads_2000.fastq.gz -o reads.sam",
         declare=_arguments)
@@ -50,7 +51,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                              "(.gpumap)")
     parser.add_argument("reads", metavar="READS", help="FASTA/FASTQ file (.gz accepted)")
     parser.add_argument("mates", metavar="MATES", nargs="?", default=None,
-                        help="the second reads of the pairs, in the order of READS")
+                        help="the second reads of the pairs, in the order of READS (names alike "
+                             "but for /1 and /2)")
     parser.add_argument("-k", "--max-edits", dest="k", type=non_negative_int, default=None,
                         metavar="K",
                         help="most edits of a placement (default: "
@@ -77,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from ..map.sam import open_sam, sam_header, write_records
     began = time.perf_counter()
     backend = resolve_backend(args.backend)
-    check_output(args.output)
+    check_output(args.output, [args.reference, args.reads, args.mates])
     built = time.perf_counter()
     index = as_map_index(Path(args.reference), backend=backend)
     index_seconds = time.perf_counter() - built

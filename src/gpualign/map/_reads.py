@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..mems.index import nucleotides
 from ..sequences import SequenceSet, as_sequence_set, encode_many
 
 #: A read's symbols outside ACGT (IUPAC codes) are N, which matches nothing: as every mapper.
@@ -27,10 +28,13 @@ class ReadBatch:
         return len(self.sequences)
 
 
-def read_batches(reads: Any, batch_reads: int) -> Iterator[ReadBatch]:
+def read_batches(reads: Any, batch_reads: int, role: str = "reads") -> Iterator[ReadBatch]:
     """Consecutive batches of ``batch_reads`` reads of ``reads``: a :class:`os.PathLike` to a
     FASTA/FASTQ file (streamed: memory holds one batch), a :class:`SequenceSet` (views) or
-    sequences in memory."""
+    sequences in memory. Reads whose first records do not look like nucleotides (protein,
+    say) are refused with a ValueError naming the file, else ``role``, as a reference is: a
+    symbol outside ACGT would otherwise map as N."""
+    reads = nucleotides(reads, role, "read mapping is")
     if isinstance(reads, os.PathLike):
         records = iter(_file_records(reads))
         start = 0
@@ -42,11 +46,36 @@ def read_batches(reads: Any, batch_reads: int) -> Iterator[ReadBatch]:
                             None if qualities[0] is None else qualities)
             start += len(names)
         return
-    whole = as_sequence_set(reads, "dna", invalid=READ_INVALID, role="reads")
-    if whole.alphabet.name != "dna":
-        raise ValueError(f"reads are encoded as {whole.alphabet.name}; mapping needs DNA")
+    whole = as_sequence_set(reads, "dna", invalid=READ_INVALID, role=role)
     for lo in range(0, len(whole), batch_reads):
         yield ReadBatch(lo, whole.view(lo, min(len(whole), lo + batch_reads)), None)
+
+
+def template_name(name: str) -> str:
+    """A read's name without the ``/1`` or ``/2`` that tells the mates of a pair apart (as bwa
+    and minimap2 drop it): the name the two mates share.
+
+    Examples
+    --------
+    >>> template_name("frag7/2"), template_name("frag7")
+    ('frag7', 'frag7')
+    """
+    return name[:-2] if name.endswith(("/1", "/2")) else name
+
+
+def mate_names_differ(names: list[str], mate_names: list[str]) -> int | None:
+    """The first position where a read and its mate (same position) do not share a
+    :func:`template_name`, or None where every pair does.
+
+    Examples
+    --------
+    >>> mate_names_differ(["a/1", "b/1", "c"], ["a/2", "x/2", "c"])
+    1
+    """
+    if names == mate_names:  # the common case, mates named alike: one comparison
+        return None
+    return next((i for i, (name, mate) in enumerate(zip(names, mate_names, strict=True))
+                 if template_name(name) != template_name(mate)), None)
 
 
 def _file_records(path: os.PathLike) -> Iterator[tuple[str, str, str | None]]:

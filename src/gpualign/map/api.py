@@ -21,11 +21,12 @@ from typing import IO, Any
 import numpy as np
 
 from .. import config
+from .._checks import integer
 from .._progress import progress_bar
 from ..backend import BACKENDS, resolve_backend
 from ..edit import edit_distance
 from ..sequences import SequenceSet
-from ._reads import ReadBatch, read_batches
+from ._reads import ReadBatch, mate_names_differ, read_batches
 from .distributed import cluster_mappings
 from .sam import (
     FIRST,
@@ -52,6 +53,10 @@ EDIT_SCORE = 5
 
 #: MAPQ of the surest placement (minimap2's and bwa's cap).
 MAX_MAPQ = 60
+
+#: Bases a mate needs to be searched for next to its partner (rescue): a shorter one matches
+#: by chance somewhere in a window of an insert size within its cutoff of edits.
+MIN_RESCUE_LENGTH = 20
 
 #: Complements of the DNA codes A, C, G, T, N.
 _COMPLEMENT = np.array([3, 2, 1, 0, 4], dtype=np.uint8)
@@ -353,6 +358,30 @@ def estimate_insert(sizes: np.ndarray) -> tuple[int, int] | None:
     return max(0, int(math.floor(q25 - 3 * spread))), int(math.ceil(q75 + 3 * spread))
 
 
+def insert_bounds(insert_size: Any) -> tuple[int, int] | None:
+    """``insert_size`` as accepted insert sizes ``(lo, hi)``: None stays None, else two
+    integers with ``0 <= lo <= hi`` (ValueError otherwise; TypeError for a non-integer).
+
+    Examples
+    --------
+    >>> insert_bounds([200, np.int64(600)])
+    (200, 600)
+    >>> insert_bounds((600, 200))
+    Traceback (most recent call last):
+    ...
+    ValueError: insert_size's upper bound must be >= 600 (got 200)
+    """
+    if insert_size is None:
+        return None
+    try:
+        lo, hi = insert_size
+    except (TypeError, ValueError):
+        raise ValueError(f"insert_size must be two integers (lo, hi), got {insert_size!r}"
+                         ) from None
+    lo = integer(lo, "insert_size's lower bound", 0)
+    return lo, integer(hi, "insert_size's upper bound", lo)
+
+
 def _paired(hits: _Hits, lengths: np.ndarray, single: _Placements,
             insert: tuple[int, int]) -> _Placements:
     """Pairs' placements: reads ``i`` and ``n + i`` are the two of pair ``i``. The pair of
@@ -421,7 +450,11 @@ def _rescue(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
     better one): over the reference range where the insert bounds put it, on the strand
     facing it. Found placements are appended to ``hits`` (and become the mate's, a proper
     pair, in ``placements``) when the mate had none or one at most
-    :data:`gpualign.config.MAP_UNPAIRED_PENALTY` edits better."""
+    :data:`gpualign.config.MAP_UNPAIRED_PENALTY` edits better. Mates shorter than
+    :data:`MIN_RESCUE_LENGTH` are not searched for. A rescued mate's MAPQ is its own, not its
+    partner's: the single-end formula (:func:`mapping_quality`) with one vote and no second
+    placement (the window was searched for its best only), at most the partner's MAPQ (a
+    placement found from the partner's is no surer than that)."""
     n = len(reads) // 2
     hit1, hit2 = placements.hit[:n], placements.hit[n:]
     lonely = ~placements.proper[:n] & ((hit1 >= 0) | (hit2 >= 0))
@@ -440,7 +473,7 @@ def _rescue(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
     # anchor's mate starts at most insert[1] before the anchor's end.
     start = np.where(forward, hits.pos[placed], np.maximum(0, hits.end[placed] - insert[1]))
     end = np.where(forward, np.minimum(length, hits.pos[placed] + insert[1]), hits.end[placed])
-    wide = end - start >= reads.lengths[mate]
+    wide = (end - start >= reads.lengths[mate]) & (reads.lengths[mate] >= MIN_RESCUE_LENGTH)
     anchor, mate, placed, contig, forward, start, end = (
         array[wide] for array in (anchor, mate, placed, contig, forward, start, end))
     if not len(mate):
@@ -449,8 +482,9 @@ def _rescue(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
                           mode="infix", k=int(cutoff[mate].max()), task="locations",
                           backend=backend,
                           pairs=(mate + len(reads) * forward, np.arange(len(mate))))
+    # One vote: no seed of the mate's own found it, only its partner's placement.
     rescued = _Hits(mate, forward, contig, start + found.target_start, start + found.target_end,
-                    found.distance, hits.votes[placed])
+                    found.distance, np.ones(len(mate), dtype=np.int32))
     previous = placements.hit[mate]
     before = np.where(previous >= 0, hits.dist[np.maximum(previous, 0)], np.iinfo(np.int32).max)
     grown = _Hits(*(np.concatenate((getattr(hits, name), getattr(rescued, name)))
@@ -462,7 +496,9 @@ def _rescue(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
             & (found.distance.astype(np.int64) <= before.astype(np.int64)
                + config.MAP_UNPAIRED_PENALTY))
     placements.hit[mate[keep]] = new[keep]
-    placements.mapq[mate[keep]] = placements.mapq[anchor[keep]]
+    placements.mapq[mate[keep]] = np.minimum(placements.mapq[anchor[keep]], mapping_quality(
+        _scores(reads.lengths[mate[keep]], found.distance[keep]),
+        np.full(int(keep.sum()), NO_SCORE, dtype=np.int32), rescued.votes[keep]))
     placements.proper[mate[keep]] = placements.proper[anchor[keep]] = True
     return grown
 
@@ -609,22 +645,48 @@ def map_batch(index: Any, reads: SequenceSet, mates: SequenceSet | None, start: 
 def _read_pairs(reads: Any, mates: Any,
                 batch: int) -> Iterator[tuple[ReadBatch, ReadBatch | None, float]]:
     """The batches of ``reads``, each with its mates' (None for single-end) and the seconds
-    spent reading them; ValueError where the reads and mates differ in number."""
-    mate_batches = read_batches(mates, batch) if mates is not None else None
-    batches = read_batches(reads, batch)
+    spent reading them; ValueError where the reads and mates differ in number or a read's
+    mate has another name (:func:`_check_mates`)."""
+    batches = read_batches(reads, batch, "reads")
+    mate_batches = read_batches(mates, batch, "mates") if mates is not None else None
+    pairs = 0
     while True:
         began = time.perf_counter()
         chunk = next(batches, None)
         mate_chunk = next(mate_batches, None) if mate_batches is not None else None
         seconds = time.perf_counter() - began
+        if mate_batches is not None:
+            _check_mates((reads, chunk, batches), (mates, mate_chunk, mate_batches), pairs)
         if chunk is None:
-            if mate_chunk is not None:
-                raise ValueError("the mates hold more reads than the reads")
             return
-        if mate_batches is not None and (mate_chunk is None or len(mate_chunk) != len(chunk)):
-            raise ValueError(f"the reads and their mates differ in number (batch from read "
-                             f"#{chunk.start}): pairs are formed by record order")
+        pairs += len(chunk)
         yield chunk, mate_chunk, seconds
+
+
+def _check_mates(first: tuple[Any, ReadBatch | None, Iterator[ReadBatch]],
+                 second: tuple[Any, ReadBatch | None, Iterator[ReadBatch]], pairs: int) -> None:
+    """ValueError unless the next batches of reads and of mates (each given as its input, the
+    batch, None past the end, and the batches after it), after ``pairs`` pairs, hold as many
+    reads, each with its mate's name but for /1 and /2
+    (:func:`~gpualign.map._reads.mate_names_differ`)."""
+    (reads, chunk, _), (mates, mate_chunk, _) = first, second
+    where = (os.fspath(reads) if isinstance(reads, os.PathLike) else "the reads",
+             os.fspath(mates) if isinstance(mates, os.PathLike) else "the mates")
+    if chunk is None and mate_chunk is None:
+        return
+    if chunk is None or mate_chunk is None or len(chunk) != len(mate_chunk):
+        # The rest of each input is counted for the message: the error ends the run.
+        counts = [pairs + (len(batch) if batch is not None else 0) + sum(map(len, rest))
+                  for _, batch, rest in (first, second)]
+        raise ValueError(f"the reads and their mates differ in number: {where[0]} holds "
+                         f"{counts[0]}, {where[1]} {counts[1]} (pairs are formed by record "
+                         "order)")
+    differ = mate_names_differ(chunk.sequences.names, mate_chunk.sequences.names)
+    if differ is not None:
+        raise ValueError(f"record #{chunk.start + differ} of {where[0]} "
+                         f"({chunk.sequences.names[differ]!r}) and of {where[1]} "
+                         f"({mate_chunk.sequences.names[differ]!r}) are not mates: pairs are "
+                         "formed by record order, and their names must agree but for /1 and /2")
 
 
 def _map_here(index: Any, batches: Iterator[tuple[ReadBatch, ReadBatch | None, float]],
@@ -670,6 +732,7 @@ def iter_mappings(index: Any, reads: Any, mates: Any = None, *, k: int | None = 
     elif (backend or "auto").lower() not in BACKENDS:
         raise ValueError(f"backend={backend!r}: expected one of {', '.join(BACKENDS)}")
     options = {"k": k, "max_candidates": max_candidates}
+    insert_size = insert_bounds(insert_size)
     batches = _read_pairs(reads, mates, max(1, int(config.MAP_BATCH_READS)))
     mapped = _map_here(index, batches, insert_size, backend, options) if client is None else \
         cluster_mappings(client, map_batch, index, batches, insert_size, backend, options,
@@ -720,8 +783,10 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
         ``w``, go to :meth:`MapIndex.build`).
     reads, mates : pathlib.Path to FASTA/FASTQ (plain or compressed; streamed), SequenceSet
         or sequences
-        Pairs are formed by record order. Symbols other than A/C/G/T are read as N, which
-        matches nothing.
+        Pairs are formed by record order, and a read's mate must have its name but for a
+        ``/1`` or ``/2`` at the end (ValueError naming the record otherwise). Symbols other
+        than A/C/G/T are read as N, which matches nothing; reads that look like protein are
+        refused (ValueError).
     k : int, optional
         Most edits of a placement; default :data:`gpualign.config.MAP_MAX_EDIT_FRACTION` of
         each read's length, rounded up.
@@ -729,7 +794,8 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
         Candidate windows of a read that are verified, at most (the index's best supported:
         :meth:`MapIndex.candidates`).
     insert_size : (int, int), optional
-        Accepted insert sizes (outer distance of a pair, bases); default: estimated from the
+        Accepted insert sizes (outer distance of a pair, bases: two integers, ``0 <= lo <=
+        hi``, else ValueError; see :func:`insert_bounds`); default: estimated from the
         confidently mapped pairs of the first batch, else
         :data:`gpualign.config.MAP_DEFAULT_INSERT`.
     backend : {"auto", "cpu", "cuda"}
@@ -766,6 +832,7 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
         raise ValueError(f"max_candidates must be >= 1, got {max_candidates}")
     if k is not None and k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
+    insert_size = insert_bounds(insert_size)  # before the index is built
     index = as_map_index(reference, **{"backend": backend, **(index_options or {})})
     results = [result for _, _, result in iter_mappings(
         index, reads, mates, k=k, max_candidates=max_candidates, insert_size=insert_size,

@@ -268,7 +268,9 @@ class MapIndex:
         ----------
         reference : SequenceSet, path to a FASTA file (.gz accepted), or sequences
             Symbols other than A/C/G/T (any case; U is T) become N. A reference that looks
-            like protein is refused (ValueError).
+            like protein is refused (ValueError), and so are records with the same name (SAM
+            names each reference record once): rename them when reading, e.g.
+            ``SequenceSet.from_file(path, duplicates="rename")``.
         k : int
             k-mer length, 2 to :data:`MAX_K` (minimap2's ``-k``; 15 is its default, 21 its
             short-read preset's).
@@ -292,6 +294,7 @@ class MapIndex:
                                   "dna", invalid="wildcard", role="reference", parser=backend)
         if len(records) == 0:
             raise ValueError("reference: no records")
+        _check_unique_names(records.names, reference)
         size, batch = len(records.codes), int(config.MAP_INDEX_BATCH_BASES)
         cores = range(0, max(size, 1), batch)
         with ThreadPoolExecutor(max_workers=min(len(cores), os.cpu_count() or 1)) as pool:
@@ -332,11 +335,13 @@ class MapIndex:
         Every minimizer of a read (or of its reverse complement: canonical k-mers find both)
         that occurs in the reference at most ``config.MAP_MAX_OCCURRENCES`` times places the
         read on a diagonal (reference position minus read position, on the strand the hit
-        implies). Hits of one read on one contig and strand whose sorted diagonals lie within
-        ``margin`` of the previous one form a candidate; its votes are the read's distinct
-        minimizers among them. Each read keeps its best ``max_candidates``; a read without hits
-        has none. The reads are looked up ``config.MAP_CANDIDATE_BATCH_BASES`` bases at a
-        time, batches side by side on every core (NumPy releases the GIL).
+        implies). The hits of one read on one contig and strand, sorted by diagonal, form
+        candidates of at most ``margin`` from their first diagonal to their last (a hit
+        beyond opens the next: a tandem repeat gives several candidates, not one over the
+        whole repeat); a candidate's votes are the read's distinct minimizers among them.
+        Each read keeps its best ``max_candidates``; a read without hits has none. The reads
+        are looked up ``config.MAP_CANDIDATE_BATCH_BASES`` bases at a time, batches side by
+        side on every core (NumPy releases the GIL).
 
         Parameters
         ----------
@@ -394,10 +399,10 @@ class MapIndex:
         order = np.lexsort((diagonal, contig, flipped, hit_read))
         seed, hit_read, flipped, contig, diagonal = (
             values[order] for values in (seed, hit_read, flipped, contig, diagonal))
-        new = np.ones(len(order), dtype=bool)
-        new[1:] = ((hit_read[1:] != hit_read[:-1]) | (flipped[1:] != flipped[:-1])
-                   | (contig[1:] != contig[:-1])
-                   | (diagonal[1:] - diagonal[:-1] > margins[hit_read[1:]]))
+        group = np.ones(len(order), dtype=bool)  # where each read, strand and contig starts
+        group[1:] = ((hit_read[1:] != hit_read[:-1]) | (flipped[1:] != flipped[:-1])
+                     | (contig[1:] != contig[:-1]))
+        new = _cluster_starts(group, diagonal, margins[hit_read])
         cluster = np.cumsum(new) - 1
         opened = np.flatnonzero(new)
         closed = np.append(opened[1:], len(order))[:len(opened)] - 1
@@ -526,6 +531,61 @@ def as_map_index(reference: Any, **build_options: Any) -> MapIndex:
             raise ValueError(f"{name}={wanted}: the index was built with "
                              f"{name}={getattr(reference, name)}")
     return reference
+
+
+def _check_unique_names(names: list[str], reference: Any) -> None:
+    """ValueError naming the file (else "reference"), the name and its records when two
+    records of the reference have the same name."""
+    seen: dict[str, int] = {}
+    for number, name in enumerate(names):
+        first = seen.setdefault(name, number)
+        if first == number:
+            continue
+        where = os.fspath(reference) if isinstance(reference, os.PathLike) else "reference"
+        raise ValueError(f"{where}: records #{first} and #{number} have the same name "
+                         f"{name!r}; SAM names each reference record once (rename "
+                         "them: SequenceSet.from_file(path, duplicates='rename'), or gpualign "
+                         "map --rename-duplicates)")
+
+
+def _cluster_starts(group_start: np.ndarray, diagonal: np.ndarray,
+                    span: np.ndarray) -> np.ndarray:
+    """Where each cluster of hits starts (a mask), the hits sorted by group (``group_start``
+    marks each group's first) then ``diagonal``: a group's first hit opens a cluster, which
+    takes the hits whose diagonal is at most ``span`` (the opening hit's) past its own; the
+    next hit opens the next cluster. Measured from the cluster's first diagonal, not from the
+    previous hit's, so that a tandem repeat (diagonals a period apart) makes clusters of one
+    span each, whose windows compete, instead of one window over the whole repeat.
+
+    The openers are the hits reached from the groups' first hits by the jump "the hit that
+    opens the next cluster were this one an opener"; pointer doubling finds them all in
+    log2(clusters per group) whole-array passes: a pass adds the hits ``2**t`` jumps past those
+    reached, then doubles the jump.
+
+    Examples
+    --------
+    >>> _cluster_starts(np.array([True, False, False, False, True, False]),
+    ...                 np.array([0, 10, 20, 30, 0, 40]), np.full(6, 18)).tolist()
+    [True, False, True, False, True, True]
+    """
+    count = len(diagonal)
+    if not count:
+        return np.zeros(0, dtype=bool)
+    group = np.cumsum(group_start) - 1
+    low = int(diagonal.min())
+    width = int(diagonal.max()) - low + int(span.max()) + 1
+    # Sorted keys; a group's key plus a span stays below the next group's keys.
+    key = group * width + (diagonal - low)
+    jump = np.searchsorted(key, key + span, side="right")
+    # A jump into the next group reaches no hit (count): chains end with their group.
+    jump = np.append(np.where(group_start[np.minimum(jump, count - 1)], count, jump), count)
+    roots = np.flatnonzero(group_start)
+    reached = np.zeros(count + 1, dtype=bool)
+    reached[roots] = True
+    while (jump[roots] < count).any():
+        reached[jump[reached]] = True
+        jump = jump[jump]
+    return reached[:count]
 
 
 def _batches(lengths: np.ndarray, batch_bases: int) -> list[tuple[int, int]]:

@@ -22,7 +22,7 @@ from typing import IO, Any
 import numpy as np
 
 from .. import __version__
-from ._reads import ReadBatch
+from ._reads import ReadBatch, template_name
 
 __all__ = ["NO_SCORE", "merged_cigars", "open_sam", "sam_header", "write_records"]
 
@@ -107,8 +107,8 @@ def write_records(out: IO[str], result: Any, records: np.ndarray, reads: ReadBat
         batch = mates if mates_of[slot] == 2 else reads
         number = reads_of[slot] - batch.start
         name = batch.sequences.names[number]
-        if mates is not None and name.endswith(("/1", "/2")):
-            name = name[:-2]  # mates share a QNAME: without the old /1, /2 suffixes (as bwa)
+        if mates is not None:
+            name = template_name(name)  # mates share a QNAME
         forward, backward, offsets = texts[id(batch)]
         lo, hi = offsets[number], offsets[number + 1]
         quality = batch.qualities[number] if batch.qualities is not None else None
