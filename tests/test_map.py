@@ -17,6 +17,7 @@ import gpualign
 from gpualign import config
 from gpualign.cli import main
 from gpualign.io import DuplicateNameWarning
+from gpualign.map import api
 from gpualign.map.api import MappingResult, mapping_quality, reverse_complement
 from gpualign.map.sam import (
     MATE_REVERSE,
@@ -610,3 +611,22 @@ def test_rescue_needs_20_bases_and_gives_the_mate_its_own_mapq():
     # 19 bases: too short to be searched for (a chance match is likely in a window that wide).
     assert result.flag[3] & UNMAPPED and result.flag[2] & MATE_UNMAPPED
     assert not result.flag[2] & PROPER_PAIR
+
+
+def test_a_read_moved_by_its_pair_reports_the_best_it_left_as_xs():
+    # Read 1 is an exact copy of X (1000) and 2 substitutions off Y (5000); its mate is unique
+    # at 5200, so the pair puts read 1 at Y. bwa mem: AS 90, XS 100 (X), MAPQ 40.
+    genome = list(_genome()[:8000])
+    copy = genome[1000:1100]
+    for offset in (30, 70):
+        copy[offset] = "ACGT".replace(copy[offset], "")[0]
+    genome[5000:5100] = copy
+    genome = "".join(genome)
+    read, mate = genome[1000:1100], _rc(genome[5200:5300])
+    result = gpualign.map_reads([genome], [read], [mate], backend="cpu", insert_size=(200, 400))
+    assert result.flag[0] & PROPER_PAIR
+    assert (result.pos[0], result.score[0], result.xs[0]) == (5000, 90, 100)
+    own = mapping_quality(np.array([90]), np.array([100]), np.array([10]))[0]
+    assert own == 0 and result.mapq[0] == own + api.PAIR_MAPQ_LIFT == 40
+    # The mate stays on its best: the pair's MAPQ.
+    assert (result.pos[1], result.mapq[1], result.xs[1]) == (5200, 60, NO_SCORE)

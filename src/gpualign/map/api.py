@@ -54,6 +54,10 @@ EDIT_SCORE = 5
 #: MAPQ of the surest placement (minimap2's and bwa's cap).
 MAX_MAPQ = 60
 
+#: The most a proper pair raises the MAPQ of a read it moved off the read's best placement
+#: (bwa mem's bound): the pair vouches for the move, the read's own placement stays doubtful.
+PAIR_MAPQ_LIFT = 40
+
 #: Bases a mate needs to be searched for next to its partner (rescue): a shorter one matches
 #: by chance somewhere in a window of an insert size within its cutoff of edits.
 MIN_RESCUE_LENGTH = 20
@@ -309,6 +313,21 @@ def _scores(lengths: np.ndarray, dist: np.ndarray) -> np.ndarray:
     return (lengths - EDIT_SCORE * dist.astype(np.int64)).astype(np.int32)
 
 
+def _other_scores(hits: _Hits, lengths: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """XS of each read: the score of its best placement elsewhere than its ``chosen`` one (the
+    read's best included when pairing or rescue chose another); :data:`NO_SCORE` where there
+    is none or the read is unmapped (``chosen`` -1)."""
+    mapped = chosen[hits.read] >= 0
+    elsewhere = np.flatnonzero(mapped)
+    elsewhere = elsewhere[_distinct(hits, elsewhere, chosen[hits.read[elsewhere]], lengths)]
+    second = np.full(len(lengths), np.iinfo(np.int32).max, dtype=np.int32)
+    np.minimum.at(second, hits.read[elsewhere], hits.dist[elsewhere])
+    xs = np.full(len(lengths), NO_SCORE, dtype=np.int32)
+    has_second = second < np.iinfo(np.int32).max
+    xs[has_second] = _scores(lengths[has_second], second[has_second])
+    return xs
+
+
 def _single(hits: _Hits, lengths: np.ndarray) -> _Placements:
     """The best placement of each read, XS and MAPQ from the best one elsewhere."""
     count = len(lengths)
@@ -316,13 +335,8 @@ def _single(hits: _Hits, lengths: np.ndarray) -> _Placements:
     first = np.ones(len(hits.read), dtype=bool)
     first[1:] = hits.read[1:] != hits.read[:-1]
     best[hits.read[first]] = np.flatnonzero(first)
-    elsewhere = _distinct(hits, np.arange(len(hits.read)), best[hits.read], lengths)
-    second = np.full(count, np.iinfo(np.int32).max, dtype=np.int32)
-    np.minimum.at(second, hits.read[elsewhere], hits.dist[elsewhere])
     mapped = best >= 0
-    xs = np.full(count, NO_SCORE, dtype=np.int32)
-    has_second = second < np.iinfo(np.int32).max
-    xs[has_second] = _scores(lengths[has_second], second[has_second])
+    xs = _other_scores(hits, lengths, best)
     mapq = np.zeros(count, dtype=np.uint8)
     chosen = best[mapped]
     mapq[mapped] = mapping_quality(_scores(lengths[mapped], hits.dist[chosen]), xs[mapped],
@@ -387,7 +401,10 @@ def _paired(hits: _Hits, lengths: np.ndarray, single: _Placements,
     """Pairs' placements: reads ``i`` and ``n + i`` are the two of pair ``i``. The pair of
     placements facing each other within the insert bounds with the fewest edits is taken when
     it costs at most :data:`gpualign.config.MAP_UNPAIRED_PENALTY` edits more than the two
-    reads' best placements (proper pair); MAPQ is the better of a read's own and the pair's."""
+    reads' best placements (proper pair). A read kept on its best gets the better of its own
+    MAPQ and the pair's; a read moved elsewhere reports its best other placement (the one it
+    left) as XS, and its own MAPQ against it lifted by the pair's by at most
+    :data:`PAIR_MAPQ_LIFT`."""
     n = len(lengths) // 2
     # Only a placement within the penalty of its read's best can be part of a pair that is
     # taken: the others are left out of the pairs (which bounds them on repeats).
@@ -425,8 +442,6 @@ def _paired(hits: _Hits, lengths: np.ndarray, single: _Placements,
                    | _distinct(hits, b, b[np.maximum(row_of, 0)], lengths))
     second = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(second, pair[other], combined[other])
-    result = _Placements(single.hit.copy(), single.mapq.copy(), single.xs.copy(),
-                         np.zeros(2 * n, dtype=bool))
     proper = np.flatnonzero(chosen >= 0)
     rows_taken = chosen[proper]
     pair_length = lengths[proper] + lengths[n + proper]
@@ -435,10 +450,18 @@ def _paired(hits: _Hits, lengths: np.ndarray, single: _Placements,
                        NO_SCORE)
     pair_mapq = mapping_quality(_scores(pair_length, combined[rows_taken]), pair_xs,
                                 np.minimum(hits.votes[a[rows_taken]], hits.votes[b[rows_taken]]))
-    for mate, placement in ((proper, a[rows_taken]), (n + proper, b[rows_taken])):
-        result.hit[mate] = placement
-        result.mapq[mate] = np.maximum(np.where(single.hit[mate] == placement,
-                                                single.mapq[mate], 0), pair_mapq)
+    hit = single.hit.copy()
+    hit[proper], hit[n + proper] = a[rows_taken], b[rows_taken]
+    result = _Placements(hit, single.mapq.copy(), _other_scores(hits, lengths, hit),
+                         np.zeros(2 * n, dtype=bool))
+    for mate in (proper, n + proper):
+        # A read the pair moved off its best is as sure as its own placement against the best
+        # it left (its XS now), lifted by the pair by at most PAIR_MAPQ_LIFT: bwa mem's rule.
+        own = mapping_quality(_scores(lengths[mate], hits.dist[hit[mate]]), result.xs[mate],
+                              hits.votes[hit[mate]]).astype(np.int64)
+        moved = np.maximum(own, np.minimum(pair_mapq, own + PAIR_MAPQ_LIFT))
+        result.mapq[mate] = np.where(single.hit[mate] == hit[mate],
+                                     np.maximum(single.mapq[mate], pair_mapq), moved)
         result.proper[mate] = True
     return result
 
@@ -452,9 +475,10 @@ def _rescue(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
     pair, in ``placements``) when the mate had none or one at most
     :data:`gpualign.config.MAP_UNPAIRED_PENALTY` edits better. Mates shorter than
     :data:`MIN_RESCUE_LENGTH` are not searched for. A rescued mate's MAPQ is its own, not its
-    partner's: the single-end formula (:func:`mapping_quality`) with one vote and no second
-    placement (the window was searched for its best only), at most the partner's MAPQ (a
-    placement found from the partner's is no surer than that)."""
+    partner's: the single-end formula (:func:`mapping_quality`) with one vote and, as the
+    second placement, the mate's best other than the rescued one (the window was searched for
+    its best only), at most the partner's MAPQ (a placement found from the partner's is no
+    surer than that)."""
     n = len(reads) // 2
     hit1, hit2 = placements.hit[:n], placements.hit[n:]
     lonely = ~placements.proper[:n] & ((hit1 >= 0) | (hit2 >= 0))
@@ -487,20 +511,27 @@ def _rescue(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
                     found.distance, np.ones(len(mate), dtype=np.int32))
     previous = placements.hit[mate]
     before = np.where(previous >= 0, hits.dist[np.maximum(previous, 0)], np.iinfo(np.int32).max)
-    grown = _Hits(*(np.concatenate((getattr(hits, name), getattr(rescued, name)))
-                    for name in _HIT_FIELDS))
-    new = len(hits.read) + np.arange(len(mate))
-    size = _template(grown, placed, new)
+    size = _template(_joined_hits(hits, rescued), placed, len(hits.read) + np.arange(len(mate)))
     keep = ((found.distance >= 0) & (found.distance <= cutoff[mate])
             & (size >= insert[0]) & (size <= insert[1])
             & (found.distance.astype(np.int64) <= before.astype(np.int64)
                + config.MAP_UNPAIRED_PENALTY))
-    placements.hit[mate[keep]] = new[keep]
-    placements.mapq[mate[keep]] = np.minimum(placements.mapq[anchor[keep]], mapping_quality(
-        _scores(reads.lengths[mate[keep]], found.distance[keep]),
-        np.full(int(keep.sum()), NO_SCORE, dtype=np.int32), rescued.votes[keep]))
-    placements.proper[mate[keep]] = placements.proper[anchor[keep]] = True
+    # Only the kept placements join the hits: the others would count as the mates' XS.
+    grown = _joined_hits(hits, rescued.take(keep))
+    mate, anchor = mate[keep], anchor[keep]
+    placements.hit[mate] = len(hits.read) + np.arange(len(mate))
+    # XS: the mate's best placement other than the rescued one (its own best, if it had one).
+    placements.xs = _other_scores(grown, reads.lengths, placements.hit)
+    placements.mapq[mate] = np.minimum(placements.mapq[anchor], mapping_quality(
+        _scores(reads.lengths[mate], found.distance[keep]), placements.xs[mate],
+        rescued.votes[keep]))
+    placements.proper[mate] = placements.proper[anchor] = True
     return grown
+
+
+def _joined_hits(hits: _Hits, more: _Hits) -> _Hits:
+    return _Hits(*(np.concatenate((getattr(hits, name), getattr(more, name)))
+                   for name in _HIT_FIELDS))
 
 
 # --------------------------------------------------------------------------- records
