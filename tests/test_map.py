@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from naive import rescore_cigar
 
 import gpualign
 from gpualign import config
@@ -630,3 +631,24 @@ def test_a_read_moved_by_its_pair_reports_the_best_it_left_as_xs():
     assert own == 0 and result.mapq[0] == own + api.PAIR_MAPQ_LIFT == 40
     # The mate stays on its best: the pair's MAPQ.
     assert (result.pos[1], result.mapq[1], result.xs[1]) == (5200, 60, NO_SCORE)
+
+
+def test_a_mismatch_at_a_read_end_is_not_a_gap():
+    # The infix path ties a wrong end base with a 1-base gap; minimap2 and bwa print 100M.
+    genome = _genome()
+    start = next(s for s in range(3000, 3100) if genome[s - 1] != genome[s])
+    last = list(genome[2000:2100])
+    last[-1] = "ACGT".replace(last[-1], "")[0]
+    first = genome[start - 1] + genome[start + 1:start + 100]  # equal to the base before
+    reads = ["".join(last), first]
+    reads += [_rc(read) for read in reads]
+    result = gpualign.map_reads([genome], reads, backend="cpu")
+    assert result.pos.tolist() == [2000, start, 2000, start]
+    assert result.cigar == ["100M"] * 4 and result.nm.tolist() == [1] * 4
+    assert result.score.tolist() == [95] * 4
+    # NM and the CIGAR re-score against the reference (the naive oracle's column count).
+    for read, pos, cigar, nm, reverse in zip(reads, result.pos, result.cigar, result.nm,
+                                             result.flag & REVERSE, strict=True):
+        query = SequenceSet.from_sequences([_rc(read) if reverse else read]).codes
+        target = SequenceSet.from_sequences([genome[pos:pos + 100]]).codes
+        assert rescore_cigar(query.tolist(), target.tolist(), cigar.replace("M", "=")) == nm

@@ -25,7 +25,7 @@ from .._checks import integer
 from .._progress import progress_bar
 from ..backend import BACKENDS, resolve_backend
 from ..edit import edit_distance
-from ..sequences import SequenceSet
+from ..sequences import ALPHABETS, SequenceSet
 from ._reads import ReadBatch, mate_names_differ, read_batches
 from .distributed import cluster_mappings
 from .sam import (
@@ -529,6 +529,39 @@ def _rescue(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
     return grown
 
 
+def _prefer_ungapped(reference: SequenceSet, strands: SequenceSet, contig: np.ndarray,
+                     pos: np.ndarray, end: np.ndarray, nm: np.ndarray, reverse: np.ndarray,
+                     cigar: list[str | None]) -> None:
+    """Among placements of equal cost, take the one without gaps (in place): the infix path
+    ties a mismatch at a read's end with a 1-base gap (``99M1I`` for a wrong last base;
+    ``1M1D99M`` a base early for a wrong first base equal to the reference base before it),
+    where minimap2 and bwa print ``100M``. A gapped placement becomes the reference span of
+    the read's length started at its start (else the one ended at its end) when the read has
+    as many mismatches there as the placement's edits."""
+    count = len(cigar)
+    gapped = np.flatnonzero([text is not None and ("I" in text or "D" in text)
+                             for text in cigar])
+    length = strands.lengths[gapped]
+    open_ = np.ones(len(gapped), dtype=bool)
+    for start in (pos[gapped], end[gapped] - length):
+        fits = np.flatnonzero(open_ & (start >= 0)
+                              & (start + length <= reference.lengths[contig[gapped]]))
+        slot, first, size = gapped[fits], start[fits], length[fits]
+        span = _windows(reference, contig[slot], first, first + size)
+        query = slot + count * reverse[slot]
+        read = strands.codes[np.repeat(strands.offsets[query] - span.offsets[:-1], size)
+                             + np.arange(len(span.codes), dtype=np.int64)]
+        # N matches nothing, as in the edit distance.
+        differ = (read != span.codes) | (read >= ALPHABETS["dna"].match_codes)
+        mismatches = np.bincount(np.repeat(np.arange(len(slot)), size), weights=differ,
+                                 minlength=len(slot))
+        tie = mismatches == nm[slot]
+        pos[slot[tie]], end[slot[tie]] = first[tie], first[tie] + size[tie]
+        for row, bases in zip(slot[tie].tolist(), size[tie].tolist(), strict=True):
+            cigar[row] = f"{bases}M"
+        open_[fits[tie]] = False
+
+
 def _joined_hits(hits: _Hits, more: _Hits) -> _Hits:
     return _Hits(*(np.concatenate((getattr(hits, name), getattr(more, name)))
                    for name in _HIT_FIELDS))
@@ -568,6 +601,7 @@ def _records(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
         for slot, text in zip(np.flatnonzero(mapped).tolist(), merged_cigars(found.cigar),
                               strict=True):
             cigar[slot] = text
+        _prefer_ungapped(index.reference, strands, contig, pos, end, nm, reverse, cigar)
     score = np.where(mapped, _scores(lengths, np.maximum(nm, 0)), NO_SCORE).astype(np.int32)
     xs = np.where(mapped, placements.xs, NO_SCORE).astype(np.int32)
     flag = np.where(mapped, 0, UNMAPPED) | np.where(reverse, REVERSE, 0)
