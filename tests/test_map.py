@@ -652,3 +652,25 @@ def test_a_mismatch_at_a_read_end_is_not_a_gap():
         query = SequenceSet.from_sequences([_rc(read) if reverse else read]).codes
         target = SequenceSet.from_sequences([genome[pos:pos + 100]]).codes
         assert rescore_cigar(query.tolist(), target.tolist(), cigar.replace("M", "=")) == nm
+
+
+def test_write_sam_refuses_reads_other_than_those_mapped(tmp_path):
+    genome = _genome()
+    reads = [genome[1000:1100], genome[2000:2100], genome[3000:3100]]
+    mates = [_rc(genome[1200:1300]), _rc(genome[2200:2300]), _rc(genome[3200:3300])]
+    single = gpualign.map_reads([genome], reads, backend="cpu")
+    pairs = gpualign.map_reads([genome], reads, mates, backend="cpu")
+    out = tmp_path / "out.sam"
+    with config.override(MAP_BATCH_READS=2):  # the mates run out in a later batch
+        for result, given, given_mates, message in (
+                (single, reads[:2], None, "3 records, the reads given make 2"),
+                (single, reads + reads[:1], None, "3 records, the reads given make 4"),
+                (single, reads, mates, "the result is single-end, mates were given"),
+                (pairs, reads, None, "the result is paired, mates were not given"),
+                (pairs, reads, mates[:2], "mates given are fewer or more than the reads"),
+                (pairs, reads, mates[:1], "mates given are fewer or more than the reads"),
+                (pairs, reads[:2], mates, "mates given are more than the reads")):
+            with pytest.raises(ValueError, match=message):
+                result.write_sam(out, given, given_mates)
+        pairs.write_sam(out, reads, mates)
+    assert len([line for line in out.read_text().splitlines() if line[0] != "@"]) == 6

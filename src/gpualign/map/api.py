@@ -141,6 +141,12 @@ class MappingResult:
         for FASTA and reads given in memory) taken from ``reads`` and ``mates``, the inputs
         that were mapped (files are read again). See :mod:`gpualign.map.sam`.
 
+        Raises
+        ------
+        ValueError
+            When ``reads`` (and ``mates``) are not as many as the result's records, or mates
+            are given for a single-end result or missing for pairs.
+
         Examples
         --------
         >>> import sys
@@ -154,16 +160,35 @@ class MappingResult:
         0 0 0 1001 60 60M * 0 0 TCCTCTACTT... * NM:i:0 AS:i:60
         1 4 * 0 0 * * 0 0 ACGTACGTACGTACGTACGTACGTACGTACGTACGTACGT *
         """
+        paired = mates is not None
+        if len(self) and paired != bool((self.mate > 0).any()):
+            raise ValueError("write_sam needs mates exactly when the result is of pairs: "
+                             f"the result is {'paired' if not paired else 'single-end'}, "
+                             f"mates were {'not ' if not paired else ''}given")
         batch = config.MAP_BATCH_READS
+        given = written = 0
         with open_sam(out) as handle:
             handle.write(sam_header(self.reference_names, self.reference_lengths,
                                     command_line))
-            mate_batches = read_batches(mates, batch) if mates is not None else None
+            mate_batches = read_batches(mates, batch, "mates") if paired else iter(())
             for chunk in read_batches(reads, batch):
-                mate_chunk = next(mate_batches) if mate_batches is not None else None
+                mate_chunk = next(mate_batches, None)
+                if paired and (mate_chunk is None or len(mate_chunk) != len(chunk)):
+                    raise ValueError("write_sam: the mates given are fewer or more than the "
+                                     f"reads (from read {chunk.start + 1} on); pass the "
+                                     "mates that were mapped")
                 records = np.flatnonzero((self.read >= chunk.start)
                                          & (self.read < chunk.start + len(chunk)))
                 write_records(handle, self, records, chunk, mate_chunk, self.reference_names)
+                given += len(chunk) * (2 if paired else 1)
+                written += len(records)
+            if next(mate_batches, None) is not None:
+                raise ValueError("write_sam: the mates given are more than the reads; pass "
+                                 "the mates that were mapped")
+        if given != len(self) or written != len(self):
+            raise ValueError(f"write_sam: the result holds {len(self)} records, the reads "
+                             f"given make {given} of which {written} are in the result; pass "
+                             "the reads (and mates) that were mapped")
 
 
 def mapping_quality(score: np.ndarray, second: np.ndarray, votes: np.ndarray) -> np.ndarray:
