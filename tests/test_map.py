@@ -674,3 +674,18 @@ def test_write_sam_refuses_reads_other_than_those_mapped(tmp_path):
                 result.write_sam(out, given, given_mates)
         pairs.write_sam(out, reads, mates)
     assert len([line for line in out.read_text().splitlines() if line[0] != "@"]) == 6
+
+
+def test_a_rescued_mate_reports_its_own_best_as_xs():
+    # The mate (29 bases, no seed near its partner: a substitution mid-read) has an exact copy
+    # at 6000; rescue places it next to its partner with 1 edit, so its XS is the copy's.
+    genome = list(_genome()[:8000])
+    copy = genome[1300:1329]
+    copy[14] = "ACGT".replace(copy[14], "")[0]
+    genome[6000:6029] = copy
+    genome = "".join(genome)
+    anchor, mate = genome[1000:1150], _rc("".join(copy))
+    result = gpualign.map_reads([genome], [anchor], [mate], backend="cpu",
+                                insert_size=(200, 700))
+    assert result.flag[1] & PROPER_PAIR and (result.pos[1], result.nm[1]) == (1300, 1)
+    assert (result.score[1], result.xs[1], result.mapq[1]) == (24, 29, 0)
