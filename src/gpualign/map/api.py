@@ -567,9 +567,9 @@ def _prefer_ungapped(reference: SequenceSet, strands: SequenceSet, contig: np.nd
     gapped = np.flatnonzero([text is not None and ("I" in text or "D" in text)
                              for text in cigar])
     length = strands.lengths[gapped]
-    open_ = np.ones(len(gapped), dtype=bool)
+    undecided = np.ones(len(gapped), dtype=bool)
     for start in (pos[gapped], end[gapped] - length):
-        fits = np.flatnonzero(open_ & (start >= 0)
+        fits = np.flatnonzero(undecided & (start >= 0)
                               & (start + length <= reference.lengths[contig[gapped]]))
         slot, first, size = gapped[fits], start[fits], length[fits]
         span = _windows(reference, contig[slot], first, first + size)
@@ -584,10 +584,11 @@ def _prefer_ungapped(reference: SequenceSet, strands: SequenceSet, contig: np.nd
         pos[slot[tie]], end[slot[tie]] = first[tie], first[tie] + size[tie]
         for row, bases in zip(slot[tie].tolist(), size[tie].tolist(), strict=True):
             cigar[row] = f"{bases}M"
-        open_[fits[tie]] = False
+        undecided[fits[tie]] = False
 
 
 def _joined_hits(hits: _Hits, more: _Hits) -> _Hits:
+    """``hits`` followed by ``more`` (not re-ranked: indices into ``hits`` stay valid)."""
     return _Hits(*(np.concatenate((getattr(hits, name), getattr(more, name)))
                    for name in _HIT_FIELDS))
 
