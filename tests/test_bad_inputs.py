@@ -287,3 +287,32 @@ def test_every_command_refuses_an_output_that_is_an_input(tmp_path, capsys, comm
     err = _error_line(capsys, [*(paths.get(arg, arg) for arg in command), "-o", str(output)])
     assert f"{output}: the output file is the input {given}; " in err, err
     assert given.read_bytes() == before and good.read_text().count(">") == len(GOOD)
+
+
+@pytest.mark.parametrize("previous", [None, "@HD\tVN:1.6\nearlier run\n"], ids=["new", "kept"])
+@pytest.mark.parametrize("command", [["map", "GOOD", "BAD"], ["map", "GOOD", "GOOD", "BAD"]],
+                         ids=["reads", "mates"])
+def test_map_leaves_no_output_when_an_input_is_bad(tmp_path, capsys, command, previous):
+    """The SAM header is written before READS and MATES are read: a bad one must leave no
+    header-only file, nor damage the previous one."""
+    paths = {"BAD": str(_bad_file(tmp_path, "cut.fa.gz")), "GOOD": str(_good_file(tmp_path))}
+    output = tmp_path / "out.sam"
+    if previous is not None:
+        output.write_text(previous)
+    _error_line(capsys, [*(paths.get(arg, arg) for arg in command), "-o", str(output)])
+    assert (output.read_text() if output.exists() else None) == previous
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
+        ["cut.fa.gz", "good.fa", *(["out.sam"] if previous else [])])
+
+
+def test_map_replaces_the_file_that_a_link_names(tmp_path, capsys):
+    good = _good_file(tmp_path)
+    (tmp_path / "old.sam").write_text("earlier run\n")
+    (tmp_path / "old.sam").chmod(0o640)
+    (tmp_path / "link.sam").symlink_to(tmp_path / "old.sam")
+    assert main(["map", str(good), str(good), "-o", str(tmp_path / "link.sam"), "-q",
+                 "--backend", "cpu"]) == 0
+    assert (tmp_path / "link.sam").is_symlink()
+    assert (tmp_path / "old.sam").read_text().startswith("@HD")
+    assert (tmp_path / "old.sam").stat().st_mode & 0o777 == 0o640
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["good.fa", "link.sam", "old.sam"]

@@ -23,6 +23,7 @@ from ._common import (
     non_negative_int,
     plural,
     positive_int,
+    replaced_on_success,
     report,
 )
 
@@ -87,7 +88,10 @@ def run(args: argparse.Namespace) -> int:
     reads = mapped = 0
     seconds: dict[str, float] = {}
     write_seconds = 0.0
-    with dask_client(args) as client, open_sam(args.output or "-") as out:
+    # The SAM goes to a new file that replaces -o only at the end: a READS or MATES file found
+    # bad after the header was written leaves no header-only (or partial) output behind.
+    with dask_client(args) as client, replaced_on_success(args.output) as sam, \
+            open_sam(sam) as out:
         out.write(sam_header(list(index.reference.names), index.reference.lengths,
                              " ".join([PROG, *sys.argv[1:]])))
         for chunk, mate_chunk, result in iter_mappings(
