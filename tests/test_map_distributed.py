@@ -300,15 +300,38 @@ def test_cli_map_on_a_local_cluster_and_on_a_scheduler(client, tmp_path, capfd, 
     assert capfd.readouterr().err.splitlines() == []
     address = client.scheduler_info()["address"]
     assert main([*common, "--scheduler", address, "-o", str(joined)]) == 0
-
-    def records(path) -> list[str]:  # the @PG line names the command line
-        return [line for line in path.read_text().splitlines() if not line.startswith("@PG")]
-
-    assert records(workers) == records(joined) == records(local)
-    assert len([line for line in records(local) if not line.startswith("@")]) == 2 * len(reads)
+    assert _sam_records(workers) == _sam_records(joined) == _sam_records(local)
+    assert len([line for line in _sam_records(local) if not line.startswith("@")]) == \
+        2 * len(reads)
     assert main([*common, "--workers", "2", "--scheduler", "tcp://x:1"]) == 2
     assert "not allowed with" in capfd.readouterr().err
     assert main(["map", "--help"]) == 0  # its -k help has a percent sign, which argparse formats
     assert "--scheduler ADDRESS" in capfd.readouterr().out
     assert main([*common[:-3], "--workers", "1", "-o", str(workers)]) == 0
     assert "on a local Dask cluster of 1 worker" in capfd.readouterr().err
+
+
+def _sam_records(path) -> list[str]:
+    """The lines of a SAM file but its @PG line, which names the command line."""
+    return [line for line in path.read_text().splitlines() if not line.startswith("@PG")]
+
+
+@pytest.mark.usefixtures("small_batches")
+def test_cli_map_cuda_on_a_scheduler_from_a_client_without_a_gpu(client, tmp_path, capfd,
+                                                                 monkeypatch):
+    # This process has no GPU; the workers stand for GPU workers (their --backend cuda
+    # resolves to the CPU here). The client builds the index on the CPU instead of failing.
+    from gpualign import backend
+    monkeypatch.setattr(backend, "cuda_status", lambda: (False, "no GPU in this test"))
+    monkeypatch.setattr(distributed, "resolve_backend", lambda requested: "cpu")
+    common = ["map", str(REFERENCE), str(REAL_READS), "-q"]
+    local, joined = tmp_path / "local.sam", tmp_path / "joined.sam"
+    assert main([*common, "--backend", "cpu", "-o", str(local)]) == 0
+    address = client.scheduler_info()["address"]
+    assert main([*common, "--backend", "cuda", "--scheduler", address, "-o", str(joined)]) == 0
+    assert _sam_records(joined) == _sam_records(local)
+    capfd.readouterr()
+    # --workers start here, on the machine without a GPU: an error before any work.
+    assert main([*common, "--backend", "cuda", "--workers", "1"]) == 2
+    assert "backend 'cuda' requested but unavailable: no GPU in this test" in \
+        capfd.readouterr().err

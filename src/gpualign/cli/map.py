@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import config
-from ..backend import resolve_backend
+from ..backend import BackendUnavailableError, resolve_backend
 from ._common import (
     PROG,
     add_backend_option,
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from ..map.index import as_map_index
     from ..map.sam import open_sam, sam_header, write_records
     began = time.perf_counter()
-    backend = resolve_backend(args.backend)
+    backend = _index_backend(args)
     check_output(args.output, [args.reference, args.reads, args.mates])
     built = time.perf_counter()
     index = as_map_index(Path(args.reference), backend=backend)
@@ -115,6 +115,18 @@ def run(args: argparse.Namespace) -> int:
                  f"{destination(args)} in {time.perf_counter() - began:.2f} s (index "
                  f"{index_seconds:.2f} s; reads/s by stage: {rates}; {_where(args, backend)})")
     return 0
+
+
+def _index_backend(args: argparse.Namespace) -> str:
+    """Where this process builds the index: ``--backend``, but the CPU where it asks for CUDA
+    and this process, the client of a ``--scheduler`` whose workers map the reads (each
+    resolving ``--backend`` for itself), has no GPU."""
+    try:
+        return resolve_backend(args.backend)
+    except BackendUnavailableError:
+        if args.scheduler is None:  # --workers start on this machine: they lack a GPU too
+            raise
+        return "cpu"
 
 
 def _where(args: argparse.Namespace, backend: str) -> str:
