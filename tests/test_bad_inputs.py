@@ -243,17 +243,76 @@ def test_option_messages_state_the_true_bound(tmp_path, capsys, option, value, m
     assert message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("target", ["REF", "READS", "MATES", "LINK"])
-def test_map_refuses_an_output_that_is_an_input(tmp_path, capsys, target):
-    """-o naming an input (or a link to it) would empty that file before it is read."""
+#: Every command that writes a file, with IN standing for the input that -o names too (a FASTA
+#: file, or a substitution matrix after --matrix).
+OUTPUT_IS_INPUT = [
+    ["edit", "IN", "GOOD"],
+    ["edit", "GOOD", "IN"],
+    ["align", "IN", "GOOD"],
+    ["align", "GOOD", "IN"],
+    ["align", "GOOD", "GOOD", "--matrix", "IN"],
+    ["allpairs", "IN"],
+    ["allpairs", "GOOD", "IN"],
+    ["allpairs", "GOOD", "--matrix", "IN"],
+    ["lcs", "IN", "GOOD"],
+    ["lcs", "GOOD", "IN"],
+    ["mems", "IN", "GOOD"],
+    ["mems", "GOOD", "IN"],
+    ["index", "IN"],
+    ["index", "IN", "--kind", "map"],
+    ["map", "IN", "GOOD"],
+    ["map", "GOOD", "IN"],
+    ["map", "GOOD", "GOOD", "IN"],
+    ["search", "IN", "GOOD"],
+    ["search", "GOOD", "IN"],
+    ["search", "GOOD", "GOOD", "--matrix", "IN"],
+    ["makedb", "IN"],
+]
+
+
+@pytest.mark.parametrize("link", [False, True], ids=["file", "link"])
+@pytest.mark.parametrize("command", OUTPUT_IS_INPUT, ids=lambda argv: "-".join(argv).lower())
+def test_every_command_refuses_an_output_that_is_an_input(tmp_path, capsys, command, link):
+    """-o naming an input (or a link to it) would empty that file before it is read, or
+    replace it after."""
     good = _good_file(tmp_path)
-    reads, mates = tmp_path / "r1.fa", tmp_path / "r2.fa"
-    reads.write_bytes(good.read_bytes())
-    mates.write_bytes(good.read_bytes())
-    (tmp_path / "link.fa").symlink_to(reads)
-    paths = {"REF": good, "READS": reads, "MATES": mates, "LINK": tmp_path / "link.fa"}
-    before = {path: path.read_bytes() for path in (good, reads, mates)}
-    err = _error_line(capsys, ["map", str(good), str(reads), str(mates),
-                               "-o", str(paths[target])])
-    assert f"{paths[target]}: the output file is the input " in err, err
-    assert {path: path.read_bytes() for path in before} == before
+    given = tmp_path / ("in.mat" if "--matrix" in command else "in.fa")
+    given.write_text("   A  C  G  T\nA  1 -1 -1 -1\nC -1  1 -1 -1\nG -1 -1  1 -1\n"
+                     "T -1 -1 -1  1\n" if "--matrix" in command else good.read_text())
+    before = given.read_bytes()
+    output = tmp_path / "link" if link else given
+    if link:
+        output.symlink_to(given)
+    paths = {"IN": str(given), "GOOD": str(good)}
+    err = _error_line(capsys, [*(paths.get(arg, arg) for arg in command), "-o", str(output)])
+    assert f"{output}: the output file is the input {given}; " in err, err
+    assert given.read_bytes() == before and good.read_text().count(">") == len(GOOD)
+
+
+@pytest.mark.parametrize("previous", [None, "@HD\tVN:1.6\nearlier run\n"], ids=["new", "kept"])
+@pytest.mark.parametrize("command", [["map", "GOOD", "BAD"], ["map", "GOOD", "GOOD", "BAD"]],
+                         ids=["reads", "mates"])
+def test_map_leaves_no_output_when_an_input_is_bad(tmp_path, capsys, command, previous):
+    """The SAM header is written before READS and MATES are read: a bad one must leave no
+    header-only file, nor damage the previous one."""
+    paths = {"BAD": str(_bad_file(tmp_path, "cut.fa.gz")), "GOOD": str(_good_file(tmp_path))}
+    output = tmp_path / "out.sam"
+    if previous is not None:
+        output.write_text(previous)
+    _error_line(capsys, [*(paths.get(arg, arg) for arg in command), "-o", str(output)])
+    assert (output.read_text() if output.exists() else None) == previous
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
+        ["cut.fa.gz", "good.fa", *(["out.sam"] if previous else [])])
+
+
+def test_map_replaces_the_file_that_a_link_names(tmp_path, capsys):
+    good = _good_file(tmp_path)
+    (tmp_path / "old.sam").write_text("earlier run\n")
+    (tmp_path / "old.sam").chmod(0o640)
+    (tmp_path / "link.sam").symlink_to(tmp_path / "old.sam")
+    assert main(["map", str(good), str(good), "-o", str(tmp_path / "link.sam"), "-q",
+                 "--backend", "cpu"]) == 0
+    assert (tmp_path / "link.sam").is_symlink()
+    assert (tmp_path / "old.sam").read_text().startswith("@HD")
+    assert (tmp_path / "old.sam").stat().st_mode & 0o777 == 0o640
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["good.fa", "link.sam", "old.sam"]

@@ -209,6 +209,53 @@ def test_worker_killed_mid_run_loses_no_read(index, pairs, monkeypatch):
     same_mappings(undisturbed, concatenate(outcome["results"]))
 
 
+def test_workers_map_with_the_clients_settings(index, real_reads):
+    # Worker processes, whose config is their own: the client's override goes with each task.
+    with config.override(MAP_MAX_EDIT_FRACTION=0.0, MAP_BATCH_READS=BATCH):
+        local = gpualign.map_reads(index, real_reads, backend="cpu")
+        with distributed_dask.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           dashboard_address=":0",
+                                           env={"NUMBA_NUM_THREADS": "1",
+                                                "OMP_NUM_THREADS": "1"}) as cluster, \
+                distributed_dask.Client(cluster) as dask_client:
+            on_cluster = gpualign.map_reads(index, real_reads, backend="cpu",
+                                            client=dask_client)
+            left = dask_client.run(lambda: config.MAP_MAX_EDIT_FRACTION)
+    same_mappings(local, on_cluster)
+    assert 0 < on_cluster.mapped.sum() < gpualign.map_reads(index, real_reads,
+                                                            backend="cpu").mapped.sum()
+    assert set(left.values()) == {config.defaults()["MAP_MAX_EDIT_FRACTION"]}  # restored
+
+
+def test_a_workers_tasks_share_their_clients_settings_and_restore_them_last():
+    # The tasks of a worker's threads: those of one client's settings run together and the
+    # last one restores the settings; a task of other settings waits for them.
+    entered, release, order = threading.Event(), threading.Event(), []
+    ours, theirs = {"MAP_MAX_OCCURRENCES": 7}, {"MAP_MAX_OCCURRENCES": 9}
+
+    def task(settings, name, hold=False):
+        with distributed._client_settings(settings):
+            order.append((name, config.MAP_MAX_OCCURRENCES))
+            if hold:
+                entered.set()
+                release.wait(10)
+            order.append((name, config.MAP_MAX_OCCURRENCES))
+
+    first = threading.Thread(target=task, args=(ours, "first", True))
+    first.start()
+    entered.wait(10)
+    task(ours, "second")  # runs beside the first, and ends first: the settings stay
+    other = threading.Thread(target=task, args=(theirs, "other"))
+    other.start()
+    time.sleep(0.2)  # the other client's task waits for the first
+    release.set()
+    first.join(10)
+    other.join(10)
+    assert order == [("first", 7), ("second", 7), ("second", 7), ("first", 7), ("other", 9),
+                     ("other", 9)]
+    assert config.MAP_MAX_OCCURRENCES == config.defaults()["MAP_MAX_OCCURRENCES"]
+
+
 @pytest.mark.cuda
 @pytest.mark.skipif(not CUDA_AVAILABLE, reason=f"CUDA unavailable: {CUDA_REASON}")
 def test_gpu_and_cpu_workers_equal_the_local_mapping(index, pairs, monkeypatch):
@@ -253,15 +300,38 @@ def test_cli_map_on_a_local_cluster_and_on_a_scheduler(client, tmp_path, capfd, 
     assert capfd.readouterr().err.splitlines() == []
     address = client.scheduler_info()["address"]
     assert main([*common, "--scheduler", address, "-o", str(joined)]) == 0
-
-    def records(path) -> list[str]:  # the @PG line names the command line
-        return [line for line in path.read_text().splitlines() if not line.startswith("@PG")]
-
-    assert records(workers) == records(joined) == records(local)
-    assert len([line for line in records(local) if not line.startswith("@")]) == 2 * len(reads)
+    assert _sam_records(workers) == _sam_records(joined) == _sam_records(local)
+    assert len([line for line in _sam_records(local) if not line.startswith("@")]) == \
+        2 * len(reads)
     assert main([*common, "--workers", "2", "--scheduler", "tcp://x:1"]) == 2
     assert "not allowed with" in capfd.readouterr().err
     assert main(["map", "--help"]) == 0  # its -k help has a percent sign, which argparse formats
     assert "--scheduler ADDRESS" in capfd.readouterr().out
     assert main([*common[:-3], "--workers", "1", "-o", str(workers)]) == 0
     assert "on a local Dask cluster of 1 worker" in capfd.readouterr().err
+
+
+def _sam_records(path) -> list[str]:
+    """The lines of a SAM file but its @PG line, which names the command line."""
+    return [line for line in path.read_text().splitlines() if not line.startswith("@PG")]
+
+
+@pytest.mark.usefixtures("small_batches")
+def test_cli_map_cuda_on_a_scheduler_from_a_client_without_a_gpu(client, tmp_path, capfd,
+                                                                 monkeypatch):
+    # This process has no GPU; the workers stand for GPU workers (their --backend cuda
+    # resolves to the CPU here). The client builds the index on the CPU instead of failing.
+    from gpualign import backend
+    monkeypatch.setattr(backend, "cuda_status", lambda: (False, "no GPU in this test"))
+    monkeypatch.setattr(distributed, "resolve_backend", lambda requested: "cpu")
+    common = ["map", str(REFERENCE), str(REAL_READS), "-q"]
+    local, joined = tmp_path / "local.sam", tmp_path / "joined.sam"
+    assert main([*common, "--backend", "cpu", "-o", str(local)]) == 0
+    address = client.scheduler_info()["address"]
+    assert main([*common, "--backend", "cuda", "--scheduler", address, "-o", str(joined)]) == 0
+    assert _sam_records(joined) == _sam_records(local)
+    capfd.readouterr()
+    # --workers start here, on the machine without a GPU: an error before any work.
+    assert main([*common, "--backend", "cuda", "--workers", "1"]) == 2
+    assert "backend 'cuda' requested but unavailable: no GPU in this test" in \
+        capfd.readouterr().err

@@ -10,6 +10,8 @@ import inspect
 import io
 import logging
 import os
+import secrets
+import shutil
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -364,6 +366,44 @@ def open_output(path: str | None) -> Iterator[TextIO]:
         return
     with open(path, "w", encoding="utf-8", newline="\n") as handle:
         yield handle
+
+
+@contextlib.contextmanager
+def replaced_on_success(path: str | None) -> Iterator[str]:
+    """The name under which to write the contents of the output file ``path``: a new file in
+    its folder that replaces ``path`` (the file a link names, keeping the link and the old
+    file's permissions) when the block ends, and is removed when the block raises; a failed
+    run (a bad input met after the first lines, an interrupt) leaves neither a partial output
+    nor a damaged previous file. Standard output (None or ``-``) and what is not a regular
+    file (a pipe, a device) are written directly: they cannot be replaced.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "out.sam")
+    ...     with replaced_on_success(path) as partial, open(partial, "w") as handle:
+    ...         _ = handle.write("@HD")
+    ...     with open(path) as handle:
+    ...         handle.read(), os.listdir(folder)
+    ('@HD', ['out.sam'])
+    """
+    if path is None or path == "-" or (os.path.exists(path) and not os.path.isfile(path)):
+        yield path or "-"
+        return
+    final = os.path.realpath(path)
+    folder, name = os.path.split(final)
+    partial = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.part")
+    open(partial, "x").close()  # "x": a name of our own, with the user's default permissions
+    try:
+        if os.path.exists(final):
+            shutil.copymode(final, partial)
+        yield partial
+        os.replace(partial, final)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(partial)
+        raise
 
 
 def write_rows(out: TextIO, columns: Sequence[object]) -> None:

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     backend = resolve_backend(args.backend)
     sam = args.format == "sam" or (args.format is None and str(args.output).endswith(".sam"))
     task = "path" if sam else args.task
-    check_output(args.output)
+    check_output(args.output, [args.queries, args.targets, args.matrix])
     queries, targets = read_pair_inputs(args)
     q_index, t_index, shape = record_pairs(args, len(queries), len(targets))
     result = align(queries, targets, mode=args.mode, scoring=scheme, task=task,

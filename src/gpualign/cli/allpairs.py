@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     began = time.perf_counter()
     scheme = scoring(args)
     backend = resolve_backend(args.backend)
-    check_output(args.output)
+    check_output(args.output, [args.seqs, args.others, args.matrix])
     settle_alphabet(args, args.seqs, args.others)
     seqs = read_sequences(args.seqs, args)
     others = read_sequences(args.others, args) if args.others is not None else None

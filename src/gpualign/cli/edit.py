@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from ..edit import edit_distance, edit_distance_matrix
     began = time.perf_counter()
     backend = resolve_backend(args.backend)  # fail early, before reading large files
-    check_output(args.output)
+    check_output(args.output, [args.queries, args.targets])
     progress = not args.quiet
     queries, targets = read_pair_inputs(args)
     n_q, n_t = len(queries), len(targets)

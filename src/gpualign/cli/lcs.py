@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     from ..lcs import lcs_length_matrix, lcs_top
     began = time.perf_counter()
     backend = resolve_backend(args.backend)  # fail early, before reading large files
-    check_output(args.output)
+    check_output(args.output, [args.query, args.subjects])
     progress = not args.quiet
     settle_alphabet(args, args.query, args.subjects)
     queries = read_sequences(args.query, args)

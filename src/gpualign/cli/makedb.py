@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     began = time.perf_counter()
     if args.output == "-":
         raise ValueError("-o -: a database is memory-mapped from a file; give a file name")
-    check_output(args.output)
+    check_output(args.output, [args.fasta])
     backend = resolve_backend(args.backend)  # where the FASTA is parsed
     settle_alphabet(args, args.fasta)
     with reading(args.fasta):

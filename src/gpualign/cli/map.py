@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import config
-from ..backend import resolve_backend
+from ..backend import BackendUnavailableError, resolve_backend
 from ._common import (
     PROG,
     add_backend_option,
@@ -23,6 +23,7 @@ from ._common import (
     non_negative_int,
     plural,
     positive_int,
+    replaced_on_success,
     report,
 )
 
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from ..map.index import as_map_index
     from ..map.sam import open_sam, sam_header, write_records
     began = time.perf_counter()
-    backend = resolve_backend(args.backend)
+    backend = _index_backend(args)
     check_output(args.output, [args.reference, args.reads, args.mates])
     built = time.perf_counter()
     index = as_map_index(Path(args.reference), backend=backend)
@@ -87,7 +88,10 @@ def run(args: argparse.Namespace) -> int:
     reads = mapped = 0
     seconds: dict[str, float] = {}
     write_seconds = 0.0
-    with dask_client(args) as client, open_sam(args.output or "-") as out:
+    # The SAM goes to a new file that replaces -o only at the end: a READS or MATES file found
+    # bad after the header was written leaves no header-only (or partial) output behind.
+    with dask_client(args) as client, replaced_on_success(args.output) as sam, \
+            open_sam(sam) as out:
         out.write(sam_header(list(index.reference.names), index.reference.lengths,
                              " ".join([PROG, *sys.argv[1:]])))
         for chunk, mate_chunk, result in iter_mappings(
@@ -111,6 +115,18 @@ def run(args: argparse.Namespace) -> int:
                  f"{destination(args)} in {time.perf_counter() - began:.2f} s (index "
                  f"{index_seconds:.2f} s; reads/s by stage: {rates}; {_where(args, backend)})")
     return 0
+
+
+def _index_backend(args: argparse.Namespace) -> str:
+    """Where this process builds the index: ``--backend``, but the CPU where it asks for CUDA
+    and this process, the client of a ``--scheduler`` whose workers map the reads (each
+    resolving ``--backend`` for itself), has no GPU."""
+    try:
+        return resolve_backend(args.backend)
+    except BackendUnavailableError:
+        if args.scheduler is None:  # --workers start on this machine: they lack a GPU too
+            raise
+        return "cpu"
 
 
 def _where(args: argparse.Namespace, backend: str) -> str:

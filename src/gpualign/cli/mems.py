@@ -84,7 +84,7 @@ def run_index(args: argparse.Namespace) -> int:
     if to_stdout and sys.stdout.isatty():
         raise ValueError("-o -: an index is binary, not for a terminal; give a file name or "
                          "redirect standard output")
-    check_output(args.output)
+    check_output(args.output, [args.reference])
     kind = args.kind or ("map" if args.output.endswith(".gpumap") else "mems")
     shape = {name: value for name, value in (("k", args.k), ("w", args.w)) if value is not None}
     if kind == "map":
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     from ..mems import MemIndex, find_mems
     from ..mems.index import is_index_file
     began = time.perf_counter()
-    check_output(args.output)
+    check_output(args.output, [args.reference, args.reads])
     if is_map_index_file(args.reference):  # a zip archive too, but no MEM index
         raise ValueError(f"{args.reference}: a gpualign map index (for gpualign map); "
                          "gpualign mems reads a MEM index (gpualign index -o REF.gpuidx) "

@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         scoring(args)  # bad matrices and gap costs fail before any reading
     backend = resolve_backend(args.backend)
     task = "path" if args.format == "blast6" else args.task
-    check_output(args.output)
+    check_output(args.output, [args.queries, args.database, args.matrix])
     database = Database.open(args.database) if is_database_file(args.database) else None
     if database is not None:
         args.alphabet_inferred = False

@@ -13,14 +13,18 @@ order, those that finish early held until the batches before them are done; the 
 of the next one handed on are bounded (a few per thread of the cluster), so memory holds a few
 batches whatever the input's size. Pairs whose insert sizes are to be estimated wait for the
 first batch's estimate, which every batch uses, as on one machine; the results are then those
-of a mapping here.
+of a mapping here. Each task carries the ``MAP_*`` settings of :mod:`gpualign.config` that
+this process has (an ``override`` in force included), and its worker maps with them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from .. import config
 from .._dask import run_pulled
 from ..backend import resolve_backend
 from ._reads import ReadBatch
@@ -34,6 +38,13 @@ _BATCHES_IN_FLIGHT_PER_THREAD = 2
 #: Batches submitted but not yet handed on, at most, per thread of the cluster: twice those in
 #: flight, so that the workers stay busy while a slow batch holds back the ones after it.
 _BATCHES_AHEAD_PER_THREAD = 2 * _BATCHES_IN_FLIGHT_PER_THREAD
+
+#: The worker side of the clients' settings: the settings of the tasks running in this process
+#: (one client's: tasks of other settings wait), how many run, and what restores the settings
+#: that were there before them.
+_SETTINGS_CHANGED = threading.Condition()
+_running: dict[str, Any] = {"settings": None, "tasks": 0}
+_restore_settings = contextlib.ExitStack()
 
 
 def cluster_mappings(client: Any, map_batch: Callable[..., Any], index: Any,
@@ -89,6 +100,8 @@ def cluster_mappings(client: Any, map_batch: Callable[..., Any], index: Any,
     insert = insert_size
     submitted = handed_on = 0
     read_all = False
+    settings = {name: getattr(config, name) for name in config.defaults()
+                if name.startswith("MAP_")}
 
     def items() -> Iterator[tuple[int]]:
         nonlocal submitted, read_all
@@ -101,7 +114,7 @@ def cluster_mappings(client: Any, map_batch: Callable[..., Any], index: Any,
     def arguments(item: tuple[int]) -> tuple:
         reads, mates, _ = held[item[0]]
         return (map_batch, reads.sequences, None if mates is None else mates.sequences,
-                reads.start, insert, backend, options)
+                reads.start, insert, backend, options, settings)
 
     def ready() -> bool:
         if submitted == 0:
@@ -129,7 +142,36 @@ def cluster_mappings(client: Any, map_batch: Callable[..., Any], index: Any,
 
 def _map_on_worker(index: Any, map_batch: Callable[..., Any], reads: Any, mates: Any,
                    start: int, insert: tuple[int, int] | None, backend: str,
-                   options: dict[str, Any]) -> Any:
-    """A task: one batch mapped by the worker's backend."""
-    return map_batch(index, reads, mates, start, insert, backend=resolve_backend(backend),
-                     **options)
+                   options: dict[str, Any], settings: dict[str, Any]) -> Any:
+    """A task: one batch mapped by the worker's backend, with its client's ``settings``."""
+    with _client_settings(settings):
+        return map_batch(index, reads, mates, start, insert, backend=resolve_backend(backend),
+                         **options)
+
+
+@contextlib.contextmanager
+def _client_settings(settings: dict[str, Any]) -> Iterator[None]:
+    """Run a task with its client's ``settings`` in force in this worker process.
+
+    A worker's threads share the settings (module globals), so a task whose settings differ
+    from those of the tasks running waits until they are done; tasks of the same settings run
+    together, the first applying them (:func:`gpualign.config.override`) and the last
+    restoring those before (an override per task would not do: the task that ends first would
+    restore the old settings under the others).
+    """
+    with _SETTINGS_CHANGED:
+        _SETTINGS_CHANGED.wait_for(lambda: not _running["tasks"]
+                                   or _running["settings"] == settings)
+        if not _running["tasks"]:
+            _running["settings"] = settings
+            if any(getattr(config, name) != value for name, value in settings.items()):
+                _restore_settings.enter_context(config.override(**settings))
+        _running["tasks"] += 1
+    try:
+        yield
+    finally:
+        with _SETTINGS_CHANGED:
+            _running["tasks"] -= 1
+            if not _running["tasks"]:
+                _restore_settings.close()
+                _SETTINGS_CHANGED.notify_all()
