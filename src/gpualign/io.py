@@ -7,6 +7,7 @@ import gzip
 import itertools
 import lzma
 import os
+import sys
 import warnings
 import zlib
 from collections.abc import Generator, Iterator, Sequence
@@ -19,7 +20,7 @@ from .cigar import count_ops
 from .formats import name_hashes
 
 __all__ = ["DuplicateNameError", "DuplicateNameWarning", "SequenceFileError", "joined_utf8",
-           "read_packed", "read_records", "write_tsv"]
+           "open_text", "read_packed", "read_records", "write_tsv"]
 
 
 class SequenceFileError(ValueError):
@@ -423,6 +424,27 @@ def _starts_fasta(data: bytes) -> bool:
         if byte not in b" \t\r\n":
             return byte == ord(">")
     return False
+
+
+@contextlib.contextmanager
+def open_text(out: str | os.PathLike | IO[str]) -> Iterator[IO[str]]:
+    """Where a writer's text goes: ``out`` itself when it is a stream, standard output for
+    ``-``, else the file it names, opened for writing (UTF-8, ``\\n`` line ends).
+
+    Examples
+    --------
+    >>> with open_text("-") as out:
+    ...     _ = out.write("query\\n")
+    query
+    """
+    if hasattr(out, "write"):
+        yield out  # type: ignore[misc]
+    elif os.fspath(out) == "-":
+        yield sys.stdout
+        sys.stdout.flush()
+    else:
+        with open(out, "w", encoding="utf-8", newline="\n") as handle:
+            yield handle
 
 
 def write_tsv(out: IO[str], header: Sequence[str], columns: Sequence[Any]) -> None:

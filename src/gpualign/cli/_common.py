@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from ..io import open_text
 from ..scoring import (
     DEFAULT_GAP_EXTEND,
     DEFAULT_GAP_OPEN,
@@ -359,12 +360,10 @@ def check_output(path: str | None, inputs: Sequence[str | None] = ()) -> None:
 
 @contextlib.contextmanager
 def open_output(path: str | None) -> Iterator[TextIO]:
-    """Yield standard output, or ``path`` opened for writing (``-`` means standard output)."""
-    if path is None or path == "-":
-        yield sys.stdout
-        sys.stdout.flush()
-        return
-    with open(path, "w", encoding="utf-8", newline="\n") as handle:
+    """Yield standard output (``path`` None or ``-``), or a file that replaces ``path`` when the
+    command succeeds (:func:`replaced_on_success`): a bad input met after the first lines leaves
+    no partial output."""
+    with replaced_on_success(path) as target, open_text(target) as handle:
         yield handle
 
 

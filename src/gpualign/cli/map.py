@@ -21,9 +21,9 @@ from ._common import (
     dask_client,
     destination,
     non_negative_int,
+    open_output,
     plural,
     positive_int,
-    replaced_on_success,
     report,
 )
 
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     and :func:`gpualign.cli.main` turns them into status 2)."""
     from ..map.api import iter_mappings
     from ..map.index import as_map_index
-    from ..map.sam import open_sam, sam_header, write_records
+    from ..map.sam import sam_header, write_records
     began = time.perf_counter()
     backend = _index_backend(args)
     check_output(args.output, [args.reference, args.reads, args.mates])
@@ -90,8 +90,7 @@ def run(args: argparse.Namespace) -> int:
     write_seconds = 0.0
     # The SAM goes to a new file that replaces -o only at the end: a READS or MATES file found
     # bad after the header was written leaves no header-only (or partial) output behind.
-    with dask_client(args) as client, replaced_on_success(args.output) as sam, \
-            open_sam(sam) as out:
+    with dask_client(args) as client, open_output(args.output) as out:
         out.write(sam_header(list(index.reference.names), index.reference.lengths,
                              " ".join([PROG, *sys.argv[1:]])))
         for chunk, mate_chunk, result in iter_mappings(

@@ -25,6 +25,7 @@ from .._checks import integer
 from .._progress import progress_bar
 from ..backend import BACKENDS, resolve_backend
 from ..edit import edit_distance
+from ..io import open_text
 from ..sequences import ALPHABETS, SequenceSet
 from ._reads import ReadBatch, mate_names_differ, read_batches
 from .distributed import cluster_mappings
@@ -39,7 +40,6 @@ from .sam import (
     SECOND,
     UNMAPPED,
     merged_cigars,
-    open_sam,
     sam_header,
     write_records,
 )
@@ -167,7 +167,7 @@ class MappingResult:
                              f"mates were {'not ' if not paired else ''}given")
         batch = config.MAP_BATCH_READS
         given = written = 0
-        with open_sam(out) as handle:
+        with open_text(out) as handle:
             handle.write(sam_header(self.reference_names, self.reference_lengths,
                                     command_line))
             mate_batches = read_batches(mates, batch, "mates") if paired else iter(())

@@ -12,11 +12,8 @@ QNAME: a name's ``/1`` or ``/2`` suffix is dropped, as bwa and minimap2 do.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import IO, Any
 
 import numpy as np
@@ -24,7 +21,7 @@ import numpy as np
 from .. import __version__
 from ._reads import ReadBatch, template_name
 
-__all__ = ["NO_SCORE", "merged_cigars", "open_sam", "sam_header", "write_records"]
+__all__ = ["NO_SCORE", "merged_cigars", "sam_header", "write_records"]
 
 #: SAM flag bits.
 PAIRED, PROPER_PAIR, UNMAPPED, MATE_UNMAPPED = 0x1, 0x2, 0x4, 0x8
@@ -71,19 +68,6 @@ def sam_header(names: Sequence[str], lengths: np.ndarray, command_line: str | No
     program = f"@PG\tID:gpualign\tPN:gpualign\tVN:{__version__}"
     lines.append(program + (f"\tCL:{command_line}" if command_line else ""))
     return "\n".join(lines) + "\n"
-
-
-@contextlib.contextmanager
-def open_sam(out: str | os.PathLike | IO[str]) -> Iterator[IO[str]]:
-    """``out`` itself when it is a stream, else the file it names (``-``: standard output)."""
-    if hasattr(out, "write"):
-        yield out  # type: ignore[misc]
-    elif os.fspath(out) == "-":
-        yield sys.stdout
-        sys.stdout.flush()
-    else:
-        with open(out, "w", encoding="utf-8", newline="\n") as handle:
-            yield handle
 
 
 def write_records(out: IO[str], result: Any, records: np.ndarray, reads: ReadBatch,
