@@ -73,3 +73,27 @@ def small_lcs_tiles(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(gpualign.config, "LCS_TILE_WORDS", tiles)
     monkeypatch.setattr(gpualign.config, "LCS_SHARED_BYTES", shared)
     return request.param
+
+
+def kill_a_worker_mid_run(client, run, progress) -> int:
+    """Run ``run()`` in a thread and, once ``progress()`` (the units of work finished so far)
+    reaches 2, end one worker process of ``client`` at once (``os._exit``); wait for the run to
+    finish (a Dask run must survive it). Returns the progress when the worker died."""
+    import os
+    import threading
+    import time
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while progress() < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    finished_before = progress()
+    victim = sorted(client.scheduler_info()["workers"])[0]
+    try:
+        client.run(os._exit, 1, workers=[victim])  # the worker process dies at once
+    except Exception:  # noqa: BLE001 - the call itself fails: its worker is gone
+        pass
+    thread.join(timeout=300)
+    assert not thread.is_alive()
+    return finished_before

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import kill_a_worker_mid_run
 
 import gpualign
 from gpualign import Scoring, SequenceSet
@@ -253,10 +254,6 @@ def test_dask_spreads_tiles_over_the_workers(client, monkeypatch):
 
 
 def test_dask_worker_killed_mid_run(client, monkeypatch, tmp_path):
-    import os
-    import threading
-    import time
-
     monkeypatch.setattr(gpualign.config, "ALLPAIRS_TILE", 6)
     _, texts = genes()
     undisturbed = gpualign.allpairs(texts, min_identity=0.6, scoring=SCORING)
@@ -267,20 +264,9 @@ def test_dask_worker_killed_mid_run(client, monkeypatch, tmp_path):
         outcome["result"] = gpualign.allpairs(texts, min_identity=0.6, scoring=SCORING,
                                               client=client, checkpoint=folder)
 
-    thread = threading.Thread(target=run)
-    thread.start()
     total = len(list(allpairs_api._tiles(len(texts), len(texts), True, 6)))
-    deadline = time.monotonic() + 120
-    while len(list(folder.glob("tile-*.tsv.gz"))) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    finished_before = len(list(folder.glob("tile-*.tsv.gz")))
-    victim = sorted(client.scheduler_info()["workers"])[0]
-    try:
-        client.run(os._exit, 1, workers=[victim])  # the worker process dies at once
-    except Exception:  # noqa: BLE001 - the call itself fails: its worker is gone
-        pass
-    thread.join(timeout=300)
-    assert not thread.is_alive()
+    finished_before = kill_a_worker_mid_run(
+        client, run, lambda: len(list(folder.glob("tile-*.tsv.gz"))))
     assert finished_before < total  # the worker died in the middle of the run
     same_result(undisturbed, outcome["result"])
 

@@ -7,13 +7,12 @@ machine) a GPU worker beside a CPU worker."""
 from __future__ import annotations
 
 import doctest
-import os
 import threading
 import time
 
 import numpy as np
 import pytest
-from conftest import CUDA_AVAILABLE, CUDA_REASON
+from conftest import CUDA_AVAILABLE, CUDA_REASON, kill_a_worker_mid_run
 from test_map import REAL_READS, REFERENCE, simulate_pairs
 
 import gpualign
@@ -192,19 +191,7 @@ def test_worker_killed_mid_run_loses_no_read(index, pairs, monkeypatch):
                 finished.append(len(results))
             outcome["results"] = results
 
-        thread = threading.Thread(target=run)
-        thread.start()
-        deadline = time.monotonic() + 120
-        while len(finished) < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        finished_before = len(finished)
-        victim = sorted(dask_client.scheduler_info()["workers"])[0]
-        try:
-            dask_client.run(os._exit, 1, workers=[victim])  # the worker process dies at once
-        except Exception:  # noqa: BLE001 - the call itself fails: its worker is gone
-            pass
-        thread.join(timeout=300)
-        assert not thread.is_alive()
+        finished_before = kill_a_worker_mid_run(dask_client, run, lambda: len(finished))
     assert 0 < finished_before < batches  # the worker died in the middle of the run
     same_mappings(undisturbed, concatenate(outcome["results"]))
 

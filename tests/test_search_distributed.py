@@ -6,14 +6,11 @@ loses nothing. CPU workers, and (on a GPU machine) a GPU worker beside a CPU wor
 from __future__ import annotations
 
 import doctest
-import os
-import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CUDA_AVAILABLE, CUDA_REASON
+from conftest import CUDA_AVAILABLE, CUDA_REASON, kill_a_worker_mid_run
 
 from gpualign import SequenceSet, _dask, config
 from gpualign.cli import main
@@ -153,19 +150,7 @@ def test_worker_killed_mid_run_loses_nothing(proteins, tied_database, monkeypatc
                                        client=dask_client,
                                        progress=lambda done, total: finished.append(done))
 
-        thread = threading.Thread(target=run)
-        thread.start()
-        deadline = time.monotonic() + 120
-        while len(finished) < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        finished_before = len(finished)
-        victim = sorted(dask_client.scheduler_info()["workers"])[0]
-        try:
-            dask_client.run(os._exit, 1, workers=[victim])  # the worker process dies at once
-        except Exception:  # noqa: BLE001 - the call itself fails: its worker is gone
-            pass
-        thread.join(timeout=300)
-        assert not thread.is_alive()
+        finished_before = kill_a_worker_mid_run(dask_client, run, lambda: len(finished))
     assert 0 < finished_before < partitions  # the worker died in the middle of the run
     same_hits(undisturbed, outcome["result"])
 
