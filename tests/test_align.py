@@ -392,14 +392,16 @@ def test_cuda_strips_widths_and_chunks_equal_the_cpu(monkeypatch, strip_rows):
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
-@pytest.mark.parametrize("heights", [(8,), (8, 16, 24, 32)])
-def test_cuda_paths_bands_heights_and_launches_equal_the_cpu(monkeypatch, heights):
+@pytest.mark.parametrize("heights,streams", [((8,), 1), ((8, 16, 24, 32), 3)])
+def test_cuda_paths_bands_heights_and_launches_equal_the_cpu(monkeypatch, heights, streams):
     # Lanes of 8 rows put queries over 256 symbols in several bands; all heights put each pair
-    # in the lowest lanes that cover it (8 to 32 rows); a 64 KiB budget splits the launches.
+    # in the lowest lanes that cover it (8 to 32 rows); a 64 KiB budget splits the launches,
+    # which take one stream or three in turn (several launches in flight).
     # Paths, starts, ends and identities equal the CPU backend's, every mode, DNA (with N),
     # proteins and bytes (a 256 x 256 table in shared memory).
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANE_ROWS", heights)
     monkeypatch.setattr(gpualign.config, "GPU_BATCH_BYTES", 1 << 16)
+    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_STREAMS", streams)
     cases = _dna_and_protein_cases(23, 24, 900, 500)
     proteins, others = cases[-1][:2]
     cases.append((proteins[:4], others[:4],
@@ -421,9 +423,9 @@ def test_cuda_paths_bands_heights_and_launches_equal_the_cpu(monkeypatch, height
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
 @pytest.mark.parametrize("heights", [(8,), (8, 16, 24, 32)])
 def test_cuda_warp_per_pair_scores_equal_the_cpu(monkeypatch, heights):
-    # Every pair counts as long: global, semi-global and local scores (and global and
-    # semi-global ends) come from the warp kernel, overlap and local ends from the thread
-    # kernels; lanes of 8 rows give queries over 256 symbols several bands and padded rows.
+    # Every pair counts as long: global, semi-global and local scores and ends come from the
+    # warp kernel, overlap's from the thread kernels; lanes of 8 rows give queries over 256
+    # symbols several bands (a later band's tie in an earlier column) and padded rows.
     monkeypatch.setattr(gpualign.config, "ALIGN_WARP_MIN_CELLS", 1)
     monkeypatch.setattr(gpualign.config, "ALIGN_WARP_MIN_RATIO", 0.0)
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANE_ROWS", heights)
@@ -433,6 +435,11 @@ def test_cuda_warp_per_pair_scores_equal_the_cpu(monkeypatch, heights):
         raise AssertionError("a pair was computed by the CPU backend")
 
     cases = _dna_and_protein_cases(24, 30, 700, 400)
+    # Local ties: A+B against B+A puts two equal best cells in different bands, the later
+    # band's in the earlier column (it wins); X+X against X, two in one column (the first row).
+    rng = np.random.default_rng(25)
+    a, b, x = (random_text(rng, 300, "ACGT") for _ in range(3))
+    cases.append(([a + b, x + x, x], [b + a, x, x + x], SCHEMES[0], "dna"))
     for queries, targets, scoring, alphabet in cases:
         for mode in ALIGN_MODES:
             for task in ("score", "end"):
@@ -466,11 +473,10 @@ def test_cuda_cigar_texts_split_once():
     from gpualign.align import _cuda
 
     cigar = ["?"] * 4
-    results = _cuda._TraceResults(None, *(np.zeros(4, dtype=np.int64) for _ in range(3)),
-                                  np.zeros(4), cigar)
-    ones = np.ones(3, dtype=np.int32)
-    results.store(np.array([3, 0, 1]), ones, ones, ones, ones, ones, ones,
-                  np.frombuffer(b"3=\n\n12X1D\n", dtype=np.uint8))
+    results = _cuda._TraceResults(None, *(np.zeros(4, dtype=np.int64) for _ in range(4)),
+                                  np.zeros(4), cigar, streams=[])
+    values = np.ones((len(_cuda._TRACE_OUTPUTS), 3), dtype=np.int32)
+    results.store(np.array([3, 0, 1]), values, np.frombuffer(b"3=\n\n12X1D\n", dtype=np.uint8))
     assert cigar == ["", "12X1D", "?", "3="]
 
 

@@ -12,7 +12,7 @@ from naive import apply_cigar, dp_matrix, rescore_cigar
 
 import gpualign.cigar
 from gpualign._cigar_text import decode_cigars
-from gpualign.cigar import cigar_edit_cost, cigar_lengths, count_ops, parse_cigar
+from gpualign.cigar import cigar_edit_cost, cigar_lengths, count_ops, op_counts, parse_cigar
 
 
 def test_docstring_examples_run():
@@ -59,6 +59,18 @@ def test_parse_cigar_rejects_non_str(bad):
 ])
 def test_count_ops(text, ops, count):
     assert count_ops(text, ops) == count
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(1, 10**7), st.sampled_from("=XID")),
+                         max_size=12), max_size=20))
+def test_op_counts_equal_count_ops_of_each_cigar(many_runs):
+    cigars = ["".join(f"{length}{op}" for length, op in runs) for runs in many_runs]
+    columns, runs = op_counts(cigars)
+    assert columns.shape == runs.shape == (len(cigars), 4)
+    for k, cigar in enumerate(cigars):
+        assert columns[k].tolist() == [count_ops(cigar, op) for op in "=XID"], cigar
+        assert runs[k].tolist() == [cigar.count(op) for op in "=XID"], cigar
 
 
 def test_count_ops_counts_every_column_by_default():

@@ -29,7 +29,7 @@ KERNELS = {
     ],
     align_cuda.WARP_KERNEL_FILE: [
         "gather_text", "warp_fill<24, 2, true, true>", "warp_fill<32, 1, false, false>",
-        "trace_back<2, true>",
+        "trace_back<2, true>", "warp_fill<16, 1, true, true>", "trace_back<1, true>",
     ],
     align_long.KERNEL_FILE: [
         align_long.kernel_name(32, 16, True, False, False, "tickets"),  # one warp a tile, DNA

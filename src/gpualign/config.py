@@ -207,6 +207,11 @@ LONG_ALIGN_LEAF_CELLS = 1 << 16
 #: the lowest height that covers its rows (16S: 2 bands of 24-row lanes).
 ALIGN_TRACE_LANE_ROWS: tuple[int, ...] = (8, 16, 24, 32)
 
+#: CUDA streams the path launches (a warp per pair) take in turn, each launch held to this
+#: share of the memory budget: a launch's time is its longest pair's, one warp's work, so
+#: launches of different lane heights run side by side rather than one after the other.
+ALIGN_TRACE_STREAMS = 4
+
 #: Threads that share a pair of database subjects in the CUDA search kernel (powers of two up
 #: to 32) and query rows each of them keeps in registers (even): a query runs with the
 #: shape of the fewest passes of threads x rows, then the fewest padded rows, then the most

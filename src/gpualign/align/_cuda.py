@@ -14,16 +14,17 @@ and a thread computes its pair alone, so the longest pairs must start first. Lau
 to the memory budget: each warp keeps a border of one row (H and F of every target column of
 its lanes) between strips.
 
-Pairs of at least ``config.ALIGN_WARP_MIN_CELLS`` cells (global, semi-global and local scores;
-global and semi-global ends) run one warp per pair instead, so that the longest pairs do not
-leave a launch waiting for a few threads.
+Pairs of at least ``config.ALIGN_WARP_MIN_CELLS`` cells (global, semi-global and local scores
+and ends) run one warp per pair instead, so that the longest pairs do not leave a launch
+waiting for a few threads.
 
-Paths (``task="path"``): one warp per pair fills the DP up to the end cell (local and overlap:
-from the score kernels; global and semi-global: found on the way), keeping a 4-bit traceback
-code per cell, then one thread per pair walks back and writes the CIGAR, and a warp per pair
-packs the texts, each followed by a newline, for one decode on the host. A launch holds as many
-pairs as the memory budget allows, pairs of one lane height (``config.ALIGN_TRACE_LANE_ROWS``)
-together, longest first.
+Paths (``task="path"``): one warp per pair fills the DP (global, semi-global and local: every
+cell, finding the end on the way; overlap: up to the end cell from the score kernels), keeping
+a 4-bit traceback code per cell, then one thread per pair walks back and writes the CIGAR, and
+a warp per pair packs the texts, each followed by a newline, for one decode on the host. A
+launch holds as many pairs as the memory budget allows, pairs of one lane height
+(``config.ALIGN_TRACE_LANE_ROWS``) together, longest first; its results are fetched once the
+next launch is queued.
 
 Pairs of at least ``config.LONG_ALIGN_MIN_CELLS`` cells run on the whole GPU instead: a
 wavefront of DP tiles each, many pairs side by side (:mod:`._cuda_long`, every mode's scores and
@@ -43,7 +44,7 @@ import numpy as np
 
 from .. import config
 from .._progress import Progress
-from ..codes import ALIGN_GLOBAL, ALIGN_LOCAL, ALIGN_OVERLAP, ALIGN_SEMI_GLOBAL
+from ..codes import ALIGN_LOCAL, ALIGN_OVERLAP
 from ..cuda import launch
 from ..cuda.loader import get_kernel
 from ..cuda.memory import device_chunks, launch_split
@@ -150,17 +151,15 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
     # a pair at a fraction of what 32 threads compute on 32 pairs).
     threshold = max(config.ALIGN_WARP_MIN_CELLS,
                     config.ALIGN_WARP_MIN_RATIO * float(cells.mean()) if len(cells) else 0.0)
-    long = on_gpu & ~tiled & (cells >= threshold) & (mode != ALIGN_OVERLAP) & (not find_end)
+    long = on_gpu & ~tiled & (cells >= threshold) & (mode != ALIGN_OVERLAP)
     if long.any():
         chosen = np.flatnonzero(long)
         chosen = chosen[warp_fits(m[chosen], n[chosen], table, gap_open, gap_extend,
                                   qset.alphabet.size)]
         long[:] = False
         long[chosen] = True
-        s, te = _warp_scores(qset, tset, q_index[chosen], t_index[chosen], table, gap_open,
-                             gap_extend, mode)
-        score[chosen], t_end[chosen] = s, te
-        q_end[chosen] = m[chosen] if mode != ALIGN_LOCAL else -1
+        score[chosen], q_end[chosen], t_end[chosen] = _warp_scores(
+            qset, tset, q_index[chosen], t_index[chosen], table, gap_open, gap_extend, mode)
         done(cells[chosen])
     half = config.ALIGN_STRIP_ROWS // 2
     if config.ALIGN_STRIP_ROWS % 2 or half < 1:
@@ -268,14 +267,15 @@ def _warp_grid(kernel, pairs: int):
 
 
 def _warp_scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode):
-    """Scores and target ends (global, semi-global) of long pairs, one warp per pair."""
+    """Scores, query ends and target ends of long pairs, one warp per pair (global and
+    semi-global: row m; local: the best cell)."""
     import cupy
 
     m = qset.lengths[q_index].astype(np.int64)
     n = tset.lengths[t_index].astype(np.int64)
     rows, _ = trace_layout(m, n)
     score = np.zeros(len(m), dtype=np.int64)
-    t_end = n.copy()
+    q_end, t_end = m.copy(), n.copy()
     shifted = cupy.asarray((table.astype(np.int64) + gap_open).astype(np.int16).ravel())
     n_codes = qset.alphabet.size
     shared = _warp_table_bytes(n_codes)
@@ -290,15 +290,16 @@ def _warp_scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode
             run = functools.partial(
                 _warp_score_launch, kernel, sequences, q_local[same], t_local[same],
                 m[positions[same]], n[positions[same]], positions[same],
-                (shifted, n_codes, gap_open, gap_extend, shared, mode), (score, t_end))
+                (shifted, n_codes, gap_open, gap_extend, shared, mode), (score, q_end, t_end))
             launch_split(run, np.arange(len(same)), int(16 * (n[positions[same]].max() + 1)))
-    return score, t_end
+    return score, q_end, t_end
 
 
 def _warp_score_launch(kernel, sequences, q_local, t_local, m, n, where, scheme, results,
                        members):
     """One launch of :func:`_warp_scores` for the pairs ``members`` of a group; their scores
-    (and target ends) go to the host arrays ``results`` at ``where[members]``."""
+    and ends go to the host arrays ``results`` (score, query end, target end) at
+    ``where[members]``."""
     import cupy
 
     shifted, n_codes, gap_open, gap_extend, shared, mode = scheme
@@ -307,17 +308,18 @@ def _warp_score_launch(kernel, sequences, q_local, t_local, m, n, where, scheme,
     border_base = np.zeros(size + 1, dtype=np.int64)
     np.cumsum(2 * (n + 1), out=border_base[1:])
     border = cupy.empty(2 * int(border_base[-1]), dtype=cupy.int32)
-    score, end = cupy.zeros(size, dtype=cupy.int32), cupy.zeros(size, dtype=cupy.int32)
+    score, row_end, end = (cupy.zeros(size, dtype=cupy.int32) for _ in range(3))
     unused = cupy.zeros(1, dtype=cupy.int64)  # the trace and last-row arguments
     kernel(*_warp_grid(kernel, size),
            (*sequences, cupy.asarray(q_local[members]), cupy.asarray(t_local[members]),
             cupy.asarray(m.astype(np.int32)), cupy.asarray(n.astype(np.int32)), np.int32(size),
             shifted, np.int32(n_codes), np.int32(gap_open), np.int32(gap_extend),
             unused.view(cupy.uint32), unused, border, cupy.asarray(border_base[:-1]),
-            unused.view(cupy.int32), unused, score, end), shared_mem=shared)
+            unused.view(cupy.int32), unused, score, end, row_end), shared_mem=shared)
     results[0][where[members]] = score.get()
-    if mode != ALIGN_LOCAL:
-        results[1][where[members]] = end.get()
+    results[2][where[members]] = end.get()
+    if mode == ALIGN_LOCAL:
+        results[1][where[members]] = row_end.get()
 
 
 def _long_engine(qset, table, gap_open, gap_extend) -> _cuda_long.CudaEngine:
@@ -379,12 +381,14 @@ def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, prog
 def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode):
     """Scores, coordinates and paths of index pairs with a traceback each: one warp per pair
     on the GPU, the CPU backend for those that do not fit."""
+    import cupy
 
     m = qset.lengths[q_index]
     n = tset.lengths[t_index]
-    # Global and semi-global alignments end in the last row: the path kernels find their ends
-    # (and scores); the other modes' ends come from the score kernels first.
-    find_end = mode in (ALIGN_GLOBAL, ALIGN_SEMI_GLOBAL)
+    # The path kernels find the ends (and scores) of global, semi-global and local alignments
+    # as they fill the whole DP; overlap ends come from the score kernels first, and its fill
+    # stops there.
+    find_end = mode != ALIGN_OVERLAP
     if find_end:
         score, q_end, t_end = np.zeros(len(m), dtype=np.int64), m.astype(np.int64), \
             n.astype(np.int64)
@@ -397,9 +401,9 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
     cigar: list[str] = [""] * count
     identity = np.zeros(count, dtype=np.float64)
     rows, words = trace_layout(q_end, t_end)
-    # Bytes of a pair on the device: codes, two border rows, its last row, its operations and
-    # CIGAR text.
-    pair_bytes = 4 * words + 20 * (t_end + 1) + 3 * (q_end + t_end) + 64
+    # Bytes of a pair on the device: codes, two border rows, its last row, its operations, its
+    # CIGAR text and the packed copy of it that waits to be fetched.
+    pair_bytes = 4 * words + 20 * (t_end + 1) + 5 * (q_end + t_end) + 96
     n_codes = qset.alphabet.size
     on_gpu = (m > 0) & (n > 0) & (pair_bytes <= config.PATH_MAX_BYTES_PER_PAIR) & \
         warp_fits(np.maximum(q_end, 0), np.maximum(t_end, 0), table, gap_open, gap_extend,
@@ -409,9 +413,10 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
     shifted = (table.astype(np.int64) + gap_open).astype(np.int16)  # s + gap_open, see trace.cu
     setup = _TraceSetup(mode, find_end, shifted, n_codes, qset.alphabet.match_codes, gap_open,
                         gap_extend)
-    results = _TraceResults(score if find_end else None, t_end, q_start, t_start, identity,
-                            cigar)
-    # A thread turns each launch's results into CIGAR strings while the GPU runs the next.
+    streams = [cupy.cuda.Stream() for _ in range(max(1, config.ALIGN_TRACE_STREAMS))]
+    results = _TraceResults(score if find_end else None, q_end, t_end, q_start, t_start,
+                            identity, cigar, streams)
+    # A thread turns each launch's results into CIGAR strings.
     with ThreadPoolExecutor(max_workers=1) as finisher:
         results.finisher = finisher
         for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index[chosen],
@@ -424,7 +429,9 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
                                     q_end[positions[same]], t_end[positions[same]],
                                     words[positions[same]], positions[same], results)
                 launch_split(group.run, np.arange(len(same)),
-                             int(pair_bytes[positions[same]].mean()) + 1)
+                             len(streams) * (int(pair_bytes[positions[same]].mean()) + 1))
+        while results.queued:
+            results.fetch_oldest()
     for future in results.finished:
         future.result()  # raises what a store() raised
     rest = np.flatnonzero(~on_gpu)
@@ -545,20 +552,48 @@ class _TraceSetup:
 
 
 class _TraceResults:
-    """Host arrays of :func:`_paths` that the launches fill: scores (None: known before),
-    target ends, starts, identities, CIGARs."""
+    """Host arrays of :func:`_paths` that the launches fill: scores (None: known before), query
+    and target ends, starts, identities, CIGARs; and the launches queued on the device whose
+    results are not fetched yet."""
 
-    def __init__(self, score, t_end, q_start, t_start, identity, cigar):
-        self.score, self.t_end = score, t_end
+    def __init__(self, score, q_end, t_end, q_start, t_start, identity, cigar, streams):
+        self.score, self.q_end, self.t_end = score, q_end, t_end
         self.q_start, self.t_start, self.identity, self.cigar = q_start, t_start, identity, cigar
         self.finisher: ThreadPoolExecutor | None = None
         self.finished: list = []  # the futures of store()
+        self.streams = streams  # the launches take them in turn
+        self.launches = 0
+        # (positions, stream, device results, device packed texts), oldest first
+        self.queued: list = []
 
-    def store(self, where, score, t_end, q_start, t_start, matches, columns, text):
-        """Store the results of the pairs at positions ``where`` (host arrays; ``text``: their
-        CIGARs, each followed by a newline)."""
+    def next_stream(self):
+        """The stream of the next launch: each in turn."""
+        self.launches += 1
+        return self.streams[(self.launches - 1) % len(self.streams)]
+
+    def queue(self, where, stream, values, packed) -> None:
+        """Note a launch queued on ``stream``; fetch the oldest once every stream holds one,
+        so that the GPU has launches to run while the host waits for one."""
+        self.queued.append((where, stream, values, packed))
+        if len(self.queued) > len(self.streams):
+            self.fetch_oldest()
+
+    def fetch_oldest(self) -> None:
+        """Copy the oldest queued launch's results to the host (waiting for its stream only)
+        and hand them to the finisher thread."""
+        where, stream, values, packed = self.queued.pop(0)
+        values = values.get(stream=stream)
+        text_bytes = int(values[_TEXT_LENGTH].sum()) + len(where)  # a newline each
+        self.finished.append(self.finisher.submit(self.store, where, values,
+                                                  packed[:text_bytes].get(stream=stream)))
+
+    def store(self, where, values, text):
+        """Store the results of the pairs at positions ``where`` (host arrays; ``values``: the
+        rows of ``_TRACE_OUTPUTS``; ``text``: their CIGARs, each followed by a newline)."""
+        score, q_end, t_end, q_start, t_start, _, matches, columns = values
         if self.score is not None:
             self.score[where] = score
+        self.q_end[where] = q_end
         self.t_end[where] = t_end
         self.q_start[where] = q_start
         self.t_start[where] = t_start
@@ -569,6 +604,12 @@ class _TraceResults:
         cigars = codecs.latin_1_decode(text)[0].split("\n")[:-1]
         for p, cigar in zip(where.tolist(), cigars, strict=True):
             self.cigar[p] = cigar
+
+
+#: The per-pair outputs of a path launch, rows of one int32 array (one copy to the host).
+_TRACE_OUTPUTS = ("score", "q_end", "t_end", "q_start", "t_start", "text_length", "matches",
+                  "columns")
+_TEXT_LENGTH = _TRACE_OUTPUTS.index("text_length")
 
 
 class _TraceGroup:
@@ -583,6 +624,13 @@ class _TraceGroup:
         self.positions, self.results = positions, results
 
     def run(self, members):
+        """Queue the fill, the walk back and the packing of the pairs ``members`` on the next
+        stream (:meth:`_TraceResults.queue`)."""
+        stream = self.results.next_stream()
+        with stream:
+            self._queue(members, stream)
+
+    def _queue(self, members, stream):
         import cupy
 
         setup, size = self.setup, len(members)
@@ -599,47 +647,44 @@ class _TraceGroup:
         last_base = bases(columns_end + 1)
         ops_base = bases(rows_end + columns_end)
         text_base = bases(2 * (rows_end + columns_end))
+        # The index arrays go over in two copies: int64 and int32 rows.
+        wide = cupy.asarray(np.stack([self.q_local[members], self.t_local[members],
+                                      trace_base[:-1], border_base[:-1], last_base[:-1],
+                                      ops_base[:-1], text_base[:-1]]))
+        q_index, t_index, trace_dev, border_dev, last_dev, ops_dev, text_dev = wide
+        narrow = cupy.asarray(np.stack([rows_end, columns_end]).astype(np.int32))
+        rows_dev, columns_dev = narrow
         trace = cupy.empty(int(trace_base[-1]) + 4, dtype=cupy.uint32)
         border = cupy.empty(2 * int(border_base[-1]) + 2, dtype=cupy.int32)
         last_row = cupy.empty(int(last_base[-1]) + 1, dtype=cupy.int32)
-        last_dev = cupy.asarray(last_base[:-1])
         ops = cupy.empty(int(ops_base[-1]) + 1, dtype=cupy.uint8)
         text = cupy.empty(int(text_base[-1]) + 1, dtype=cupy.uint8)
-        q_index = cupy.asarray(self.q_local[members])
-        t_index = cupy.asarray(self.t_local[members])
-        rows_dev = cupy.asarray(rows_end.astype(np.int32))
-        columns_dev = cupy.asarray(columns_end.astype(np.int32))
-        trace_dev = cupy.asarray(trace_base[:-1])
-        text_dev = cupy.asarray(text_base[:-1])
+        values = cupy.zeros((len(_TRACE_OUTPUTS), size), dtype=cupy.int32)
+        score, q_end, t_end, q_start, t_start, length, matches, columns = values
         find_end = "true" if setup.find_end else "false"
         fill = get_kernel(WARP_KERNEL_FILE,
                           f"warp_fill<{self.height}, {setup.mode}, true, {find_end}>")
         shared = launch.reserve_shared(fill, _warp_table_bytes(setup.n_codes))
-        unused = cupy.zeros(1, dtype=cupy.int32)  # the fill's score outputs (without TRACE)
+        # A local fill writes each pair's score and end cell, where trace_back starts.
         fill(*_warp_grid(fill, size),
              (*self.sequences, q_index, t_index, rows_dev, columns_dev, np.int32(size),
               setup.table, np.int32(setup.n_codes), np.int32(setup.gap_open),
-              np.int32(setup.gap_extend), trace, trace_dev, border,
-              cupy.asarray(border_base[:-1]), last_row, last_dev, unused, unused),
-             shared_mem=shared)
+              np.int32(setup.gap_extend), trace, trace_dev, border, border_dev, last_row,
+              last_dev, score, t_end, q_end), shared_mem=shared)
         del border
-        score, t_end, q_start, t_start, length, matches, columns = (
-            cupy.empty(size, dtype=cupy.int32) for _ in range(7))
         back = get_kernel(WARP_KERNEL_FILE, f"trace_back<{setup.mode}, {find_end}>")
         back(*launch.grid(back, size),
              (*self.sequences, q_index, t_index, rows_dev, columns_dev, np.int32(size),
               np.int32(self.height), np.int32(setup.match_codes), np.int32(setup.gap_open),
-              last_row, last_dev, trace, trace_dev, ops, cupy.asarray(ops_base[:-1]), text,
-              text_dev, score, t_end, q_start, t_start, length, matches, columns))
+              last_row, last_dev, trace, trace_dev, ops, ops_dev, text, text_dev, score, q_end,
+              t_end, q_start, t_start, length, matches, columns))
         del trace, ops, last_row
         # Only the written text comes back: packed on the device, pair after pair, each
-        # followed by a newline.
+        # followed by a newline (its total is known once the launch's values are fetched).
         packed_base = cupy.zeros(size + 1, dtype=cupy.int64)
         cupy.cumsum(length + 1, out=packed_base[1:])
-        packed = cupy.empty(int(packed_base[-1]), dtype=cupy.uint8)
+        packed = cupy.empty(int(text_base[-1]) + size, dtype=cupy.uint8)
         gather = get_kernel(WARP_KERNEL_FILE, "gather_text")
         gather(*_warp_grid(gather, size),
                (text, text_dev, length, packed_base, np.int32(size), packed))
-        self.results.finished.append(self.results.finisher.submit(
-            self.results.store, self.positions[members], score.get(), t_end.get(),
-            q_start.get(), t_start.get(), matches.get(), columns.get(), packed.get()))
+        self.results.queue(self.positions[members], stream, values, packed)

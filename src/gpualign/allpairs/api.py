@@ -39,7 +39,7 @@ from .._dask import run_pulled
 from .._progress import progress_bar
 from .._tables import alignment_table
 from ..align import align as align_pairs
-from ..cigar import count_ops
+from ..cigar import op_counts
 from ..edit import edit_distance
 from ..pairs import pair_sets
 from ..scoring import Scoring
@@ -177,8 +177,7 @@ def _compute_tile(qset: SequenceSet, tset: SequenceSet, tile: tuple[int, int], s
     if kind == "columns":
         identity = result.identity
     else:
-        matches = np.array([count_ops(cigar, "=") for cigar in result.cigar],
-                           dtype=np.float64)
+        matches = op_counts(result.cigar)[0][:, 0].astype(np.float64)
         shorter = np.minimum(qset.lengths[q_index], tset.lengths[t_index])
         identity = matches / np.maximum(shorter, 1)
     keep = identity >= min_identity

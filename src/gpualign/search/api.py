@@ -15,7 +15,7 @@ from .._checks import integer
 from .._progress import Progress, ProgressArg
 from .._tables import available, named
 from ..backend import BACKENDS
-from ..cigar import count_ops
+from ..cigar import op_counts
 from ..codes import SEARCH_TASKS, check_task
 from ..scoring import Scoring
 from ..sequences import (
@@ -453,7 +453,7 @@ def _add_paths(result: SearchResult, searched: SequenceSet, db: Database,
         return
     result.cigar = paths.cigar
     result.identity = paths.identity
-    result.mismatches = np.array([count_ops(c, "X") for c in paths.cigar], dtype=np.int64)
-    result.gap_opens = np.array([c.count("I") + c.count("D") for c in paths.cigar],
-                                dtype=np.int64)
-    result.alignment_length = np.array([count_ops(c) for c in paths.cigar], dtype=np.int64)
+    columns, runs = op_counts(paths.cigar)  # in the order "=XID"
+    result.mismatches = columns[:, 1]
+    result.gap_opens = runs[:, 2] + runs[:, 3]
+    result.alignment_length = columns.sum(axis=1)

@@ -25,14 +25,19 @@
 // trace_back: one thread per pair walks the nibbles back from the end cell with the CPU
 // backend's stop rules, labels diagonal steps = or X, and writes the CIGAR text.
 //
-// FIND_END (global and semi-global, whose alignments end in the last row): the fill runs over
-// every column and the lane that owns row m also writes that row (t) to `last_row`; trace_back
-// takes the end cell and the score from it (semi-global: the best cell, smallest column), so
-// these modes need no separate pass for their ends.
+// FIND_END: the fill runs over every cell and finds the end itself, so no mode but overlap
+// needs a separate pass for its ends. Global and semi-global (whose alignments end in the last
+// row): the lane that owns row m also writes that row (t) to `last_row`, and trace_back takes
+// the end cell and the score from it (semi-global: the best cell, smallest column). Local: the
+// fill tracks the best cell as it does without TRACE (below) and writes its score and end, from
+// which trace_back starts.
 //
 // Without TRACE the fill only scores: global and semi-global take the score and target end
-// from row m (the lane that owns it tracks them), local the largest H of any cell (a maximum
-// over the warp; no end cell). The host sends no overlap pairs and no local ends here.
+// from row m (the lane that owns it tracks them), local the largest H of any cell and its end
+// cell with the CPU backend's tie rule (smallest target end, then smallest query end; (0, 0)
+// when nothing scores above 0). A lane visits a band's cells column by column, so a strict
+// comparison keeps the band's first best; bands and then lanes are merged by the full rule.
+// The host sends no overlap pairs here.
 
 #include "common.cuh"
 
@@ -67,7 +72,8 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            u32* __restrict__ trace, const i64* __restrict__ trace_base,
            int2* __restrict__ border, const i64* __restrict__ border_base,
            int* __restrict__ last_row, const i64* __restrict__ last_base,
-           int* __restrict__ score_out, int* __restrict__ end_out) {
+           int* __restrict__ score_out, int* __restrict__ end_out,
+           int* __restrict__ row_end_out) {
     static_assert(ROWS % 8 == 0, "a lane's nibbles fill whole words");
     constexpr int WORDS = ROWS / 8;
     constexpr int BAND = 32 * ROWS;
@@ -89,14 +95,16 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     u32* out = TRACE ? trace + trace_base[p] : nullptr;
     int2* borders = border + border_base[p];
     const int bands = (m + BAND - 1) / BAND;
-    int* last = TRACE && FIND_END ? last_row + last_base[p] : nullptr;
+    int* last = TRACE && FIND_END && MODE != ALIGN_LOCAL ? last_row + last_base[p] : nullptr;
+    // Local alignments whose end this fill finds: the best cell and its score.
+    constexpr bool TRACKS_BEST = MODE == ALIGN_LOCAL && (!TRACE || FIND_END);
     int row_best = NEG, row_best_j = 0;  // without TRACE: row m (lane_last), best t and column
-    int cell_best = 0;                   // without TRACE, local: the largest H of the lane
+    int cell_best = 0, best_i = 0, best_j = 0;  // TRACKS_BEST: the lane's best cell
     const int r_last = (m - 1) % ROWS;  // row m is register r_last of lane lane_last
     const int lane_last = ((m - 1) % BAND) / ROWS;
     for (int band = 0; band < bands; ++band) {
         const int row0 = band * BAND + lane * ROWS;  // the lane's rows: row0 + 1 .. row0 + ROWS
-        const bool owns_last = (FIND_END || (!TRACE && MODE != ALIGN_LOCAL)) &&
+        const bool owns_last = MODE != ALIGN_LOCAL && (FIND_END || !TRACE) &&
                                band == bands - 1 && lane == lane_last;
         int t[ROWS], e[ROWS], sub_row[ROWS];
 #pragma unroll
@@ -109,6 +117,7 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
         const int2* above = borders + (band & 1) * (n + 1);
         int2* below = borders + ((band + 1) & 1) * (n + 1);
         int up_t = 0, up_f = NEG;  // t and F of the row above the lane's rows, this column
+        int band_best = 0, band_r = 0, band_j = 0;  // TRACKS_BEST: the band's first best
         int diagonal_top = border_h(column0_pays, row0, gap_open, gap_extend) - gap_open;
         for (int step = 0; step < steps; ++step) {
             const int j = step - lane + 1;
@@ -147,8 +156,11 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                                                                  : FROM_F;
                         code |= (e_opened ? E_OPENED : 0) | (f_opened ? F_OPENED : 0);
                         words[r / 8] |= code << (4 * (r & 7));
-                    } else if (MODE == ALIGN_LOCAL) {
-                        cell_best = max(cell_best, score);
+                    }
+                    if (TRACKS_BEST && score > band_best) {
+                        band_best = score;
+                        band_r = r;
+                        band_j = j;
                     }
                     diagonal = t[r];
                     t[r] = score - gap_open;
@@ -183,13 +195,31 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                 up_f = from_f;
             }
         }
+        if (TRACKS_BEST &&
+            (band_best > cell_best || (band_best == cell_best && band_j < best_j))) {
+            cell_best = band_best;  // a later band's cell wins a tie only in an earlier column
+            best_i = row0 + band_r + 1;
+            best_j = band_j;
+        }
         __syncwarp();  // the next band reads `below`
     }
-    if (!TRACE && MODE == ALIGN_LOCAL) {
+    if (TRACKS_BEST) {
         for (int d = 16; d > 0; d /= 2) {
-            cell_best = max(cell_best, __shfl_xor_sync(FULL_WARP, cell_best, d));
+            const int other = __shfl_xor_sync(FULL_WARP, cell_best, d);
+            const int other_i = __shfl_xor_sync(FULL_WARP, best_i, d);
+            const int other_j = __shfl_xor_sync(FULL_WARP, best_j, d);
+            const bool earlier = other_j < best_j || (other_j == best_j && other_i < best_i);
+            if (other > cell_best || (other == cell_best && earlier)) {
+                cell_best = other;
+                best_i = other_i;
+                best_j = other_j;
+            }
         }
-        if (lane == 0) score_out[p] = cell_best;
+        if (lane == 0) {
+            score_out[p] = cell_best;
+            end_out[p] = best_j;
+            row_end_out[p] = best_i;
+        }
     } else if (!TRACE && lane == lane_last) {
         score_out[p] = row_best + gap_open;
         end_out[p] = row_best_j;
@@ -206,7 +236,8 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            const i64* __restrict__ last_base, const u32* __restrict__ trace,
            const i64* __restrict__ trace_base, u8* __restrict__ ops_space,
            const i64* __restrict__ ops_base, u8* __restrict__ text, const i64* __restrict__ text_base,
-           int* __restrict__ score, int* __restrict__ t_end, int* __restrict__ q_start,
+           int* __restrict__ score, int* __restrict__ q_end, int* __restrict__ t_end,
+           int* __restrict__ q_start,
            int* __restrict__ t_start, int* __restrict__ text_length, int* __restrict__ matches,
            int* __restrict__ columns) {
     const int p = blockIdx.x * blockDim.x + threadIdx.x;
@@ -217,13 +248,17 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const int steps = columns_end[p] + 31;
     u8* ops = ops_space + ops_base[p];
     int i = rows_end[p], j = columns_end[p], n_ops = 0, matched = 0;
-    if (FIND_END) {
+    if (FIND_END && MODE == ALIGN_LOCAL) {  // the fill wrote the end (and the score)
+        i = q_end[p];
+        j = t_end[p];
+    } else if (FIND_END) {
         const int* last = last_row + last_base[p];
         if (MODE == ALIGN_SEMI_GLOBAL) {
             for (int k = j - 1; k >= 1; --k) j = last[k] >= last[j] ? k : j;
         }
         score[p] = last[j] + gap_open;
     }
+    q_end[p] = i;
     t_end[p] = j;
     int state = 0;  // 0: in H, 1: in E (a run of D), 2: in F (a run of I)
     while (true) {
