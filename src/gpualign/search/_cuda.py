@@ -114,14 +114,14 @@ class _Resident:
     the codes and offsets, the pairs' columns and where their border rows start, and the input
     order for the ties."""
 
-    def __init__(self, count: int, columns: np.ndarray, codes, offsets, border_base, order):
+    def __init__(self, count: int, columns: np.ndarray, codes, offsets, order, border_base):
         # Not the set itself: the cache below is keyed by it, weakly.
         self.count = count
         self.columns = columns
         self.border_entries = int(columns.sum())
         self.codes, self.offsets = codes, offsets
-        self.border_base = border_base
         self.order = order
+        self.border_base = border_base
 
 
 #: The resident databases of earlier searches, by their sequences (a database's order is fixed
@@ -140,7 +140,7 @@ def _resident(subjects: SequenceSet, order: np.ndarray) -> _Resident:
     if device not in by_device:
         columns = _border_columns(subjects.lengths)
         by_device[device] = _Resident(len(subjects), columns, *subjects.to_device(),
-                                      cupy.asarray(_border_base(columns)), cupy.asarray(order))
+                                      cupy.asarray(order), cupy.asarray(_border_base(columns)))
     return by_device[device]
 
 
@@ -223,7 +223,8 @@ def _packed_layout(residues: int, count: int) -> tuple[int, int]:
 
 def _unpacked(buffer, residues: int, count: int) -> tuple:
     """Views of a partition's codes (with their padding), offsets, order and border bases in
-    ``buffer`` (uint8, NumPy or CuPy), laid out as :func:`_packed_layout` says."""
+    ``buffer`` (uint8, NumPy or CuPy), laid out as :func:`_packed_layout` says (and in the
+    order of :class:`_Resident`'s arguments)."""
     start, end = _packed_layout(residues, count)
     numbers = buffer[start:end].view(np.int64)
     return (buffer[:residues + DEVICE_PADDING], numbers[:count + 1],
