@@ -141,19 +141,19 @@ def _streamed_budget(qset: SequenceSet, database, partitions: int) -> int:
 
 
 @pytest.mark.parametrize("partitions", [1, 2, 3, 7])
-@pytest.mark.parametrize("passes", ["one", "several"])
-def test_streamed_partitions_equal_the_resident_search(monkeypatch, partitions, passes):
+@pytest.mark.parametrize("several_passes", [False, True])
+def test_streamed_partitions_equal_the_resident_search(monkeypatch, partitions, several_passes):
     """A database that may not stay on the device, streamed in 1, 2, 3 and 7 partitions
     through the two device buffers, in staging pieces of 300 bytes. With passes of 32 rows
-    ("several"), every query but the shortest runs several passes, with border rows in every
-    partition. The hits, ties included, equal the resident search's and the CPU's; two device
-    buffers at most; each query alone fits the memory its chunks are given, border rows
-    included."""
+    (``several_passes``), every query but the shortest runs several passes, with border rows
+    in every partition. The hits, ties included, equal the resident search's and the CPU's;
+    two device buffers at most; each query alone fits the memory its chunks are given, border
+    rows included."""
     from gpualign.search import _cuda
 
     proteins = _proteins(50)
     queries = proteins[1:5] + ["MKV"]  # 258, 339, 94 and 208 residues: one pass each
-    if passes == "several":
+    if several_passes:
         monkeypatch.setattr(gpualign.config, "SEARCH_GROUPS", (4,))
         monkeypatch.setattr(gpualign.config, "SEARCH_LANE_ROWS", (8,))
         queries.append(proteins[0])  # 1,880 residues: 59 passes
@@ -169,11 +169,11 @@ def test_streamed_partitions_equal_the_resident_search(monkeypatch, partitions, 
         buffers.append(size)
         return upload_slot(size)
 
-    def checked_chunks(part, budget, passes, profile):
-        alone = (_cuda._BYTES_PER_SCORE * part.count + profile
-                 + np.where(passes > 1, 8 * part.border_entries, 0))
+    def checked_chunks(resident, budget, passes, profile):
+        alone = (_cuda._BYTES_PER_SCORE * resident.count + profile
+                 + np.where(passes > 1, 8 * resident.border_entries, 0))
         fitting.append(bool((alone <= budget).all()))
-        return query_chunks(part, budget, passes, profile)
+        return query_chunks(resident, budget, passes, profile)
 
     database = _database(subjects)
     monkeypatch.setattr(_cuda, "fits_resident", lambda nbytes: False)

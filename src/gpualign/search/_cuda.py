@@ -413,9 +413,9 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet,
     # the table's upload, and a streamed partition's copy (on a stream of its own, which the
     # current one waits for).
     streams = [cupy.cuda.Stream() for _ in range(max(1, config.SEARCH_STREAMS))]
-    uploaded = cupy.cuda.get_current_stream().record()
+    prior_work = cupy.cuda.get_current_stream().record()
     for stream in streams:
-        stream.wait_event(uploaded)
+        stream.wait_event(prior_work)
     held = []
     short_pairs = (short + 1) // 2
     stride_short = int(resident.columns[:short_pairs].sum())
