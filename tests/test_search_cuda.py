@@ -246,3 +246,24 @@ def test_a_searched_database_is_released_with_its_sequences():
     del database
     gc.collect()
     assert sequences() is None
+
+
+def test_a_kept_database_stays_when_a_query_fits_beside_it(monkeypatch):
+    """A database that an earlier search left on the device is searched there again when one
+    query's working memory fits beside it: its own layout is not counted a second time."""
+    from gpualign.search import _cuda
+
+    asked: list[int] = []
+    fits_resident = _cuda.fits_resident
+
+    def recorded(nbytes):
+        asked.append(nbytes)
+        return fits_resident(nbytes)
+
+    monkeypatch.setattr(_cuda, "fits_resident", recorded)
+    proteins = _proteins(30)
+    database = _database(proteins[3:])
+    _check(proteins[:2], database, BLOSUM62, 3)
+    _check(proteins[:2], database, BLOSUM62, 3)
+    layout = _cuda._pair_bytes(database.sequences.lengths, False)[0]
+    assert asked[0] - asked[1] == int(layout.sum()) + _cuda._LAYOUT_EXTRA
