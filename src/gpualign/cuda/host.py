@@ -126,8 +126,9 @@ class PinnedStaging:
 
     def copy(self, destination: Any, source: np.ndarray) -> None:
         """Queue the copy of the 1-D uint8 ``source`` into the uint8 device array
-        ``destination`` of the same length on :attr:`stream`. Returns once all of ``source`` is
-        staged (the caller may then change it); the copies end with the stream's work so far."""
+        ``destination`` of the same length on :attr:`stream`, after the work queued there
+        before. Returns once all of ``source`` is staged (the caller may then change it), the
+        last pieces' copies still queued."""
         step = len(self._pieces[0])
         for lo in range(0, len(source), step):
             piece, copied = self._pieces[self._turn], self._copied[self._turn]
