@@ -433,3 +433,68 @@ def test_the_cuda_launch_plan(monkeypatch):
         assert all(_cuda.lane_shape(int(m)) == (group, rows) for m in lengths[members])
         several = lengths[members] > group * rows
         assert several.all() or not several.any()
+
+
+def test_the_cuda_partition_plan():
+    """The partitions a database that may not stay on the GPU streams in: in order, covering it,
+    each starting at an even position (the kernel's pairs are the database's); where no pair is
+    over the budget alone, two partitions' device layouts and one query's working memory (its
+    score row, profile and, for a query of several passes, border rows) fit the budget; border
+    rows make partitions smaller."""
+    from gpualign.search import _cuda
+
+    lengths = np.sort(np.random.default_rng(4).integers(0, 500, 301))
+    profile = 700
+    counts = {}
+    for several in (False, True):
+        for budget in (20_000, 40_000, 300_000):
+            bounds = _cuda.partition_plan(lengths, budget, several, profile)
+            counts[several, budget] = len(bounds)
+            assert [lo for lo, _ in bounds[1:]] == [hi for _, hi in bounds[:-1]]
+            assert bounds[0][0] == 0 and bounds[-1][1] == len(lengths)
+            assert all(lo % 2 == 0 and hi > lo for lo, hi in bounds)
+            layouts = [_cuda._packed_layout(int(lengths[lo:hi].sum()), hi - lo)[1]
+                       for lo, hi in bounds]
+            for lo, hi in bounds:
+                border = 8 * int(_cuda._border_columns(lengths[lo:hi]).sum()) if several else 0
+                work = _cuda._BYTES_PER_SCORE * (hi - lo) + profile + border
+                assert 2 * max(layouts) + work <= budget
+        assert _cuda.partition_plan(lengths, 1, several, profile) == [
+            (lo, min(lo + 2, len(lengths))) for lo in range(0, len(lengths), 2)]
+        assert _cuda.partition_plan(lengths, 1 << 40, several, profile) == [(0, len(lengths))]
+    assert all(counts[True, budget] > counts[False, budget] for budget in (20_000, 40_000, 300_000))
+
+
+def test_the_cuda_streamed_partition_layout():
+    """A streamed partition's device buffer as the host packs it: the codes with their zero
+    padding, the offsets, the input order and the pairs' border bases read back from it, the
+    int64 arrays aligned, in no more bytes than the partition plan counts."""
+    from gpualign.search import _cuda
+    from gpualign.sequences import DEVICE_PADDING
+
+    part = SequenceSet.from_sequences(["ACG", "", "ACGTA", "A", "GG"], "dna")  # odd, empty
+    order = np.array([4, 0, 3, 1, 2])
+    columns = _cuda._border_columns(part.lengths)
+    assert columns.tolist() == [4, 6, 2]
+    packed = np.concatenate(_cuda._layout_pieces(part, order, columns))
+    start, end = _cuda._packed_layout(len(part.codes), len(part))
+    assert start % 8 == 0 and len(packed) == end
+    assert end <= int(_cuda._pair_bytes(part.lengths, False)[0].sum()) + _cuda._LAYOUT_EXTRA
+    codes, offsets, input_order, border_base = _cuda._unpacked(packed, len(part.codes),
+                                                               len(part))
+    assert codes.tolist() == part.codes.tolist() + [0] * DEVICE_PADDING
+    assert offsets.tolist() == part.offsets.tolist()
+    assert input_order.tolist() == order.tolist()
+    assert border_base.tolist() == [0, 4, 10]
+
+
+def test_the_cuda_query_passes(monkeypatch):
+    """Each query's passes and profile bytes, from its lane shape."""
+    from gpualign.search import _cuda
+
+    monkeypatch.setattr(config, "SEARCH_GROUPS", (4,))
+    monkeypatch.setattr(config, "SEARCH_LANE_ROWS", (8,))
+    queries = SequenceSet.from_sequences(["MKV", "", "A" * 32, "A" * 33, "MKV", "W" * 100])
+    passes, profile = _cuda._query_passes(queries)
+    assert passes.tolist() == [1, 1, 1, 2, 1, 4]
+    assert profile.tolist() == [32 * p * queries.alphabet.size for p in passes.tolist()]

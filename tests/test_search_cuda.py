@@ -1,6 +1,6 @@
 """The CUDA search kernel (``search/kernels/search.cu``) against the CPU backend's local scores:
-lane shapes, several passes, overflowing 16-bit lanes, database partitions and query chunks,
-odd and empty subjects, ties."""
+lane shapes, several passes, overflowing 16-bit lanes, database partitions (streamed through
+two device buffers) and query chunks, odd and empty subjects, ties."""
 
 from __future__ import annotations
 
@@ -64,13 +64,17 @@ def _expected(queries: list[str], database, scoring: Scoring, n: int):
     return qset, best, where
 
 
-def _check(queries, database, scoring, n):
+def _search(qset: SequenceSet, database, scoring: Scoring, n: int):
+    """The CUDA backend's top ``n``: ``(score, subject)``."""
     from gpualign.search import _cuda
 
-    qset, best, where = _expected(queries, database, scoring, n)
     table, _ = scoring.table(database.sequences.alphabet)
-    score, subject = _cuda.top_scores(qset, database, table, scoring.gap_open,
-                                      scoring.gap_extend, n)
+    return _cuda.top_scores(qset, database, table, scoring.gap_open, scoring.gap_extend, n)
+
+
+def _check(queries, database, scoring, n):
+    qset, best, where = _expected(queries, database, scoring, n)
+    score, subject = _search(qset, database, scoring, n)
     np.testing.assert_array_equal(score, best)
     np.testing.assert_array_equal(subject, where)
 
@@ -120,6 +124,93 @@ def test_partitions_and_query_chunks(monkeypatch):
     _check(proteins[:5], _database(proteins[5:]), BLOSUM62, 7)
 
 
+def _streamed_budget(qset: SequenceSet, database, partitions: int) -> int:
+    """A batch budget under which the search streams ``database`` in ``partitions`` partitions
+    for the queries ``qset`` (the smallest found in steps of 5%)."""
+    from gpualign.search import _cuda
+
+    passes, profile = _cuda._query_passes(qset)
+    lengths = database.sequences.lengths
+    budget = 1
+    while True:
+        cut = _cuda.partition_plan(lengths, budget, bool((passes > 1).any()), int(profile.max()))
+        if len(cut) <= partitions:
+            assert len(cut) == partitions
+            return budget
+        budget += budget // 20 + 1
+
+
+@pytest.mark.parametrize("partitions", [1, 2, 3, 7])
+@pytest.mark.parametrize("several_passes", [False, True])
+def test_streamed_partitions_equal_the_resident_search(monkeypatch, partitions, several_passes):
+    """A database that may not stay on the device, streamed in 1, 2, 3 and 7 partitions
+    through the two device buffers, in staging pieces of 300 bytes. With passes of 32 rows
+    (``several_passes``), every query but the shortest runs several passes, with border rows
+    in every partition. The hits, ties included, equal the resident search's and the CPU's;
+    two device buffers at most; each query alone fits the memory its chunks are given, border
+    rows included."""
+    from gpualign.search import _cuda
+
+    proteins = _proteins(50)
+    queries = proteins[1:5] + ["MKV"]  # 258, 339, 94 and 208 residues: one pass each
+    if several_passes:
+        monkeypatch.setattr(gpualign.config, "SEARCH_GROUPS", (4,))
+        monkeypatch.setattr(gpualign.config, "SEARCH_LANE_ROWS", (8,))
+        queries.append(proteins[0])  # 1,880 residues: 59 passes
+    subjects = proteins[6:46] + [proteins[9], proteins[9]]  # a tie of three
+    qset, best, where = _expected(queries, _database(subjects), BLOSUM62, 9)
+    resident = _search(qset, _database(subjects), BLOSUM62, 9)
+
+    buffers: list[int] = []
+    fitting: list[bool] = []
+    upload_slot, query_chunks = _cuda._UploadSlot, _cuda._query_chunks
+
+    def counted_slot(size):
+        buffers.append(size)
+        return upload_slot(size)
+
+    def checked_chunks(resident, budget, passes, profile):
+        alone = (_cuda._BYTES_PER_SCORE * resident.count + profile
+                 + np.where(passes > 1, 8 * resident.border_entries, 0))
+        fitting.append(bool((alone <= budget).all()))
+        return query_chunks(resident, budget, passes, profile)
+
+    database = _database(subjects)
+    monkeypatch.setattr(_cuda, "fits_resident", lambda nbytes: False)
+    monkeypatch.setattr(_cuda, "_STAGING_BYTES", 300)
+    monkeypatch.setattr(_cuda, "_UploadSlot", counted_slot)
+    monkeypatch.setattr(_cuda, "_query_chunks", checked_chunks)
+    monkeypatch.setattr(gpualign.config, "GPU_BATCH_BYTES",
+                        _streamed_budget(qset, database, partitions))
+    streamed = _search(qset, database, BLOSUM62, 9)
+    for on_device in (resident, streamed):
+        np.testing.assert_array_equal(on_device[0], best)
+        np.testing.assert_array_equal(on_device[1], where)
+    assert len(buffers) == min(2, partitions)
+    assert fitting == [True] * partitions
+
+
+def test_pinned_staging_copies_through_its_pieces_in_turn():
+    """Copies longer and shorter than a piece, and empty; each source may change as soon as its
+    copy returns (it is staged)."""
+    import cupy
+
+    from gpualign.cuda.host import PinnedStaging
+
+    rng = np.random.default_rng(8)
+    sources = [rng.integers(0, 256, size, dtype=np.uint8) for size in (1, 777, 5000, 0, 512)]
+    expected = np.concatenate(sources)
+    staging = PinnedStaging(cupy.cuda.Stream(non_blocking=True), 512)
+    on_device = cupy.zeros(len(expected), dtype=cupy.uint8)
+    position = 0
+    for source in sources:
+        staging.copy(on_device[position:position + len(source)], source)
+        source[:] = 0
+        position += len(source)
+    staging.stream.synchronize()
+    np.testing.assert_array_equal(on_device.get(), expected)
+
+
 def test_dna_and_a_scoring_outside_the_lanes():
     rng = np.random.default_rng(5)
     subjects = ["".join(rng.choice(list("ACGT"), size=int(k))) for k in rng.integers(1, 300, 30)]
@@ -155,3 +246,24 @@ def test_a_searched_database_is_released_with_its_sequences():
     del database
     gc.collect()
     assert sequences() is None
+
+
+def test_a_kept_database_stays_when_a_query_fits_beside_it(monkeypatch):
+    """A database that an earlier search left on the device is searched there again when one
+    query's working memory fits beside it: its own layout is not counted a second time."""
+    from gpualign.search import _cuda
+
+    asked: list[int] = []
+    fits_resident = _cuda.fits_resident
+
+    def recorded(nbytes):
+        asked.append(nbytes)
+        return fits_resident(nbytes)
+
+    monkeypatch.setattr(_cuda, "fits_resident", recorded)
+    proteins = _proteins(30)
+    database = _database(proteins[3:])
+    _check(proteins[:2], database, BLOSUM62, 3)
+    _check(proteins[:2], database, BLOSUM62, 3)
+    layout = _cuda._pair_bytes(database.sequences.lengths, False)[0]
+    assert asked[0] - asked[1] == int(layout.sum()) + _cuda._LAYOUT_EXTRA

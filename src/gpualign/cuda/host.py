@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["HostBuffers", "is_page_locked", "mapped", "maps_host_memory", "pinned_copy",
-           "pinned_empty"]
+__all__ = ["HostBuffers", "PinnedStaging", "is_page_locked", "mapped", "maps_host_memory",
+           "pinned_copy", "pinned_empty"]
 
 
 def pinned_empty(count: int, dtype: Any) -> tuple[np.ndarray, bool]:
@@ -98,3 +98,44 @@ class HostBuffers:
             held = pinned_empty(max(size, 1), dtype)[0]
             self._held[name] = held
         return held[:size]
+
+
+class PinnedStaging:
+    """Copies of ordinary host memory to the GPU, queued on one stream through two page-locked
+    pieces used in turn: the host stages one piece while the other is copied, so the copies run
+    at full bus speed and overlap kernels with a fixed amount of locked memory, however much
+    data goes through. Keep it (and its pieces) until the stream has done its copies.
+
+    Examples
+    --------
+    >>> import cupy  # doctest: +SKIP
+    >>> staging = PinnedStaging(cupy.cuda.Stream(non_blocking=True), 4)  # doctest: +SKIP
+    >>> on_device = cupy.empty(10, dtype=cupy.uint8)  # doctest: +SKIP
+    >>> staging.copy(on_device, np.arange(10, dtype=np.uint8))  # doctest: +SKIP
+    >>> staging.stream.synchronize()  # doctest: +SKIP
+    >>> on_device.tolist()  # doctest: +SKIP
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+    """
+
+    def __init__(self, stream: Any, piece_bytes: int) -> None:
+        self.stream = stream
+        self._pieces = [pinned_empty(max(piece_bytes, 1), np.uint8)[0] for _ in range(2)]
+        #: The event that ends each piece's last copy: the host may overwrite it after.
+        self._copied: list[Any] = [None, None]
+        self._turn = 0
+
+    def copy(self, destination: Any, source: np.ndarray) -> None:
+        """Queue the copy of the 1-D uint8 ``source`` into the uint8 device array
+        ``destination`` of the same length on :attr:`stream`, after the work queued there
+        before. Returns once all of ``source`` is staged (the caller may then change it), the
+        last pieces' copies still queued."""
+        step = len(self._pieces[0])
+        for lo in range(0, len(source), step):
+            piece, copied = self._pieces[self._turn], self._copied[self._turn]
+            if copied is not None:
+                copied.synchronize()
+            part = source[lo:lo + step]
+            piece[:len(part)] = part
+            destination[lo:lo + len(part)].set(piece[:len(part)], stream=self.stream)
+            self._copied[self._turn] = self.stream.record()
+            self._turn = 1 - self._turn

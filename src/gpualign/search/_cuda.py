@@ -4,11 +4,13 @@ them rescored in 32 bits by the alignment kernels, and each query's best ``n`` c
 device.
 
 The database (sorted by length) is copied to the GPU once and stays there while it fits the
-memory budget; a larger one goes through in consecutive partitions, each query's best ``n`` of
-every partition merged on the host. Queries are taken in chunks whose score rows (an int32
-per database sequence, and the sort that picks the best) fit the budget; in a chunk, queries
-of one lane shape (threads a pair and rows a thread, :func:`lane_shape`) share a launch, one
-block row per query, so a small database still fills the GPU with many queries in flight.
+memory budget with one query's working memory; a larger one is streamed in consecutive
+partitions (:func:`partition_plan`), the next one's upload overlapping the search of the one
+before, each query's best ``n`` of every partition merged on the host. Queries are taken in
+chunks whose score rows (an int32 per database sequence, and the sort that picks the best)
+fit the budget; in a chunk, queries of one lane shape (threads a pair and rows a thread,
+:func:`lane_shape`) share a launch, one block row per query, so a small database still fills
+the GPU with many queries in flight.
 
 Nothing here imports Numba.
 """
@@ -16,6 +18,7 @@ Nothing here imports Numba.
 from __future__ import annotations
 
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -23,9 +26,10 @@ from .. import config
 from .._progress import Progress
 from ..codes import ALIGN_LOCAL
 from ..cuda import launch
+from ..cuda.host import PinnedStaging
 from ..cuda.loader import get_kernel
 from ..cuda.memory import batch_budget, fits_resident
-from ..sequences import SequenceSet
+from ..sequences import DEVICE_PADDING, SequenceSet
 from .database import fold_hits, partition_bounds
 
 KERNEL_FILE = "search/kernels/search.cu"
@@ -37,6 +41,12 @@ _MAX_GRID_Y = 65535  # CUDA's limit on a grid's y dimension: queries a launch
 #: keys, their negation, the argsort's indices and its buffers while the best are chosen.
 _BYTES_PER_SCORE = 48
 _MAX_CODES = 64  # residue codes whose profile rows of the widest pass fit shared memory
+#: Device bytes a partition's layout takes beyond its pairs' (see :func:`_pair_bytes`): the
+#: codes' zero padding, the last offset, and up to 7 bytes that align the int64 arrays.
+_LAYOUT_EXTRA = DEVICE_PADDING + 8 + 7
+#: Bytes of each of the two page-locked pieces a streamed partition goes to the GPU through,
+#: so that a large partition does not lock as much host memory.
+_STAGING_BYTES = 1 << 26
 
 
 def kernel_name(group: int, rows: int, signed: bool) -> str:
@@ -88,9 +98,9 @@ def top_scores(queries: SequenceSet, database, table: np.ndarray, gap_open: int,
         return score, subject
     table = np.asarray(table)
     order = np.asarray(database.order, dtype=np.int64)
-    for first, part in _partitions(subjects):
-        resident = _resident(part, order[first:first + len(part)], part is subjects)
-        for chunk in _query_chunks(queries, resident):
+    passes, profile = _query_passes(queries)
+    for first, part, resident, budget in _partitions(subjects, order, passes, profile):
+        for chunk in _query_chunks(resident, budget, passes, profile):
             rows = _score_rows(queries, chunk, part, resident, table, gap_open, gap_extend)
             best, where = _best(rows, resident.order, n)
             _merge(score, subject, chunk, best, where + first, order, n)
@@ -100,21 +110,18 @@ def top_scores(queries: SequenceSet, database, table: np.ndarray, gap_open: int,
 
 
 class _Resident:
-    """A partition of the database on the device with what every launch over it reads: the
-    pairs' columns and where their border rows start, and the input order for the ties."""
+    """A database, or a partition of one, on the device with what every launch over it reads:
+    the codes and offsets, the pairs' columns and where their border rows start, and the input
+    order for the ties."""
 
-    def __init__(self, part: SequenceSet, order: np.ndarray):
-        import cupy
-
+    def __init__(self, count: int, columns: np.ndarray, codes, offsets, order, border_base):
         # Not the set itself: the cache below is keyed by it, weakly.
-        self.count = len(part)
-        self.codes, self.offsets = part.to_device()
-        self.columns = _border_columns(part.lengths)
-        border_base = np.zeros(len(self.columns), dtype=np.int64)
-        np.cumsum(self.columns[:-1], out=border_base[1:])
-        self.border_base = cupy.asarray(border_base)
-        self.border_entries = int(self.columns.sum())
-        self.order = cupy.asarray(order)
+        self.count = count
+        self.columns = columns
+        self.border_entries = int(columns.sum())
+        self.codes, self.offsets = codes, offsets
+        self.order = order
+        self.border_base = border_base
 
 
 #: The resident databases of earlier searches, by their sequences (a database's order is fixed
@@ -123,30 +130,198 @@ class _Resident:
 _RESIDENT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _resident(part: SequenceSet, order: np.ndarray, whole: bool) -> _Resident:
-    """The :class:`_Resident` of ``part`` on the current device: kept for a whole database,
-    made anew for each partition of one too large to stay."""
+def _resident(subjects: SequenceSet, order: np.ndarray) -> _Resident:
+    """The :class:`_Resident` of a whole database on the current device, kept between
+    searches."""
     import cupy
 
-    if not whole:
-        return _Resident(part, order)
-    by_device = _RESIDENT.setdefault(part, {})
+    by_device = _RESIDENT.setdefault(subjects, {})
     device = cupy.cuda.Device().id
     if device not in by_device:
-        by_device[device] = _Resident(part, order)
+        columns = _border_columns(subjects.lengths)
+        by_device[device] = _Resident(len(subjects), columns, *subjects.to_device(),
+                                      cupy.asarray(order), cupy.asarray(_border_base(columns)))
     return by_device[device]
 
 
-def _partitions(subjects: SequenceSet):
-    """``(first, part)``: the whole database when it may stay on the device, else consecutive
-    views of at most half the batch budget of residues (one subject at least)."""
-    if fits_resident(subjects.codes.nbytes + subjects.offsets.nbytes):
-        yield 0, subjects
+def _is_kept(subjects: SequenceSet) -> bool:
+    """Whether an earlier search left the whole database on the current device."""
+    import cupy
+
+    return cupy.cuda.Device().id in _RESIDENT.get(subjects, {})
+
+
+def _partitions(subjects: SequenceSet, order: np.ndarray, passes: np.ndarray,
+                profile: np.ndarray):
+    """``(first, part, resident, budget)`` for each part of the database in turn, ``budget``
+    the bytes its query chunks may use: the whole database, kept on the device, where it fits
+    with the working memory of one query (:func:`_query_passes`) against it; else the
+    partitions of :func:`partition_plan`, streamed (:func:`_streamed`)."""
+    several = bool((passes > 1).any())
+    largest = int(profile.max())
+    layout, work = _pair_bytes(subjects.lengths, several)
+    working = int(work.sum()) + largest
+    if fits_resident(working + (0 if _is_kept(subjects) else int(layout.sum()) + _LAYOUT_EXTRA)):
+        resident = _resident(subjects, order)
+        yield 0, subjects, resident, batch_budget()
         return
-    for lo, hi in partition_bounds(subjects.offsets, max(1, batch_budget() // 2)):
-        part = subjects.view(lo, hi)
-        yield lo, part
-        part.release_device()
+    budget = batch_budget()
+    yield from _streamed(subjects, order, partition_plan(subjects.lengths, budget, several,
+                                                         largest), budget)
+
+
+def partition_plan(lengths: np.ndarray, budget: int, several_passes: bool,
+                   profile_bytes: int) -> list[tuple[int, int]]:
+    """``(lo, hi)`` ranges of the sorted database sequences of ``lengths`` that a search
+    streams through the device in turn, cut by :func:`~gpualign.search.database.partition_bounds`
+    so that two partitions' layouts (the next is uploaded while this one is searched) and one
+    query's working memory against a partition fit ``budget`` bytes together: half of it for
+    the layouts, half for the query (its score row, its ``profile_bytes`` and, when
+    ``several_passes``, the border rows of every pair). Each pair of the kernel (sequences
+    ``2p``, ``2p + 1``) costs the larger of its share of each half, so partitions start at even
+    positions and the border rows of the pairs are exact; a pair above the budget is a
+    partition of its own.
+
+    Examples
+    --------
+    >>> partition_plan(np.array([10, 10, 10, 10, 40, 40]), 600, False, 0)
+    [(0, 4), (4, 6)]
+    >>> partition_plan(np.array([10, 10, 10, 10, 40, 40]), 600, True, 0)  # border rows
+    [(0, 2), (2, 4), (4, 6)]
+    """
+    layout, work = _pair_bytes(lengths, several_passes)
+    share = max(1, (budget - 2 * _LAYOUT_EXTRA - profile_bytes) // 2)
+    cost = np.zeros(len(layout) + 1, dtype=np.int64)
+    np.cumsum(np.maximum(2 * layout, work), out=cost[1:])
+    return [(2 * lo, min(2 * hi, len(lengths))) for lo, hi in partition_bounds(cost, share)]
+
+
+def _pair_bytes(lengths: np.ndarray, several_passes: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Device bytes each pair of the kernel (sequences ``2p``, ``2p + 1``; the last alone for
+    an odd count) adds to a partition's layout (residues, offset and order of each sequence,
+    the pair's border base) and to one query's working memory against it (a score of each
+    sequence; the pair's border rows when ``several_passes``)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    starts = np.arange(0, len(lengths), 2)
+    members = np.minimum(2, len(lengths) - starts)
+    residues = np.add.reduceat(lengths, starts) if len(lengths) else starts
+    layout = residues + 16 * members + 8
+    work = _BYTES_PER_SCORE * members
+    if several_passes:
+        work = work + 8 * _border_columns(lengths)
+    return layout, work
+
+
+def _packed_layout(residues: int, count: int) -> tuple[int, int]:
+    """Where the int64 arrays of a streamed partition of ``count`` sequences and ``residues``
+    residues start in its device buffer, and where they end: the codes and their
+    ``DEVICE_PADDING`` zeros first, then from the next multiple of 8 the offsets
+    (``count + 1``), the input order (``count``) and the border bases (one a pair)."""
+    start = -(-(residues + DEVICE_PADDING) // 8) * 8
+    return start, start + 8 * (2 * count + 1 + (count + 1) // 2)
+
+
+def _unpacked(buffer, residues: int, count: int) -> tuple:
+    """Views of a partition's codes (with their padding), offsets, order and border bases in
+    ``buffer`` (uint8, NumPy or CuPy), laid out as :func:`_packed_layout` says (and in the
+    order of :class:`_Resident`'s arguments)."""
+    start, end = _packed_layout(residues, count)
+    numbers = buffer[start:end].view(np.int64)
+    return (buffer[:residues + DEVICE_PADDING], numbers[:count + 1],
+            numbers[count + 1:2 * count + 1], numbers[2 * count + 1:])
+
+
+def _layout_pieces(part: SequenceSet, order: np.ndarray,
+                   columns: np.ndarray) -> list[np.ndarray]:
+    """The bytes of the partition ``part``'s device layout (:func:`_packed_layout`) in order:
+    its codes, zeros up to its int64 arrays, and its offsets, ``order`` and the border bases of
+    its pairs of ``columns``."""
+    residues = len(part.codes)
+    start, _ = _packed_layout(residues, len(part))
+    numbers = np.concatenate((part.offsets, order, _border_base(columns))).astype(np.int64)
+    return [part.codes, np.zeros(start - residues, dtype=np.uint8), numbers.view(np.uint8)]
+
+
+class _UploadSlot:
+    """One of the two device buffers a streamed database's partitions take in turn, and the
+    event that ends the last search of the partition in it (the next upload waits for it)."""
+
+    def __init__(self, size: int):
+        import cupy
+
+        self.buffer = cupy.empty(size, dtype=cupy.uint8)
+        self.searched = None
+
+
+def _upload(slot: _UploadSlot, part: SequenceSet, order: np.ndarray,
+            staging: PinnedStaging, device: int):
+    """Queue the copy of the partition ``part`` (its sequences' input ``order``) into
+    ``slot`` on the copy stream of ``staging``, after the slot's last search: the partition's
+    :class:`_Resident` and the event that ends the copy. Runs on the upload thread."""
+    import cupy
+
+    with cupy.cuda.Device(device):
+        if slot.searched is not None:
+            staging.stream.wait_event(slot.searched)
+        columns = _border_columns(part.lengths)
+        position = 0
+        for piece in _layout_pieces(part, order, columns):
+            staging.copy(slot.buffer[position:position + len(piece)], piece)
+            position += len(piece)
+        resident = _Resident(len(part), columns, *_unpacked(slot.buffer, len(part.codes),
+                                                             len(part)))
+        return resident, staging.stream.record()
+
+
+def _streamed(subjects: SequenceSet, order: np.ndarray, bounds: list[tuple[int, int]],
+              budget: int):
+    """``(first, part, resident, budget)`` of each partition ``bounds`` of a database that may
+    not stay on the device, the next partition's upload overlapping this one's search.
+
+    Two device buffers take the partitions in turn, so that at most two are on the device;
+    the query chunks get what they leave of ``budget``. A thread packs the next partition
+    through page-locked memory (:class:`~gpualign.cuda.host.PinnedStaging`) and queues its
+    copy on a stream of its own, non-blocking so that it waits for no launch of the search (and
+    none for it), once the buffer's last search has ended; the caller's stream waits for the
+    copy's event before the search reads the partition.
+
+    Not :func:`gpualign.cuda.pipeline.run`: its ``Stage.enqueue`` would stage a partition and
+    queue its search, but the search is synchronous on the host (pairs that overflow rescored,
+    long subjects aligned, each chunk's best taken), so the next partition's upload would wait
+    for it; here the upload runs on its own thread meanwhile.
+    """
+    import cupy
+
+    sizes = [_packed_layout(int(subjects.offsets[hi] - subjects.offsets[lo]), hi - lo)[1]
+             for lo, hi in bounds]
+    slots = [_UploadSlot(max(sizes)) for _ in range(min(2, len(bounds)))]
+    chunk_budget = budget - len(slots) * max(sizes)
+    device = cupy.cuda.Device().id
+    staging = PinnedStaging(cupy.cuda.Stream(non_blocking=True), min(_STAGING_BYTES, max(sizes)))
+    try:
+        with ThreadPoolExecutor(max_workers=1,
+                                thread_name_prefix="gpualign-search-upload") as uploader:
+
+            def upload(k: int):
+                lo, hi = bounds[k]
+                part = subjects.view(lo, hi)
+                return part, uploader.submit(_upload, slots[k % 2], part, order[lo:hi], staging,
+                                             device)
+
+            coming = upload(0)
+            for k, (lo, _hi) in enumerate(bounds):
+                part, uploaded = coming
+                resident, copied = uploaded.result()
+                if k + 1 < len(bounds):
+                    # Into the other slot: its partition (k - 1) has been searched.
+                    coming = upload(k + 1)
+                cupy.cuda.get_current_stream().wait_event(copied)
+                yield lo, part, resident, chunk_budget
+                # The search is done on the host; its last work is on the current stream.
+                slots[k % 2].searched = cupy.cuda.get_current_stream().record()
+                part.release_device()
+    finally:
+        staging.stream.synchronize()  # no copy may still read the staging pieces
 
 
 def _border_columns(lengths: np.ndarray) -> np.ndarray:
@@ -158,19 +333,33 @@ def _border_columns(lengths: np.ndarray) -> np.ndarray:
     return longer + longer % 2
 
 
-def _query_chunks(queries: SequenceSet, resident: _Resident):
-    """Arrays of query indices whose score rows (and, for queries of several passes, border
-    rows) fit the batch budget together; at least one query a chunk."""
-    per_row = _BYTES_PER_SCORE * resident.count
+def _border_base(columns: np.ndarray) -> np.ndarray:
+    """Where each pair's border rows start: the columns of the pairs before it."""
+    base = np.zeros(len(columns), dtype=np.int64)
+    np.cumsum(columns[:-1], out=base[1:])
+    return base
+
+
+def _query_passes(queries: SequenceSet) -> tuple[np.ndarray, np.ndarray]:
+    """The passes of each query's lane shape (:func:`lane_shape`) and the bytes of its profile
+    (a byte a residue code for each row of its passes)."""
+    lengths, which = np.unique(queries.lengths, return_inverse=True)
+    pass_rows = np.array([group * rows for group, rows in map(lane_shape, lengths.tolist())],
+                         dtype=np.int64)
+    passes = np.maximum(1, -(-lengths // pass_rows))
+    profile = passes * pass_rows * queries.alphabet.size
+    return passes[which], profile[which]
+
+
+def _query_chunks(resident: _Resident, budget: int, passes: np.ndarray, profile: np.ndarray):
+    """Arrays of query indices whose score rows against ``resident``, profiles and, for queries
+    of several passes (``passes``), border rows fit ``budget`` bytes together; at least one
+    query a chunk."""
     border = 8 * resident.border_entries
-    n_codes = queries.alphabet.size
-    budget = batch_budget()
+    needs = _BYTES_PER_SCORE * resident.count + profile + np.where(passes > 1, border, 0)
     chunk: list[int] = []
     used = 0
-    for q, length in enumerate(queries.lengths):
-        group, rows = lane_shape(int(length))
-        passes = max(1, -(-int(length) // (group * rows)))
-        need = per_row + passes * group * rows * n_codes + (border if passes > 1 else 0)
+    for q, need in enumerate(needs.tolist()):
         if chunk and used + need > budget:
             yield np.array(chunk, dtype=np.int64)
             chunk, used = [], 0
@@ -220,9 +409,13 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet,
     n_codes = len(table)
     # Launches of different shapes overlap on a few streams, so that one launch's last blocks
     # do not leave the GPU idle before the next starts; `held` keeps every launch's buffers
-    # until all have finished. Blocking streams: their work starts after what the default
-    # stream was given before (the database's and the table's uploads).
+    # until all have finished. Each stream waits for what the current stream was given before:
+    # the table's upload, and a streamed partition's copy (on a stream of its own, which the
+    # current one waits for).
     streams = [cupy.cuda.Stream() for _ in range(max(1, config.SEARCH_STREAMS))]
+    prior_work = cupy.cuda.get_current_stream().record()
+    for stream in streams:
+        stream.wait_event(prior_work)
     held = []
     short_pairs = (short + 1) // 2
     stride_short = int(resident.columns[:short_pairs].sum())
