@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -51,7 +52,7 @@ from .sam import (
     sam_header,
     write_records,
 )
-from .segments import EDIT_SCORE, cigar_edits, clip_ends
+from .segments import EDIT_SCORE, END_BONUS, cigar_edits, clip_ends
 
 __all__ = ["NO_SCORE", "MappingResult", "iter_mappings", "map_reads"]
 
@@ -634,7 +635,8 @@ class _Aligned:
     """Alignments of reads of a batch, the fields of their SAM records: ``read`` the read's
     slot in the batch, ``contig`` -1 where unmapped, ``pos`` to ``end`` the aligned part's
     reference span, ``clip_left`` and ``clip_right`` the read bases clipped before and after
-    it (in the reference's orientation), ``cigar`` the extended CIGAR with the clips."""
+    it (in the reference's orientation), ``cigar`` the aligned part's extended CIGAR (the
+    clips are added by :func:`_sam_cigars`)."""
 
     read: np.ndarray
     contig: np.ndarray
@@ -718,7 +720,63 @@ def _primaries(index: Any, strands: SequenceSet, hits: _Hits, placements: _Place
     placed.clip_left[mapped], placed.clip_right[mapped] = clips.read_left, clips.read_right
     for slot, text in zip(mapped.tolist(), clips.cigar, strict=True):
         placed.cigar[slot] = text
+    _extend_clips(index.reference, strands, placed)
     return placed
+
+
+def _extend_clips(reference: SequenceSet, strands: SequenceSet, aligned: _Aligned) -> None:
+    """Extend alignments into their clipped ends without gaps (in place), as far as that
+    scores best, or to the read's end where that scores less than the best by under
+    :data:`~gpualign.map.segments.END_BONUS`: the edit path that was clipped may have bent
+    away from bases that align before its clip, and minimap2 extends the same way to the
+    end. ``strands`` holds the batch's reads then their reverse complements."""
+    count = len(strands) // 2
+    for right in (True, False):
+        clip = aligned.clip_right if right else aligned.clip_left
+        rows = np.flatnonzero((clip > 0) & (aligned.contig >= 0))
+        contig = aligned.contig[rows]
+        room = reference.lengths[contig] - aligned.end[rows] if right else aligned.pos[rows]
+        size = np.minimum(clip[rows], room)
+        owner = np.repeat(np.arange(len(rows)), size)
+        first = np.cumsum(size) - size
+        step = np.arange(int(size.sum()), dtype=np.int64) - first[owner]
+        strand = aligned.read[rows] + count * aligned.reverse[rows]
+        if right:
+            read_at = (strands.lengths[strand] - clip[rows])[owner] + step
+            reference_at = aligned.end[rows][owner] + step
+        else:
+            read_at = clip[rows][owner] - 1 - step
+            reference_at = aligned.pos[rows][owner] - 1 - step
+        base = strands.codes[strands.offsets[strand][owner] + read_at]
+        match = (base == reference.codes[reference.offsets[contig][owner] + reference_at]) \
+            & (base < ALPHABETS["dna"].match_codes)
+        running = np.cumsum(np.where(match, 1, 1 - EDIT_SCORE))
+        running -= np.concatenate(([0], running))[first[owner]]
+        # The best stop: the highest score (the most columns of equal ones), else none.
+        best = np.zeros(len(rows), dtype=np.int64)
+        best_score = np.zeros(len(rows), dtype=np.int64)
+        ranked = np.lexsort((step, running, owner))
+        last = np.flatnonzero(np.diff(owner[ranked], append=-1) != 0)
+        top = ranked[last]
+        better = running[top] > 0
+        best[owner[top[better]]] = step[top[better]] + 1
+        best_score[owner[top[better]]] = running[top[better]]
+        whole = np.zeros(len(rows), dtype=np.int64)
+        ends = first + size - 1
+        whole[size > 0] = running[ends[size > 0]]
+        reach = (size > 0) & (size == clip[rows]) & (best_score - whole < END_BONUS)
+        take = np.where(reach, size, best)
+        for row, slot, columns in zip(np.flatnonzero(take).tolist(), rows[take > 0].tolist(),
+                                      take[take > 0].tolist(), strict=True):
+            differ = ~match[first[row]:first[row] + columns]
+            aligned.nm[slot] += int(differ.sum())
+            if right:
+                aligned.cigar[slot] = str(aligned.cigar[slot]) + _ungapped_cigar(differ)
+                aligned.end[slot] += columns
+            else:
+                aligned.cigar[slot] = _ungapped_cigar(differ[::-1]) + str(aligned.cigar[slot])
+                aligned.pos[slot] -= columns
+        clip[rows] -= take
 
 
 def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
@@ -750,7 +808,8 @@ def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
                      np.full(len(cigars), NO_SCORE, dtype=np.int32),
                      found.query_start.astype(np.int64),
                      lengths[windows.read] - found.query_end, cigars)
-    aligned = found.query_end - found.query_start
+    _extend_clips(index.reference, strands, local)
+    aligned = lengths[local.read] - local.clip_left - local.clip_right
     valid = (aligned >= minimum) & (local.nm <= _cutoffs(aligned, k))
     score = local.score(lengths)
     # Grouped by read, best first: the highest score, then the most votes.
@@ -758,13 +817,12 @@ def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
                                               local.read[valid]))]
     local, score, votes = local.take(order), score[order], windows.votes[order]
     supplementary = []
-    starts = np.flatnonzero(np.diff(local.read, prepend=-1))
-    for lo, hi in zip(starts.tolist(), np.append(starts[1:], len(order)).tolist(), strict=True):
+    bounds = np.append(np.flatnonzero(np.diff(local.read, prepend=-1)), len(order)).tolist()
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
         read, length = int(local.read[lo]), int(lengths[local.read[lo]])
         group = range(lo, hi)
         if placed.contig[read] < 0:
-            _take_local(placed, read, local, lo, _mapq(local, lo, group, score, votes, length),
-                        "S")
+            _take_local(placed, read, local, lo, _mapq(local, lo, group, score, votes, length))
         covered = placed.forward_span(read, length)
         for j in group:
             span = local.forward_span(j, length)
@@ -772,8 +830,7 @@ def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
                                             - max(span[0], covered[0]))
             if new >= minimum and not local.same_place(j, placed, read):
                 extra = local.take(np.array([j]))
-                _take_local(extra, 0, local, j, _mapq(local, j, group, score, votes, length),
-                            "H")
+                _take_local(extra, 0, local, j, _mapq(local, j, group, score, votes, length))
                 supplementary.append(extra)
                 break
     if not supplementary:
@@ -798,16 +855,14 @@ def _mapq(local: _Aligned, i: int, group: range, score: np.ndarray, votes: np.nd
     return int(quality[0]), xs
 
 
-def _take_local(into: _Aligned, slot: int, local: _Aligned, i: int, quality: tuple[int, int],
-                clip: str) -> None:
+def _take_local(into: _Aligned, slot: int, local: _Aligned, i: int,
+                quality: tuple[int, int]) -> None:
     """Make ``into``'s alignment ``slot`` the local alignment ``i`` with its MAPQ and XS
-    (``quality``), the read's ends clipped with ``clip`` (``S`` or ``H``) in its CIGAR."""
+    (``quality``)."""
     for name in ("contig", "pos", "end", "reverse", "nm", "clip_left", "clip_right"):
         getattr(into, name)[slot] = getattr(local, name)[i]
     into.mapq[slot], into.xs[slot] = quality
-    left, right = int(local.clip_left[i]), int(local.clip_right[i])
-    into.cigar[slot] = (f"{left}{clip}" if left else "") + str(local.cigar[i]) + \
-        (f"{right}{clip}" if right else "")
+    into.cigar[slot] = local.cigar[i]
 
 
 def _sa_tags(names: list[str], placed: _Aligned, extra: _Aligned) -> tuple[list[str | None],
@@ -815,7 +870,7 @@ def _sa_tags(names: list[str], placed: _Aligned, extra: _Aligned) -> tuple[list[
     """The ``SA:Z`` texts of the primary records (one a read; None for a read not split) and
     of the supplementary ``extra``, each naming the other (CIGARs merged, soft clips)."""
     def described(aligned: _Aligned, i: int) -> str:
-        cigar = str(aligned.cigar[i]).replace("H", "S")
+        cigar = re.sub("([0-9]+)H", r"\1S", str(aligned.cigar[i]))
         return (f"{names[aligned.contig[i]]},{aligned.pos[i] + 1},"
                 f"{'-' if aligned.reverse[i] else '+'},{cigar},{aligned.mapq[i]},"
                 f"{aligned.nm[i]};")
@@ -826,11 +881,36 @@ def _sa_tags(names: list[str], placed: _Aligned, extra: _Aligned) -> tuple[list[
     return primary, [described(placed, read) for read in extra.read.tolist()]
 
 
-def _merged(aligned: _Aligned) -> None:
-    """The CIGARs of ``aligned`` with their ``=`` and ``X`` runs merged into ``M`` (in place)."""
-    rows = [i for i, text in enumerate(aligned.cigar) if text is not None]
-    for i, text in zip(rows, merged_cigars([aligned.cigar[i] for i in rows]), strict=True):
-        aligned.cigar[i] = text
+def _proper_with_segments(placed: _Aligned, placements: _Placements, partner: np.ndarray,
+                          insert: tuple[int, int] | None) -> np.ndarray:
+    """The proper pairs: the chosen ones, and those of a read placed by its segment
+    (:func:`_split`) facing its mapped mate within the ``insert`` bounds."""
+    proper = placements.proper.copy()
+    segment = np.flatnonzero((placements.hit < 0) & (placed.contig >= 0)
+                             & (placed.contig[partner] >= 0))
+    if insert is None or not len(segment):
+        return proper
+    mate = partner[segment]
+    forward = np.where(placed.reverse[segment], mate, segment)
+    backward = np.where(placed.reverse[segment], segment, mate)
+    size = placed.end[backward] - placed.pos[forward]
+    joins = segment[(placed.contig[segment] == placed.contig[mate])
+                    & (placed.reverse[segment] != placed.reverse[mate])
+                    & (size >= insert[0]) & (size <= insert[1])]
+    proper[joins] = proper[partner[joins]] = True
+    return proper
+
+
+def _sam_cigars(aligned: _Aligned, clip: str) -> None:
+    """The SAM CIGARs of ``aligned`` (in place): the ``=`` and ``X`` runs merged into ``M``,
+    the clipped ends added as ``clip`` (``S`` soft, ``H`` hard)."""
+    rows = np.flatnonzero([text is not None for text in aligned.cigar])
+    for i, left, right, text in zip(rows.tolist(), aligned.clip_left[rows].tolist(),
+                                    aligned.clip_right[rows].tolist(),
+                                    merged_cigars([aligned.cigar[i] for i in rows.tolist()]),
+                                    strict=True):
+        aligned.cigar[i] = (f"{left}{clip}" if left else "") + text + \
+            (f"{right}{clip}" if right else "")
 
 
 # --------------------------------------------------------------------------- records
@@ -848,8 +928,8 @@ def _records(index: Any, reads: SequenceSet, strands: SequenceSet, found: tuple[
     lengths = reads.lengths
     placed = _primaries(index, strands, hits, placements, backend)
     extra = _split(index, reads, strands, windows, placed, k, backend)
-    _merged(placed)
-    _merged(extra)
+    _sam_cigars(placed, "S")
+    _sam_cigars(extra, "H")
     primary_sa, extra_sa = _sa_tags(list(index.reference.names), placed, extra)
     mapped = placed.contig >= 0
     contig, pos, end, reverse = placed.contig, placed.pos, placed.end, placed.reverse
@@ -866,8 +946,9 @@ def _records(index: Any, reads: SequenceSet, strands: SequenceSet, found: tuple[
         mate_number = np.repeat(np.array([1, 2], dtype=np.int8), n)
         read = first_read + np.concatenate((np.arange(n), np.arange(n))).astype(np.int64)
         partner_mapped = mapped[partner]
+        proper = _proper_with_segments(placed, placements, partner, insert)
         flag = (flag | PAIRED | np.where(mate_number == 1, FIRST, SECOND)
-                | np.where(placements.proper & mapped & partner_mapped, PROPER_PAIR, 0)
+                | np.where(proper & mapped & partner_mapped, PROPER_PAIR, 0)
                 | np.where(partner_mapped, 0, MATE_UNMAPPED)
                 | np.where(reverse[partner] & partner_mapped, MATE_REVERSE, 0))
         # An unmapped read with a mapped mate is placed at its mate (SAM's recommendation).

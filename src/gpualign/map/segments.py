@@ -83,7 +83,7 @@ class Clips:
     edits : np.ndarray of int64
         Edits of the aligned part (``NM``).
     cigar : list of str
-        The extended CIGARs of the aligned parts, clipped ends as ``S``.
+        The extended CIGARs of the aligned parts (without the clipped ends).
     """
 
     read_left: np.ndarray
@@ -103,8 +103,8 @@ def clip_ends(cigars: Sequence[str]) -> Clips:
     Examples
     --------
     >>> clips = clip_ends(["130=1X2=1X1=1X1=1X1=1X1=1X1=1X1=1X", "149=1X", "1X1=1X147="])
-    >>> clips.cigar, clips.read_right.tolist(), clips.edits.tolist()
-    (['130=14S', '149=1X', '3S147='], [14, 0, 0], [0, 1, 0])
+    >>> clips.cigar, clips.read_left.tolist(), clips.read_right.tolist(), clips.edits.tolist()
+    (['130=', '149=1X', '147='], [0, 0, 3], [16, 0, 0], [0, 1, 0])
     """
     count = len(cigars)
     owner, length, op = cigar_runs(cigars)
@@ -143,11 +143,9 @@ def clip_ends(cigars: Sequence[str]) -> Clips:
                              minlength=count).astype(np.int64)
     clipped = [str(text) for text in cigars]
     for row in np.flatnonzero((read_left > 0) | (read_right > 0)).tolist():
-        middle = "".join(f"{n}{_OPS[o]}" for n, o in zip(
+        clipped[row] = "".join(f"{n}{_OPS[o]}" for n, o in zip(
             length[keep_first[row]:keep_last[row] + 1].tolist(),
             op[keep_first[row]:keep_last[row] + 1].tolist(), strict=True))
-        clipped[row] = (f"{read_left[row]}S" if read_left[row] else "") + middle + \
-            (f"{read_right[row]}S" if read_right[row] else "")
     return Clips(read_left, read_right,
                  np.bincount(owner, weights=reference_bases * (run < keep_first[owner]),
                              minlength=count).astype(np.int64),
