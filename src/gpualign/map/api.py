@@ -808,6 +808,7 @@ def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
                      np.full(len(cigars), NO_SCORE, dtype=np.int32),
                      found.query_start.astype(np.int64),
                      lengths[windows.read] - found.query_end, cigars)
+    local.contig[found.query_end == found.query_start] = -1  # nothing aligns: no anchor
     _extend_clips(index.reference, strands, local)
     aligned = lengths[local.read] - local.clip_left - local.clip_right
     valid = (aligned >= minimum) & (local.nm <= _cutoffs(aligned, k))
@@ -816,7 +817,7 @@ def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
     order = np.flatnonzero(valid)[np.lexsort((-windows.votes[valid], -score[valid],
                                               local.read[valid]))]
     local, score, votes = local.take(order), score[order], windows.votes[order]
-    supplementary = []
+    chosen, qualities = [], []
     bounds = np.append(np.flatnonzero(np.diff(local.read, prepend=-1)), len(order)).tolist()
     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
         read, length = int(local.read[lo]), int(lengths[local.read[lo]])
@@ -829,15 +830,13 @@ def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
             new = (span[1] - span[0]) - max(0, min(span[1], covered[1])
                                             - max(span[0], covered[0]))
             if new >= minimum and not local.same_place(j, placed, read):
-                extra = local.take(np.array([j]))
-                _take_local(extra, 0, local, j, _mapq(local, j, group, score, votes, length))
-                supplementary.append(extra)
+                chosen.append(j)
+                qualities.append(_mapq(local, j, group, score, votes, length))
                 break
-    if not supplementary:
-        return _Aligned.unmapped(np.zeros(0, dtype=np.int64))
-    return _Aligned(**{name: np.concatenate([getattr(one, name) for one in supplementary])
-                       for name in _ALIGNED_ARRAYS},
-                    cigar=[one.cigar[0] for one in supplementary])
+    extra = local.take(np.array(chosen, dtype=np.int64))
+    if chosen:
+        extra.mapq[:], extra.xs[:] = np.array(qualities).T
+    return extra
 
 
 def _mapq(local: _Aligned, i: int, group: range, score: np.ndarray, votes: np.ndarray,
@@ -1188,10 +1187,15 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
     every candidate of a batch is verified at once by edit distance (``mode="infix"``: the
     whole read anywhere in its window) on ``backend``; the placement with the fewest edits is
     the primary, MAPQ weighs it against the best placement elsewhere (:func:`mapping_quality`)
-    and its CIGAR comes from its edit path. Pairs face each other (one read forward, the other
+    and its CIGAR comes from its edit path, its ends soft-clipped where that scores better
+    (:mod:`gpualign.map.segments`). Pairs face each other (one read forward, the other
     reverse) within the insert-size bounds; a read without a proper pair is searched for next
-    to its mapped mate (rescue). Reads without a placement within the cutoff are reported
-    unmapped.
+    to its mapped mate (rescue). A read without a placement within the cutoff takes its best
+    local alignment of at least :data:`gpualign.config.MAP_MIN_SEGMENT` bases (soft-clipped),
+    if it has one, else is reported unmapped; a read whose primary leaves that many bases
+    unaligned that align elsewhere is split: a supplementary record (flag 0x800) follows its
+    primary, both with an ``SA`` tag. No secondary records are written, as by minimap2
+    ``-ax sr``.
 
     Parameters
     ----------
@@ -1243,6 +1247,14 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
     >>> r = map_reads([genome], [one_deletion, reverse, "ACGT" * 20], backend="cpu")
     >>> r.pos.tolist(), r.flag.tolist(), r.cigar, r.nm.tolist(), r.mapq.tolist()
     ([1000, 3000, -1], [0, 16, 4], ['50M1D49M', '80M', None], [1, 0, -1], [60, 60, 0])
+
+    A chimera of two pieces of the genome is split:
+
+    >>> r = map_reads([genome], [genome[1500:1580] + genome[3000:3070]], backend="cpu")
+    >>> r.flag.tolist(), r.pos.tolist(), r.cigar
+    ([0, 2048], [1500, 3000], ['80M70S', '80H70M'])
+    >>> r.sa
+    ['0,3001,+,80S70M,60,0;', '0,1501,+,80M70S,60,0;']
     """
     from .index import as_map_index
 
