@@ -388,3 +388,104 @@ def test_planted_reads_as_minimap2_maps_them(planted, mapped_planted):
         other = {segment[:4] for segment in theirs[name]}
         assert _near(mine, other), (name, mine, other)
         assert sum(s[4] for s in ours[name]) == sum(s[4] for s in theirs[name]), name
+
+
+def _simulated(contigs: dict, count: int, seed: int) -> list[str]:
+    """Reads of 150 bases with 1.5% substitutions and 0.2% indels: a sixth are chimeras of
+    two pieces (either strand, split anywhere from 20 bases), a tenth end in 5 to 40 random
+    bases, a twentieth run over a contig's end; the others are whole."""
+    rng = np.random.default_rng(seed)
+    names = list(contigs)
+
+    def piece(length: int) -> str:
+        text = contigs[names[rng.integers(len(names))]]
+        start = int(rng.integers(0, len(text) - length))
+        return _rc(text[start:start + length]) if rng.random() < 0.5 else \
+            text[start:start + length]
+
+    reads = []
+    for _ in range(count):
+        kind = rng.random()
+        if kind < 0.15:
+            split = int(rng.integers(20, 131))
+            read = piece(split) + piece(150 - split)
+        elif kind < 0.25:
+            tail = int(rng.integers(5, 41))
+            read = piece(150 - tail) + _random(rng, tail)
+        elif kind < 0.3:
+            text, over = contigs[names[rng.integers(len(names))]], int(rng.integers(5, 60))
+            read = text[-(150 - over):] + _random(rng, over) if rng.random() < 0.5 else \
+                _random(rng, over) + text[:150 - over]
+        else:
+            read = piece(150)
+        out = []
+        for base in read:
+            draw = rng.random()
+            if draw < 0.001:
+                continue
+            if draw < 0.002:
+                out.append("ACGT"[rng.integers(4)])
+            out.append("ACGT".replace(base, "")[rng.integers(3)] if rng.random() < 0.015
+                       else base)
+        reads.append("".join(out))
+    return reads
+
+
+def test_simulated_reads_records_are_consistent_and_close_to_minimap2(planted, tmp_path):
+    contigs = planted["contigs"]
+    reads = _simulated(contigs, 600, 3)
+    with config.override(MAP_BATCH_READS=150):  # several batches
+        result = gpualign.map_reads(planted["reference"], reads, backend="cpu")
+    assert (result.read[result.primary] == np.arange(len(reads))).all()
+    for record in np.flatnonzero(result.mapped).tolist():
+        _check_record(result, record, reads[result.read[record]], contigs, ["one", "two"])
+    split = np.flatnonzero(~result.primary)
+    assert (result.read[split - 1] == result.read[split]).all()  # right after the primary
+    assert len(split) > 40
+    if MINIMAP2 is None:
+        return
+    fasta = tmp_path / "reads.fa"
+    fasta.write_text("".join(f">r{i}\n{read}\n" for i, read in enumerate(reads)))
+    sam = subprocess.run([MINIMAP2, "-ax", "sr", str(planted["reference"]), str(fasta)],
+                         check=True, capture_output=True, text=True).stdout
+    theirs, supplementary = {}, 0
+    for line in sam.splitlines():
+        fields = line.split("\t")
+        if line.startswith("@") or int(fields[1]) & UNMAPPED:
+            continue
+        if int(fields[1]) & SUPPLEMENTARY:
+            supplementary += 1
+        else:
+            theirs[int(fields[0][1:])] = (fields[2], int(fields[3]) - 1, fields[5])
+    same = sum(theirs[i] == (["one", "two"][result.contig[r]], result.pos[r], result.cigar[r])
+               for i, r in enumerate(np.flatnonzero(result.primary).tolist())
+               if i in theirs and result.mapped[r])
+    # Ties (the copies of the repeat, which of two equal segments is the primary) and
+    # gaps the edit path places otherwise near a clip make the rest.
+    assert same >= 0.9 * len(theirs)
+    assert 0.7 * supplementary <= len(split) <= 1.5 * supplementary
+
+
+@pytest.mark.skipif(SAMTOOLS is None, reason="samtools not installed")
+def test_split_reads_from_fastq_in_batches_pass_samtools(planted, tmp_path):
+    reads = list(planted["reads"].values())
+    fastq = tmp_path / "reads.fq"
+    fastq.write_text("".join(f"@r{i}\n{read}\n+\n{'I' * (len(read) - 3)}#!5\n"
+                             for i, read in enumerate(reads)))
+    whole = gpualign.map_reads(planted["reference"], fastq, backend="cpu")
+    with config.override(MAP_BATCH_READS=3):
+        batched = gpualign.map_reads(planted["reference"], fastq, backend="cpu")
+        batched.write_sam(tmp_path / "batched.sam", fastq)
+    whole.write_sam(tmp_path / "whole.sam", fastq)
+    assert (tmp_path / "batched.sam").read_text() == (tmp_path / "whole.sam").read_text()
+    view = subprocess.run([SAMTOOLS, "view", str(tmp_path / "whole.sam")], check=True,
+                          capture_output=True, text=True).stdout
+    for line in view.splitlines():
+        fields = line.split("\t")
+        assert len(fields[9]) == len(fields[10])
+        if int(fields[1]) & SUPPLEMENTARY:
+            # The hard-clipped QUAL is the aligned part's: the read's ends ("#!5") are gone
+            # where the clip takes them.
+            right = re.search(r"([0-9]+)H$", fields[5])
+            left = re.match(r"^([0-9]+)H", fields[5])
+            assert len(fields[9]) + sum(int(m[1]) for m in (left, right) if m) == 150
