@@ -218,7 +218,7 @@ def test_planted_reads_are_clipped_and_split(planted, mapped_planted):
         for record in found:
             if result.mapped[record]:
                 _check_record(result, record, reads[name], planted["contigs"], contigs)
-    assert (result.flag & 0x100 == 0).all()  # no secondary records, as minimap2 -ax sr
+    assert ((result.flag & 0x100) == 0).all()  # no secondary records, as minimap2 -ax sr
 
     def fields(record: int) -> tuple:
         return (contigs[result.contig[record]], int(result.pos[record]) + 1,

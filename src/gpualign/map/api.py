@@ -652,6 +652,7 @@ class _Aligned:
 
     @classmethod
     def unmapped(cls, read: np.ndarray) -> _Aligned:
+        """No alignment for each of the reads ``read``."""
         count = len(read)
         return cls(read, *(np.full(count, -1, dtype=np.int64) for _ in range(3)),
                    np.zeros(count, dtype=bool), np.full(count, -1, dtype=np.int32),
