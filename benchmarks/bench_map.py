@@ -101,10 +101,11 @@ def run_gpualign(index, reads, mates, backend):
     began = time.perf_counter()
     result = map_reads(index, reads, mates, backend=backend)
     seconds = time.perf_counter() - began
-    reverse = (result.flag & 16) != 0
-    position = np.where((result.flag & 4) == 0, result.pos, -1)  # 0x4: unmapped
-    return seconds, position, reverse, result.mapq, result.read, result.mate, \
-        result.stage_seconds
+    primary = result.primary  # a split read's supplementary record left out, as minimap2's
+    reverse = (result.flag[primary] & 16) != 0
+    position = np.where((result.flag[primary] & 4) == 0, result.pos[primary], -1)  # unmapped
+    return seconds, position, reverse, result.mapq[primary], result.read[primary], \
+        result.mate[primary], result.stage_seconds
 
 
 def run_minimap2(reference: Path, reads: np.ndarray, mates: np.ndarray, threads: int):

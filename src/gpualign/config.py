@@ -340,6 +340,13 @@ MAP_INSERT_MIN_PAIRS = 20
 #: preferred to them (bwa-mem's unpaired penalty, in edits).
 MAP_UNPAIRED_PENALTY = 3
 
+#: Read bases that each segment of a split (chimeric) read must cover, beyond the other
+#: segment, for :func:`gpualign.map_reads` to report it (a supplementary record): minimap2
+#: ``-ax sr`` splits about half of the reads whose second segment is 35 bases long, fewer
+#: below, nearly all from 45 on. A read without an end-to-end placement is placed by its
+#: best segment of at least this many bases.
+MAP_MIN_SEGMENT = 35
+
 #: Records of one file with the same name (the header up to its first white space), where a
 #: reading function is not told (``duplicates=None``): "keep" them as they are, stop with a
 #: :class:`~gpualign.io.DuplicateNameError` ("error"), or "rename" the later ones ``NAME.2``,

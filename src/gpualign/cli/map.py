@@ -103,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
             write_records(out, result, np.arange(len(result)), chunk, mate_chunk,
                           index.reference.names)
             write_seconds += time.perf_counter() - written
-            reads += len(result)
-            mapped += int(result.mapped.sum())
+            reads += int(result.primary.sum())  # one a read; a split read has two records
+            mapped += int((result.mapped & result.primary).sum())
             for stage, value in result.stage_seconds.items():
                 seconds[stage] = seconds.get(stage, 0.0) + value
     seconds["write"] = write_seconds

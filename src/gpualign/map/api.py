@@ -1,18 +1,24 @@
 """Read mapping: candidate windows from the index, verified by edit distance on the chosen
 backend (Myers' bit-vectors: the GPU kernels on CUDA), best and second-best placements, MAPQ,
-the primary's CIGAR from its edit path, and for pairs an insert-size model, proper pairs and
-mate rescue.
+the primary's CIGAR from its edit path with its ends soft-clipped where that scores better
+(:mod:`gpualign.map.segments`), reads without an end-to-end placement placed by their best
+local alignment, chimeric reads split into a primary and a supplementary record, and for
+pairs an insert-size model, proper pairs and mate rescue.
 
 A batch of reads takes a fixed number of calls whatever its size: the index's candidates, one
 ``edit_distance(..., mode="infix", task="locations")`` over every candidate window of the batch
-(both strands), at most one more over the rescue windows of its pairs, and one with
-``task="path"`` for the chosen placements. Everything between them is NumPy over whole arrays.
+(both strands), at most one more over the rescue windows of its pairs, one with
+``task="path"`` for the chosen placements, and at most one local alignment
+(:func:`gpualign.align`, ``mode="local"``) over the candidate windows of the reads left
+unmapped or clipped by :data:`gpualign.config.MAP_MIN_SEGMENT` bases or more. Everything
+between them is NumPy over whole arrays (the split reads' records are built one by one).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,9 +29,11 @@ import numpy as np
 from .. import config
 from .._checks import integer
 from .._progress import progress_bar
+from ..align import align
 from ..backend import BACKENDS, resolve_backend
 from ..edit import edit_distance
 from ..io import open_text
+from ..scoring import Scoring
 from ..sequences import ALPHABETS, SequenceSet
 from ._reads import ReadBatch, mate_names_differ, read_batches
 from .distributed import cluster_mappings
@@ -38,18 +46,15 @@ from .sam import (
     PROPER_PAIR,
     REVERSE,
     SECOND,
+    SUPPLEMENTARY,
     UNMAPPED,
     merged_cigars,
     sam_header,
     write_records,
 )
+from .segments import EDIT_SCORE, END_BONUS, cigar_edits, clip_ends
 
 __all__ = ["NO_SCORE", "MappingResult", "iter_mappings", "map_reads"]
-
-#: The alignment score of a placement: the read's length less this many per edit. It is
-#: minimap2's short-read score (``-x sr``: +2 a match, -8 a mismatch) halved, every edit counted
-#: as a mismatch, so that MAPQ weighs edits as minimap2 does.
-EDIT_SCORE = 5
 
 #: MAPQ of the surest placement (minimap2's and bwa's cap).
 MAX_MAPQ = 60
@@ -62,15 +67,21 @@ PAIR_MAPQ_LIFT = 40
 #: by chance somewhere in a window of an insert size within its cutoff of edits.
 MIN_RESCUE_LENGTH = 20
 
+#: The local alignments of reads left unmapped or clipped (split reads): the mapper's score
+#: (:mod:`gpualign.map.segments`), +1 a match, a mismatch and every base of a gap an edit.
+_LOCAL_SCORING = Scoring(match=1, mismatch=1 - EDIT_SCORE, gap_open=EDIT_SCORE,
+                         gap_extend=EDIT_SCORE)
+
 #: Complements of the DNA codes A, C, G, T, N.
 _COMPLEMENT = np.array([3, 2, 1, 0, 4], dtype=np.uint8)
 
 
 @dataclass
 class MappingResult:
-    """Placements of mapped reads: one record per read (single-end) or per read of a pair
-    (mates next to each other, first then second), in input order; packed arrays, turned into
-    SAM text only by :meth:`write_sam`.
+    """Placements of mapped reads: one primary record per read (single-end) or per read of a
+    pair (mates next to each other, first then second), in input order, a split read's
+    supplementary record right after its primary; packed arrays, turned into SAM text only by
+    :meth:`write_sam`.
 
     Attributes
     ----------
@@ -80,7 +91,9 @@ class MappingResult:
         0 for single-end reads, 1 or 2 for the first or second read of a pair.
     flag : np.ndarray of uint16
         SAM flag: 0x1 paired, 0x2 proper pair, 0x4 unmapped, 0x8 mate unmapped, 0x10 reverse
-        strand, 0x20 mate on the reverse strand, 0x40 first, 0x80 second of the pair.
+        strand, 0x20 mate on the reverse strand, 0x40 first, 0x80 second of the pair, 0x800
+        supplementary (the other segment of a split read). No secondary records (0x100):
+        minimap2 ``-ax sr`` prints none either; a repeat shows as MAPQ 0 and ``XS``.
     contig, pos : np.ndarray of int64
         Reference record and 0-based leftmost position (-1 when unmapped; an unmapped read
         whose mate maps takes its mate's, as SAM recommends).
@@ -89,15 +102,20 @@ class MappingResult:
     cigar : list of str or None
         SAM CIGAR (``M``/``I``/``D``: matches and mismatches merged, as minimap2 and bwa
         print them) of the read, or of its reverse complement for a reverse placement; None
-        when unmapped.
+        when unmapped. Clipped ends are ``S``, but ``H`` in a supplementary record (whose SEQ
+        is the aligned part only), as minimap2 prints them.
     nm : np.ndarray of int32
-        Edit distance of the placement (-1 when unmapped).
+        Edit distance of the aligned part (-1 when unmapped).
     score, xs : np.ndarray of int32
-        ``AS``: read length - 5 x NM (:data:`EDIT_SCORE`), and ``XS``: the same of the best
-        placement elsewhere; :data:`NO_SCORE` where there is none.
+        ``AS``: aligned read bases - 5 x NM (:data:`~gpualign.map.segments.EDIT_SCORE`), and
+        ``XS``: the same of the best placement elsewhere; :data:`NO_SCORE` where there is
+        none.
     mate_contig, mate_pos, tlen : np.ndarray of int64
         The mate's reference record and position (-1: none) and the signed template length
-        (0 unless both mates map to one record).
+        (0 unless both mates map to one record; 0 in supplementary records).
+    sa : list of str or None
+        The ``SA:Z`` tag's text of a split read's records (the other record's reference name,
+        1-based position, strand, CIGAR with soft clips, MAPQ and NM); None for the others.
     reference_names : list of str
         The reference records, for SAM's ``@SQ`` lines (with ``reference_lengths``).
     insert_size : (int, int) or None
@@ -119,6 +137,7 @@ class MappingResult:
     mate_contig: np.ndarray
     mate_pos: np.ndarray
     tlen: np.ndarray
+    sa: list[str | None]
     reference_names: list[str] = field(default_factory=list, repr=False)
     reference_lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64),
                                           repr=False)
@@ -132,6 +151,11 @@ class MappingResult:
     def mapped(self) -> np.ndarray:
         """Whether each record is mapped (flag 0x4 clear)."""
         return (self.flag & UNMAPPED) == 0
+
+    @property
+    def primary(self) -> np.ndarray:
+        """Whether each record is its read's primary one (flag 0x800 clear): one per read."""
+        return (self.flag & SUPPLEMENTARY) == 0
 
     def write_sam(self, out: str | os.PathLike | IO[str], reads: Any, mates: Any = None,
                   command_line: str | None = None) -> None:
@@ -181,12 +205,13 @@ class MappingResult:
                                          & (self.read < chunk.start + len(chunk)))
                 write_records(handle, self, records, chunk, mate_chunk, self.reference_names)
                 given += len(chunk) * (2 if paired else 1)
-                written += len(records)
+                written += int(self.primary[records].sum())
             if next(mate_batches, None) is not None:
                 raise ValueError("write_sam: the mates given are more than the reads; pass "
                                  "the mates that were mapped")
-        if given != len(self) or written != len(self):
-            raise ValueError(f"write_sam: the result holds {len(self)} records, the reads "
+        primaries = int(self.primary.sum())
+        if given != primaries or written != primaries:
+            raise ValueError(f"write_sam: the result holds {primaries} records, the reads "
                              f"given make {given} of which {written} are in the result; pass "
                              "the reads (and mates) that were mapped")
 
@@ -284,9 +309,10 @@ def _ranked(hits: _Hits) -> _Hits:
 
 
 def _verify(index: Any, reads: SequenceSet, strands: SequenceSet, cutoff: np.ndarray,
-            max_candidates: int, backend: str, seconds: dict[str, float]) -> _Hits:
+            max_candidates: int, backend: str, seconds: dict[str, float]) -> tuple[_Hits, _Hits]:
     """The candidates of ``reads`` that the read (or its reverse complement: ``strands``, see
-    :func:`_both_strands`) matches with at most ``cutoff`` edits, ranked."""
+    :func:`_both_strands`) matches with at most ``cutoff`` edits, ranked; and every candidate
+    window (``pos`` to ``end``), for the local alignments of :func:`_split`."""
     began = time.perf_counter()
     candidates = index.candidates(reads, max_candidates=max_candidates)
     _add(seconds, "candidates", began)
@@ -295,6 +321,7 @@ def _verify(index: Any, reads: SequenceSet, strands: SequenceSet, cutoff: np.nda
     hits = _Hits(candidates.read, candidates.reverse.astype(bool), candidates.contig,
                  candidates.start, candidates.end, np.zeros(count, np.int32),
                  candidates.votes.astype(np.int32))
+    every_window = hits.take(slice(None))  # the verified hits' fields are replaced below
     if count:
         windows = _windows(index.reference, candidates.contig, candidates.start, candidates.end)
         queries = candidates.read + len(reads) * candidates.reverse.astype(np.int64)
@@ -307,7 +334,7 @@ def _verify(index: Any, reads: SequenceSet, strands: SequenceSet, cutoff: np.nda
         within = (found.distance >= 0) & (found.distance <= cutoff[candidates.read])
         hits = _ranked(hits.take(within))
     _add(seconds, "verify", began)
-    return hits
+    return hits, every_window
 
 
 def _add(seconds: dict[str, float], stage: str, began: float) -> None:
@@ -554,37 +581,44 @@ def _rescue(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
     return grown
 
 
-def _prefer_ungapped(reference: SequenceSet, strands: SequenceSet, contig: np.ndarray,
-                     pos: np.ndarray, end: np.ndarray, nm: np.ndarray, reverse: np.ndarray,
-                     cigar: list[str | None]) -> None:
+def _prefer_ungapped(reference: SequenceSet, strands: SequenceSet, placed: _Aligned) -> None:
     """Among placements of equal cost, take the one without gaps (in place): the infix path
-    ties a mismatch at a read's end with a 1-base gap (``99M1I`` for a wrong last base;
-    ``1M1D99M`` a base early for a wrong first base equal to the reference base before it),
+    ties a mismatch at a read's end with a 1-base gap (``99=1I`` for a wrong last base;
+    ``1=1D99=`` a base early for a wrong first base equal to the reference base before it),
     where minimap2 and bwa print ``100M``. A gapped placement becomes the reference span of
     the read's length started at its start (else the one ended at its end) when the read has
-    as many mismatches there as the placement's edits."""
-    count = len(cigar)
+    as many mismatches there as the placement's edits; its extended CIGAR is that span's."""
+    count = len(placed.cigar)
     gapped = np.flatnonzero([text is not None and ("I" in text or "D" in text)
-                             for text in cigar])
+                             for text in placed.cigar])
     length = strands.lengths[gapped]
     undecided = np.ones(len(gapped), dtype=bool)
-    for start in (pos[gapped], end[gapped] - length):
+    for start in (placed.pos[gapped], placed.end[gapped] - length):
         fits = np.flatnonzero(undecided & (start >= 0)
-                              & (start + length <= reference.lengths[contig[gapped]]))
+                              & (start + length <= reference.lengths[placed.contig[gapped]]))
         slot, first, size = gapped[fits], start[fits], length[fits]
-        span = _windows(reference, contig[slot], first, first + size)
-        query = slot + count * reverse[slot]
+        span = _windows(reference, placed.contig[slot], first, first + size)
+        query = slot + count * placed.reverse[slot]
         read = strands.codes[np.repeat(strands.offsets[query] - span.offsets[:-1], size)
                              + np.arange(len(span.codes), dtype=np.int64)]
         # N matches nothing, as in the edit distance.
         differ = (read != span.codes) | (read >= ALPHABETS["dna"].match_codes)
         mismatches = np.bincount(np.repeat(np.arange(len(slot)), size), weights=differ,
                                  minlength=len(slot))
-        tie = mismatches == nm[slot]
-        pos[slot[tie]], end[slot[tie]] = first[tie], first[tie] + size[tie]
-        for row, bases in zip(slot[tie].tolist(), size[tie].tolist(), strict=True):
-            cigar[row] = f"{bases}M"
+        tie = np.flatnonzero(mismatches == placed.nm[slot])
+        placed.pos[slot[tie]], placed.end[slot[tie]] = first[tie], first[tie] + size[tie]
+        for row, lo, hi in zip(slot[tie].tolist(), span.offsets[tie].tolist(),
+                               span.offsets[tie + 1].tolist(), strict=True):
+            placed.cigar[row] = _ungapped_cigar(differ[lo:hi])
         undecided[fits[tie]] = False
+
+
+def _ungapped_cigar(differ: np.ndarray) -> str:
+    """The extended CIGAR of an alignment without gaps whose columns ``differ`` or match."""
+    bounds = np.concatenate(([0], np.flatnonzero(differ[1:] != differ[:-1]) + 1,
+                             [len(differ)])).tolist()
+    return "".join(f"{hi - lo}{'X' if differ[lo] else '='}"
+                   for lo, hi in zip(bounds[:-1], bounds[1:], strict=True))
 
 
 def _joined_hits(hits: _Hits, more: _Hits) -> _Hits:
@@ -593,45 +627,314 @@ def _joined_hits(hits: _Hits, more: _Hits) -> _Hits:
                    for name in _HIT_FIELDS))
 
 
+# --------------------------------------------------------------------------- alignments
+
+
+@dataclass
+class _Aligned:
+    """Alignments of reads of a batch, the fields of their SAM records: ``read`` the read's
+    slot in the batch, ``contig`` -1 where unmapped, ``pos`` to ``end`` the aligned part's
+    reference span, ``clip_left`` and ``clip_right`` the read bases clipped before and after
+    it (in the reference's orientation), ``cigar`` the aligned part's extended CIGAR (the
+    clips are added by :func:`_sam_cigars`)."""
+
+    read: np.ndarray
+    contig: np.ndarray
+    pos: np.ndarray
+    end: np.ndarray
+    reverse: np.ndarray
+    nm: np.ndarray
+    mapq: np.ndarray
+    xs: np.ndarray
+    clip_left: np.ndarray
+    clip_right: np.ndarray
+    cigar: list[str | None]
+
+    @classmethod
+    def unmapped(cls, read: np.ndarray) -> _Aligned:
+        """No alignment for each of the reads ``read``."""
+        count = len(read)
+        return cls(read, *(np.full(count, -1, dtype=np.int64) for _ in range(3)),
+                   np.zeros(count, dtype=bool), np.full(count, -1, dtype=np.int32),
+                   np.zeros(count, dtype=np.uint8), np.full(count, NO_SCORE, dtype=np.int32),
+                   np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64),
+                   [None] * count)
+
+    def take(self, keep: np.ndarray) -> _Aligned:
+        """The alignments at the indices ``keep``."""
+        return _Aligned(**{name: getattr(self, name)[keep] for name in _ALIGNED_ARRAYS},
+                        cigar=[self.cigar[i] for i in keep.tolist()])
+
+    def score(self, lengths: np.ndarray) -> np.ndarray:
+        """``AS``: the aligned read bases less :data:`EDIT_SCORE` per edit (:data:`NO_SCORE`
+        where unmapped); ``lengths`` are the batch's reads'."""
+        aligned = lengths[self.read] - self.clip_left - self.clip_right
+        return np.where(self.contig >= 0, aligned - EDIT_SCORE * self.nm.astype(np.int64),
+                        NO_SCORE).astype(np.int32)
+
+    def forward_span(self, i: int, length: int) -> tuple[int, int]:
+        """The read bases that alignment ``i`` aligns, counted on the read as given."""
+        if self.reverse[i]:
+            return int(self.clip_right[i]), length - int(self.clip_left[i])
+        return int(self.clip_left[i]), length - int(self.clip_right[i])
+
+    def same_place(self, i: int, other: _Aligned, j: int) -> bool:
+        """Whether alignment ``i`` and ``other``'s ``j`` overlap on one strand of a contig."""
+        return bool(self.contig[i] == other.contig[j] and self.reverse[i] == other.reverse[j]
+                    and self.pos[i] < other.end[j] and other.pos[j] < self.end[i])
+
+
+_ALIGNED_ARRAYS = ("read", "contig", "pos", "end", "reverse", "nm", "mapq", "xs", "clip_left",
+                   "clip_right")
+
+
+def _primaries(index: Any, strands: SequenceSet, hits: _Hits, placements: _Placements,
+               backend: str) -> _Aligned:
+    """The alignments of the chosen placements (one path call for all), their ends clipped
+    where that scores better (:func:`~gpualign.map.segments.clip_ends`)."""
+    count = len(placements.hit)
+    placed = _Aligned.unmapped(np.arange(count, dtype=np.int64))
+    mapped = np.flatnonzero(placements.hit >= 0)
+    chosen = placements.hit[mapped]
+    if not len(chosen):
+        return placed
+    found = edit_distance(strands,
+                          _windows(index.reference, hits.contig[chosen], hits.pos[chosen],
+                                   hits.end[chosen]),
+                          mode="infix", k=int(hits.dist[chosen].max()), task="path",
+                          backend=backend,
+                          pairs=(mapped + count * hits.reverse[chosen],
+                                 np.arange(len(chosen))))
+    placed.contig[mapped] = hits.contig[chosen]
+    placed.pos[mapped] = hits.pos[chosen] + found.target_start
+    placed.end[mapped] = hits.pos[chosen] + found.target_end
+    placed.nm[mapped] = found.distance
+    placed.reverse[mapped] = hits.reverse[chosen]
+    placed.mapq[mapped], placed.xs[mapped] = placements.mapq[mapped], placements.xs[mapped]
+    for slot, text in zip(mapped.tolist(), found.cigar, strict=True):
+        placed.cigar[slot] = text
+    _prefer_ungapped(index.reference, strands, placed)
+    clips = clip_ends([placed.cigar[slot] for slot in mapped.tolist()])
+    placed.pos[mapped] += clips.reference_left
+    placed.end[mapped] -= clips.reference_right
+    placed.nm[mapped] = clips.edits
+    placed.clip_left[mapped], placed.clip_right[mapped] = clips.read_left, clips.read_right
+    for slot, text in zip(mapped.tolist(), clips.cigar, strict=True):
+        placed.cigar[slot] = text
+    _extend_clips(index.reference, strands, placed)
+    return placed
+
+
+def _extend_clips(reference: SequenceSet, strands: SequenceSet, aligned: _Aligned) -> None:
+    """Extend alignments into their clipped ends without gaps (in place), as far as that
+    scores best, or to the read's end where that scores less than the best by under
+    :data:`~gpualign.map.segments.END_BONUS`: the edit path that was clipped may have bent
+    away from bases that align before its clip, and minimap2 extends the same way to the
+    end. ``strands`` holds the batch's reads then their reverse complements."""
+    count = len(strands) // 2
+    for right in (True, False):
+        clip = aligned.clip_right if right else aligned.clip_left
+        rows = np.flatnonzero((clip > 0) & (aligned.contig >= 0))
+        contig = aligned.contig[rows]
+        room = reference.lengths[contig] - aligned.end[rows] if right else aligned.pos[rows]
+        size = np.minimum(clip[rows], room)
+        owner = np.repeat(np.arange(len(rows)), size)
+        first = np.cumsum(size) - size
+        step = np.arange(int(size.sum()), dtype=np.int64) - first[owner]
+        strand = aligned.read[rows] + count * aligned.reverse[rows]
+        if right:
+            read_at = (strands.lengths[strand] - clip[rows])[owner] + step
+            reference_at = aligned.end[rows][owner] + step
+        else:
+            read_at = clip[rows][owner] - 1 - step
+            reference_at = aligned.pos[rows][owner] - 1 - step
+        base = strands.codes[strands.offsets[strand][owner] + read_at]
+        match = (base == reference.codes[reference.offsets[contig][owner] + reference_at]) \
+            & (base < ALPHABETS["dna"].match_codes)
+        running = np.cumsum(np.where(match, 1, 1 - EDIT_SCORE))
+        running -= np.concatenate(([0], running))[first[owner]]
+        # The best stop: the highest score (the most columns of equal ones), else none.
+        best = np.zeros(len(rows), dtype=np.int64)
+        best_score = np.zeros(len(rows), dtype=np.int64)
+        ranked = np.lexsort((step, running, owner))
+        last = np.flatnonzero(np.diff(owner[ranked], append=-1) != 0)
+        top = ranked[last]
+        better = running[top] > 0
+        best[owner[top[better]]] = step[top[better]] + 1
+        best_score[owner[top[better]]] = running[top[better]]
+        whole = np.zeros(len(rows), dtype=np.int64)
+        ends = first + size - 1
+        whole[size > 0] = running[ends[size > 0]]
+        reach = (size > 0) & (size == clip[rows]) & (best_score - whole < END_BONUS)
+        take = np.where(reach, size, best)
+        for row, slot, columns in zip(np.flatnonzero(take).tolist(), rows[take > 0].tolist(),
+                                      take[take > 0].tolist(), strict=True):
+            differ = ~match[first[row]:first[row] + columns]
+            aligned.nm[slot] += int(differ.sum())
+            if right:
+                aligned.cigar[slot] = str(aligned.cigar[slot]) + _ungapped_cigar(differ)
+                aligned.end[slot] += columns
+            else:
+                aligned.cigar[slot] = _ungapped_cigar(differ[::-1]) + str(aligned.cigar[slot])
+                aligned.pos[slot] -= columns
+        clip[rows] -= take
+
+
+def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
+           placed: _Aligned, k: int | None, backend: str) -> _Aligned:
+    """The segments of the reads left unmapped or clipped by
+    :data:`gpualign.config.MAP_MIN_SEGMENT` bases or more: their local alignments in their
+    candidate windows (one call for all), those of at least that many read bases within the
+    cutoff of edits of their length (:func:`_cutoffs`) kept. An unmapped read takes its best
+    as its primary (soft-clipped, in ``placed``); a read whose primary leaves at least that
+    many bases unaligned takes the best alignment elsewhere that aligns them as its
+    supplementary one (hard-clipped, returned). MAPQ weighs each against the best one
+    elsewhere that aligns half its bases or more."""
+    count = len(reads)
+    lengths = reads.lengths
+    minimum = max(1, int(config.MAP_MIN_SEGMENT))
+    wanted = (placed.contig < 0) | (np.maximum(placed.clip_left, placed.clip_right) >= minimum)
+    windows = windows.take(np.flatnonzero(wanted[windows.read]))
+    if not len(windows.read):
+        return _Aligned.unmapped(np.zeros(0, dtype=np.int64))
+    found = align(strands, _windows(index.reference, windows.contig, windows.pos, windows.end),
+                  mode="local", scoring=_LOCAL_SCORING, task="path", backend=backend,
+                  pairs=(windows.read + count * windows.reverse,
+                         np.arange(len(windows.read))))
+    cigars = [text or "" for text in found.cigar]
+    local = _Aligned(windows.read, windows.contig, windows.pos + found.target_start,
+                     windows.pos + found.target_end, windows.reverse,
+                     cigar_edits(cigars).astype(np.int32),
+                     np.zeros(len(cigars), dtype=np.uint8),
+                     np.full(len(cigars), NO_SCORE, dtype=np.int32),
+                     found.query_start.astype(np.int64),
+                     lengths[windows.read] - found.query_end, cigars)
+    local.contig[found.query_end == found.query_start] = -1  # nothing aligns: no anchor
+    _extend_clips(index.reference, strands, local)
+    aligned = lengths[local.read] - local.clip_left - local.clip_right
+    valid = (aligned >= minimum) & (local.nm <= _cutoffs(aligned, k))
+    score = local.score(lengths)
+    # Grouped by read, best first: the highest score, then the most votes.
+    order = np.flatnonzero(valid)[np.lexsort((-windows.votes[valid], -score[valid],
+                                              local.read[valid]))]
+    local, score, votes = local.take(order), score[order], windows.votes[order]
+    chosen, qualities = [], []
+    bounds = np.append(np.flatnonzero(np.diff(local.read, prepend=-1)), len(order)).tolist()
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        read, length = int(local.read[lo]), int(lengths[local.read[lo]])
+        group = range(lo, hi)
+        if placed.contig[read] < 0:
+            _take_local(placed, read, local, lo, _mapq(local, lo, group, score, votes, length))
+        covered = placed.forward_span(read, length)
+        for j in group:
+            span = local.forward_span(j, length)
+            new = (span[1] - span[0]) - max(0, min(span[1], covered[1])
+                                            - max(span[0], covered[0]))
+            if new >= minimum and not local.same_place(j, placed, read):
+                chosen.append(j)
+                qualities.append(_mapq(local, j, group, score, votes, length))
+                break
+    extra = local.take(np.array(chosen, dtype=np.int64))
+    if chosen:
+        extra.mapq[:], extra.xs[:] = np.array(qualities).T
+    return extra
+
+
+def _mapq(local: _Aligned, i: int, group: range, score: np.ndarray, votes: np.ndarray,
+          length: int) -> tuple[int, int]:
+    """MAPQ and XS of local alignment ``i`` of a read (``group``: the read's): XS the best
+    score of another place aligning at least half of the read bases ``i`` aligns."""
+    lo, hi = local.forward_span(i, length)
+    xs = NO_SCORE
+    for j in group:
+        other = local.forward_span(j, length)
+        overlap = min(hi, other[1]) - max(lo, other[0])
+        if j != i and 2 * overlap >= hi - lo and not local.same_place(i, local, j):
+            xs = max(xs, int(score[j]))
+    quality = mapping_quality(score[i:i + 1], np.array([xs]), votes[i:i + 1])
+    return int(quality[0]), xs
+
+
+def _take_local(into: _Aligned, slot: int, local: _Aligned, i: int,
+                quality: tuple[int, int]) -> None:
+    """Make ``into``'s alignment ``slot`` the local alignment ``i`` with its MAPQ and XS
+    (``quality``)."""
+    for name in ("contig", "pos", "end", "reverse", "nm", "clip_left", "clip_right"):
+        getattr(into, name)[slot] = getattr(local, name)[i]
+    into.mapq[slot], into.xs[slot] = quality
+    into.cigar[slot] = local.cigar[i]
+
+
+def _sa_tags(names: list[str], placed: _Aligned, extra: _Aligned) -> tuple[list[str | None],
+                                                                         list[str | None]]:
+    """The ``SA:Z`` texts of the primary records (one a read; None for a read not split) and
+    of the supplementary ``extra``, each naming the other (CIGARs merged, soft clips)."""
+    def described(aligned: _Aligned, i: int) -> str:
+        cigar = re.sub("([0-9]+)H", r"\1S", str(aligned.cigar[i]))
+        return (f"{names[aligned.contig[i]]},{aligned.pos[i] + 1},"
+                f"{'-' if aligned.reverse[i] else '+'},{cigar},{aligned.mapq[i]},"
+                f"{aligned.nm[i]};")
+
+    primary: list[str | None] = [None] * len(placed.read)
+    for i, read in enumerate(extra.read.tolist()):
+        primary[read] = described(extra, i)
+    return primary, [described(placed, read) for read in extra.read.tolist()]
+
+
+def _proper_with_segments(placed: _Aligned, placements: _Placements, partner: np.ndarray,
+                          insert: tuple[int, int] | None) -> np.ndarray:
+    """The proper pairs: the chosen ones, and those of a read placed by its segment
+    (:func:`_split`) facing its mapped mate within the ``insert`` bounds."""
+    proper = placements.proper.copy()
+    segment = np.flatnonzero((placements.hit < 0) & (placed.contig >= 0)
+                             & (placed.contig[partner] >= 0))
+    if insert is None or not len(segment):
+        return proper
+    mate = partner[segment]
+    forward = np.where(placed.reverse[segment], mate, segment)
+    backward = np.where(placed.reverse[segment], segment, mate)
+    size = placed.end[backward] - placed.pos[forward]
+    joins = segment[(placed.contig[segment] == placed.contig[mate])
+                    & (placed.reverse[segment] != placed.reverse[mate])
+                    & (size >= insert[0]) & (size <= insert[1])]
+    proper[joins] = proper[partner[joins]] = True
+    return proper
+
+
+def _sam_cigars(aligned: _Aligned, clip: str) -> None:
+    """The SAM CIGARs of ``aligned`` (in place): the ``=`` and ``X`` runs merged into ``M``,
+    the clipped ends added as ``clip`` (``S`` soft, ``H`` hard)."""
+    rows = np.flatnonzero([text is not None for text in aligned.cigar])
+    for i, left, right, text in zip(rows.tolist(), aligned.clip_left[rows].tolist(),
+                                    aligned.clip_right[rows].tolist(),
+                                    merged_cigars([aligned.cigar[i] for i in rows.tolist()]),
+                                    strict=True):
+        aligned.cigar[i] = (f"{left}{clip}" if left else "") + text + \
+            (f"{right}{clip}" if right else "")
+
+
 # --------------------------------------------------------------------------- records
 
 
-def _records(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
+def _records(index: Any, reads: SequenceSet, strands: SequenceSet, found: tuple[_Hits, _Hits],
              placements: _Placements, first_read: int, paired: bool, backend: str,
-             insert: tuple[int, int] | None) -> MappingResult:
-    """The SAM fields of every read of a batch: CIGARs of the chosen placements (one path
-    call), flags, mate fields and template lengths."""
+             insert: tuple[int, int] | None, k: int | None) -> MappingResult:
+    """The SAM fields of every read of a batch (``found``: the verified hits and every
+    candidate window): the chosen placements' alignments (:func:`_primaries`), the split
+    reads' (:func:`_split`), flags, mate fields and template lengths; a supplementary record
+    right after its read's primary."""
+    hits, windows = found
     count = len(reads)
     lengths = reads.lengths
-    mapped = placements.hit >= 0
-    chosen = placements.hit[mapped]
-    contig = np.full(count, -1, dtype=np.int64)
-    pos = np.full(count, -1, dtype=np.int64)
-    end = np.full(count, -1, dtype=np.int64)
-    nm = np.full(count, -1, dtype=np.int32)
-    reverse = np.zeros(count, dtype=bool)
-    cigar: list[str | None] = [None] * count
-    if len(chosen):
-        dist = hits.dist[chosen]
-        found = edit_distance(strands,
-                              _windows(index.reference, hits.contig[chosen], hits.pos[chosen],
-                                       hits.end[chosen]),
-                              mode="infix", k=int(dist.max()), task="path", backend=backend,
-                              pairs=(np.flatnonzero(mapped) + count * hits.reverse[chosen],
-                                     np.arange(len(chosen))))
-        contig[mapped] = hits.contig[chosen]
-        pos[mapped] = hits.pos[chosen] + found.target_start
-        end[mapped] = hits.pos[chosen] + found.target_end
-        nm[mapped] = found.distance
-        reverse[mapped] = hits.reverse[chosen]
-        for slot, text in zip(np.flatnonzero(mapped).tolist(), merged_cigars(found.cigar),
-                              strict=True):
-            cigar[slot] = text
-        _prefer_ungapped(index.reference, strands, contig, pos, end, nm, reverse, cigar)
-    score = np.where(mapped, _scores(lengths, np.maximum(nm, 0)), NO_SCORE).astype(np.int32)
-    xs = np.where(mapped, placements.xs, NO_SCORE).astype(np.int32)
+    placed = _primaries(index, strands, hits, placements, backend)
+    extra = _split(index, reads, strands, windows, placed, k, backend)
+    _sam_cigars(placed, "S")
+    _sam_cigars(extra, "H")
+    primary_sa, extra_sa = _sa_tags(list(index.reference.names), placed, extra)
+    mapped = placed.contig >= 0
+    contig, pos, end, reverse = placed.contig, placed.pos, placed.end, placed.reverse
+    score = placed.score(lengths)
     flag = np.where(mapped, 0, UNMAPPED) | np.where(reverse, REVERSE, 0)
-    mapq = np.where(mapped, placements.mapq, 0).astype(np.uint8)
     read = first_read + np.arange(count, dtype=np.int64)
     mate_number = np.zeros(count, dtype=np.int8)
     mate_contig = np.full(count, -1, dtype=np.int64)
@@ -643,8 +946,9 @@ def _records(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
         mate_number = np.repeat(np.array([1, 2], dtype=np.int8), n)
         read = first_read + np.concatenate((np.arange(n), np.arange(n))).astype(np.int64)
         partner_mapped = mapped[partner]
+        proper = _proper_with_segments(placed, placements, partner, insert)
         flag = (flag | PAIRED | np.where(mate_number == 1, FIRST, SECOND)
-                | np.where(placements.proper & mapped & partner_mapped, PROPER_PAIR, 0)
+                | np.where(proper & mapped & partner_mapped, PROPER_PAIR, 0)
                 | np.where(partner_mapped, 0, MATE_UNMAPPED)
                 | np.where(reverse[partner] & partner_mapped, MATE_REVERSE, 0))
         # An unmapped read with a mapped mate is placed at its mate (SAM's recommendation).
@@ -660,10 +964,32 @@ def _records(index: Any, reads: SequenceSet, strands: SequenceSet, hits: _Hits,
         order = np.stack((np.arange(n), n + np.arange(n)), axis=1).ravel()
     else:
         order = np.arange(count)
+    # A supplementary record has its read's pair fields, but is no proper pair and has no
+    # template length (as minimap2 writes them).
+    split = extra.read
+    extra_flag = (SUPPLEMENTARY | np.where(extra.reverse, REVERSE, 0)
+                  | (flag[split] & (PAIRED | MATE_UNMAPPED | MATE_REVERSE | FIRST | SECOND)))
+    slots = np.concatenate((order, split))
+    rank = np.empty(count, dtype=np.int64)
+    rank[order] = np.arange(count)
+    records = np.lexsort((np.arange(len(slots)) >= count, rank[slots]))
+
+    def joined(primaries: np.ndarray, supplementaries: np.ndarray) -> np.ndarray:
+        return np.concatenate((primaries[order], supplementaries))[records]
+
+    cigars = [placed.cigar[i] for i in order.tolist()] + extra.cigar
+    tags = [primary_sa[i] for i in order.tolist()] + extra_sa
     return MappingResult(
-        read[order], mate_number[order], flag[order].astype(np.uint16), contig[order],
-        pos[order], mapq[order], [cigar[i] for i in order.tolist()], nm[order], score[order],
-        xs[order], mate_contig[order], mate_pos[order], tlen[order],
+        joined(read, read[split]), joined(mate_number, mate_number[split]),
+        joined(flag, extra_flag).astype(np.uint16), joined(contig, extra.contig),
+        joined(pos, extra.pos),
+        joined(np.where(mapped, placed.mapq, 0), extra.mapq).astype(np.uint8),
+        [cigars[i] for i in records.tolist()], joined(placed.nm, extra.nm).astype(np.int32),
+        joined(score, extra.score(lengths)),
+        joined(np.where(mapped, placed.xs, NO_SCORE), extra.xs).astype(np.int32),
+        joined(mate_contig, mate_contig[split]), joined(mate_pos, mate_pos[split]),
+        joined(tlen, np.zeros(len(split), dtype=np.int64)),
+        [tags[i] for i in records.tolist()],
         list(index.reference.names), index.reference.lengths.copy(), insert)
 
 
@@ -715,7 +1041,7 @@ def map_batch(index: Any, reads: SequenceSet, mates: SequenceSet | None, start: 
     lengths = sequences.lengths
     cutoff = _cutoffs(lengths, k)
     strands = _both_strands(sequences)
-    hits = _verify(index, sequences, strands, cutoff, max_candidates, backend, seconds)
+    hits, windows = _verify(index, sequences, strands, cutoff, max_candidates, backend, seconds)
     began = time.perf_counter()
     placements = _single(hits, lengths)
     if mates is not None:
@@ -726,8 +1052,8 @@ def map_batch(index: Any, reads: SequenceSet, mates: SequenceSet | None, start: 
         hits = _rescue(index, sequences, strands, hits, placements, cutoff, insert, backend)
     _add(seconds, "pair", began)
     began = time.perf_counter()
-    result = _records(index, sequences, strands, hits, placements, start, mates is not None,
-                      backend, insert)
+    result = _records(index, sequences, strands, (hits, windows), placements, start,
+                      mates is not None, backend, insert, k)
     _add(seconds, "cigar", began)
     result.stage_seconds = seconds
     return result
@@ -845,6 +1171,7 @@ def concatenate(results: list[MappingResult]) -> MappingResult:
         for stage, value in result.stage_seconds.items():
             seconds[stage] = seconds.get(stage, 0.0) + value
     return MappingResult(cigar=[c for r in results for c in r.cigar],
+                         sa=[tag for r in results for tag in r.sa],
                          reference_names=first.reference_names,
                          reference_lengths=first.reference_lengths,
                          insert_size=results[-1].insert_size, stage_seconds=seconds, **arrays)
@@ -861,10 +1188,15 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
     every candidate of a batch is verified at once by edit distance (``mode="infix"``: the
     whole read anywhere in its window) on ``backend``; the placement with the fewest edits is
     the primary, MAPQ weighs it against the best placement elsewhere (:func:`mapping_quality`)
-    and its CIGAR comes from its edit path. Pairs face each other (one read forward, the other
+    and its CIGAR comes from its edit path, its ends soft-clipped where that scores better
+    (:mod:`gpualign.map.segments`). Pairs face each other (one read forward, the other
     reverse) within the insert-size bounds; a read without a proper pair is searched for next
-    to its mapped mate (rescue). Reads without a placement within the cutoff are reported
-    unmapped.
+    to its mapped mate (rescue). A read without a placement within the cutoff takes its best
+    local alignment of at least :data:`gpualign.config.MAP_MIN_SEGMENT` bases (soft-clipped),
+    if it has one, else is reported unmapped; a read whose primary leaves that many bases
+    unaligned that align elsewhere is split: a supplementary record (flag 0x800) follows its
+    primary, both with an ``SA`` tag. No secondary records are written, as by minimap2
+    ``-ax sr``.
 
     Parameters
     ----------
@@ -916,6 +1248,14 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
     >>> r = map_reads([genome], [one_deletion, reverse, "ACGT" * 20], backend="cpu")
     >>> r.pos.tolist(), r.flag.tolist(), r.cigar, r.nm.tolist(), r.mapq.tolist()
     ([1000, 3000, -1], [0, 16, 4], ['50M1D49M', '80M', None], [1, 0, -1], [60, 60, 0])
+
+    A chimera of two pieces of the genome is split:
+
+    >>> r = map_reads([genome], [genome[1500:1580] + genome[3000:3070]], backend="cpu")
+    >>> r.flag.tolist(), r.pos.tolist(), r.cigar
+    ([0, 2048], [1500, 3000], ['80M70S', '80H70M'])
+    >>> r.sa
+    ['0,3001,+,80S70M,60,0;', '0,1501,+,80M70S,60,0;']
     """
     from .index import as_map_index
 
@@ -932,7 +1272,7 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
         empty = MappingResult(*(np.zeros(0, dtype) for dtype in (
             np.int64, np.int8, np.uint16, np.int64, np.int64, np.uint8)), [],
             *(np.zeros(0, dtype) for dtype in (np.int32, np.int32, np.int32, np.int64, np.int64,
-                                                np.int64)),
+                                                np.int64)), [],
             list(index.reference.names), index.reference.lengths.copy(), insert_size)
         return empty
     return concatenate(results)

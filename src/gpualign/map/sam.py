@@ -7,7 +7,10 @@ the edit path's ``=``/``X`` merged), RNEXT (``=`` for the same record), PNEXT, T
 QUAL (reverse complemented and reversed for reverse placements; QUAL ``*`` without FASTQ
 qualities) and the tags ``NM:i`` (edit distance), ``AS:i`` (read length - 5 x NM) and ``XS:i``
 (the same of the best placement elsewhere, when there is one). The mates of a pair share a
-QNAME: a name's ``/1`` or ``/2`` suffix is dropped, as bwa and minimap2 do.
+QNAME: a name's ``/1`` or ``/2`` suffix is dropped, as bwa and minimap2 do. A split read's
+records (the primary and the supplementary, flag 0x800) each name the other in an ``SA:Z``
+tag; the supplementary one's clipped ends are hard clips (``H``), its SEQ and QUAL the aligned
+part only, as minimap2 writes them.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ import numpy as np
 from .. import __version__
 from ._reads import ReadBatch, template_name
 
-__all__ = ["NO_SCORE", "merged_cigars", "sam_header", "write_records"]
+__all__ = ["NO_SCORE", "SUPPLEMENTARY", "merged_cigars", "sam_header", "write_records"]
 
 #: SAM flag bits.
 PAIRED, PROPER_PAIR, UNMAPPED, MATE_UNMAPPED = 0x1, 0x2, 0x4, 0x8
 REVERSE, MATE_REVERSE, FIRST, SECOND = 0x10, 0x20, 0x40, 0x80
+SUPPLEMENTARY = 0x800
 
 #: ``AS``/``XS`` of a read without such a placement (the tag is left out).
 NO_SCORE = np.iinfo(np.int32).min
@@ -34,6 +38,7 @@ _AS_M = str.maketrans("=X", "MM")
 _ADJACENT_M = re.compile(r"(?:[0-9]+M){2,}")
 _LENGTHS = re.compile(r"[0-9]+")
 _COMPLEMENT = str.maketrans("ACGTN", "TGCAN")
+_HARD_CLIPS = re.compile(r"^(?:([0-9]+)H)?.*?(?:([0-9]+)H)?$")
 
 
 def merged_cigars(cigars: Sequence[str]) -> list[str]:
@@ -101,6 +106,8 @@ def write_records(out: IO[str], result: Any, records: np.ndarray, reads: ReadBat
             quality = quality[::-1] if quality else quality
         else:
             sequence = forward[lo:hi]
+        if flags[slot] & SUPPLEMENTARY:
+            sequence, quality = _hard_clipped(result.cigar[record], sequence, quality)
         rname = reference_names[contig[slot]] if contig[slot] >= 0 else "*"
         if mate_contig[slot] < 0:
             rnext = "*"
@@ -113,10 +120,20 @@ def write_records(out: IO[str], result: Any, records: np.ndarray, reads: ReadBat
             tags = f"\tNM:i:{nm[slot]}\tAS:i:{score[slot]}"
             if xs[slot] != NO_SCORE:
                 tags += f"\tXS:i:{xs[slot]}"
+            if result.sa[record] is not None:
+                tags += f"\tSA:Z:{result.sa[record]}"
         lines.append(f"{name}\t{flags[slot]}\t{rname}\t{pos[slot] + 1}\t{mapq[slot]}\t"
                      f"{result.cigar[record] or '*'}\t{rnext}\t{mate_pos[slot] + 1}\t"
                      f"{tlen[slot]}\t{sequence or '*'}\t{quality or '*'}{tags}\n")
     out.write("".join(lines))
+
+
+def _hard_clipped(cigar: str, sequence: str, quality: str | None) -> tuple[str, str | None]:
+    """``sequence`` and ``quality`` (in the record's orientation) without the bases that
+    ``cigar``'s hard clips drop."""
+    left, right = (int(n or 0) for n in _HARD_CLIPS.match(cigar).groups())
+    end = len(sequence) - right
+    return sequence[left:end], quality[left:end] if quality else quality
 
 
 def _texts(batch: ReadBatch) -> tuple[str, str, list[int]]:

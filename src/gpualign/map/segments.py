@@ -1,0 +1,182 @@
+"""The aligned part of a read: soft clipping of a placement's ends, scored as the mapper
+scores placements.
+
+A placement's score is minimap2's short-read score (``-x sr``: +2 a match, -8 a mismatch, an
+end bonus of 10) halved: +1 a read base aligned, :data:`EDIT_SCORE` less an edit, so that an
+alignment scores its aligned read bases less ``EDIT_SCORE`` per edit (``AS``). An end of the
+read is clipped where dropping it raises that score by at least :data:`END_BONUS`, the bonus
+minimap2 gives an alignment that reaches the read's end: one mismatch at an end stays
+aligned, two clip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["EDIT_SCORE", "END_BONUS", "Clips", "cigar_edits", "cigar_runs", "clip_ends"]
+
+#: What an edit costs, against a matched base: an alignment scores its aligned read bases less
+#: this much per edit.
+EDIT_SCORE = 5
+
+#: The score an alignment that reaches an end of the read keeps over one clipped there.
+END_BONUS = 5
+
+# The extended CIGAR's operations and, for each, its column's score, whether the column
+# consumes a read base, a reference base, and is an edit.
+_OPS = "=XID"
+_COLUMN_SCORE = np.array([1, 1 - EDIT_SCORE, 1 - EDIT_SCORE, -EDIT_SCORE], dtype=np.int64)
+_READ_BASE = np.array([1, 1, 1, 0], dtype=np.int64)
+_REFERENCE_BASE = np.array([1, 1, 0, 1], dtype=np.int64)
+_EDIT = np.array([0, 1, 1, 1], dtype=np.int64)
+_OP_CODE = np.full(256, -1, dtype=np.int64)
+_OP_CODE[np.frombuffer(_OPS.encode(), np.uint8)] = np.arange(len(_OPS))
+
+
+def cigar_runs(cigars: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The runs of extended CIGARs (``=``, ``X``, ``I``, ``D``) as arrays, parsed at once from
+    their joined text: the CIGAR each run belongs to, its length and its operation (the index
+    in ``"=XID"``).
+
+    Examples
+    --------
+    >>> owner, length, op = cigar_runs(["12=1X3=", "", "2I140="])
+    >>> owner.tolist(), length.tolist(), op.tolist()
+    ([0, 0, 0, 2, 2], [12, 1, 3, 2, 140], [0, 1, 0, 2, 0])
+    """
+    text = np.frombuffer("\n".join(cigars).encode("ascii"), dtype=np.uint8)
+    digit = (text >= ord("0")) & (text <= ord("9"))
+    newline = text == ord("\n")
+    op_at = np.flatnonzero(~digit & ~newline)
+    owner = np.cumsum(newline)[op_at] if len(op_at) else np.zeros(0, np.int64)
+    op = _OP_CODE[text[op_at]]
+    if (op < 0).any():
+        raise ValueError("cigar_runs takes extended CIGARs of =, X, I and D only")
+    # Each run's length is the digits between the previous operation (or newline) and its own,
+    # read from the last digit back, one decimal place per pass.
+    stops = np.flatnonzero(~digit)
+    rank = np.searchsorted(stops, op_at)
+    previous = np.where(rank > 0, stops[np.maximum(rank - 1, 0)], -1)
+    length = np.zeros(len(op_at), dtype=np.int64)
+    at, place = op_at - 1, 1
+    while (inside := at > previous).any():
+        length += np.where(inside, text[np.maximum(at, 0)].astype(np.int64) - ord("0"), 0) * place
+        at, place = at - 1, place * 10
+    return owner.astype(np.int64), length, op
+
+
+@dataclass
+class Clips:
+    """The ends clipped off alignments (see :func:`clip_ends`), in the CIGARs' orientation
+    (the reference's).
+
+    Attributes
+    ----------
+    read_left, read_right : np.ndarray of int64
+        Read bases clipped before and after the aligned part.
+    reference_left, reference_right : np.ndarray of int64
+        Reference bases the clipped columns covered: the aligned part starts and ends inside
+        by this many.
+    edits : np.ndarray of int64
+        Edits of the aligned part (``NM``).
+    cigar : list of str
+        The extended CIGARs of the aligned parts (without the clipped ends).
+    """
+
+    read_left: np.ndarray
+    read_right: np.ndarray
+    reference_left: np.ndarray
+    reference_right: np.ndarray
+    edits: np.ndarray
+    cigar: list[str]
+
+
+def clip_ends(cigars: Sequence[str]) -> Clips:
+    """Clip the ends of alignments (extended CIGARs of whole reads) where dropping them raises
+    the score (:data:`EDIT_SCORE`) by at least :data:`END_BONUS`: each end at the cut that
+    leaves the highest score (the least clipped of equal ones), the right end first, then the
+    left end of what it left. A cut falls only before or after a run of matches.
+
+    Examples
+    --------
+    >>> clips = clip_ends(["130=1X2=1X1=1X1=1X1=1X1=1X1=1X1=1X", "149=1X", "1X1=1X147="])
+    >>> clips.cigar, clips.read_left.tolist(), clips.read_right.tolist(), clips.edits.tolist()
+    (['130=', '149=1X', '147='], [0, 0, 3], [16, 0, 0], [0, 1, 0])
+    """
+    count = len(cigars)
+    owner, length, op = cigar_runs(cigars)
+    score = length * _COLUMN_SCORE[op]
+    first = np.searchsorted(owner, np.arange(count))
+    last = np.searchsorted(owner, np.arange(count), side="right") - 1
+    before = _within(owner, first, score)  # the score of each run's CIGAR before the run
+    after = before + score
+    total = np.zeros(count, dtype=np.int64)
+    has_runs = last >= first
+    total[has_runs] = after[last[has_runs]]
+    run = np.arange(len(owner), dtype=np.int64)
+    matches = np.flatnonzero(op == 0)
+    # The right cut: after the run of matches with the highest score before the cut (the
+    # latest of equal ones).
+    keep_last = last.copy()
+    best = _first_of_each(matches[np.lexsort((-run[matches], -after[matches], owner[matches]))],
+                          owner)
+    clip = after[best] - total[owner[best]] >= END_BONUS
+    keep_last[owner[best[clip]]] = best[clip]
+    # The left cut: before the run of matches (up to the right cut) with the lowest score
+    # before it (the earliest of equal ones).
+    keep_first = first.copy()
+    inside = matches[matches <= keep_last[owner[matches]]]
+    best = _first_of_each(inside[np.lexsort((run[inside], before[inside], owner[inside]))],
+                          owner)
+    clip = -before[best] >= END_BONUS
+    keep_first[owner[best[clip]]] = best[clip]
+
+    kept = (run >= keep_first[owner]) & (run <= keep_last[owner])
+    read_bases = length * _READ_BASE[op]
+    reference_bases = length * _REFERENCE_BASE[op]
+    read_left = np.bincount(owner, weights=read_bases * (run < keep_first[owner]),
+                            minlength=count).astype(np.int64)
+    read_right = np.bincount(owner, weights=read_bases * (run > keep_last[owner]),
+                             minlength=count).astype(np.int64)
+    clipped = [str(text) for text in cigars]
+    for row in np.flatnonzero((read_left > 0) | (read_right > 0)).tolist():
+        clipped[row] = "".join(f"{n}{_OPS[o]}" for n, o in zip(
+            length[keep_first[row]:keep_last[row] + 1].tolist(),
+            op[keep_first[row]:keep_last[row] + 1].tolist(), strict=True))
+    return Clips(read_left, read_right,
+                 np.bincount(owner, weights=reference_bases * (run < keep_first[owner]),
+                             minlength=count).astype(np.int64),
+                 np.bincount(owner, weights=reference_bases * (run > keep_last[owner]),
+                             minlength=count).astype(np.int64),
+                 np.bincount(owner, weights=length * _EDIT[op] * kept,
+                             minlength=count).astype(np.int64),
+                 clipped)
+
+
+def _within(owner: np.ndarray, first: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The sum of ``values`` over the runs of the same owner before each run (``first``: each
+    owner's first run)."""
+    running = np.concatenate(([0], np.cumsum(values)))
+    return running[:-1] - running[first[owner]]
+
+
+def _first_of_each(runs: np.ndarray, owner: np.ndarray) -> np.ndarray:
+    """The first of ``runs`` (sorted by owner) of each owner."""
+    starts = np.ones(len(runs), dtype=bool)
+    starts[1:] = owner[runs[1:]] != owner[runs[:-1]]
+    return runs[starts]
+
+
+def cigar_edits(cigars: Sequence[str]) -> np.ndarray:
+    """The edits (``X``, ``I`` and ``D`` columns: ``NM``) of each extended CIGAR.
+
+    Examples
+    --------
+    >>> cigar_edits(["10=2X3=1D4=", ""]).tolist()
+    [3, 0]
+    """
+    owner, length, op = cigar_runs(cigars)
+    return np.bincount(owner, weights=length * _EDIT[op], minlength=len(cigars)).astype(np.int64)
