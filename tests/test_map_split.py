@@ -15,6 +15,7 @@ import pytest
 
 import gpualign
 from gpualign import config
+from gpualign.cigar import cigar_runs
 from gpualign.cli import main
 from gpualign.map.api import MappingResult
 from gpualign.map.sam import (
@@ -27,7 +28,7 @@ from gpualign.map.sam import (
     SUPPLEMENTARY,
     UNMAPPED,
 )
-from gpualign.map.segments import EDIT_SCORE, END_BONUS, cigar_edits, cigar_runs, clip_ends
+from gpualign.map.segments import EDIT_SCORE, END_BONUS, cigar_edits, clip_ends
 
 SAMTOOLS = shutil.which("samtools")
 MINIMAP2 = shutil.which("minimap2")

@@ -18,11 +18,13 @@ import numpy as np
 
 from .codes import CIGAR_OPS
 
-__all__ = ["CIGAR_OPS", "cigar_edit_cost", "cigar_lengths", "count_ops", "op_counts",
-           "parse_cigar"]
+__all__ = ["CIGAR_OPS", "cigar_edit_cost", "cigar_lengths", "cigar_runs", "count_ops",
+           "op_counts", "parse_cigar"]
 
 _RUN = re.compile(r"([0-9]+)([=XID])")
 _WHOLE = re.compile(r"(?:[0-9]+[=XID])*")
+_OP_OF_BYTE = np.full(256, -1, dtype=np.int64)  # a byte's index in CIGAR_OPS, or -1
+_OP_OF_BYTE[np.frombuffer(CIGAR_OPS.encode(), np.uint8)] = np.arange(len(CIGAR_OPS))
 
 
 def parse_cigar(text: str) -> list[tuple[int, str]]:
@@ -111,12 +113,44 @@ def count_ops(cigar: str, ops: str = CIGAR_OPS) -> int:
     return sum(map(int, _run_lengths(ops)(cigar)))
 
 
+def cigar_runs(cigars: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The runs of many extended CIGARs (``=``, ``X``, ``I``, ``D``) as arrays, parsed at once
+    from their joined text with no Python work per run: the CIGAR each run belongs to, its
+    length and its operation (the index in ``"=XID"``). Raises ValueError on any other
+    operation; lengths are not otherwise checked (see :func:`parse_cigar`).
+
+    Examples
+    --------
+    >>> owner, length, op = cigar_runs(["12=1X3=", "", "2I140="])
+    >>> owner.tolist(), length.tolist(), op.tolist()
+    ([0, 0, 0, 2, 2], [12, 1, 3, 2, 140], [0, 1, 0, 2, 0])
+    """
+    text = np.frombuffer("\n".join(cigars).encode("ascii"), dtype=np.uint8)
+    digit = (text >= ord("0")) & (text <= ord("9"))
+    newline = text == ord("\n")
+    op_at = np.flatnonzero(~digit & ~newline)
+    owner = np.cumsum(newline)[op_at] if len(op_at) else np.zeros(0, np.int64)
+    op = _OP_OF_BYTE[text[op_at]]
+    if (op < 0).any():
+        raise ValueError("cigar_runs takes extended CIGARs of =, X, I and D only")
+    # Each run's length is the digits between the previous operation (or newline) and its own,
+    # read from the last digit back, one decimal place per pass.
+    stops = np.flatnonzero(~digit)
+    rank = np.searchsorted(stops, op_at)
+    previous = np.where(rank > 0, stops[np.maximum(rank - 1, 0)], -1)
+    length = np.zeros(len(op_at), dtype=np.int64)
+    at, place = op_at - 1, 1
+    while (inside := at > previous).any():
+        length += np.where(inside, text[np.maximum(at, 0)].astype(np.int64) - ord("0"), 0) * place
+        at, place = at - 1, place * 10
+    return owner.astype(np.int64), length, op
+
+
 def op_counts(cigars: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Columns and runs of every operation of many CIGARs at once.
+    """Columns and runs of every operation of many CIGARs at once (:func:`cigar_runs`).
 
     The array form of :func:`count_ops` for the CIGARs of a whole result (identities,
-    mismatches and gap openings of every reported hit): the texts are scanned as one byte array,
-    with no Python work per run. As with :func:`count_ops`, the CIGARs are not checked.
+    mismatches and gap openings of every reported hit).
 
     Parameters
     ----------
@@ -138,33 +172,12 @@ def op_counts(cigars: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     >>> runs[0].tolist()
     [1, 1, 2, 1]
     """
-    columns = np.zeros((len(cigars), len(CIGAR_OPS)), dtype=np.int64)
-    runs = np.zeros_like(columns)
-    if not len(cigars):
-        return columns, runs
-    text = np.frombuffer(("\n".join(cigars) + "\n").encode("latin-1"), dtype=np.uint8)
-    op_of_byte = np.full(256, -1, dtype=np.int64)
-    op_of_byte[np.frombuffer(CIGAR_OPS.encode(), dtype=np.uint8)] = np.arange(len(CIGAR_OPS))
-    ends = np.flatnonzero(op_of_byte[text] >= 0)  # the operation letter that ends each run
-    owner = np.cumsum(text == ord("\n"))[ends]  # CIGAR k's runs come before newline k
-    is_digit = (text >= ord("0")) & (text <= ord("9"))
-    digit = text.astype(np.int64) - ord("0")
-    length = np.zeros(len(ends), dtype=np.int64)
-    place = np.ones(len(ends), dtype=np.int64)
-    more = np.ones(len(ends), dtype=bool)
-    back = 1
-    while more.any():  # the run lengths' digits, last first
-        position = ends - back
-        more &= position >= 0
-        more[more] = is_digit[position[more]]
-        length += np.where(more, digit[np.maximum(position, 0)] * place, 0)
-        place *= 10
-        back += 1
-    op = op_of_byte[text[ends]]
+    owner, length, op = cigar_runs(cigars)
     flat = owner * len(CIGAR_OPS) + op
-    columns.ravel()[:] = np.bincount(flat, weights=length, minlength=columns.size)
-    runs.ravel()[:] = np.bincount(flat, minlength=runs.size)
-    return columns, runs
+    size = len(cigars) * len(CIGAR_OPS)
+    columns = np.bincount(flat, weights=length, minlength=size).astype(np.int64)
+    runs = np.bincount(flat, minlength=size).astype(np.int64)
+    return columns.reshape(-1, len(CIGAR_OPS)), runs.reshape(-1, len(CIGAR_OPS))
 
 
 def _runs(cigar: str | Sequence[tuple[int, str]]) -> list[tuple[int, str]]:

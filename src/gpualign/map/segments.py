@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["EDIT_SCORE", "END_BONUS", "Clips", "cigar_edits", "cigar_runs", "clip_ends"]
+from ..cigar import CIGAR_OPS, cigar_runs
+
+__all__ = ["EDIT_SCORE", "END_BONUS", "Clips", "cigar_edits", "clip_ends"]
 
 #: What an edit costs, against a matched base: an alignment scores its aligned read bases less
 #: this much per edit.
@@ -25,47 +27,12 @@ EDIT_SCORE = 5
 #: The score an alignment that reaches an end of the read keeps over one clipped there.
 END_BONUS = 5
 
-# The extended CIGAR's operations and, for each, its column's score, whether the column
-# consumes a read base, a reference base, and is an edit.
-_OPS = "=XID"
+# For each operation of CIGAR_OPS ("=XID"): its column's score, whether the column consumes a
+# read base, a reference base, and is an edit.
 _COLUMN_SCORE = np.array([1, 1 - EDIT_SCORE, 1 - EDIT_SCORE, -EDIT_SCORE], dtype=np.int64)
 _READ_BASE = np.array([1, 1, 1, 0], dtype=np.int64)
 _REFERENCE_BASE = np.array([1, 1, 0, 1], dtype=np.int64)
 _EDIT = np.array([0, 1, 1, 1], dtype=np.int64)
-_OP_CODE = np.full(256, -1, dtype=np.int64)
-_OP_CODE[np.frombuffer(_OPS.encode(), np.uint8)] = np.arange(len(_OPS))
-
-
-def cigar_runs(cigars: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The runs of extended CIGARs (``=``, ``X``, ``I``, ``D``) as arrays, parsed at once from
-    their joined text: the CIGAR each run belongs to, its length and its operation (the index
-    in ``"=XID"``).
-
-    Examples
-    --------
-    >>> owner, length, op = cigar_runs(["12=1X3=", "", "2I140="])
-    >>> owner.tolist(), length.tolist(), op.tolist()
-    ([0, 0, 0, 2, 2], [12, 1, 3, 2, 140], [0, 1, 0, 2, 0])
-    """
-    text = np.frombuffer("\n".join(cigars).encode("ascii"), dtype=np.uint8)
-    digit = (text >= ord("0")) & (text <= ord("9"))
-    newline = text == ord("\n")
-    op_at = np.flatnonzero(~digit & ~newline)
-    owner = np.cumsum(newline)[op_at] if len(op_at) else np.zeros(0, np.int64)
-    op = _OP_CODE[text[op_at]]
-    if (op < 0).any():
-        raise ValueError("cigar_runs takes extended CIGARs of =, X, I and D only")
-    # Each run's length is the digits between the previous operation (or newline) and its own,
-    # read from the last digit back, one decimal place per pass.
-    stops = np.flatnonzero(~digit)
-    rank = np.searchsorted(stops, op_at)
-    previous = np.where(rank > 0, stops[np.maximum(rank - 1, 0)], -1)
-    length = np.zeros(len(op_at), dtype=np.int64)
-    at, place = op_at - 1, 1
-    while (inside := at > previous).any():
-        length += np.where(inside, text[np.maximum(at, 0)].astype(np.int64) - ord("0"), 0) * place
-        at, place = at - 1, place * 10
-    return owner.astype(np.int64), length, op
 
 
 @dataclass
@@ -143,7 +110,7 @@ def clip_ends(cigars: Sequence[str]) -> Clips:
                              minlength=count).astype(np.int64)
     clipped = [str(text) for text in cigars]
     for row in np.flatnonzero((read_left > 0) | (read_right > 0)).tolist():
-        clipped[row] = "".join(f"{n}{_OPS[o]}" for n, o in zip(
+        clipped[row] = "".join(f"{n}{CIGAR_OPS[o]}" for n, o in zip(
             length[keep_first[row]:keep_last[row] + 1].tolist(),
             op[keep_first[row]:keep_last[row] + 1].tolist(), strict=True))
     return Clips(read_left, read_right,
