@@ -305,8 +305,11 @@ def partition_bounds(offsets: np.ndarray, residues: int) -> list[tuple[int, int]
     Parameters
     ----------
     offsets : np.ndarray of int64
-        :attr:`SequenceSet.offsets <gpualign.SequenceSet.offsets>` of the sorted database.
+        :attr:`SequenceSet.offsets <gpualign.SequenceSet.offsets>` of the sorted database, or
+        any other cumulative cost of its items (the CUDA backend passes bytes a pair of
+        subjects, :func:`gpualign.search._cuda.partition_plan`).
     residues : int
+        The most a range may hold, in the units of ``offsets``.
 
     Examples
     --------
