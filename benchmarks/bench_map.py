@@ -73,9 +73,10 @@ def simulate(genome: np.ndarray, pairs: int, seed: int):
     return reads, mates, read_pos, mate_pos, swap, ~swap
 
 
-def as_set(codes: np.ndarray, prefix: str) -> SequenceSet:
+def as_set(codes: np.ndarray, mate: int) -> SequenceSet:
+    """The reads (``mate`` 1) or mates (2) as a set, named as paired FASTQ names them."""
     offsets = np.arange(len(codes) + 1, dtype=np.int64) * codes.shape[1]
-    return SequenceSet(codes.ravel(), offsets, [f"{prefix}{i}" for i in range(len(codes))],
+    return SequenceSet(codes.ravel(), offsets, [f"p{i}/{mate}" for i in range(len(codes))],
                        "dna")
 
 
@@ -171,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append((engine, "-", "-", "-", "-", "skipped: no CUDA"))
                 continue
             seconds, position, reverse, mapq, read, mate, stages = run_gpualign(
-                index, as_set(reads, "r"), as_set(mates, "m"), engine)
+                index, as_set(reads, 1), as_set(mates, 2), engine)
             slot = 2 * read + mate - 1  # mate: 1 or 2
             ordered = [np.empty_like(a) for a in (position, reverse, mapq)]
             for whole, part in zip(ordered, (position, reverse, mapq), strict=True):
