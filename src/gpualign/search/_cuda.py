@@ -159,15 +159,30 @@ def _partitions(subjects: SequenceSet, order: np.ndarray, passes: np.ndarray,
     partitions of :func:`partition_plan`, streamed (:func:`_streamed`)."""
     several = bool((passes > 1).any())
     largest = int(profile.max())
-    layout, work = _pair_bytes(subjects.lengths, several)
-    working = int(work.sum()) + largest
-    if fits_resident(working + (0 if _is_kept(subjects) else int(layout.sum()) + _LAYOUT_EXTRA)):
+    layout, work = _whole_bytes(subjects, several)
+    if fits_resident(work + largest + (0 if _is_kept(subjects) else layout + _LAYOUT_EXTRA)):
         resident = _resident(subjects, order)
         yield 0, subjects, resident, batch_budget()
         return
     budget = batch_budget()
     yield from _streamed(subjects, order, partition_plan(subjects.lengths, budget, several,
                                                          largest), budget)
+
+
+#: The totals of :func:`_pair_bytes` of the databases searched before, by their sequences, then
+#: by ``several_passes``: summing them takes a pass over every subject, which a database
+#: searched again (queries in several calls) need not pay again.
+_WHOLE_BYTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _whole_bytes(subjects: SequenceSet, several_passes: bool) -> tuple[int, int]:
+    """The whole database's layout bytes and one query's working bytes against it: the sums
+    of :func:`_pair_bytes`."""
+    by_passes = _WHOLE_BYTES.setdefault(subjects, {})
+    if several_passes not in by_passes:
+        layout, work = _pair_bytes(subjects.lengths, several_passes)
+        by_passes[several_passes] = int(layout.sum()), int(work.sum())
+    return by_passes[several_passes]
 
 
 def partition_plan(lengths: np.ndarray, budget: int, several_passes: bool,
