@@ -25,7 +25,9 @@ gap_extend=1``), the best 10 hits of each query. Rows (``--engines``):
   load timed apart; then ``task="path"`` (the hits' alignments too), its rate as a fraction of
   the score-only rate; then ``align_one_to_many`` (the per-query API): one call per query, the
   queries in a loop, against the same database as a ``SequenceSet`` in input order (encoded
-  beforehand), ``n=10``, ``task="score"``, its rate as a fraction of ``search``'s.
+  beforehand), ``n=10``, ``task="score"``, its rate as a fraction of ``search``'s; and
+  ``search`` streamed in partitions, as a database larger than the GPU is
+  (``config.GPU_MEMORY_FRACTION`` lowered to the database's size).
 - ``cpu``, ``parasail`` (``--cpu``): gpualign's CPU backend on all cores, and parasail's
   ``sw_striped_profile_16`` (a profile per query) on one core and on all cores (a forked
   process per core, each on every core-th subject: parasail's rate per core when every core
@@ -211,7 +213,30 @@ class SearchBench(BenchBase):
                              "= score-only" if same else "FAIL: != score-only",
                              f"{rates['path'] / rates['score']:.0%} of score-only",
                              gpu_note(times)))
+        self.streamed(workload, database, cells, scores["score"], rates["score"])
         self.one_to_many(workload, database, cells, scores["score"], rates["score"])
+
+    def streamed(self, workload: str, database: Database, cells: int,
+                 reference: list[list[int]], resident_rate: float) -> None:
+        """gpualign-cuda's search of the database streamed through the GPU in partitions, as
+        a database larger than the GPU is: ``config.GPU_MEMORY_FRACTION`` lowered to the
+        database's own size, so that it may not stay with the queries' working memory."""
+        from gpualign.cuda.memory import free_bytes
+
+        size = database.residues + 16 * len(database)
+        fraction = size / free_bytes()
+        with gpualign.config.override(GPU_MEMORY_FRACTION=fraction):
+            times, result = time_gpu(lambda: search(
+                self.queries, database, scoring=SCORING, n=TOP, task="score", backend="cuda"),
+                self.args.repeats)
+        seconds = float(np.median(times))
+        same = top_scores(result, len(self.queries)) == reference
+        self.add(Row(workload, "gpualign-cuda streamed", len(self.queries), cells, seconds,
+                     "= score-only" if same else "FAIL: != score-only",
+                     f"{cells / seconds / resident_rate:.0%} of resident",
+                     f"GPU_MEMORY_FRACTION={fraction:.3g} (the database's {size / 2**20:.0f} MiB "
+                     f"of the free memory): partitions copied while the one before is "
+                     f"searched; {gpu_note(times)}"))
 
     def one_to_many(self, workload: str, database: Database, cells: int,
                     reference: list[list[int]], search_rate: float) -> None:
@@ -355,7 +380,10 @@ def method(bench: SearchBench) -> str:
         "aligns the reported hits (CIGARs). The align_one_to_many row calls it once per query "
         "(n=10, task='score') on the database as a SequenceSet in input order, encoded "
         "beforehand; its first loop, which sorts the set's batches and copies them to the "
-        "GPU, is timed apart. CUDASW++4.0 runs through `cudasw4-peer run "
+        "GPU, is timed apart. The streamed row lowers `config.GPU_MEMORY_FRACTION` to the "
+        "database's size (residues + 16 B a sequence), so that the search may not keep it on "
+        "the GPU and streams it in partitions, each copied while the one before is searched. "
+        "CUDASW++4.0 runs through `cudasw4-peer run "
         "... --dpx` (its makedb and the load of its database outside its timer). "
         "Checks: the path search's top-10 scores of every query equal the score-only "
         "search's, and so do align_one_to_many's (its hits scoring above 0, as search "
