@@ -15,7 +15,7 @@ Workloads (``--only``):
 Engines: ``gpualign.map_reads`` on ``--backend`` from the FASTA and FASTQ files (its index
 built in the call, after an untimed warm-up on the first reads that compiles its kernels),
 and ``minimap2 -ax sr -t THREADS`` on the same files (its index built in the call); reads/s
-of each, end to end, SAM text left out of both (minimap2 writes it, gpualign returns arrays).
+of each, end to end (minimap2's time includes writing its SAM; gpualign returns arrays).
 
 Agreement: each read's (and mate's) primary record (minimap2's: neither 0x100 nor 0x800) is
 compared among the reads both tools place uniquely (MAPQ >= 30 in both): the same contig and
