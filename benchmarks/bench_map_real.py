@@ -9,8 +9,8 @@ Workloads (``--only``):
 - ``hiv``: the real MiSeq pairs (2 x 250 bp, adapters left in) of iva's test data against the
   HIV-1 genome DQ234790 (``data/`` of ``scripts/fetch-data.sh``, or ``--data-dir``).
 - ``quast``: the 2,000 real 101 bp Illumina reads of QUAST's tests (single-end: tests/data
-  holds only their first reads) against the first 10 kb of E. coli K-12 MG1655, so most
-  reads place nowhere (``tests/data``).
+  holds only their first reads) against the first 10 kb of E. coli K-12 MG1655, which they
+  were taken from (``tests/data``).
 
 Engines: ``gpualign.map_reads`` on ``--backend`` from the FASTA and FASTQ files (its index
 built in the call, after an untimed warm-up on the first reads that compiles its kernels),
