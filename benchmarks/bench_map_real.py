@@ -77,9 +77,9 @@ class Placements:
 
     @classmethod
     def empty(cls, count: int) -> Placements:
-        return cls([None] * count, np.full(count, -1, np.int64), np.full(count, -1, np.int64),
-                   np.zeros(count, bool),
-                   np.zeros(count, np.int64), [None] * count, np.full(count, -1, np.int64))
+        unset = np.full(count, -1, np.int64)
+        return cls([None] * count, unset.copy(), unset.copy(), np.zeros(count, bool),
+                   np.zeros(count, np.int64), [None] * count, unset.copy())
 
     @property
     def placed(self) -> np.ndarray:
