@@ -213,16 +213,18 @@ class SearchBench(BenchBase):
                              "= score-only" if same else "FAIL: != score-only",
                              f"{rates['path'] / rates['score']:.0%} of score-only",
                              gpu_note(times)))
-        self.streamed(workload, database, cells, scores["score"], rates["score"])
+        self.streamed(workload, gpudb, cells, scores["score"], rates["score"])
         self.one_to_many(workload, database, cells, scores["score"], rates["score"])
 
-    def streamed(self, workload: str, database: Database, cells: int,
+    def streamed(self, workload: str, gpudb: Path, cells: int,
                  reference: list[list[int]], resident_rate: float) -> None:
         """gpualign-cuda's search of the database streamed through the GPU in partitions, as
         a database larger than the GPU is: ``config.GPU_MEMORY_FRACTION`` lowered to the
-        database's own size, so that it may not stay with the queries' working memory."""
+        database's own size, below what its layout takes on the device, on a database opened
+        anew (the one of the rows before stays on the GPU, kept for later searches)."""
         from gpualign.cuda.memory import free_bytes
 
+        database = Database.open(gpudb)
         size = database.residues + 16 * len(database)
         fraction = size / free_bytes()
         with gpualign.config.override(GPU_MEMORY_FRACTION=fraction):

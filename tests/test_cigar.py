@@ -12,7 +12,14 @@ from naive import apply_cigar, dp_matrix, rescore_cigar
 
 import gpualign.cigar
 from gpualign._cigar_text import decode_cigars
-from gpualign.cigar import cigar_edit_cost, cigar_lengths, count_ops, op_counts, parse_cigar
+from gpualign.cigar import (
+    cigar_edit_cost,
+    cigar_lengths,
+    cigar_runs,
+    count_ops,
+    op_counts,
+    parse_cigar,
+)
 
 
 def test_docstring_examples_run():
@@ -71,6 +78,13 @@ def test_op_counts_equal_count_ops_of_each_cigar(many_runs):
     for k, cigar in enumerate(cigars):
         assert columns[k].tolist() == [count_ops(cigar, op) for op in "=XID"], cigar
         assert runs[k].tolist() == [cigar.count(op) for op in "=XID"], cigar
+
+
+@pytest.mark.parametrize("cigars", [["=", "10"], ["3=\n2X", "1I"], ["10"], ["3=X"], ["=3"],
+                                    ["3M"], ["3=", "2 X"]])
+def test_cigar_runs_rejects_malformed(cigars):
+    with pytest.raises(ValueError):
+        cigar_runs(cigars)
 
 
 def test_count_ops_counts_every_column_by_default():

@@ -117,7 +117,8 @@ def cigar_runs(cigars: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarra
     """The runs of many extended CIGARs (``=``, ``X``, ``I``, ``D``) as arrays, parsed at once
     from their joined text with no Python work per run: the CIGAR each run belongs to, its
     length and its operation (the index in ``"=XID"``). Raises ValueError on any other
-    operation; lengths are not otherwise checked (see :func:`parse_cigar`).
+    character, a CIGAR that ends in digits or an operation without a length; zero lengths are
+    not checked (see :func:`parse_cigar`).
 
     Examples
     --------
@@ -125,14 +126,21 @@ def cigar_runs(cigars: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarra
     >>> owner.tolist(), length.tolist(), op.tolist()
     ([0, 0, 0, 2, 2], [12, 1, 3, 2, 140], [0, 1, 0, 2, 0])
     """
-    text = np.frombuffer("\n".join(cigars).encode("ascii"), dtype=np.uint8)
+    # A newline after each CIGAR: every run then ends in an operation or a newline.
+    text = np.frombuffer("".join(f"{c}\n" for c in cigars).encode("ascii"), dtype=np.uint8)
     digit = (text >= ord("0")) & (text <= ord("9"))
     newline = text == ord("\n")
     op_at = np.flatnonzero(~digit & ~newline)
     owner = np.cumsum(newline)[op_at] if len(op_at) else np.zeros(0, np.int64)
     op = _OP_OF_BYTE[text[op_at]]
-    if (op < 0).any():
-        raise ValueError("cigar_runs takes extended CIGARs of =, X, I and D only")
+    ends = np.flatnonzero(newline)
+    if (op < 0).any() or len(ends) != len(cigars):
+        raise ValueError("cigar_runs takes extended CIGARs: runs of a length and one of "
+                         f"{CIGAR_OPS!r}, no other character")
+    if (ends > 0).any() and digit[ends[ends > 0] - 1].any():
+        raise ValueError("malformed CIGAR: it ends in a length without an operation")
+    if not ((op_at > 0).all() and digit[op_at - 1].all()):
+        raise ValueError("malformed CIGAR: an operation without a length")
     # Each run's length is the digits between the previous operation (or newline) and its own,
     # read from the last digit back, one decimal place per pass.
     stops = np.flatnonzero(~digit)

@@ -601,6 +601,18 @@ class SequenceSet:
         return SequenceSet(self.codes[base:self.offsets[hi]], self.offsets[lo:hi + 1] - base,
                            self.names[lo:hi], self.alphabet, self.descriptions[lo:hi])
 
+    def adopt_device_copy(self, codes: Any, offsets: Any) -> None:
+        """Take ``(codes, offsets)``, CuPy arrays on the current device laid out as
+        :meth:`to_device` makes them (``codes`` followed by ``DEVICE_PADDING`` zero bytes), as
+        this set's device copy, so that no other is made: the caller copied them itself (a
+        database streamed through buffers of its own) and keeps them until
+        :meth:`release_device`."""
+        if len(codes) != len(self.codes) + DEVICE_PADDING or len(offsets) != len(self.offsets):
+            raise ValueError("adopt_device_copy: arrays of another set's layout")
+        import cupy
+
+        self._device[cupy.cuda.Device().id] = (codes, offsets)
+
     def release_device(self) -> None:
         """Drop the device copies made by :meth:`to_device`, giving their GPU memory back."""
         self._device.clear()

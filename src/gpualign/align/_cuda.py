@@ -430,8 +430,10 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
                                     words[positions[same]], positions[same], results)
                 launch_split(group.run, np.arange(len(same)),
                              len(streams) * (int(pair_bytes[positions[same]].mean()) + 1))
-        while results.queued:
-            results.fetch_oldest()
+            # This chunk's sequences may go (the next chunk's reuse their memory on the current
+            # stream) once every launch that reads them has finished.
+            while results.queued:
+                results.fetch_oldest()
     for future in results.finished:
         future.result()  # raises what a store() raised
     rest = np.flatnonzero(~on_gpu)
@@ -566,17 +568,18 @@ class _TraceResults:
         # (positions, stream, device results, device packed texts), oldest first
         self.queued: list = []
 
-    def next_stream(self):
-        """The stream of the next launch: each in turn."""
+    def next_free_stream(self):
+        """The stream of the next launch, each in turn, after fetching the launch still
+        queued on it (a copy queued on a stream behind a newer launch would wait for that
+        one too): up to one launch a stream runs while the host waits for the oldest."""
+        while len(self.queued) >= len(self.streams):
+            self.fetch_oldest()
         self.launches += 1
         return self.streams[(self.launches - 1) % len(self.streams)]
 
     def queue(self, where, stream, values, packed) -> None:
-        """Note a launch queued on ``stream``; fetch the oldest once every stream holds one,
-        so that the GPU has launches to run while the host waits for one."""
+        """Note a launch queued on ``stream``."""
         self.queued.append((where, stream, values, packed))
-        if len(self.queued) > len(self.streams):
-            self.fetch_oldest()
 
     def fetch_oldest(self) -> None:
         """Copy the oldest queued launch's results to the host (waiting for its stream only)
@@ -626,7 +629,12 @@ class _TraceGroup:
     def run(self, members):
         """Queue the fill, the walk back and the packing of the pairs ``members`` on the next
         stream (:meth:`_TraceResults.queue`)."""
-        stream = self.results.next_stream()
+        import cupy
+
+        stream = self.results.next_free_stream()
+        # The launch waits for what the current stream was given before it: the sequences' and
+        # the table's uploads.
+        stream.wait_event(cupy.cuda.get_current_stream().record())
         with stream:
             self._queue(members, stream)
 

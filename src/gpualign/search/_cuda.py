@@ -164,6 +164,11 @@ def _partitions(subjects: SequenceSet, order: np.ndarray, passes: np.ndarray,
         resident = _resident(subjects, order)
         yield 0, subjects, resident, batch_budget()
         return
+    if _is_kept(subjects):  # kept by an earlier search, no longer fits beside the work
+        import cupy
+
+        del _RESIDENT[subjects][cupy.cuda.Device().id]
+        subjects.release_device()
     budget = batch_budget()
     yield from _streamed(subjects, order, partition_plan(subjects.lengths, budget, several,
                                                          largest), budget)
@@ -259,13 +264,15 @@ def _layout_pieces(part: SequenceSet, order: np.ndarray,
 
 class _UploadSlot:
     """One of the two device buffers a streamed database's partitions take in turn, and the
-    event that ends the last search of the partition in it (the next upload waits for it)."""
+    event that ends the last search of the partition in it (the next upload waits for it; at
+    first, the work queued on the current stream before the buffer was allocated there, which
+    may still use its memory)."""
 
     def __init__(self, size: int):
         import cupy
 
         self.buffer = cupy.empty(size, dtype=cupy.uint8)
-        self.searched = None
+        self.searched = cupy.cuda.get_current_stream().record()
 
 
 def _upload(slot: _UploadSlot, part: SequenceSet, order: np.ndarray,
@@ -276,8 +283,7 @@ def _upload(slot: _UploadSlot, part: SequenceSet, order: np.ndarray,
     import cupy
 
     with cupy.cuda.Device(device):
-        if slot.searched is not None:
-            staging.stream.wait_event(slot.searched)
+        staging.stream.wait_event(slot.searched)
         columns = _border_columns(part.lengths)
         position = 0
         for piece in _layout_pieces(part, order, columns):
@@ -331,6 +337,9 @@ def _streamed(subjects: SequenceSet, order: np.ndarray, bounds: list[tuple[int, 
                     # Into the other slot: its partition (k - 1) has been searched.
                     coming = upload(k + 1)
                 cupy.cuda.get_current_stream().wait_event(copied)
+                # The alignment kernels (overflowing pairs, long subjects) read the partition
+                # where it already is, not from a copy of their own.
+                part.adopt_device_copy(resident.codes, resident.offsets)
                 yield lo, part, resident, chunk_budget
                 # The search is done on the host; its last work is on the current stream.
                 slots[k % 2].searched = cupy.cuda.get_current_stream().record()
