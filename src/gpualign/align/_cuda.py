@@ -423,11 +423,15 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
                                                                t_index[chosen],
                                                                config.ALIGN_GPU_CHUNK_PAIRS):
             positions = chosen[part]
+            # The launches wait for the sequences' and the table's uploads on the current
+            # stream: an event recorded once, as an event recorded on the legacy default stream
+            # waits for every launch queued before it.
+            uploaded = cupy.cuda.get_current_stream().record()
             for height in np.unique(rows[positions]).tolist():
                 same = np.flatnonzero(rows[positions] == height)
                 group = _TraceGroup(setup, sequences, q_local[same], t_local[same], height,
                                     q_end[positions[same]], t_end[positions[same]],
-                                    words[positions[same]], positions[same], results)
+                                    words[positions[same]], positions[same], results, uploaded)
                 launch_split(group.run, np.arange(len(same)),
                              len(streams) * (int(pair_bytes[positions[same]].mean()) + 1))
             # This chunk's sequences may go (the next chunk's reuse their memory on the current
@@ -620,21 +624,18 @@ class _TraceGroup:
     part of them (one launch of each kernel) and stores their results at ``positions``."""
 
     def __init__(self, setup, sequences, q_local, t_local, height, rows_end, columns_end,
-                 words, positions, results):
+                 words, positions, results, uploaded):
         self.setup, self.sequences, self.height = setup, sequences, height
         self.q_local, self.t_local = q_local, t_local
         self.rows_end, self.columns_end, self.words = rows_end, columns_end, words
         self.positions, self.results = positions, results
+        self.uploaded = uploaded  # the event after the uploads the launches read
 
     def run(self, members):
         """Queue the fill, the walk back and the packing of the pairs ``members`` on the next
         stream (:meth:`_TraceResults.queue`)."""
-        import cupy
-
         stream = self.results.next_free_stream()
-        # The launch waits for what the current stream was given before it: the sequences' and
-        # the table's uploads.
-        stream.wait_event(cupy.cuda.get_current_stream().record())
+        stream.wait_event(self.uploaded)
         with stream:
             self._queue(members, stream)
 
