@@ -8,7 +8,8 @@ pairs an insert-size model, proper pairs and mate rescue.
 A batch of reads takes a fixed number of calls whatever its size: the index's candidates, one
 ``edit_distance(..., mode="infix", task="locations")`` over every candidate window of the batch
 (both strands), at most one more over the rescue windows of its pairs, one with
-``task="path"`` for the chosen placements, and at most one local alignment
+``task="path"`` for the chosen placements (or, with :data:`gpualign.config.MAP_PRIMARY_CIGAR`
+``"affine"``, one semi-global affine alignment of them), and at most one local alignment
 (:func:`gpualign.align`, ``mode="local"``) over the candidate windows of the reads left
 unmapped or clipped by :data:`gpualign.config.MAP_MIN_SEGMENT` bases or more. Everything
 between them is NumPy over whole arrays (the split reads' records are built one by one).
@@ -52,7 +53,15 @@ from .sam import (
     sam_header,
     write_records,
 )
-from .segments import EDIT_SCORE, END_BONUS, cigar_edits, clip_ends
+from .segments import (
+    AFFINE_ENDS,
+    AFFINE_SCORING,
+    EDIT_ENDS,
+    EDIT_SCORE,
+    END_BONUS,
+    cigar_edits,
+    clip_ends,
+)
 
 __all__ = ["NO_SCORE", "MappingResult", "iter_mappings", "map_reads"]
 
@@ -689,32 +698,43 @@ _ALIGNED_ARRAYS = ("read", "contig", "pos", "end", "reverse", "nm", "mapq", "xs"
 
 
 def _primaries(index: Any, strands: SequenceSet, hits: _Hits, placements: _Placements,
-               backend: str) -> _Aligned:
+               cutoff: np.ndarray, backend: str) -> _Aligned:
     """The alignments of the chosen placements (one path call for all), their ends clipped
-    where that scores better (:func:`~gpualign.map.segments.clip_ends`)."""
+    where that scores better (:func:`~gpualign.map.segments.clip_ends`): the edit paths, or
+    with :data:`gpualign.config.MAP_PRIMARY_CIGAR` ``"affine"`` the reads realigned with
+    minimap2's scores (:func:`_affine_paths`)."""
     count = len(placements.hit)
     placed = _Aligned.unmapped(np.arange(count, dtype=np.int64))
     mapped = np.flatnonzero(placements.hit >= 0)
     chosen = placements.hit[mapped]
     if not len(chosen):
         return placed
-    found = edit_distance(strands,
-                          _windows(index.reference, hits.contig[chosen], hits.pos[chosen],
-                                   hits.end[chosen]),
-                          mode="infix", k=int(hits.dist[chosen].max()), task="path",
-                          backend=backend,
-                          pairs=(mapped + count * hits.reverse[chosen],
-                                 np.arange(len(chosen))))
+    source = config.MAP_PRIMARY_CIGAR
+    if source not in ("affine", "edit"):
+        raise ValueError(f"config.MAP_PRIMARY_CIGAR={source!r}: expected 'affine' or 'edit'")
+    query = mapped + count * hits.reverse[chosen]
+    if source == "affine":
+        origin, found = _affine_paths(index.reference, strands, hits, chosen, query,
+                                      cutoff[mapped], backend)
+        placed.nm[mapped] = cigar_edits(found.cigar)
+    else:
+        origin = hits.pos[chosen]
+        found = edit_distance(strands,
+                              _windows(index.reference, hits.contig[chosen], origin,
+                                       hits.end[chosen]),
+                              mode="infix", k=int(hits.dist[chosen].max()), task="path",
+                              backend=backend, pairs=(query, np.arange(len(chosen))))
+        placed.nm[mapped] = found.distance
     placed.contig[mapped] = hits.contig[chosen]
-    placed.pos[mapped] = hits.pos[chosen] + found.target_start
-    placed.end[mapped] = hits.pos[chosen] + found.target_end
-    placed.nm[mapped] = found.distance
+    placed.pos[mapped] = origin + found.target_start
+    placed.end[mapped] = origin + found.target_end
     placed.reverse[mapped] = hits.reverse[chosen]
     placed.mapq[mapped], placed.xs[mapped] = placements.mapq[mapped], placements.xs[mapped]
     for slot, text in zip(mapped.tolist(), found.cigar, strict=True):
         placed.cigar[slot] = text
     _prefer_ungapped(index.reference, strands, placed)
-    clips = clip_ends([placed.cigar[slot] for slot in mapped.tolist()])
+    clips = clip_ends([placed.cigar[slot] for slot in mapped.tolist()],
+                      AFFINE_ENDS if source == "affine" else EDIT_ENDS)
     placed.pos[mapped] += clips.reference_left
     placed.end[mapped] -= clips.reference_right
     placed.nm[mapped] = clips.edits
@@ -725,12 +745,32 @@ def _primaries(index: Any, strands: SequenceSet, hits: _Hits, placements: _Place
     return placed
 
 
+def _affine_paths(reference: SequenceSet, strands: SequenceSet, hits: _Hits, chosen: np.ndarray,
+                  query: np.ndarray, pad: np.ndarray, backend: str) -> tuple[np.ndarray, Any]:
+    """The semi-global alignments (the read end to end, the reference's ends free) of the reads
+    ``query`` (slots of ``strands``) in the windows of the placements ``chosen``, widened by
+    ``pad`` bases each side, with minimap2's scores
+    (:data:`~gpualign.map.segments.AFFINE_SCORING`); one call for all. Returns each window's
+    start and the alignments. The pad is the read's edit cutoff: the edit path ends where the
+    whole read fits with the fewest edits, and an affine path that crosses an indel near an
+    end, which the edit path counted as mismatches, ends up to that many bases further out."""
+    contig = hits.contig[chosen]
+    start = np.maximum(0, hits.pos[chosen] - pad)
+    end = np.minimum(reference.lengths[contig], hits.end[chosen] + pad)
+    found = align(strands, _windows(reference, contig, start, end), mode="semi-global",
+                  scoring=AFFINE_SCORING, task="path", backend=backend,
+                  pairs=(query, np.arange(len(chosen))))
+    return start, found
+
+
 def _extend_clips(reference: SequenceSet, strands: SequenceSet, aligned: _Aligned) -> None:
     """Extend alignments into their clipped ends without gaps (in place), as far as that
     scores best, or to the read's end where that scores less than the best by under
     :data:`~gpualign.map.segments.END_BONUS`: the edit path that was clipped may have bent
     away from bases that align before its clip, and minimap2 extends the same way to the
-    end. ``strands`` holds the batch's reads then their reverse complements."""
+    end. ``strands`` holds the batch's reads then their reverse complements. Without gaps,
+    minimap2's affine scores and end bonus (:data:`~gpualign.map.segments.AFFINE_ENDS`) are
+    the mapper's doubled, so one extension serves both primary CIGARs."""
     count = len(strands) // 2
     for right in (True, False):
         clip = aligned.clip_right if right else aligned.clip_left
@@ -926,7 +966,7 @@ def _records(index: Any, reads: SequenceSet, strands: SequenceSet, found: tuple[
     hits, windows = found
     count = len(reads)
     lengths = reads.lengths
-    placed = _primaries(index, strands, hits, placements, backend)
+    placed = _primaries(index, strands, hits, placements, _cutoffs(lengths, k), backend)
     extra = _split(index, reads, strands, windows, placed, k, backend)
     _sam_cigars(placed, "S")
     _sam_cigars(extra, "H")
