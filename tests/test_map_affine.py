@@ -6,6 +6,9 @@ does, a random tail clipped, both backends alike, and the setting checked.
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 from naive import align_naive
@@ -15,6 +18,8 @@ from gpualign import config
 from gpualign.map.sam import merged_cigars
 from gpualign.map.segments import AFFINE_ENDS, AFFINE_SCORING, clip_ends
 from gpualign.sequences import SequenceSet
+
+MINIMAP2 = shutil.which("minimap2")
 
 #: Reference bases on each side of a planted read's true span that the oracle aligns it in:
 #: more than any shift of its ends below, so the oracle's window holds the mapper's.
@@ -34,10 +39,13 @@ def _planted(genome: str) -> dict[str, tuple[str, int]]:
     """Reads (forward strand) and where their first base comes from."""
     rng = np.random.default_rng(5)
     return {
-        # A 6-base deletion 8 bases from the start: the edit path clips the 8 bases, minimap2
-        # aligns through the gap (a gap costs 12 + 2 per base, 8 matches and the end bonus
-        # win it back).
-        "deletion near the start": (genome[1000:1008] + genome[1014:1250], 1000),
+        # A 6-base deletion 12 bases from the start: the edit path clips the 11 bases before
+        # it, minimap2 aligns through the gap (12 + 2 a base, won back by the matches and the
+        # end bonus).
+        "deletion near the start": (genome[1000:1012] + genome[1018:1250], 1000),
+        # The same 8 bases from the start: the matches before it and the end bonus only make
+        # up for the gap, and both tools clip (minimap2 too: 7S237M).
+        "deletion at the break-even": (genome[2000:2008] + genome[2014:2250], 2000),
         # A 4-base insertion 12 bases from the end.
         "insertion near the end": (genome[3000:3238] + "ACGT" + genome[3238:3250], 3000),
         # Random bases after 200 aligned ones: clipped.
@@ -46,6 +54,14 @@ def _planted(genome: str) -> dict[str, tuple[str, int]]:
         "mismatches": ("".join(b if i % 37 else "ACGT"[("ACGT".index(b) + 1) % 4]
                                for i, b in enumerate(genome[7000:7150])), 7000),
     }
+
+
+#: minimap2 2.24 ``-ax sr``'s POS (0-based) and CIGAR of :func:`_planted`'s reads.
+MINIMAP2_PLACEMENTS = {"deletion near the start": (1000, "11M6D233M"),
+                       "deletion at the break-even": (2013, "7S237M"),
+                       "insertion near the end": (3000, "237M4I13M"),
+                       "random tail": (5000, "200M50S"),
+                       "mismatches": (7000, "150M")}
 
 
 def _oracle(genome: str, read: str, start: int) -> tuple[int, str]:
@@ -73,14 +89,24 @@ def test_planted_reads_equal_the_naive_affine_oracle(genome, backend):
     got = dict(zip(planted, zip(result.pos.tolist(), result.cigar, strict=True), strict=True))
     want = {name: _oracle(genome, read, start) for name, (read, start) in planted.items()}
     assert got == want
-    # As minimap2 -ax sr aligns them.
-    assert got == {"deletion near the start": (1000, "8M6D236M"),
-                   "insertion near the end": (3000, "238M4I12M"),
-                   "random tail": (5000, "200M50S"),
-                   "mismatches": (7000, "150M")}
-    assert result.nm.tolist() == [6, 4, 0, 5]
+    assert got == MINIMAP2_PLACEMENTS
+    assert result.nm.tolist() == [6, 0, 4, 0, 5]
     # AS stays in the mapper's units (aligned read bases less 5 an edit), as XS and MAPQ.
-    assert result.score.tolist() == [244 - 30, 250 - 20, 200, 150 - 25]
+    assert result.score.tolist() == [244 - 30, 237, 254 - 20, 200, 150 - 25]
+
+
+@pytest.mark.skipif(MINIMAP2 is None, reason="minimap2 is not on PATH")
+def test_planted_reads_as_minimap2_places_them(genome, tmp_path):
+    planted = _planted(genome)
+    (tmp_path / "genome.fa").write_text(f">genome\n{genome}\n")
+    (tmp_path / "reads.fa").write_text("".join(f">{i}\n{read}\n" for i, (read, _)
+                                               in enumerate(planted.values())))
+    sam = subprocess.run([MINIMAP2, "-ax", "sr", str(tmp_path / "genome.fa"),
+                          str(tmp_path / "reads.fa")], capture_output=True, text=True,
+                         check=True).stdout
+    records = [line.split("\t") for line in sam.splitlines() if not line.startswith("@")]
+    assert {name: (int(fields[3]) - 1, fields[5]) for name, fields in zip(
+        planted, records, strict=True)} == MINIMAP2_PLACEMENTS
 
 
 def test_the_edit_path_clips_what_the_affine_path_aligns(genome):
@@ -89,9 +115,8 @@ def test_the_edit_path_clips_what_the_affine_path_aligns(genome):
     with config.override(MAP_PRIMARY_CIGAR="edit"):
         edit = gpualign.map_reads([genome], reads, backend="cpu")
     affine = gpualign.map_reads([genome], reads, backend="cpu")  # the default
-    assert edit.cigar[:2] == ["8S236M", "238M12S"]
-    assert edit.pos[0] == 1014
-    assert affine.cigar[:2] == ["8M6D236M", "238M4I12M"]
+    assert edit.cigar[0] == "11S233M" and edit.pos[0] == 1017
+    assert affine.cigar[0] == "11M6D233M" and affine.pos[0] == 1000
     # The placement's quality does not depend on where the CIGAR comes from.
     assert edit.mapq.tolist() == affine.mapq.tolist()
     assert edit.xs.tolist() == affine.xs.tolist()
