@@ -821,18 +821,16 @@ def _extend_clips(reference: SequenceSet, strands: SequenceSet, aligned: _Aligne
 
 
 def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
-           placed: _Aligned, k: int | None, backend: str,
-           mates: tuple[np.ndarray, tuple[int, int]] | None = None) -> _Aligned:
+           placed: _Aligned, k: int | None, backend: str) -> _Aligned:
     """The segments of the reads left unmapped or clipped by
     :data:`gpualign.config.MAP_MIN_SEGMENT` bases or more: their local alignments in their
-    candidate windows (one call for all), those of at least that many read bases within the
-    cutoff of edits of their length (:func:`_cutoffs`) kept. An unmapped read takes its best
-    as its primary (soft-clipped, in ``placed``), or with ``mates`` (each read's partner and
-    the insert bounds) its best that forms a proper pair with its mate's end-to-end placement,
-    where one does (as minimap2 and bwa choose a split read's primary); a read whose primary
-    leaves at least that many bases unaligned takes the best alignment elsewhere that aligns
-    them as its supplementary one (hard-clipped, returned). MAPQ weighs each against the best
-    one elsewhere that aligns half its bases or more."""
+    candidate windows (one call for all; scored as the primaries' CIGARs are,
+    :data:`gpualign.config.MAP_PRIMARY_CIGAR`), those of at least that many read bases within
+    the cutoff of edits of their length (:func:`_cutoffs`) kept. An unmapped read takes its best
+    as its primary (soft-clipped, in ``placed``); a read whose primary leaves at least that
+    many bases unaligned takes the best alignment elsewhere that aligns them as its
+    supplementary one (hard-clipped, returned). MAPQ weighs each against the best one
+    elsewhere that aligns half its bases or more."""
     count = len(reads)
     lengths = reads.lengths
     minimum = max(1, int(config.MAP_MIN_SEGMENT))
@@ -840,8 +838,11 @@ def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
     windows = windows.take(np.flatnonzero(wanted[windows.read]))
     if not len(windows.read):
         return _Aligned.unmapped(np.zeros(0, dtype=np.int64))
+    # minimap2's scores where the primaries' CIGARs are affine: a gap costs its opening once,
+    # so that the segments, as the primaries, extend through indels as minimap2's do.
+    scoring = AFFINE_SCORING if config.MAP_PRIMARY_CIGAR == "affine" else _LOCAL_SCORING
     found = align(strands, _windows(index.reference, windows.contig, windows.pos, windows.end),
-                  mode="local", scoring=_LOCAL_SCORING, task="path", backend=backend,
+                  mode="local", scoring=scoring, task="path", backend=backend,
                   pairs=(windows.read + count * windows.reverse,
                          np.arange(len(windows.read))))
     cigars = [text or "" for text in found.cigar]
@@ -855,26 +856,23 @@ def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
     local.contig[found.query_end == found.query_start] = -1  # nothing aligns: no anchor
     _extend_clips(index.reference, strands, local)
     aligned = lengths[local.read] - local.clip_left - local.clip_right
-    valid = (aligned >= minimum) & (local.nm <= _cutoffs(aligned, k))
+    # Affine segments extend through divergent stretches with indels, as minimap2's do: their
+    # gaps count once against the cutoff (else the longer segments fail it where the shorter
+    # linear ones passed, and reads go unplaced).
+    edits = cigar_edits(local.cigar, gaps_once=True) if scoring is AFFINE_SCORING else local.nm
+    valid = (aligned >= minimum) & (edits <= _cutoffs(aligned, k))
     score = local.score(lengths)
     # Grouped by read, best first: the highest score, then the most votes.
     order = np.flatnonzero(valid)[np.lexsort((-windows.votes[valid], -score[valid],
                                               local.read[valid]))]
     local, score, votes = local.take(order), score[order], windows.votes[order]
-    pairs = np.zeros(len(order), dtype=bool)
-    if mates is not None:
-        partner, insert = mates
-        size = _facing_insert(local, np.arange(len(order)), placed, partner[local.read])
-        pairs = (size >= insert[0]) & (size <= insert[1])
     chosen, qualities = [], []
     bounds = np.append(np.flatnonzero(np.diff(local.read, prepend=-1)), len(order)).tolist()
     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
         read, length = int(local.read[lo]), int(lengths[local.read[lo]])
         group = range(lo, hi)
         if placed.contig[read] < 0:
-            best = next((j for j in group if pairs[j]), lo)
-            _take_local(placed, read, local, best,
-                        _mapq(local, best, group, score, votes, length))
+            _take_local(placed, read, local, lo, _mapq(local, lo, group, score, votes, length))
         covered = placed.forward_span(read, length)
         for j in group:
             span = local.forward_span(j, length)
@@ -940,22 +938,15 @@ def _proper_with_segments(placed: _Aligned, placements: _Placements, partner: np
                              & (placed.contig[partner] >= 0))
     if insert is None or not len(segment):
         return proper
-    size = _facing_insert(placed, segment, placed, partner[segment])
-    joins = segment[(size >= insert[0]) & (size <= insert[1])]
+    mate = partner[segment]
+    forward = np.where(placed.reverse[segment], mate, segment)
+    backward = np.where(placed.reverse[segment], segment, mate)
+    size = placed.end[backward] - placed.pos[forward]
+    joins = segment[(placed.contig[segment] == placed.contig[mate])
+                    & (placed.reverse[segment] != placed.reverse[mate])
+                    & (size >= insert[0]) & (size <= insert[1])]
     proper[joins] = proper[partner[joins]] = True
     return proper
-
-
-def _facing_insert(first: _Aligned, i: np.ndarray, second: _Aligned, j: np.ndarray
-                   ) -> np.ndarray:
-    """Insert size of alignments ``first``'s ``i`` and ``second``'s ``j`` as a pair facing
-    each other (the forward one's start to the reverse one's end), -1 where they are not such
-    a pair (either unmapped, another contig or the same strand)."""
-    facing = ((first.contig[i] >= 0) & (first.contig[i] == second.contig[j])
-              & (first.reverse[i] != second.reverse[j]))
-    start = np.where(first.reverse[i], second.pos[j], first.pos[i])
-    end = np.where(first.reverse[i], first.end[i], second.end[j])
-    return np.where(facing, end - start, -1)
 
 
 def _sam_cigars(aligned: _Aligned, clip: str) -> None:
@@ -984,10 +975,7 @@ def _records(index: Any, reads: SequenceSet, strands: SequenceSet, found: tuple[
     count = len(reads)
     lengths = reads.lengths
     placed = _primaries(index, strands, hits, placements, _cutoffs(lengths, k), backend)
-    n = count // 2
-    partner = np.concatenate((np.arange(n, 2 * n), np.arange(n)))
-    extra = _split(index, reads, strands, windows, placed, k, backend,
-                   (partner, insert) if paired and insert is not None else None)
+    extra = _split(index, reads, strands, windows, placed, k, backend)
     _sam_cigars(placed, "S")
     _sam_cigars(extra, "H")
     primary_sa, extra_sa = _sa_tags(list(index.reference.names), placed, extra)
@@ -1001,6 +989,8 @@ def _records(index: Any, reads: SequenceSet, strands: SequenceSet, found: tuple[
     mate_pos = np.full(count, -1, dtype=np.int64)
     tlen = np.zeros(count, dtype=np.int64)
     if paired:
+        n = count // 2
+        partner = np.concatenate((np.arange(n, 2 * n), np.arange(n)))
         mate_number = np.repeat(np.array([1, 2], dtype=np.int8), n)
         read = first_read + np.concatenate((np.arange(n), np.arange(n))).astype(np.int64)
         partner_mapped = mapped[partner]

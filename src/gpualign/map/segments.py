@@ -189,13 +189,17 @@ def _first_of_each(runs: np.ndarray, owner: np.ndarray) -> np.ndarray:
     return runs[starts]
 
 
-def cigar_edits(cigars: Sequence[str]) -> np.ndarray:
-    """The edits (``X``, ``I`` and ``D`` columns: ``NM``) of each extended CIGAR.
+def cigar_edits(cigars: Sequence[str], gaps_once: bool = False) -> np.ndarray:
+    """The edits (``X``, ``I`` and ``D`` columns: ``NM``) of each extended CIGAR; with
+    ``gaps_once``, a gap counts once whatever its length (mismatches and gaps: the events of
+    an affine alignment, whose gap costs its opening once).
 
     Examples
     --------
-    >>> cigar_edits(["10=2X3=1D4=", ""]).tolist()
-    [3, 0]
+    >>> cigar_edits(["10=2X3=1D4=", ""]).tolist(), cigar_edits(["10=2X3=4D4="], True).tolist()
+    ([3, 0], [3])
     """
     owner, length, op = cigar_runs(cigars)
-    return np.bincount(owner, weights=length * _EDIT[op], minlength=len(cigars)).astype(np.int64)
+    counted = np.where(_EDIT[op] & (op >= 2), 1, length) if gaps_once else length
+    return np.bincount(owner, weights=counted * _EDIT[op],
+                       minlength=len(cigars)).astype(np.int64)
