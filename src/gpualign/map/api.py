@@ -1,6 +1,7 @@
 """Read mapping: candidate windows from the index, verified by edit distance on the chosen
 backend (Myers' bit-vectors: the GPU kernels on CUDA), best and second-best placements, MAPQ,
-the primary's CIGAR from its edit path with its ends soft-clipped where that scores better
+the primary's CIGAR from an affine realignment of the read in its window (or its edit path:
+:data:`gpualign.config.MAP_PRIMARY_CIGAR`) with its ends soft-clipped where that scores better
 (:mod:`gpualign.map.segments`), reads without an end-to-end placement placed by their best
 local alignment, chimeric reads split into a primary and a supplementary record, and for
 pairs an insert-size model, proper pairs and mate rescue.
@@ -1233,18 +1234,19 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
     """Map DNA reads (single-end, or pairs with ``mates``) to a reference.
 
     Each read's candidate windows on both strands come from the reference's minimizer index;
-    every candidate of a batch is verified at once by edit distance (``mode="infix"``: the
-    whole read anywhere in its window) on ``backend``; the placement with the fewest edits is
-    the primary, MAPQ weighs it against the best placement elsewhere (:func:`mapping_quality`)
-    and its CIGAR comes from its edit path, its ends soft-clipped where that scores better
-    (:mod:`gpualign.map.segments`). Pairs face each other (one read forward, the other
-    reverse) within the insert-size bounds; a read without a proper pair is searched for next
-    to its mapped mate (rescue). A read without a placement within the cutoff takes its best
-    local alignment of at least :data:`gpualign.config.MAP_MIN_SEGMENT` bases (soft-clipped),
-    if it has one, else is reported unmapped; a read whose primary leaves that many bases
-    unaligned that align elsewhere is split: a supplementary record (flag 0x800) follows its
-    primary, both with an ``SA`` tag. No secondary records are written, as by minimap2
-    ``-ax sr``.
+    every candidate of a batch is verified at once by edit distance (``mode="infix"``: the whole
+    read anywhere in its window) on ``backend``; the placement with the fewest edits is the
+    primary, MAPQ weighs it against the best placement elsewhere (:func:`mapping_quality`) and
+    its CIGAR comes from the read realigned in its window with minimap2's affine scores (or its
+    edit path: :data:`gpualign.config.MAP_PRIMARY_CIGAR`), its ends soft-clipped where that
+    scores better (:mod:`gpualign.map.segments`). Pairs face each other (one read forward, the
+    other reverse) within the insert-size bounds; a read without a proper pair is searched for
+    next to its mapped mate (rescue). A read without a placement within the cutoff takes its
+    best local alignment of at least :data:`gpualign.config.MAP_MIN_SEGMENT` bases
+    (soft-clipped), if it has one, else is reported unmapped; a read whose primary leaves that
+    many bases unaligned that align elsewhere is split: a supplementary record (flag 0x800)
+    follows its primary, both with an ``SA`` tag. No secondary records are written, as by
+    minimap2 ``-ax sr``.
 
     Parameters
     ----------
