@@ -1,7 +1,8 @@
 """The primary's CIGAR from an affine realignment (issue 23, ``config.MAP_PRIMARY_CIGAR``):
 planted reads against a naive oracle (the read end to end in its window by Gotoh's matrices,
-its ends clipped with minimap2's scores), an indel near an end aligned through as minimap2
-does, a random tail clipped, both backends alike, and the setting checked.
+its ends clipped with minimap2's scores) and as minimap2 ``-ax sr`` places them: an indel
+near an end aligned through, a random tail clipped, long indels (past the edit cutoff)
+aligned through by the local stage; both backends alike, and the setting checked.
 """
 
 from __future__ import annotations
@@ -53,6 +54,11 @@ def _planted(genome: str) -> dict[str, tuple[str, int]]:
         # Mismatches spread through the read: aligned end to end.
         "mismatches": ("".join(b if i % 37 else "ACGT"[("ACGT".index(b) + 1) % 4]
                                for i, b in enumerate(genome[7000:7150])), 7000),
+        # Long indels: more edits than the read's cutoff (15), so no end-to-end placement;
+        # its local alignment, with minimap2's scores and a gap counted once against the
+        # cutoff, aligns through them as minimap2 does (the edit setting clips or splits).
+        "long deletion": (genome[9000:9075] + genome[9095:9170], 9000),
+        "long insertion": (genome[11000:11070] + "ACGTTGCAACGT" + genome[11070:11150], 11000),
     }
 
 
@@ -61,7 +67,9 @@ MINIMAP2_PLACEMENTS = {"deletion near the start": (1000, "11M6D233M"),
                        "deletion at the break-even": (2013, "7S237M"),
                        "insertion near the end": (3000, "237M4I13M"),
                        "random tail": (5000, "200M50S"),
-                       "mismatches": (7000, "150M")}
+                       "mismatches": (7000, "150M"),
+                       "long deletion": (9000, "73M20D77M"),
+                       "long insertion": (11000, "70M12I80M")}
 
 
 def _oracle(genome: str, read: str, start: int) -> tuple[int, str]:
@@ -90,9 +98,10 @@ def test_planted_reads_equal_the_naive_affine_oracle(genome, backend):
     want = {name: _oracle(genome, read, start) for name, (read, start) in planted.items()}
     assert got == want
     assert got == MINIMAP2_PLACEMENTS
-    assert result.nm.tolist() == [6, 0, 4, 0, 5]
+    assert result.nm.tolist() == [6, 0, 4, 0, 5, 20, 12]
     # AS stays in the mapper's units (aligned read bases less 5 an edit), as XS and MAPQ.
-    assert result.score.tolist() == [244 - 30, 237, 254 - 20, 200, 150 - 25]
+    assert result.score.tolist() == [244 - 30, 237, 254 - 20, 200, 150 - 25, 150 - 100,
+                                     162 - 60]
 
 
 @pytest.mark.skipif(MINIMAP2 is None, reason="minimap2 is not on PATH")
@@ -117,6 +126,7 @@ def test_the_edit_path_clips_what_the_affine_path_aligns(genome):
     affine = gpualign.map_reads([genome], reads, backend="cpu")  # the default
     assert edit.cigar[0] == "11S233M" and edit.pos[0] == 1017
     assert affine.cigar[0] == "11M6D233M" and affine.pos[0] == 1000
+    assert edit.cigar[5] == "73S77M" and affine.cigar[5] == "73M20D77M"
     # The placement's quality does not depend on where the CIGAR comes from.
     assert edit.mapq.tolist() == affine.mapq.tolist()
     assert edit.xs.tolist() == affine.xs.tolist()
