@@ -156,6 +156,8 @@ def test_backends_agree_on_affine_cigars(genome, backend):
         assert getattr(other, name).tolist() == getattr(cpu, name).tolist(), name
 
 
-def test_an_unknown_primary_cigar_setting_is_refused(genome):
+@pytest.mark.parametrize("read", ["placed", "unplaced"])
+def test_an_unknown_primary_cigar_setting_is_refused(genome, read):
+    sequence = genome[100:200] if read == "placed" else "ACGT" * 25
     with config.override(MAP_PRIMARY_CIGAR="gotoh"), pytest.raises(ValueError, match="gotoh"):
-        gpualign.map_reads([genome], [genome[100:200]], backend="cpu")
+        gpualign.map_reads([genome], [sequence], backend="cpu")

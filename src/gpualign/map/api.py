@@ -708,11 +708,11 @@ def _primaries(index: Any, strands: SequenceSet, hits: _Hits, placements: _Place
     placed = _Aligned.unmapped(np.arange(count, dtype=np.int64))
     mapped = np.flatnonzero(placements.hit >= 0)
     chosen = placements.hit[mapped]
-    if not len(chosen):
-        return placed
     source = config.MAP_PRIMARY_CIGAR
     if source not in ("affine", "edit"):
         raise ValueError(f"config.MAP_PRIMARY_CIGAR={source!r}: expected 'affine' or 'edit'")
+    if not len(chosen):
+        return placed
     query = mapped + count * hits.reverse[chosen]
     if source == "affine":
         origin, found = _affine_paths(index.reference, strands, hits, chosen, query,
