@@ -3,6 +3,7 @@
 
     python benchmarks/bench_map.py --pairs 100000                  # gpualign cuda and cpu
     python benchmarks/bench_map.py --pairs 1000000 --engines cuda,minimap2
+    python benchmarks/bench_map.py --pairs 20000 --engines cpu --primary-cigar edit
 
 Reads: ``--pairs`` pairs of 150 bp reads from both strands of ``--reference`` (E. coli
 K-12 MG1655 from ``scripts/fetch-data.sh``), facing each other across inserts of 400 +- 30 bp,
@@ -12,7 +13,8 @@ seconds; the tests' simulator adds indels). Rows (``--engines``):
 - ``cuda``, ``cpu``: ``gpualign.map_reads`` on an index built beforehand (its build timed
   apart), reads given as encoded sets (no FASTQ parsing, no SAM text: the stages the issue's
   end-to-end target also counts are reported separately by ``gpualign map``); reads/s and the
-  seconds of each stage.
+  seconds of each stage, with ``--primary-cigar``'s setting of ``config.MAP_PRIMARY_CIGAR``
+  (default: the shipped one).
 - ``minimap2``: ``minimap2 -ax sr -t THREADS`` from FASTQ to SAM (index built in the same
   call), when ``minimap2`` is on PATH.
 
@@ -36,7 +38,7 @@ from pathlib import Path
 import numpy as np
 from _common import ROOT, device_info, git_commit, log, save_results, versions
 
-from gpualign import SequenceSet
+from gpualign import SequenceSet, config
 from gpualign.backend import cuda_status
 from gpualign.map import map_reads
 from gpualign.map.index import MapIndex
@@ -147,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engines", default="cuda,cpu,minimap2")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                         help="minimap2's threads (default: every core)")
+    parser.add_argument("--primary-cigar", choices=("affine", "edit"),
+                        default=config.MAP_PRIMARY_CIGAR,
+                        help="config.MAP_PRIMARY_CIGAR of gpualign's rows (default "
+                             f"{config.MAP_PRIMARY_CIGAR})")
     parser.add_argument("--commit")
     parser.add_argument("--results-dir", type=Path, default=ROOT / "benchmarks/results")
     parser.add_argument("--no-save", action="store_true")
@@ -171,8 +177,9 @@ def main(argv: list[str] | None = None) -> int:
             if engine == "cuda" and not cuda_status()[0]:
                 rows.append((engine, "-", "-", "-", "-", "skipped: no CUDA"))
                 continue
-            seconds, position, reverse, mapq, read, mate, stages = run_gpualign(
-                index, as_set(reads, 1), as_set(mates, 2), engine)
+            with config.override(MAP_PRIMARY_CIGAR=args.primary_cigar):
+                seconds, position, reverse, mapq, read, mate, stages = run_gpualign(
+                    index, as_set(reads, 1), as_set(mates, 2), engine)
             slot = 2 * read + mate - 1  # mate: 1 or 2
             ordered = [np.empty_like(a) for a in (position, reverse, mapq)]
             for whole, part in zip(ordered, (position, reverse, mapq), strict=True):
@@ -180,8 +187,9 @@ def main(argv: list[str] | None = None) -> int:
             correct, wrong = score(*ordered, truth_pos, truth_rev)
             note = (f"index built apart in {build:.2f} s; stages: "
                     + ", ".join(f"{k} {v:.2f} s" for k, v in stages.items()))
-            rows.append((f"gpualign {engine}", f"{2 * args.pairs / seconds:,.0f}",
-                         f"{seconds:.2f}", f"{correct:.4f}", str(wrong), note))
+            rows.append((f"gpualign {engine} ({args.primary_cigar} CIGAR)",
+                         f"{2 * args.pairs / seconds:,.0f}", f"{seconds:.2f}",
+                         f"{correct:.4f}", str(wrong), note))
         elif engine == "minimap2":
             if shutil.which("minimap2") is None:
                 rows.append(("minimap2", "-", "-", "-", "-", "skipped: not on PATH"))

@@ -3,6 +3,7 @@
 
     python benchmarks/bench_map_real.py                        # both workloads, backend auto
     python benchmarks/bench_map_real.py --only hiv --backend cuda --threads 16
+    python benchmarks/bench_map_real.py --primary-cigar edit --primary-cigar affine
 
 Workloads (``--only``):
 
@@ -16,6 +17,8 @@ Engines: ``gpualign.map_reads`` on ``--backend`` from the FASTA and FASTQ files 
 built in the call, after an untimed warm-up on the first reads that compiles its kernels),
 and ``minimap2 -ax sr -t THREADS`` on the same files (its index built in the call); reads/s
 of each, end to end (minimap2's time includes writing its SAM; gpualign returns arrays).
+``--primary-cigar`` (repeatable) maps with each setting of ``config.MAP_PRIMARY_CIGAR`` in
+turn, each compared with minimap2 (default: the shipped setting).
 
 Agreement: each read's (and mate's) primary record (minimap2's: neither 0x100 nor 0x800) is
 compared among the reads both tools place uniquely (MAPQ >= 30 in both): the same contig and
@@ -41,6 +44,7 @@ from pathlib import Path
 import numpy as np
 from _common import ROOT, device_info, git_commit, log, save_results, versions
 
+from gpualign import config
 from gpualign.backend import resolve_backend
 from gpualign.io import read_records
 from gpualign.map import map_reads
@@ -224,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="auto", help="gpualign's backend (default auto)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                         help="minimap2's threads (default: every core)")
+    parser.add_argument("--primary-cigar", action="append", choices=("affine", "edit"),
+                        help="config.MAP_PRIMARY_CIGAR of gpualign's run (repeatable: one run "
+                             f"each; default {config.MAP_PRIMARY_CIGAR})")
     parser.add_argument("--show", type=int, default=8,
                         help="disagreeing reads listed per workload (default 8)")
     parser.add_argument("--data-dir", type=Path, default=ROOT / "data",
@@ -251,36 +258,35 @@ def main(argv: list[str] | None = None) -> int:
         paired = work.mates is not None
         count = len(names) * (2 if paired else 1)
         log(f"{work.name}: {count:,} reads")
-        ours_seconds, ours, stages = run_gpualign(work, backend, count)
         theirs_seconds, theirs = run_minimap2(work, args.threads, names)
-        for engine, seconds, placements, note in (
-                (f"gpualign {backend}", ours_seconds, ours,
-                 f"FASTQ to records, its index included; stages: {stages}"),
-                (f"minimap2 -ax sr -t {args.threads}", theirs_seconds, theirs,
-                 "FASTQ to SAM, its index included")):
-            placed = int(placements.placed.sum())
-            unique = int((placements.placed & (placements.mapq >= UNIQUE)).sum())
-            rows.append((work.name, engine, f"{count:,}", f"{seconds:.2f}",
-                         f"{count / seconds:,.0f}", f"{placed:,} ({placed / count:.1%})",
-                         f"{unique:,}", "-", "-", note))
+        rows.append(engine_row(work.name, f"minimap2 -ax sr -t {args.threads}", count,
+                               theirs_seconds, theirs, "FASTQ to SAM, its index included"))
+        for setting in dict.fromkeys(args.primary_cigar or [config.MAP_PRIMARY_CIGAR]):
+            with config.override(MAP_PRIMARY_CIGAR=setting):
+                ours_seconds, ours, stages = run_gpualign(work, backend, count)
+            engine = f"gpualign {backend} ({setting} CIGAR)"
+            rows.append(engine_row(work.name, engine, count, ours_seconds, ours,
+                                   f"FASTQ to records, its index included; stages: {stages}"))
+            counts, disagree = compare(ours, theirs)
+            both = counts.pop("both unique")
+            fraction = counts["agree"] / both if both else float("nan")
+            same_locus = (counts["agree"]
+                          + counts["disagree on the ends of overlapping alignments"]
+                          ) / both if both else float("nan")
+            passed = both > 0 and fraction >= TARGET
+            failed |= not passed
+            rows.append((work.name, f"agreement ({setting} CIGAR)", f"{count:,}", "-", "-", "-",
+                         f"{both:,} in both",
+                         f"{fraction:.4f} ({counts['agree']:,} of {both:,}) "
+                         f"{'PASS' if passed else 'FAIL'}", f">= {TARGET}",
+                         f"same locus (aligned parts overlap): {same_locus:.4f}; "
+                         + "; ".join(f"{key}: {value:,}" for key, value in counts.items())))
             log("  " + " | ".join(rows[-1]))
-        counts, disagree = compare(ours, theirs)
-        both = counts.pop("both unique")
-        fraction = counts["agree"] / both if both else float("nan")
-        same_locus = (counts["agree"] + counts["disagree on the ends of overlapping alignments"]
-                      ) / both if both else float("nan")
-        passed = both > 0 and fraction >= TARGET
-        failed |= not passed
-        rows.append((work.name, "agreement", f"{count:,}", "-", "-", "-", f"{both:,} in both",
-                     f"{fraction:.4f} ({counts['agree']:,} of {both:,}) "
-                     f"{'PASS' if passed else 'FAIL'}", f">= {TARGET}",
-                     f"same locus (aligned parts overlap): {same_locus:.4f}; "
-                     + "; ".join(f"{key}: {value:,}" for key, value in counts.items())))
-        log("  " + " | ".join(rows[-1]))
-        for slot in disagree[:args.show].tolist():
-            shown.append(f"- {work.name} `{read_label(slot, names, paired)}`: gpualign "
-                         f"`{ours.describe(slot)}`, minimap2 `{theirs.describe(slot)}`")
-            log(shown[-1])
+            for slot in disagree[:args.show].tolist():
+                shown.append(f"- {work.name} ({setting} CIGAR) "
+                             f"`{read_label(slot, names, paired)}`: gpualign "
+                             f"`{ours.describe(slot)}`, minimap2 `{theirs.describe(slot)}`")
+                log(shown[-1])
     info = device_info()
     command = " ".join([Path(sys.executable).name, *(sys.argv if argv is None else argv)])
     header = ("workload", "engine", "reads", "seconds", "reads/s", "placed",
@@ -311,13 +317,24 @@ def main(argv: list[str] | None = None) -> int:
         *(f"- **{work.name}**: {work.about}" for work in chosen),
     ]
     if shown:
-        lines += ["", f"## Disagreeing reads (the first {args.show} of each workload)", "",
-                  *shown]
+        lines += ["", f"## Disagreeing reads (the first {args.show} of each workload and "
+                  "setting)", "", *shown]
     text = "\n".join(lines) + "\n"
     print(text)
     if not args.no_save:
         log(f"wrote {save_results(text, 'map-real', info, started, args.results_dir)}")
     return 1 if failed else 0
+
+
+def engine_row(workload: str, engine: str, count: int, seconds: float, placements: Placements,
+               note: str) -> tuple[str, ...]:
+    """The table row of one engine's run (logged as it is made)."""
+    placed = int(placements.placed.sum())
+    unique = int((placements.placed & (placements.mapq >= UNIQUE)).sum())
+    row = (workload, engine, f"{count:,}", f"{seconds:.2f}", f"{count / seconds:,.0f}",
+           f"{placed:,} ({placed / count:.1%})", f"{unique:,}", "-", "-", note)
+    log("  " + " | ".join(row))
+    return row
 
 
 def minimap2_version() -> str:

@@ -28,7 +28,14 @@ from gpualign.map.sam import (
     SUPPLEMENTARY,
     UNMAPPED,
 )
-from gpualign.map.segments import EDIT_SCORE, END_BONUS, cigar_edits, clip_ends
+from gpualign.map.segments import (
+    AFFINE_ENDS,
+    EDIT_ENDS,
+    EDIT_SCORE,
+    EndScoring,
+    cigar_edits,
+    clip_ends,
+)
 
 SAMTOOLS = shutil.which("samtools")
 MINIMAP2 = shutil.which("minimap2")
@@ -47,20 +54,23 @@ def _random(rng: np.random.Generator, length: int) -> str:
 # --------------------------------------------------------------------------- clipping
 
 
-def _naive_clip(cigar: str) -> str:
+def _naive_clip(cigar: str, scoring: EndScoring = EDIT_ENDS) -> str:
     """The clipped CIGAR by columns: the right end cut where the score before it is highest
-    (the latest such column), clipped when that beats the whole by END_BONUS or more; then the
-    left end of the rest cut where the score before it is lowest (the earliest)."""
+    (the latest such column), clipped when that beats the whole by the end bonus or more; then
+    the left end of the rest cut where the score before it is lowest (the earliest). A column
+    scores its operation's ``scoring.column``, the first of a run also its ``scoring.run``."""
     columns = "".join(op * int(n) for n, op in re.findall(r"([0-9]+)([=XID])", cigar))
-    value = {"=": 1, "X": 1 - EDIT_SCORE, "I": 1 - EDIT_SCORE, "D": -EDIT_SCORE}
-    prefix = np.concatenate(([0], np.cumsum([value[op] for op in columns])))
+    values = [scoring.column["=XID".index(op)]
+              + (scoring.run["=XID".index(op)] if i == 0 or columns[i - 1] != op else 0)
+              for i, op in enumerate(columns)]
+    prefix = np.concatenate(([0], np.cumsum(values)))
     stop = len(columns)
     best = max(range(len(prefix)), key=lambda cut: (prefix[cut], cut))
-    if prefix[best] - prefix[-1] >= END_BONUS:
+    if prefix[best] - prefix[-1] >= scoring.end_bonus:
         stop = best
     start = 0
     best = min(range(stop + 1), key=lambda cut: (prefix[cut], cut))
-    if -prefix[best] >= END_BONUS:
+    if -prefix[best] >= scoring.end_bonus:
         start = best
     left = sum(op != "D" for op in columns[:start])
     right = sum(op != "D" for op in columns[stop:])
@@ -96,7 +106,8 @@ def test_clip_ends_follows_minimap2s_end_bonus():
     assert clips.edits.tolist() == [1, 0, 1, 0, 0, 0, 0, 1, 0, 1]
 
 
-def test_clip_ends_equals_the_naive_clip():
+@pytest.mark.parametrize("scoring", [EDIT_ENDS, AFFINE_ENDS], ids=["edit", "affine"])
+def test_clip_ends_equals_the_naive_clip(scoring):
     rng = np.random.default_rng(11)
     cigars = []
     for _ in range(400):
@@ -105,8 +116,8 @@ def test_clip_ends_equals_the_naive_clip():
             op * int(rng.integers(1, 30 if op == "=" else 6))
             for op in rng.choice(list("=XID"), rng.integers(1, 12), p=[0.55, 0.25, 0.1, 0.1]))
         cigars.append(_runs_text(columns + "="))
-    clips = clip_ends(cigars)
-    assert _with_clips(clips) == [_naive_clip(c) for c in cigars]
+    clips = clip_ends(cigars, scoring)
+    assert _with_clips(clips) == [_naive_clip(c, scoring) for c in cigars]
     assert clips.edits.tolist() == cigar_edits(clips.cigar).tolist()
     # The reference bases of the clipped columns and of the kept ones make the whole span.
     spans = [sum(int(n) for n, op in re.findall(r"([0-9]+)([=XD])", c)) for c in cigars]

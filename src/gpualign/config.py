@@ -347,6 +347,18 @@ MAP_UNPAIRED_PENALTY = 3
 #: best segment of at least this many bases.
 MAP_MIN_SEGMENT = 35
 
+#: Where the CIGAR of a read's primary record in :func:`gpualign.map_reads` comes from:
+#: ``"affine"``, the read realigned end to end in its placement's window (widened by the read's
+#: edit cutoff each side) with minimap2 ``-x sr``'s affine scores, its ends clipped with
+#: minimap2's end bonus (:mod:`gpualign.map.segments`), and the local alignments of split and
+#: otherwise unplaced reads scored the same way (a gap counted once against their cutoff of
+#: edits); or ``"edit"``, the edit-distance path that placed the read, its ends clipped with
+#: the mapper's linear score, and local alignments with that score. The end-to-end placement,
+#: its MAPQ and XS are the same either way; AS stays in the mapper's units (aligned bases less
+#: 5 an edit). The default is the one that agrees with minimap2 more often
+#: (``benchmarks/results/map-real-*.md``).
+MAP_PRIMARY_CIGAR = "affine"
+
 #: Records of one file with the same name (the header up to its first white space), where a
 #: reading function is not told (``duplicates=None``): "keep" them as they are, stop with a
 #: :class:`~gpualign.io.DuplicateNameError` ("error"), or "rename" the later ones ``NAME.2``,

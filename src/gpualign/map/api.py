@@ -1,6 +1,7 @@
 """Read mapping: candidate windows from the index, verified by edit distance on the chosen
 backend (Myers' bit-vectors: the GPU kernels on CUDA), best and second-best placements, MAPQ,
-the primary's CIGAR from its edit path with its ends soft-clipped where that scores better
+the primary's CIGAR from an affine realignment of the read in its window (or its edit path:
+:data:`gpualign.config.MAP_PRIMARY_CIGAR`) with its ends soft-clipped where that scores better
 (:mod:`gpualign.map.segments`), reads without an end-to-end placement placed by their best
 local alignment, chimeric reads split into a primary and a supplementary record, and for
 pairs an insert-size model, proper pairs and mate rescue.
@@ -8,7 +9,8 @@ pairs an insert-size model, proper pairs and mate rescue.
 A batch of reads takes a fixed number of calls whatever its size: the index's candidates, one
 ``edit_distance(..., mode="infix", task="locations")`` over every candidate window of the batch
 (both strands), at most one more over the rescue windows of its pairs, one with
-``task="path"`` for the chosen placements, and at most one local alignment
+``task="path"`` for the chosen placements (or, with :data:`gpualign.config.MAP_PRIMARY_CIGAR`
+``"affine"``, one semi-global affine alignment of them), and at most one local alignment
 (:func:`gpualign.align`, ``mode="local"``) over the candidate windows of the reads left
 unmapped or clipped by :data:`gpualign.config.MAP_MIN_SEGMENT` bases or more. Everything
 between them is NumPy over whole arrays (the split reads' records are built one by one).
@@ -52,7 +54,15 @@ from .sam import (
     sam_header,
     write_records,
 )
-from .segments import EDIT_SCORE, END_BONUS, cigar_edits, clip_ends
+from .segments import (
+    AFFINE_ENDS,
+    AFFINE_SCORING,
+    EDIT_ENDS,
+    EDIT_SCORE,
+    END_BONUS,
+    cigar_edits,
+    clip_ends,
+)
 
 __all__ = ["NO_SCORE", "MappingResult", "iter_mappings", "map_reads"]
 
@@ -689,32 +699,43 @@ _ALIGNED_ARRAYS = ("read", "contig", "pos", "end", "reverse", "nm", "mapq", "xs"
 
 
 def _primaries(index: Any, strands: SequenceSet, hits: _Hits, placements: _Placements,
-               backend: str) -> _Aligned:
+               cutoff: np.ndarray, backend: str) -> _Aligned:
     """The alignments of the chosen placements (one path call for all), their ends clipped
-    where that scores better (:func:`~gpualign.map.segments.clip_ends`)."""
+    where that scores better (:func:`~gpualign.map.segments.clip_ends`): the edit paths, or
+    with :data:`gpualign.config.MAP_PRIMARY_CIGAR` ``"affine"`` the reads realigned with
+    minimap2's scores (:func:`_affine_paths`)."""
     count = len(placements.hit)
     placed = _Aligned.unmapped(np.arange(count, dtype=np.int64))
     mapped = np.flatnonzero(placements.hit >= 0)
     chosen = placements.hit[mapped]
+    source = config.MAP_PRIMARY_CIGAR
+    if source not in ("affine", "edit"):
+        raise ValueError(f"config.MAP_PRIMARY_CIGAR={source!r}: expected 'affine' or 'edit'")
     if not len(chosen):
         return placed
-    found = edit_distance(strands,
-                          _windows(index.reference, hits.contig[chosen], hits.pos[chosen],
-                                   hits.end[chosen]),
-                          mode="infix", k=int(hits.dist[chosen].max()), task="path",
-                          backend=backend,
-                          pairs=(mapped + count * hits.reverse[chosen],
-                                 np.arange(len(chosen))))
+    query = mapped + count * hits.reverse[chosen]
+    if source == "affine":
+        origin, found = _affine_paths(index.reference, strands, hits, chosen, query,
+                                      cutoff[mapped], backend)
+        placed.nm[mapped] = cigar_edits(found.cigar)
+    else:
+        origin = hits.pos[chosen]
+        found = edit_distance(strands,
+                              _windows(index.reference, hits.contig[chosen], origin,
+                                       hits.end[chosen]),
+                              mode="infix", k=int(hits.dist[chosen].max()), task="path",
+                              backend=backend, pairs=(query, np.arange(len(chosen))))
+        placed.nm[mapped] = found.distance
     placed.contig[mapped] = hits.contig[chosen]
-    placed.pos[mapped] = hits.pos[chosen] + found.target_start
-    placed.end[mapped] = hits.pos[chosen] + found.target_end
-    placed.nm[mapped] = found.distance
+    placed.pos[mapped] = origin + found.target_start
+    placed.end[mapped] = origin + found.target_end
     placed.reverse[mapped] = hits.reverse[chosen]
     placed.mapq[mapped], placed.xs[mapped] = placements.mapq[mapped], placements.xs[mapped]
     for slot, text in zip(mapped.tolist(), found.cigar, strict=True):
         placed.cigar[slot] = text
     _prefer_ungapped(index.reference, strands, placed)
-    clips = clip_ends([placed.cigar[slot] for slot in mapped.tolist()])
+    clips = clip_ends([placed.cigar[slot] for slot in mapped.tolist()],
+                      AFFINE_ENDS if source == "affine" else EDIT_ENDS)
     placed.pos[mapped] += clips.reference_left
     placed.end[mapped] -= clips.reference_right
     placed.nm[mapped] = clips.edits
@@ -725,12 +746,32 @@ def _primaries(index: Any, strands: SequenceSet, hits: _Hits, placements: _Place
     return placed
 
 
+def _affine_paths(reference: SequenceSet, strands: SequenceSet, hits: _Hits, chosen: np.ndarray,
+                  query: np.ndarray, pad: np.ndarray, backend: str) -> tuple[np.ndarray, Any]:
+    """The semi-global alignments (the read end to end, the reference's ends free) of the reads
+    ``query`` (slots of ``strands``) in the windows of the placements ``chosen``, widened by
+    ``pad`` bases each side, with minimap2's scores
+    (:data:`~gpualign.map.segments.AFFINE_SCORING`); one call for all. Returns each window's
+    start and the alignments. The pad is the read's edit cutoff: the edit path ends where the
+    whole read fits with the fewest edits, and an affine path that crosses an indel near an
+    end, which the edit path counted as mismatches, ends up to that many bases further out."""
+    contig = hits.contig[chosen]
+    start = np.maximum(0, hits.pos[chosen] - pad)
+    end = np.minimum(reference.lengths[contig], hits.end[chosen] + pad)
+    found = align(strands, _windows(reference, contig, start, end), mode="semi-global",
+                  scoring=AFFINE_SCORING, task="path", backend=backend,
+                  pairs=(query, np.arange(len(chosen))))
+    return start, found
+
+
 def _extend_clips(reference: SequenceSet, strands: SequenceSet, aligned: _Aligned) -> None:
     """Extend alignments into their clipped ends without gaps (in place), as far as that
     scores best, or to the read's end where that scores less than the best by under
     :data:`~gpualign.map.segments.END_BONUS`: the edit path that was clipped may have bent
     away from bases that align before its clip, and minimap2 extends the same way to the
-    end. ``strands`` holds the batch's reads then their reverse complements."""
+    end. ``strands`` holds the batch's reads then their reverse complements. Without gaps,
+    minimap2's affine scores and end bonus (:data:`~gpualign.map.segments.AFFINE_ENDS`) are
+    the mapper's doubled, so one extension serves both primary CIGARs."""
     count = len(strands) // 2
     for right in (True, False):
         clip = aligned.clip_right if right else aligned.clip_left
@@ -784,8 +825,9 @@ def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
            placed: _Aligned, k: int | None, backend: str) -> _Aligned:
     """The segments of the reads left unmapped or clipped by
     :data:`gpualign.config.MAP_MIN_SEGMENT` bases or more: their local alignments in their
-    candidate windows (one call for all), those of at least that many read bases within the
-    cutoff of edits of their length (:func:`_cutoffs`) kept. An unmapped read takes its best
+    candidate windows (one call for all; scored as the primaries' CIGARs are,
+    :data:`gpualign.config.MAP_PRIMARY_CIGAR`), those of at least that many read bases within
+    the cutoff of edits of their length (:func:`_cutoffs`) kept. An unmapped read takes its best
     as its primary (soft-clipped, in ``placed``); a read whose primary leaves at least that
     many bases unaligned takes the best alignment elsewhere that aligns them as its
     supplementary one (hard-clipped, returned). MAPQ weighs each against the best one
@@ -797,8 +839,11 @@ def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
     windows = windows.take(np.flatnonzero(wanted[windows.read]))
     if not len(windows.read):
         return _Aligned.unmapped(np.zeros(0, dtype=np.int64))
+    # minimap2's scores where the primaries' CIGARs are affine: a gap costs its opening once,
+    # so that the segments, as the primaries, extend through indels as minimap2's do.
+    scoring = AFFINE_SCORING if config.MAP_PRIMARY_CIGAR == "affine" else _LOCAL_SCORING
     found = align(strands, _windows(index.reference, windows.contig, windows.pos, windows.end),
-                  mode="local", scoring=_LOCAL_SCORING, task="path", backend=backend,
+                  mode="local", scoring=scoring, task="path", backend=backend,
                   pairs=(windows.read + count * windows.reverse,
                          np.arange(len(windows.read))))
     cigars = [text or "" for text in found.cigar]
@@ -812,7 +857,11 @@ def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
     local.contig[found.query_end == found.query_start] = -1  # nothing aligns: no anchor
     _extend_clips(index.reference, strands, local)
     aligned = lengths[local.read] - local.clip_left - local.clip_right
-    valid = (aligned >= minimum) & (local.nm <= _cutoffs(aligned, k))
+    # Affine segments extend through divergent stretches with indels, as minimap2's do: their
+    # gaps count once against the cutoff (else the longer segments fail it where the shorter
+    # linear ones passed, and reads go unplaced).
+    edits = cigar_edits(local.cigar, gaps_once=True) if scoring is AFFINE_SCORING else local.nm
+    valid = (aligned >= minimum) & (edits <= _cutoffs(aligned, k))
     score = local.score(lengths)
     # Grouped by read, best first: the highest score, then the most votes.
     order = np.flatnonzero(valid)[np.lexsort((-windows.votes[valid], -score[valid],
@@ -926,7 +975,7 @@ def _records(index: Any, reads: SequenceSet, strands: SequenceSet, found: tuple[
     hits, windows = found
     count = len(reads)
     lengths = reads.lengths
-    placed = _primaries(index, strands, hits, placements, backend)
+    placed = _primaries(index, strands, hits, placements, _cutoffs(lengths, k), backend)
     extra = _split(index, reads, strands, windows, placed, k, backend)
     _sam_cigars(placed, "S")
     _sam_cigars(extra, "H")
@@ -1185,18 +1234,19 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
     """Map DNA reads (single-end, or pairs with ``mates``) to a reference.
 
     Each read's candidate windows on both strands come from the reference's minimizer index;
-    every candidate of a batch is verified at once by edit distance (``mode="infix"``: the
-    whole read anywhere in its window) on ``backend``; the placement with the fewest edits is
-    the primary, MAPQ weighs it against the best placement elsewhere (:func:`mapping_quality`)
-    and its CIGAR comes from its edit path, its ends soft-clipped where that scores better
-    (:mod:`gpualign.map.segments`). Pairs face each other (one read forward, the other
-    reverse) within the insert-size bounds; a read without a proper pair is searched for next
-    to its mapped mate (rescue). A read without a placement within the cutoff takes its best
-    local alignment of at least :data:`gpualign.config.MAP_MIN_SEGMENT` bases (soft-clipped),
-    if it has one, else is reported unmapped; a read whose primary leaves that many bases
-    unaligned that align elsewhere is split: a supplementary record (flag 0x800) follows its
-    primary, both with an ``SA`` tag. No secondary records are written, as by minimap2
-    ``-ax sr``.
+    every candidate of a batch is verified at once by edit distance (``mode="infix"``: the whole
+    read anywhere in its window) on ``backend``; the placement with the fewest edits is the
+    primary, MAPQ weighs it against the best placement elsewhere (:func:`mapping_quality`) and
+    its CIGAR comes from the read realigned in its window with minimap2's affine scores (or its
+    edit path: :data:`gpualign.config.MAP_PRIMARY_CIGAR`), its ends soft-clipped where that
+    scores better (:mod:`gpualign.map.segments`). Pairs face each other (one read forward, the
+    other reverse) within the insert-size bounds; a read without a proper pair is searched for
+    next to its mapped mate (rescue). A read without a placement within the cutoff takes its
+    best local alignment of at least :data:`gpualign.config.MAP_MIN_SEGMENT` bases
+    (soft-clipped), if it has one, else is reported unmapped; a read whose primary leaves that
+    many bases unaligned that align elsewhere is split: a supplementary record (flag 0x800)
+    follows its primary, both with an ``SA`` tag. No secondary records are written, as by
+    minimap2 ``-ax sr``.
 
     Parameters
     ----------

@@ -7,6 +7,10 @@ alignment scores its aligned read bases less ``EDIT_SCORE`` per edit (``AS``). A
 read is clipped where dropping it raises that score by at least :data:`END_BONUS`, the bonus
 minimap2 gives an alignment that reaches the read's end: one mismatch at an end stays
 aligned, two clip.
+
+An affine path (``gpualign.config.MAP_PRIMARY_CIGAR = "affine"``) is clipped with minimap2's own
+scores (:data:`AFFINE_SCORING`: a gap costs its opening once, not an edit a base) and end bonus
+(:data:`AFFINE_END_BONUS`): :data:`AFFINE_ENDS` instead of :data:`EDIT_ENDS`.
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cigar import CIGAR_OPS, cigar_runs
+from ..scoring import Scoring
 
-__all__ = ["EDIT_SCORE", "END_BONUS", "Clips", "cigar_edits", "clip_ends"]
+__all__ = ["AFFINE_END_BONUS", "AFFINE_ENDS", "AFFINE_SCORING", "EDIT_ENDS", "EDIT_SCORE",
+           "END_BONUS", "Clips", "EndScoring", "cigar_edits", "clip_ends"]
 
 #: What an edit costs, against a matched base: an alignment scores its aligned read bases less
 #: this much per edit.
@@ -27,9 +33,48 @@ EDIT_SCORE = 5
 #: The score an alignment that reaches an end of the read keeps over one clipped there.
 END_BONUS = 5
 
-# For each operation of CIGAR_OPS ("=XID"): its column's score, whether the column consumes a
-# read base, a reference base, and is an edit.
-_COLUMN_SCORE = np.array([1, 1 - EDIT_SCORE, 1 - EDIT_SCORE, -EDIT_SCORE], dtype=np.int64)
+#: minimap2 ``-x sr``'s scores (``-A2 -B8 -O12 -E2``: a gap of ``L`` bases costs ``12 + 2L``)
+#: in gpualign's gap convention (``gap_open + (L - 1) * gap_extend``). minimap2's second, longer
+#: gap cost (``-O24 -E1``, cheaper past 12 bases) has no place in one affine scheme.
+AFFINE_SCORING = Scoring(match=2, mismatch=-8, gap_open=14, gap_extend=2)
+
+#: minimap2 ``-x sr``'s end bonus (``--end-bonus=10``), in :data:`AFFINE_SCORING`'s units.
+AFFINE_END_BONUS = 10
+
+
+@dataclass(frozen=True)
+class EndScoring:
+    """How :func:`clip_ends` scores a CIGAR: each run of an operation of ``"=XID"`` scores its
+    length times ``column`` plus ``run`` (an affine gap's opening), and an alignment that
+    reaches an end of the read keeps ``end_bonus`` over one clipped there.
+
+    Examples
+    --------
+    >>> EndScoring.affine(Scoring(match=2, mismatch=-8, gap_open=14, gap_extend=2), 10).run
+    (0, 0, -12, -12)
+    """
+
+    column: tuple[int, int, int, int]
+    run: tuple[int, int, int, int]
+    end_bonus: int
+
+    @classmethod
+    def affine(cls, scoring: Scoring, end_bonus: int) -> EndScoring:
+        """The columns scored as ``scoring`` (match/mismatch) scores them: a gap of ``L`` bases
+        ``-(gap_open + (L - 1) * gap_extend)``."""
+        opening = scoring.gap_extend - scoring.gap_open
+        return cls((scoring.match, scoring.mismatch, -scoring.gap_extend, -scoring.gap_extend),
+                   (0, 0, opening, opening), end_bonus)
+
+
+#: The mapper's own score (the module's docstring): +1 a read base aligned, -EDIT_SCORE an edit.
+EDIT_ENDS = EndScoring((1, 1 - EDIT_SCORE, 1 - EDIT_SCORE, -EDIT_SCORE), (0, 0, 0, 0), END_BONUS)
+
+#: minimap2 ``-x sr``'s score, for affine paths.
+AFFINE_ENDS = EndScoring.affine(AFFINE_SCORING, AFFINE_END_BONUS)
+
+# For each operation of CIGAR_OPS ("=XID"): whether the column consumes a read base, a
+# reference base, and is an edit.
 _READ_BASE = np.array([1, 1, 1, 0], dtype=np.int64)
 _REFERENCE_BASE = np.array([1, 1, 0, 1], dtype=np.int64)
 _EDIT = np.array([0, 1, 1, 1], dtype=np.int64)
@@ -61,21 +106,28 @@ class Clips:
     cigar: list[str]
 
 
-def clip_ends(cigars: Sequence[str]) -> Clips:
+def clip_ends(cigars: Sequence[str], scoring: EndScoring = EDIT_ENDS) -> Clips:
     """Clip the ends of alignments (extended CIGARs of whole reads) where dropping them raises
-    the score (:data:`EDIT_SCORE`) by at least :data:`END_BONUS`: each end at the cut that
-    leaves the highest score (the least clipped of equal ones), the right end first, then the
-    left end of what it left. A cut falls only before or after a run of matches.
+    the score (``scoring``; default the mapper's, :data:`EDIT_SCORE`) by at least its end
+    bonus (:data:`END_BONUS`): each end at the cut that leaves the highest score (the least
+    clipped of equal ones), the right end first, then the left end of what it left. A cut
+    falls only before or after a run of matches.
 
     Examples
     --------
     >>> clips = clip_ends(["130=1X2=1X1=1X1=1X1=1X1=1X1=1X1=1X", "149=1X", "1X1=1X147="])
     >>> clips.cigar, clips.read_left.tolist(), clips.read_right.tolist(), clips.edits.tolist()
     (['130=', '149=1X', '147='], [0, 0, 3], [16, 0, 0], [0, 1, 0])
+
+    With minimap2's affine scores a gap near an end costs its opening once, so the end stays:
+
+    >>> [clip_ends(["10=6I134="], scoring).cigar[0] for scoring in (EDIT_ENDS, AFFINE_ENDS)]
+    ['134=', '10=6I134=']
     """
     count = len(cigars)
     owner, length, op = cigar_runs(cigars)
-    score = length * _COLUMN_SCORE[op]
+    score = length * np.array(scoring.column, dtype=np.int64)[op] \
+        + np.array(scoring.run, dtype=np.int64)[op]
     first = np.searchsorted(owner, np.arange(count))
     last = np.searchsorted(owner, np.arange(count), side="right") - 1
     before = _within(owner, first, score)  # the score of each run's CIGAR before the run
@@ -90,7 +142,7 @@ def clip_ends(cigars: Sequence[str]) -> Clips:
     keep_last = last.copy()
     best = _first_of_each(matches[np.lexsort((-run[matches], -after[matches], owner[matches]))],
                           owner)
-    clip = after[best] - total[owner[best]] >= END_BONUS
+    clip = after[best] - total[owner[best]] >= scoring.end_bonus
     keep_last[owner[best[clip]]] = best[clip]
     # The left cut: before the run of matches (up to the right cut) with the lowest score
     # before it (the earliest of equal ones).
@@ -98,7 +150,7 @@ def clip_ends(cigars: Sequence[str]) -> Clips:
     inside = matches[matches <= keep_last[owner[matches]]]
     best = _first_of_each(inside[np.lexsort((run[inside], before[inside], owner[inside]))],
                           owner)
-    clip = -before[best] >= END_BONUS
+    clip = -before[best] >= scoring.end_bonus
     keep_first[owner[best[clip]]] = best[clip]
 
     kept = (run >= keep_first[owner]) & (run <= keep_last[owner])
@@ -137,13 +189,17 @@ def _first_of_each(runs: np.ndarray, owner: np.ndarray) -> np.ndarray:
     return runs[starts]
 
 
-def cigar_edits(cigars: Sequence[str]) -> np.ndarray:
-    """The edits (``X``, ``I`` and ``D`` columns: ``NM``) of each extended CIGAR.
+def cigar_edits(cigars: Sequence[str], gaps_once: bool = False) -> np.ndarray:
+    """The edits (``X``, ``I`` and ``D`` columns: ``NM``) of each extended CIGAR; with
+    ``gaps_once``, a gap counts once whatever its length (mismatches and gaps: the events of
+    an affine alignment, whose gap costs its opening once).
 
     Examples
     --------
-    >>> cigar_edits(["10=2X3=1D4=", ""]).tolist()
-    [3, 0]
+    >>> cigar_edits(["10=2X3=1D4=", ""]).tolist(), cigar_edits(["10=2X3=4D4="], True).tolist()
+    ([3, 0], [3])
     """
     owner, length, op = cigar_runs(cigars)
-    return np.bincount(owner, weights=length * _EDIT[op], minlength=len(cigars)).astype(np.int64)
+    counted = np.where(_EDIT[op] & (op >= 2), 1, length) if gaps_once else length
+    return np.bincount(owner, weights=counted * _EDIT[op],
+                       minlength=len(cigars)).astype(np.int64)
