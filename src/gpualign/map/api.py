@@ -77,8 +77,11 @@ PAIR_MAPQ_LIFT = 40
 #: by chance somewhere in a window of an insert size within its cutoff of edits.
 MIN_RESCUE_LENGTH = 20
 
-#: The local alignments of reads left unmapped or clipped (split reads): the mapper's score
-#: (:mod:`gpualign.map.segments`), +1 a match, a mismatch and every base of a gap an edit.
+#: The local alignments of reads left unmapped or clipped (split reads) with edit-path
+#: primaries: the mapper's score (:mod:`gpualign.map.segments`), +1 a match, a mismatch and
+#: every base of a gap an edit. One gap cost serves both gap kinds, so an inserted read base
+#: costs 5 here where AS and the clipping charge it 4 (+1 for the base, -5 for the edit): the
+#: local path leans slightly against insertions.
 _LOCAL_SCORING = Scoring(match=1, mismatch=1 - EDIT_SCORE, gap_open=EDIT_SCORE,
                          gap_extend=EDIT_SCORE)
 

@@ -5,8 +5,8 @@ The header holds ``@HD VN:1.6 SO:unsorted``, one ``@SQ SN LN`` per reference rec
 (1-based), MAPQ, CIGAR with ``M`` for matches and mismatches (as minimap2 and bwa print it;
 the edit path's ``=``/``X`` merged), RNEXT (``=`` for the same record), PNEXT, TLEN, SEQ and
 QUAL (reverse complemented and reversed for reverse placements; QUAL ``*`` without FASTQ
-qualities) and the tags ``NM:i`` (edit distance), ``AS:i`` (read length - 5 x NM) and ``XS:i``
-(the same of the best placement elsewhere, when there is one). The mates of a pair share a
+qualities) and the tags ``NM:i`` (edit distance), ``AS:i`` (aligned read bases - 5 x NM) and
+``XS:i`` (the same of the best placement elsewhere, when there is one). The mates of a pair share a
 QNAME: a name's ``/1`` or ``/2`` suffix is dropped, as bwa and minimap2 do. A split read's
 records (the primary and the supplementary, flag 0x800) each name the other in an ``SA:Z``
 tag; the supplementary one's clipped ends are hard clips (``H``), its SEQ and QUAL the aligned

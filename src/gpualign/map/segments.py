@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cigar import CIGAR_OPS, cigar_runs
+from ..cigar import CIGAR_OPS, cigar_runs, op_counts
 from ..scoring import Scoring
 
 __all__ = ["AFFINE_END_BONUS", "AFFINE_ENDS", "AFFINE_SCORING", "EDIT_ENDS", "EDIT_SCORE",
@@ -199,7 +199,6 @@ def cigar_edits(cigars: Sequence[str], gaps_once: bool = False) -> np.ndarray:
     >>> cigar_edits(["10=2X3=1D4=", ""]).tolist(), cigar_edits(["10=2X3=4D4="], True).tolist()
     ([3, 0], [3])
     """
-    owner, length, op = cigar_runs(cigars)
-    counted = np.where(_EDIT[op] & (op >= 2), 1, length) if gaps_once else length
-    return np.bincount(owner, weights=counted * _EDIT[op],
-                       minlength=len(cigars)).astype(np.int64)
+    columns, runs = op_counts(cigars)  # in the order "=XID"
+    gaps = runs[:, 2:] if gaps_once else columns[:, 2:]
+    return columns[:, 1] + gaps.sum(axis=1)
