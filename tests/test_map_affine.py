@@ -59,6 +59,17 @@ def _planted(genome: str) -> dict[str, tuple[str, int]]:
         # cutoff, aligns through them as minimap2 does (the edit setting clips or splits).
         "long deletion": (genome[9000:9075] + genome[9095:9170], 9000),
         "long insertion": (genome[11000:11070] + "ACGTTGCAACGT" + genome[11070:11150], 11000),
+        # A 30-base deletion: the local stage's segment through it is ranked and weighed by
+        # its gap counted once (MAPQ 60 as minimap2's), not by 30 edits.
+        "deletion past the cutoff": (genome[13000:13075] + genome[13105:13180], 13000),
+        # A 3-base deletion 7 bases from the end: the affine path keeps it (no swap for the
+        # ungapped span with as many mismatches, which the edit path's ties call for).
+        "short deletion near the end": (genome[15000:15140] + genome[15143:15150], 15000),
+        # A 16-base deletion 20 bases from the end: past the edit path's end by more than the
+        # read's cutoff, inside the window's pad.
+        "deletion 20 bases from the end": (genome[17000:17130] + genome[17146:17166], 17000),
+        # Seven N (-1 each, as minimap2 scores them) stay aligned, not a pair of 7-base gaps.
+        "a run of N": (genome[19000:19070] + "N" * 7 + genome[19077:19150], 19000),
     }
 
 
@@ -69,7 +80,11 @@ MINIMAP2_PLACEMENTS = {"deletion near the start": (1000, "11M6D233M"),
                        "random tail": (5000, "200M50S"),
                        "mismatches": (7000, "150M"),
                        "long deletion": (9000, "73M20D77M"),
-                       "long insertion": (11000, "70M12I80M")}
+                       "long insertion": (11000, "70M12I80M"),
+                       "deletion past the cutoff": (13000, "75M30D75M"),
+                       "short deletion near the end": (15000, "140M3D7M"),
+                       "deletion 20 bases from the end": (17000, "130M16D20M"),
+                       "a run of N": (19000, "150M")}
 
 
 def _oracle(genome: str, read: str, start: int) -> tuple[int, str]:
@@ -98,10 +113,12 @@ def test_planted_reads_equal_the_naive_affine_oracle(genome, backend):
     want = {name: _oracle(genome, read, start) for name, (read, start) in planted.items()}
     assert got == want
     assert got == MINIMAP2_PLACEMENTS
-    assert result.nm.tolist() == [6, 0, 4, 0, 5, 20, 12]
-    # AS stays in the mapper's units (aligned read bases less 5 an edit), as XS and MAPQ.
+    assert result.nm.tolist() == [6, 0, 4, 0, 5, 20, 12, 30, 3, 16, 7]
+    # AS stays in the mapper's units (aligned read bases less 5 an edit, every gap base one),
+    # as XS and MAPQ.
     assert result.score.tolist() == [244 - 30, 237, 254 - 20, 200, 150 - 25, 150 - 100,
-                                     162 - 60]
+                                     162 - 60, 150 - 150, 147 - 15, 150 - 80, 150 - 35]
+    assert (result.mapq == 60).all()
 
 
 @pytest.mark.skipif(MINIMAP2 is None, reason="minimap2 is not on PATH")
@@ -127,9 +144,11 @@ def test_the_edit_path_clips_what_the_affine_path_aligns(genome):
     assert edit.cigar[0] == "11S233M" and edit.pos[0] == 1017
     assert affine.cigar[0] == "11M6D233M" and affine.pos[0] == 1000
     assert edit.cigar[5] == "73S77M" and affine.cigar[5] == "73M20D77M"
-    # The placement's quality does not depend on where the CIGAR comes from.
-    assert edit.mapq.tolist() == affine.mapq.tolist()
-    assert edit.xs.tolist() == affine.xs.tolist()
+    # The placement's quality does not depend on where the CIGAR comes from (the reads placed
+    # end to end; the edit setting splits the read with a 30-base deletion in two).
+    for name in ("mapq", "xs"):
+        assert getattr(edit, name)[edit.primary][:7].tolist() == \
+            getattr(affine, name)[affine.primary][:7].tolist(), name
 
 
 def test_backends_agree_on_affine_cigars(genome, backend):

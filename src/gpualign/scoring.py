@@ -100,6 +100,20 @@ class Scoring:
         return cls._parse(text, key, gap_open, gap_extend)
 
     @classmethod
+    def from_text(cls, text: str, name: str, *, gap_open: int = DEFAULT_MATRIX_GAP_OPEN,
+                  gap_extend: int = DEFAULT_MATRIX_GAP_EXTEND) -> Scoring:
+        """A substitution matrix given as NCBI-format text (as :meth:`from_file` reads), named
+        ``name`` in messages and descriptions.
+
+        Examples
+        --------
+        >>> dna = Scoring.from_text("  A C\\nA 1 -2\\nC -2 1\\n", "AC", gap_open=3, gap_extend=1)
+        >>> dna.score("A", "C"), dna.gap_cost(2)
+        (-2, 4)
+        """
+        return cls._parse(text, name, gap_open, gap_extend)
+
+    @classmethod
     def from_file(cls, path: str | os.PathLike, *, gap_open: int = DEFAULT_MATRIX_GAP_OPEN,
                   gap_extend: int = DEFAULT_MATRIX_GAP_EXTEND) -> Scoring:
         """A substitution matrix in NCBI format (``#`` comments, a header line of symbols, then

@@ -118,7 +118,8 @@ class MappingResult:
         when unmapped. Clipped ends are ``S``, but ``H`` in a supplementary record (whose SEQ
         is the aligned part only), as minimap2 prints them.
     nm : np.ndarray of int32
-        Edit distance of the aligned part (-1 when unmapped).
+        Mismatches and gap bases of the aligned part's CIGAR (-1 when unmapped): its edit
+        distance with edit-path CIGARs; an affine path may hold more.
     score, xs : np.ndarray of int32
         ``AS``: aligned read bases - 5 x NM (:data:`~gpualign.map.segments.EDIT_SCORE`), and
         ``XS``: the same of the best placement elsewhere; :data:`NO_SCORE` where there is
@@ -736,7 +737,8 @@ def _primaries(index: Any, strands: SequenceSet, hits: _Hits, placements: _Place
     placed.mapq[mapped], placed.xs[mapped] = placements.mapq[mapped], placements.xs[mapped]
     for slot, text in zip(mapped.tolist(), found.cigar, strict=True):
         placed.cigar[slot] = text
-    _prefer_ungapped(index.reference, strands, placed)
+    if source == "edit":  # an affine path already prefers a mismatch to a 1-base gap
+        _prefer_ungapped(index.reference, strands, placed)
     clips = clip_ends([placed.cigar[slot] for slot in mapped.tolist()],
                       AFFINE_ENDS if source == "affine" else EDIT_ENDS)
     placed.pos[mapped] += clips.reference_left
@@ -755,9 +757,14 @@ def _affine_paths(reference: SequenceSet, strands: SequenceSet, hits: _Hits, cho
     ``query`` (slots of ``strands``) in the windows of the placements ``chosen``, widened by
     ``pad`` bases each side, with minimap2's scores
     (:data:`~gpualign.map.segments.AFFINE_SCORING`); one call for all. Returns each window's
-    start and the alignments. The pad is the read's edit cutoff: the edit path ends where the
-    whole read fits with the fewest edits, and an affine path that crosses an indel near an
-    end, which the edit path counted as mismatches, ends up to that many bases further out."""
+    start and the alignments. The pad comes from the read's edit cutoff: the edit path ends
+    where the whole read fits with the fewest edits, covering the far side of a deletion near
+    an end with mismatches (at most the cutoff, each ``match - mismatch`` below a match); the
+    affine path takes the deletion instead wherever its cost is lower, so it may end up to
+    ``(match - mismatch) * cutoff / gap_extend`` bases further out (and an insertion the edit
+    path counted as mismatches, up to the cutoff)."""
+    match, mismatch = AFFINE_ENDS.column[:2]
+    pad = pad + (match - mismatch) * pad // AFFINE_SCORING.gap_extend
     contig = hits.contig[chosen]
     start = np.maximum(0, hits.pos[chosen] - pad)
     end = np.minimum(reference.lengths[contig], hits.end[chosen] + pad)
@@ -865,7 +872,10 @@ def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
     # linear ones passed, and reads go unplaced).
     edits = cigar_edits(local.cigar, gaps_once=True) if scoring is AFFINE_SCORING else local.nm
     valid = (aligned >= minimum) & (edits <= _cutoffs(aligned, k))
-    score = local.score(lengths)
+    # Ranked and weighed (MAPQ, XS) by the same edits: a segment through a long gap, which
+    # the cutoff lets in, must not lose to a shorter one for that gap's length.
+    score = np.where(local.contig >= 0, aligned - EDIT_SCORE * edits.astype(np.int64),
+                     NO_SCORE).astype(np.int32)
     # Grouped by read, best first: the highest score, then the most votes.
     order = np.flatnonzero(valid)[np.lexsort((-windows.votes[valid], -score[valid],
                                               local.read[valid]))]

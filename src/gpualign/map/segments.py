@@ -34,9 +34,18 @@ EDIT_SCORE = 5
 END_BONUS = 5
 
 #: minimap2 ``-x sr``'s scores (``-A2 -B8 -O12 -E2``: a gap of ``L`` bases costs ``12 + 2L``)
-#: in gpualign's gap convention (``gap_open + (L - 1) * gap_extend``). minimap2's second, longer
-#: gap cost (``-O24 -E1``, cheaper past 12 bases) has no place in one affine scheme.
-AFFINE_SCORING = Scoring(match=2, mismatch=-8, gap_open=14, gap_extend=2)
+#: in gpualign's gap convention (``gap_open + (L - 1) * gap_extend``), with ``N`` (in the read
+#: or the reference) scoring -1 against anything, as minimap2's ``--score-N`` does: as a full
+#: mismatch, a run of seven ``N`` would cost more than a pair of gaps around it. minimap2's
+#: second, longer gap cost (``-O24 -E1``, cheaper past 12 bases) has no place in one affine
+#: scheme.
+AFFINE_SCORING = Scoring.from_text(
+    "   A  C  G  T  N\n"
+    "A  2 -8 -8 -8 -1\n"
+    "C -8  2 -8 -8 -1\n"
+    "G -8 -8  2 -8 -1\n"
+    "T -8 -8 -8  2 -1\n"
+    "N -1 -1 -1 -1 -1\n", "minimap2 -x sr", gap_open=14, gap_extend=2)
 
 #: minimap2 ``-x sr``'s end bonus (``--end-bonus=10``), in :data:`AFFINE_SCORING`'s units.
 AFFINE_END_BONUS = 10
@@ -60,11 +69,12 @@ class EndScoring:
 
     @classmethod
     def affine(cls, scoring: Scoring, end_bonus: int) -> EndScoring:
-        """The columns scored as ``scoring`` (match/mismatch) scores them: a gap of ``L`` bases
-        ``-(gap_open + (L - 1) * gap_extend)``."""
+        """The columns scored as ``scoring`` scores two equal and two different bases (``A``
+        against ``A`` and ``C``): a gap of ``L`` bases ``-(gap_open + (L - 1) * gap_extend)``.
+        A CIGAR does not tell an ``N`` from a mismatch: both score as the mismatch here."""
         opening = scoring.gap_extend - scoring.gap_open
-        return cls((scoring.match, scoring.mismatch, -scoring.gap_extend, -scoring.gap_extend),
-                   (0, 0, opening, opening), end_bonus)
+        return cls((scoring.score("A", "A"), scoring.score("A", "C"), -scoring.gap_extend,
+                    -scoring.gap_extend), (0, 0, opening, opening), end_bonus)
 
 
 #: The mapper's own score (the module's docstring): +1 a read base aligned, -EDIT_SCORE an edit.
