@@ -703,7 +703,7 @@ _ALIGNED_ARRAYS = ("read", "contig", "pos", "end", "reverse", "nm", "mapq", "xs"
 
 
 def _primaries(index: Any, strands: SequenceSet, hits: _Hits, placements: _Placements,
-               cutoff: np.ndarray, backend: str) -> _Aligned:
+               backend: str) -> _Aligned:
     """The alignments of the chosen placements (one path call for all), their ends clipped
     where that scores better (:func:`~gpualign.map.segments.clip_ends`): the edit paths, or
     with :data:`gpualign.config.MAP_PRIMARY_CIGAR` ``"affine"`` the reads realigned with
@@ -720,7 +720,7 @@ def _primaries(index: Any, strands: SequenceSet, hits: _Hits, placements: _Place
     query = mapped + count * hits.reverse[chosen]
     if source == "affine":
         origin, found = _affine_paths(index.reference, strands, hits, chosen, query,
-                                      cutoff[mapped], backend)
+                                      hits.dist[chosen], backend)
         placed.nm[mapped] = cigar_edits(found.cigar)
     else:
         origin = hits.pos[chosen]
@@ -752,19 +752,20 @@ def _primaries(index: Any, strands: SequenceSet, hits: _Hits, placements: _Place
 
 
 def _affine_paths(reference: SequenceSet, strands: SequenceSet, hits: _Hits, chosen: np.ndarray,
-                  query: np.ndarray, pad: np.ndarray, backend: str) -> tuple[np.ndarray, Any]:
+                  query: np.ndarray, distance: np.ndarray, backend: str,
+                  ) -> tuple[np.ndarray, Any]:
     """The semi-global alignments (the read end to end, the reference's ends free) of the reads
-    ``query`` (slots of ``strands``) in the windows of the placements ``chosen``, widened by
-    ``pad`` bases each side, with minimap2's scores
-    (:data:`~gpualign.map.segments.AFFINE_SCORING`); one call for all. Returns each window's
-    start and the alignments. The pad comes from the read's edit cutoff: the edit path ends
-    where the whole read fits with the fewest edits, covering the far side of a deletion near
-    an end with mismatches (at most the cutoff, each ``match - mismatch`` below a match); the
-    affine path takes the deletion instead wherever its cost is lower, so it may end up to
-    ``(match - mismatch) * cutoff / gap_extend`` bases further out (and an insertion the edit
-    path counted as mismatches, up to the cutoff)."""
+    ``query`` (slots of ``strands``) in the windows of the placements ``chosen``, widened on
+    each side by a pad that ``distance`` (the placements' edit distances) bounds, with
+    minimap2's scores (:data:`~gpualign.map.segments.AFFINE_SCORING`); one call for all.
+    Returns each window's start and the alignments. The edit path ends where the whole read
+    fits with the fewest edits, covering the far side of a deletion near an end with
+    mismatches (at most ``distance``, each ``match - mismatch`` below a match); the affine path
+    takes the deletion instead wherever its cost is lower, so it may end up to
+    ``(match - mismatch) * distance / gap_extend`` bases further out (and an insertion the
+    edit path counted as mismatches, up to ``distance``)."""
     match, mismatch = AFFINE_ENDS.column[:2]
-    pad = pad + (match - mismatch) * pad // AFFINE_SCORING.gap_extend
+    pad = distance + (match - mismatch) * distance // AFFINE_SCORING.gap_extend
     contig = hits.contig[chosen]
     start = np.maximum(0, hits.pos[chosen] - pad)
     end = np.minimum(reference.lengths[contig], hits.end[chosen] + pad)
@@ -988,7 +989,7 @@ def _records(index: Any, reads: SequenceSet, strands: SequenceSet, found: tuple[
     hits, windows = found
     count = len(reads)
     lengths = reads.lengths
-    placed = _primaries(index, strands, hits, placements, _cutoffs(lengths, k), backend)
+    placed = _primaries(index, strands, hits, placements, backend)
     extra = _split(index, reads, strands, windows, placed, k, backend)
     _sam_cigars(placed, "S")
     _sam_cigars(extra, "H")
