@@ -173,9 +173,11 @@ def test_a_cluster_without_workers_is_an_error_not_a_loss(index):
 def test_worker_killed_mid_run_loses_no_read(index, pairs, monkeypatch):
     # Worker processes this time, so that one can die (os._exit) while it maps.
     reads, mates = pairs
-    monkeypatch.setattr(config, "MAP_BATCH_READS", 10)
+    # Batches of 4 pairs: 75 tasks, so that the run is still going when the worker dies even
+    # where the workers outpace the client's polling thread (a loaded machine).
+    monkeypatch.setattr(config, "MAP_BATCH_READS", 4)
     undisturbed = gpualign.map_reads(index, reads, mates, backend="cpu")
-    batches = len(reads) // 10
+    batches = len(reads) // 4
     finished, outcome = [], {}
     with distributed_dask.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                        dashboard_address=":0",
