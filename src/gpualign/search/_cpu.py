@@ -3,8 +3,9 @@ database sequence.
 
 With parasail (and the DNA or protein alphabet), one query profile each (16-bit lanes, built
 once) runs through parasail's striped kernel (prefix scan for linear gaps, as
-:mod:`gpualign.align` does) against the subjects of a task; a subject whose score saturates 16
-bits is rerun with a 32-bit profile, so scores are exact. parasail's C functions are called
+:mod:`gpualign.align` does) against the subjects of a task; the pairs whose score saturates 16
+bits are rerun with 32-bit profiles, built only for the queries that have such pairs, so
+scores are exact. parasail's C functions are called
 from a Numba loop over the task's pairs on every core, with no Python (and no GIL) per pair:
 through parasail's Python wrappers, the wrapping of each call held the GIL and threads scaled
 to about one core. Tasks cover consecutive subjects of ``config.SEARCH_CPU_TASK_RESIDUES``
@@ -17,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import numba
 import numpy as np
@@ -122,66 +124,92 @@ def _parasail_c(kind: str):
             function("parasail_result_free", None, pointer))
 
 
+#: The score :func:`_pair_scorers`' 16-bit pass writes for a pair that saturates its lanes.
+_SATURATED = -1
+
+
 @functools.cache
-def _pair_scorer(kind: str) -> Callable:
-    """A Numba function scoring every (query, subject) pair of a block with parasail's C kernels
-    of ``kind`` on every core; compiled once per process (it holds the functions' addresses)."""
+def _pair_scorers(kind: str) -> tuple[Callable, Callable]:
+    """Numba functions scoring (query, subject) pairs with parasail's C kernels of ``kind`` on
+    every core: every pair of a block in 16 bits (:data:`_SATURATED` where that saturates),
+    then the listed pairs in 32 bits; compiled once per process (they hold the functions'
+    addresses)."""
     narrow, wide, saturated, get_score, free = _parasail_c(kind)
 
     @numba.njit(parallel=True, nogil=True)
-    def score_pairs(narrow_profiles, wide_profiles, subject_texts, starts, lengths, gap_open,
-                    gap_extend, out):  # pragma: no cover - compiled
+    def score_pairs(profiles, subject_texts, starts, lengths, gap_open, gap_extend,
+                    out):  # pragma: no cover - compiled
         queries, subjects = out.shape
         # Subject-major: prange hands each thread a contiguous range of pairs, so that each
         # range holds every query (their lengths differ widely) with subjects of one length.
         for pair in numba.prange(queries * subjects):
             k = pair // queries
             q = pair - k * queries
-            if narrow_profiles[q] == 0 or lengths[k] == 0:
+            if profiles[q] == 0 or lengths[k] == 0:
                 continue  # an empty side: no local alignment scores above 0
-            text = subject_texts + starts[k]
-            result = narrow(narrow_profiles[q], text, lengths[k], gap_open, gap_extend)
-            if saturated(result) != 0:
-                free(result)
-                result = wide(wide_profiles[q], text, lengths[k], gap_open, gap_extend)
+            result = narrow(profiles[q], subject_texts + starts[k], lengths[k], gap_open,
+                            gap_extend)
+            out[q, k] = _SATURATED if saturated(result) != 0 else get_score(result)
+            free(result)
+
+    @numba.njit(parallel=True, nogil=True)
+    def rescore_pairs(profiles, subject_texts, starts, lengths, gap_open, gap_extend,
+                      pair_query, pair_subject, out):  # pragma: no cover - compiled
+        for p in numba.prange(len(pair_query)):
+            q, k = pair_query[p], pair_subject[p]
+            result = wide(profiles[q], subject_texts + starts[k], lengths[k], gap_open,
+                          gap_extend)
             out[q, k] = get_score(result)
             free(result)
 
-    return score_pairs
+    return score_pairs, rescore_pairs
 
 
 def _parasail_block(queries: SequenceSet, subjects: SequenceSet, table: np.ndarray,
                     gap_open: int, gap_extend: int) -> Callable[[int, int], np.ndarray]:
     """The function that scores every query against subjects ``lo .. hi - 1`` with parasail:
-    a 16-bit and a 32-bit profile per query, built here once."""
+    a 16-bit profile per query, built here once, and a 32-bit one for each query with a pair
+    that saturates 16 bits, built when the first such pair comes."""
     import parasail
 
     matrix = _parasail.matrix(queries.alphabet.symbols, table)
-    score_pairs = _pair_scorer(_parasail.kernel_kind(gap_open, gap_extend))
+    score_pairs, rescore_pairs = _pair_scorers(_parasail.kernel_kind(gap_open, gap_extend))
     symbols = np.frombuffer(queries.alphabet.symbols, dtype=np.uint8)
     texts = [symbols[queries.codes_of(q)].tobytes() for q in range(len(queries))]
     # parasail takes no empty sequence; an empty query scores 0 everywhere (profile 0).
     narrow = [parasail.profile_create_16(text, matrix) if text else None for text in texts]
-    wide = [parasail.profile_create_32(text, matrix) if text else None for text in texts]
-
-    def addresses(profiles) -> np.ndarray:
-        return np.array([ctypes.cast(p.pointer, ctypes.c_void_p).value or 0 if p else 0
-                         for p in profiles], dtype=np.int64)
-
-    narrow_profiles, wide_profiles = addresses(narrow), addresses(wide)
+    wide: dict[int, Any] = {}
+    narrow_profiles = np.array([_address(profile) for profile in narrow], dtype=np.int64)
+    wide_profiles = np.zeros(len(queries), dtype=np.int64)
 
     def score_block(lo: int, hi: int) -> np.ndarray:
         out = np.zeros((len(queries), hi - lo), dtype=np.int64)
         base = subjects.offsets[lo]
         block_text = symbols[subjects.codes[base:subjects.offsets[hi]]]
-        score_pairs(narrow_profiles, wide_profiles, block_text.ctypes.data,
-                    subjects.offsets[lo:hi] - base, subjects.lengths[lo:hi].astype(np.int32),
-                    gap_open, gap_extend, out)
+        starts = subjects.offsets[lo:hi] - base
+        lengths = subjects.lengths[lo:hi].astype(np.int32)
+        score_pairs(narrow_profiles, block_text.ctypes.data, starts, lengths, gap_open,
+                    gap_extend, out)
+        pair_query, pair_subject = np.nonzero(out == _SATURATED)
+        if len(pair_query):
+            for q in np.unique(pair_query).tolist():
+                if q not in wide:
+                    wide[q] = parasail.profile_create_32(texts[q], matrix)
+                    wide_profiles[q] = _address(wide[q])
+            rescore_pairs(wide_profiles, block_text.ctypes.data, starts, lengths, gap_open,
+                          gap_extend, pair_query, pair_subject, out)
         return out
 
     # The C kernels read the profiles through their addresses: they must live as long as this.
     score_block.profiles = (narrow, wide)
     return score_block
+
+
+def _address(profile: Any) -> int:
+    """The C address of a parasail profile (0 for None: an empty query)."""
+    if profile is None:
+        return 0
+    return ctypes.cast(profile.pointer, ctypes.c_void_p).value or 0
 
 
 def _numba_block(queries: SequenceSet, subjects: SequenceSet, table: np.ndarray,
