@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import pytest
 
 import gpualign.config
@@ -73,6 +76,20 @@ def small_lcs_tiles(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(gpualign.config, "LCS_TILE_WORDS", tiles)
     monkeypatch.setattr(gpualign.config, "LCS_SHARED_BYTES", shared)
     return request.param
+
+
+@contextlib.contextmanager
+def local_dask_client(processes: bool) -> Iterator:
+    """A Dask client of a local cluster of two single-threaded workers: threads of this
+    process (``processes=False``: quick to start, and config patches reach them) or worker
+    processes (which can die, and whose config is their own), each with one Numba and OpenMP
+    thread so that two workers and this process do not oversubscribe the CI machine's cores."""
+    distributed = pytest.importorskip("distributed")
+    kind = ({"processes": True, "env": {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}}
+            if processes else {"processes": False, "protocol": "tcp"})
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0",
+                                  **kind) as cluster, distributed.Client(cluster) as client:
+        yield client
 
 
 def kill_a_worker_mid_run(client, run, progress) -> int:

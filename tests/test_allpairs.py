@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import kill_a_worker_mid_run
+from conftest import kill_a_worker_mid_run, local_dask_client
 
 import gpualign
 from gpualign import Scoring, SequenceSet
@@ -204,15 +204,11 @@ def test_errors(kwargs, error, match):
 
 @pytest.fixture(scope="module")
 def client():
-    distributed = pytest.importorskip("distributed")
+    pytest.importorskip("distributed")
     # Compile (and cache) the Numba kernels here first, so that the workers load them instead
-    # of compiling them at the same time; one Numba thread per worker process, so that two
-    # workers and this process do not oversubscribe the CI machine's two cores.
+    # of compiling them at the same time.
     gpualign.allpairs(genes()[1][:4], min_identity=0.5, scoring=SCORING)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None,
-                                  env={"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}) \
-            as cluster, distributed.Client(cluster) as dask_client:
+    with local_dask_client(processes=True) as dask_client:
         yield dask_client
 
 

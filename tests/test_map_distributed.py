@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import CUDA_AVAILABLE, CUDA_REASON, kill_a_worker_mid_run
+from conftest import CUDA_AVAILABLE, CUDA_REASON, kill_a_worker_mid_run, local_dask_client
 from test_map import REAL_READS, REFERENCE, simulate_pairs
 
 import gpualign
@@ -41,9 +41,7 @@ FIELDS = ("read", "mate", "flag", "contig", "pos", "mapq", "nm", "score", "xs", 
 def client():
     # Threads of this process: quick to start; the batches are cut here, so config patches
     # here decide them.
-    with distributed_dask.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                       dashboard_address=":0", protocol="tcp") as cluster, \
-            distributed_dask.Client(cluster) as dask_client:
+    with local_dask_client(processes=False) as dask_client:
         yield dask_client
 
 
@@ -179,11 +177,7 @@ def test_worker_killed_mid_run_loses_no_read(index, pairs, monkeypatch):
     undisturbed = gpualign.map_reads(index, reads, mates, backend="cpu")
     batches = len(reads) // 4
     finished, outcome = [], {}
-    with distributed_dask.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=":0",
-                                       env={"NUMBA_NUM_THREADS": "1",
-                                            "OMP_NUM_THREADS": "1"}) as cluster, \
-            distributed_dask.Client(cluster) as dask_client:
+    with local_dask_client(processes=True) as dask_client:
 
         def run():
             results = []
@@ -202,11 +196,7 @@ def test_workers_map_with_the_clients_settings(index, real_reads):
     # Worker processes, whose config is their own: the client's override goes with each task.
     with config.override(MAP_MAX_EDIT_FRACTION=0.0, MAP_BATCH_READS=BATCH):
         local = gpualign.map_reads(index, real_reads, backend="cpu")
-        with distributed_dask.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=":0",
-                                           env={"NUMBA_NUM_THREADS": "1",
-                                                "OMP_NUM_THREADS": "1"}) as cluster, \
-                distributed_dask.Client(cluster) as dask_client:
+        with local_dask_client(processes=True) as dask_client:
             on_cluster = gpualign.map_reads(index, real_reads, backend="cpu",
                                             client=dask_client)
             left = dask_client.run(lambda: config.MAP_MAX_EDIT_FRACTION)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CUDA_AVAILABLE, CUDA_REASON, kill_a_worker_mid_run
+from conftest import CUDA_AVAILABLE, CUDA_REASON, kill_a_worker_mid_run, local_dask_client
 
 from gpualign import SequenceSet, _dask, config
 from gpualign.cli import main
@@ -29,9 +29,7 @@ SMALL_PARTITIONS = 600
 def client():
     # Threads of this process: quick to start, and config patches reach the workers too (the
     # partitions are cut here, so the results do not depend on that).
-    with distributed_dask.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                       dashboard_address=":0", protocol="tcp") as cluster, \
-            distributed_dask.Client(cluster) as dask_client:
+    with local_dask_client(processes=False) as dask_client:
         yield dask_client
 
 
@@ -139,11 +137,7 @@ def test_worker_killed_mid_run_loses_nothing(proteins, tied_database, monkeypatc
     monkeypatch.setattr(config, "SEARCH_PARTITION_RESIDUES", 300)
     partitions = len(partition_bounds(tied_database.sequences.offsets, 300))
     finished, outcome = [], {}
-    with distributed_dask.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=":0",
-                                       env={"NUMBA_NUM_THREADS": "1",
-                                            "OMP_NUM_THREADS": "1"}) as cluster, \
-            distributed_dask.Client(cluster) as dask_client:
+    with local_dask_client(processes=True) as dask_client:
 
         def run():
             outcome["result"] = search(queries, tied_database, n=5, backend="cpu",
