@@ -404,11 +404,15 @@ def launch_plan(lengths: np.ndarray) -> list[tuple[tuple[int, int], np.ndarray]]
     >>> [(shape, members.tolist()) for shape, members in plan]
     [((4, 14), [2]), ((32, 18), [0, 3]), ((32, 18), [1])]
     """
-    shapes = [lane_shape(int(length)) for length in lengths]
+    lengths = np.asarray(lengths, dtype=np.int64)
+    distinct, which = np.unique(lengths, return_inverse=True)  # a shape per distinct length
+    shape_of = [lane_shape(length) for length in distinct.tolist()]
+    shapes = sorted(set(shape_of))
+    query_shape = np.array([shapes.index(shape) for shape in shape_of], dtype=np.int64)[which]
     plan = []
-    for shape in sorted(set(shapes)):
-        members = np.array([k for k, s in enumerate(shapes) if s == shape], dtype=np.int64)
-        several = np.asarray(lengths)[members] > shape[0] * shape[1]
+    for number, shape in enumerate(shapes):
+        members = np.flatnonzero(query_shape == number)
+        several = lengths[members] > shape[0] * shape[1]
         for apart in (members[~several], members[several]):
             for lo in range(0, len(apart), _MAX_GRID_Y):
                 plan.append((shape, apart[lo:lo + _MAX_GRID_Y]))
