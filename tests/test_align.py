@@ -422,6 +422,57 @@ def test_cuda_paths_bands_heights_and_launches_equal_the_cpu(monkeypatch, height
 @pytest.mark.cuda
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
 @pytest.mark.parametrize("heights", [(8,), (8, 16, 24, 32)])
+def test_cuda_paths_filled_by_a_block_equal_the_cpu(monkeypatch, heights):
+    # Every pair of more than 256 rows is filled by a block of 128 lanes (four warps and a
+    # barrier a step); lanes of 8 rows put queries over 1,024 symbols in several bands of the
+    # block. Local ties: A+B against B+A puts two equal best cells in different warps' rows and
+    # different bands, the later one in the earlier column (it wins).
+    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_MIN_CELLS", 1)
+    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_RATIO", 0.0)
+    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANE_ROWS", heights)
+    from gpualign.align import _cuda
+
+    lengths = np.array([100, 300, 1100, 2500])
+    assert _cuda.trace_lanes(lengths, lengths).tolist() == [32, 128, 128, 128]
+    cases = _dna_and_protein_cases(26, 12, 2600, 1500)
+    rng = np.random.default_rng(27)
+    a, b = (random_text(rng, 700, "ACGT") for _ in range(2))
+    cases.append(([a + b, a], [b + a, a + a], SCHEMES[0], "dna"))
+    for queries, targets, scoring, alphabet in cases:
+        for mode in ALIGN_MODES:
+            want = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="path",
+                                  alphabet=alphabet, backend="cpu")
+            got = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="path",
+                                 alphabet=alphabet, backend="cuda")
+            where = (mode, alphabet, scoring.describe())
+            for name in ("score", "query_start", "query_end", "target_start", "target_end",
+                         "identity"):
+                assert getattr(got, name).tolist() == getattr(want, name).tolist(), (name, where)
+            assert got.cigar == want.cigar, where
+
+
+def test_trace_lanes_give_a_block_only_to_the_long_tail(monkeypatch):
+    # A pair gets a block of 128 lanes when it has at least ALIGN_TRACE_BLOCK_MIN_CELLS cells,
+    # ALIGN_TRACE_BLOCK_RATIO times the mean, and more rows than 32 lanes of the lowest height
+    # hold; its layout then counts 128 lanes a band and 127 extra steps.
+    from gpualign.align import _cuda
+
+    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_MIN_CELLS", 1 << 20)
+    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_RATIO", 4.0)
+    m = np.array([400] * 20 + [600, 1500, 200])
+    n = np.array([450] * 20 + [6800, 1700, 9000])
+    lanes = _cuda.trace_lanes(m, n)
+    assert lanes.tolist() == [32] * 20 + [128, 128, 32]  # 200 rows: one warp of 8-row lanes
+    rows, words = _cuda.trace_layout(m, n, lanes)
+    assert rows[20:].tolist() == [8, 16, 8]
+    assert words[20] == (6800 + 127) * 128
+    assert words[21] == (1700 + 127) * 128 * 2
+    assert _cuda.trace_lanes(m[:20], n[:20]).tolist() == [32] * 20  # none far above the mean
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
+@pytest.mark.parametrize("heights", [(8,), (8, 16, 24, 32)])
 def test_cuda_warp_per_pair_scores_equal_the_cpu(monkeypatch, heights):
     # Every pair counts as long: global, semi-global and local scores and ends come from the
     # warp kernel, overlap's from the thread kernels; lanes of 8 rows give queries over 256

@@ -207,6 +207,18 @@ LONG_ALIGN_LEAF_CELLS = 1 << 16
 #: the lowest height that covers its rows (16S: 2 bands of 24-row lanes).
 ALIGN_TRACE_LANE_ROWS: tuple[int, ...] = (8, 16, 24, 32)
 
+#: Pairs of at least this many DP cells, and at least ``ALIGN_TRACE_BLOCK_RATIO`` times the
+#: mean of the call's pairs, get their CUDA paths filled by a block of 128 lanes instead of a
+#: warp of 32 (when their query has more rows than 32 lanes of the lowest height hold): a warp
+#: is latency-bound, so a pair far longer than the others would finish long after them (the
+#: longest hits of a database search).
+ALIGN_TRACE_BLOCK_MIN_CELLS = 1 << 20
+
+#: ... and the ratio to the mean cells of the call's pairs that such a pair must reach: a
+#: block covers its rows with more padding and a barrier a step, so whole batches of similar
+#: pairs (16S all-pairs) stay a warp each.
+ALIGN_TRACE_BLOCK_RATIO = 4.0
+
 #: CUDA streams the path launches (a warp per pair) take in turn, each launch held to this
 #: share of the memory budget: a launch's time is its longest pair's, one warp's work, so
 #: launches of different lane heights run side by side rather than one after the other.

@@ -21,10 +21,12 @@ waiting for a few threads.
 Paths (``task="path"``): one warp per pair fills the DP (global, semi-global and local: every
 cell, finding the end on the way; overlap: up to the end cell from the score kernels), keeping
 a 4-bit traceback code per cell, then one thread per pair walks back and writes the CIGAR, and
-a warp per pair packs the texts, each followed by a newline, for one decode on the host. A
-launch holds as many pairs as the memory budget allows, pairs of one lane height
-(``config.ALIGN_TRACE_LANE_ROWS``) together, longest first; its results are fetched once the
-next launch is queued.
+a warp per pair packs the texts, each followed by a newline, for one decode on the host. A pair
+far longer than the others of its call (``config.ALIGN_TRACE_BLOCK_MIN_CELLS``,
+``config.ALIGN_TRACE_BLOCK_RATIO``) is filled by a block of 128 lanes instead, so that its
+wavefront takes fewer, shorter steps. A launch holds as many pairs as the memory budget allows,
+pairs of one lane count and height (``config.ALIGN_TRACE_LANE_ROWS``) together, longest first;
+its results are fetched once the next launch is queued.
 
 Pairs of at least ``config.LONG_ALIGN_MIN_CELLS`` cells run on the whole GPU instead: a
 wavefront of DP tiles each, many pairs side by side (:mod:`._cuda_long`, every mode's scores and
@@ -216,30 +218,53 @@ def _kernel_order(chunk, lanes, half: int):
     return key.argsort()
 
 
-def trace_layout(rows_end: np.ndarray, columns_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per pair, the rows each lane of ``trace_fill`` keeps and the 32-bit words of its
-    traceback codes: the fewest bands of 32 lanes, then the lowest lanes that cover the rows."""
+def _lane_heights() -> np.ndarray:
+    """``config.ALIGN_TRACE_LANE_ROWS``, checked and sorted."""
     heights = np.sort(np.asarray(config.ALIGN_TRACE_LANE_ROWS, dtype=np.int64))
     if len(heights) == 0 or (heights % 8).any() or heights[0] < 8:
         raise ValueError(f"ALIGN_TRACE_LANE_ROWS={config.ALIGN_TRACE_LANE_ROWS}: positive "
                          "multiples of 8")
+    return heights
+
+
+def trace_layout(rows_end: np.ndarray, columns_end: np.ndarray,
+                 lanes: np.ndarray | int = 32) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair filled by ``lanes`` lanes (32 or 128), the rows each lane of ``warp_fill``
+    keeps and the 32-bit words of its traceback codes: the fewest bands, then the lowest lanes
+    that cover the rows."""
+    heights = _lane_heights()
     rows_end = rows_end.astype(np.int64)
-    bands = np.maximum(1, -(-rows_end // (32 * heights[-1])))
-    need = -(-rows_end // (32 * bands))
+    lanes = np.broadcast_to(np.asarray(lanes, dtype=np.int64), rows_end.shape)
+    bands = np.maximum(1, -(-rows_end // (lanes * heights[-1])))
+    need = -(-rows_end // (lanes * bands))
     rows = heights[np.minimum(np.searchsorted(heights, need), len(heights) - 1)]
-    bands = -(-rows_end // (32 * rows))
-    words = bands * (columns_end.astype(np.int64) + 31) * 32 * (rows // 8)
+    bands = -(-rows_end // (lanes * rows))
+    words = bands * (columns_end.astype(np.int64) + lanes - 1) * lanes * (rows // 8)
     return rows, (words + 3) // 4 * 4  # each pair's codes start 16-byte aligned
 
 
+def trace_lanes(rows_end: np.ndarray, columns_end: np.ndarray) -> np.ndarray:
+    """Per pair, the lanes that fill its traceback codes: 128 (a block) for a pair of at least
+    ``config.ALIGN_TRACE_BLOCK_MIN_CELLS`` cells and ``config.ALIGN_TRACE_BLOCK_RATIO`` times
+    the mean of the pairs, whose rows a warp would cover in lanes of more than the lowest
+    height, else 32 (a warp)."""
+    rows_end = rows_end.astype(np.int64)
+    cells = rows_end * columns_end
+    threshold = max(config.ALIGN_TRACE_BLOCK_MIN_CELLS,
+                    config.ALIGN_TRACE_BLOCK_RATIO * float(cells.mean()) if len(cells) else 0.0)
+    block = (cells >= threshold) & (rows_end > 32 * _lane_heights()[0])
+    return np.where(block, 128, 32)
+
+
 def warp_fits(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
-              gap_extend: int, n_codes: int) -> np.ndarray:
+              gap_extend: int, n_codes: int, lanes: np.ndarray | int = 32) -> np.ndarray:
     """Per pair of ``m`` rows (its end row, for paths) and ``n`` columns, whether the warp
-    kernels can run it: every value fits their int32 lanes, padding rows included (each loses
-    at most ``gap_open`` against the row above), and the substitution table (int16, with
-    ``gap_open`` added and a padding row) fits in shared memory."""
-    rows, _ = trace_layout(m, n)
-    padded = -(-m.astype(np.int64) // (32 * rows)) * 32 * rows
+    kernels can run it with ``lanes`` lanes: every value fits their int32 lanes, padding rows
+    included (each loses at most ``gap_open`` against the row above), and the substitution
+    table (int16, with ``gap_open`` added and a padding row) fits in shared memory."""
+    rows, _ = trace_layout(m, n, lanes)
+    band = np.asarray(lanes, dtype=np.int64) * rows
+    padded = -(-m.astype(np.int64) // band) * band
     high, low = value_bounds(padded, n, table, gap_open, gap_extend)
     low = low - (padded - m) * gap_open
     shifted = table.astype(np.int64) + gap_open
@@ -254,8 +279,8 @@ def _warp_table_bytes(n_codes: int) -> int:
 
 
 def _shared_per_block() -> int:
-    """Shared memory a block of the current device may opt in to (``warp_fill`` has no static
-    shared memory, so its table may take all of it)."""
+    """Shared memory a block of the current device may opt in to (``warp_fill``'s static
+    shared memory, a few words, leaves its table the rest)."""
     import cupy
 
     return launch.device_limits(cupy.cuda.Device().id).shared_per_block_optin
@@ -273,7 +298,7 @@ def _warp_scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode
 
     m = qset.lengths[q_index].astype(np.int64)
     n = tset.lengths[t_index].astype(np.int64)
-    rows, _ = trace_layout(m, n)
+    rows, _ = trace_layout(m, n)  # a warp a pair
     score = np.zeros(len(m), dtype=np.int64)
     q_end, t_end = m.copy(), n.copy()
     shifted = cupy.asarray((table.astype(np.int64) + gap_open).astype(np.int16).ravel())
@@ -285,7 +310,7 @@ def _warp_scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode
         positions = order[part]
         for height in np.unique(rows[positions]).tolist():
             same = np.flatnonzero(rows[positions] == height)
-            kernel = get_kernel(WARP_KERNEL_FILE, f"warp_fill<{height}, {mode}, false, false>")
+            kernel = get_kernel(WARP_KERNEL_FILE, f"warp_fill<{height}, {mode}, false, false, 32>")
             launch.reserve_shared(kernel, shared)
             run = functools.partial(
                 _warp_score_launch, kernel, sequences, q_local[same], t_local[same],
@@ -400,16 +425,18 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
     t_start = np.full(count, -1, dtype=np.int64)
     cigar: list[str] = [""] * count
     identity = np.zeros(count, dtype=np.float64)
-    rows, words = trace_layout(q_end, t_end)
+    lanes = trace_lanes(q_end, t_end)
+    rows, words = trace_layout(q_end, t_end, lanes)
     # Bytes of a pair on the device: codes, two border rows, its last row, its operations, its
     # CIGAR text and the packed copy of it that waits to be fetched.
     pair_bytes = 4 * words + 20 * (t_end + 1) + 5 * (q_end + t_end) + 96
     n_codes = qset.alphabet.size
     on_gpu = (m > 0) & (n > 0) & (pair_bytes <= config.PATH_MAX_BYTES_PER_PAIR) & \
         warp_fits(np.maximum(q_end, 0), np.maximum(t_end, 0), table, gap_open, gap_extend,
-                  n_codes)
+                  n_codes, lanes)
     chosen = np.flatnonzero(on_gpu)
-    chosen = chosen[np.lexsort((-pair_bytes[chosen], rows[chosen]))]
+    shape = lanes * 1024 + rows  # a launch takes pairs of one lane count and height
+    chosen = chosen[np.lexsort((-pair_bytes[chosen], shape[chosen]))]
     shifted = (table.astype(np.int64) + gap_open).astype(np.int16)  # s + gap_open, see trace.cu
     setup = _TraceSetup(mode, find_end, shifted, n_codes, qset.alphabet.match_codes, gap_open,
                         gap_extend)
@@ -427,9 +454,10 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
             # stream: an event recorded once, as an event recorded on the legacy default stream
             # waits for every launch queued before it.
             uploaded = cupy.cuda.get_current_stream().record()
-            for height in np.unique(rows[positions]).tolist():
-                same = np.flatnonzero(rows[positions] == height)
-                group = _TraceGroup(setup, sequences, q_local[same], t_local[same], height,
+            for kind in np.unique(shape[positions]).tolist():
+                same = np.flatnonzero(shape[positions] == kind)
+                group = _TraceGroup(setup, sequences, q_local[same], t_local[same],
+                                    *divmod(kind, 1024),
                                     q_end[positions[same]], t_end[positions[same]],
                                     words[positions[same]], positions[same], results, uploaded)
                 launch_split(group.run, np.arange(len(same)),
@@ -620,12 +648,14 @@ _TEXT_LENGTH = _TRACE_OUTPUTS.index("text_length")
 
 
 class _TraceGroup:
-    """The pairs of one lane height in one device chunk; :meth:`run` fills and walks back a
-    part of them (one launch of each kernel) and stores their results at ``positions``."""
+    """The pairs of one lane count and height in one device chunk; :meth:`run` fills and walks
+    back a part of them (one launch of each kernel) and stores their results at
+    ``positions``."""
 
-    def __init__(self, setup, sequences, q_local, t_local, height, rows_end, columns_end,
+    def __init__(self, setup, sequences, q_local, t_local, lanes, height, rows_end, columns_end,
                  words, positions, results, uploaded):
-        self.setup, self.sequences, self.height = setup, sequences, height
+        self.setup, self.sequences = setup, sequences
+        self.lanes, self.height = lanes, height
         self.q_local, self.t_local = q_local, t_local
         self.rows_end, self.columns_end, self.words = rows_end, columns_end, words
         self.positions, self.results = positions, results
@@ -672,10 +702,11 @@ class _TraceGroup:
         score, q_end, t_end, q_start, t_start, length, matches, columns = values
         find_end = "true" if setup.find_end else "false"
         fill = get_kernel(WARP_KERNEL_FILE,
-                          f"warp_fill<{self.height}, {setup.mode}, true, {find_end}>")
+                          f"warp_fill<{self.height}, {setup.mode}, true, {find_end}, "
+                          f"{self.lanes}>")
         shared = launch.reserve_shared(fill, _warp_table_bytes(setup.n_codes))
         # A local fill writes each pair's score and end cell, where trace_back starts.
-        fill(*_warp_grid(fill, size),
+        fill(*launch.grid(fill, size, launch.block_threads(fill) // self.lanes),
              (*self.sequences, q_index, t_index, rows_dev, columns_dev, np.int32(size),
               setup.table, np.int32(setup.n_codes), np.int32(setup.gap_open),
               np.int32(setup.gap_extend), trace, trace_dev, border, border_dev, last_row,
@@ -684,7 +715,8 @@ class _TraceGroup:
         back = get_kernel(WARP_KERNEL_FILE, f"trace_back<{setup.mode}, {find_end}>")
         back(*launch.grid(back, size),
              (*self.sequences, q_index, t_index, rows_dev, columns_dev, np.int32(size),
-              np.int32(self.height), np.int32(setup.match_codes), np.int32(setup.gap_open),
+              np.int32(self.height), np.int32(self.lanes), np.int32(setup.match_codes),
+              np.int32(setup.gap_open),
               last_row, last_dev, trace, trace_dev, ops, ops_dev, text, text_dev, score, q_end,
               t_end, q_start, t_start, length, matches, columns))
         del trace, ops, last_row

@@ -2,12 +2,14 @@
 // nibble per cell, then a walk back that writes the CIGAR) and the scores of long pairs (a
 // thread of align.cu would compute such a pair alone, long after the others are done).
 //
-// warp_fill: one warp per pair. The query rows are cut into bands of 32 * ROWS; in a band,
-// lane L owns rows L * ROWS + 1 .. (L + 1) * ROWS and keeps their H and E in registers. The
-// lanes run as a wavefront: at step s lane L computes column s - L + 1, fed by the last row
-// that lane L - 1 computed one step earlier (a shuffle), so a band takes n + 31 steps. Lane 31
-// hands the band's last row (t and F) to the next band through memory (two alternating rows
-// per pair). Values are int32; the host sends only pairs whose DP values provably fit. H is
+// warp_fill: LANES threads per pair, one warp (LANES = 32) or a whole block (LANES = 128: a
+// pair whose rows would keep one warp long after the others are done). The query rows are cut
+// into bands of LANES * ROWS; in a band, lane L owns rows L * ROWS + 1 .. (L + 1) * ROWS and
+// keeps their H and E in registers. The lanes run as a wavefront: at step s lane L computes
+// column s - L + 1, fed by the last row that lane L - 1 computed one step earlier (a shuffle,
+// or across warps of a block through shared memory and a barrier a step), so a band takes
+// n + LANES - 1 steps. The last lane hands the band's last row (t and F) to the next band
+// through memory (two alternating rows per pair). Values are int32; the host sends only pairs whose DP values provably fit. H is
 // kept as t = H - gap_open (what opening a gap from it scores) and the substitution table holds
 // s + gap_open, which saves an instruction per cell.
 //
@@ -16,7 +18,8 @@
 // change a real row.
 //
 // TRACE: the nibbles of a lane's ROWS cells of one step form ROWS / 8 words, stored at
-// ((band * steps + step) * 32 + lane) * ROWS / 8: a warp's stores of one step are contiguous.
+// ((band * steps + step) * LANES + lane) * ROWS / 8: a warp's stores of one step are
+// contiguous.
 //
 // Traceback nibble, the CPU backend's traceback byte: bits 0-1 where H came from (diagonal, E,
 // F, or a local alignment's stop), bit 2 E opened here, bit 3 F opened here, with the same
@@ -51,18 +54,26 @@ __device__ __forceinline__ int border_h(bool pays, int k, int gap_open, int gap_
 }
 
 // Word `word` of row `row` (0-based, < the pair's rows) and column `column` (0-based) of a
-// pair's nibbles, and the nibble's shift in it.
-__device__ __forceinline__ i64 trace_word(int rows, int steps, int row, int column, int* shift) {
-    const int band_rows = 32 * rows;
+// pair's nibbles filled by `lanes` lanes of `rows` rows, and the nibble's shift in it.
+__device__ __forceinline__ i64 trace_word(int rows, int lanes, int steps, int row, int column,
+                                          int* shift) {
+    const int band_rows = lanes * rows;
     const int band = row / band_rows;
     const int within = row - band * band_rows;
     const int lane = within / rows;
     const int r = within - lane * rows;
     *shift = 4 * (r & 7);
-    return ((i64)band * steps + column + lane) * 32 * (rows / 8) + lane * (rows / 8) + r / 8;
+    return ((i64)band * steps + column + lane) * lanes * (rows / 8) + lane * (rows / 8) + r / 8;
 }
 
-template <int ROWS, int MODE, bool TRACE, bool FIND_END>
+// Whether the best cell (score, i, j) of another lane wins over the lane's own: a higher
+// score, or the same in an earlier column, then an earlier row (the CPU backend's rule).
+__device__ __forceinline__ bool better_cell(int score, int i, int j, int own, int own_i,
+                                            int own_j) {
+    return score > own || (score == own && (j < own_j || (j == own_j && i < own_i)));
+}
+
+template <int ROWS, int MODE, bool TRACE, bool FIND_END, int LANES>
 __global__ void __launch_bounds__(128)
 warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
@@ -75,15 +86,25 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            int* __restrict__ score_out, int* __restrict__ end_out,
            int* __restrict__ row_end_out) {
     static_assert(ROWS % 8 == 0, "a lane's nibbles fill whole words");
+    static_assert(LANES == 32 || LANES == 128, "a warp or the whole block (launch bounds)");
     constexpr int WORDS = ROWS / 8;
-    constexpr int BAND = 32 * ROWS;
+    constexpr int BAND = LANES * ROWS;
+    constexpr int WARPS = LANES / 32;
     extern __shared__ short s_table[];
+    // LANES = 128: the last row of each warp's last lane, for the next warp's first lane (two
+    // steps' worth: a warp may write step s + 1's while the next still reads step s's), and
+    // each warp's best cell for the merge.
+    __shared__ int2 s_handoff[2][WARPS];
+    __shared__ int3 s_best[WARPS];
     for (int k = threadIdx.x; k < (n_codes + 1) * n_codes; k += blockDim.x) {
         s_table[k] = k < n_codes * n_codes ? table[k] : (short)-16384;  // the padding row
     }
     __syncthreads();
-    const int lane = threadIdx.x & 31;
-    const int p = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;  // the same for a whole warp
+    const int lane = threadIdx.x % LANES;
+    const int warp = lane >> 5;
+    // The same for the pair's LANES threads (LANES = 128: the whole block, so that every
+    // thread that returns here or below returns with its block and no barrier waits for it).
+    const int p = (blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     if (p >= count) return;
     const int m = rows_end[p], n = columns_end[p];
     if (m == 0 || n == 0) return;
@@ -91,7 +112,7 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const u8* b = t_codes + t_offsets[t_index[p]];
     const bool row0_pays = MODE == ALIGN_GLOBAL;
     const bool column0_pays = MODE == ALIGN_GLOBAL || MODE == ALIGN_SEMI_GLOBAL;
-    const int steps = n + 31;
+    const int steps = n + LANES - 1;
     u32* out = TRACE ? trace + trace_base[p] : nullptr;
     int2* borders = border + border_base[p];
     const int bands = (m + BAND - 1) / BAND;
@@ -168,11 +189,11 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                     vf = f;
                 }
                 if (TRACE) {
-                    u32* at = out + ((i64)band * steps + step) * 32 * WORDS + lane * WORDS;
+                    u32* at = out + ((i64)band * steps + step) * LANES * WORDS + lane * WORDS;
 #pragma unroll
                     for (int w = 0; w < WORDS; ++w) at[w] = words[w];
                 }
-                if (lane == 31) below[j] = make_int2(vt, vf);
+                if (lane == LANES - 1) below[j] = make_int2(vt, vf);
                 if (owns_last) {
                     int v = t[0];
 #pragma unroll
@@ -190,7 +211,18 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
             }
             const int from_t = __shfl_up_sync(FULL_WARP, last_t, 1);
             const int from_f = __shfl_up_sync(FULL_WARP, last_f, 1);
-            if (lane > 0) {
+            if (WARPS > 1) {
+                if ((lane & 31) == 31) s_handoff[step & 1][warp] = make_int2(last_t, last_f);
+                __syncthreads();
+                if ((lane & 31) == 0 && warp > 0) {
+                    const int2 v = s_handoff[step & 1][warp - 1];
+                    up_t = v.x;
+                    up_f = v.y;
+                } else if (lane > 0) {
+                    up_t = from_t;
+                    up_f = from_f;
+                }
+            } else if (lane > 0) {
                 up_t = from_t;
                 up_f = from_f;
             }
@@ -201,18 +233,33 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
             best_i = row0 + band_r + 1;
             best_j = band_j;
         }
-        __syncwarp();  // the next band reads `below`
+        if (WARPS > 1) {
+            __syncthreads();  // the next band reads `below`
+        } else {
+            __syncwarp();
+        }
     }
     if (TRACKS_BEST) {
         for (int d = 16; d > 0; d /= 2) {
             const int other = __shfl_xor_sync(FULL_WARP, cell_best, d);
             const int other_i = __shfl_xor_sync(FULL_WARP, best_i, d);
             const int other_j = __shfl_xor_sync(FULL_WARP, best_j, d);
-            const bool earlier = other_j < best_j || (other_j == best_j && other_i < best_i);
-            if (other > cell_best || (other == cell_best && earlier)) {
+            if (better_cell(other, other_i, other_j, cell_best, best_i, best_j)) {
                 cell_best = other;
                 best_i = other_i;
                 best_j = other_j;
+            }
+        }
+        if (WARPS > 1) {  // then across the warps of the block
+            if ((lane & 31) == 0) s_best[warp] = make_int3(cell_best, best_i, best_j);
+            __syncthreads();
+            for (int w = 1; lane == 0 && w < WARPS; ++w) {
+                const int3 other = s_best[w];
+                if (better_cell(other.x, other.y, other.z, cell_best, best_i, best_j)) {
+                    cell_best = other.x;
+                    best_i = other.y;
+                    best_j = other.z;
+                }
             }
         }
         if (lane == 0) {
@@ -232,7 +279,7 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
            const i64* __restrict__ q_index, const i64* __restrict__ t_index,
            const int* __restrict__ rows_end, const int* __restrict__ columns_end, int count,
-           int rows, int match_codes, int gap_open, const int* __restrict__ last_row,
+           int rows, int lanes, int match_codes, int gap_open, const int* __restrict__ last_row,
            const i64* __restrict__ last_base, const u32* __restrict__ trace,
            const i64* __restrict__ trace_base, u8* __restrict__ ops_space,
            const i64* __restrict__ ops_base, u8* __restrict__ text, const i64* __restrict__ text_base,
@@ -245,7 +292,7 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const u8* a = q_codes + q_offsets[q_index[p]];
     const u8* b = t_codes + t_offsets[t_index[p]];
     const u32* nibbles = trace + trace_base[p];
-    const int steps = columns_end[p] + 31;
+    const int steps = columns_end[p] + lanes - 1;
     u8* ops = ops_space + ops_base[p];
     int i = rows_end[p], j = columns_end[p], n_ops = 0, matched = 0;
     if (FIND_END && MODE == ALIGN_LOCAL) {  // the fill wrote the end (and the score)
@@ -278,7 +325,7 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
             break;
         }
         int shift;
-        const u32 code = (nibbles[trace_word(rows, steps, i - 1, j - 1, &shift)] >> shift) & 15u;
+        const u32 code = (nibbles[trace_word(rows, lanes, steps, i - 1, j - 1, &shift)] >> shift) & 15u;
         if (state == 0) {
             const u32 source = code & 3u;
             if (source == STOP) break;
