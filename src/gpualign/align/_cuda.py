@@ -440,7 +440,7 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
     shifted = (table.astype(np.int64) + gap_open).astype(np.int16)  # s + gap_open, see trace.cu
     setup = _TraceSetup(mode, find_end, shifted, n_codes, qset.alphabet.match_codes, gap_open,
                         gap_extend)
-    streams = [cupy.cuda.Stream() for _ in range(max(1, config.ALIGN_TRACE_STREAMS))]
+    streams = launch.side_streams("align paths", config.ALIGN_TRACE_STREAMS)
     results = _TraceResults(score if find_end else None, q_end, t_end, q_start, t_start,
                             identity, cigar, streams)
     # A thread turns each launch's results into CIGAR strings.

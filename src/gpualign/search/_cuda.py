@@ -10,7 +10,9 @@ before, each query's best ``n`` of every partition merged on the host. Queries a
 chunks whose score rows (an int32 per database sequence, and the sort that picks the best)
 fit the budget; in a chunk, queries of one lane shape (threads a pair and rows a thread,
 :func:`lane_shape`) share a launch, one block row per query, so a small database still fills
-the GPU with many queries in flight.
+the GPU with many queries in flight. Every launch of a chunk is queued before the first one's
+best are chosen, so that a caller's work on the queries whose hits are final (``on_final``:
+the alignments of a search's hits) overlaps the scores of the others.
 
 Nothing here imports Numba.
 """
@@ -18,6 +20,7 @@ Nothing here imports Numba.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -86,11 +89,13 @@ def fits_lanes(table: np.ndarray, gap_open: int, gap_extend: int) -> bool:
 
 def top_scores(queries: SequenceSet, database, table: np.ndarray, gap_open: int,
                gap_extend: int, n: int, progress: Progress | None = None,
-               ) -> tuple[np.ndarray, np.ndarray]:
+               on_final: Callable | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Best ``n`` Smith-Waterman scores of every query against every database sequence, with
     the contract of :func:`gpualign.search._cpu.top_scores`: int64 arrays ``(score, subject)``
     of shape ``(len(queries), n)``, best first, subjects as positions in
-    ``database.sequences``, ties to the smaller ``database.order``, padded with -1."""
+    ``database.sequences``, ties to the smaller ``database.order``, padded with -1;
+    ``on_final(rows, score, subject)`` as the rows of some queries become final (in the last
+    partition, a launch at a time, while the GPU scores the others)."""
     subjects = database.sequences
     score = np.full((len(queries), n), -1, dtype=np.int64)
     subject = np.full((len(queries), n), -1, dtype=np.int64)
@@ -100,12 +105,17 @@ def top_scores(queries: SequenceSet, database, table: np.ndarray, gap_open: int,
     order = np.asarray(database.order, dtype=np.int64)
     passes, profile = _query_passes(queries)
     for first, part, resident, budget in _partitions(subjects, order, passes, profile):
+        last = first + len(part) == len(subjects)
         for chunk in _query_chunks(resident, budget, passes, profile):
-            rows = _score_rows(queries, chunk, part, resident, table, gap_open, gap_extend)
-            best, where = _best(rows, resident.order, n)
-            _merge(score, subject, chunk, best, where + first, order, n)
-            if progress is not None:
-                progress.cells_done(int(queries.lengths[chunk].sum()) * len(part.codes))
+            for members, rows in _score_rows(queries, chunk, part, resident, table, gap_open,
+                                             gap_extend):
+                group = chunk[members]
+                best, where = _best(rows, resident.order, n)
+                _merge(score, subject, group, best, where + first, order, n)
+                if progress is not None:
+                    progress.cells_done(int(queries.lengths[group].sum()) * len(part.codes))
+                if last and on_final is not None:
+                    on_final(group, score, subject)
     return score, subject
 
 
@@ -422,11 +432,17 @@ def launch_plan(lengths: np.ndarray) -> list[tuple[tuple[int, int], np.ndarray]]
 def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet,
                 resident: _Resident, table: np.ndarray, gap_open: int, gap_extend: int):
     """Exact scores of the queries ``chunk`` against every subject of the partition ``part``
-    (on the device as ``resident``): a CuPy int32 array of shape ``(len(chunk), len(part))``."""
+    (on the device as ``resident``): ``(members, rows)`` for each group of queries as its
+    scores are done, ``chunk[members]``'s rows a CuPy int32 array of shape
+    ``(len(members), len(part))``. Every group's launch is queued before the first group is
+    given, on streams that the legacy default stream does not wait for: the caller's
+    device work on a group runs beside the launches of the others."""
     import cupy
 
     if not fits_lanes(table, gap_open, gap_extend):
-        return _rescored(queries, chunk, part, table, gap_open, gap_extend)
+        yield np.arange(len(chunk)), _rescored(queries, chunk, part, table, gap_open,
+                                               gap_extend)
+        return
     rows = cupy.empty((len(chunk), len(part)), dtype=cupy.int32)
     # Subjects of more columns than a group should sweep alone (the sorted database's last
     # ones) go to the alignment kernels, which spread a long pair over the whole GPU.
@@ -439,15 +455,17 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet,
     # do not leave the GPU idle before the next starts; `held` keeps every launch's buffers
     # until all have finished. Each stream waits for what the current stream was given before:
     # the table's upload, and a streamed partition's copy (on a stream of its own, which the
-    # current one waits for).
-    streams = [cupy.cuda.Stream() for _ in range(max(1, config.SEARCH_STREAMS))]
+    # current one waits for). The largest shapes go first: the groups given last (whose
+    # caller's work nothing overlaps) are then the shortest queries.
+    streams = launch.side_streams("search", config.SEARCH_STREAMS, non_blocking=True)
     prior_work = cupy.cuda.get_current_stream().record()
     for stream in streams:
         stream.wait_event(prior_work)
     held = []
     short_pairs = (short + 1) // 2
     stride_short = int(resident.columns[:short_pairs].sum())
-    launches = launch_plan(queries.lengths[chunk]) if short else []
+    launches = launch_plan(queries.lengths[chunk])[::-1] if short else []
+    done = []  # (members, the event after their launch)
     for launch_index, ((group, lane_rows), members) in enumerate(launches):
         pass_rows = group * lane_rows
         lengths = queries.lengths[chunk[members]]
@@ -471,20 +489,30 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet,
                          cupy.empty(max(1, stride * len(members)), dtype=cupy.uint64),
                          resident.border_base, np.int64(stride), rows)
             kernel((blocks, len(members)), block, arguments, shared_mem=shared)
+            done.append((members, streams[launch_index % len(streams)].record()))
         held.append(arguments)
-    for stream in streams:
-        stream.synchronize()
-    if short < len(part):
+    if short < len(part):  # columns no launch writes: computed while the launches run
         long_index = np.arange(short, len(part), dtype=np.int64)
         rows[:, short:] = cupy.asarray(_wide_scores(
             queries, np.repeat(chunk, len(long_index)), part, np.tile(long_index, len(chunk)),
             table, gap_open, gap_extend).reshape(len(chunk), -1).astype(np.int32))
-    overflow = cupy.nonzero(rows == OVERFLOW)
-    if len(overflow[0]):
-        q_local, s_local = (cupy.asnumpy(a).astype(np.int64) for a in overflow)
-        rows[overflow] = cupy.asarray(_wide_scores(queries, chunk[q_local], part, s_local, table,
-                                                   gap_open, gap_extend).astype(np.int32))
-    return rows
+    if not done:  # every subject is long
+        done.append((np.arange(len(chunk)), cupy.cuda.get_current_stream().record()))
+    try:
+        for members, finished in done:
+            finished.synchronize()
+            group_rows = rows[cupy.asarray(members)]
+            overflow = cupy.nonzero(group_rows == OVERFLOW)
+            if len(overflow[0]):
+                q_local, s_local = (cupy.asnumpy(a).astype(np.int64) for a in overflow)
+                group_rows[overflow] = cupy.asarray(_wide_scores(
+                    queries, chunk[members[q_local]], part, s_local, table, gap_open,
+                    gap_extend).astype(np.int32))
+            yield members, group_rows
+    finally:  # a caller that stops early too: the launches' buffers go only after them
+        for stream in streams:
+            stream.synchronize()
+        held.clear()
 
 
 def _profiles(members: SequenceSet, profile_rows: np.ndarray, shifted, n_codes: int):
