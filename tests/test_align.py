@@ -421,19 +421,20 @@ def test_cuda_paths_bands_heights_and_launches_equal_the_cpu(monkeypatch, height
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
-@pytest.mark.parametrize("heights", [(8,), (8, 16, 24, 32)])
+@pytest.mark.parametrize("heights", [(2,), (4,), (8,), (2, 4, 8, 16, 24, 32)])
 def test_cuda_paths_filled_by_a_block_equal_the_cpu(monkeypatch, heights):
-    # Every pair of more than 256 rows is filled by a block of 128 lanes (four warps and a
-    # barrier a step); lanes of 8 rows put queries over 1,024 symbols in several bands of the
-    # block. Local ties: A+B against B+A puts two equal best cells in different warps' rows and
-    # different bands, the later one in the earlier column (it wins).
+    # Every pair is filled by a block of 128 lanes (four warps and a barrier a step); lanes of
+    # 2, 4 or 8 rows (a byte, half a word or a word of codes a step) put queries over 256, 512
+    # or 1,024 symbols in several bands of the block. Local ties: A+B against B+A puts two
+    # equal best cells in different warps' rows and different bands, the later one in the
+    # earlier column (it wins).
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_MIN_CELLS", 1)
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_RATIO", 0.0)
-    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANE_ROWS", heights)
+    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_LANE_ROWS", heights)
     from gpualign.align import _cuda
 
     lengths = np.array([100, 300, 1100, 2500])
-    assert _cuda.trace_lanes(lengths, lengths).tolist() == [32, 128, 128, 128]
+    assert _cuda.trace_lanes(lengths, lengths).tolist() == [128] * 4
     cases = _dna_and_protein_cases(26, 12, 2600, 1500)
     rng = np.random.default_rng(27)
     a, b = (random_text(rng, 700, "ACGT") for _ in range(2))
@@ -452,21 +453,22 @@ def test_cuda_paths_filled_by_a_block_equal_the_cpu(monkeypatch, heights):
 
 
 def test_trace_lanes_give_a_block_only_to_the_long_tail(monkeypatch):
-    # A pair gets a block of 128 lanes when it has at least ALIGN_TRACE_BLOCK_MIN_CELLS cells,
-    # ALIGN_TRACE_BLOCK_RATIO times the mean, and more rows than 32 lanes of the lowest height
-    # hold; its layout then counts 128 lanes a band and 127 extra steps.
+    # A pair gets a block of 128 lanes when it has at least ALIGN_TRACE_BLOCK_MIN_CELLS cells
+    # and ALIGN_TRACE_BLOCK_RATIO times the mean; its layout then counts 128 lanes a band (of
+    # ALIGN_TRACE_BLOCK_LANE_ROWS heights) and 127 extra steps.
     from gpualign.align import _cuda
 
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_MIN_CELLS", 1 << 20)
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_RATIO", 4.0)
-    m = np.array([400] * 20 + [600, 1500, 200])
-    n = np.array([450] * 20 + [6800, 1700, 9000])
+    m = np.array([400] * 20 + [600, 1500, 200, 100])
+    n = np.array([450] * 20 + [6800, 1700, 12000, 9000])
     lanes = _cuda.trace_lanes(m, n)
-    assert lanes.tolist() == [32] * 20 + [128, 128, 32]  # 200 rows: one warp of 8-row lanes
+    assert lanes.tolist() == [32] * 20 + [128, 128, 128, 32]
     rows, words = _cuda.trace_layout(m, n, lanes)
-    assert rows[20:].tolist() == [8, 16, 8]
-    assert words[20] == (6800 + 127) * 128
+    assert rows[19:].tolist() == [16, 8, 16, 2, 8]  # a warp: heights from 8, a block from 2
+    assert words[20] == (6800 + 127) * 128  # 8 nibbles a lane and step: a word
     assert words[21] == (1700 + 127) * 128 * 2
+    assert words[22] == (12000 + 127) * 128 // 4  # 2 nibbles: a byte
     assert _cuda.trace_lanes(m[:20], n[:20]).tolist() == [32] * 20  # none far above the mean
 
 

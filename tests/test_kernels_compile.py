@@ -31,6 +31,7 @@ KERNELS = {
         "gather_text", "warp_fill<24, 2, true, true, 32>", "warp_fill<32, 1, false, false, 32>",
         "trace_back<2, true>", "warp_fill<16, 1, true, true, 32>", "trace_back<1, true>",
         "warp_fill<8, 1, true, true, 128>", "warp_fill<16, 0, true, true, 128>",  # a block a pair
+        "warp_fill<2, 1, true, true, 128>", "warp_fill<4, 2, true, true, 128>",  # a byte, a half
     ],
     align_long.KERNEL_FILE: [
         align_long.kernel_name(32, 16, True, False, False, "tickets"),  # one warp a tile, DNA

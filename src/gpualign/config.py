@@ -202,14 +202,14 @@ LONG_ALIGN_SCHEDULE = "tickets"
 #: traceback byte per cell; smaller leaves mean more levels of tiled score passes.
 LONG_ALIGN_LEAF_CELLS = 1 << 16
 
-#: Query rows each lane of the CUDA path kernel (``task="path"``) may keep, multiples of 8: a
-#: warp fills a pair in bands of 32 lanes x rows, so a pair runs with the fewest bands and then
-#: the lowest height that covers its rows (16S: 2 bands of 24-row lanes).
+#: Query rows each lane of the CUDA path kernel (``task="path"``) may keep (2, 4 or multiples
+#: of 8): a warp fills a pair in bands of 32 lanes x rows, so a pair runs with the fewest bands
+#: and then the lowest height that covers its rows (16S: 2 bands of 24-row lanes).
 ALIGN_TRACE_LANE_ROWS: tuple[int, ...] = (8, 16, 24, 32)
 
 #: Pairs of at least this many DP cells, and at least ``ALIGN_TRACE_BLOCK_RATIO`` times the
 #: mean of the call's pairs, get their CUDA paths filled by a block of 128 lanes instead of a
-#: warp of 32 (when their query has more rows than 32 lanes of the lowest height hold): a warp
+#: warp of 32: a warp
 #: is latency-bound, so a pair far longer than the others would finish long after them (the
 #: longest hits of a database search).
 ALIGN_TRACE_BLOCK_MIN_CELLS = 1 << 20
@@ -219,10 +219,20 @@ ALIGN_TRACE_BLOCK_MIN_CELLS = 1 << 20
 #: pairs (16S all-pairs) stay a warp each.
 ALIGN_TRACE_BLOCK_RATIO = 4.0
 
+#: Query rows each lane of such a block may keep (2, 4 or multiples of 8), chosen as
+#: ``ALIGN_TRACE_LANE_ROWS`` are: a lane's step costs about its rows, so a short query against
+#: a long subject runs in lanes of 2 rows (its steps are the subject's length either way).
+ALIGN_TRACE_BLOCK_LANE_ROWS: tuple[int, ...] = (2, 4, 8, 16, 24, 32)
+
 #: CUDA streams the path launches (a warp per pair) take in turn, each launch held to this
 #: share of the memory budget: a launch's time is its longest pair's, one warp's work, so
 #: launches of different lane heights run side by side rather than one after the other.
 ALIGN_TRACE_STREAMS = 4
+
+#: Groups of launches ("waves") whose best hits the CUDA search hands over as each one ends,
+#: when the hits get alignments (``task="locations"`` or ``"path"``): every launch is queued
+#: first, and the alignments of one wave's hits run while the GPU scores the next waves.
+SEARCH_FINAL_WAVES = 2
 
 #: Threads that share a pair of database subjects in the CUDA search kernel (powers of two up
 #: to 32) and query rows each of them keeps in registers (even): a query runs with the

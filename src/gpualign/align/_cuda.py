@@ -218,42 +218,46 @@ def _kernel_order(chunk, lanes, half: int):
     return key.argsort()
 
 
-def _lane_heights() -> np.ndarray:
-    """``config.ALIGN_TRACE_LANE_ROWS``, checked and sorted."""
-    heights = np.sort(np.asarray(config.ALIGN_TRACE_LANE_ROWS, dtype=np.int64))
-    if len(heights) == 0 or (heights % 8).any() or heights[0] < 8:
-        raise ValueError(f"ALIGN_TRACE_LANE_ROWS={config.ALIGN_TRACE_LANE_ROWS}: positive "
-                         "multiples of 8")
+def _lane_heights(name: str) -> np.ndarray:
+    """The lane heights of setting ``name`` (``ALIGN_TRACE_LANE_ROWS`` or
+    ``ALIGN_TRACE_BLOCK_LANE_ROWS``), checked and sorted."""
+    setting = getattr(config, name)
+    heights = np.sort(np.asarray(setting, dtype=np.int64))
+    if len(heights) == 0 or not np.isin(heights % 8, (0, 2, 4)).all() or heights[0] < 2 or \
+            ((heights % 8 != 0) & (heights > 4)).any():
+        raise ValueError(f"{name}={setting}: 2, 4 or positive multiples of 8")
     return heights
 
 
 def trace_layout(rows_end: np.ndarray, columns_end: np.ndarray,
                  lanes: np.ndarray | int = 32) -> tuple[np.ndarray, np.ndarray]:
-    """Per pair filled by ``lanes`` lanes (32 or 128), the rows each lane of ``warp_fill``
-    keeps and the 32-bit words of its traceback codes: the fewest bands, then the lowest lanes
-    that cover the rows."""
-    heights = _lane_heights()
+    """Per pair filled by ``lanes`` lanes (32: heights of ``config.ALIGN_TRACE_LANE_ROWS``;
+    128: of ``config.ALIGN_TRACE_BLOCK_LANE_ROWS``), the rows each lane of ``warp_fill`` keeps
+    and the 32-bit words of its traceback codes (a nibble a cell): the fewest bands, then the
+    lowest lanes that cover the rows."""
     rows_end = rows_end.astype(np.int64)
     lanes = np.broadcast_to(np.asarray(lanes, dtype=np.int64), rows_end.shape)
-    bands = np.maximum(1, -(-rows_end // (lanes * heights[-1])))
-    need = -(-rows_end // (lanes * bands))
-    rows = heights[np.minimum(np.searchsorted(heights, need), len(heights) - 1)]
+    rows = np.zeros(len(rows_end), dtype=np.int64)
+    for count, name in ((32, "ALIGN_TRACE_LANE_ROWS"), (128, "ALIGN_TRACE_BLOCK_LANE_ROWS")):
+        these = lanes == count
+        if these.any():
+            heights = _lane_heights(name)
+            bands = np.maximum(1, -(-rows_end[these] // (count * heights[-1])))
+            need = -(-rows_end[these] // (count * bands))
+            rows[these] = heights[np.minimum(np.searchsorted(heights, need), len(heights) - 1)]
     bands = -(-rows_end // (lanes * rows))
-    words = bands * (columns_end.astype(np.int64) + lanes - 1) * lanes * (rows // 8)
-    return rows, (words + 3) // 4 * 4  # each pair's codes start 16-byte aligned
+    nibbles = bands * (columns_end.astype(np.int64) + lanes - 1) * lanes * rows
+    return rows, (nibbles + 31) // 32 * 4  # each pair's codes start 16-byte aligned
 
 
 def trace_lanes(rows_end: np.ndarray, columns_end: np.ndarray) -> np.ndarray:
     """Per pair, the lanes that fill its traceback codes: 128 (a block) for a pair of at least
     ``config.ALIGN_TRACE_BLOCK_MIN_CELLS`` cells and ``config.ALIGN_TRACE_BLOCK_RATIO`` times
-    the mean of the pairs, whose rows a warp would cover in lanes of more than the lowest
-    height, else 32 (a warp)."""
-    rows_end = rows_end.astype(np.int64)
-    cells = rows_end * columns_end
+    the mean of the pairs, else 32 (a warp)."""
+    cells = rows_end.astype(np.int64) * columns_end
     threshold = max(config.ALIGN_TRACE_BLOCK_MIN_CELLS,
                     config.ALIGN_TRACE_BLOCK_RATIO * float(cells.mean()) if len(cells) else 0.0)
-    block = (cells >= threshold) & (rows_end > 32 * _lane_heights()[0])
-    return np.where(block, 128, 32)
+    return np.where(cells >= threshold, 128, 32)
 
 
 def warp_fits(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,

@@ -95,7 +95,8 @@ def top_scores(queries: SequenceSet, database, table: np.ndarray, gap_open: int,
     of shape ``(len(queries), n)``, best first, subjects as positions in
     ``database.sequences``, ties to the smaller ``database.order``, padded with -1;
     ``on_final(rows, score, subject)`` as the rows of some queries become final (in the last
-    partition, a launch at a time, while the GPU scores the others)."""
+    partition, in ``config.SEARCH_FINAL_WAVES`` waves of launches, while the GPU scores the
+    next waves)."""
     subjects = database.sequences
     score = np.full((len(queries), n), -1, dtype=np.int64)
     subject = np.full((len(queries), n), -1, dtype=np.int64)
@@ -106,9 +107,10 @@ def top_scores(queries: SequenceSet, database, table: np.ndarray, gap_open: int,
     passes, profile = _query_passes(queries)
     for first, part, resident, budget in _partitions(subjects, order, passes, profile):
         last = first + len(part) == len(subjects)
+        waves = max(1, config.SEARCH_FINAL_WAVES) if last and on_final is not None else 1
         for chunk in _query_chunks(resident, budget, passes, profile):
             for members, rows in _score_rows(queries, chunk, part, resident, table, gap_open,
-                                             gap_extend):
+                                             gap_extend, waves):
                 group = chunk[members]
                 best, where = _best(rows, resident.order, n)
                 _merge(score, subject, group, best, where + first, order, n)
@@ -430,13 +432,14 @@ def launch_plan(lengths: np.ndarray) -> list[tuple[tuple[int, int], np.ndarray]]
 
 
 def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet,
-                resident: _Resident, table: np.ndarray, gap_open: int, gap_extend: int):
+                resident: _Resident, table: np.ndarray, gap_open: int, gap_extend: int,
+                waves: int = 1):
     """Exact scores of the queries ``chunk`` against every subject of the partition ``part``
-    (on the device as ``resident``): ``(members, rows)`` for each group of queries as its
-    scores are done, ``chunk[members]``'s rows a CuPy int32 array of shape
-    ``(len(members), len(part))``. Every group's launch is queued before the first group is
-    given, on streams that the legacy default stream does not wait for: the caller's
-    device work on a group runs beside the launches of the others."""
+    (on the device as ``resident``): ``(members, rows)`` for each of ``waves`` groups of
+    launches (of about equal cells) as its scores are done, ``chunk[members]``'s rows a CuPy
+    int32 array of shape ``(len(members), len(part))``. Every launch is queued before the
+    first group is given, on streams that the legacy default stream does not wait for: the
+    caller's device work on a group runs beside the launches of the next."""
     import cupy
 
     if not fits_lanes(table, gap_open, gap_extend):
@@ -499,8 +502,9 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet,
     if not done:  # every subject is long
         done.append((np.arange(len(chunk)), cupy.cuda.get_current_stream().record()))
     try:
-        for members, finished in done:
-            finished.synchronize()
+        for members, finished in _waves(done, queries.lengths[chunk], waves):
+            for event in finished:
+                event.synchronize()
             group_rows = rows[cupy.asarray(members)]
             overflow = cupy.nonzero(group_rows == OVERFLOW)
             if len(overflow[0]):
@@ -513,6 +517,26 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet,
         for stream in streams:
             stream.synchronize()
         held.clear()
+
+
+def _waves(done: list, lengths: np.ndarray, waves: int) -> list[tuple[np.ndarray, list]]:
+    """The launches ``done`` (``(members, event)`` in launch order) in ``waves`` groups of
+    consecutive launches of about equal query residues (``lengths`` of the members): ``(the
+    members of a group, its events)``.
+
+    Examples
+    --------
+    >>> done = [(np.array([0]), "a"), (np.array([1, 2]), "b"), (np.array([3]), "c")]
+    >>> [(m.tolist(), e) for m, e in _waves(done, np.array([50, 30, 20, 40]), 2)]
+    [([0, 1, 2], ['a', 'b']), ([3], ['c'])]
+    """
+    residues = np.cumsum([int(lengths[members].sum()) for members, _ in done])
+    # The wave of each launch: the share of the residues before it, in equal steps.
+    share = (residues - np.diff(residues, prepend=0)) / max(1, int(residues[-1]))
+    wave = np.minimum((share * waves).astype(np.int64), waves - 1)
+    return [(np.concatenate([done[k][0] for k in np.flatnonzero(wave == w)]),
+             [done[k][1] for k in np.flatnonzero(wave == w)])
+            for w in np.unique(wave).tolist()]
 
 
 def _profiles(members: SequenceSet, profile_rows: np.ndarray, shifted, n_codes: int):

@@ -17,8 +17,9 @@
 // their values never exceed those they come from, so they neither win a local maximum nor
 // change a real row.
 //
-// TRACE: the nibbles of a lane's ROWS cells of one step form ROWS / 8 words, stored at
-// ((band * steps + step) * LANES + lane) * ROWS / 8: a warp's stores of one step are
+// TRACE: the nibbles of a lane's ROWS cells of one step are nibbles
+// ((band * steps + step) * LANES + lane) * ROWS + 0 .. ROWS - 1 of the pair's codes (ROWS / 8
+// words, or a byte or half a word for lanes of 2 or 4 rows): a warp's stores of one step are
 // contiguous.
 //
 // Traceback nibble, the CPU backend's traceback byte: bits 0-1 where H came from (diagonal, E,
@@ -53,7 +54,7 @@ __device__ __forceinline__ int border_h(bool pays, int k, int gap_open, int gap_
     return (pays && k > 0) ? -(gap_open + (k - 1) * gap_extend) : 0;
 }
 
-// Word `word` of row `row` (0-based, < the pair's rows) and column `column` (0-based) of a
+// The 32-bit word of row `row` (0-based, < the pair's rows) and column `column` (0-based) of a
 // pair's nibbles filled by `lanes` lanes of `rows` rows, and the nibble's shift in it.
 __device__ __forceinline__ i64 trace_word(int rows, int lanes, int steps, int row, int column,
                                           int* shift) {
@@ -62,8 +63,9 @@ __device__ __forceinline__ i64 trace_word(int rows, int lanes, int steps, int ro
     const int within = row - band * band_rows;
     const int lane = within / rows;
     const int r = within - lane * rows;
-    *shift = 4 * (r & 7);
-    return ((i64)band * steps + column + lane) * lanes * (rows / 8) + lane * (rows / 8) + r / 8;
+    const i64 nibble = (((i64)band * steps + column + lane) * lanes + lane) * rows + r;
+    *shift = 4 * (int)(nibble & 7);
+    return nibble >> 3;
 }
 
 // Whether the best cell (score, i, j) of another lane wins over the lane's own: a higher
@@ -85,9 +87,10 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            int* __restrict__ last_row, const i64* __restrict__ last_base,
            int* __restrict__ score_out, int* __restrict__ end_out,
            int* __restrict__ row_end_out) {
-    static_assert(ROWS % 8 == 0, "a lane's nibbles fill whole words");
+    static_assert(ROWS == 2 || ROWS == 4 || ROWS % 8 == 0,
+                  "a lane's nibbles fill a byte, half a word or whole words");
     static_assert(LANES == 32 || LANES == 128, "a warp or the whole block (launch bounds)");
-    constexpr int WORDS = ROWS / 8;
+    constexpr int WORDS = ROWS >= 8 ? ROWS / 8 : 1;
     constexpr int BAND = LANES * ROWS;
     constexpr int WARPS = LANES / 32;
     extern __shared__ short s_table[];
@@ -189,9 +192,16 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                     vf = f;
                 }
                 if (TRACE) {
-                    u32* at = out + ((i64)band * steps + step) * LANES * WORDS + lane * WORDS;
+                    const i64 slot = ((i64)band * steps + step) * LANES + lane;
+                    if (ROWS == 2) {
+                        reinterpret_cast<u8*>(out)[slot] = (u8)words[0];
+                    } else if (ROWS == 4) {
+                        reinterpret_cast<unsigned short*>(out)[slot] = (unsigned short)words[0];
+                    } else {
+                        u32* at = out + slot * WORDS;
 #pragma unroll
-                    for (int w = 0; w < WORDS; ++w) at[w] = words[w];
+                        for (int w = 0; w < WORDS; ++w) at[w] = words[w];
+                    }
                 }
                 if (lane == LANES - 1) below[j] = make_int2(vt, vf);
                 if (owns_last) {
