@@ -234,13 +234,14 @@ def test_long_subjects_go_to_the_alignment_kernels(monkeypatch):
 @pytest.mark.parametrize("waves", [1, 3, 50])
 def test_rows_are_handed_over_in_waves_as_they_end(monkeypatch, waves):
     """on_final gets every query's rows once, final when given (equal to the result), in at
-    most SEARCH_FINAL_WAVES waves; overflowing lanes and long subjects are in them."""
+    most SEARCH_FINAL_WAVES waves; the subjects above 400 residues (scored by the alignment
+    kernels while the launches run) and a query of several passes are in them."""
     monkeypatch.setattr(gpualign.config, "SEARCH_FINAL_WAVES", waves)
     monkeypatch.setattr(gpualign.config, "SEARCH_LONG_SUBJECT", 400)
     from gpualign.search import _cuda
 
     proteins = _proteins(80)
-    queries = proteins[:14] + ["W" * 3000]  # W x W scores 11: 3,000 of them overflow 16 bits
+    queries = proteins[:14] + ["W" * 3000]
     database = _database(proteins[14:] + ["W" * 3000])
     qset, best, where = _expected(queries, database, BLOSUM62, 7)
     handed = []
