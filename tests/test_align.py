@@ -434,7 +434,7 @@ def test_cuda_paths_filled_by_a_block_equal_the_cpu(monkeypatch, heights):
     from gpualign.align import _cuda
 
     lengths = np.array([100, 300, 1100, 2500])
-    assert _cuda.trace_lanes(lengths, lengths).tolist() == [128] * 4
+    assert _cuda.trace_lanes(lengths, lengths, 1).tolist() == [128] * 4
     cases = _dna_and_protein_cases(26, 12, 2600, 1500)
     rng = np.random.default_rng(27)
     a, b = (random_text(rng, 700, "ACGT") for _ in range(2))
@@ -454,22 +454,25 @@ def test_cuda_paths_filled_by_a_block_equal_the_cpu(monkeypatch, heights):
 
 def test_trace_lanes_give_a_block_only_to_the_long_tail(monkeypatch):
     # A pair gets a block of 128 lanes when it has at least ALIGN_TRACE_BLOCK_MIN_CELLS cells
-    # and ALIGN_TRACE_BLOCK_RATIO times the mean; its layout then counts 128 lanes a band (of
-    # ALIGN_TRACE_BLOCK_LANE_ROWS heights) and 127 extra steps.
+    # and ALIGN_TRACE_BLOCK_RATIO times the mean (or the call has no more pairs than the GPU
+    # has SMs); its layout then counts 128 lanes a band (of ALIGN_TRACE_BLOCK_LANE_ROWS
+    # heights) and 127 extra steps.
     from gpualign.align import _cuda
 
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_MIN_CELLS", 1 << 20)
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_RATIO", 4.0)
     m = np.array([400] * 20 + [600, 1500, 200, 100])
     n = np.array([450] * 20 + [6800, 1700, 12000, 9000])
-    lanes = _cuda.trace_lanes(m, n)
+    lanes = _cuda.trace_lanes(m, n, 16)
     assert lanes.tolist() == [32] * 20 + [128, 128, 128, 32]
     rows, words = _cuda.trace_layout(m, n, lanes)
     assert rows[19:].tolist() == [16, 8, 16, 2, 8]  # a warp: heights from 8, a block from 2
     assert words[20] == (6800 + 127) * 128  # 8 nibbles a lane and step: a word
     assert words[21] == (1700 + 127) * 128 * 2
     assert words[22] == (12000 + 127) * 128 // 4  # 2 nibbles: a byte
-    assert _cuda.trace_lanes(m[:20], n[:20]).tolist() == [32] * 20  # none far above the mean
+    assert _cuda.trace_lanes(m[:20], n[:20], 16).tolist() == [32] * 20  # none far above
+    assert _cuda.trace_lanes(m, n, 132).tolist() == [32] * 20 + [128] * 3 + [32]  # few pairs
+    assert _cuda.trace_lanes(m[-1:], n[-1:], 132).tolist() == [32]  # under the cells
 
 
 @pytest.mark.cuda

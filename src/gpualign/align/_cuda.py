@@ -50,6 +50,7 @@ from ..codes import ALIGN_LOCAL, ALIGN_OVERLAP
 from ..cuda import launch
 from ..cuda.loader import get_kernel
 from ..cuda.memory import device_chunks, launch_split
+from ..cuda.report import device_resources
 from ..sequences import SequenceSet
 from . import _cuda_long
 from ._linear import cigar_text
@@ -250,14 +251,16 @@ def trace_layout(rows_end: np.ndarray, columns_end: np.ndarray,
     return rows, (nibbles + 31) // 32 * 4  # each pair's codes start 16-byte aligned
 
 
-def trace_lanes(rows_end: np.ndarray, columns_end: np.ndarray) -> np.ndarray:
+def trace_lanes(rows_end: np.ndarray, columns_end: np.ndarray,
+                multiprocessors: int) -> np.ndarray:
     """Per pair, the lanes that fill its traceback codes: 128 (a block) for a pair of at least
     ``config.ALIGN_TRACE_BLOCK_MIN_CELLS`` cells and ``config.ALIGN_TRACE_BLOCK_RATIO`` times
-    the mean of the pairs, else 32 (a warp)."""
+    the mean of the pairs, or of that many cells in a call of no more pairs than the device
+    has ``multiprocessors`` (a warp a pair would leave most of them idle); else 32 (a warp)."""
     cells = rows_end.astype(np.int64) * columns_end
-    threshold = max(config.ALIGN_TRACE_BLOCK_MIN_CELLS,
-                    config.ALIGN_TRACE_BLOCK_RATIO * float(cells.mean()) if len(cells) else 0.0)
-    return np.where(cells >= threshold, 128, 32)
+    few = len(cells) <= multiprocessors
+    ratio = 0.0 if few or not len(cells) else config.ALIGN_TRACE_BLOCK_RATIO * float(cells.mean())
+    return np.where(cells >= max(config.ALIGN_TRACE_BLOCK_MIN_CELLS, ratio), 128, 32)
 
 
 def warp_fits(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
@@ -429,7 +432,7 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
     t_start = np.full(count, -1, dtype=np.int64)
     cigar: list[str] = [""] * count
     identity = np.zeros(count, dtype=np.float64)
-    lanes = trace_lanes(q_end, t_end)
+    lanes = trace_lanes(q_end, t_end, device_resources(cupy.cuda.Device().id).sms)
     rows, words = trace_layout(q_end, t_end, lanes)
     # Bytes of a pair on the device: codes, two border rows, its last row, its operations, its
     # CIGAR text and the packed copy of it that waits to be fetched.
