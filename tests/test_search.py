@@ -237,52 +237,6 @@ def test_paths_rescore_to_the_search_score(backend, task):
             (columns - result.mismatches[p] - _gap_columns(result.cigar[p])) / columns)
 
 
-@pytest.mark.parametrize("alphabet", ["protein", "dna"])
-def test_alignments_started_as_rows_become_final_equal_those_after(monkeypatch, alphabet):
-    # The backend hands the rows of some queries over as they become final (here one searched
-    # row at a time, the minus strands first, then all again): the alignments start for each
-    # query once all its rows are (DNA: both strands), once each, for the hits that are
-    # reported (the E-value filter too), and the result equals that of a search that aligns
-    # every hit at the end.
-    rng = np.random.default_rng(31)
-    if alphabet == "protein":
-        proteins = SequenceSet.from_file(UNIPROT)
-        queries, database = proteins.take(np.array([3, 40, 41])), proteins
-        options = {"evalue": 1e-3}
-    else:
-        database = _random_sequences(rng, 40, (60, 300), "ACGT")
-        queries = [database[4][20:90], reverse_complements(
-            SequenceSet.from_sequences([database[9][5:70]], "dna"))[0], "ACGTTGCA"]
-        options = {}
-    want = search(queries, database, n=5, task="path", backend="cpu", **options)
-    original = search_cpu.top_scores
-    started = []
-
-    def piecewise(queries, db, table, gap_open, gap_extend, n, progress, on_final):
-        score, subject = original(queries, db, table, gap_open, gap_extend, n, progress)
-        for row in np.argsort(-np.arange(len(score)) % len(score), kind="stable").tolist():
-            on_final(np.array([row]), score, subject)
-        on_final(np.arange(len(score)), score, subject)
-        return score, subject
-
-    real_paths = search_api._local_paths
-
-    def counting(searched, db, searched_index, subject, scoring, backend):
-        started.append(searched_index.tolist())
-        return real_paths(searched, db, searched_index, subject, scoring, backend)
-
-    monkeypatch.setattr(search_cpu, "top_scores", piecewise)
-    monkeypatch.setattr(search_api, "_local_paths", counting)
-    got = search(queries, database, n=5, task="path", backend="cpu", **options)
-    count = 3
-    assert len(started) == len({tuple(sorted({q % count for q in call})) for call in started})
-    assert sum(len(call) for call in started) == len(want)  # each reported hit aligned once
-    for name in ("query_index", "subject_index", "score", "query_start", "query_end",
-                 "subject_start", "subject_end", "identity", "mismatches", "gap_opens"):
-        assert getattr(got, name).tolist() == getattr(want, name).tolist(), name
-    assert got.cigar == want.cigar and list(got.strand) == list(want.strand)
-
-
 def _gap_columns(cigar: str) -> int:
     return sum(int(length) for length, op in re.findall(r"(\d+)([ID])", cigar))
 

@@ -231,36 +231,6 @@ def test_long_subjects_go_to_the_alignment_kernels(monkeypatch):
     _check(proteins[:2], _database(proteins[4:20]), BLOSUM62, 5)
 
 
-@pytest.mark.parametrize("waves", [1, 3, 50])
-def test_rows_are_handed_over_in_waves_as_they_end(monkeypatch, waves):
-    """on_final gets every query's rows once, final when given (equal to the result), in at
-    most SEARCH_FINAL_WAVES waves; the subjects above 400 residues (scored by the alignment
-    kernels while the launches run) and a query of several passes are in them."""
-    monkeypatch.setattr(gpualign.config, "SEARCH_FINAL_WAVES", waves)
-    monkeypatch.setattr(gpualign.config, "SEARCH_LONG_SUBJECT", 400)
-    from gpualign.search import _cuda
-
-    proteins = _proteins(80)
-    queries = proteins[:14] + ["W" * 3000]
-    database = _database(proteins[14:] + ["W" * 3000])
-    qset, best, where = _expected(queries, database, BLOSUM62, 7)
-    handed = []
-
-    def on_final(rows, score, subject):
-        handed.append((rows.copy(), score[rows].copy(), subject[rows].copy()))
-
-    table, _ = BLOSUM62.table(database.sequences.alphabet)
-    score, subject = _cuda.top_scores(qset, database, table, 12, 1, 7, None, on_final)
-    np.testing.assert_array_equal(score, best)
-    np.testing.assert_array_equal(subject, where)
-    assert 1 <= len(handed) <= waves
-    rows = np.concatenate([r for r, _, _ in handed])
-    assert sorted(rows.tolist()) == list(range(len(queries)))
-    for r, s, k in handed:
-        np.testing.assert_array_equal(s, best[r])
-        np.testing.assert_array_equal(k, where[r])
-
-
 def test_a_searched_database_is_released_with_its_sequences():
     """The device layout kept between searches does not keep its database alive."""
     import gc

@@ -229,11 +229,6 @@ ALIGN_TRACE_BLOCK_LANE_ROWS: tuple[int, ...] = (2, 4, 8, 16, 24, 32)
 #: launches of different lane heights run side by side rather than one after the other.
 ALIGN_TRACE_STREAMS = 4
 
-#: Groups of launches ("waves") whose best hits the CUDA search hands over as each one ends,
-#: when the hits get alignments (``task="locations"`` or ``"path"``): every launch is queued
-#: first, and the alignments of one wave's hits run while the GPU scores the next waves.
-SEARCH_FINAL_WAVES = 2
-
 #: Threads that share a pair of database subjects in the CUDA search kernel (powers of two up
 #: to 32) and query rows each of them keeps in registers (even): a query runs with the
 #: shape of the fewest passes of threads x rows, then the fewest padded rows, then the most

@@ -57,14 +57,13 @@ def _current_device() -> int:
     return cupy.cuda.Device().id
 
 
-def side_streams(user: str, count: int, non_blocking: bool = False) -> tuple:
+def side_streams(user: str, count: int) -> tuple:
     """``count`` CUDA streams of the current device on which the launches of ``user`` (a name:
     users of different names never share a stream) run side by side, the same ones on every
     call (kept per device, user and count for the process): CuPy's memory pool
     keeps freed blocks per stream, so fresh streams on every call would find none to reuse and
     allocate anew. They synchronize with the legacy default stream, as ``cupy.cuda.Stream()``
-    does, unless ``non_blocking`` (then work on the legacy default stream, such as another
-    user's uploads, runs beside theirs); a caller orders its launches on them with events.
+    does; a caller orders its launches on them with events.
 
     Examples
     --------
@@ -72,15 +71,15 @@ def side_streams(user: str, count: int, non_blocking: bool = False) -> tuple:
     >>> first is side_streams("search", 4), first is side_streams("paths", 4)  # doctest: +SKIP
     (True, False)
     """
-    return _streams(_current_device(), user, max(1, int(count)), bool(non_blocking))
+    return _streams(_current_device(), user, max(1, int(count)))
 
 
 @functools.cache
-def _streams(device: int, user: str, count: int, non_blocking: bool) -> tuple:
+def _streams(device: int, user: str, count: int) -> tuple:
     import cupy
 
     with cupy.cuda.Device(device):
-        return tuple(cupy.cuda.Stream(non_blocking=non_blocking) for _ in range(count))
+        return tuple(cupy.cuda.Stream() for _ in range(count))
 
 
 def block_threads(kernel: Any) -> int:

@@ -37,7 +37,7 @@ __all__ = ["top_scores"]
 
 def top_scores(queries: SequenceSet, database: Database, table: np.ndarray, gap_open: int,
                gap_extend: int, n: int, progress: Progress | None = None,
-               on_final: Callable | None = None) -> tuple[np.ndarray, np.ndarray]:
+               ) -> tuple[np.ndarray, np.ndarray]:
     """Best ``n`` Smith-Waterman (local, affine: open + (len-1)*extend, the project's gap
     convention) scores of every query against every database sequence.
 
@@ -50,8 +50,7 @@ def top_scores(queries: SequenceSet, database: Database, table: np.ndarray, gap_
         sequences. Scores are exact (16-bit lanes that saturate are rerun in 32 bits).
 
     ``progress`` (if given) is advanced in DP cells, ``len(query) * len(subject)``, as tasks
-    finish; ``on_final(rows, score, subject)`` (if given) is called once the rows of the
-    queries ``rows`` are final (here: all of them, at the end).
+    finish.
 
     Examples
     --------
@@ -88,8 +87,6 @@ def top_scores(queries: SequenceSet, database: Database, table: np.ndarray, gap_
     if everything and scores:
         best, chosen = best_hits(np.concatenate(scores, axis=1),
                                  np.arange(len(database), dtype=np.int64), database.order, n)
-    if on_final is not None:
-        on_final(np.arange(len(queries), dtype=np.int64), best, chosen)
     return best, chosen
 
 

@@ -10,9 +10,7 @@ before, each query's best ``n`` of every partition merged on the host. Queries a
 chunks whose score rows (an int32 per database sequence, and the sort that picks the best)
 fit the budget; in a chunk, queries of one lane shape (threads a pair and rows a thread,
 :func:`lane_shape`) share a launch, one block row per query, so a small database still fills
-the GPU with many queries in flight. Every launch of a chunk is queued before the first one's
-best are chosen, so that a caller's work on the queries whose hits are final (``on_final``:
-the alignments of a search's hits) overlaps the scores of the others.
+the GPU with many queries in flight.
 
 Nothing here imports Numba.
 """
@@ -20,7 +18,6 @@ Nothing here imports Numba.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -89,14 +86,11 @@ def fits_lanes(table: np.ndarray, gap_open: int, gap_extend: int) -> bool:
 
 def top_scores(queries: SequenceSet, database, table: np.ndarray, gap_open: int,
                gap_extend: int, n: int, progress: Progress | None = None,
-               on_final: Callable | None = None) -> tuple[np.ndarray, np.ndarray]:
+               ) -> tuple[np.ndarray, np.ndarray]:
     """Best ``n`` Smith-Waterman scores of every query against every database sequence, with
     the contract of :func:`gpualign.search._cpu.top_scores`: int64 arrays ``(score, subject)``
     of shape ``(len(queries), n)``, best first, subjects as positions in
-    ``database.sequences``, ties to the smaller ``database.order``, padded with -1;
-    ``on_final(rows, score, subject)`` as the rows of some queries become final (in the last
-    partition, in ``config.SEARCH_FINAL_WAVES`` waves of launches, while the GPU scores the
-    next waves)."""
+    ``database.sequences``, ties to the smaller ``database.order``, padded with -1."""
     subjects = database.sequences
     score = np.full((len(queries), n), -1, dtype=np.int64)
     subject = np.full((len(queries), n), -1, dtype=np.int64)
@@ -106,18 +100,12 @@ def top_scores(queries: SequenceSet, database, table: np.ndarray, gap_open: int,
     order = np.asarray(database.order, dtype=np.int64)
     passes, profile = _query_passes(queries)
     for first, part, resident, budget in _partitions(subjects, order, passes, profile):
-        last = first + len(part) == len(subjects)
-        waves = max(1, config.SEARCH_FINAL_WAVES) if last and on_final is not None else 1
         for chunk in _query_chunks(resident, budget, passes, profile):
-            for members, rows in _score_rows(queries, chunk, part, resident, table, gap_open,
-                                             gap_extend, waves):
-                group = chunk[members]
-                best, where = _best(rows, resident.order, n)
-                _merge(score, subject, group, best, where + first, order, n)
-                if progress is not None:
-                    progress.cells_done(int(queries.lengths[group].sum()) * len(part.codes))
-                if last and on_final is not None:
-                    on_final(group, score, subject)
+            rows = _score_rows(queries, chunk, part, resident, table, gap_open, gap_extend)
+            best, where = _best(rows, resident.order, n)
+            _merge(score, subject, chunk, best, where + first, order, n)
+            if progress is not None:
+                progress.cells_done(int(queries.lengths[chunk].sum()) * len(part.codes))
     return score, subject
 
 
@@ -432,20 +420,13 @@ def launch_plan(lengths: np.ndarray) -> list[tuple[tuple[int, int], np.ndarray]]
 
 
 def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet,
-                resident: _Resident, table: np.ndarray, gap_open: int, gap_extend: int,
-                waves: int = 1):
+                resident: _Resident, table: np.ndarray, gap_open: int, gap_extend: int):
     """Exact scores of the queries ``chunk`` against every subject of the partition ``part``
-    (on the device as ``resident``): ``(members, rows)`` for each of ``waves`` groups of
-    launches (of about equal cells) as its scores are done, ``chunk[members]``'s rows a CuPy
-    int32 array of shape ``(len(members), len(part))``. Every launch is queued before the
-    first group is given, on streams that the legacy default stream does not wait for: the
-    caller's device work on a group runs beside the launches of the next."""
+    (on the device as ``resident``): a CuPy int32 array of shape ``(len(chunk), len(part))``."""
     import cupy
 
     if not fits_lanes(table, gap_open, gap_extend):
-        yield np.arange(len(chunk)), _rescored(queries, chunk, part, table, gap_open,
-                                               gap_extend)
-        return
+        return _rescored(queries, chunk, part, table, gap_open, gap_extend)
     rows = cupy.empty((len(chunk), len(part)), dtype=cupy.int32)
     # Subjects of more columns than a group should sweep alone (the sorted database's last
     # ones) go to the alignment kernels, which spread a long pair over the whole GPU.
@@ -458,17 +439,15 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet,
     # do not leave the GPU idle before the next starts; `held` keeps every launch's buffers
     # until all have finished. Each stream waits for what the current stream was given before:
     # the table's upload, and a streamed partition's copy (on a stream of its own, which the
-    # current one waits for). The largest shapes go first: the groups given last (whose
-    # caller's work nothing overlaps) are then the shortest queries.
-    streams = launch.side_streams("search", config.SEARCH_STREAMS, non_blocking=True)
+    # current one waits for).
+    streams = launch.side_streams("search", config.SEARCH_STREAMS)
     prior_work = cupy.cuda.get_current_stream().record()
     for stream in streams:
         stream.wait_event(prior_work)
     held = []
     short_pairs = (short + 1) // 2
     stride_short = int(resident.columns[:short_pairs].sum())
-    launches = launch_plan(queries.lengths[chunk])[::-1] if short else []
-    done = []  # (members, the event after their launch)
+    launches = launch_plan(queries.lengths[chunk]) if short else []
     for launch_index, ((group, lane_rows), members) in enumerate(launches):
         pass_rows = group * lane_rows
         lengths = queries.lengths[chunk[members]]
@@ -492,51 +471,20 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet,
                          cupy.empty(max(1, stride * len(members)), dtype=cupy.uint64),
                          resident.border_base, np.int64(stride), rows)
             kernel((blocks, len(members)), block, arguments, shared_mem=shared)
-            done.append((members, streams[launch_index % len(streams)].record()))
         held.append(arguments)
-    if short < len(part):  # columns no launch writes: computed while the launches run
+    for stream in streams:
+        stream.synchronize()
+    if short < len(part):
         long_index = np.arange(short, len(part), dtype=np.int64)
         rows[:, short:] = cupy.asarray(_wide_scores(
             queries, np.repeat(chunk, len(long_index)), part, np.tile(long_index, len(chunk)),
             table, gap_open, gap_extend).reshape(len(chunk), -1).astype(np.int32))
-    if not done:  # every subject is long
-        done.append((np.arange(len(chunk)), cupy.cuda.get_current_stream().record()))
-    try:
-        for members, finished in _waves(done, queries.lengths[chunk], waves):
-            for event in finished:
-                event.synchronize()
-            group_rows = rows[cupy.asarray(members)]
-            overflow = cupy.nonzero(group_rows == OVERFLOW)
-            if len(overflow[0]):
-                q_local, s_local = (cupy.asnumpy(a).astype(np.int64) for a in overflow)
-                group_rows[overflow] = cupy.asarray(_wide_scores(
-                    queries, chunk[members[q_local]], part, s_local, table, gap_open,
-                    gap_extend).astype(np.int32))
-            yield members, group_rows
-    finally:  # a caller that stops early too: the launches' buffers go only after them
-        for stream in streams:
-            stream.synchronize()
-        held.clear()
-
-
-def _waves(done: list, lengths: np.ndarray, waves: int) -> list[tuple[np.ndarray, list]]:
-    """The launches ``done`` (``(members, event)`` in launch order) in ``waves`` groups of
-    consecutive launches of about equal query residues (``lengths`` of the members): ``(the
-    members of a group, its events)``.
-
-    Examples
-    --------
-    >>> done = [(np.array([0]), "a"), (np.array([1, 2]), "b"), (np.array([3]), "c")]
-    >>> [(m.tolist(), e) for m, e in _waves(done, np.array([50, 30, 20, 40]), 2)]
-    [([0, 1, 2], ['a', 'b']), ([3], ['c'])]
-    """
-    residues = np.cumsum([int(lengths[members].sum()) for members, _ in done])
-    # The wave of each launch: the share of the residues before it, in equal steps.
-    share = (residues - np.diff(residues, prepend=0)) / max(1, int(residues[-1]))
-    wave = np.minimum((share * waves).astype(np.int64), waves - 1)
-    return [(np.concatenate([done[k][0] for k in np.flatnonzero(wave == w)]),
-             [done[k][1] for k in np.flatnonzero(wave == w)])
-            for w in np.unique(wave).tolist()]
+    overflow = cupy.nonzero(rows == OVERFLOW)
+    if len(overflow[0]):
+        q_local, s_local = (cupy.asnumpy(a).astype(np.int64) for a in overflow)
+        rows[overflow] = cupy.asarray(_wide_scores(queries, chunk[q_local], part, s_local, table,
+                                                   gap_open, gap_extend).astype(np.int32))
+    return rows
 
 
 def _profiles(members: SequenceSet, profile_rows: np.ndarray, shifted, n_codes: int):

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 import pathlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -378,7 +376,7 @@ def search(queries: Any, database: Any, *, scoring: Scoring | None = None, n: in
     qset, db = _inputs(queries, database, alphabet, invalid,
                        matrix=scoring is not None and scoring.matrix_scores is not None)
     scoring = default_scoring(db.alphabet) if scoring is None else scoring
-    from .statistics import parameters
+    from .statistics import bit_scores, evalues, parameters
 
     params = parameters(scoring, db.alphabet.name)
     if evalue is not None and params is None:
@@ -391,19 +389,31 @@ def search(queries: Any, database: Any, *, scoring: Scoring | None = None, n: in
     searched = _both_strands(qset) if dna else qset
     table, _ = scoring.table(db.alphabet)
     cells = int(searched.lengths.sum()) * db.residues
-    report = functools.partial(_reported, dna=dna, db=db, n=n, params=params, evalue=evalue)
-    early = None
     with Progress(cells, progress, "search", "cell") as counter:
         if client is None:
-            if task != "score":
-                early = _EarlyPaths(searched, len(qset), db, scoring, report, backend)
             top, subject = top_scores(searched, db, table, scoring.gap_open,
-                                      scoring.gap_extend, n, counter, early)
+                                      scoring.gap_extend, n, counter)
         else:
             top, subject = cluster_top_scores(client, searched, db, table, scoring.gap_open,
                                               scoring.gap_extend, n, backend, counter)
-    query_index, score, subject, strand, lengths, bits, expect = report(top, subject,
-                                                                        qset.lengths)
+    strand = np.zeros_like(top)
+    if dna:
+        top, subject, strand = _merge_strands(top, subject, db.order, n)
+    keep = (subject >= 0) & (top > 0)
+    query_index = np.nonzero(keep)[0].astype(np.int64)
+    score, subject, strand = top[keep], subject[keep], strand[keep]
+    lengths = qset.lengths[query_index]
+    if params is None:
+        bits = np.full(len(score), np.nan)
+        expect = np.full(len(score), np.nan)
+    else:
+        bits = bit_scores(score, params)
+        expect = evalues(score, lengths, db.residues, len(db), params)
+    if evalue is not None:
+        passed = expect <= evalue
+        query_index, score, subject, strand, lengths, bits, expect = (
+            values[passed] for values in (query_index, score, subject, strand, lengths, bits,
+                                          expect))
     # A hit's rank: its position among its query's hits (those are consecutive, best first).
     starts = np.searchsorted(query_index, query_index, side="left")
     rank = np.arange(len(query_index), dtype=np.int64) - starts + 1
@@ -414,7 +424,7 @@ def search(queries: Any, database: Any, *, scoring: Scoring | None = None, n: in
         db.alphabet.name, params, cells)
     if task != "score" and len(result):
         _add_paths(result, searched, db, query_index + strand * len(qset), subject, lengths,
-                   backend, early)
+                   backend)
     elif task == "path":  # no hits: empty paths, not missing ones
         result.cigar = []
         result.identity = np.zeros(0)
@@ -423,116 +433,17 @@ def search(queries: Any, database: Any, *, scoring: Scoring | None = None, n: in
     return result
 
 
-def _reported(top: np.ndarray, subject: np.ndarray, query_lengths: np.ndarray, *, dna: bool,
-              db: Database, n: int, params: Any, evalue: float | None) -> tuple:
-    """The hits that a search reports from the backend's rows ``top``/``subject`` of some
-    queries (DNA: their plus rows, then their minus rows) of lengths ``query_lengths``: the
-    best ``n`` over both strands, scoring above 0, within ``evalue``. Returns ``(row, score,
-    subject, strand, query length, bit score, E-value)``, one entry per hit, ``row`` indexing
-    ``query_lengths``."""
-    from .statistics import bit_scores, evalues
-
-    strand = np.zeros_like(top)
-    if dna:
-        top, subject, strand = _merge_strands(top, subject, db.order, n)
-    keep = (subject >= 0) & (top > 0)
-    row = np.nonzero(keep)[0].astype(np.int64)
-    score, subject, strand = top[keep], subject[keep], strand[keep]
-    lengths = query_lengths[row]
-    if params is None:
-        bits = np.full(len(score), np.nan)
-        expect = np.full(len(score), np.nan)
-    else:
-        bits = bit_scores(score, params)
-        expect = evalues(score, lengths, db.residues, len(db), params)
-    hits = (row, score, subject, strand, lengths, bits, expect)
-    if evalue is not None:
-        passed = expect <= evalue
-        hits = tuple(values[passed] for values in hits)
-    return hits
-
-
-class _EarlyPaths:
-    """The local alignments of a search's reported hits, started for the queries whose hits
-    are final while the backend scores the others: the backend's ``on_final(rows, top,
-    subject)``, with ``rows`` of the searched set (DNA: a query's alignments start once both
-    of its strands are final)."""
-
-    def __init__(self, searched: SequenceSet, count: int, db: Database, scoring: Scoring,
-                 report: Any, backend: str):
-        self.searched, self.count, self.db = searched, count, db
-        self.scoring, self.report, self.backend = scoring, report, backend
-        self.final = np.zeros(len(searched), dtype=bool)
-        self.started = np.zeros(count, dtype=bool)
-        self.keys: list[np.ndarray] = []  # per alignment call: searched row * len(db) + subject
-        self.found: list[Any] = []  # per alignment call: its AlignResult
-
-    def __call__(self, rows: np.ndarray, top: np.ndarray, subject: np.ndarray) -> None:
-        self.final[rows] = True
-        queries = np.unique(np.asarray(rows) % self.count)
-        ready = self.final[queries] & ~self.started[queries]
-        if len(self.searched) > self.count:  # both strands
-            ready &= self.final[queries + self.count]
-        queries = queries[ready]
-        if not len(queries):
-            return
-        self.started[queries] = True
-        rows = np.concatenate((queries, queries + self.count)) \
-            if len(self.searched) > self.count else queries
-        row, _, hit_subject, strand, *_ = self.report(top[rows], subject[rows],
-                                                      self.searched.lengths[queries])
-        if len(row):
-            searched_index = queries[row] + strand * self.count
-            self.keys.append(searched_index * len(self.db) + hit_subject)
-            self.found.append(_local_paths(self.searched, self.db, searched_index,
-                                           hit_subject, self.scoring, self.backend))
-
-    def paths(self, searched_index: np.ndarray, subject: np.ndarray) -> dict[str, Any]:
-        """The alignments of the hits ``(searched_index, subject)`` as
-        :func:`_local_paths` gives them, those not started early aligned now."""
-        keys = searched_index * len(self.db) + subject
-        known = np.concatenate(self.keys) if self.keys else np.zeros(0, dtype=np.int64)
-        missing = ~np.isin(keys, known)
-        if missing.any():
-            self.keys.append(keys[missing])
-            self.found.append(_local_paths(self.searched, self.db, searched_index[missing],
-                                           subject[missing], self.scoring, self.backend))
-            known = np.concatenate(self.keys)
-        where = np.argsort(known, kind="stable")
-        at = where[np.searchsorted(known, keys, sorter=where)]
-        fields = {name: np.concatenate([found[name] for found in self.found])[at]
-                  for name in _PATH_FIELDS}
-        cigars = [cigar for found in self.found for cigar in found["cigar"]]
-        fields["cigar"] = [cigars[k] for k in at.tolist()]
-        return fields
-
-
-#: The fields of an alignment that a search's hit takes.
-_PATH_FIELDS = ("query_start", "query_end", "target_start", "target_end", "identity")
-
-
-def _local_paths(searched: SequenceSet, db: Database, searched_index: np.ndarray,
-                 subject: np.ndarray, scoring: Scoring, backend: str) -> dict[str, Any]:
-    """Local alignments (:func:`gpualign.align`, ``task="path"``) of the searched queries
-    ``searched_index`` with the database's sorted positions ``subject``: the fields of
-    ``_PATH_FIELDS`` and ``cigar``."""
-    from ..align import align
-
-    found = align(searched, db.sequences.take(subject), mode="local", scoring=scoring,
-                  task="path", backend=backend,
-                  pairs=(searched_index, np.arange(len(subject), dtype=np.int64)))
-    return {name: getattr(found, name) for name in (*_PATH_FIELDS, "cigar")}
-
-
 def _add_paths(result: SearchResult, searched: SequenceSet, db: Database,
                searched_index: np.ndarray, subject: np.ndarray, query_lengths: np.ndarray,
-               backend: str, early: _EarlyPaths | None) -> None:
+               backend: str) -> None:
     """Fill the locations (and, for ``task="path"``, the paths) of the hits: local alignments
     of the searched queries (``searched_index``: the plus or minus strand) with the hit
-    subjects (sorted positions ``subject``), those that ``early`` began taken from it."""
-    if early is None:
-        early = _EarlyPaths(searched, len(searched), db, result.scoring, None, backend)
-    paths = SimpleNamespace(**early.paths(searched_index, subject))
+    subjects (sorted positions ``subject``)."""
+    from ..align import align
+
+    paths = align(searched, db.sequences.take(subject), mode="local", scoring=result.scoring,
+                  task="path", backend=backend,
+                  pairs=(searched_index, np.arange(len(subject), dtype=np.int64)))
     minus = result.strand == "-"
     # A minus-strand hit aligned the reverse complement: back to the query's plus strand.
     result.query_start = np.where(minus, query_lengths - paths.query_end, paths.query_start)
