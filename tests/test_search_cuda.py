@@ -248,6 +248,28 @@ def test_a_searched_database_is_released_with_its_sequences():
     assert sequences() is None
 
 
+def test_a_database_that_does_not_fit_beside_the_kept_ones_makes_them_go(monkeypatch):
+    """Databases kept by earlier searches go, the least recently searched first, when the one
+    searched now does not fit beside them (here: a database fits only alone); each search
+    still gives the CPU backend's hits."""
+    from gpualign.search import _cuda
+
+    proteins = _proteins(90)
+    first, second, third = (_database(proteins[k:k + 25]) for k in (10, 40, 65))
+    now = [first]
+
+    def alone(nbytes: int) -> bool:
+        return all(sequences is now[0].sequences
+                   for sequences, by_device in _cuda._RESIDENT.items() if by_device)
+
+    monkeypatch.setattr(_cuda, "fits_resident", alone)
+    for database in (first, second, first, third):
+        now[0] = database
+        _check(proteins[:3], database, BLOSUM62, 4)
+        kept = [d for d in (first, second, third) if _cuda._RESIDENT.get(d.sequences)]
+        assert kept == [database]
+
+
 def test_a_kept_database_stays_when_a_query_fits_beside_it(monkeypatch):
     """A database that an earlier search left on the device is searched there again when one
     query's working memory fits beside it: its own layout is not counted a second time."""

@@ -17,6 +17,7 @@ Nothing here imports Numba.
 
 from __future__ import annotations
 
+import itertools
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 
@@ -128,6 +129,10 @@ class _Resident:
 #: with them), then by device: a database searched again (queries in several calls) is not
 #: prepared again. Its codes stay on the device as ``SequenceSet.to_device`` keeps them.
 _RESIDENT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: When each kept database was last searched (a count of searches), by its sequences: a
+#: database that does not fit beside the kept ones makes the least recently searched go.
+_LAST_SEARCHED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SEARCHES = itertools.count()
 
 
 def _resident(subjects: SequenceSet, order: np.ndarray) -> _Resident:
@@ -142,6 +147,23 @@ def _resident(subjects: SequenceSet, order: np.ndarray) -> _Resident:
         by_device[device] = _Resident(len(subjects), columns, *subjects.to_device(),
                                       cupy.asarray(order), cupy.asarray(_border_base(columns)))
     return by_device[device]
+
+
+def _release_kept(needs: int, keep: SequenceSet) -> None:
+    """Drop the databases that earlier searches left on the current device (not ``keep``),
+    the least recently searched first, until ``needs`` bytes fit beside the others: a program
+    that searches many databases (``align_one_to_many`` over the batches of a large set) keeps
+    on the device only those that fit."""
+    import cupy
+
+    device = cupy.cuda.Device().id
+    kept = [sequences for sequences, by_device in list(_RESIDENT.items())
+            if device in by_device and sequences is not keep]
+    for sequences in sorted(kept, key=lambda s: _LAST_SEARCHED.get(s, -1)):
+        del _RESIDENT[sequences][device]
+        sequences.release_device()
+        if fits_resident(needs):
+            return
 
 
 def _is_kept(subjects: SequenceSet) -> bool:
@@ -160,7 +182,11 @@ def _partitions(subjects: SequenceSet, order: np.ndarray, passes: np.ndarray,
     several = bool((passes > 1).any())
     largest = int(profile.max())
     layout, work = _whole_bytes(subjects, several)
-    if fits_resident(work + largest + (0 if _is_kept(subjects) else layout + _LAYOUT_EXTRA)):
+    _LAST_SEARCHED[subjects] = next(_SEARCHES)
+    needs = work + largest + (0 if _is_kept(subjects) else layout + _LAYOUT_EXTRA)
+    if not fits_resident(needs):
+        _release_kept(needs, keep=subjects)
+    if fits_resident(needs):
         resident = _resident(subjects, order)
         yield 0, subjects, resident, batch_budget()
         return
