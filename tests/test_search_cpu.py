@@ -18,7 +18,9 @@ from gpualign.align import _parasail
 from gpualign.search import Database
 from gpualign.search import _cpu as search_cpu
 
-#: Widest score that 8-bit lanes hold in any of parasail's kernels, and the 16-bit one.
+#: Scores above these saturate parasail's 8-bit and 16-bit lanes in every kernel (8-bit
+#: striped lanes hold scores up to about 255 minus the best substitution score, biased from
+#: -128; 8-bit scan ones up to about 127 minus it).
 EIGHT_BITS, SIXTEEN_BITS = 255, (1 << 15) - 1
 
 SCORINGS = {
