@@ -93,6 +93,41 @@ def test_every_pair_is_exact_whatever_width_it_stops_at(name, first_bits, monkey
     assert _all_scores(queries, database, SCORINGS[name][1]).tolist() == expected.tolist()
 
 
+def _check_top(queries: SequenceSet, database: Database, scoring: Scoring,
+               expected: np.ndarray, n: int) -> None:
+    """The backend's best ``n`` of each query are the expected ones, ties to the first in the
+    input."""
+    table, _ = scoring.table(queries.alphabet)
+    score, subject = search_cpu.top_scores(queries, database, table, scoring.gap_open,
+                                           scoring.gap_extend, n)
+    for q in range(len(queries)):
+        best = sorted(range(len(database)), key=lambda s: (-expected[q, s], s))[:n]
+        assert score[q].tolist() == expected[q, best].tolist(), q
+        assert database.order[subject[q]].tolist() == best, q
+
+
+@pytest.mark.parametrize("name", list(SCORINGS))
+def test_the_best_hits_fold_the_rescored_pairs(name, monkeypatch):
+    """Saturated pairs wait for their exact scores and fold into the best hits after the
+    blocks they came from (here at the end: they are fewer than a block's pairs)."""
+    queries, database, expected = _workload(name)
+    monkeypatch.setattr(config, "SEARCH_CPU_TASK_RESIDUES", 200)
+    _check_top(queries, database, SCORINGS[name][1], expected, 3)
+
+
+def test_pairs_that_all_saturate_are_rescored_block_by_block(monkeypatch):
+    """Every pair saturates 8 bits: each block's are as many as its pairs, rescored before
+    the next block comes."""
+    scoring = Scoring(match=100, mismatch=-100, gap_open=120, gap_extend=20)
+    queries = SequenceSet.from_sequences(["A" * 5, "A" * 30, "C" * 9], "dna")
+    subjects = SequenceSet.from_sequences(["A" * length for length in range(2, 40, 3)]
+                                          + ["C" * length for length in range(2, 40, 3)],
+                                          "dna")
+    monkeypatch.setattr(config, "SEARCH_CPU_TASK_RESIDUES", 60)
+    _check_top(queries, Database.from_set(subjects), scoring,
+               _reference(queries, subjects, scoring), 4)
+
+
 @pytest.mark.parametrize("scoring", [
     Scoring(match=100, mismatch=-100, gap_open=120, gap_extend=20),
     Scoring(match=3, mismatch=-2, gap_open=4, gap_extend=4),

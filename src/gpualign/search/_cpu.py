@@ -68,15 +68,26 @@ def top_scores(queries: SequenceSet, database: Database, table: np.ndarray, gap_
     chosen = np.full((len(queries), n), -1, dtype=np.int64)
     query_residues = int(queries.lengths.sum())
     offsets = database.sequences.offsets
-    simd = _parasail.available(database.alphabet.name)
-    score_block = (_parasail_block if simd else _numba_block)(
-        queries, database.sequences, table, gap_open, gap_extend)
+    if _parasail.available(database.alphabet.name):
+        score_block, rescore = _parasail_scorers(queries, database.sequences, table, gap_open,
+                                                 gap_extend)
+    else:  # the Numba DP's scores are exact: no pair waits for a rescoring
+        score_block, rescore = _numba_block(queries, database.sequences, table, gap_open,
+                                            gap_extend), None
 
     # Keeping every subject (align_one_to_many without n): rank once, at the end.
     everything = n >= len(database)
     scores = []
+    # The (query, subject) pairs that saturated the first pass's lanes: they fold as no
+    # candidate (_SATURATED is -1) until rescored together, when they are as many as a
+    # block's pairs or at the end. They are few, mostly long: a pass over a block's one or
+    # two would keep one core busy and leave the others idle.
+    waiting: list[np.ndarray] = []
     for lo, hi in _tasks(offsets, config.SEARCH_CPU_TASK_RESIDUES):
         block = score_block(lo, hi)
+        pair_query, pair_subject = np.nonzero(block == _SATURATED)
+        if len(pair_query):
+            waiting.append(np.stack((pair_query, pair_subject + lo)))
         if everything:
             scores.append(block)
         else:
@@ -84,12 +95,38 @@ def top_scores(queries: SequenceSet, database: Database, table: np.ndarray, gap_
                                                   database.order, n)
             best, chosen = fold_hits(best, chosen, block_score, block_chosen, database.order,
                                      n)
+            if sum(pairs.shape[1] for pairs in waiting) >= block.size:
+                best, chosen = _fold_pairs(best, chosen, np.concatenate(waiting, axis=1),
+                                           rescore, database.order, n)
+                waiting = []
         if progress is not None:
             progress.cells_done(query_residues * int(offsets[hi] - offsets[lo]))
     if everything and scores:
-        best, chosen = best_hits(np.concatenate(scores, axis=1),
-                                 np.arange(len(database), dtype=np.int64), database.order, n)
+        every_score = np.concatenate(scores, axis=1)
+        if waiting:
+            pair_query, pair_subject = np.concatenate(waiting, axis=1)
+            every_score[pair_query, pair_subject] = rescore(pair_query, pair_subject)
+        best, chosen = best_hits(every_score, np.arange(len(database), dtype=np.int64),
+                                 database.order, n)
+    elif waiting:
+        best, chosen = _fold_pairs(best, chosen, np.concatenate(waiting, axis=1), rescore,
+                                   database.order, n)
     return best, chosen
+
+
+def _fold_pairs(best: np.ndarray, chosen: np.ndarray, pairs: np.ndarray, rescore: Callable,
+                order: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`fold_hits` of the held hits and the exact scores of ``pairs`` (rows: query,
+    subject), laid out as one row of candidates a query, padded with -1."""
+    pair_query, pair_subject = pairs[:, np.argsort(pairs[0], kind="stable")]
+    score = rescore(pair_query, pair_subject)
+    counts = np.bincount(pair_query, minlength=len(best))
+    column = np.arange(len(pair_query)) - np.repeat(np.cumsum(counts) - counts, counts)
+    row_score = np.full((len(best), int(counts.max())), -1, dtype=np.int64)
+    row_subject = np.full_like(row_score, -1)
+    row_score[pair_query, column] = score
+    row_subject[pair_query, column] = pair_subject
+    return fold_hits(best, chosen, row_score, row_subject, order, n)
 
 
 def _tasks(offsets: np.ndarray, residues: int) -> list[tuple[int, int]]:
@@ -167,7 +204,7 @@ def _fitting(bits: int, kind: str, lengths: np.ndarray, table: np.ndarray, gap_o
 def _pair_scorers(kind: str, bits: int) -> tuple[Callable, Callable]:
     """Numba functions scoring (query, subject) pairs with parasail's ``bits``-bit C kernels
     of ``kind`` on every core, :data:`_SATURATED` where that width cannot: every pair of a
-    block (the first pass), and listed pairs (the passes in wider lanes); compiled once per
+    block (the first pass), and listed pairs (the rescoring in wider lanes); compiled once per
     process and only if called (they hold the functions' addresses)."""
     kernel, saturated, get_score, free = _parasail_c(kind, bits)
 
@@ -177,7 +214,7 @@ def _pair_scorers(kind: str, bits: int) -> tuple[Callable, Callable]:
         if query_length == 0 or subject_length == 0:
             return 0  # an empty side: no local alignment scores above 0
         if profile == 0:
-            return _SATURATED  # no profile of this width: a wider pass scores the query
+            return _SATURATED  # no profile of this width: a wider one scores the query
         result = kernel(profile, subject, subject_length, gap_open, gap_extend)
         score = _SATURATED if saturated(result) != 0 else get_score(result)
         free(result)
@@ -198,20 +235,28 @@ def _pair_scorers(kind: str, bits: int) -> tuple[Callable, Callable]:
     @numba.njit(parallel=True, nogil=True)
     def score_listed(profiles, query_lengths, subject_texts, starts, lengths, gap_open,
                      gap_extend, pair_query, pair_subject, out):  # pragma: no cover - compiled
-        for p in numba.prange(len(pair_query)):
-            q, k = pair_query[p], pair_subject[p]
-            out[q, k] = score_pair(profiles[q], query_lengths[q], subject_texts + starts[k],
-                                   lengths[k], gap_open, gap_extend)
+        # The pairs come costliest first and are dealt round-robin to the threads' stripes:
+        # each stripe gets a like share (contiguous ranges would give one thread the longest).
+        stripes = min(numba.get_num_threads(), len(pair_query))
+        for stripe in numba.prange(stripes):
+            for p in range(stripe, len(pair_query), stripes):
+                q, k = pair_query[p], pair_subject[p]
+                out[p] = score_pair(profiles[q], query_lengths[q], subject_texts + starts[k],
+                                    lengths[k], gap_open, gap_extend)
 
     return score_block, score_listed
 
 
-def _parasail_block(queries: SequenceSet, subjects: SequenceSet, table: np.ndarray,
-                    gap_open: int, gap_extend: int) -> Callable[[int, int], np.ndarray]:
-    """The function that scores every query against subjects ``lo .. hi - 1`` with parasail:
-    every pair in the first width of :func:`_widths` (a profile per query, built here once),
-    then the pairs that saturate a width in the next one, with that width's profiles built
-    when the first such pair of their query comes."""
+def _parasail_scorers(queries: SequenceSet, subjects: SequenceSet, table: np.ndarray,
+                      gap_open: int, gap_extend: int,
+                      ) -> tuple[Callable[[int, int], np.ndarray],
+                                 Callable[[np.ndarray, np.ndarray], np.ndarray]]:
+    """Two functions scoring with parasail: ``score_block(lo, hi)``, every query against
+    subjects ``lo .. hi - 1`` in the first width of :func:`_widths` (a profile per query,
+    built here once), :data:`_SATURATED` where that saturates; and ``rescore(pair_query,
+    pair_subject)``, the exact scores of such pairs (subjects as positions in ``subjects``)
+    in the next widths, with a width's profiles built when the first pair of their query
+    comes."""
     import parasail
 
     matrix = _parasail.matrix(queries.alphabet.symbols, table)
@@ -224,8 +269,8 @@ def _parasail_block(queries: SequenceSet, subjects: SequenceSet, table: np.ndarr
     fits = {bits: _fitting(bits, kind, query_lengths, table, gap_open, gap_extend)
             & (query_lengths > 0) for bits in widths}
     addresses = {bits: np.zeros(len(queries), dtype=np.int64) for bits in widths}
-    # The C kernels read the profiles through their addresses: kept alive as long as
-    # score_block (through build).
+    # The C kernels read the profiles through their addresses: kept alive as long as the
+    # functions returned (through build).
     kept: dict[tuple[int, int], Any] = {}
 
     def build(bits: int, wanted: list[int]) -> None:
@@ -241,22 +286,35 @@ def _parasail_block(queries: SequenceSet, subjects: SequenceSet, table: np.ndarr
         out = np.empty((len(queries), hi - lo), dtype=np.int64)
         base = subjects.offsets[lo]
         block_text = symbols[subjects.codes[base:subjects.offsets[hi]]]
-        arguments = (block_text.ctypes.data, subjects.offsets[lo:hi] - base,
-                     subjects.lengths[lo:hi].astype(np.int32), gap_open, gap_extend)
-        _pair_scorers(kind, widths[0])[0](addresses[widths[0]], query_lengths, *arguments,
-                                          out)
+        _pair_scorers(kind, widths[0])[0](
+            addresses[widths[0]], query_lengths, block_text.ctypes.data,
+            subjects.offsets[lo:hi] - base, subjects.lengths[lo:hi].astype(np.int32),
+            gap_open, gap_extend, out)
+        return out
+
+    def rescore(pair_query: np.ndarray, pair_subject: np.ndarray) -> np.ndarray:
+        listed, pair_listed = np.unique(pair_subject, return_inverse=True)
+        taken = subjects.take(listed)
+        text = symbols[taken.codes]
+        lengths = taken.lengths.astype(np.int32)
+        costliest = np.argsort(-(query_lengths[pair_query] * lengths[pair_listed]),
+                               kind="stable")
+        out = np.full(len(pair_query), _SATURATED, dtype=np.int64)
         for bits in widths[1:]:
-            pair_query, pair_subject = np.nonzero(out == _SATURATED)
-            if not len(pair_query):
+            left = costliest[out[costliest] == _SATURATED]
+            if not len(left):
                 break
-            build(bits, np.unique(pair_query).tolist())
-            _pair_scorers(kind, bits)[1](addresses[bits], query_lengths, *arguments,
-                                         pair_query, pair_subject, out)
+            build(bits, np.unique(pair_query[left]).tolist())
+            scored = np.empty(len(left), dtype=np.int64)
+            _pair_scorers(kind, bits)[1](
+                addresses[bits], query_lengths, text.ctypes.data, taken.offsets[:-1],
+                lengths, gap_open, gap_extend, pair_query[left], pair_listed[left], scored)
+            out[left] = scored
         if (out == _SATURATED).any():
             raise OverflowError("a Smith-Waterman score saturates parasail's 32-bit lanes")
         return out
 
-    return score_block
+    return score_block, rescore
 
 
 def _address(profile: Any) -> int:
