@@ -6,12 +6,14 @@ linear gaps, as :mod:`gpualign.align` does) score every pair of a task first in 
 (``config.SEARCH_CPU_FIRST_BITS``: twice the pairs' cells per instruction of 16-bit lanes), from
 one query profile each built once; the pairs whose score saturates 8 bits are rerun in 16, and
 those that saturate 16 in 32, with the wider profiles built only for the queries that have
-such pairs, so scores are exact. A query whose scoring a width cannot hold (a substitution
-score or gap cost beyond its range, or, for the scan kernels, a long query with costly gaps:
-see :func:`_fitting`) starts in the next width. parasail's C functions are called from a Numba
-loop over the task's pairs on every core, with no Python (and no GIL) per pair: through
-parasail's Python wrappers, the wrapping of each call held the GIL and threads scaled to about
-one core. Tasks cover consecutive subjects of ``config.SEARCH_CPU_TASK_RESIDUES`` residues.
+such pairs, so scores are exact. They are rerun together, gathered over many tasks (they are
+few and mostly long: spread over the cores), and fold into the best hits then. A query whose
+scoring a width cannot hold (a substitution score or gap cost beyond its range, or, for the
+scan kernels, a long query with costly gaps: see :func:`_fitting`) starts in the next width.
+parasail's C functions are called from a Numba loop over the task's pairs on every core, with
+no Python (and no GIL) per pair: through parasail's Python wrappers, the wrapping of each call
+held the GIL and threads scaled to about one core. Tasks cover consecutive subjects of
+``config.SEARCH_CPU_TASK_RESIDUES`` residues.
 Without parasail, the Numba DP of :mod:`gpualign.align` scores each task's pairs on every core.
 """
 
