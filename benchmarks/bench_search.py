@@ -28,10 +28,11 @@ gap_extend=1``), the best 10 hits of each query. Rows (``--engines``):
   beforehand), ``n=10``, ``task="score"``, its rate as a fraction of ``search``'s; and
   ``search`` streamed in partitions, as a database larger than the GPU is
   (``config.GPU_MEMORY_FRACTION`` lowered to the database's size).
-- ``cpu``, ``parasail`` (``--cpu``): gpualign's CPU backend on all cores, and parasail's
-  ``sw_striped_profile_16`` (a profile per query) on one core and on all cores (a forked
-  process per core, each on every core-th subject: parasail's rate per core when every core
-  works, as gpualign's is), on the same prefix of the database, sized to ``--cpu-seconds``.
+- ``cpu``, ``parasail`` (``--cpu``): gpualign's CPU backend on all cores and on one (Numba's
+  threads set to 1), and parasail's ``sw_striped_profile_16`` (a profile per query) on one
+  core and on all cores (a forked process per core, each on every core-th subject: parasail's
+  rate per core when every core works, as gpualign's is), on the same prefix of the database,
+  sized to ``--cpu-seconds``.
 """
 
 from __future__ import annotations
@@ -294,15 +295,36 @@ class SearchBench(BenchBase):
             check = ("= gpualign-cuda" if top_scores(cuda, len(self.queries)) == reference
                      else "FAIL: != gpualign-cuda")
         cpu_rate = cells / seconds
+        one_core_rate = None
         if "cpu" in self.engines:
+            cores = len(os.sched_getaffinity(0))
             self.add(Row(workload, "gpualign-cpu", len(self.queries), cells, seconds, check,
                          note=f"the first {len(index):,} database sequences; median of "
-                              f"{self.args.cpu_repeats}"))
+                              f"{self.args.cpu_repeats}; {cores} cores, "
+                              f"{cpu_rate / cores / 1e9:.2f} GCUPS per core; first pass in "
+                              f"{gpualign.config.SEARCH_CPU_FIRST_BITS}-bit lanes"))
+            import numba  # here: the GPU rows run without it
+
+            threads = numba.get_num_threads()
+            numba.set_num_threads(1)  # Numba's parallel loops on this thread alone
+            try:
+                times = []
+                for _ in range(self.args.cpu_repeats):
+                    began = time.perf_counter()
+                    cpu_search(part)
+                    times.append(time.perf_counter() - began)
+            finally:
+                numba.set_num_threads(threads)
+            one_core_rate = cells / float(np.median(times))
+            self.add(Row(workload, "gpualign-cpu (1 core)", len(self.queries), cells,
+                         float(np.median(times)), note=f"the same sequences on one Numba "
+                                                      f"thread; median of {len(times)}"))
         if "parasail" in self.engines:
-            self.parasail(workload, part, index, cells, reference, cpu_rate)
+            self.parasail(workload, part, index, cells, reference, cpu_rate, one_core_rate)
 
     def parasail(self, workload: str, part: Database, index: np.ndarray, cells: int,
-                 reference: list[list[int]], cpu_rate: float) -> None:
+                 reference: list[list[int]], cpu_rate: float,
+                 one_core_rate: float | None) -> None:
         parasail = import_optional("parasail")
         if parasail is None:
             self.add(Row(workload, "parasail", note="skipped: not installed"))
@@ -321,11 +343,13 @@ class SearchBench(BenchBase):
         rate = cells / seconds
         tops = [sorted((s for s in row if s > 0), reverse=True)[:TOP] for row in best]
         check = "= gpualign-cpu" if tops == reference else "FAIL: != gpualign-cpu"
-        self.add(Row(workload, "parasail (1 core)", len(self.queries), cells, seconds, check,
-                     f"gpualign-cpu = {cpu_rate / rate:.1f}x one core",
-                     f"sw_striped_profile_16, a profile per query; the same "
-                     f"{len(index):,} sequences; one timed pass"))
         cores = len(os.sched_getaffinity(0))
+        self.add(Row(workload, "parasail (1 core)", len(self.queries), cells, seconds, check,
+                     "-" if one_core_rate is None else
+                     f"gpualign-cpu (1 core) = {one_core_rate / rate:.2f}x",
+                     f"sw_striped_profile_16, a profile per query; the same "
+                     f"{len(index):,} sequences; one timed pass; gpualign-cpu on all {cores} "
+                     f"cores = {cpu_rate / rate:.1f}x, {cpu_rate / cores / rate:.2f}x per core"))
         with multiprocessing.get_context("fork").Pool(cores) as pool:
             pool.map(int, range(cores))  # the workers are up before the clock starts
             began = time.perf_counter()

@@ -303,6 +303,13 @@ ALIGN_CPU_BATCH_RESIDUES = 1 << 24
 #: pairs on every core, then keeps its best hits.
 SEARCH_CPU_TASK_RESIDUES = 1 << 16
 
+#: Lane width in bits (8, 16 or 32) of the CPU search's first pass through parasail: every pair
+#: is scored in it, and a pair whose score saturates it is rescored in the next wider lanes
+#: (8, then 16, then 32), so the scores are exact whatever the setting. 8-bit lanes hold twice
+#: the cells of 16-bit ones and suit protein searches, whose scores mostly stay below 8 bits'
+#: range; 16 saves the first pass where most scores pass it (long, similar DNA subjects).
+SEARCH_CPU_FIRST_BITS = 8
+
 #: Database residues per task of :func:`gpualign.search` on a Dask cluster (``client=``): each
 #: task is a partition of consecutive (length-sorted) subjects, searched by a worker's backend
 #: (a subject longer than this is a partition of its own). Large enough that a GPU worker's
