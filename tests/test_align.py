@@ -687,3 +687,19 @@ def test_parasail_scores_equal_the_numba_dp(backend, monkeypatch, alphabet, symb
         monkeypatch.setattr(gpualign.config, "ALIGN_CPU_SCORES", "numba")
         dp = gpualign.align([same], [same], mode=mode, alphabet=alphabet, backend=backend)
         assert fast.score.tolist() == dp.score.tolist() == [2 * 17000]
+
+
+def test_cpu_scores_of_long_queries_with_linear_gaps_are_exact():
+    # parasail's 16-bit scan kernel adds segments x gap_extend in one lane: for a 60,000-base
+    # query with gaps 10/10 that wraps, and the score came back wrong without the saturation
+    # flag. Such queries go to the 32-bit kernel; the scores equal the Numba DP's (task="end").
+    rng = np.random.default_rng(17)
+    query = random_text(rng, 60_000, "ACGT")
+    targets = [random_text(rng, int(k), "ACGT") for k in rng.integers(1, 25, 12)]
+    scoring = Scoring(match=2, mismatch=-3, gap_open=10, gap_extend=10)
+    for mode in ("local", "semi-global", "global"):
+        score = gpualign.align([query] * len(targets), targets, mode=mode, scoring=scoring,
+                               task="score", backend="cpu")
+        end = gpualign.align([query] * len(targets), targets, mode=mode, scoring=scoring,
+                             task="end", backend="cpu")
+        assert score.score.tolist() == end.score.tolist(), mode

@@ -179,15 +179,15 @@ def test_long_queries_with_linear_gaps(first_bits, query_length, gap, monkeypatc
 def test_which_queries_a_width_holds():
     lengths = np.array([0, 100, 2032, 2033, 60000])
     blosum, _ = Scoring.matrix("BLOSUM62", gap_open=12, gap_extend=1).table("protein")
-    assert search_cpu._fitting(8, "striped", lengths, blosum, 12, 1).all()
-    assert not search_cpu._fitting(8, "striped", lengths, blosum, 128, 1).any()
-    assert not search_cpu._fitting(8, "striped", lengths, blosum * 12, 12, 1).any()
-    assert search_cpu._fitting(16, "striped", lengths, blosum * 12, 128, 1).all()
+    assert _parasail.lanes_fit(8, "striped", lengths, blosum, 12, 1).all()
+    assert not _parasail.lanes_fit(8, "striped", lengths, blosum, 128, 1).any()
+    assert not _parasail.lanes_fit(8, "striped", lengths, blosum * 12, 12, 1).any()
+    assert _parasail.lanes_fit(16, "striped", lengths, blosum * 12, 128, 1).all()
     # Scan: ceil(length / 16) segments of 8-bit lanes times gap_extend at most 127.
-    assert search_cpu._fitting(8, "scan", lengths, blosum, 1, 1).tolist() == \
+    assert _parasail.lanes_fit(8, "scan", lengths, blosum, 1, 1).tolist() == \
         [True, True, True, False, False]
-    assert search_cpu._fitting(16, "scan", lengths, blosum, 1, 1).all()
-    assert search_cpu._fitting(32, "scan", lengths, blosum * 1000, 1 << 20, 1 << 20).all()
+    assert _parasail.lanes_fit(16, "scan", lengths, blosum, 1, 1).all()
+    assert _parasail.lanes_fit(32, "scan", lengths, blosum * 1000, 1 << 20, 1 << 20).all()
 
 
 def test_the_first_width_is_checked(monkeypatch):

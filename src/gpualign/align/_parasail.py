@@ -62,6 +62,27 @@ def kernel_kind(gap_open: int, gap_extend: int) -> str:
     return "scan" if gap_open == gap_extend else "striped"
 
 
+def lanes_fit(bits: int, kind: str, lengths: np.ndarray, table: np.ndarray, gap_open: int,
+              gap_extend: int) -> np.ndarray:
+    """Which queries (of these ``lengths``) parasail's ``bits``-bit kernels of ``kind`` score
+    exactly, or flag as saturated: none when a substitution score or a gap cost is beyond the
+    lanes' range (parasail stores them in lanes, where they would wrap); for the scan kernels,
+    only those whose ``segments * gap_extend`` fits a lane (the kernel adds that sum in one
+    lane: beyond the range it wraps and the score is wrong without the saturation flag)."""
+    if bits >= 32:
+        return np.ones(len(lengths), dtype=bool)
+    limit = (1 << (bits - 1)) - 1
+    if not (-limit <= int(table.min()) and int(table.max()) <= limit and 0 <= gap_open <= limit
+            and 0 <= gap_extend <= limit):
+        return np.zeros(len(lengths), dtype=bool)
+    if kind == "scan":
+        # Segments of a query: its length over the lanes of a vector, fewest (128-bit
+        # vectors) of parasail's instruction sets, so the bound holds on any of them.
+        segments = -(-lengths.astype(np.int64) // (128 // bits))
+        return segments * gap_extend <= limit
+    return np.ones(len(lengths), dtype=bool)
+
+
 def _border_score(m: int, n: int, mode: int, gap_open: int, gap_extend: int) -> int:
     """Score when a sequence is empty (parasail needs both non-empty)."""
     gap = max(m, n)
@@ -81,6 +102,7 @@ def scores(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: n
     wide = getattr(parasail, f"{_NAMES[mode]}_{kind}_32")
     out = np.empty(len(q_index), dtype=np.int64)
     q_lengths, t_lengths = qset.lengths, tset.lengths
+    narrow_fits = lanes_fit(16, kind, q_lengths, table, gap_open, gap_extend)
 
     def work(lo: int, hi: int) -> None:
         for p in range(lo, hi):
@@ -90,8 +112,9 @@ def scores(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: n
                                        gap_open, gap_extend)
                 continue
             query, target = qset[qi], tset[ti]
-            result = narrow(query, target, gap_open, gap_extend, scores_of)
-            if result.saturated:
+            result = narrow(query, target, gap_open, gap_extend, scores_of) \
+                if narrow_fits[qi] else None
+            if result is None or result.saturated:
                 result = wide(query, target, gap_open, gap_extend, scores_of)
             out[p] = result.score
 

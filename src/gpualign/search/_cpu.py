@@ -9,7 +9,8 @@ those that saturate 16 in 32, with the wider profiles built only for the queries
 such pairs, so scores are exact. They are rerun together, gathered over many tasks (they are
 few and mostly long: spread over the cores), and fold into the best hits then. A query whose
 scoring a width cannot hold (a substitution score or gap cost beyond its range, or, for the
-scan kernels, a long query with costly gaps: see :func:`_fitting`) starts in the next width.
+scan kernels, a long query with costly gaps: see
+:func:`gpualign.align._parasail.lanes_fit`) starts in the next width.
 parasail's C functions are called from a Numba loop over the task's pairs on every core, with
 no Python (and no GIL) per pair: through parasail's Python wrappers, the wrapping of each call
 held the GIL and threads scaled to about one core. Tasks cover consecutive subjects of
@@ -169,7 +170,8 @@ def _parasail_c(kind: str, bits: int):
 _WIDTHS = (8, 16, 32)
 
 #: The score :func:`_pair_scorers` write for a pair that the width cannot score exactly: its
-#: score saturates the lanes, or the query has no profile of that width (see :func:`_fitting`).
+#: score saturates the lanes, or the query has no profile of that width (see
+#: :func:`gpualign.align._parasail.lanes_fit`).
 _SATURATED = -1
 
 
@@ -179,27 +181,6 @@ def _widths() -> tuple[int, ...]:
     if first not in _WIDTHS:
         raise ValueError(f"config.SEARCH_CPU_FIRST_BITS={first!r}: one of {_WIDTHS}")
     return _WIDTHS[_WIDTHS.index(first):]
-
-
-def _fitting(bits: int, kind: str, lengths: np.ndarray, table: np.ndarray, gap_open: int,
-             gap_extend: int) -> np.ndarray:
-    """Which queries (of these ``lengths``) parasail's ``bits``-bit kernels of ``kind`` score
-    exactly, or flag as saturated: none when a substitution score or a gap cost is beyond the
-    lanes' range (parasail stores them in lanes, where they would wrap); for the scan kernels,
-    only those whose ``segments * gap_extend`` fits a lane (the kernel adds that sum in one
-    lane: beyond the range it wraps and the score is wrong without the saturation flag)."""
-    if bits == _WIDTHS[-1]:
-        return np.ones(len(lengths), dtype=bool)
-    limit = (1 << (bits - 1)) - 1
-    if not (-limit <= int(table.min()) and int(table.max()) <= limit and 0 <= gap_open <= limit
-            and 0 <= gap_extend <= limit):
-        return np.zeros(len(lengths), dtype=bool)
-    if kind == "scan":
-        # Segments of a query: its length over the lanes of a vector, fewest (128-bit
-        # vectors) of parasail's instruction sets, so the bound holds on any of them.
-        segments = -(-lengths.astype(np.int64) // (128 // bits))
-        return segments * gap_extend <= limit
-    return np.ones(len(lengths), dtype=bool)
 
 
 @functools.cache
@@ -268,7 +249,7 @@ def _parasail_scorers(queries: SequenceSet, subjects: SequenceSet, table: np.nda
     texts = [symbols[queries.codes_of(q)].tobytes() for q in range(len(queries))]
     query_lengths = queries.lengths.astype(np.int64)
     # parasail takes no empty sequence: an empty query has no profile (it scores 0 anyway).
-    fits = {bits: _fitting(bits, kind, query_lengths, table, gap_open, gap_extend)
+    fits = {bits: _parasail.lanes_fit(bits, kind, query_lengths, table, gap_open, gap_extend)
             & (query_lengths > 0) for bits in widths}
     addresses = {bits: np.zeros(len(queries), dtype=np.int64) for bits in widths}
     # The C kernels read the profiles through their addresses: kept alive as long as the
