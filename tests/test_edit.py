@@ -29,7 +29,7 @@ from strategies import mutated
 
 import gpualign
 from gpualign.backend import resolve_backend
-from gpualign.cigar import cigar_edit_cost, cigar_lengths
+from gpualign.cigar import PackedCigars, cigar_edit_cost, cigar_lengths
 from gpualign.sequences import SequenceSet, get_alphabet
 
 MODES = ("global", "prefix", "infix")
@@ -93,7 +93,7 @@ def check(queries, targets, result, *, mode, task, k=None, alphabet="dna", peers
     for array in (result.distance, result.target_start, result.target_end):
         assert isinstance(array, np.ndarray) and array.dtype == np.int32 and array.shape == (count,)
     if task == "path":
-        assert isinstance(result.cigar, list) and len(result.cigar) == count
+        assert isinstance(result.cigar, PackedCigars) and len(result.cigar) == count
     else:
         assert result.cigar is None
     for p, (q, t) in enumerate(zip(queries, targets, strict=True)):

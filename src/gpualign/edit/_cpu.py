@@ -20,8 +20,9 @@ from numba import njit, prange
 
 from .. import config
 from .._bitvectors import ALL, ONE, ZERO, match_table
-from .._cigar_text import decode_cigars, text_offsets, write_cigar
+from .._cigar_text import pack_runs, write_runs
 from .._progress import Progress, pass_credits
+from ..cigar import PackedCigars
 from ..codes import (
     EDIT_GLOBAL,
     EDIT_INFIX,
@@ -31,7 +32,7 @@ from ..codes import (
     OP_MATCH,
     OP_MISMATCH,
 )
-from ._linear import NO_OP, cigars_of_buffer, hirschberg
+from ._linear import NO_OP, hirschberg, packed_of_buffer
 from ._shared import needs_linear
 
 if TYPE_CHECKING:
@@ -391,10 +392,12 @@ def _global_ops(query, target, n_codes, match_codes, ops):
 
 @njit(cache=True, parallel=True, nogil=True)
 def _cigar_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, start, end,
-                 n_codes, match_codes, char_offsets, chars, char_counts):
+                 n_codes, match_codes, room, run_ops, run_lengths, run_counts):
+    """Trace the pairs with ``start[p] >= 0`` in full, each writing its runs from ``room[p]``
+    (:func:`.._cigar_text.write_runs`; -2: they did not fit); -1 runs for the others."""
     for p in prange(q_index.shape[0]):
         if start[p] < 0:
-            char_counts[p] = -1
+            run_counts[p] = -1
             continue
         qi = q_index[p]
         ti = t_index[p]
@@ -402,7 +405,9 @@ def _cigar_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, start
         target = t_codes[t_offsets[ti] + start[p]:t_offsets[ti] + end[p]]
         ops = np.empty(query.shape[0] + target.shape[0], dtype=np.uint8)
         count = _global_ops(query, target, n_codes, match_codes, ops)
-        char_counts[p] = write_cigar(ops, count, chars[char_offsets[p]:char_offsets[p + 1]])
+        runs = write_runs(ops, count, run_ops[room[p]:room[p + 1]],
+                          run_lengths[room[p]:room[p + 1]])
+        run_counts[p] = runs if runs >= 0 else -2
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -461,7 +466,7 @@ def _trace_leaves(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, t_st
 
 
 def linear_cigars(queries, targets, q_index, t_index, start, end, distance,
-                  progress: Progress | None = None, share: int = 0) -> list[str]:
+                  progress: Progress | None = None, share: int = 0) -> PackedCigars:
     """Extended CIGARs of the global alignments of queries with their target ranges ``[start,
     end)``, whose distances are ``distance``, in linear space (:mod:`._linear`), all cores on
     each level's subproblems; ``progress`` moves by ``share`` cells over the levels."""
@@ -491,7 +496,7 @@ def linear_cigars(queries, targets, q_index, t_index, start, end, distance,
     hirschberg(q_len, span, np.asarray(distance, dtype=np.int64),
                lambda rows, columns: ~needs_linear(rows, columns), split_columns, trace_leaves,
                progress.cells_done if progress is not None else None, share)
-    return cigars_of_buffer(buffer, base)
+    return packed_of_buffer(buffer, base)
 
 
 def _batches(count: int) -> Iterator[slice]:
@@ -533,7 +538,7 @@ def distance_batch(queries, targets, q_index, t_index, mode, k, want_start, prog
 
 
 def cigar_batch(queries, targets, q_index, t_index, start, end, distance, progress: Progress,
-                credit: np.ndarray):
+                credit: np.ndarray) -> PackedCigars:
     """Extended CIGARs of the global alignments of queries with their target ranges (None where
     ``start < 0``), whose distances are ``distance``; CPU threads, so it can overlap GPU work
     of the next batch. Pairs that :func:`._shared.needs_linear` picks are traced in linear
@@ -544,25 +549,32 @@ def cigar_batch(queries, targets, q_index, t_index, start, end, distance, progre
     linear = np.flatnonzero((start >= 0) & needs_linear(q_len, span))
     traced_start = start.copy()
     traced_start[linear] = -1  # left out of the full tracebacks
-    traced = np.where(traced_start >= 0, q_len + span, 0)
-    cigars: list[str | None] = []
+    # An optimal alignment of cost d has at most d runs of edits and d + 1 of matches.
+    room = np.where(traced_start >= 0,
+                    np.minimum(q_len + span, 2 * np.maximum(distance, 0) + 1), 0)
+    parts = []
     for part in _batches(len(q_index)):
-        char_offsets = text_offsets(traced[part])
-        chars = np.empty(int(char_offsets[-1]), dtype=np.uint8)
-        char_counts = np.empty(part.stop - part.start, dtype=np.int64)
+        room_at = np.zeros(part.stop - part.start + 1, dtype=np.int64)
+        np.cumsum(room[part], out=room_at[1:])
+        run_ops = np.empty(int(room_at[-1]), dtype=np.uint8)
+        run_lengths = np.empty(int(room_at[-1]), dtype=np.int64)
+        run_counts = np.empty(part.stop - part.start, dtype=np.int64)
         _cigar_batch(queries.codes, queries.offsets, targets.codes, targets.offsets,
                      q_index[part], t_index[part], traced_start[part], end[part],
-                     queries.alphabet.size, queries.alphabet.match_codes, char_offsets, chars,
-                     char_counts)
-        cigars.extend(decode_cigars(chars, char_offsets[:-1], char_counts))
+                     queries.alphabet.size, queries.alphabet.match_codes, room_at, run_ops,
+                     run_lengths, run_counts)
+        if (run_counts == -2).any():
+            overflow = part.start + int(np.flatnonzero(run_counts == -2)[0])
+            raise RuntimeError(f"pair #{overflow}: its traceback has more runs than an "
+                               f"alignment of its distance {int(distance[overflow])} can have")
+        parts.append(pack_runs(run_ops, run_lengths, room_at[:-1], run_counts))
         progress.cells_done(int(credit[part][traced_start[part] >= 0].sum()))
     progress.cells_done(int(credit[start < 0].sum()))  # no CIGAR to trace
+    cigars = PackedCigars.concatenate(parts)
     if len(linear):
-        texts = linear_cigars(queries, targets, q_index[linear], t_index[linear], start[linear],
-                              end[linear], distance[linear], progress,
-                              int(credit[linear].sum()))
-        for p, text in zip(linear.tolist(), texts, strict=True):
-            cigars[p] = text
+        cigars = cigars.replaced(linear, linear_cigars(
+            queries, targets, q_index[linear], t_index[linear], start[linear], end[linear],
+            distance[linear], progress, int(credit[linear].sum())))
     return cigars
 
 
@@ -570,7 +582,7 @@ def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
                mode: int, k: int, task: str, progress: Progress | None = None,
                positional: bool = False,
                ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None,
-                          list[str | None] | None]:
+                          PackedCigars | None]:
     """Edit distance of the pairs ``(qset[q_index[p]], tset[t_index[p]])`` on the CPU (the
     contract of every backend).
 
@@ -597,7 +609,7 @@ def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
         -1 for pairs over ``k``.
     start, end : np.ndarray of int32 or None
         The target range (half-open; -1s for pairs over ``k``), None for ``task="distance"``.
-    cigar : list of str or None, or None
+    cigar : PackedCigars or None
         The CIGARs for ``task="path"`` (None for pairs over ``k``), else None.
     """
     want_start = task != "distance"
