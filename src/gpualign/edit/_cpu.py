@@ -50,8 +50,10 @@ def _popcount(x):
 
 
 @njit(inline="always")
-def _block(pv, mv, eq, hin, high):
-    """Advance one 64-row block by one target column; return (pv, mv, hout)."""
+def _block_deltas(pv, mv, eq, hin, high):
+    """Advance one 64-row block by one target column; return (pv, mv, hout, ph, mh): ``ph``
+    and ``mh`` hold the column's horizontal deltas of the block's rows (bit ``r``: the row's
+    value is one above / below its value in the column before)."""
     hin_neg = ONE if hin < 0 else ZERO
     hin_pos = ONE if hin > 0 else ZERO
     xv = eq | mv
@@ -64,9 +66,16 @@ def _block(pv, mv, eq, hin, high):
         hout = 1
     elif mh & high:
         hout = -1
-    ph = (ph << ONE) | hin_pos
-    mh = (mh << ONE) | hin_neg
-    return mh | ~(xv | ph), ph & xv, hout
+    shifted_ph = (ph << ONE) | hin_pos
+    shifted_mh = (mh << ONE) | hin_neg
+    return shifted_mh | ~(xv | shifted_ph), shifted_ph & xv, hout, ph, mh
+
+
+@njit(inline="always")
+def _block(pv, mv, eq, hin, high):
+    """Advance one 64-row block by one target column; return (pv, mv, hout)."""
+    pv, mv, hout, _, _ = _block_deltas(pv, mv, eq, hin, high)
+    return pv, mv, hout
 
 
 @njit(cache=True, nogil=True)
@@ -316,14 +325,15 @@ def _column_value(pvs, mvs, j, i):
     return value
 
 
-@njit(cache=True, nogil=True)
-def _vertical_delta(pvs, mvs, j, i):
-    """D[i][j] - D[i-1][j]."""
+@njit(inline="always")
+def _delta(plus, minus, j, i):
+    """The delta of row ``i`` (>= 1) in column ``j`` whose +1 rows are the bits of ``plus[j]``
+    and -1 rows those of ``minus[j]``."""
     bit = ONE << np.uint64((i - 1) & 63)
     w = (i - 1) >> 6
-    if pvs[j, w] & bit:
+    if plus[j, w] & bit:
         return 1
-    if mvs[j, w] & bit:
+    if minus[j, w] & bit:
         return -1
     return 0
 
@@ -331,62 +341,56 @@ def _vertical_delta(pvs, mvs, j, i):
 @njit(cache=True, nogil=True)
 def _global_ops(query, target, n_codes, match_codes, ops):
     """Write the operations of an optimal global alignment into ``ops`` (last operation first)
-    and return their number. Stores every column's delta vectors, then walks back from (m, n)
-    preferring diagonal moves, then insertions (query only), then deletions (target only)."""
+    and return their number. Stores every column's vertical and horizontal delta vectors, then
+    walks back from (m, n) preferring diagonal moves, then insertions (query only), then
+    deletions (target only), each step reading the deltas of the cells around it."""
     m = query.shape[0]
     n = target.shape[0]
     count = 0
-    if m == 0 or n == 0:
-        for _ in range(n):
-            ops[count] = OP_DELETION
-            count += 1
-        for _ in range(m):
-            ops[count] = OP_INSERTION
-            count += 1
-        return count
     table = match_table(query, n_codes, match_codes)
     words = table.shape[1]
+    # Column j's vertical deltas (D[i][j] - D[i-1][j]) and horizontal ones (D[i][j] -
+    # D[i][j-1]) of rows 1..m, as +1 and -1 bits.
     pvs = np.empty((n + 1, words), dtype=np.uint64)
     mvs = np.empty((n + 1, words), dtype=np.uint64)
+    phs = np.empty((n + 1, words), dtype=np.uint64)
+    mhs = np.empty((n + 1, words), dtype=np.uint64)
     pvs[0, :] = ALL
     mvs[0, :] = ZERO
-    for j in range(n):
+    for j in range(n if m > 0 else 0):
         c = target[j]
         hin = 1
         for w in range(words):
-            pvs[j + 1, w], mvs[j + 1, w], hin = _block(pvs[j, w], mvs[j, w], table[c, w], hin,
-                                                        _HIGH)
+            pvs[j + 1, w], mvs[j + 1, w], hin, phs[j + 1, w], mhs[j + 1, w] = _block_deltas(
+                pvs[j, w], mvs[j, w], table[c, w], hin, _HIGH)
     i = m
     j = n
-    current = _column_value(pvs, mvs, j, i)
-    left = _column_value(pvs, mvs, j - 1, i)  # D[i][j-1], kept up to date while walking
-    while i > 0 or j > 0:
-        if i > 0 and j > 0:
-            diagonal = left - _vertical_delta(pvs, mvs, j - 1, i)
-            same = query[i - 1] == target[j - 1] and query[i - 1] < match_codes
-            if current == diagonal + (0 if same else 1):
-                ops[count] = OP_MATCH if same else OP_MISMATCH
-                count += 1
-                i -= 1
-                j -= 1
-                current = diagonal
-                left = _column_value(pvs, mvs, j - 1, i) if j > 0 else 0
-                continue
-        if i > 0:
-            up = current - _vertical_delta(pvs, mvs, j, i)
-            if current == up + 1:
-                ops[count] = OP_INSERTION
-                count += 1
-                i -= 1
-                current = up
-                left = left - _vertical_delta(pvs, mvs, j - 1, i + 1) if j > 0 else 0
-                continue
-        # Only a deletion is left; in a consistent matrix current == left + 1 here.
+    current = _column_value(pvs, mvs, j, i) if m > 0 else n
+    while i > 0 and j > 0:
+        left = current - _delta(phs, mhs, j, i)  # D[i][j-1]
+        diagonal = left - _delta(pvs, mvs, j - 1, i)
+        same = query[i - 1] == target[j - 1] and query[i - 1] < match_codes
+        if current == diagonal + (0 if same else 1):
+            ops[count] = OP_MATCH if same else OP_MISMATCH
+            i -= 1
+            j -= 1
+            current = diagonal
+        elif _delta(pvs, mvs, j, i) == 1:  # D[i-1][j] + 1
+            ops[count] = OP_INSERTION
+            i -= 1
+            current -= 1
+        else:  # in a consistent matrix current == left + 1 here
+            ops[count] = OP_DELETION
+            j -= 1
+            current = left
+        count += 1
+    # One side is used up: the rest of the other is deletions (row 0) or insertions (column 0).
+    for _ in range(j):
         ops[count] = OP_DELETION
         count += 1
-        j -= 1
-        current = left
-        left = _column_value(pvs, mvs, j - 1, i) if j > 0 else 0
+    for _ in range(i):
+        ops[count] = OP_INSERTION
+        count += 1
     return count
 
 
