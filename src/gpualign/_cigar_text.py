@@ -100,6 +100,15 @@ def write_runs(ops, count, run_ops, run_lengths):
     return runs
 
 
+@njit(cache=True, nogil=True)
+def _gather_runs(run_ops, run_lengths, room, counts, offsets, ops, lengths):
+    """Copy pair ``p``'s ``counts[p]`` runs from ``room[p]`` to ``offsets[p]``."""
+    for p in range(counts.shape[0]):
+        for r in range(offsets[p + 1] - offsets[p]):
+            ops[offsets[p] + r] = run_ops[room[p] + r]
+            lengths[offsets[p] + r] = run_lengths[room[p] + r]
+
+
 def pack_runs(run_ops: np.ndarray, run_lengths: np.ndarray, room: np.ndarray,
               counts: np.ndarray) -> PackedCigars:
     """The :class:`~gpualign.cigar.PackedCigars` of a batch whose pair ``p`` wrote
@@ -107,14 +116,15 @@ def pack_runs(run_ops: np.ndarray, run_lengths: np.ndarray, room: np.ndarray,
 
     Examples
     --------
-    >>> pack_runs(np.array([0, 1, 9, 2, 9]), np.array([5, 1, 0, 3, 0]), np.array([0, 3, 5]),
-    ...           np.array([2, 1, -1])).tolist()
+    >>> pack_runs(np.array([0, 1, 9, 2, 9], dtype=np.uint8), np.array([5, 1, 0, 3, 0]),
+    ...           np.array([0, 3, 5]), np.array([2, 1, -1])).tolist()
     ['5=1X', '3I', None]
     """
     counts = np.asarray(counts, dtype=np.int64)
-    kept = np.maximum(counts, 0)
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(kept, out=offsets[1:])
-    source = np.repeat(np.asarray(room, dtype=np.int64) - offsets[:-1], kept) + np.arange(
-        offsets[-1])
-    return PackedCigars(run_ops[source], run_lengths[source], offsets, counts >= 0)
+    np.cumsum(np.maximum(counts, 0), out=offsets[1:])
+    ops = np.empty(offsets[-1], dtype=np.uint8)
+    lengths = np.empty(offsets[-1], dtype=np.int64)
+    _gather_runs(run_ops, np.asarray(run_lengths, dtype=np.int64),
+                 np.asarray(room, dtype=np.int64), counts, offsets, ops, lengths)
+    return PackedCigars(ops, lengths, offsets, counts >= 0)

@@ -326,6 +326,8 @@ class PackedCigars(Sequence[str | None]):
         ...                           PackedCigars.from_strings(["2X"])]).tolist()
         ['1=', None, '2X']
         """
+        if len(parts) == 1:
+            return parts[0]
         if not parts:
             return cls.nones(0)
         shifts = np.cumsum([0] + [len(part.ops) for part in parts[:-1]])
