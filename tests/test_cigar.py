@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from naive import apply_cigar, dp_matrix, rescore_cigar
 
-import gpualign.cigar
 import gpualign
+import gpualign.cigar
 from gpualign._cigar_text import decode_cigars, pack_runs, write_runs
 from gpualign.cigar import (
     PackedCigars,
