@@ -826,3 +826,28 @@ def test_results_without_page_locked_memory(monkeypatch):
             got, want = getattr(r, name), getattr(expected[task], name)
             assert (got == want if name == "cigar" else np.array_equal(got, want)), (task, name)
         check(queries, targets, r, mode="infix", task=task)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="no GPU")
+@pytest.mark.parametrize("mode", MODES)
+def test_cuda_packed_cigars_equal_the_cpu_ones(monkeypatch, mode):
+    # The same runs, array for array, from both backends, with the CUDA backend's pieces forced:
+    # chunks of 97 pairs (host-filled empty pairs replaced in each), path.cu batches of a few
+    # pairs (GPU_BATCH_BYTES), and long pairs traced in linear space merged with the short ones
+    # (at most GPU_LEAF_CELLS cells a pair: the CPU's and the GPU's Hirschberg leaves are then
+    # the same, and so are their CIGARs).
+    rng = np.random.default_rng(61)
+    queries = [random_codes(rng, int(n), n_fraction=0.02) for n in rng.integers(0, 400, 400)]
+    targets = [related_target(rng, q, int(len(q) * rng.uniform(0.9, 1.5)), mode, rate=0.05)
+               for q in queries]
+    targets[::37] = [[] for _ in targets[::37]]
+    monkeypatch.setattr(gpualign.config, "EDIT_GPU_CHUNK_PAIRS", 97)
+    monkeypatch.setattr(gpualign.config, "GPU_BATCH_BYTES", 1 << 16)
+    monkeypatch.setattr(gpualign.config, "LONG_EDIT_MIN_CELLS", 1 << 14)
+    for k in (None, 20):
+        cpu = run(queries, targets, mode=mode, k=k, task="path", backend="cpu")
+        gpu = run(queries, targets, mode=mode, k=k, task="path", backend="cuda")
+        assert isinstance(gpu.cigar, PackedCigars) and gpu.cigar == cpu.cigar, k
+        assert gpu.cigar.tolist() == cpu.cigar.tolist()
+        assert np.array_equal(gpu.distance, cpu.distance)

@@ -408,9 +408,10 @@ def gpu_cigars(sequences, alphabet, index, device_range, no_alignment):
               (q_offsets, part[0], part[2], np.int32(count), d_start[lo:hi], d_end[lo:hi],
                np.int32(alphabet.size), offset, scratch, op_count, run_at, run_ops,
                run_lengths))
-        # Through page-locked memory: the runs as they are, no text.
+        # Through page-locked memory, copied out of it (the result outlives the batch): the
+        # runs as they are, no text.
         batches.append(PackedCigars(
-            run_ops.get(out=pinned_empty(len(run_ops), np.uint8)[0])[:total],
+            run_ops.get(out=pinned_empty(len(run_ops), np.uint8)[0])[:total].copy(),
             run_lengths.get(out=pinned_empty(len(run_lengths), np.int32)[0])[:total],
             run_at.get(), ~no_alignment[lo:hi]))
     return PackedCigars.concatenate(batches)
