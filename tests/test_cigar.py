@@ -286,6 +286,14 @@ def test_packed_cigars_take_concatenate_and_replace(cigars, data):
     for position, text in zip(positions, other, strict=True):
         replaced[position] = text
     assert packed.replaced(positions, PackedCigars.from_strings(other)) == replaced
+    shuffled = data.draw(st.permutations(positions))
+    texts = [other[positions.index(p)] for p in shuffled]
+    assert packed.replaced(shuffled, PackedCigars.from_strings(texts)) == replaced
+    assert packed.replaced(positions, PackedCigars.nones(len(positions))) == [
+        None if p in positions else c for p, c in enumerate(cigars)]
+    if positions:
+        with pytest.raises(ValueError, match="twice"):
+            packed.replaced(positions * 2, PackedCigars.nones(2 * len(positions)))
 
 
 def test_packed_cigars_empty_pairs_none_entries_and_indexing():

@@ -359,7 +359,10 @@ class PackedCigars(Sequence[str | None]):
                             self.present[indices])
 
     def replaced(self, positions: Any, other: PackedCigars) -> PackedCigars:
-        """These pairs with pair ``positions[i]`` replaced by ``other``'s pair ``i``.
+        """These pairs with pair ``positions[i]`` (distinct) replaced by ``other``'s pair ``i``.
+
+        The runs of the pairs left as they are move in one pass (a few pairs replaced in a
+        large batch cost a copy of it, no gather).
 
         Examples
         --------
@@ -369,9 +372,29 @@ class PackedCigars(Sequence[str | None]):
         positions = np.asarray(positions, dtype=np.int64)
         if len(positions) != len(other):
             raise ValueError(f"{len(positions)} positions for {len(other)} replacing pairs")
-        source = np.arange(len(self), dtype=np.int64)
-        source[positions] = len(self) + np.arange(len(other))
-        return PackedCigars.concatenate([self, other]).take(source)
+        order = np.argsort(positions, kind="stable")
+        positions = np.arange(len(self))[positions[order]]  # checked, negatives counted
+        if (np.diff(positions) == 0).any():
+            raise ValueError("a pair replaced twice")
+        if (np.diff(order) < 0).any():
+            other = other.take(order)
+        counts = np.diff(self.offsets)
+        replacing = np.diff(other.offsets)
+        ops, lengths = self.ops, self.lengths
+        if counts[positions].any():  # drop the replaced pairs' runs
+            kept = np.ones(len(self), dtype=bool)
+            kept[positions] = False
+            kept_runs = np.repeat(kept, counts)
+            ops, lengths = ops[kept_runs], lengths[kept_runs]
+        counts = counts.copy()
+        counts[positions] = 0
+        # Each replacing run goes in before the kept runs of the pairs after its own.
+        at = np.repeat(_offsets_of_counts(counts)[positions], replacing)
+        counts[positions] = replacing
+        present = self.present.copy()
+        present[positions] = other.present
+        return PackedCigars(np.insert(ops, at, other.ops), np.insert(lengths, at, other.lengths),
+                            _offsets_of_counts(counts), present)
 
     def run_owner(self) -> np.ndarray:
         """The pair of every run (int64).
@@ -409,11 +432,13 @@ class PackedCigars(Sequence[str | None]):
         text = np.empty(int(before[-1]) + count, dtype=np.uint8)
         text[before[self.offsets[1:]] + np.arange(count)] = ord("\n")
         text[at + digits] = _BYTE_OF_OP[self.ops]
-        value, place = self.lengths.copy(), 0
-        while (left := digits > place).any():  # the last digit first
-            text[(at + digits - 1 - place)[left]] = ord("0") + value[left] % 10
-            value //= 10
-            place += 1
+        # The digits from the last one back, each pass over the runs with digits left.
+        at, value = at + digits - 1, self.lengths
+        while len(value):
+            text[at] = ord("0") + value % 10
+            value = value // 10
+            left = np.flatnonzero(value)
+            at, value = at[left] - 1, value[left]
         cigars: list[str | None] = text[:-1].tobytes().decode("latin-1").split("\n")
         for p in np.flatnonzero(~self.present).tolist():
             cigars[p] = None
