@@ -22,7 +22,7 @@ from .. import config
 from .._bitvectors import ALL, ONE, ZERO, match_table
 from .._cigar_text import pack_runs, write_runs
 from .._progress import Progress, pass_credits
-from ..cigar import PackedCigars
+from ..cigar import PackedCigars, op_counts
 from ..codes import (
     EDIT_GLOBAL,
     EDIT_INFIX,
@@ -544,7 +544,8 @@ def distance_batch(queries, targets, q_index, t_index, mode, k, want_start, prog
 def cigar_batch(queries, targets, q_index, t_index, start, end, distance, progress: Progress,
                 credit: np.ndarray) -> PackedCigars:
     """Extended CIGARs of the global alignments of queries with their target ranges (None where
-    ``start < 0``), whose distances are ``distance``; CPU threads, so it can overlap GPU work
+    ``start < 0``), whose distances are ``distance`` (-1: not known yet, for pairs not traced
+    in linear space); CPU threads, so it can overlap GPU work
     of the next batch. Pairs that :func:`._shared.needs_linear` picks are traced in linear
     space (:func:`linear_cigars`), the others in full. ``progress`` moves by ``credit[p]``
     cells as pair ``p``'s CIGAR is done (the linear ones level by level)."""
@@ -553,9 +554,10 @@ def cigar_batch(queries, targets, q_index, t_index, start, end, distance, progre
     linear = np.flatnonzero((start >= 0) & needs_linear(q_len, span))
     traced_start = start.copy()
     traced_start[linear] = -1  # left out of the full tracebacks
-    # An optimal alignment of cost d has at most d runs of edits and d + 1 of matches.
-    room = np.where(traced_start >= 0,
-                    np.minimum(q_len + span, 2 * np.maximum(distance, 0) + 1), 0)
+    # An optimal alignment of cost d has at most d runs of edits and d + 1 of matches (an
+    # unknown distance, -1: one run an operation).
+    room = np.where(traced_start < 0, 0, np.where(
+        distance < 0, q_len + span, np.minimum(q_len + span, 2 * distance.astype(np.int64) + 1)))
     parts = []
     for part in _batches(len(q_index)):
         room_at = np.zeros(part.stop - part.start + 1, dtype=np.int64)
@@ -618,12 +620,29 @@ def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
     """
     want_start = task != "distance"
     progress = Progress.silent() if progress is None else progress
-    first, second = pass_credits(qset.lengths[q_index], tset.lengths[t_index], task == "path")
-    distance, start, end = distance_batch(qset, tset, q_index, t_index, mode, k, want_start,
-                                          progress, first)
+    q_len, t_len = qset.lengths[q_index], tset.lengths[t_index]
+    first, second = pass_credits(q_len, t_len, task == "path")
+    if task == "path" and mode == EDIT_GLOBAL and k < 0:
+        # Global CIGARs without a cutoff that are traced in full need no distance pass: they
+        # span the whole target, and their edits are the distances (as on the GPU for long
+        # pairs).
+        direct = ~needs_linear(q_len, t_len)
+    else:
+        direct = np.zeros(len(q_index), dtype=bool)
+    measured = np.flatnonzero(~direct)
+    distance = np.full(len(q_index), -1, dtype=np.int32)  # -1 where still unknown
+    start = np.where(direct, 0, -1).astype(np.int32)
+    end = np.where(direct, t_len, -1).astype(np.int32)
+    distance[measured], start[measured], end[measured] = distance_batch(
+        qset, tset, q_index[measured], t_index[measured], mode, k, want_start, progress,
+        first[measured])
     if not want_start:
         return distance, None, None, None
     cigar = None
     if task == "path":
         cigar = cigar_batch(qset, tset, q_index, t_index, start, end, distance, progress, second)
+        if direct.any():
+            columns, _ = op_counts(cigar.take(direct))  # in the order "=XID"
+            distance[direct] = columns[:, 1:].sum(axis=1)
+            progress.pairs_done(first[direct])
     return distance, start, end, cigar
