@@ -357,7 +357,7 @@ def _global_ops(query, target, n_codes, match_codes, ops):
     mhs = np.empty((n + 1, words), dtype=np.uint64)
     pvs[0, :] = ALL
     mvs[0, :] = ZERO
-    for j in range(n if m > 0 else 0):
+    for j in range(n):
         c = target[j]
         hin = 1
         for w in range(words):
@@ -365,7 +365,7 @@ def _global_ops(query, target, n_codes, match_codes, ops):
                 pvs[j, w], mvs[j, w], table[c, w], hin, _HIGH)
     i = m
     j = n
-    current = _column_value(pvs, mvs, j, i) if m > 0 else n
+    current = _column_value(pvs, mvs, j, i)
     while i > 0 and j > 0:
         left = current - _delta(phs, mhs, j, i)  # D[i][j-1]
         diagonal = left - _delta(pvs, mvs, j - 1, i)
@@ -544,11 +544,11 @@ def distance_batch(queries, targets, q_index, t_index, mode, k, want_start, prog
 def cigar_batch(queries, targets, q_index, t_index, start, end, distance, progress: Progress,
                 credit: np.ndarray) -> PackedCigars:
     """Extended CIGARs of the global alignments of queries with their target ranges (None where
-    ``start < 0``), whose distances are ``distance`` (-1: not known yet, for pairs not traced
-    in linear space); CPU threads, so it can overlap GPU work
-    of the next batch. Pairs that :func:`._shared.needs_linear` picks are traced in linear
-    space (:func:`linear_cigars`), the others in full. ``progress`` moves by ``credit[p]``
-    cells as pair ``p``'s CIGAR is done (the linear ones level by level)."""
+    ``start < 0``), whose distances are ``distance`` (-1: not known yet, allowed for the pairs
+    traced in full); CPU threads, so it can overlap GPU work of the next batch. Pairs that
+    :func:`._shared.needs_linear` picks are traced in linear space (:func:`linear_cigars`), the
+    others in full. ``progress`` moves by ``credit[p]`` cells as pair ``p``'s CIGAR is done
+    (the linear ones level by level)."""
     q_len = queries.lengths[q_index]
     span = np.where(start >= 0, end - start, 0)
     linear = np.flatnonzero((start >= 0) & needs_linear(q_len, span))
