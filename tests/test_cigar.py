@@ -10,9 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from naive import apply_cigar, dp_matrix, rescore_cigar
 
+import gpualign
 import gpualign.cigar
-from gpualign._cigar_text import decode_cigars
+from gpualign._cigar_text import decode_cigars, pack_runs, write_runs
 from gpualign.cigar import (
+    PackedCigars,
     cigar_edit_cost,
     cigar_lengths,
     cigar_runs,
@@ -238,3 +240,140 @@ def test_decode_cigars_from_padded_and_packed_buffers():
     packed = np.frombuffer(b"".join(t or b"" for t in texts), dtype=np.uint8)
     starts = np.concatenate([[0], np.cumsum(np.maximum(lengths, 0))[:-1]])
     assert decode_cigars(packed, starts, lengths) == want
+
+
+#: CIGARs as the packed form holds them: None (no alignment), empty ones (two empty sequences),
+#: runs of every operation and lengths of several digits.
+CIGAR_LISTS = st.lists(st.one_of(
+    st.none(),
+    st.lists(st.tuples(st.integers(1, 10**7), st.sampled_from("=XID")), max_size=8).map(
+        lambda runs: "".join(f"{length}{op}" for length, op in runs))), max_size=25)
+
+
+@settings(max_examples=80, deadline=None)
+@given(CIGAR_LISTS)
+def test_packed_cigars_round_trip_with_strings(cigars):
+    packed = PackedCigars.from_strings(cigars)
+    assert len(packed) == len(cigars)
+    assert packed.tolist() == packed.to_text() == list(packed) == cigars
+    assert [packed[p] for p in range(len(cigars))] == cigars
+    assert packed == cigars and packed == tuple(cigars) and not packed != cigars
+    assert packed.present.tolist() == [c is not None for c in cigars]
+    columns, runs = op_counts(packed)
+    want_columns, want_runs = op_counts(["" if c is None else c for c in cigars])
+    assert np.array_equal(columns, want_columns) and np.array_equal(runs, want_runs)
+    owner, length, op = cigar_runs(packed)
+    want = cigar_runs(["" if c is None else c for c in cigars])
+    assert all(np.array_equal(a, b) and a.dtype == b.dtype
+               for a, b in zip((owner, length, op), want, strict=True))
+
+
+@settings(max_examples=40, deadline=None)
+@given(CIGAR_LISTS, st.data())
+def test_packed_cigars_take_concatenate_and_replace(cigars, data):
+    packed = PackedCigars.from_strings(cigars)
+    picks = data.draw(st.lists(st.integers(0, max(len(cigars) - 1, 0)), max_size=10)
+                      if cigars else st.just([]))
+    assert packed.take(picks).tolist() == [cigars[p] for p in picks]
+    assert packed.take(np.array(picks, dtype=np.int64)) == [cigars[p] for p in picks]
+    mask = np.array([c is None for c in cigars], dtype=bool)
+    assert packed.take(mask) == [None] * int(mask.sum())
+    assert packed[1:] == cigars[1:] and packed[::-1] == cigars[::-1]
+    assert PackedCigars.concatenate([packed, packed[:2]]) == cigars + cigars[:2]
+    positions = sorted(set(picks))
+    other = [f"{p + 1}X" for p in range(len(positions))]
+    replaced = list(cigars)
+    for position, text in zip(positions, other, strict=True):
+        replaced[position] = text
+    assert packed.replaced(positions, PackedCigars.from_strings(other)) == replaced
+    shuffled = data.draw(st.permutations(positions))
+    texts = [other[positions.index(p)] for p in shuffled]
+    assert packed.replaced(shuffled, PackedCigars.from_strings(texts)) == replaced
+    assert packed.replaced(positions, PackedCigars.nones(len(positions))) == [
+        None if p in positions else c for p, c in enumerate(cigars)]
+    if positions:
+        with pytest.raises(ValueError, match="twice"):
+            packed.replaced(positions * 2, PackedCigars.nones(2 * len(positions)))
+
+
+def test_packed_cigars_empty_pairs_none_entries_and_indexing():
+    packed = PackedCigars.from_strings(["", None, "150=", "1X1I1D"])
+    assert packed.offsets.tolist() == [0, 0, 0, 1, 4]
+    assert packed.ops.dtype == np.uint8 and packed.lengths.dtype == np.int64
+    assert (packed[0], packed[1], packed[-1], packed[np.int64(2)]) == ("", None, "1X1I1D", "150=")
+    for bad in (4, -5):
+        with pytest.raises(IndexError):
+            packed[bad]
+    assert None in packed and packed.index("150=") == 2 and packed.count(None) == 1
+    assert packed == PackedCigars.from_strings(["", None, "150=", "1X1I1D"])
+    assert packed != PackedCigars.from_strings(["", "", "150=", "1X1I1D"])  # None is not ""
+    assert packed != ["", None, "150="] and packed != "150="
+    assert PackedCigars.nones(0).tolist() == [] and PackedCigars.nones(0) == []
+    assert PackedCigars.concatenate([]) == []
+    assert repr(packed) == "PackedCigars(4 pairs, 4 runs)"
+    with pytest.raises(TypeError):
+        hash(packed)
+    assert gpualign.PackedCigars is PackedCigars
+
+
+def test_packed_cigars_text_of_long_runs():
+    lengths = [1, 9, 10, 99, 100, 12345, 10**9, 2**40]
+    packed = PackedCigars(np.arange(len(lengths)) % 4, lengths, [0, 3, len(lengths)])
+    text = "".join(f"{length}{'=XID'[k % 4]}" for k, length in enumerate(lengths))
+    assert packed.tolist() == [text[:text.index("99")], text[text.index("99"):]]
+
+
+@pytest.mark.parametrize("arguments", [
+    ([0], [1], [0, 2]),  # offsets past the runs
+    ([0, 1], [1], [0, 2]),  # ops and lengths differ in size
+    ([4], [1], [0, 1]),  # no such operation
+    ([0], [0], [0, 1]),  # a run of length 0
+    ([0, 1], [1, 1], [0, 2, 1, 2]),  # decreasing offsets
+    ([0], [1], [0, 1], [False]),  # a pair without an alignment has runs
+    ([0], [1], [0, 1], [True, True]),  # a flag too many
+])
+def test_packed_cigars_rejects_inconsistent_arrays(arguments):
+    with pytest.raises(ValueError):
+        PackedCigars(*arguments)
+
+
+def test_packed_cigars_from_strings_rejects_malformed():
+    for bad in (["3=0X"], ["3M"], ["=3"]):
+        with pytest.raises(ValueError):
+            PackedCigars.from_strings(bad)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), max_size=30), max_size=12))
+def test_packed_cigars_from_ops_is_the_run_length_code(streams):
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in streams])]).astype(np.int64)
+    ops = np.array([op for stream in streams for op in stream], dtype=np.uint8)
+    want = []
+    for stream in streams:
+        text, p = "", 0
+        while p < len(stream):
+            q = p
+            while q < len(stream) and stream[q] == stream[p]:
+                q += 1
+            text += f"{q - p}{'=XID'[stream[p]]}"
+            p = q
+        want.append(text)
+    assert PackedCigars.from_ops(ops, offsets).tolist() == want
+    # The compiled writer of the CPU tracebacks gives the same runs from the reversed stream.
+    rooms = [len(stream) for stream in streams]
+    room = np.concatenate([[0], np.cumsum(rooms)]).astype(np.int64)
+    run_ops = np.zeros(max(int(room[-1]), 1), dtype=np.uint8)
+    run_lengths = np.zeros(max(int(room[-1]), 1), dtype=np.int64)
+    counts = [write_runs(np.array(stream[::-1], dtype=np.uint8), len(stream),
+                         run_ops[room[p]:room[p + 1]], run_lengths[room[p]:room[p + 1]])
+              for p, stream in enumerate(streams)]
+    assert pack_runs(run_ops, run_lengths, room[:-1], np.array(counts)).tolist() == want
+
+
+def test_write_runs_reports_runs_that_do_not_fit():
+    run_ops = np.zeros(2, dtype=np.uint8)
+    run_lengths = np.zeros(2, dtype=np.int64)
+    ops = np.array([0, 1, 0], dtype=np.uint8)  # three runs
+    assert write_runs(ops, 3, run_ops, run_lengths) == -1
+    assert write_runs(ops, 2, run_ops, run_lengths) == 2
+    assert run_ops.tolist() == [1, 0] and run_lengths.tolist() == [1, 1]

@@ -29,7 +29,7 @@ from strategies import mutated
 
 import gpualign
 from gpualign.backend import resolve_backend
-from gpualign.cigar import cigar_edit_cost, cigar_lengths
+from gpualign.cigar import PackedCigars, cigar_edit_cost, cigar_lengths
 from gpualign.sequences import SequenceSet, get_alphabet
 
 MODES = ("global", "prefix", "infix")
@@ -93,7 +93,7 @@ def check(queries, targets, result, *, mode, task, k=None, alphabet="dna", peers
     for array in (result.distance, result.target_start, result.target_end):
         assert isinstance(array, np.ndarray) and array.dtype == np.int32 and array.shape == (count,)
     if task == "path":
-        assert isinstance(result.cigar, list) and len(result.cigar) == count
+        assert isinstance(result.cigar, PackedCigars) and len(result.cigar) == count
     else:
         assert result.cigar is None
     for p, (q, t) in enumerate(zip(queries, targets, strict=True)):
@@ -286,6 +286,56 @@ def test_pairs_without_dp_on_the_host_match_the_cpu_backend(mode, k):
             assert np.array_equal(want[1], start) and np.array_equal(want[2], end), task
         if task == "path":
             assert want[3] == cigars
+
+
+def preferred_cigar(query, target, match_codes=4):
+    """The CIGAR that every full traceback writes for the global alignment of ``query`` with
+    ``target``: walking back from the last cell of the oracle's matrix, a diagonal step where the
+    cell's value allows it, else an insertion, else a deletion."""
+    d = dp_matrix(query, target, "global", match_codes)
+    i, j, ops = len(query), len(target), []
+    while i > 0 or j > 0:
+        same = i > 0 and j > 0 and query[i - 1] == target[j - 1] and query[i - 1] < match_codes
+        if i > 0 and j > 0 and d[i][j] == d[i - 1][j - 1] + (0 if same else 1):
+            ops.append("=" if same else "X")
+            i, j = i - 1, j - 1
+        elif i > 0 and d[i][j] == d[i - 1][j] + 1:
+            ops.append("I")
+            i -= 1
+        else:
+            ops.append("D")
+            j -= 1
+    text, p = "", len(ops) - 1
+    while p >= 0:
+        q = p
+        while q >= 0 and ops[q] == ops[p]:
+            q -= 1
+        text += f"{p - q}{ops[p]}"
+        p = q
+    return text
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("k", [None, 6])
+def test_path_cigars_are_the_preferred_traceback_on_every_backend(backend, mode, k):
+    # The exact CIGAR strings, not only optimal ones: the packed runs of every backend spell
+    # what the tracebacks wrote as text before (and the same on CPU and GPU). Pairs around the
+    # word sizes, with N, empty sides and pairs over k.
+    rng = np.random.default_rng(53)
+    queries = [random_codes(rng, int(n), n_fraction=0.05) for n in
+               (0, 0, 1, 5, 31, 33, 64, 65, 97, 130, *rng.integers(1, 200, 50))]
+    targets = [related_target(rng, q, int(len(q) * rng.uniform(0.8, 1.6)) + (i % 3), mode,
+                              rate=0.04) for i, q in enumerate(queries)]
+    targets[1] = []
+    r = run(queries, targets, mode=mode, k=k, task="path", backend=backend)
+    assert isinstance(r.cigar, PackedCigars)
+    want = [None if s < 0 else preferred_cigar(q, t[s:e]) for q, t, s, e in zip(
+        queries, targets, r.target_start.tolist(), r.target_end.tolist(), strict=True)]
+    assert (r.distance < 0).any() == (k is not None) and r.cigar == want
+    columns, _ = gpualign.cigar.op_counts(r.cigar)
+    assert np.array_equal(columns[:, 1:].sum(axis=1), np.maximum(r.distance, 0))
+    assert r.table([str(i) for i in range(len(queries))],
+                   [str(i) for i in range(len(targets))])[1][5] == want
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -776,3 +826,28 @@ def test_results_without_page_locked_memory(monkeypatch):
             got, want = getattr(r, name), getattr(expected[task], name)
             assert (got == want if name == "cigar" else np.array_equal(got, want)), (task, name)
         check(queries, targets, r, mode="infix", task=task)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="no GPU")
+@pytest.mark.parametrize("mode", MODES)
+def test_cuda_packed_cigars_equal_the_cpu_ones(monkeypatch, mode):
+    # The same runs, array for array, from both backends, with the CUDA backend's pieces forced:
+    # chunks of 97 pairs (host-filled empty pairs replaced in each), path.cu batches of a few
+    # pairs (GPU_BATCH_BYTES), and long pairs traced in linear space merged with the short ones
+    # (at most GPU_LEAF_CELLS cells a pair: the CPU's and the GPU's Hirschberg leaves are then
+    # the same, and so are their CIGARs).
+    rng = np.random.default_rng(61)
+    queries = [random_codes(rng, int(n), n_fraction=0.02) for n in rng.integers(0, 400, 400)]
+    targets = [related_target(rng, q, int(len(q) * rng.uniform(0.9, 1.5)), mode, rate=0.05)
+               for q in queries]
+    targets[::37] = [[] for _ in targets[::37]]
+    monkeypatch.setattr(gpualign.config, "EDIT_GPU_CHUNK_PAIRS", 97)
+    monkeypatch.setattr(gpualign.config, "GPU_BATCH_BYTES", 1 << 16)
+    monkeypatch.setattr(gpualign.config, "LONG_EDIT_MIN_CELLS", 1 << 14)
+    for k in (None, 20):
+        cpu = run(queries, targets, mode=mode, k=k, task="path", backend="cpu")
+        gpu = run(queries, targets, mode=mode, k=k, task="path", backend="cuda")
+        assert isinstance(gpu.cigar, PackedCigars) and gpu.cigar == cpu.cigar, k
+        assert gpu.cigar.tolist() == cpu.cigar.tolist()
+        assert np.array_equal(gpu.distance, cpu.distance)

@@ -22,7 +22,7 @@ from gpualign import config
 from gpualign.cigar import cigar_edit_cost, cigar_lengths
 from gpualign.edit import _cpu as edit_cpu
 from gpualign.edit import _linear, _shared
-from gpualign.edit._linear import NO_OP, cigars_of_buffer, edits_of_buffer, hirschberg
+from gpualign.edit._linear import NO_OP, edits_of_buffer, hirschberg, packed_of_buffer
 from gpualign.edit._shared import needs_linear
 from gpualign.sequences import get_alphabet
 
@@ -228,7 +228,7 @@ def _naive_driver(queries, targets, leaf_cells):
     levels = hirschberg(q_len, t_len, np.array(distance),
                         lambda rows, columns: rows * columns <= leaf_cells, split_columns,
                         trace_leaves)
-    return cigars_of_buffer(buffer, base), edits_of_buffer(buffer, base), levels
+    return packed_of_buffer(buffer, base), edits_of_buffer(buffer, base), levels
 
 
 def _runs(cigar):

@@ -47,7 +47,7 @@ KERNELS = {
         edit_cuda._kernel_name(4, 8, True, edit_cuda.TRACK_LAST_END),
         edit_cuda._kernel_name(32, 2, False, edit_cuda.TRACK_FIRST_END),
     ],
-    edit_cuda.PATH_KERNEL_FILE: ["trace_paths", "write_paths"],
+    edit_cuda.PATH_KERNEL_FILE: ["trace_paths", "write_runs"],
     edit_cuda.LONG_KERNEL_FILE: [
         "long_match_table", "pick_splits", "gather_leaf_ops",
         edit_cuda._long_kernel_name(1, 2, edit_cuda.TRACK_ROW, True),

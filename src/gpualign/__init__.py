@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .align import AlignResult, align, align_one_to_many
     from .allpairs import AllPairs, allpairs
     from .backend import BackendUnavailableError, resolve_backend
+    from .cigar import PackedCigars
     from .edit import EditMatrix, EditResult, edit_distance, edit_distance_matrix
     from .io import SequenceFileError
     from .lcs import LcsTop, lcs_length, lcs_length_matrix, lcs_top
@@ -33,6 +34,7 @@ _HOMES = {
     "align": ("AlignResult", "align", "align_one_to_many"),
     "allpairs": ("AllPairs", "allpairs"),
     "backend": ("BackendUnavailableError", "resolve_backend"),
+    "cigar": ("PackedCigars",),
     "edit": ("EditMatrix", "EditResult", "edit_distance", "edit_distance_matrix"),
     "io": ("SequenceFileError",),
     "lcs": ("LcsTop", "lcs_length", "lcs_length_matrix", "lcs_top"),
@@ -59,6 +61,7 @@ __all__ = [
     "MappingResult",
     "MemIndex",
     "Mems",
+    "PackedCigars",
     "Scoring",
     "SearchResult",
     "SequenceFileError",

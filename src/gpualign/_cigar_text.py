@@ -1,11 +1,13 @@
-"""CIGAR text written by compiled traceback loops: one byte buffer for a batch of pairs, each
-pair with room for its text at an offset, decoded into Python strings in one pass."""
+"""CIGARs written by compiled traceback loops: for a batch of pairs, each pair with room at an
+offset, either text in one byte buffer, decoded into Python strings in one pass, or runs
+(operation and length), packed into a :class:`~gpualign.cigar.PackedCigars`."""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
+from .cigar import PackedCigars
 from .codes import CIGAR_OPS
 
 #: CIGAR letters of the operation codes (``codes.OP_*``) that every traceback writes.
@@ -75,3 +77,54 @@ def decode_cigars(text: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) ->
     for p in np.flatnonzero(lengths < 0).tolist():
         cigars[p] = None
     return cigars
+
+
+@njit(cache=True, nogil=True)
+def write_runs(ops, count, run_ops, run_lengths):
+    """Run-length encode ``ops[count-1] .. ops[0]`` (a traceback's operations, last first) into
+    ``run_ops`` and ``run_lengths``, first run first; return the runs written, or -1 when they
+    do not fit (nothing past the arrays' ends is written)."""
+    runs = 0
+    p = count - 1
+    while p >= 0:
+        if runs == run_ops.shape[0]:
+            return -1
+        op = ops[p]
+        run = 0
+        while p >= 0 and ops[p] == op:
+            run += 1
+            p -= 1
+        run_ops[runs] = op
+        run_lengths[runs] = run
+        runs += 1
+    return runs
+
+
+@njit(cache=True, nogil=True)
+def _gather_runs(run_ops, run_lengths, room, counts, offsets, ops, lengths):
+    """Copy pair ``p``'s ``counts[p]`` runs from ``room[p]`` to ``offsets[p]``."""
+    for p in range(counts.shape[0]):
+        for r in range(offsets[p + 1] - offsets[p]):
+            ops[offsets[p] + r] = run_ops[room[p] + r]
+            lengths[offsets[p] + r] = run_lengths[room[p] + r]
+
+
+def pack_runs(run_ops: np.ndarray, run_lengths: np.ndarray, room: np.ndarray,
+              counts: np.ndarray) -> PackedCigars:
+    """The :class:`~gpualign.cigar.PackedCigars` of a batch whose pair ``p`` wrote
+    ``counts[p]`` runs from ``room[p]`` (None where ``counts[p] < 0``, no alignment).
+
+    Examples
+    --------
+    >>> pack_runs(np.array([0, 1, 9, 2, 9], dtype=np.uint8), np.array([5, 1, 0, 3, 0]),
+    ...           np.array([0, 3, 5]), np.array([2, 1, -1])).tolist()
+    ['5=1X', '3I', None]
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(np.maximum(counts, 0), out=offsets[1:])
+    ops = np.empty(offsets[-1], dtype=np.uint8)
+    lengths = np.empty(offsets[-1], dtype=np.int64)
+    _gather_runs(run_ops, np.asarray(run_lengths, dtype=np.int64),
+                 np.asarray(room, dtype=np.int64), counts, offsets, ops, lengths)
+    return PackedCigars(ops, lengths, offsets, counts >= 0)

@@ -1,4 +1,5 @@
-"""Extended CIGAR strings (``=``, ``X``, ``I``, ``D``): parse, count, measure and re-score.
+"""Extended CIGAR strings (``=``, ``X``, ``I``, ``D``): parse, count, measure and re-score, and
+:class:`PackedCigars`, the CIGARs of many pairs held as arrays of runs.
 
 The one CIGAR parser of the library, its tests and its benchmarks. SAM convention: ``=`` and
 ``X`` consume one query and one target symbol, ``I`` consumes a query symbol only (an insertion
@@ -11,20 +12,21 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, overload
 
 import numpy as np
 
 from .codes import CIGAR_OPS
 
-__all__ = ["CIGAR_OPS", "cigar_edit_cost", "cigar_lengths", "cigar_runs", "count_ops",
-           "op_counts", "parse_cigar"]
+__all__ = ["CIGAR_OPS", "PackedCigars", "cigar_edit_cost", "cigar_lengths", "cigar_runs",
+           "count_ops", "op_counts", "parse_cigar"]
 
 _RUN = re.compile(r"([0-9]+)([=XID])")
 _WHOLE = re.compile(r"(?:[0-9]+[=XID])*")
 _OP_OF_BYTE = np.full(256, -1, dtype=np.int64)  # a byte's index in CIGAR_OPS, or -1
 _OP_OF_BYTE[np.frombuffer(CIGAR_OPS.encode(), np.uint8)] = np.arange(len(CIGAR_OPS))
+_BYTE_OF_OP = np.frombuffer(CIGAR_OPS.encode(), np.uint8)  # an operation's letter
 
 
 def parse_cigar(text: str) -> list[tuple[int, str]]:
@@ -113,19 +115,25 @@ def count_ops(cigar: str, ops: str = CIGAR_OPS) -> int:
     return sum(map(int, _run_lengths(ops)(cigar)))
 
 
-def cigar_runs(cigars: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def cigar_runs(cigars: Sequence[str] | PackedCigars,
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The runs of many extended CIGARs (``=``, ``X``, ``I``, ``D``) as arrays, parsed at once
     from their joined text with no Python work per run: the CIGAR each run belongs to, its
-    length and its operation (the index in ``"=XID"``). Raises ValueError on any other
-    character, a CIGAR that ends in digits or an operation without a length; zero lengths are
-    not checked (see :func:`parse_cigar`).
+    length and its operation (the index in ``"=XID"``), all int64. Raises ValueError on any
+    other character, a CIGAR that ends in digits or an operation without a length; zero lengths
+    are not checked (see :func:`parse_cigar`). A :class:`PackedCigars` gives its arrays, with
+    no text to parse (its pairs without an alignment have no runs).
 
     Examples
     --------
     >>> owner, length, op = cigar_runs(["12=1X3=", "", "2I140="])
     >>> owner.tolist(), length.tolist(), op.tolist()
     ([0, 0, 0, 2, 2], [12, 1, 3, 2, 140], [0, 1, 0, 2, 0])
+    >>> [a.tolist() for a in cigar_runs(PackedCigars.from_strings(["12=1X3=", "", "2I140="]))]
+    [[0, 0, 0, 2, 2], [12, 1, 3, 2, 140], [0, 1, 0, 2, 0]]
     """
+    if isinstance(cigars, PackedCigars):
+        return cigars.run_owner(), cigars.lengths.copy(), cigars.ops.astype(np.int64)
     # A newline after each CIGAR: every run then ends in an operation or a newline.
     text = np.frombuffer("".join(f"{c}\n" for c in cigars).encode("ascii"), dtype=np.uint8)
     digit = (text >= ord("0")) & (text <= ord("9"))
@@ -154,7 +162,7 @@ def cigar_runs(cigars: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return owner.astype(np.int64), length, op
 
 
-def op_counts(cigars: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def op_counts(cigars: Sequence[str] | PackedCigars) -> tuple[np.ndarray, np.ndarray]:
     """Columns and runs of every operation of many CIGARs at once (:func:`cigar_runs`).
 
     The array form of :func:`count_ops` for the CIGARs of a whole result (identities,
@@ -162,8 +170,9 @@ def op_counts(cigars: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
 
     Parameters
     ----------
-    cigars : sequence of str
-        Extended CIGARs (``=XID``).
+    cigars : sequence of str, or PackedCigars
+        Extended CIGARs (``=XID``); a :class:`PackedCigars` is counted from its arrays (its
+        pairs without an alignment count zeros).
 
     Returns
     -------
@@ -179,6 +188,8 @@ def op_counts(cigars: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     [[3, 1, 3, 10], [0, 0, 0, 0], [12, 0, 0, 0]]
     >>> runs[0].tolist()
     [1, 1, 2, 1]
+    >>> op_counts(PackedCigars.from_strings(["3=1X2I10D1I", None]))[0].tolist()
+    [[3, 1, 3, 10], [0, 0, 0, 0]]
     """
     owner, length, op = cigar_runs(cigars)
     flat = owner * len(CIGAR_OPS) + op
@@ -186,6 +197,311 @@ def op_counts(cigars: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     columns = np.bincount(flat, weights=length, minlength=size).astype(np.int64)
     runs = np.bincount(flat, minlength=size).astype(np.int64)
     return columns.reshape(-1, len(CIGAR_OPS)), runs.reshape(-1, len(CIGAR_OPS))
+
+
+class PackedCigars(Sequence[str | None]):
+    """The extended CIGARs of many pairs as arrays of runs, turned into text only when asked.
+
+    What ``edit_distance(..., task="path")`` returns as :attr:`gpualign.EditResult.cigar`:
+    pair ``p``'s runs are ``ops[offsets[p]:offsets[p + 1]]`` (operation codes, the index in
+    ``"=XID"``) with lengths ``lengths[offsets[p]:offsets[p + 1]]``, in alignment order; a pair
+    without an alignment (over the cutoff) has no runs and ``present[p]`` False. It reads as a
+    read-only sequence of ``str`` (None for the pairs without an alignment): ``len``, indexing
+    (one pair's text, built on demand), iteration and comparison with a list (the text of every
+    pair, built at once). :func:`op_counts` and :func:`cigar_runs` read the arrays directly.
+
+    Parameters
+    ----------
+    ops : np.ndarray
+        Operation code of every run (0 to 3, as ``"=XID"``), stored as uint8.
+    lengths : np.ndarray
+        Length of every run (positive), stored as int64.
+    offsets : np.ndarray
+        ``len(pairs) + 1`` non-decreasing run indices from 0 to ``len(ops)``.
+    present : np.ndarray of bool, optional
+        Which pairs have an alignment (default: all); the others must have no runs.
+
+    Raises
+    ------
+    ValueError
+        If the arrays disagree in size, an operation code is not one of ``"=XID"``'s, a run
+        length is not positive, or a pair without an alignment has runs.
+
+    Examples
+    --------
+    >>> cigars = PackedCigars([0, 1, 0, 2], [12, 1, 3, 2], [0, 3, 3, 4],
+    ...                       present=[True, False, True])
+    >>> len(cigars), cigars[0], cigars[1], cigars[2]
+    (3, '12=1X3=', None, '2I')
+    >>> cigars == ["12=1X3=", None, "2I"]
+    True
+    >>> PackedCigars.from_strings(["3=1D", None, ""]).tolist()
+    ['3=1D', None, '']
+    """
+
+    __hash__ = None  # type: ignore[assignment]  # equal to lists, so not hashable
+
+    def __init__(self, ops: Any, lengths: Any, offsets: Any, present: Any = None) -> None:
+        self.ops = np.ascontiguousarray(ops, dtype=np.uint8)
+        self.lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        count = len(self.offsets) - 1
+        self.present = (np.ones(max(count, 0), dtype=bool) if present is None
+                        else np.ascontiguousarray(present, dtype=bool))
+        if (self.ops.ndim != 1 or self.lengths.shape != self.ops.shape or self.offsets.ndim != 1
+                or count < 0 or self.present.shape != (count,)):
+            raise ValueError("PackedCigars takes equally long ops and lengths, offsets of one more "
+                             "than the pairs and one present flag a pair")
+        runs = np.diff(self.offsets)
+        if self.offsets[0] != 0 or self.offsets[-1] != len(self.ops) or (runs < 0).any():
+            raise ValueError("PackedCigars offsets: non-decreasing from 0 to the number of runs")
+        if (self.ops >= len(CIGAR_OPS)).any() or (self.lengths <= 0).any():
+            raise ValueError(f"PackedCigars runs: operation codes of {CIGAR_OPS!r} (0 to "
+                             f"{len(CIGAR_OPS) - 1}) and positive lengths")
+        if runs[~self.present].any():
+            raise ValueError("PackedCigars: a pair without an alignment has runs")
+
+    @classmethod
+    def from_strings(cls, cigars: Sequence[str | None]) -> PackedCigars:
+        """Pack extended CIGAR strings (None: no alignment), parsed at once (:func:`cigar_runs`).
+
+        Raises
+        ------
+        ValueError
+            If a CIGAR is malformed (see :func:`cigar_runs`) or has a run of length 0.
+
+        Examples
+        --------
+        >>> packed = PackedCigars.from_strings(["2=1X", None])
+        >>> packed.ops.tolist(), packed.lengths.tolist(), packed.offsets.tolist()
+        ([0, 1], [2, 1], [0, 2, 2])
+        """
+        present = np.array([text is not None for text in cigars], dtype=bool)
+        owner, length, op = cigar_runs(["" if text is None else text for text in cigars])
+        if (length == 0).any():
+            raise ValueError("malformed CIGAR: a run of length 0")
+        return cls(op, length, _offsets_of_counts(np.bincount(owner, minlength=len(present))),
+                   present)
+
+    @classmethod
+    def from_ops(cls, ops: Any, offsets: Any, present: Any = None) -> PackedCigars:
+        """Pack operation streams: pair ``p``'s alignment is ``ops[offsets[p]:offsets[p + 1]]``,
+        one code (the index in ``"=XID"``) a column, in alignment order; its runs are found at
+        once for all pairs.
+
+        Examples
+        --------
+        >>> PackedCigars.from_ops([0, 0, 2, 0, 3, 3, 1], [0, 6, 6, 7]).tolist()
+        ['2=1I1=2D', '', '1X']
+        """
+        ops = np.asarray(ops, dtype=np.uint8)
+        offsets = np.asarray(offsets, dtype=np.int64)
+        owner = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+        first = np.ones(len(ops), dtype=bool)  # a run begins a pair or changes the operation
+        first[1:] = (ops[1:] != ops[:-1]) | (owner[1:] != owner[:-1])
+        starts = np.flatnonzero(first)
+        lengths = np.diff(np.append(starts, len(ops)))
+        counts = np.bincount(owner[starts], minlength=len(offsets) - 1)
+        return cls(ops[starts], lengths, _offsets_of_counts(counts), present)
+
+    @classmethod
+    def nones(cls, count: int) -> PackedCigars:
+        """``count`` pairs without an alignment.
+
+        Examples
+        --------
+        >>> PackedCigars.nones(2).tolist()
+        [None, None]
+        """
+        return cls(np.zeros(0, np.uint8), np.zeros(0, np.int64), np.zeros(count + 1, np.int64),
+                   np.zeros(count, dtype=bool))
+
+    @classmethod
+    def concatenate(cls, parts: Sequence[PackedCigars]) -> PackedCigars:
+        """The pairs of ``parts``, one after the other.
+
+        Examples
+        --------
+        >>> PackedCigars.concatenate([PackedCigars.from_strings(["1=", None]),
+        ...                           PackedCigars.from_strings(["2X"])]).tolist()
+        ['1=', None, '2X']
+        """
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return cls.nones(0)
+        shifts = np.cumsum([0] + [len(part.ops) for part in parts[:-1]])
+        offsets = np.concatenate([[0]] + [part.offsets[1:] + shift
+                                          for part, shift in zip(parts, shifts, strict=True)])
+        return cls(np.concatenate([part.ops for part in parts]),
+                   np.concatenate([part.lengths for part in parts]), offsets,
+                   np.concatenate([part.present for part in parts]))
+
+    def take(self, indices: Any) -> PackedCigars:
+        """The pairs at ``indices`` (integers, or a boolean mask of the pairs), in that order.
+
+        Examples
+        --------
+        >>> PackedCigars.from_strings(["1=", "2X", None]).take([2, 0, 0]).tolist()
+        [None, '1=', '1=']
+        """
+        indices = np.asarray(indices)
+        if indices.dtype == bool:
+            if indices.shape != (len(self),):
+                raise IndexError(f"a mask of {len(self)} pairs, not of shape {indices.shape}")
+            indices = np.flatnonzero(indices)
+        indices = np.arange(len(self))[indices.astype(np.int64)]  # checked, negatives counted
+        counts = np.diff(self.offsets)[indices]
+        offsets = _offsets_of_counts(counts)
+        source = (np.repeat(self.offsets[indices] - offsets[:-1], counts)
+                  + np.arange(offsets[-1], dtype=np.int64))
+        return PackedCigars(self.ops[source], self.lengths[source], offsets,
+                            self.present[indices])
+
+    def replaced(self, positions: Any, other: PackedCigars) -> PackedCigars:
+        """These pairs with pair ``positions[i]`` (distinct) replaced by ``other``'s pair ``i``.
+
+        The runs of the pairs left as they are move in one pass (a few pairs replaced in a
+        large batch cost a copy of it, no gather).
+
+        Examples
+        --------
+        >>> PackedCigars.nones(3).replaced([2, 0], PackedCigars.from_strings(["1I", "4="])).tolist()
+        ['4=', None, '1I']
+        """
+        positions = np.asarray(positions, dtype=np.int64)
+        if len(positions) != len(other):
+            raise ValueError(f"{len(positions)} positions for {len(other)} replacing pairs")
+        order = np.argsort(positions, kind="stable")
+        positions = np.arange(len(self))[positions[order]]  # checked, negatives counted
+        if (np.diff(positions) == 0).any():
+            raise ValueError("a pair replaced twice")
+        if (np.diff(order) < 0).any():
+            other = other.take(order)
+        counts = np.diff(self.offsets)
+        replacing = np.diff(other.offsets)
+        ops, lengths = self.ops, self.lengths
+        if counts[positions].any():  # drop the replaced pairs' runs
+            kept = np.ones(len(self), dtype=bool)
+            kept[positions] = False
+            kept_runs = np.repeat(kept, counts)
+            ops, lengths = ops[kept_runs], lengths[kept_runs]
+        counts = counts.copy()
+        counts[positions] = 0
+        # Each replacing run goes in before the kept runs of the pairs after its own.
+        at = np.repeat(_offsets_of_counts(counts)[positions], replacing)
+        counts[positions] = replacing
+        present = self.present.copy()
+        present[positions] = other.present
+        return PackedCigars(np.insert(ops, at, other.ops), np.insert(lengths, at, other.lengths),
+                            _offsets_of_counts(counts), present)
+
+    def run_owner(self) -> np.ndarray:
+        """The pair of every run (int64).
+
+        Examples
+        --------
+        >>> PackedCigars.from_strings(["1=1X", "", "3D"]).run_owner().tolist()
+        [0, 0, 2]
+        """
+        return np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
+
+    def to_text(self) -> list[str | None]:
+        """The CIGAR text of every pair (None without an alignment), written at once: every
+        run's digits and letter into one byte buffer, a newline after each pair, then decoded
+        and split.
+
+        Examples
+        --------
+        >>> PackedCigars.from_ops([0] * 12 + [3, 1], [0, 0, 14]).to_text()
+        ['', '12=1D1X']
+        """
+        count = len(self)
+        if not count:
+            return []
+        digits = np.ones(len(self.lengths), dtype=np.int64)
+        power = 10
+        while (wide := self.lengths >= power).any():
+            digits += wide
+            power *= 10
+        # Run r starts after the characters of the runs before it and the newlines of the
+        # pairs before its own.
+        before = np.zeros(len(digits) + 1, dtype=np.int64)
+        np.cumsum(digits + 1, out=before[1:])
+        at = before[:-1] + self.run_owner()
+        text = np.empty(int(before[-1]) + count, dtype=np.uint8)
+        text[before[self.offsets[1:]] + np.arange(count)] = ord("\n")
+        text[at + digits] = _BYTE_OF_OP[self.ops]
+        # The digits from the last one back, each pass over the runs with digits left.
+        at, value = at + digits - 1, self.lengths
+        while len(value):
+            text[at] = ord("0") + value % 10
+            value = value // 10
+            left = np.flatnonzero(value)
+            at, value = at[left] - 1, value[left]
+        cigars: list[str | None] = text[:-1].tobytes().decode("latin-1").split("\n")
+        for p in np.flatnonzero(~self.present).tolist():
+            cigars[p] = None
+        return cigars
+
+    def tolist(self) -> list[str | None]:
+        """The CIGAR text of every pair, as :meth:`to_text` writes it (the name NumPy arrays
+        give the same conversion).
+
+        Examples
+        --------
+        >>> PackedCigars.from_strings(["5=", None]).tolist()
+        ['5=', None]
+        """
+        return self.to_text()
+
+    def __len__(self) -> int:
+        return len(self.present)
+
+    @overload
+    def __getitem__(self, index: int) -> str | None: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> PackedCigars: ...
+
+    def __getitem__(self, index: Any) -> Any:
+        """One pair's CIGAR (an integer index), or the pairs of a slice, index array or mask as
+        a :class:`PackedCigars`."""
+        if isinstance(index, (int, np.integer)):
+            p = int(index) + (len(self) if index < 0 else 0)
+            if not 0 <= p < len(self):
+                raise IndexError(f"pair {int(index)} of {len(self)}")
+            if not self.present[p]:
+                return None
+            runs = slice(self.offsets[p], self.offsets[p + 1])
+            return "".join(f"{length}{CIGAR_OPS[op]}" for length, op in
+                           zip(self.lengths[runs].tolist(), self.ops[runs].tolist(), strict=True))
+        if isinstance(index, slice):
+            return self.take(np.arange(len(self))[index])
+        return self.take(index)
+
+    def __iter__(self) -> Iterator[str | None]:
+        return iter(self.to_text())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PackedCigars):
+            return (np.array_equal(self.present, other.present)
+                    and np.array_equal(self.offsets, other.offsets)
+                    and np.array_equal(self.ops, other.ops)
+                    and np.array_equal(self.lengths, other.lengths))
+        if isinstance(other, (list, tuple)):
+            return len(other) == len(self) and self.to_text() == list(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"PackedCigars({len(self)} pairs, {len(self.ops)} runs)"
+
+
+def _offsets_of_counts(counts: np.ndarray) -> np.ndarray:
+    """``[0, c0, c0 + c1, ...]`` (int64): offsets of consecutive groups of ``counts`` items."""
+    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return offsets
 
 
 def _runs(cigar: str | Sequence[tuple[int, str]]) -> list[tuple[int, str]]:

@@ -20,8 +20,9 @@ from numba import njit, prange
 
 from .. import config
 from .._bitvectors import ALL, ONE, ZERO, match_table
-from .._cigar_text import decode_cigars, text_offsets, write_cigar
+from .._cigar_text import pack_runs, write_runs
 from .._progress import Progress, pass_credits
+from ..cigar import PackedCigars, op_counts
 from ..codes import (
     EDIT_GLOBAL,
     EDIT_INFIX,
@@ -31,7 +32,7 @@ from ..codes import (
     OP_MATCH,
     OP_MISMATCH,
 )
-from ._linear import NO_OP, cigars_of_buffer, hirschberg
+from ._linear import NO_OP, hirschberg, packed_of_buffer
 from ._shared import needs_linear
 
 if TYPE_CHECKING:
@@ -49,8 +50,10 @@ def _popcount(x):
 
 
 @njit(inline="always")
-def _block(pv, mv, eq, hin, high):
-    """Advance one 64-row block by one target column; return (pv, mv, hout)."""
+def _block_deltas(pv, mv, eq, hin, high):
+    """Advance one 64-row block by one target column; return (pv, mv, hout, ph, mh): ``ph``
+    and ``mh`` hold the column's horizontal deltas of the block's rows (bit ``r``: the row's
+    value is one above / below its value in the column before)."""
     hin_neg = ONE if hin < 0 else ZERO
     hin_pos = ONE if hin > 0 else ZERO
     xv = eq | mv
@@ -63,9 +66,16 @@ def _block(pv, mv, eq, hin, high):
         hout = 1
     elif mh & high:
         hout = -1
-    ph = (ph << ONE) | hin_pos
-    mh = (mh << ONE) | hin_neg
-    return mh | ~(xv | ph), ph & xv, hout
+    shifted_ph = (ph << ONE) | hin_pos
+    shifted_mh = (mh << ONE) | hin_neg
+    return shifted_mh | ~(xv | shifted_ph), shifted_ph & xv, hout, ph, mh
+
+
+@njit(inline="always")
+def _block(pv, mv, eq, hin, high):
+    """Advance one 64-row block by one target column; return (pv, mv, hout)."""
+    pv, mv, hout, _, _ = _block_deltas(pv, mv, eq, hin, high)
+    return pv, mv, hout
 
 
 @njit(cache=True, nogil=True)
@@ -315,14 +325,15 @@ def _column_value(pvs, mvs, j, i):
     return value
 
 
-@njit(cache=True, nogil=True)
-def _vertical_delta(pvs, mvs, j, i):
-    """D[i][j] - D[i-1][j]."""
+@njit(inline="always")
+def _delta(plus, minus, j, i):
+    """The delta of row ``i`` (>= 1) in column ``j`` whose +1 rows are the bits of ``plus[j]``
+    and -1 rows those of ``minus[j]``."""
     bit = ONE << np.uint64((i - 1) & 63)
     w = (i - 1) >> 6
-    if pvs[j, w] & bit:
+    if plus[j, w] & bit:
         return 1
-    if mvs[j, w] & bit:
+    if minus[j, w] & bit:
         return -1
     return 0
 
@@ -330,71 +341,67 @@ def _vertical_delta(pvs, mvs, j, i):
 @njit(cache=True, nogil=True)
 def _global_ops(query, target, n_codes, match_codes, ops):
     """Write the operations of an optimal global alignment into ``ops`` (last operation first)
-    and return their number. Stores every column's delta vectors, then walks back from (m, n)
-    preferring diagonal moves, then insertions (query only), then deletions (target only)."""
+    and return their number. Stores every column's vertical and horizontal delta vectors, then
+    walks back from (m, n) preferring diagonal moves, then insertions (query only), then
+    deletions (target only), each step reading the deltas of the cells around it."""
     m = query.shape[0]
     n = target.shape[0]
     count = 0
-    if m == 0 or n == 0:
-        for _ in range(n):
-            ops[count] = OP_DELETION
-            count += 1
-        for _ in range(m):
-            ops[count] = OP_INSERTION
-            count += 1
-        return count
     table = match_table(query, n_codes, match_codes)
     words = table.shape[1]
+    # Column j's vertical deltas (D[i][j] - D[i-1][j]) and horizontal ones (D[i][j] -
+    # D[i][j-1]) of rows 1..m, as +1 and -1 bits.
     pvs = np.empty((n + 1, words), dtype=np.uint64)
     mvs = np.empty((n + 1, words), dtype=np.uint64)
+    phs = np.empty((n + 1, words), dtype=np.uint64)
+    mhs = np.empty((n + 1, words), dtype=np.uint64)
     pvs[0, :] = ALL
     mvs[0, :] = ZERO
     for j in range(n):
         c = target[j]
         hin = 1
         for w in range(words):
-            pvs[j + 1, w], mvs[j + 1, w], hin = _block(pvs[j, w], mvs[j, w], table[c, w], hin,
-                                                        _HIGH)
+            pvs[j + 1, w], mvs[j + 1, w], hin, phs[j + 1, w], mhs[j + 1, w] = _block_deltas(
+                pvs[j, w], mvs[j, w], table[c, w], hin, _HIGH)
     i = m
     j = n
     current = _column_value(pvs, mvs, j, i)
-    left = _column_value(pvs, mvs, j - 1, i)  # D[i][j-1], kept up to date while walking
-    while i > 0 or j > 0:
-        if i > 0 and j > 0:
-            diagonal = left - _vertical_delta(pvs, mvs, j - 1, i)
-            same = query[i - 1] == target[j - 1] and query[i - 1] < match_codes
-            if current == diagonal + (0 if same else 1):
-                ops[count] = OP_MATCH if same else OP_MISMATCH
-                count += 1
-                i -= 1
-                j -= 1
-                current = diagonal
-                left = _column_value(pvs, mvs, j - 1, i) if j > 0 else 0
-                continue
-        if i > 0:
-            up = current - _vertical_delta(pvs, mvs, j, i)
-            if current == up + 1:
-                ops[count] = OP_INSERTION
-                count += 1
-                i -= 1
-                current = up
-                left = left - _vertical_delta(pvs, mvs, j - 1, i + 1) if j > 0 else 0
-                continue
-        # Only a deletion is left; in a consistent matrix current == left + 1 here.
+    while i > 0 and j > 0:
+        left = current - _delta(phs, mhs, j, i)  # D[i][j-1]
+        diagonal = left - _delta(pvs, mvs, j - 1, i)
+        same = query[i - 1] == target[j - 1] and query[i - 1] < match_codes
+        if current == diagonal + (0 if same else 1):
+            ops[count] = OP_MATCH if same else OP_MISMATCH
+            i -= 1
+            j -= 1
+            current = diagonal
+        elif _delta(pvs, mvs, j, i) == 1:  # D[i-1][j] + 1
+            ops[count] = OP_INSERTION
+            i -= 1
+            current -= 1
+        else:  # in a consistent matrix current == left + 1 here
+            ops[count] = OP_DELETION
+            j -= 1
+            current = left
+        count += 1
+    # One side is used up: the rest of the other is deletions (row 0) or insertions (column 0).
+    for _ in range(j):
         ops[count] = OP_DELETION
         count += 1
-        j -= 1
-        current = left
-        left = _column_value(pvs, mvs, j - 1, i) if j > 0 else 0
+    for _ in range(i):
+        ops[count] = OP_INSERTION
+        count += 1
     return count
 
 
 @njit(cache=True, parallel=True, nogil=True)
 def _cigar_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, start, end,
-                 n_codes, match_codes, char_offsets, chars, char_counts):
+                 n_codes, match_codes, room, run_ops, run_lengths, run_counts):
+    """Trace the pairs with ``start[p] >= 0`` in full, each writing its runs from ``room[p]``
+    (:func:`.._cigar_text.write_runs`; -2: they did not fit); -1 runs for the others."""
     for p in prange(q_index.shape[0]):
         if start[p] < 0:
-            char_counts[p] = -1
+            run_counts[p] = -1
             continue
         qi = q_index[p]
         ti = t_index[p]
@@ -402,7 +409,9 @@ def _cigar_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, start
         target = t_codes[t_offsets[ti] + start[p]:t_offsets[ti] + end[p]]
         ops = np.empty(query.shape[0] + target.shape[0], dtype=np.uint8)
         count = _global_ops(query, target, n_codes, match_codes, ops)
-        char_counts[p] = write_cigar(ops, count, chars[char_offsets[p]:char_offsets[p + 1]])
+        runs = write_runs(ops, count, run_ops[room[p]:room[p + 1]],
+                          run_lengths[room[p]:room[p + 1]])
+        run_counts[p] = runs if runs >= 0 else -2
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -461,7 +470,7 @@ def _trace_leaves(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, t_st
 
 
 def linear_cigars(queries, targets, q_index, t_index, start, end, distance,
-                  progress: Progress | None = None, share: int = 0) -> list[str]:
+                  progress: Progress | None = None, share: int = 0) -> PackedCigars:
     """Extended CIGARs of the global alignments of queries with their target ranges ``[start,
     end)``, whose distances are ``distance``, in linear space (:mod:`._linear`), all cores on
     each level's subproblems; ``progress`` moves by ``share`` cells over the levels."""
@@ -491,7 +500,7 @@ def linear_cigars(queries, targets, q_index, t_index, start, end, distance,
     hirschberg(q_len, span, np.asarray(distance, dtype=np.int64),
                lambda rows, columns: ~needs_linear(rows, columns), split_columns, trace_leaves,
                progress.cells_done if progress is not None else None, share)
-    return cigars_of_buffer(buffer, base)
+    return packed_of_buffer(buffer, base)
 
 
 def _batches(count: int) -> Iterator[slice]:
@@ -533,36 +542,45 @@ def distance_batch(queries, targets, q_index, t_index, mode, k, want_start, prog
 
 
 def cigar_batch(queries, targets, q_index, t_index, start, end, distance, progress: Progress,
-                credit: np.ndarray):
+                credit: np.ndarray) -> PackedCigars:
     """Extended CIGARs of the global alignments of queries with their target ranges (None where
-    ``start < 0``), whose distances are ``distance``; CPU threads, so it can overlap GPU work
-    of the next batch. Pairs that :func:`._shared.needs_linear` picks are traced in linear
-    space (:func:`linear_cigars`), the others in full. ``progress`` moves by ``credit[p]``
-    cells as pair ``p``'s CIGAR is done (the linear ones level by level)."""
+    ``start < 0``), whose distances are ``distance`` (-1: not known yet, allowed for the pairs
+    traced in full); CPU threads, so it can overlap GPU work of the next batch. Pairs that
+    :func:`._shared.needs_linear` picks are traced in linear space (:func:`linear_cigars`), the
+    others in full. ``progress`` moves by ``credit[p]`` cells as pair ``p``'s CIGAR is done
+    (the linear ones level by level)."""
     q_len = queries.lengths[q_index]
     span = np.where(start >= 0, end - start, 0)
     linear = np.flatnonzero((start >= 0) & needs_linear(q_len, span))
     traced_start = start.copy()
     traced_start[linear] = -1  # left out of the full tracebacks
-    traced = np.where(traced_start >= 0, q_len + span, 0)
-    cigars: list[str | None] = []
+    # An optimal alignment of cost d has at most d runs of edits and d + 1 of matches (an
+    # unknown distance, -1: one run an operation).
+    room = np.where(traced_start < 0, 0, np.where(
+        distance < 0, q_len + span, np.minimum(q_len + span, 2 * distance.astype(np.int64) + 1)))
+    parts = []
     for part in _batches(len(q_index)):
-        char_offsets = text_offsets(traced[part])
-        chars = np.empty(int(char_offsets[-1]), dtype=np.uint8)
-        char_counts = np.empty(part.stop - part.start, dtype=np.int64)
+        room_at = np.zeros(part.stop - part.start + 1, dtype=np.int64)
+        np.cumsum(room[part], out=room_at[1:])
+        run_ops = np.empty(int(room_at[-1]), dtype=np.uint8)
+        run_lengths = np.empty(int(room_at[-1]), dtype=np.int64)
+        run_counts = np.empty(part.stop - part.start, dtype=np.int64)
         _cigar_batch(queries.codes, queries.offsets, targets.codes, targets.offsets,
                      q_index[part], t_index[part], traced_start[part], end[part],
-                     queries.alphabet.size, queries.alphabet.match_codes, char_offsets, chars,
-                     char_counts)
-        cigars.extend(decode_cigars(chars, char_offsets[:-1], char_counts))
+                     queries.alphabet.size, queries.alphabet.match_codes, room_at, run_ops,
+                     run_lengths, run_counts)
+        if (run_counts == -2).any():
+            overflow = part.start + int(np.flatnonzero(run_counts == -2)[0])
+            raise RuntimeError(f"pair #{overflow}: its traceback has more runs than an "
+                               f"alignment of its distance {int(distance[overflow])} can have")
+        parts.append(pack_runs(run_ops, run_lengths, room_at[:-1], run_counts))
         progress.cells_done(int(credit[part][traced_start[part] >= 0].sum()))
     progress.cells_done(int(credit[start < 0].sum()))  # no CIGAR to trace
+    cigars = PackedCigars.concatenate(parts)
     if len(linear):
-        texts = linear_cigars(queries, targets, q_index[linear], t_index[linear], start[linear],
-                              end[linear], distance[linear], progress,
-                              int(credit[linear].sum()))
-        for p, text in zip(linear.tolist(), texts, strict=True):
-            cigars[p] = text
+        cigars = cigars.replaced(linear, linear_cigars(
+            queries, targets, q_index[linear], t_index[linear], start[linear], end[linear],
+            distance[linear], progress, int(credit[linear].sum())))
     return cigars
 
 
@@ -570,7 +588,7 @@ def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
                mode: int, k: int, task: str, progress: Progress | None = None,
                positional: bool = False,
                ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None,
-                          list[str | None] | None]:
+                          PackedCigars | None]:
     """Edit distance of the pairs ``(qset[q_index[p]], tset[t_index[p]])`` on the CPU (the
     contract of every backend).
 
@@ -597,17 +615,34 @@ def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
         -1 for pairs over ``k``.
     start, end : np.ndarray of int32 or None
         The target range (half-open; -1s for pairs over ``k``), None for ``task="distance"``.
-    cigar : list of str or None, or None
+    cigar : PackedCigars or None
         The CIGARs for ``task="path"`` (None for pairs over ``k``), else None.
     """
     want_start = task != "distance"
     progress = Progress.silent() if progress is None else progress
-    first, second = pass_credits(qset.lengths[q_index], tset.lengths[t_index], task == "path")
-    distance, start, end = distance_batch(qset, tset, q_index, t_index, mode, k, want_start,
-                                          progress, first)
+    q_len, t_len = qset.lengths[q_index], tset.lengths[t_index]
+    first, second = pass_credits(q_len, t_len, task == "path")
+    if task == "path" and mode == EDIT_GLOBAL and k < 0:
+        # Global CIGARs without a cutoff that are traced in full need no distance pass: they
+        # span the whole target, and their edits are the distances (as on the GPU for long
+        # pairs).
+        direct = ~needs_linear(q_len, t_len)
+    else:
+        direct = np.zeros(len(q_index), dtype=bool)
+    measured = np.flatnonzero(~direct)
+    distance = np.full(len(q_index), -1, dtype=np.int32)  # -1 where still unknown
+    start = np.where(direct, 0, -1).astype(np.int32)
+    end = np.where(direct, t_len, -1).astype(np.int32)
+    distance[measured], start[measured], end[measured] = distance_batch(
+        qset, tset, q_index[measured], t_index[measured], mode, k, want_start, progress,
+        first[measured])
     if not want_start:
         return distance, None, None, None
     cigar = None
     if task == "path":
         cigar = cigar_batch(qset, tset, q_index, t_index, start, end, distance, progress, second)
+        if direct.any():
+            columns, _ = op_counts(cigar.take(direct))  # in the order "=XID"
+            distance[direct] = columns[:, 1:].sum(axis=1)
+            progress.pairs_done(first[direct])
     return distance, start, end, cigar

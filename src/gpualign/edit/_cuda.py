@@ -11,7 +11,8 @@ Pairs are processed in chunks (``config.EDIT_GPU_CHUNK_PAIRS``). Sequence sets m
 once when they fit in free memory; otherwise each chunk gathers the sequences it needs. A launch
 that runs out of memory is split. For ``task="path"`` the CIGARs are traced on the GPU too
 (``kernels/path.cu``), in batches whose stored delta vectors fit the memory budget, and come
-back as one text to split. Pairs whose results need no dynamic programming
+back as arrays of runs (:class:`~gpualign.cigar.PackedCigars`), with no text to write or split.
+Pairs whose results need no dynamic programming
 (an empty side, or a global length difference over ``k``) are filled in on the host
 (:mod:`._shared`), exactly as the CPU backend computes them, without loading it (nor Numba).
 
@@ -25,7 +26,6 @@ the budget is refused, naming it, before any work.
 
 from __future__ import annotations
 
-import codecs
 import functools
 from typing import TYPE_CHECKING
 
@@ -33,12 +33,13 @@ import numpy as np
 
 from .. import config
 from .._progress import Progress, pass_credits
+from ..cigar import PackedCigars
 from ..codes import EDIT_GLOBAL, EDIT_INFIX
 from ..cuda.host import mapped, maps_host_memory, pinned_empty
 from ..cuda.launch import grid
 from ..cuda.loader import get_kernel
 from ..cuda.memory import batch_budget, device_chunks, fits_resident, free_bytes, launch_split
-from ._linear import NO_OP, cigars_of_buffer, edits_of_buffer, hirschberg
+from ._linear import NO_OP, edits_of_buffer, hirschberg, packed_of_buffer
 from ._shared import needs_linear, trivial_cigars, trivial_results
 
 if TYPE_CHECKING:
@@ -381,8 +382,8 @@ def gpu_cigars(sequences, alphabet, index, device_range, no_alignment):
             base = int(ends_host[lo - 1]) if lo else 0
             bounds.append(max(lo + 1, int(np.searchsorted(ends_host, base + budget, "right"))))
     trace = get_kernel(PATH_KERNEL_FILE, "trace_paths")
-    write = get_kernel(PATH_KERNEL_FILE, "write_paths")
-    cigars: list[str | None] = []
+    write = get_kernel(PATH_KERNEL_FILE, "write_runs")
+    batches = []
     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
         count = hi - lo
         offset = ends[lo:hi] - units[lo:hi]
@@ -390,7 +391,7 @@ def gpu_cigars(sequences, alphabet, index, device_range, no_alignment):
             offset -= ends[lo - 1]
         scratch = cupy.empty(max(1, int(offset[-1] + units[hi - 1])), dtype=cupy.uint32)
         op_count = cupy.empty(count, dtype=cupy.int32)
-        text_chars = cupy.empty(count, dtype=cupy.int32)
+        runs = cupy.empty(count, dtype=cupy.int32)
         if first >= 0:
             part = (q_index, t_index, np.int64(first + lo))
         else:
@@ -398,21 +399,22 @@ def gpu_cigars(sequences, alphabet, index, device_range, no_alignment):
         trace(*grid(trace, count),
               (*sequences, *part, np.int32(count), d_start[lo:hi], d_end[lo:hi],
                np.int32(alphabet.size), np.int32(alphabet.match_codes), offset, scratch,
-               op_count, text_chars))
-        text_at = cupy.zeros(count + 1, dtype=cupy.int64)
-        cupy.cumsum(text_chars + 1, out=text_at[1:])
-        text = cupy.empty(int(text_at[-1]), dtype=cupy.uint8)
+               op_count, runs))
+        run_at = _exclusive_sum(runs)
+        total = int(run_at[-1])
+        run_ops = cupy.empty(max(1, total), dtype=cupy.uint8)
+        run_lengths = cupy.empty(max(1, total), dtype=cupy.int32)
         write(*grid(write, count),
               (q_offsets, part[0], part[2], np.int32(count), d_start[lo:hi], d_end[lo:hi],
-               np.int32(alphabet.size), offset, scratch, op_count, text_at, text))
-        # Through page-locked memory, then one decode (from the array's buffer) and one split
-        # for the batch (CIGARs hold no newline).
-        host = text.get(out=pinned_empty(len(text), np.uint8)[0])
-        batch: list[str | None] = codecs.latin_1_decode(host)[0].split("\n")[:-1]
-        for p in np.flatnonzero(no_alignment[lo:hi]).tolist():
-            batch[p] = None
-        cigars.extend(batch)
-    return cigars
+               np.int32(alphabet.size), offset, scratch, op_count, run_at, run_ops,
+               run_lengths))
+        # Through page-locked memory, copied out of it (the result outlives the batch): the
+        # runs as they are, no text.
+        batches.append(PackedCigars(
+            run_ops.get(out=pinned_empty(len(run_ops), np.uint8)[0])[:total].copy(),
+            run_lengths.get(out=pinned_empty(len(run_lengths), np.int32)[0])[:total],
+            run_at.get(), ~no_alignment[lo:hi]))
+    return PackedCigars.concatenate(batches)
 
 
 def _short_pairs(qset, tset, q_index, t_index, mode, k, task, progress, positional):
@@ -426,7 +428,7 @@ def _short_pairs(qset, tset, q_index, t_index, mode, k, task, progress, position
     distance, pinned = pinned_empty(count, np.int32)
     start = pinned_empty(count, np.int32)[0] if want_start else None
     end = pinned_empty(count, np.int32)[0] if want_start else None
-    cigar: list[str | None] | None = [] if task == "path" else None
+    cigar: list[PackedCigars] | None = [] if task == "path" else None
     cells = qset.lengths[q_index].astype(np.int64) * tset.lengths[t_index]
     for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
                                                             config.EDIT_GPU_CHUNK_PAIRS):
@@ -443,20 +445,19 @@ def _short_pairs(qset, tset, q_index, t_index, mode, k, task, progress, position
                     host[trivial_local] = values
             if cigars is not None:
                 # Runs of I or D: the pairs have an empty side (or no alignment within k).
-                texts = trivial_cigars(q_len, found[1], found[2])
-                for p, text in zip(trivial_local.tolist(), texts, strict=True):
-                    cigars[p] = text
+                cigars = cigars.replaced(trivial_local,
+                                         trivial_cigars(q_len, found[1], found[2]))
         if cigars is not None:
-            cigar.extend(cigars)
+            cigar.append(cigars)
         progress.pairs_done(cells[part])
-    return distance, start, end, cigar
+    return distance, start, end, None if cigar is None else PackedCigars.concatenate(cigar)
 
 
 def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: np.ndarray,
                mode: int, k: int, task: str, progress: Progress | None = None,
                positional: bool = False,
                ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None,
-                          list[str | None] | None]:
+                          PackedCigars | None]:
     """Edit distance of index pairs on the current CUDA device (the contract of
     :func:`gpualign.edit._cpu.edit_pairs`).
 
@@ -486,12 +487,10 @@ def edit_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
         values[short_at] = short_part
         values[long_at] = long_part
         merged.append(values)
-    cigar: list[str | None] | None = None
+    cigar = None
     if task == "path":
-        cigar = [None] * len(q_index)
-        for positions, texts in ((short_at, short[3]), (long_at, found[3])):
-            for p, text in zip(positions.tolist(), texts, strict=True):
-                cigar[p] = text
+        cigar = PackedCigars.nones(len(q_index)).replaced(
+            np.concatenate((short_at, long_at)), PackedCigars.concatenate([short[3], found[3]]))
     return merged[0], merged[1], merged[2], cigar
 
 
@@ -628,7 +627,7 @@ def _long_pairs(qset, tset, q_index, t_index, mode, k, task, progress):
     distance = np.empty(count, dtype=np.int32)
     start = np.empty(count, dtype=np.int32) if want_start else None
     end = np.empty(count, dtype=np.int32) if want_start else None
-    cigars: list[str | None] | None = [] if task == "path" else None
+    cigars: list[PackedCigars] | None = [] if task == "path" else None
     sizes = long_bytes(qset.lengths[q_index], tset.lengths[t_index], qset.alphabet.size)
     first, second = pass_credits(qset.lengths[q_index], tset.lengths[t_index], task == "path")
     for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
@@ -641,14 +640,15 @@ def _long_pairs(qset, tset, q_index, t_index, mode, k, task, progress):
             if cigars is not None and mode == EDIT_GLOBAL:
                 # The CIGARs give the distances (their edits): no distance pass.
                 span = tset.lengths[t_index[at]].astype(np.int32)
-                texts, edits = gpu_linear_cigars(sequences, qset.alphabet, qi, ti,
-                                                 np.zeros_like(span), span, progress,
-                                                 int(first[at].sum() + second[at].sum()))
+                traced, edits = gpu_linear_cigars(sequences, qset.alphabet, qi, ti,
+                                                  np.zeros_like(span), span, progress,
+                                                  int(first[at].sum() + second[at].sum()))
                 over = (edits > k) if k >= 0 else np.zeros(len(span), dtype=bool)
                 distance[at] = np.where(over, -1, edits)
                 start[at] = np.where(over, -1, 0)
                 end[at] = np.where(over, -1, span)
-                cigars.extend(None if o else text for o, text in zip(over, texts, strict=True))
+                over_at = np.flatnonzero(over)
+                cigars.append(traced.replaced(over_at, PackedCigars.nones(len(over_at))))
                 continue
             found = _long_distances(sequences, qset.alphabet, qi, ti, mode, k, want_start)
             distance[at] = found[0].get()
@@ -658,9 +658,9 @@ def _long_pairs(qset, tset, q_index, t_index, mode, k, task, progress):
             start[at] = found[1].get()
             end[at] = found[2].get()
             if cigars is not None:
-                cigars.extend(gpu_linear_cigars(sequences, qset.alphabet, qi, ti, start[at],
+                cigars.append(gpu_linear_cigars(sequences, qset.alphabet, qi, ti, start[at],
                                                 end[at], progress, int(second[at].sum()))[0])
-    return distance, start, end, cigars
+    return distance, start, end, None if cigars is None else PackedCigars.concatenate(cigars)
 
 
 def _long_distances(sequences, alphabet, qi, ti, mode, k, want_start):
@@ -703,7 +703,7 @@ def _long_distances(sequences, alphabet, qi, ti, mode, k, want_start):
 
 def gpu_linear_cigars(sequences, alphabet, qi, ti, start: np.ndarray, end: np.ndarray,
                       progress: Progress | None = None, share: int = 0,
-                      ) -> tuple[list[str | None], np.ndarray]:
+                      ) -> tuple[PackedCigars, np.ndarray]:
     """CIGARs of the global alignments of queries ``qi`` with target ranges ``[start, end)`` of
     targets ``ti`` (device indices; host ranges, start -1: no alignment, None) in linear space,
     and their edits (the distances; -1 without alignment): :func:`._linear.hirschberg`, each
@@ -713,7 +713,7 @@ def gpu_linear_cigars(sequences, alphabet, qi, ti, start: np.ndarray, end: np.nd
     import cupy
 
     q_codes, q_offsets, t_codes, t_offsets = sequences
-    cigars: list[str | None] = [None] * len(qi)
+    cigars = PackedCigars.nones(len(qi))
     edits = np.full(len(qi), -1, dtype=np.int64)
     aligned = np.flatnonzero(start >= 0)
     if not len(aligned):
@@ -763,10 +763,8 @@ def gpu_linear_cigars(sequences, alphabet, qi, ti, start: np.ndarray, end: np.nd
                split_columns, trace_leaves, progress.cells_done if progress is not None else None,
                share)
     host = buffer.get()[:base[-1]]
-    for p, text in zip(aligned.tolist(), cigars_of_buffer(host, base), strict=True):
-        cigars[p] = text
     edits[aligned] = edits_of_buffer(host, base)
-    return cigars, edits
+    return cigars.replaced(aligned, packed_of_buffer(host, base)), edits
 
 
 def _trace_leaf_group(sequences, alphabet, buffer, q_range, t_range, words, units, to):
@@ -784,7 +782,7 @@ def _trace_leaf_group(sequences, alphabet, buffer, q_range, t_range, words, unit
     index = cupy.arange(count, dtype=cupy.int64) * 2
     scratch = cupy.empty(max(1, int(offset[-1])), dtype=cupy.uint32)
     op_count = cupy.empty(count, dtype=cupy.int32)
-    text_chars = cupy.empty(count, dtype=cupy.int32)
+    runs = cupy.empty(count, dtype=cupy.int32)  # not needed: the leaves' operations are copied
     trace = get_kernel(PATH_KERNEL_FILE, "trace_paths")
     trace(*grid(trace, count),
           (q_codes, cupy.asarray(q_range.ravel()), t_codes,
@@ -792,7 +790,7 @@ def _trace_leaf_group(sequences, alphabet, buffer, q_range, t_range, words, unit
            np.int32(count), cupy.zeros(count, dtype=cupy.int32),
            cupy.asarray(columns.astype(np.int32)), np.int32(alphabet.size),
            np.int32(alphabet.match_codes), cupy.asarray(offset[:-1]), scratch, op_count,
-           text_chars))
+           runs))
     gather = get_kernel(LONG_KERNEL_FILE, "gather_leaf_ops")
     gather(*grid(gather, count),
            (scratch, cupy.asarray(ops_at), op_count, cupy.asarray(to), np.int32(count), buffer))

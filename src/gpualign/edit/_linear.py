@@ -24,14 +24,13 @@ from collections.abc import Callable
 import numpy as np
 
 from .._progress import Portion
-from ..codes import CIGAR_OPS, OP_MATCH
+from ..cigar import PackedCigars
+from ..codes import OP_MATCH
 
-__all__ = ["NO_OP", "cigar_of_ops", "cigars_of_buffer", "edits_of_buffer", "hirschberg"]
+__all__ = ["NO_OP", "edits_of_buffer", "hirschberg", "packed_of_buffer"]
 
 #: Filler of the operation buffers: no operation written there.
 NO_OP = 255
-
-_LETTERS = np.array(list(CIGAR_OPS))
 
 
 def hirschberg(q_len: np.ndarray, t_len: np.ndarray, distance: np.ndarray,
@@ -117,32 +116,20 @@ def hirschberg(q_len: np.ndarray, t_len: np.ndarray, distance: np.ndarray,
     return levels
 
 
-def cigar_of_ops(ops: np.ndarray) -> str:
-    """Extended CIGAR text of operation codes in alignment order.
-
-    Examples
-    --------
-    >>> cigar_of_ops(np.array([0, 0, 2, 0, 3, 3], dtype=np.uint8))
-    '2=1I1=2D'
-    """
-    if not len(ops):
-        return ""
-    starts = np.flatnonzero(np.concatenate(([True], ops[1:] != ops[:-1])))
-    runs = np.diff(np.append(starts, len(ops)))
-    return "".join(np.char.add(runs.astype(str), _LETTERS[ops[starts]]).tolist())
-
-
-def cigars_of_buffer(buffer: np.ndarray, base: np.ndarray) -> list[str]:
+def packed_of_buffer(buffer: np.ndarray, base: np.ndarray) -> PackedCigars:
     """The CIGAR of each pair from the operation buffers of :func:`hirschberg`: pair ``p``'s
     buffer is ``buffer[base[p]:base[p + 1]]``.
 
     Examples
     --------
-    >>> cigars_of_buffer(np.array([0, 255, 3, 1, 255], dtype=np.uint8), np.array([0, 3, 5]))
+    >>> buffer = np.array([0, 255, 3, 1, 255], dtype=np.uint8)
+    >>> packed_of_buffer(buffer, np.array([0, 3, 5])).tolist()
     ['1=1D', '1X']
     """
-    return [cigar_of_ops(part[part != NO_OP])
-            for part in np.split(buffer, np.asarray(base[1:-1], dtype=np.int64))]
+    written = buffer != NO_OP
+    counts = np.zeros(len(buffer) + 1, dtype=np.int64)
+    np.cumsum(written, out=counts[1:])
+    return PackedCigars.from_ops(buffer[written], counts[np.asarray(base, dtype=np.int64)])
 
 
 def edits_of_buffer(buffer: np.ndarray, base: np.ndarray) -> np.ndarray:

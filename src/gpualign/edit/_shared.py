@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from .. import config
-from ..codes import CIGAR_OPS, EDIT_GLOBAL, OP_DELETION, OP_INSERTION
+from ..cigar import PackedCigars
+from ..codes import EDIT_GLOBAL, OP_DELETION, OP_INSERTION
 
 __all__ = ["needs_linear", "traceback_bytes", "trivial_cigars", "trivial_results"]
 
@@ -62,26 +63,25 @@ def trivial_results(q_len: np.ndarray, t_len: np.ndarray, mode: int, k: int,
     return distance, start, end
 
 
-def trivial_cigars(q_len: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[str | None]:
+def trivial_cigars(q_len: np.ndarray, start: np.ndarray, end: np.ndarray) -> PackedCigars:
     """The CIGARs of the pairs of :func:`trivial_results` from their query lengths and target
-    ranges: the query's insertions, then the range's deletions (``""`` for an empty pair,
+    ranges: the query's insertions, then the range's deletions (no runs for an empty pair,
     None where ``start < 0``), as a traceback writes them.
 
     Examples
     --------
-    >>> trivial_cigars(np.array([0, 3, 0, 2]), np.array([0, 0, 0, -1]), np.array([2, 0, 0, -1]))
+    >>> trivial_cigars(np.array([0, 3, 0, 2]), np.array([0, 0, 0, -1]),
+    ...                np.array([2, 0, 0, -1])).tolist()
     ['2D', '3I', '', None]
     """
-    insertion, deletion = CIGAR_OPS[OP_INSERTION], CIGAR_OPS[OP_DELETION]
-    cigars: list[str | None] = []
-    for m, first, last in zip(np.asarray(q_len).tolist(), np.asarray(start).tolist(),
-                              np.asarray(end).tolist(), strict=True):
-        if first < 0:
-            cigars.append(None)
-            continue
-        span = last - first
-        cigars.append((f"{m}{insertion}" if m else "") + (f"{span}{deletion}" if span else ""))
-    return cigars
+    present = np.asarray(start) >= 0
+    runs = np.stack((np.where(present, q_len, 0), np.where(present, np.asarray(end) - start, 0)),
+                    axis=1).astype(np.int64)
+    ops = np.broadcast_to(np.array([OP_INSERTION, OP_DELETION], dtype=np.uint8), runs.shape)
+    kept = runs > 0  # row by row: a pair's insertions, then its deletions
+    offsets = np.zeros(len(runs) + 1, dtype=np.int64)
+    np.cumsum(kept.sum(axis=1), out=offsets[1:])
+    return PackedCigars(ops[kept], runs[kept], offsets, present)
 
 
 def traceback_bytes(q_len: Any, span: Any) -> Any:

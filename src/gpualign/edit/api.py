@@ -13,6 +13,7 @@ from .. import config
 from .._progress import Progress, ProgressArg
 from .._tables import EDIT_COLUMNS, available, named
 from ..backend import resolve_backend
+from ..cigar import PackedCigars
 from ..codes import EDIT_MODE_NAMES, EDIT_TASKS, check_task, edit_mode
 from ..pairs import pair_indices, pair_sets
 from ..sequences import Alphabet
@@ -34,10 +35,12 @@ class EditResult:
         "path"; -1 for pairs over ``k``, and a read-only array of -1 for ``task="distance"``).
         For infix mode the end is the leftmost optimal end, the start the leftmost start of an
         optimal alignment ending there.
-    cigar : list of str or None
+    cigar : PackedCigars or None
         Extended CIGAR (``=``, ``X``, ``I`` consumes the query, ``D`` the target) of the
-        alignment of the query with ``target[target_start:target_end]`` (``task="path"``);
-        None otherwise and for pairs over ``k``.
+        alignment of the query with ``target[target_start:target_end]`` (``task="path"``;
+        None for pairs over ``k``), held as arrays of runs
+        (:class:`gpualign.cigar.PackedCigars`): ``cigar[p]`` is pair ``p``'s text, and
+        ``cigar.tolist()`` the text of all pairs, built at once. None for the other tasks.
     alphabet : str
         Name of the alphabet the sequences were compared in (inferred for ``"auto"``).
     """
@@ -45,7 +48,7 @@ class EditResult:
     distance: np.ndarray
     target_start: np.ndarray
     target_end: np.ndarray
-    cigar: list[str | None] | None
+    cigar: PackedCigars | None
     mode: str
     task: str
     k: int | None = None
@@ -90,7 +93,7 @@ class EditResult:
         return EDIT_COLUMNS, [
             named(query_names, self.query_index), named(target_names, self.target_index),
             self.distance, available(self.target_start), available(self.target_end),
-            self.cigar if self.cigar is not None else [None] * len(self)]
+            self.cigar.tolist() if self.cigar is not None else [None] * len(self)]
 
 
 @dataclass
@@ -247,8 +250,10 @@ def edit_distance(queries: Any, targets: Any, *, mode: str = "global", k: int | 
     --------
     >>> r = edit_distance(["ACGT", "ACGT"], ["AGT", "TTACCTTT"], mode="infix",
     ...                   task="path", backend="cpu")
-    >>> r.distance.tolist(), r.target_start.tolist(), r.target_end.tolist(), r.cigar
+    >>> r.distance.tolist(), r.target_start.tolist(), r.target_end.tolist(), r.cigar.tolist()
     ([1, 1], [0, 2], [3, 6], ['1=1I2=', '2=1X1='])
+    >>> r.cigar[1], r.cigar.ops.tolist(), r.cigar.lengths.tolist(), r.cigar.offsets.tolist()
+    ('2=1X1=', [0, 2, 0, 0, 1, 0], [1, 1, 2, 2, 1, 1], [0, 3, 6])
     """
     mode_code = edit_mode(mode)
     cutoff = _normalize_k(k)

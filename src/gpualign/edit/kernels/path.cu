@@ -6,9 +6,9 @@
 // runs), then walks back from the last cell exactly as the CPU backend does: a diagonal step
 // when the cell's value allows it, else an insertion (query only), else a deletion (target
 // only), with D[i][j] counted from the stored deltas. The operations, last first, stay in the
-// scratch memory; write_paths then writes their run-length text, each pair's followed by a
-// newline, at offsets summed from the lengths trace_paths counted, so the host decodes the
-// whole batch with one split.
+// scratch memory; write_runs then writes their runs (operation code and length, first run
+// first) at offsets summed from the run counts trace_paths counted, so the whole batch comes
+// back to the host as two arrays of runs, with no text to write or split.
 
 #include "common.cuh"
 
@@ -36,20 +36,11 @@ __device__ __forceinline__ int vertical_delta(const u32* pv, const u32* mv, int 
     return (pv[w] & bit) ? 1 : (mv[w] & bit) ? -1 : 0;
 }
 
-// Characters of the run-length text of ops[count-1] .. ops[0].
-__device__ int text_length(const u8* ops, int count) {
-    int length = 0;
-    for (int p = count - 1; p >= 0;) {
-        const u8 op = ops[p];
-        int run = 0;
-        while (p >= 0 && ops[p] == op) {
-            ++run;
-            --p;
-        }
-        for (; run > 0; run /= 10) ++length;
-        ++length;
-    }
-    return length;
+// Runs of equal operations in ops[0] .. ops[count-1].
+__device__ int run_count(const u8* ops, int count) {
+    int runs = 0;
+    for (int p = 0; p < count; ++p) runs += (p == 0 || ops[p] != ops[p - 1]) ? 1 : 0;
+    return runs;
 }
 
 // Scratch memory of a pair, from `scratch + offset[pair]` (4-byte units): its match table
@@ -70,12 +61,12 @@ extern "C" __global__ void __launch_bounds__(PATH_THREADS) trace_paths(
     const i64* __restrict__ q_index, const i64* __restrict__ t_index, const i64 first,
     const int n_pairs, const int* __restrict__ start, const int* __restrict__ end,
     const int n_codes, const int match_codes, const i64* __restrict__ offset,
-    u32* __restrict__ scratch, int* __restrict__ op_count, int* __restrict__ text_chars) {
+    u32* __restrict__ scratch, int* __restrict__ op_count, int* __restrict__ runs) {
     const i64 pair = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (pair >= n_pairs) return;
     if (start[pair] < 0) {  // no alignment (over k, or left to the host)
         op_count[pair] = 0;
-        text_chars[pair] = 0;
+        runs[pair] = 0;
         return;
     }
     const i64 qi = first >= 0 ? first + pair : q_index[pair];
@@ -157,39 +148,35 @@ extern "C" __global__ void __launch_bounds__(PATH_THREADS) trace_paths(
         }
     }
     op_count[pair] = count;
-    text_chars[pair] = text_length(ops, count);
+    runs[pair] = run_count(ops, count);
 }
 
-// Writes pair p's CIGAR text at text + text_at[p] (an exclusive sum of text_chars + 1), then a
-// newline.
-extern "C" __global__ void __launch_bounds__(PATH_THREADS) write_paths(
+// Writes pair p's runs, first run first, at run_ops + run_at[p] and run_lengths + run_at[p]
+// (run_at: an exclusive sum of the run counts of trace_paths): the operation code of each and
+// its length.
+extern "C" __global__ void __launch_bounds__(PATH_THREADS) write_runs(
     const i64* __restrict__ q_offsets, const i64* __restrict__ q_index, const i64 first,
     const int n_pairs, const int* __restrict__ start, const int* __restrict__ end,
     const int n_codes, const i64* __restrict__ offset, u32* __restrict__ scratch,
-    const int* __restrict__ op_count, const i64* __restrict__ text_at, u8* __restrict__ text) {
+    const int* __restrict__ op_count, const i64* __restrict__ run_at, u8* __restrict__ run_ops,
+    int* __restrict__ run_lengths) {
     const i64 pair = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (pair >= n_pairs) return;
-    u8* out = text + text_at[pair];
-    if (start[pair] >= 0) {
-        const i64 qi = first >= 0 ? first + pair : q_index[pair];
-        const int m = (int)(q_offsets[qi + 1] - q_offsets[qi]);
-        const int n = end[pair] - start[pair];
-        const int words = (m + 31) >> 5;
-        const u8* ops = ops_of(scratch, offset[pair], n_codes, words, n);
-        const char letters[4] = {'=', 'X', 'I', 'D'};
-        for (int p = op_count[pair] - 1; p >= 0;) {
-            const u8 op = ops[p];
-            int run = 0;
-            while (p >= 0 && ops[p] == op) {
-                ++run;
-                --p;
-            }
-            int digits = 0;
-            for (int r = run; r > 0; r /= 10) ++digits;
-            for (int d = digits - 1; d >= 0; --d, run /= 10) out[d] = (u8)('0' + run % 10);
-            out += digits;
-            *out++ = (u8)letters[op];
+    if (pair >= n_pairs || start[pair] < 0) return;
+    const i64 qi = first >= 0 ? first + pair : q_index[pair];
+    const int m = (int)(q_offsets[qi + 1] - q_offsets[qi]);
+    const int n = end[pair] - start[pair];
+    const int words = (m + 31) >> 5;
+    const u8* ops = ops_of(scratch, offset[pair], n_codes, words, n);
+    i64 at = run_at[pair];
+    for (int p = op_count[pair] - 1; p >= 0;) {  // the operations are stored last first
+        const u8 op = ops[p];
+        int run = 0;
+        while (p >= 0 && ops[p] == op) {
+            ++run;
+            --p;
         }
+        run_ops[at] = op;
+        run_lengths[at] = run;
+        ++at;
     }
-    *out = '\n';
 }
