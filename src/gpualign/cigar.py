@@ -137,11 +137,14 @@ def cigar_runs(cigars: Sequence[str] | PackedCigars,
     # A newline after each CIGAR: every run then ends in an operation or a newline.
     text = np.frombuffer("".join(f"{c}\n" for c in cigars).encode("ascii"), dtype=np.uint8)
     digit = (text >= ord("0")) & (text <= ord("9"))
-    newline = text == ord("\n")
-    op_at = np.flatnonzero(~digit & ~newline)
-    owner = np.cumsum(newline)[op_at] if len(op_at) else np.zeros(0, np.int64)
+    # Every byte that is no digit ends a run (an operation) or a CIGAR (a newline); what stands
+    # before a stop, back to the stop before it, is its run's length.
+    stops = np.flatnonzero(~digit)
+    is_newline = text[stops] == ord("\n")
+    op_at = stops[~is_newline]
+    owner = np.cumsum(is_newline)[~is_newline]
     op = _OP_OF_BYTE[text[op_at]]
-    ends = np.flatnonzero(newline)
+    ends = stops[is_newline]
     if (op < 0).any() or len(ends) != len(cigars):
         raise ValueError("cigar_runs takes extended CIGARs: runs of a length and one of "
                          f"{CIGAR_OPS!r}, no other character")
@@ -149,11 +152,9 @@ def cigar_runs(cigars: Sequence[str] | PackedCigars,
         raise ValueError("malformed CIGAR: it ends in a length without an operation")
     if not ((op_at > 0).all() and digit[op_at - 1].all()):
         raise ValueError("malformed CIGAR: an operation without a length")
-    # Each run's length is the digits between the previous operation (or newline) and its own,
-    # read from the last digit back, one decimal place per pass.
-    stops = np.flatnonzero(~digit)
-    rank = np.searchsorted(stops, op_at)
-    previous = np.where(rank > 0, stops[np.maximum(rank - 1, 0)], -1)
+    # Each run's length is the digits between the previous stop and its own, read from the
+    # last digit back, one decimal place per pass.
+    previous = np.concatenate(([-1], stops[:-1]))[~is_newline]
     length = np.zeros(len(op_at), dtype=np.int64)
     at, place = op_at - 1, 1
     while (inside := at > previous).any():
