@@ -149,11 +149,11 @@ def _resident(subjects: SequenceSet, order: np.ndarray) -> _Resident:
     return by_device[device]
 
 
-def _release_kept(needs: int, keep: SequenceSet) -> None:
+def _release_kept(needs: int, keep: SequenceSet) -> bool:
     """Drop the databases that earlier searches left on the current device (not ``keep``),
-    the least recently searched first, until ``needs`` bytes fit beside the others: a program
-    that searches many databases (``align_one_to_many`` over the batches of a large set) keeps
-    on the device only those that fit."""
+    the least recently searched first, until ``needs`` bytes fit beside the others; whether
+    they do. A program that searches many databases (``align_one_to_many`` over the batches of
+    a large set) keeps on the device only those that fit."""
     import cupy
 
     device = cupy.cuda.Device().id
@@ -163,7 +163,8 @@ def _release_kept(needs: int, keep: SequenceSet) -> None:
         del _RESIDENT[sequences][device]
         sequences.release_device()
         if fits_resident(needs):
-            return
+            return True
+    return False
 
 
 def _is_kept(subjects: SequenceSet) -> bool:
@@ -184,9 +185,7 @@ def _partitions(subjects: SequenceSet, order: np.ndarray, passes: np.ndarray,
     layout, work = _whole_bytes(subjects, several)
     _LAST_SEARCHED[subjects] = next(_SEARCHES)
     needs = work + largest + (0 if _is_kept(subjects) else layout + _LAYOUT_EXTRA)
-    if not fits_resident(needs):
-        _release_kept(needs, keep=subjects)
-    if fits_resident(needs):
+    if fits_resident(needs) or _release_kept(needs, keep=subjects):
         resident = _resident(subjects, order)
         yield 0, subjects, resident, batch_budget()
         return
