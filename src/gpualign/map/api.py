@@ -260,12 +260,10 @@ def reverse_complement(reads: SequenceSet) -> SequenceSet:
     >>> reverse_complement(SequenceSet.from_sequences(["AACGN", "GT"]))[0]
     'NCGTT'
     """
-    lengths = reads.lengths
-    owner = np.repeat(np.arange(len(reads), dtype=np.int64), lengths)
-    position = np.arange(len(reads.codes), dtype=np.int64)
-    # Symbol p of read i comes from the mirror position of the same read.
-    source = reads.offsets[owner] + reads.offsets[owner + 1] - 1 - position
-    return SequenceSet(_COMPLEMENT[reads.codes[source]], reads.offsets, reads.names, "dna")
+    from ._host import reverse_complements  # Numba: loaded by the runs that map
+
+    return SequenceSet(reverse_complements(reads.codes, reads.offsets, _COMPLEMENT),
+                       reads.offsets, reads.names, "dna")
 
 
 def _both_strands(reads: SequenceSet) -> SequenceSet:
@@ -282,8 +280,9 @@ def _windows(reference: SequenceSet, contig: np.ndarray, start: np.ndarray,
     lengths = (end - start).astype(np.int64)
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    first = reference.offsets[contig] + start - offsets[:-1]
-    codes = reference.codes[np.repeat(first, lengths) + np.arange(offsets[-1], dtype=np.int64)]
+    from ._host import gather  # Numba: loaded by the runs that map
+
+    codes = gather(reference.codes, (reference.offsets[contig] + start).astype(np.int64), offsets)
     return SequenceSet(codes, offsets, [""] * len(lengths), "dna")
 
 

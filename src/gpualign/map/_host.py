@@ -1,0 +1,253 @@
+"""The host stages of a mapping batch, compiled: every backend runs them (CUDA and CPU alike),
+one read or window per iteration on every core, each read's seeds, hits and clusters in
+scratch arrays of its thread instead of whole-batch temporaries.
+
+Imported when a batch is mapped, not with the package: importing Numba is left to the runs
+that need it (see README "Architecture").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+#: The hash of no k-mer (a real hash has at most 2 * MAX_K bits): as in :mod:`.index`.
+_NONE = np.uint64(np.iinfo(np.uint64).max)
+#: Reads a task of :func:`read_candidates` takes: enough that its scratch arrays are reused
+#: many times, few enough that the tasks spread evenly over the cores.
+_READS_PER_TASK = 256
+
+
+@njit(cache=True, nogil=True)
+def _hash64(key: np.uint64, mask: np.uint64) -> np.uint64:
+    """minimap2's ``hash64`` of one 2k-bit code (:func:`gpualign.map.index._hash64`)."""
+    key = (~key + (key << np.uint64(21))) & mask
+    key = key ^ (key >> np.uint64(24))
+    key = (key + (key << np.uint64(3)) + (key << np.uint64(8))) & mask
+    key = key ^ (key >> np.uint64(14))
+    key = (key + (key << np.uint64(2)) + (key << np.uint64(4))) & mask
+    key = key ^ (key >> np.uint64(28))
+    return (key + (key << np.uint64(31))) & mask
+
+
+@njit(cache=True, nogil=True)
+def _kmer_hashes(codes, lo, length, k, hashes, reverse):
+    """The hashes of the canonical k-mers starting at each position of ``codes[lo:lo +
+    length]`` (:data:`_NONE` where a k-mer holds an N) into ``hashes`` and whether the
+    canonical one is the reverse complement into ``reverse``; returns how many k-mers."""
+    mask = np.uint64((1 << (2 * k)) - 1)
+    top = np.uint64(2 * (k - 1))
+    forward = np.uint64(0)
+    backward = np.uint64(0)
+    run = 0
+    for p in range(length):
+        code = codes[lo + p]
+        run = 0 if code > 3 else run + 1
+        base = np.uint64(code & 3)
+        forward = ((forward << np.uint64(2)) | base) & mask
+        backward = (backward >> np.uint64(2)) | ((np.uint64(3) - base) << top)
+        start = p - k + 1
+        if start < 0:
+            continue
+        if run < k:
+            hashes[start], reverse[start] = _NONE, False
+        elif backward < forward:
+            hashes[start], reverse[start] = _hash64(backward, mask), True
+        else:
+            hashes[start], reverse[start] = _hash64(forward, mask), False
+    return max(length - k + 1, 0)
+
+
+@njit(cache=True, nogil=True)
+def _choose(hashes, count, w, chosen):
+    """Mark the (w, k)-minimizers among ``hashes[:count]`` in ``chosen`` (the rule of
+    :func:`gpualign.map.index.minimizers`: in every window of ``w`` consecutive k-mers of a
+    stretch between N, or in a stretch of fewer, every k-mer of the smallest hash)."""
+    chosen[:count] = False
+    i = 0
+    while i < count:
+        if hashes[i] == _NONE:
+            i += 1
+            continue
+        first = i
+        while i < count and hashes[i] != _NONE:
+            i += 1
+        windows = max(i - first - w + 1, 1)
+        width = min(w, i - first)
+        for s in range(first, first + windows):
+            smallest = hashes[s]
+            for j in range(s + 1, s + width):
+                smallest = min(smallest, hashes[j])
+            for j in range(s, s + width):
+                if hashes[j] == smallest:
+                    chosen[j] = True
+
+
+@njit(cache=True, nogil=True)
+def _lookup(hashed, keys, key_starts, buckets, shift):
+    """Where the entries of ``hashed`` start in the index and how many there are (0 when the
+    index has none): its bucket of ``keys`` (by the top bits) searched."""
+    bucket = hashed >> np.uint64(shift)
+    lo, hi = buckets[bucket], buckets[bucket + 1]
+    slot = lo + np.searchsorted(keys[lo:hi], hashed)
+    if slot < hi and keys[slot] == hashed:
+        return key_starts[slot], key_starts[slot + 1] - key_starts[slot]
+    return 0, 0
+
+
+@njit(parallel=True, cache=True)
+def read_candidates(codes, offsets, margins, k, w, keys, key_starts, positions, entry_reverse,
+                    buckets, shift, reference_offsets, max_occurrences, max_candidates):
+    """The candidate windows of each read (:meth:`gpualign.map.index.MapIndex.candidates`):
+    ``max_candidates`` slots a read, its best first; returns how many each read has and the
+    slots' strand, contig, start, end and votes."""
+    count = len(offsets) - 1
+    slots = count * max_candidates
+    found = np.zeros(count, dtype=np.int64)
+    out_reverse = np.zeros(slots, dtype=np.bool_)
+    out_contig = np.zeros(slots, dtype=np.int64)
+    out_start = np.zeros(slots, dtype=np.int64)
+    out_end = np.zeros(slots, dtype=np.int64)
+    out_votes = np.zeros(slots, dtype=np.int32)
+    tasks = (count + _READS_PER_TASK - 1) // _READS_PER_TASK
+    for task in prange(tasks):
+        _task_candidates(task * _READS_PER_TASK, min(count, (task + 1) * _READS_PER_TASK),
+                         codes, offsets, margins, k, w, keys, key_starts, positions,
+                         entry_reverse, buckets, shift, reference_offsets, max_occurrences,
+                         max_candidates, found, out_reverse, out_contig, out_start, out_end,
+                         out_votes)
+    return found, out_reverse, out_contig, out_start, out_end, out_votes
+
+
+@njit(cache=True, nogil=True)
+def _task_candidates(first_read, end_read, codes, offsets, margins, k, w, keys, key_starts,
+                     positions, entry_reverse, buckets, shift, reference_offsets,
+                     max_occurrences, max_candidates, found, out_reverse, out_contig,
+                     out_start, out_end, out_votes):
+    """:func:`read_candidates` of the reads ``first_read .. end_read - 1``, written to their
+    slots, with scratch arrays of their own."""
+    contigs = len(reference_offsets) - 1
+    longest_read = 1
+    for i in range(first_read, end_read):
+        longest_read = max(longest_read, offsets[i + 1] - offsets[i])
+    longest_contig = 0
+    for c in range(contigs):
+        longest_contig = max(longest_contig, reference_offsets[c + 1] - reference_offsets[c])
+    # A hit's sort key: its strand and contig, then its diagonal from the contig's start (plus
+    # the read's length: at least 0), within a stride that no such diagonal reaches.
+    stride = longest_contig + longest_read + 1
+    hashes = np.empty(longest_read, dtype=np.uint64)
+    reverse = np.empty(longest_read, dtype=np.bool_)
+    chosen = np.empty(longest_read, dtype=np.bool_)
+    seed_at = np.empty(longest_read, dtype=np.int64)
+    seed_first = np.empty(longest_read, dtype=np.int64)
+    seed_count = np.empty(longest_read, dtype=np.int64)
+    last_cluster = np.empty(longest_read, dtype=np.int64)
+    capacity = 64
+    hit_key = np.empty(capacity, dtype=np.int64)
+    hit_seed = np.empty(capacity, dtype=np.int64)
+    opened = np.empty(capacity, dtype=np.int64)
+    closed = np.empty(capacity, dtype=np.int64)
+    group = np.empty(capacity, dtype=np.int64)
+    votes = np.empty(capacity, dtype=np.int32)
+    taken = np.empty(capacity, dtype=np.bool_)
+    for read in range(first_read, end_read):
+        lo, length, margin = offsets[read], offsets[read + 1] - offsets[read], margins[read]
+        kmers = _kmer_hashes(codes, lo, length, k, hashes, reverse)
+        _choose(hashes, kmers, w, chosen)
+        seeds = hits = 0
+        for at in range(kmers):
+            if chosen[at]:
+                first, many = _lookup(hashes[at], keys, key_starts, buckets, shift)
+                seed_at[seeds], seed_first[seeds] = at, first
+                seed_count[seeds] = 0 if many > max_occurrences else many
+                hits += seed_count[seeds]
+                seeds += 1
+        if hits > capacity:
+            capacity = max(hits, 2 * capacity)
+            hit_key = np.empty(capacity, dtype=np.int64)
+            hit_seed = np.empty(capacity, dtype=np.int64)
+            opened = np.empty(capacity, dtype=np.int64)
+            closed = np.empty(capacity, dtype=np.int64)
+            group = np.empty(capacity, dtype=np.int64)
+            votes = np.empty(capacity, dtype=np.int32)
+            taken = np.empty(capacity, dtype=np.bool_)
+        hit = 0
+        for seed in range(seeds):
+            at = seed_at[seed]
+            for entry in range(seed_first[seed], seed_first[seed] + seed_count[seed]):
+                flipped = 1 if reverse[at] != entry_reverse[entry] else 0
+                along = length - at - k if flipped else at
+                target = positions[entry]
+                contig = np.searchsorted(reference_offsets, target, side="right") - 1
+                diagonal = target - along - reference_offsets[contig] + length
+                hit_key[hit] = (flipped * contigs + contig) * stride + diagonal
+                hit_seed[hit] = seed
+                hit += 1
+        # Clusters of the hits sorted by strand, contig and diagonal: each spans at most the
+        # margin from its first diagonal (the order among equal keys changes nothing).
+        order = np.argsort(hit_key[:hits])
+        clusters = 0
+        last_cluster[:seeds] = -1
+        for rank in range(hits):
+            key = hit_key[order[rank]]
+            place, diagonal = key // stride, key % stride
+            if clusters == 0 or place != group[clusters - 1] \
+                    or diagonal - opened[clusters - 1] > margin:
+                group[clusters], opened[clusters], votes[clusters] = place, diagonal, 0
+                clusters += 1
+            closed[clusters - 1] = diagonal
+            seed = hit_seed[order[rank]]
+            if last_cluster[seed] != clusters - 1:  # a seed votes once in a cluster
+                last_cluster[seed] = clusters - 1
+                votes[clusters - 1] += 1
+        # The best: most votes, then contig, start and strand, then the earlier cluster.
+        taken[:clusters] = False
+        kept = min(clusters, max_candidates)
+        for slot in range(read * max_candidates, read * max_candidates + kept):
+            best = -1
+            best_contig = best_start = best_flipped = 0
+            for c in range(clusters):
+                if taken[c]:
+                    continue
+                contig = group[c] % contigs
+                flipped = group[c] // contigs
+                size = reference_offsets[contig + 1] - reference_offsets[contig]
+                start = min(max(opened[c] - length - margin, 0), size)
+                if best < 0 or votes[c] > votes[best] or (votes[c] == votes[best] and (
+                        contig < best_contig or (contig == best_contig and (
+                            start < best_start or (start == best_start
+                                                   and flipped < best_flipped))))):
+                    best, best_contig, best_start, best_flipped = c, contig, start, flipped
+            taken[best] = True
+            size = reference_offsets[best_contig + 1] - reference_offsets[best_contig]
+            out_reverse[slot] = best_flipped == 1
+            out_contig[slot] = best_contig
+            out_start[slot] = best_start
+            out_end[slot] = min(max(closed[best] + margin, 0), size)
+            out_votes[slot] = votes[best]
+        found[read] = kept
+
+
+@njit(parallel=True, cache=True)
+def reverse_complements(codes, offsets, complement):
+    """The codes of the reverse complements of the sequences ``codes[offsets[i]:offsets[i +
+    1]]`` (``complement``: each code's), at the same offsets, one sequence an iteration."""
+    out = np.empty(offsets[-1], dtype=codes.dtype)
+    for i in prange(len(offsets) - 1):
+        lo, hi = offsets[i], offsets[i + 1]
+        for p in range(lo, hi):
+            out[p] = complement[codes[lo + hi - 1 - p]]
+    return out
+
+
+@njit(parallel=True, cache=True)
+def gather(codes, first, offsets):
+    """``codes[first[i]:first[i] + offsets[i + 1] - offsets[i]]`` for every ``i``, one after
+    the other (at ``offsets``), one range an iteration."""
+    out = np.empty(offsets[-1], dtype=codes.dtype)
+    for i in prange(len(first)):
+        lo = offsets[i]
+        for p in range(offsets[i + 1] - lo):
+            out[lo + p] = codes[first[i] + p]
+    return out
