@@ -566,33 +566,6 @@ def test_a_read_inside_a_tandem_repeat_gets_a_low_mapq():
     assert result.mapq[1] == 60 and result.pos[1] == 3600 + 500
 
 
-def _greedy_cluster_starts(group_start, diagonal, span):
-    """The oracle: one hit after the other."""
-    starts, opened = [], None
-    for i, (first, value) in enumerate(zip(group_start.tolist(), diagonal.tolist(),
-                                           strict=True)):
-        if first or value - diagonal[opened] > span[opened]:
-            opened = i
-        starts.append(opened == i)
-    return starts
-
-
-def test_cluster_starts_equal_the_greedy_scan():
-    from gpualign.map.index import _cluster_starts
-
-    rng = np.random.default_rng(4)
-    for size in (0, 1, 2, 7, 300, 5000):
-        group_start = rng.random(size) < rng.choice([0.001, 0.05, 0.5])
-        if size:
-            group_start[0] = True
-        # Sorted within each group, as the hits are.
-        diagonal = np.concatenate([np.zeros(0, np.int64)] + [np.sort(part) for part in np.split(
-            rng.integers(-50, 4000, size), np.flatnonzero(group_start)[1:])])
-        span = rng.integers(0, 60, size)
-        assert _cluster_starts(group_start, diagonal, span).tolist() == \
-            _greedy_cluster_starts(group_start, diagonal, span), size
-
-
 def test_rescue_needs_20_bases_and_gives_the_mate_its_own_mapq():
     genome = _genome()
 
