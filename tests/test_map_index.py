@@ -99,6 +99,29 @@ def test_minimizers_match_the_naive_oracle(k, w):
     assert np.all(np.diff(position) > 0)
 
 
+@pytest.mark.parametrize(("k", "w"), [(3, 1), (5, 4), (15, 10), (7, 25)])
+def test_minimizers_of_a_read_at_a_time_equal_the_whole_set(k, w):
+    # The compiled lookup of reads finds each read's minimizers itself: ties of low-complexity
+    # stretches (each k-mer of the smallest hash counts), stretches between N shorter than w.
+    from gpualign.map._host import _choose, _kmer_hashes
+
+    rng = np.random.default_rng(k * 100 + w)
+    texts = ["A" * 40, "AC" * 30 + "N" + "ACG" * 20, "ACGTN" * 9, "A" * (k - 1), "",
+             *(_random_dna(rng, int(n), n_rate=0.03) for n in rng.integers(1, 300, 40))]
+    records = SequenceSet.from_sequences(texts, "dna")
+    position, hashes, reverse = minimizers(records.codes, records.offsets, k, w)
+    found = []
+    for read in range(len(records)):
+        lo, length = int(records.offsets[read]), int(records.lengths[read])
+        kmer_hashes, kmer_reverse = np.empty(length, np.uint64), np.empty(length, bool)
+        chosen, queue = np.empty(length, bool), np.empty(length, np.int64)
+        count = _kmer_hashes(records.codes, lo, length, k, kmer_hashes, kmer_reverse)
+        _choose(kmer_hashes, count, w, chosen, queue)
+        found += [(lo + at, int(kmer_hashes[at]), bool(kmer_reverse[at]))
+                  for at in np.flatnonzero(chosen[:count]).tolist()]
+    assert found == list(zip(position.tolist(), hashes.tolist(), reverse.tolist(), strict=True))
+
+
 def test_minimizers_of_no_kmers():
     position, hashes, reverse = minimizers(np.zeros(3, np.uint8), np.array([0, 3]), 5, 2)
     assert len(position) == len(hashes) == len(reverse) == 0

@@ -59,10 +59,12 @@ def _kmer_hashes(codes, lo, length, k, hashes, reverse):
 
 
 @njit(cache=True, nogil=True)
-def _choose(hashes, count, w, chosen):
+def _choose(hashes, count, w, chosen, queue):
     """Mark the (w, k)-minimizers among ``hashes[:count]`` in ``chosen`` (the rule of
     :func:`gpualign.map.index.minimizers`: in every window of ``w`` consecutive k-mers of a
-    stretch between N, or in a stretch of fewer, every k-mer of the smallest hash)."""
+    stretch between N, or in a stretch of fewer, every k-mer of the smallest hash).
+    ``queue`` (``count`` slots) holds the window's candidates for its minimum: positions of
+    ascending hashes, the smallest first (ties all kept, so that each is marked)."""
     chosen[:count] = False
     i = 0
     while i < count:
@@ -72,15 +74,21 @@ def _choose(hashes, count, w, chosen):
         first = i
         while i < count and hashes[i] != _NONE:
             i += 1
-        windows = max(i - first - w + 1, 1)
-        width = min(w, i - first)
-        for s in range(first, first + windows):
-            smallest = hashes[s]
-            for j in range(s + 1, s + width):
-                smallest = min(smallest, hashes[j])
-            for j in range(s, s + width):
-                if hashes[j] == smallest:
-                    chosen[j] = True
+        head = tail = 0
+        for j in range(first, i):
+            while tail > head and hashes[queue[tail - 1]] > hashes[j]:
+                tail -= 1
+            queue[tail] = j
+            tail += 1
+            if queue[head] <= j - w:
+                head += 1
+            # A full window ends at j, or the stretch (shorter than w) ends: mark its minima.
+            if j - first >= w - 1 or (j == i - 1 and i - first < w):
+                smallest = hashes[queue[head]]
+                q = head
+                while q < tail and hashes[queue[q]] == smallest:
+                    chosen[queue[q]] = True
+                    q += 1
 
 
 @njit(cache=True, nogil=True)
@@ -139,6 +147,7 @@ def _task_candidates(first_read, end_read, codes, offsets, margins, k, w, keys, 
     hashes = np.empty(longest_read, dtype=np.uint64)
     reverse = np.empty(longest_read, dtype=np.bool_)
     chosen = np.empty(longest_read, dtype=np.bool_)
+    queue = np.empty(longest_read, dtype=np.int64)
     seed_at = np.empty(longest_read, dtype=np.int64)
     seed_first = np.empty(longest_read, dtype=np.int64)
     seed_count = np.empty(longest_read, dtype=np.int64)
@@ -154,7 +163,7 @@ def _task_candidates(first_read, end_read, codes, offsets, margins, k, w, keys, 
     for read in range(first_read, end_read):
         lo, length, margin = offsets[read], offsets[read + 1] - offsets[read], margins[read]
         kmers = _kmer_hashes(codes, lo, length, k, hashes, reverse)
-        _choose(hashes, kmers, w, chosen)
+        _choose(hashes, kmers, w, chosen, queue)
         seeds = hits = 0
         for at in range(kmers):
             if chosen[at]:
