@@ -16,6 +16,8 @@ _NONE = np.uint64(np.iinfo(np.uint64).max)
 #: Reads a task of :func:`read_candidates` takes: enough that its scratch arrays are reused
 #: many times, few enough that the tasks spread evenly over the cores.
 _READS_PER_TASK = 256
+#: Hits of a read sorted by insertion (most reads have fewer: a few dozen seeds, one hit each).
+_FEW_HITS = 48
 
 
 @njit(cache=True, nogil=True)
@@ -92,15 +94,48 @@ def _choose(hashes, count, w, chosen, queue):
 
 
 @njit(cache=True, nogil=True)
-def _lookup(hashed, keys, key_starts, buckets, shift):
-    """Where the entries of ``hashed`` start in the index and how many there are (0 when the
-    index has none): its bucket of ``keys`` (by the top bits) searched."""
-    bucket = hashed >> np.uint64(shift)
-    lo, hi = buckets[bucket], buckets[bucket + 1]
-    slot = lo + np.searchsorted(keys[lo:hi], hashed)
-    if slot < hi and keys[slot] == hashed:
-        return key_starts[slot], key_starts[slot + 1] - key_starts[slot]
-    return 0, 0
+def _lookup(seeds, seed_hash, keys, key_starts, buckets, shift, seed_first, seed_count):
+    """Where the entries of each of ``seed_hash[:seeds]`` start in the index and how many there
+    are (0 when the index has none), into ``seed_first`` and ``seed_count``: each hash's bucket
+    of ``keys`` (by its top bits, about one key) scanned. One pass per table over all seeds,
+    so that the loads of different seeds (cache misses, mostly) overlap."""
+    for seed in range(seeds):
+        bucket = seed_hash[seed] >> np.uint64(shift)
+        seed_first[seed], seed_count[seed] = buckets[bucket], buckets[bucket + 1]
+    for seed in range(seeds):
+        slot, end = seed_first[seed], seed_count[seed]
+        while slot < end and keys[slot] < seed_hash[seed]:
+            slot += 1
+        seed_first[seed] = slot if slot < end and keys[slot] == seed_hash[seed] else -1
+    for seed in range(seeds):
+        slot = seed_first[seed]
+        if slot < 0:
+            seed_first[seed] = seed_count[seed] = 0
+        else:
+            seed_first[seed] = key_starts[slot]
+            seed_count[seed] = key_starts[slot + 1] - key_starts[slot]
+
+
+@njit(cache=True, nogil=True)
+def _sort_hits(hit_key, hit_seed, hits, spare):
+    """Sort ``hit_key[:hits]`` ascending, ``hit_seed`` along (``spare``: scratch of as many):
+    by insertion for the few hits of most reads (no allocation), else by ``np.argsort``."""
+    if hits <= _FEW_HITS:
+        for i in range(1, hits):
+            key, seed = hit_key[i], hit_seed[i]
+            j = i - 1
+            while j >= 0 and hit_key[j] > key:
+                hit_key[j + 1], hit_seed[j + 1] = hit_key[j], hit_seed[j]
+                j -= 1
+            hit_key[j + 1], hit_seed[j + 1] = key, seed
+        return
+    order = np.argsort(hit_key[:hits])
+    for rank in range(hits):
+        spare[rank] = hit_seed[order[rank]]
+    hit_seed[:hits] = spare[:hits]
+    for rank in range(hits):
+        spare[rank] = hit_key[order[rank]]
+    hit_key[:hits] = spare[:hits]
 
 
 @njit(parallel=True, cache=True)
@@ -149,6 +184,7 @@ def _task_candidates(first_read, end_read, codes, offsets, margins, k, w, keys, 
     chosen = np.empty(longest_read, dtype=np.bool_)
     queue = np.empty(longest_read, dtype=np.int64)
     seed_at = np.empty(longest_read, dtype=np.int64)
+    seed_hash = np.empty(longest_read, dtype=np.uint64)
     seed_first = np.empty(longest_read, dtype=np.int64)
     seed_count = np.empty(longest_read, dtype=np.int64)
     last_cluster = np.empty(longest_read, dtype=np.int64)
@@ -164,14 +200,17 @@ def _task_candidates(first_read, end_read, codes, offsets, margins, k, w, keys, 
         lo, length, margin = offsets[read], offsets[read + 1] - offsets[read], margins[read]
         kmers = _kmer_hashes(codes, lo, length, k, hashes, reverse)
         _choose(hashes, kmers, w, chosen, queue)
-        seeds = hits = 0
+        seeds = 0
         for at in range(kmers):
             if chosen[at]:
-                first, many = _lookup(hashes[at], keys, key_starts, buckets, shift)
-                seed_at[seeds], seed_first[seeds] = at, first
-                seed_count[seeds] = 0 if many > max_occurrences else many
-                hits += seed_count[seeds]
+                seed_at[seeds], seed_hash[seeds] = at, hashes[at]
                 seeds += 1
+        _lookup(seeds, seed_hash, keys, key_starts, buckets, shift, seed_first, seed_count)
+        hits = 0
+        for seed in range(seeds):
+            if seed_count[seed] > max_occurrences:
+                seed_count[seed] = 0
+            hits += seed_count[seed]
         if hits > capacity:
             capacity = max(hits, 2 * capacity)
             hit_key = np.empty(capacity, dtype=np.int64)
@@ -195,18 +234,18 @@ def _task_candidates(first_read, end_read, codes, offsets, margins, k, w, keys, 
                 hit += 1
         # Clusters of the hits sorted by strand, contig and diagonal: each spans at most the
         # margin from its first diagonal (the order among equal keys changes nothing).
-        order = np.argsort(hit_key[:hits])
+        _sort_hits(hit_key, hit_seed, hits, opened)
         clusters = 0
         last_cluster[:seeds] = -1
         for rank in range(hits):
-            key = hit_key[order[rank]]
+            key = hit_key[rank]
             place, diagonal = key // stride, key % stride
             if clusters == 0 or place != group[clusters - 1] \
                     or diagonal - opened[clusters - 1] > margin:
                 group[clusters], opened[clusters], votes[clusters] = place, diagonal, 0
                 clusters += 1
             closed[clusters - 1] = diagonal
-            seed = hit_seed[order[rank]]
+            seed = hit_seed[rank]
             if last_cluster[seed] != clusters - 1:  # a seed votes once in a cluster
                 last_cluster[seed] = clusters - 1
                 votes[clusters - 1] += 1

@@ -13,7 +13,9 @@ A batch of reads takes a fixed number of calls whatever its size: the index's ca
 ``"affine"``, one semi-global affine alignment of them), and at most one local alignment
 (:func:`gpualign.align`, ``mode="local"``) over the candidate windows of the reads left
 unmapped or clipped by :data:`gpualign.config.MAP_MIN_SEGMENT` bases or more. Everything
-between them is NumPy over whole arrays (the split reads' records are built one by one).
+between them is NumPy over whole arrays (the split reads' records are built one by one), but
+for the loops over reads and windows compiled in :mod:`gpualign.map._host` (candidates,
+reverse complements, the windows' bases), which run on every core whatever the backend.
 """
 
 from __future__ import annotations
