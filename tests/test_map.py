@@ -6,6 +6,7 @@ fields and rescue, and the SAM passes samtools.
 from __future__ import annotations
 
 import gzip
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -118,6 +119,14 @@ def test_merged_cigar_and_reverse_complement():
     assert merged_cigars(["10=", "2=1X2=2I1X3=1D1=", "", "3I"]) == ["10M", "5M2I4M1D1M", "",
                                                                       "3I"]
     assert merged_cigars([]) == []
+    # Against the regular expressions that merged them before (runs of 1 to 5 digits).
+    rng = np.random.default_rng(8)
+    cigars = ["".join(f"{rng.integers(1, 10 ** int(rng.integers(1, 6)))}{rng.choice(list('=XID'))}"
+                      for _ in range(int(rng.integers(0, 12)))) for _ in range(500)]
+    adjacent, digits = re.compile(r"(?:[0-9]+M){2,}"), re.compile(r"[0-9]+")
+    assert merged_cigars(cigars) == [adjacent.sub(
+        lambda runs: f"{sum(map(int, digits.findall(runs.group())))}M",
+        text.translate(str.maketrans("=X", "MM"))) for text in cigars]
     rc = reverse_complement(SequenceSet.from_sequences(["ACGTN", "", "GGA"]))
     assert [rc[0], rc[1], rc[2]] == ["NACGT", "", "TCC"]
 

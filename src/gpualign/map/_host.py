@@ -299,3 +299,46 @@ def gather(codes, first, offsets):
         for p in range(offsets[i + 1] - lo):
             out[lo + p] = codes[first[i] + p]
     return out
+
+
+@njit(cache=True, nogil=True)
+def _write_number(value, out, at):
+    """Write ``value`` (positive) in decimal at ``out[at:]``; returns the end."""
+    digits = 1
+    while value >= 10 ** digits:
+        digits += 1
+    for place in range(digits - 1, -1, -1):
+        out[at + place] = 48 + value % 10
+        value //= 10
+    return at + digits
+
+
+@njit(cache=True, nogil=True)
+def merge_matches(text):
+    """Extended CIGARs (ASCII bytes, one a line) with their ``=`` and ``X`` runs merged into
+    ``M`` runs, in one pass (the text only shrinks: a merged run's length has at most the
+    digits of its parts')."""
+    out = np.empty(len(text), dtype=np.uint8)
+    written = number = matched = 0
+    for byte in text:
+        if 48 <= byte <= 57:
+            number = 10 * number + byte - 48
+            continue
+        if byte == 61 or byte == 88:  # "=", "X"
+            matched += number
+        else:  # "I", "D" or the end of a CIGAR
+            if matched:
+                written = _write_number(matched, out, written)
+                out[written] = 77  # "M"
+                written += 1
+                matched = 0
+            if byte != 10:
+                written = _write_number(number, out, written)
+            out[written] = byte
+            written += 1
+        number = 0
+    if matched:
+        written = _write_number(matched, out, written)
+        out[written] = 77
+        written += 1
+    return out[:written]
