@@ -154,6 +154,8 @@ def read_candidates(codes, offsets, margins, k, w, keys, key_starts, positions, 
     out_votes = np.zeros(slots, dtype=np.int32)
     tasks = (count + _READS_PER_TASK - 1) // _READS_PER_TASK
     for task in prange(tasks):
+        # A function of its own: in a prange body, Numba may hoist the allocation of scratch
+        # arrays out of the loop, and the threads would share (and regrow) them.
         _task_candidates(task * _READS_PER_TASK, min(count, (task + 1) * _READS_PER_TASK),
                          codes, offsets, margins, k, w, keys, key_starts, positions,
                          entry_reverse, buckets, shift, reference_offsets, max_occurrences,
