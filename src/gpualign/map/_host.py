@@ -344,3 +344,78 @@ def merge_matches(text):
         out[written] = 77
         written += 1
     return out[:written]
+
+
+@njit(cache=True, nogil=True)
+def _next_run(text, at):
+    """The run of CIGAR text that starts at ``text[at]`` (a newline ends each CIGAR): its
+    length, its operation (the index in ``"=XID"``) and where the next run starts."""
+    length = digits = 0
+    while 48 <= text[at] <= 57:
+        length = 10 * length + text[at] - 48
+        digits += 1
+        at += 1
+    byte = text[at]
+    op = 0 if byte == 61 else 1 if byte == 88 else 2 if byte == 73 else 3 if byte == 68 else -1
+    if op < 0 or digits == 0:
+        raise ValueError("clip_ends takes extended CIGARs: runs of a length and one of '=XID'")
+    return length, op, at + 1
+
+
+@njit(cache=True, nogil=True)
+def clip_runs(text, starts, column, run, end_bonus):
+    """The cuts of :func:`gpualign.map.segments.clip_ends` of the CIGARs
+    ``text[starts[i]:starts[i + 1] - 1]`` (ASCII bytes, a newline after each; a run scores
+    its length times ``column[op]`` plus ``run[op]``), three passes over each CIGAR's text: its
+    score and right cut, its left cut, then what the cuts leave. Returns the read bases and
+    the reference bases clipped on the left and on the right, the edits kept and where the
+    kept runs start and end in each CIGAR's text."""
+    count = len(starts) - 1
+    read_left = np.zeros(count, dtype=np.int64)
+    read_right = np.zeros(count, dtype=np.int64)
+    reference_left = np.zeros(count, dtype=np.int64)
+    reference_right = np.zeros(count, dtype=np.int64)
+    edits = np.zeros(count, dtype=np.int64)
+    kept_from = np.zeros(count, dtype=np.int64)
+    kept_to = np.zeros(count, dtype=np.int64)
+    for i in range(count):
+        lo, hi = starts[i], starts[i + 1] - 1
+        # The right cut: after the run of matches with the highest score so far (the latest).
+        at, runs, total, best, best_score = lo, 0, 0, -1, 0
+        while at < hi:
+            length, op, at = _next_run(text, at)
+            total += length * column[op] + run[op]
+            if op == 0 and (best < 0 or total >= best_score):
+                best, best_score = runs, total
+            runs += 1
+        keep_last = best if best >= 0 and best_score - total >= end_bonus else runs - 1
+        # The left cut: before the run of matches (up to the right cut) with the lowest score
+        # before it (the earliest).
+        at, index, before, best, best_before = lo, 0, 0, -1, 0
+        while index <= keep_last:
+            length, op, at = _next_run(text, at)
+            if op == 0 and (best < 0 or before < best_before):
+                best, best_before = index, before
+            before += length * column[op] + run[op]
+            index += 1
+        keep_first = best if best >= 0 and -best_before >= end_bonus else 0
+        at, index = lo, 0
+        while at < hi:
+            begin = at
+            length, op, at = _next_run(text, at)
+            read_bases = 0 if op == 3 else length
+            reference_bases = 0 if op == 2 else length
+            if index < keep_first:
+                read_left[i] += read_bases
+                reference_left[i] += reference_bases
+            elif index > keep_last:
+                read_right[i] += read_bases
+                reference_right[i] += reference_bases
+            elif op != 0:
+                edits[i] += length
+            if index == keep_first:
+                kept_from[i] = begin - lo
+            if index == keep_last:
+                kept_to[i] = at - lo
+            index += 1
+    return read_left, read_right, reference_left, reference_right, edits, kept_from, kept_to
