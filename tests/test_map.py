@@ -131,6 +131,31 @@ def test_merged_cigar_and_reverse_complement():
     assert [rc[0], rc[1], rc[2]] == ["NACGT", "", "TCC"]
 
 
+def test_ranked_placements_equal_the_two_sorts():
+    # The compiled ranking (a read at a time) against the whole-batch sorts it replaced:
+    # repeats of a place dropped (the fewest edits kept, the first of equal ones), then the
+    # fewest edits, the most votes, contig and start first.
+    rng = np.random.default_rng(6)
+    size = 3000
+    read = np.sort(rng.integers(0, 600, size))
+    hits = api._Hits(read, rng.random(size) < 0.5, rng.integers(0, 2, size),
+                     rng.integers(0, 12, size), rng.integers(0, 10 ** 6, size),
+                     rng.integers(0, 4, size).astype(np.int32),
+                     rng.integers(1, 5, size).astype(np.int32))
+    order = np.lexsort((hits.dist, hits.pos, hits.contig, hits.reverse, hits.read))
+    first = hits.take(order)
+    repeat = np.zeros(size, dtype=bool)
+    repeat[1:] = ((first.read[1:] == first.read[:-1]) & (first.reverse[1:] == first.reverse[:-1])
+                  & (first.contig[1:] == first.contig[:-1]) & (first.pos[1:] == first.pos[:-1]))
+    first = first.take(~repeat)
+    expected = first.take(np.lexsort((first.pos, first.contig, -first.votes, first.dist,
+                                      first.read)))
+    ranked = api._ranked(hits)
+    for name in api._HIT_FIELDS:
+        assert np.array_equal(getattr(ranked, name), getattr(expected, name)), name
+    assert len(api._ranked(hits.take(np.zeros(0, dtype=np.int64))).read) == 0
+
+
 def test_mapping_quality_formula():
     votes = np.array([20, 20, 20, 1, 20])
     quality = mapping_quality(np.array([150, 150, 150, 150, -5]),

@@ -419,3 +419,42 @@ def clip_runs(text, starts, column, run, end_bonus):
                 kept_to[i] = at - lo
             index += 1
     return read_left, read_right, reference_left, reference_right, edits, kept_from, kept_to
+
+
+@njit(parallel=True, cache=True)
+def ranked_hits(bounds, reverse, contig, pos, dist, votes):
+    """The placements ``bounds[i]:bounds[i + 1]`` of each read ranked as
+    :func:`gpualign.map.api._ranked` ranks them, one read an iteration: returns, at each read's
+    first slot on, the indices of its placements without repeats, best first (-1 after)."""
+    order = np.full(bounds[-1], -1, dtype=np.int64)
+    for read in prange(len(bounds) - 1):
+        _rank_read(bounds[read], bounds[read + 1], reverse, contig, pos, dist, votes, order)
+    return order
+
+
+@njit(cache=True, nogil=True)
+def _rank_read(lo, hi, reverse, contig, pos, dist, votes, order):
+    """:func:`ranked_hits` of one read: sorted (stable, by insertion: a read has at most its
+    candidates) by strand, contig, start and edits, the repeats of a place after its first
+    dropped, then sorted by edits, votes (most first), contig and start."""
+    place = np.arange(lo, hi)
+    for i in range(1, hi - lo):
+        hit, j = place[i], i - 1
+        while j >= 0 and (reverse[place[j]], contig[place[j]], pos[place[j]],
+                          dist[place[j]]) > (reverse[hit], contig[hit], pos[hit], dist[hit]):
+            place[j + 1] = place[j]
+            j -= 1
+        place[j + 1] = hit
+    kept = 0
+    for i in range(hi - lo):
+        hit = place[i]
+        if i and reverse[hit] == reverse[place[i - 1]] and contig[hit] == contig[place[i - 1]] \
+                and pos[hit] == pos[place[i - 1]]:
+            continue
+        j = kept - 1
+        while j >= 0 and (dist[order[lo + j]], -votes[order[lo + j]], contig[order[lo + j]],
+                          pos[order[lo + j]]) > (dist[hit], -votes[hit], contig[hit], pos[hit]):
+            order[lo + j + 1] = order[lo + j]
+            j -= 1
+        order[lo + j + 1] = hit
+        kept += 1

@@ -312,15 +312,14 @@ _HIT_FIELDS = ("read", "reverse", "contig", "pos", "end", "dist", "votes")
 
 
 def _ranked(hits: _Hits) -> _Hits:
-    """``hits`` without repeats of one placement (overlapping windows find it twice: the fewest
-    edits kept), grouped by read, best first."""
-    order = np.lexsort((hits.dist, hits.pos, hits.contig, hits.reverse, hits.read))
-    hits = hits.take(order)
-    repeat = np.zeros(len(order), dtype=bool)
-    repeat[1:] = ((hits.read[1:] == hits.read[:-1]) & (hits.reverse[1:] == hits.reverse[:-1])
-                  & (hits.contig[1:] == hits.contig[:-1]) & (hits.pos[1:] == hits.pos[:-1]))
-    hits = hits.take(~repeat)
-    return hits.take(np.lexsort((hits.pos, hits.contig, -hits.votes, hits.dist, hits.read)))
+    """``hits`` (grouped by read, as the candidates are) without repeats of one placement
+    (overlapping windows find it twice: the fewest edits kept, the first of equal ones), best
+    first in each read (:func:`gpualign.map._host.ranked_hits`)."""
+    from ._host import ranked_hits  # Numba: loaded by the runs that map
+
+    bounds = np.append(np.flatnonzero(np.diff(hits.read, prepend=-1)), len(hits.read))
+    order = ranked_hits(bounds, hits.reverse, hits.contig, hits.pos, hits.dist, hits.votes)
+    return hits.take(order[order >= 0])
 
 
 def _verify(index: Any, reads: SequenceSet, strands: SequenceSet, cutoff: np.ndarray,
