@@ -158,8 +158,9 @@ gpualign.find_mems(SequenceSet.from_sequences(windows), reads, min_length=15, ba
 for task in ("score", "locations", "path"):
     gpualign.search(reads[:3], windows, n=5, task=task, backend="cuda")
 gpualign.search(["MKTAYIAKQR"], ["MKTAYIAK", "MEEPQSDPSV"], backend="cuda")
-gpualign.map_reads(["".join(windows)], reads[:10], reads[10:20], backend="cuda")
 print("numba" in sys.modules)
+# The mapper's host stages (seeds, candidates, windows) are compiled for every backend.
+gpualign.map_reads(["".join(windows)], reads[:10], reads[10:20], backend="cuda")
 """
 
 

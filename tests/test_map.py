@@ -6,6 +6,7 @@ fields and rescue, and the SAM passes samtools.
 from __future__ import annotations
 
 import gzip
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -118,8 +119,41 @@ def test_merged_cigar_and_reverse_complement():
     assert merged_cigars(["10=", "2=1X2=2I1X3=1D1=", "", "3I"]) == ["10M", "5M2I4M1D1M", "",
                                                                       "3I"]
     assert merged_cigars([]) == []
+    # Against the regular expressions that merged them before (runs of 1 to 5 digits).
+    rng = np.random.default_rng(8)
+    cigars = ["".join(f"{rng.integers(1, 10 ** int(rng.integers(1, 6)))}{rng.choice(list('=XID'))}"
+                      for _ in range(int(rng.integers(0, 12)))) for _ in range(500)]
+    adjacent, digits = re.compile(r"(?:[0-9]+M){2,}"), re.compile(r"[0-9]+")
+    assert merged_cigars(cigars) == [adjacent.sub(
+        lambda runs: f"{sum(map(int, digits.findall(runs.group())))}M",
+        text.translate(str.maketrans("=X", "MM"))) for text in cigars]
     rc = reverse_complement(SequenceSet.from_sequences(["ACGTN", "", "GGA"]))
     assert [rc[0], rc[1], rc[2]] == ["NACGT", "", "TCC"]
+
+
+def test_ranked_placements_equal_the_two_sorts():
+    # The compiled ranking (a read at a time) against the whole-batch sorts it replaced:
+    # repeats of a place dropped (the fewest edits kept, the first of equal ones), then the
+    # fewest edits, the most votes, contig and start first.
+    rng = np.random.default_rng(6)
+    size = 3000
+    read = np.sort(rng.integers(0, 600, size))
+    hits = api._Hits(read, rng.random(size) < 0.5, rng.integers(0, 2, size),
+                     rng.integers(0, 12, size), rng.integers(0, 10 ** 6, size),
+                     rng.integers(0, 4, size).astype(np.int32),
+                     rng.integers(1, 5, size).astype(np.int32))
+    order = np.lexsort((hits.dist, hits.pos, hits.contig, hits.reverse, hits.read))
+    first = hits.take(order)
+    repeat = np.zeros(size, dtype=bool)
+    repeat[1:] = ((first.read[1:] == first.read[:-1]) & (first.reverse[1:] == first.reverse[:-1])
+                  & (first.contig[1:] == first.contig[:-1]) & (first.pos[1:] == first.pos[:-1]))
+    first = first.take(~repeat)
+    expected = first.take(np.lexsort((first.pos, first.contig, -first.votes, first.dist,
+                                      first.read)))
+    ranked = api._ranked(hits)
+    for name in api._HIT_FIELDS:
+        assert np.array_equal(getattr(ranked, name), getattr(expected, name)), name
+    assert len(api._ranked(hits.take(np.zeros(0, dtype=np.int64))).read) == 0
 
 
 def test_mapping_quality_formula():
@@ -564,33 +598,6 @@ def test_a_read_inside_a_tandem_repeat_gets_a_low_mapq():
     assert result.mapped.all() and result.nm.tolist() == [0, 0]
     assert result.mapq[0] <= 3 and result.xs[0] == 100
     assert result.mapq[1] == 60 and result.pos[1] == 3600 + 500
-
-
-def _greedy_cluster_starts(group_start, diagonal, span):
-    """The oracle: one hit after the other."""
-    starts, opened = [], None
-    for i, (first, value) in enumerate(zip(group_start.tolist(), diagonal.tolist(),
-                                           strict=True)):
-        if first or value - diagonal[opened] > span[opened]:
-            opened = i
-        starts.append(opened == i)
-    return starts
-
-
-def test_cluster_starts_equal_the_greedy_scan():
-    from gpualign.map.index import _cluster_starts
-
-    rng = np.random.default_rng(4)
-    for size in (0, 1, 2, 7, 300, 5000):
-        group_start = rng.random(size) < rng.choice([0.001, 0.05, 0.5])
-        if size:
-            group_start[0] = True
-        # Sorted within each group, as the hits are.
-        diagonal = np.concatenate([np.zeros(0, np.int64)] + [np.sort(part) for part in np.split(
-            rng.integers(-50, 4000, size), np.flatnonzero(group_start)[1:])])
-        span = rng.integers(0, 60, size)
-        assert _cluster_starts(group_start, diagonal, span).tolist() == \
-            _greedy_cluster_starts(group_start, diagonal, span), size
 
 
 def test_rescue_needs_20_bases_and_gives_the_mate_its_own_mapq():

@@ -288,12 +288,6 @@ MAP_MAX_OCCURRENCES = 200
 #: the CPU's caches run faster than large ones.
 MAP_INDEX_BATCH_BASES = 1 << 20
 
-#: Read bases whose candidate windows :meth:`gpualign.map.index.MapIndex.candidates` finds at
-#: a time (whole reads), batches side by side on every core: bounds each batch's temporary
-#: arrays (a few hundred bytes a base: the hits of its minimizers), and batches whose arrays
-#: stay in the CPU's caches run several times faster than large ones.
-MAP_CANDIDATE_BATCH_BASES = 1 << 18
-
 #: Target symbols per batch of :func:`gpualign.align_one_to_many` (targets streamed from a file
 #: or an iterator are read this many at a time).
 ALIGN_CPU_BATCH_RESIDUES = 1 << 24

@@ -13,7 +13,9 @@ A batch of reads takes a fixed number of calls whatever its size: the index's ca
 ``"affine"``, one semi-global affine alignment of them), and at most one local alignment
 (:func:`gpualign.align`, ``mode="local"``) over the candidate windows of the reads left
 unmapped or clipped by :data:`gpualign.config.MAP_MIN_SEGMENT` bases or more. Everything
-between them is NumPy over whole arrays (the split reads' records are built one by one).
+between them is NumPy over whole arrays (the split reads' records are built one by one), but
+for the loops over reads and windows compiled in :mod:`gpualign.map._host` (candidates,
+reverse complements, the windows' bases), which run on every core whatever the backend.
 """
 
 from __future__ import annotations
@@ -260,12 +262,10 @@ def reverse_complement(reads: SequenceSet) -> SequenceSet:
     >>> reverse_complement(SequenceSet.from_sequences(["AACGN", "GT"]))[0]
     'NCGTT'
     """
-    lengths = reads.lengths
-    owner = np.repeat(np.arange(len(reads), dtype=np.int64), lengths)
-    position = np.arange(len(reads.codes), dtype=np.int64)
-    # Symbol p of read i comes from the mirror position of the same read.
-    source = reads.offsets[owner] + reads.offsets[owner + 1] - 1 - position
-    return SequenceSet(_COMPLEMENT[reads.codes[source]], reads.offsets, reads.names, "dna")
+    from ._host import reverse_complements  # Numba: loaded by the runs that map
+
+    return SequenceSet(reverse_complements(reads.codes, reads.offsets, _COMPLEMENT),
+                       reads.offsets, reads.names, "dna")
 
 
 def _both_strands(reads: SequenceSet) -> SequenceSet:
@@ -282,8 +282,9 @@ def _windows(reference: SequenceSet, contig: np.ndarray, start: np.ndarray,
     lengths = (end - start).astype(np.int64)
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    first = reference.offsets[contig] + start - offsets[:-1]
-    codes = reference.codes[np.repeat(first, lengths) + np.arange(offsets[-1], dtype=np.int64)]
+    from ._host import gather  # Numba: loaded by the runs that map
+
+    codes = gather(reference.codes, (reference.offsets[contig] + start).astype(np.int64), offsets)
     return SequenceSet(codes, offsets, [""] * len(lengths), "dna")
 
 
@@ -311,15 +312,14 @@ _HIT_FIELDS = ("read", "reverse", "contig", "pos", "end", "dist", "votes")
 
 
 def _ranked(hits: _Hits) -> _Hits:
-    """``hits`` without repeats of one placement (overlapping windows find it twice: the fewest
-    edits kept), grouped by read, best first."""
-    order = np.lexsort((hits.dist, hits.pos, hits.contig, hits.reverse, hits.read))
-    hits = hits.take(order)
-    repeat = np.zeros(len(order), dtype=bool)
-    repeat[1:] = ((hits.read[1:] == hits.read[:-1]) & (hits.reverse[1:] == hits.reverse[:-1])
-                  & (hits.contig[1:] == hits.contig[:-1]) & (hits.pos[1:] == hits.pos[:-1]))
-    hits = hits.take(~repeat)
-    return hits.take(np.lexsort((hits.pos, hits.contig, -hits.votes, hits.dist, hits.read)))
+    """``hits`` (grouped by read, as the candidates are) without repeats of one placement
+    (overlapping windows find it twice: the fewest edits kept, the first of equal ones), best
+    first in each read (:func:`gpualign.map._host.ranked_hits`)."""
+    from ._host import ranked_hits  # Numba: loaded by the runs that map
+
+    bounds = np.append(np.flatnonzero(np.diff(hits.read, prepend=-1)), len(hits.read))
+    order = ranked_hits(bounds, hits.reverse, hits.contig, hits.pos, hits.dist, hits.votes)
+    return hits.take(order[order >= 0])
 
 
 def _verify(index: Any, reads: SequenceSet, strands: SequenceSet, cutoff: np.ndarray,

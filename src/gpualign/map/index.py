@@ -15,14 +15,18 @@ start, and for each entry its position in the concatenated reference and its str
 Minimizers that occur more than ``config.MAP_MAX_OCCURRENCES`` times are skipped when reads
 are looked up, not when the index is built, so that the cap can change without a rebuild.
 
-Everything is vectorised NumPy over whole sets of sequences (no loop per read), so that a
-CUDA mapping run loads no Numba. A saved index (:meth:`MapIndex.save`, ``.gpumap``) is a NumPy
-``.npz`` whose first entry is ``gpumap``: the reference's codes and names come with it.
+The index is built with vectorised NumPy over whole pieces of the reference (no Numba:
+``gpualign index`` on a GPU machine loads none); the reads' candidates are looked up by
+compiled loops (:mod:`gpualign.map._host`), one read at a time on every core, each hash in
+its bucket of keys of the same top bits. A saved index (:meth:`MapIndex.save`, ``.gpumap``)
+is a NumPy ``.npz`` whose first entry is ``gpumap``: the reference's codes and names come
+with it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import pathlib
 import zipfile
@@ -339,9 +343,9 @@ class MapIndex:
         candidates of at most ``margin`` from their first diagonal to their last (a hit
         beyond opens the next: a tandem repeat gives several candidates, not one over the
         whole repeat); a candidate's votes are the read's distinct minimizers among them.
-        Each read keeps its best ``max_candidates``; a read without hits has none. The reads
-        are looked up ``config.MAP_CANDIDATE_BATCH_BASES`` bases at a time, batches side by
-        side on every core (NumPy releases the GIL).
+        Each read keeps its best ``max_candidates``; a read without hits has none. Compiled
+        (:mod:`gpualign.map._host`): the reads side by side on every core, each read's
+        minimizers, hits and candidates in its thread's scratch arrays.
 
         Parameters
         ----------
@@ -368,65 +372,26 @@ class MapIndex:
         lengths = reads.lengths
         margins = (lengths + 9) // 10 + 8 if margin is None else \
             np.full(len(reads), integer(margin, "margin", 0), dtype=np.int64)
-        batches = _batches(lengths, int(config.MAP_CANDIDATE_BATCH_BASES)) or [(0, 0)]
-        with ThreadPoolExecutor(max_workers=min(len(batches), os.cpu_count() or 1)) as pool:
-            parts = list(pool.map(lambda bounds: self._candidates(
-                reads.view(*bounds), margins[bounds[0]:bounds[1]], max_candidates), batches))
-        for (lo, _), part in zip(batches, parts, strict=True):
-            part.read += lo
-        return Candidates(*(np.concatenate([getattr(part, name) for part in parts])
-                            for name in Candidates.__dataclass_fields__))
+        from ._host import read_candidates  # Numba: loaded by the runs that map
 
-    def _candidates(self, reads: SequenceSet, margins: np.ndarray,
-                    max_candidates: int) -> Candidates:
-        """:meth:`candidates` of one batch (``margins``: each read's)."""
-        lengths = reads.lengths
-        position, hashes, strand = minimizers(reads.codes, reads.offsets, self.k, self.w)
-        read = np.repeat(np.arange(len(reads)), lengths)[position]
-        first, count = self.occurrences(hashes)
-        count[count > int(config.MAP_MAX_OCCURRENCES)] = 0
-        # One hit per (read minimizer, reference entry).
-        seed = np.repeat(np.arange(len(hashes)), count)
-        entry = first[seed] + np.arange(len(seed)) - np.repeat(np.cumsum(count) - count, count)
-        hit_read = read[seed]
-        flipped = strand[seed] != self.reverse[entry]
-        local = position[seed] - reads.offsets[hit_read]
-        along = np.where(flipped, lengths[hit_read] - local - self.k, local)
-        target = self.positions[entry]
-        diagonal = target - along  # in reference.codes, where the read's first base lands
-        contig = np.searchsorted(self.reference.offsets, target, side="right") - 1
+        buckets, shift = self._buckets
+        found, reverse, contig, start, end, votes = read_candidates(
+            reads.codes, reads.offsets, margins, self.k, self.w, self.keys, self.key_starts,
+            self.positions, self.reverse, buckets, shift, self.reference.offsets,
+            int(config.MAP_MAX_OCCURRENCES), max_candidates)
+        kept = (np.arange(max_candidates) < found[:, None]).ravel()
+        return Candidates(np.repeat(np.arange(len(reads), dtype=np.int64), found),
+                          reverse[kept], contig[kept], start[kept], end[kept], votes[kept])
 
-        order = np.lexsort((diagonal, contig, flipped, hit_read))
-        seed, hit_read, flipped, contig, diagonal = (
-            values[order] for values in (seed, hit_read, flipped, contig, diagonal))
-        group = np.ones(len(order), dtype=bool)  # where each read, strand and contig starts
-        group[1:] = ((hit_read[1:] != hit_read[:-1]) | (flipped[1:] != flipped[:-1])
-                     | (contig[1:] != contig[:-1]))
-        new = _cluster_starts(group, diagonal, margins[hit_read])
-        cluster = np.cumsum(new) - 1
-        opened = np.flatnonzero(new)
-        closed = np.append(opened[1:], len(order))[:len(opened)] - 1
-        # A seed counts once in a cluster (one read minimizer may hit a tandem repeat twice).
-        # Sorted by cluster, then seed: stable, on keys mostly in order already.
-        both = np.sort(cluster * max(len(hashes), 1) + seed, kind="stable")
-        distinct = both[_run_starts(both)] // max(len(hashes), 1)
-        votes = np.bincount(distinct, minlength=len(opened)).astype(np.int32)
-
-        read_of, contig_of = hit_read[opened], contig[opened]
-        contig_start = self.reference.offsets[contig_of]
-        contig_length = self.reference.offsets[contig_of + 1] - contig_start
-        start = np.clip(diagonal[opened] - margins[read_of] - contig_start, 0, contig_length)
-        end = np.clip(diagonal[closed] + lengths[read_of] + margins[read_of] - contig_start,
-                      0, contig_length)
-        reverse_of = flipped[opened]
-        ranked = np.lexsort((reverse_of, start, contig_of, -votes, read_of))
-        in_order = read_of[ranked]
-        group_start = np.flatnonzero(_run_starts(in_order))
-        rank = np.arange(len(ranked)) - np.repeat(group_start, np.diff(
-            np.append(group_start, len(ranked))))
-        kept = ranked[rank < max_candidates]
-        return Candidates(read_of[kept], reverse_of[kept], contig_of[kept], start[kept],
-                          end[kept], votes[kept])
+    @functools.cached_property
+    def _buckets(self) -> tuple[np.ndarray, int]:
+        """Where the keys of each value of their top bits start in :attr:`keys` (one more
+        entry: the end), and the shift that gives a hash's top bits: a lookup searches its
+        bucket only, about one key (at most 2**24 buckets)."""
+        bits = min(2 * self.k, 24, max(1, int(len(self.keys)).bit_length()))
+        shift = 2 * self.k - bits
+        tops = np.arange((1 << bits) + 1, dtype=np.uint64) << np.uint64(shift)
+        return np.searchsorted(self.keys, tops).astype(np.int64), shift
 
     def save(self, path: str | os.PathLike | BinaryIO) -> None:
         """Write the index, with its reference, to ``path``: a file name or a binary file open
@@ -546,66 +511,6 @@ def _check_unique_names(names: list[str], reference: Any) -> None:
                          f"{name!r}; SAM names each reference record once (rename "
                          "them: SequenceSet.from_file(path, duplicates='rename'), or gpualign "
                          "map --rename-duplicates)")
-
-
-def _cluster_starts(group_start: np.ndarray, diagonal: np.ndarray,
-                    span: np.ndarray) -> np.ndarray:
-    """Where each cluster of hits starts (a mask), the hits sorted by group (``group_start``
-    marks each group's first) then ``diagonal``: a group's first hit opens a cluster, which
-    takes the hits whose diagonal is at most ``span`` (the opening hit's) past its own; the
-    next hit opens the next cluster. Measured from the cluster's first diagonal, not from the
-    previous hit's, so that a tandem repeat (diagonals a period apart) makes clusters of one
-    span each, whose windows compete, instead of one window over the whole repeat.
-
-    The openers are the hits reached from the groups' first hits by the jump "the hit that
-    opens the next cluster were this one an opener"; pointer doubling finds them all in
-    log2(clusters per group) whole-array passes: a pass adds the hits ``2**t`` jumps past those
-    reached, then doubles the jump.
-
-    Examples
-    --------
-    >>> _cluster_starts(np.array([True, False, False, False, True, False]),
-    ...                 np.array([0, 10, 20, 30, 0, 40]), np.full(6, 18)).tolist()
-    [True, False, True, False, True, True]
-    """
-    count = len(diagonal)
-    if not count:
-        return np.zeros(0, dtype=bool)
-    group = np.cumsum(group_start) - 1
-    low = int(diagonal.min())
-    width = int(diagonal.max()) - low + int(span.max()) + 1
-    # Sorted keys; a group's key plus a span stays below the next group's keys.
-    key = group * width + (diagonal - low)
-    jump = np.searchsorted(key, key + span, side="right")
-    # A jump into the next group reaches no hit (count): chains end with their group.
-    jump = np.append(np.where(group_start[np.minimum(jump, count - 1)], count, jump), count)
-    roots = np.flatnonzero(group_start)
-    reached = np.zeros(count + 1, dtype=bool)
-    reached[roots] = True
-    while (jump[roots] < count).any():
-        reached[jump[reached]] = True
-        jump = jump[jump]
-    return reached[:count]
-
-
-def _batches(lengths: np.ndarray, batch_bases: int) -> list[tuple[int, int]]:
-    """Consecutive ranges ``[lo, hi)`` of sequences of at most ``batch_bases`` bases each (a
-    longer sequence alone)."""
-    ends = np.cumsum(lengths)
-    bounds, lo = [], 0
-    while lo < len(lengths):
-        base = ends[lo - 1] if lo else 0
-        hi = max(lo + 1, int(np.searchsorted(ends, base + batch_bases, side="right")))
-        bounds.append((lo, hi))
-        lo = hi
-    return bounds
-
-
-def _run_starts(values: np.ndarray) -> np.ndarray:
-    """Where each run of equal ``values`` starts (a mask)."""
-    starts = np.ones(len(values), dtype=bool)
-    starts[1:] = values[1:] != values[:-1]
-    return starts
 
 
 def _piece_minimizers(records: SequenceSet, start: int, end: int, k: int,

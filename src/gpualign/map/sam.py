@@ -34,26 +34,25 @@ SUPPLEMENTARY = 0x800
 #: ``AS``/``XS`` of a read without such a placement (the tag is left out).
 NO_SCORE = np.iinfo(np.int32).min
 
-_AS_M = str.maketrans("=X", "MM")
-_ADJACENT_M = re.compile(r"(?:[0-9]+M){2,}")
-_LENGTHS = re.compile(r"[0-9]+")
 _COMPLEMENT = str.maketrans("ACGTN", "TGCAN")
 _HARD_CLIPS = re.compile(r"^(?:([0-9]+)H)?.*?(?:([0-9]+)H)?$")
 
 
 def merged_cigars(cigars: Sequence[str]) -> list[str]:
-    """Extended CIGARs with their ``=`` and ``X`` runs merged into ``M``, all in one pass over
-    their joined text (a callback only where runs merge).
+    """Extended CIGARs with their ``=`` and ``X`` runs merged into ``M``, all in one compiled
+    pass over their joined text (:func:`gpualign.map._host.merge_matches`).
 
     Examples
     --------
     >>> merged_cigars(["3=1X2=1I4=2D1=", "5="])
     ['6M1I4M2D1M', '5M']
     """
-    marked = "\n".join(cigars).translate(_AS_M)
-    merged = _ADJACENT_M.sub(lambda runs: f"{sum(map(int, _LENGTHS.findall(runs.group())))}M",
-                             marked)
-    return merged.split("\n") if cigars else []
+    from ._host import merge_matches  # Numba: loaded by the runs that map
+
+    if not len(cigars):
+        return []
+    text = np.frombuffer("\n".join(cigars).encode("ascii"), dtype=np.uint8)
+    return merge_matches(text).tobytes().decode("ascii").split("\n")
 
 
 def sam_header(names: Sequence[str], lengths: np.ndarray, command_line: str | None) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cigar import CIGAR_OPS, cigar_runs, op_counts
+from ..cigar import op_counts
 from ..scoring import Scoring
 
 __all__ = ["AFFINE_END_BONUS", "AFFINE_ENDS", "AFFINE_SCORING", "EDIT_ENDS", "EDIT_SCORE",
@@ -83,12 +83,6 @@ EDIT_ENDS = EndScoring((1, 1 - EDIT_SCORE, 1 - EDIT_SCORE, -EDIT_SCORE), (0, 0, 
 #: minimap2 ``-x sr``'s score, for affine paths.
 AFFINE_ENDS = EndScoring.affine(AFFINE_SCORING, AFFINE_END_BONUS)
 
-# For each operation of CIGAR_OPS ("=XID"): whether the column consumes a read base, a
-# reference base, and is an edit.
-_READ_BASE = np.array([1, 1, 1, 0], dtype=np.int64)
-_REFERENCE_BASE = np.array([1, 1, 0, 1], dtype=np.int64)
-_EDIT = np.array([0, 1, 1, 1], dtype=np.int64)
-
 
 @dataclass
 class Clips:
@@ -134,69 +128,20 @@ def clip_ends(cigars: Sequence[str], scoring: EndScoring = EDIT_ENDS) -> Clips:
     >>> [clip_ends(["10=6I134="], scoring).cigar[0] for scoring in (EDIT_ENDS, AFFINE_ENDS)]
     ['134=', '10=6I134=']
     """
-    count = len(cigars)
-    owner, length, op = cigar_runs(cigars)
-    score = length * np.array(scoring.column, dtype=np.int64)[op] \
-        + np.array(scoring.run, dtype=np.int64)[op]
-    first = np.searchsorted(owner, np.arange(count))
-    last = np.searchsorted(owner, np.arange(count), side="right") - 1
-    before = _within(owner, first, score)  # the score of each run's CIGAR before the run
-    after = before + score
-    total = np.zeros(count, dtype=np.int64)
-    has_runs = last >= first
-    total[has_runs] = after[last[has_runs]]
-    run = np.arange(len(owner), dtype=np.int64)
-    matches = np.flatnonzero(op == 0)
-    # The right cut: after the run of matches with the highest score before the cut (the
-    # latest of equal ones).
-    keep_last = last.copy()
-    best = _first_of_each(matches[np.lexsort((-run[matches], -after[matches], owner[matches]))],
-                          owner)
-    clip = after[best] - total[owner[best]] >= scoring.end_bonus
-    keep_last[owner[best[clip]]] = best[clip]
-    # The left cut: before the run of matches (up to the right cut) with the lowest score
-    # before it (the earliest of equal ones).
-    keep_first = first.copy()
-    inside = matches[matches <= keep_last[owner[matches]]]
-    best = _first_of_each(inside[np.lexsort((run[inside], before[inside], owner[inside]))],
-                          owner)
-    clip = -before[best] >= scoring.end_bonus
-    keep_first[owner[best[clip]]] = best[clip]
+    from ._host import clip_runs  # Numba: loaded by the runs that map
 
-    kept = (run >= keep_first[owner]) & (run <= keep_last[owner])
-    read_bases = length * _READ_BASE[op]
-    reference_bases = length * _REFERENCE_BASE[op]
-    read_left = np.bincount(owner, weights=read_bases * (run < keep_first[owner]),
-                            minlength=count).astype(np.int64)
-    read_right = np.bincount(owner, weights=read_bases * (run > keep_last[owner]),
-                             minlength=count).astype(np.int64)
-    clipped = [str(text) for text in cigars]
+    texts = [str(text) for text in cigars]
+    starts = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1,
+              out=starts[1:])
+    joined = np.frombuffer(("\n".join(texts) + "\n").encode("ascii"), dtype=np.uint8)
+    read_left, read_right, reference_left, reference_right, edits, kept_from, kept_to = \
+        clip_runs(joined, starts, np.array(scoring.column, dtype=np.int64),
+                  np.array(scoring.run, dtype=np.int64), scoring.end_bonus)
+    # The text is cut where read bases are clipped (a deletion cut off an end alone leaves it).
     for row in np.flatnonzero((read_left > 0) | (read_right > 0)).tolist():
-        clipped[row] = "".join(f"{n}{CIGAR_OPS[o]}" for n, o in zip(
-            length[keep_first[row]:keep_last[row] + 1].tolist(),
-            op[keep_first[row]:keep_last[row] + 1].tolist(), strict=True))
-    return Clips(read_left, read_right,
-                 np.bincount(owner, weights=reference_bases * (run < keep_first[owner]),
-                             minlength=count).astype(np.int64),
-                 np.bincount(owner, weights=reference_bases * (run > keep_last[owner]),
-                             minlength=count).astype(np.int64),
-                 np.bincount(owner, weights=length * _EDIT[op] * kept,
-                             minlength=count).astype(np.int64),
-                 clipped)
-
-
-def _within(owner: np.ndarray, first: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """The sum of ``values`` over the runs of the same owner before each run (``first``: each
-    owner's first run)."""
-    running = np.concatenate(([0], np.cumsum(values)))
-    return running[:-1] - running[first[owner]]
-
-
-def _first_of_each(runs: np.ndarray, owner: np.ndarray) -> np.ndarray:
-    """The first of ``runs`` (sorted by owner) of each owner."""
-    starts = np.ones(len(runs), dtype=bool)
-    starts[1:] = owner[runs[1:]] != owner[runs[:-1]]
-    return runs[starts]
+        texts[row] = texts[row][kept_from[row]:kept_to[row]]
+    return Clips(read_left, read_right, reference_left, reference_right, edits, texts)
 
 
 def cigar_edits(cigars: Sequence[str], gaps_once: bool = False) -> np.ndarray:

@@ -1,0 +1,460 @@
+"""The host stages of a mapping batch, compiled: every backend runs them (CUDA and CPU alike),
+one read or window per iteration on every core, each read's seeds, hits and clusters in
+scratch arrays of its thread instead of whole-batch temporaries.
+
+Imported when a batch is mapped, not with the package: importing Numba is left to the runs
+that need it (see README "Architecture").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+#: The hash of no k-mer (a real hash has at most 2 * MAX_K bits): as in :mod:`.index`.
+_NONE = np.uint64(np.iinfo(np.uint64).max)
+#: Reads a task of :func:`read_candidates` takes: enough that its scratch arrays are reused
+#: many times, few enough that the tasks spread evenly over the cores.
+_READS_PER_TASK = 256
+#: Hits of a read sorted by insertion (most reads have fewer: a few dozen seeds, one hit each).
+_FEW_HITS = 48
+
+
+@njit(cache=True, nogil=True)
+def _hash64(key: np.uint64, mask: np.uint64) -> np.uint64:
+    """minimap2's ``hash64`` of one 2k-bit code (:func:`gpualign.map.index._hash64`)."""
+    key = (~key + (key << np.uint64(21))) & mask
+    key = key ^ (key >> np.uint64(24))
+    key = (key + (key << np.uint64(3)) + (key << np.uint64(8))) & mask
+    key = key ^ (key >> np.uint64(14))
+    key = (key + (key << np.uint64(2)) + (key << np.uint64(4))) & mask
+    key = key ^ (key >> np.uint64(28))
+    return (key + (key << np.uint64(31))) & mask
+
+
+@njit(cache=True, nogil=True)
+def _kmer_hashes(codes, lo, length, k, hashes, reverse):
+    """The hashes of the canonical k-mers starting at each position of ``codes[lo:lo +
+    length]`` (:data:`_NONE` where a k-mer holds an N) into ``hashes`` and whether the
+    canonical one is the reverse complement into ``reverse``; returns how many k-mers."""
+    mask = np.uint64((1 << (2 * k)) - 1)
+    top = np.uint64(2 * (k - 1))
+    forward = np.uint64(0)
+    backward = np.uint64(0)
+    run = 0
+    for p in range(length):
+        code = codes[lo + p]
+        run = 0 if code > 3 else run + 1
+        base = np.uint64(code & 3)
+        forward = ((forward << np.uint64(2)) | base) & mask
+        backward = (backward >> np.uint64(2)) | ((np.uint64(3) - base) << top)
+        start = p - k + 1
+        if start < 0:
+            continue
+        if run < k:
+            hashes[start], reverse[start] = _NONE, False
+        elif backward < forward:
+            hashes[start], reverse[start] = _hash64(backward, mask), True
+        else:
+            hashes[start], reverse[start] = _hash64(forward, mask), False
+    return max(length - k + 1, 0)
+
+
+@njit(cache=True, nogil=True)
+def _choose(hashes, count, w, chosen, queue):
+    """Mark the (w, k)-minimizers among ``hashes[:count]`` in ``chosen`` (the rule of
+    :func:`gpualign.map.index.minimizers`: in every window of ``w`` consecutive k-mers of a
+    stretch between N, or in a stretch of fewer, every k-mer of the smallest hash).
+    ``queue`` (``count`` slots) holds the window's candidates for its minimum: positions of
+    ascending hashes, the smallest first (ties all kept, so that each is marked)."""
+    chosen[:count] = False
+    i = 0
+    while i < count:
+        if hashes[i] == _NONE:
+            i += 1
+            continue
+        first = i
+        while i < count and hashes[i] != _NONE:
+            i += 1
+        head = tail = 0
+        for j in range(first, i):
+            while tail > head and hashes[queue[tail - 1]] > hashes[j]:
+                tail -= 1
+            queue[tail] = j
+            tail += 1
+            if queue[head] <= j - w:
+                head += 1
+            # A full window ends at j, or the stretch (shorter than w) ends: mark its minima.
+            if j - first >= w - 1 or (j == i - 1 and i - first < w):
+                smallest = hashes[queue[head]]
+                q = head
+                while q < tail and hashes[queue[q]] == smallest:
+                    chosen[queue[q]] = True
+                    q += 1
+
+
+@njit(cache=True, nogil=True)
+def _lookup(seeds, seed_hash, keys, key_starts, buckets, shift, seed_first, seed_count):
+    """Where the entries of each of ``seed_hash[:seeds]`` start in the index and how many there
+    are (0 when the index has none), into ``seed_first`` and ``seed_count``: each hash's bucket
+    of ``keys`` (by its top bits, about one key) scanned. One pass per table over all seeds,
+    so that the loads of different seeds (cache misses, mostly) overlap."""
+    for seed in range(seeds):
+        bucket = seed_hash[seed] >> np.uint64(shift)
+        seed_first[seed], seed_count[seed] = buckets[bucket], buckets[bucket + 1]
+    for seed in range(seeds):
+        slot, end = seed_first[seed], seed_count[seed]
+        while slot < end and keys[slot] < seed_hash[seed]:
+            slot += 1
+        seed_first[seed] = slot if slot < end and keys[slot] == seed_hash[seed] else -1
+    for seed in range(seeds):
+        slot = seed_first[seed]
+        if slot < 0:
+            seed_first[seed] = seed_count[seed] = 0
+        else:
+            seed_first[seed] = key_starts[slot]
+            seed_count[seed] = key_starts[slot + 1] - key_starts[slot]
+
+
+@njit(cache=True, nogil=True)
+def _sort_hits(hit_key, hit_seed, hits, spare):
+    """Sort ``hit_key[:hits]`` ascending, ``hit_seed`` along (``spare``: scratch of as many):
+    by insertion for the few hits of most reads (no allocation), else by ``np.argsort``."""
+    if hits <= _FEW_HITS:
+        for i in range(1, hits):
+            key, seed = hit_key[i], hit_seed[i]
+            j = i - 1
+            while j >= 0 and hit_key[j] > key:
+                hit_key[j + 1], hit_seed[j + 1] = hit_key[j], hit_seed[j]
+                j -= 1
+            hit_key[j + 1], hit_seed[j + 1] = key, seed
+        return
+    order = np.argsort(hit_key[:hits])
+    for rank in range(hits):
+        spare[rank] = hit_seed[order[rank]]
+    hit_seed[:hits] = spare[:hits]
+    for rank in range(hits):
+        spare[rank] = hit_key[order[rank]]
+    hit_key[:hits] = spare[:hits]
+
+
+@njit(parallel=True, cache=True)
+def read_candidates(codes, offsets, margins, k, w, keys, key_starts, positions, entry_reverse,
+                    buckets, shift, reference_offsets, max_occurrences, max_candidates):
+    """The candidate windows of each read (:meth:`gpualign.map.index.MapIndex.candidates`):
+    ``max_candidates`` slots a read, its best first; returns how many each read has and the
+    slots' strand, contig, start, end and votes."""
+    count = len(offsets) - 1
+    slots = count * max_candidates
+    found = np.zeros(count, dtype=np.int64)
+    out_reverse = np.zeros(slots, dtype=np.bool_)
+    out_contig = np.zeros(slots, dtype=np.int64)
+    out_start = np.zeros(slots, dtype=np.int64)
+    out_end = np.zeros(slots, dtype=np.int64)
+    out_votes = np.zeros(slots, dtype=np.int32)
+    tasks = (count + _READS_PER_TASK - 1) // _READS_PER_TASK
+    for task in prange(tasks):
+        # A function of its own: in a prange body, Numba may hoist the allocation of scratch
+        # arrays out of the loop, and the threads would share (and regrow) them.
+        _task_candidates(task * _READS_PER_TASK, min(count, (task + 1) * _READS_PER_TASK),
+                         codes, offsets, margins, k, w, keys, key_starts, positions,
+                         entry_reverse, buckets, shift, reference_offsets, max_occurrences,
+                         max_candidates, found, out_reverse, out_contig, out_start, out_end,
+                         out_votes)
+    return found, out_reverse, out_contig, out_start, out_end, out_votes
+
+
+@njit(cache=True, nogil=True)
+def _task_candidates(first_read, end_read, codes, offsets, margins, k, w, keys, key_starts,
+                     positions, entry_reverse, buckets, shift, reference_offsets,
+                     max_occurrences, max_candidates, found, out_reverse, out_contig,
+                     out_start, out_end, out_votes):
+    """:func:`read_candidates` of the reads ``first_read .. end_read - 1``, written to their
+    slots, with scratch arrays of their own."""
+    contigs = len(reference_offsets) - 1
+    longest_read = 1
+    for i in range(first_read, end_read):
+        longest_read = max(longest_read, offsets[i + 1] - offsets[i])
+    longest_contig = 0
+    for c in range(contigs):
+        longest_contig = max(longest_contig, reference_offsets[c + 1] - reference_offsets[c])
+    # A hit's sort key: its strand and contig, then its diagonal from the contig's start (plus
+    # the read's length: at least 0), within a stride that no such diagonal reaches.
+    stride = longest_contig + longest_read + 1
+    hashes = np.empty(longest_read, dtype=np.uint64)
+    reverse = np.empty(longest_read, dtype=np.bool_)
+    chosen = np.empty(longest_read, dtype=np.bool_)
+    queue = np.empty(longest_read, dtype=np.int64)
+    seed_at = np.empty(longest_read, dtype=np.int64)
+    seed_hash = np.empty(longest_read, dtype=np.uint64)
+    seed_first = np.empty(longest_read, dtype=np.int64)
+    seed_count = np.empty(longest_read, dtype=np.int64)
+    last_cluster = np.empty(longest_read, dtype=np.int64)
+    capacity = 64
+    hit_key = np.empty(capacity, dtype=np.int64)
+    hit_seed = np.empty(capacity, dtype=np.int64)
+    opened = np.empty(capacity, dtype=np.int64)
+    closed = np.empty(capacity, dtype=np.int64)
+    group = np.empty(capacity, dtype=np.int64)
+    votes = np.empty(capacity, dtype=np.int32)
+    taken = np.empty(capacity, dtype=np.bool_)
+    for read in range(first_read, end_read):
+        lo, length, margin = offsets[read], offsets[read + 1] - offsets[read], margins[read]
+        kmers = _kmer_hashes(codes, lo, length, k, hashes, reverse)
+        _choose(hashes, kmers, w, chosen, queue)
+        seeds = 0
+        for at in range(kmers):
+            if chosen[at]:
+                seed_at[seeds], seed_hash[seeds] = at, hashes[at]
+                seeds += 1
+        _lookup(seeds, seed_hash, keys, key_starts, buckets, shift, seed_first, seed_count)
+        hits = 0
+        for seed in range(seeds):
+            if seed_count[seed] > max_occurrences:
+                seed_count[seed] = 0
+            hits += seed_count[seed]
+        if hits > capacity:
+            capacity = max(hits, 2 * capacity)
+            hit_key = np.empty(capacity, dtype=np.int64)
+            hit_seed = np.empty(capacity, dtype=np.int64)
+            opened = np.empty(capacity, dtype=np.int64)
+            closed = np.empty(capacity, dtype=np.int64)
+            group = np.empty(capacity, dtype=np.int64)
+            votes = np.empty(capacity, dtype=np.int32)
+            taken = np.empty(capacity, dtype=np.bool_)
+        hit = 0
+        for seed in range(seeds):
+            at = seed_at[seed]
+            for entry in range(seed_first[seed], seed_first[seed] + seed_count[seed]):
+                flipped = 1 if reverse[at] != entry_reverse[entry] else 0
+                along = length - at - k if flipped else at
+                target = positions[entry]
+                contig = np.searchsorted(reference_offsets, target, side="right") - 1
+                diagonal = target - along - reference_offsets[contig] + length
+                hit_key[hit] = (flipped * contigs + contig) * stride + diagonal
+                hit_seed[hit] = seed
+                hit += 1
+        # Clusters of the hits sorted by strand, contig and diagonal: each spans at most the
+        # margin from its first diagonal (the order among equal keys changes nothing).
+        _sort_hits(hit_key, hit_seed, hits, opened)
+        clusters = 0
+        last_cluster[:seeds] = -1
+        for rank in range(hits):
+            key = hit_key[rank]
+            place, diagonal = key // stride, key % stride
+            if clusters == 0 or place != group[clusters - 1] \
+                    or diagonal - opened[clusters - 1] > margin:
+                group[clusters], opened[clusters], votes[clusters] = place, diagonal, 0
+                clusters += 1
+            closed[clusters - 1] = diagonal
+            seed = hit_seed[rank]
+            if last_cluster[seed] != clusters - 1:  # a seed votes once in a cluster
+                last_cluster[seed] = clusters - 1
+                votes[clusters - 1] += 1
+        # The best: most votes, then contig, start and strand, then the earlier cluster.
+        taken[:clusters] = False
+        kept = min(clusters, max_candidates)
+        for slot in range(read * max_candidates, read * max_candidates + kept):
+            best = -1
+            best_contig = best_start = best_flipped = 0
+            for c in range(clusters):
+                if taken[c]:
+                    continue
+                contig = group[c] % contigs
+                flipped = group[c] // contigs
+                size = reference_offsets[contig + 1] - reference_offsets[contig]
+                start = min(max(opened[c] - length - margin, 0), size)
+                if best < 0 or votes[c] > votes[best] or (votes[c] == votes[best] and (
+                        contig < best_contig or (contig == best_contig and (
+                            start < best_start or (start == best_start
+                                                   and flipped < best_flipped))))):
+                    best, best_contig, best_start, best_flipped = c, contig, start, flipped
+            taken[best] = True
+            size = reference_offsets[best_contig + 1] - reference_offsets[best_contig]
+            out_reverse[slot] = best_flipped == 1
+            out_contig[slot] = best_contig
+            out_start[slot] = best_start
+            out_end[slot] = min(max(closed[best] + margin, 0), size)
+            out_votes[slot] = votes[best]
+        found[read] = kept
+
+
+@njit(parallel=True, cache=True)
+def reverse_complements(codes, offsets, complement):
+    """The codes of the reverse complements of the sequences ``codes[offsets[i]:offsets[i +
+    1]]`` (``complement``: each code's), at the same offsets, one sequence an iteration."""
+    out = np.empty(offsets[-1], dtype=codes.dtype)
+    for i in prange(len(offsets) - 1):
+        lo, hi = offsets[i], offsets[i + 1]
+        for p in range(lo, hi):
+            out[p] = complement[codes[lo + hi - 1 - p]]
+    return out
+
+
+@njit(parallel=True, cache=True)
+def gather(codes, first, offsets):
+    """``codes[first[i]:first[i] + offsets[i + 1] - offsets[i]]`` for every ``i``, one after
+    the other (at ``offsets``), one range an iteration."""
+    out = np.empty(offsets[-1], dtype=codes.dtype)
+    for i in prange(len(first)):
+        lo = offsets[i]
+        for p in range(offsets[i + 1] - lo):
+            out[lo + p] = codes[first[i] + p]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _write_number(value, out, at):
+    """Write ``value`` (positive) in decimal at ``out[at:]``; returns the end."""
+    digits = 1
+    while value >= 10 ** digits:
+        digits += 1
+    for place in range(digits - 1, -1, -1):
+        out[at + place] = 48 + value % 10
+        value //= 10
+    return at + digits
+
+
+@njit(cache=True, nogil=True)
+def merge_matches(text):
+    """Extended CIGARs (ASCII bytes, one a line) with their ``=`` and ``X`` runs merged into
+    ``M`` runs, in one pass (the text only shrinks: a merged run's length has at most the
+    digits of its parts')."""
+    out = np.empty(len(text), dtype=np.uint8)
+    written = number = matched = 0
+    for byte in text:
+        if 48 <= byte <= 57:
+            number = 10 * number + byte - 48
+            continue
+        if byte == 61 or byte == 88:  # "=", "X"
+            matched += number
+        else:  # "I", "D" or the end of a CIGAR
+            if matched:
+                written = _write_number(matched, out, written)
+                out[written] = 77  # "M"
+                written += 1
+                matched = 0
+            if byte != 10:
+                written = _write_number(number, out, written)
+            out[written] = byte
+            written += 1
+        number = 0
+    if matched:
+        written = _write_number(matched, out, written)
+        out[written] = 77
+        written += 1
+    return out[:written]
+
+
+@njit(cache=True, nogil=True)
+def _next_run(text, at):
+    """The run of CIGAR text that starts at ``text[at]`` (a newline ends each CIGAR): its
+    length, its operation (the index in ``"=XID"``) and where the next run starts."""
+    length = digits = 0
+    while 48 <= text[at] <= 57:
+        length = 10 * length + text[at] - 48
+        digits += 1
+        at += 1
+    byte = text[at]
+    op = 0 if byte == 61 else 1 if byte == 88 else 2 if byte == 73 else 3 if byte == 68 else -1
+    if op < 0 or digits == 0:
+        raise ValueError("clip_ends takes extended CIGARs: runs of a length and one of '=XID'")
+    return length, op, at + 1
+
+
+@njit(cache=True, nogil=True)
+def clip_runs(text, starts, column, run, end_bonus):
+    """The cuts of :func:`gpualign.map.segments.clip_ends` of the CIGARs
+    ``text[starts[i]:starts[i + 1] - 1]`` (ASCII bytes, a newline after each; a run scores
+    its length times ``column[op]`` plus ``run[op]``), three passes over each CIGAR's text: its
+    score and right cut, its left cut, then what the cuts leave. Returns the read bases and
+    the reference bases clipped on the left and on the right, the edits kept and where the
+    kept runs start and end in each CIGAR's text."""
+    count = len(starts) - 1
+    read_left = np.zeros(count, dtype=np.int64)
+    read_right = np.zeros(count, dtype=np.int64)
+    reference_left = np.zeros(count, dtype=np.int64)
+    reference_right = np.zeros(count, dtype=np.int64)
+    edits = np.zeros(count, dtype=np.int64)
+    kept_from = np.zeros(count, dtype=np.int64)
+    kept_to = np.zeros(count, dtype=np.int64)
+    for i in range(count):
+        lo, hi = starts[i], starts[i + 1] - 1
+        # The right cut: after the run of matches with the highest score so far (the latest).
+        at, runs, total, best, best_score = lo, 0, 0, -1, 0
+        while at < hi:
+            length, op, at = _next_run(text, at)
+            total += length * column[op] + run[op]
+            if op == 0 and (best < 0 or total >= best_score):
+                best, best_score = runs, total
+            runs += 1
+        keep_last = best if best >= 0 and best_score - total >= end_bonus else runs - 1
+        # The left cut: before the run of matches (up to the right cut) with the lowest score
+        # before it (the earliest).
+        at, index, before, best, best_before = lo, 0, 0, -1, 0
+        while index <= keep_last:
+            length, op, at = _next_run(text, at)
+            if op == 0 and (best < 0 or before < best_before):
+                best, best_before = index, before
+            before += length * column[op] + run[op]
+            index += 1
+        keep_first = best if best >= 0 and -best_before >= end_bonus else 0
+        at, index = lo, 0
+        while at < hi:
+            begin = at
+            length, op, at = _next_run(text, at)
+            read_bases = 0 if op == 3 else length
+            reference_bases = 0 if op == 2 else length
+            if index < keep_first:
+                read_left[i] += read_bases
+                reference_left[i] += reference_bases
+            elif index > keep_last:
+                read_right[i] += read_bases
+                reference_right[i] += reference_bases
+            elif op != 0:
+                edits[i] += length
+            if index == keep_first:
+                kept_from[i] = begin - lo
+            if index == keep_last:
+                kept_to[i] = at - lo
+            index += 1
+    return read_left, read_right, reference_left, reference_right, edits, kept_from, kept_to
+
+
+@njit(parallel=True, cache=True)
+def ranked_hits(bounds, reverse, contig, pos, dist, votes):
+    """The placements ``bounds[i]:bounds[i + 1]`` of each read ranked as
+    :func:`gpualign.map.api._ranked` ranks them, one read an iteration: returns, at each read's
+    first slot on, the indices of its placements without repeats, best first (-1 after)."""
+    order = np.full(bounds[-1], -1, dtype=np.int64)
+    for read in prange(len(bounds) - 1):
+        _rank_read(bounds[read], bounds[read + 1], reverse, contig, pos, dist, votes, order)
+    return order
+
+
+@njit(cache=True, nogil=True)
+def _rank_read(lo, hi, reverse, contig, pos, dist, votes, order):
+    """:func:`ranked_hits` of one read: sorted (stable, by insertion: a read has at most its
+    candidates) by strand, contig, start and edits, the repeats of a place after its first
+    dropped, then sorted by edits, votes (most first), contig and start."""
+    place = np.arange(lo, hi)
+    for i in range(1, hi - lo):
+        hit, j = place[i], i - 1
+        while j >= 0 and (reverse[place[j]], contig[place[j]], pos[place[j]],
+                          dist[place[j]]) > (reverse[hit], contig[hit], pos[hit], dist[hit]):
+            place[j + 1] = place[j]
+            j -= 1
+        place[j + 1] = hit
+    kept = 0
+    for i in range(hi - lo):
+        hit = place[i]
+        if i and reverse[hit] == reverse[place[i - 1]] and contig[hit] == contig[place[i - 1]] \
+                and pos[hit] == pos[place[i - 1]]:
+            continue
+        j = kept - 1
+        while j >= 0 and (dist[order[lo + j]], -votes[order[lo + j]], contig[order[lo + j]],
+                          pos[order[lo + j]]) > (dist[hit], -votes[hit], contig[hit], pos[hit]):
+            order[lo + j + 1] = order[lo + j]
+            j -= 1
+        order[lo + j + 1] = hit
+        kept += 1
