@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic, models, register_model
 
 from .. import config
 from ._linear import (
@@ -37,6 +39,105 @@ _TILES_PER_THREAD = 8
 #: Most columns of one tile: its stretch of the row buffers (16 bytes a column) stays in the
 #: L1 cache while the tile's rows pass over it.
 _TILE_COLUMNS = 2048
+#: Lanes of the striped vectors: one AVX-512 register of int32.
+_LANES = 16
+
+
+class _Lanes(types.Type):
+    """``_LANES`` integers of one type as one value, an LLVM vector: the compiler keeps it in
+    SIMD registers (AVX-512: one for int32) where arrays of lanes would stay in memory."""
+
+    def __init__(self, dtype: types.Integer) -> None:
+        self.dtype = dtype
+        super().__init__(name=f"Lanes({dtype})")
+
+
+@register_model(_Lanes)
+class _LanesModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, ir.VectorType(ir.IntType(fe_type.dtype.bitwidth), _LANES))
+
+
+def _vector_pointer(context, builder, array_type, array, index):
+    data = context.make_array(array_type)(context, builder, array).data
+    lanes = ir.VectorType(context.get_value_type(array_type.dtype), _LANES)
+    return builder.bitcast(builder.gep(data, [index]), lanes.as_pointer())
+
+
+@intrinsic
+def _load(typingctx, array, index):
+    """The lanes ``array[index:index + _LANES]`` of a 1-D array."""
+    def codegen(context, builder, signature, args):
+        pointer = _vector_pointer(context, builder, signature.args[0], *args)
+        return builder.load(pointer, align=signature.args[0].dtype.bitwidth // 8)
+    return _Lanes(array.dtype)(array, index), codegen
+
+
+@intrinsic
+def _store(typingctx, array, index, lanes):
+    """``array[index:index + _LANES] = lanes``."""
+    def codegen(context, builder, signature, args):
+        pointer = _vector_pointer(context, builder, signature.args[0], *args[:2])
+        builder.store(args[2], pointer, align=signature.args[0].dtype.bitwidth // 8)
+    return types.none(array, index, lanes), codegen
+
+
+@intrinsic
+def _splat(typingctx, value):
+    """``value`` in every lane."""
+    def codegen(context, builder, signature, args):
+        lanes = context.get_value_type(signature.return_type)
+        one = builder.insert_element(ir.Constant(lanes, None), args[0], ir.IntType(32)(0))
+        return builder.shuffle_vector(one, one, ir.Constant(ir.VectorType(ir.IntType(32),
+                                                                          _LANES), None))
+    return _Lanes(value)(value), codegen
+
+
+@intrinsic
+def _lane(typingctx, lanes, index):
+    """Lane ``index`` of ``lanes``."""
+    def codegen(context, builder, signature, args):
+        return builder.extract_element(*args)
+    return lanes.dtype(lanes, index), codegen
+
+
+@intrinsic
+def _with_lane(typingctx, lanes, index, value):
+    """``lanes`` with ``value`` in lane ``index``."""
+    def codegen(context, builder, signature, args):
+        return builder.insert_element(args[0], args[2], args[1])
+    return lanes(lanes, index, value), codegen
+
+
+def _lanewise(operation):
+    """An intrinsic ``f(x, y)`` of two ``_Lanes`` of one type, lane by lane."""
+    @intrinsic
+    def lanewise(typingctx, x, y):
+        if not (isinstance(x, _Lanes) and x == y):
+            return None
+        return x(x, y), lambda context, builder, signature, args: operation(builder, *args)
+    return lanewise
+
+
+_add = _lanewise(lambda builder, x, y: builder.add(x, y))
+_sub = _lanewise(lambda builder, x, y: builder.sub(x, y))
+_max = _lanewise(lambda builder, x, y: builder.select(builder.icmp_signed(">", x, y), x, y))
+
+
+@intrinsic
+def _where_greater(typingctx, x, y, then, otherwise):
+    """Lane by lane, ``then`` where ``x > y``, else ``otherwise``."""
+    def codegen(context, builder, signature, args):
+        return builder.select(builder.icmp_signed(">", args[0], args[1]), args[2], args[3])
+    return then(x, y, then, otherwise), codegen
+
+
+@njit(cache=True, nogil=True)
+def _shift_in(lanes, first):
+    """``lanes`` moved up one lane (the last one dropped), ``first`` in lane 0."""
+    for lane in range(_LANES - 1, 0, -1):
+        lanes = _with_lane(lanes, lane, _lane(lanes, lane - 1))
+    return _with_lane(lanes, 0, first)
 
 
 @njit(cache=True, nogil=True)
@@ -84,60 +185,109 @@ def _tile(a, b, table, gap_open, gap_extend, floor_zero, track, r0, r1, c0, c1, 
     smaller column, then the smaller row. The work rows hold ``value_type`` (see
     :func:`_value_type`).
 
-    A row takes three passes over the tile's columns (Farrar's "scan"). The first computes F and
-    the best of the diagonal and F at every column, with no dependency between columns (the
-    compiler vectorizes it; substitution scores come from a profile of the tile's target
-    symbols). The second adds the horizontal gaps: ``E[k] = max(E[k-1] - gap_extend,
-    T[k-1] - gap_open)`` with T the first pass's value (an E opened after an E never beats
-    extending it), which plus ``k * gap_extend`` is a running maximum of candidates that the
-    first pass prepares: one operation per cell on the chain of dependencies instead of the
-    recurrence's four. The third takes the larger of the two."""
+    Farrar's striped layout: column ``c0 + 1 + lane * segments + t`` of a row is lane ``lane``
+    of vector ``t`` (a :class:`_Lanes`, one SIMD register), so that the lanes of a vector never
+    depend on one another. A row takes two passes over its vectors. The first computes F, H
+    and, in each lane, the horizontal gaps (E) carried from vector to vector: exact but for
+    the E that enters a lane from the lanes before it. Between the passes, ``_LANES`` scalar
+    steps give the E entering each lane: the E leaving the lane before it, its own from the
+    first pass or the one that entered it extended across its ``segments`` columns. The second
+    pass raises each cell to that entering E extended to it (a cell so raised holds that E,
+    and opens no gap better than extending it). Unlike Farrar's lazy-F loop, whose rounds
+    depend on the data (global alignments far from the diagonal take all of them), the second
+    pass costs the same on every input.
+
+    The E of column c1, which the next tile starts from, is the best over the row of
+    ``H[k] - gap_open - (c1 - 1 - k) * gap_extend`` and of E of column c0 extended: H of the
+    first pass serves, since a cell the second raises holds an E extended from an earlier
+    column. The columns that pad the last vectors score 0 against every symbol and are never
+    read back: nothing flows from a column to an earlier one. With ``track``, every column
+    keeps its best score and the first row of it; the tile's best cell is chosen from those
+    at the end."""
     width = c1 - c0
-    profile = np.empty((table.shape[0], width + 1), dtype=value_type)
-    for c in range(table.shape[0]):
-        for k in range(1, width + 1):
-            profile[c, k] = table[c, b[c0 + k - 1]]
-    ramp = (np.arange(width + 2) * gap_extend).astype(value_type)
-    above = np.empty(width + 1, dtype=value_type)  # H of the previous row, columns c0 .. c1
-    here = np.empty(width + 1, dtype=value_type)
-    partial = np.empty(width + 1, dtype=value_type)  # max(diagonal, F), floored
-    # E[k] + k * gap_extend opened from column k - 1: partial[k - 1] - gap_open + ramp[k].
-    opened = np.empty(width + 2, dtype=value_type)
-    above[0] = col_h[r0 + strip]
-    above[1:] = h[c0 + 1:c1 + 1]
-    f_row = f[c0 + 1:c1 + 1]
+    segments = -(-width // _LANES)
+    # Vector t of the row: H at (3t) * _LANES, F after it, then the weight of each column in
+    # the E of column c1: k * gap_extend for column c0 + k before c1, ``low`` for c1 and the
+    # padding.
+    rows = np.empty(3 * _LANES * segments, dtype=value_type)
+    # Below every value a work row holds (see _value_type), with room to subtract from.
+    low = -(1 << 30) if rows.itemsize == 4 else -(1 << 60)
+    profile = np.zeros(table.shape[0] * segments * _LANES, dtype=value_type)
+    for t in range(segments):
+        for lane in range(_LANES):
+            k = lane * segments + t + 1
+            at = 3 * _LANES * t + lane
+            if k <= width:
+                for c in range(table.shape[0]):
+                    profile[(c * segments + t) * _LANES + lane] = table[c, b[c0 + k - 1]]
+                rows[at] = h[c0 + k]
+                rows[at + _LANES] = max(f[c0 + k], low)
+                rows[at + 2 * _LANES] = k * gap_extend if k < width else low
+            else:
+                rows[at], rows[at + _LANES], rows[at + 2 * _LANES] = 0, low, low
+    # Each column's best cell: score at (2t) * _LANES, row after it.
+    column_best = np.full(2 * _LANES * segments, low, dtype=value_type)
+    lowest = _splat(value_type(low))
+    go = _splat(value_type(gap_open))
+    ge = _splat(value_type(gap_extend))
+    zero = _splat(value_type(0))
+    last = 3 * _LANES * ((width - 1) % segments) + (width - 1) // segments
     corner_next = h[c1]
+    above_left = col_h[r0 + strip]
     for i in range(r0 + 1, r1 + 1):
-        scores = profile[a[i - 1]]
-        for k in range(1, width + 1):
-            fk = max(above[k] - gap_open, f_row[k - 1] - gap_extend)
-            f_row[k - 1] = fk
-            value = max(above[k - 1] + scores[k], fk)
-            value = max(value, 0) if floor_zero else value
-            partial[k] = value
-            opened[k + 1] = value - gap_open + ramp[k + 1]
+        scores = a[i - 1] * segments * _LANES
         left = col_h[i + strip]
-        partial[0] = left
-        opened[1] = left - gap_open + ramp[1]
-        here[0] = left
-        running = col_e[i + strip]  # E[k] + k * gap_extend, from E at column c0
-        for k in range(1, width + 1):
-            running = max(running, opened[k])
-            here[k] = running
-        e = running - ramp[width]
-        # H in a pass of its own, which the compiler vectorizes (inside the scan it would not).
-        for k in range(1, width + 1):
-            here[k] = max(partial[k], here[k] - ramp[k])
-        col_h[i + strip] = here[width]
-        col_e[i + strip] = e
+        e_left = col_e[i + strip]
+        diagonal = _shift_in(_load(rows, 3 * _LANES * (segments - 1)), value_type(above_left))
+        e = _with_lane(lowest, 0, value_type(max(e_left - gap_extend, left - gap_open)))
+        reach = lowest
+        for t in range(segments):
+            at = 3 * _LANES * t
+            above = _load(rows, at)
+            vertical = _max(_sub(above, go), _sub(_load(rows, at + _LANES), ge))
+            _store(rows, at + _LANES, vertical)
+            value = _max(_max(_add(diagonal, _load(profile, scores + t * _LANES)), vertical), e)
+            if floor_zero:
+                value = _max(value, zero)
+            _store(rows, at, value)
+            reach = _max(reach, _add(value, _load(rows, at + 2 * _LANES)))
+            e = _max(_sub(e, ge), _sub(value, go))
+            diagonal = above
+        reached = left
+        for lane in range(_LANES):
+            reached = max(reached, _lane(reach, lane))
+        col_e[i + strip] = max(e_left - width * gap_extend,
+                               reached - gap_open - (width - 1) * gap_extend)
+        # E entering each lane from the lanes before it: the E that leaves lane l - 1 on its
+        # own (the pass above), or the E that entered it carried across its columns.
+        entering = lowest
+        carried = low
+        for lane in range(1, _LANES):
+            carried = max(_lane(e, lane - 1), carried - segments * gap_extend)
+            entering = _with_lane(entering, lane, value_type(carried))
+        for t in range(segments):
+            at = 3 * _LANES * t
+            value = _max(_load(rows, at), entering)
+            _store(rows, at, value)
+            entering = _sub(entering, ge)
+            if track:
+                at = 2 * _LANES * t
+                top = _load(column_best, at)
+                _store(column_best, at, _max(value, top))
+                _store(column_best, at + _LANES, _where_greater(
+                    value, top, _splat(value_type(i)), _load(column_best, at + _LANES)))
+        above_left = left
+        col_h[i + strip] = rows[last]
+    for k in range(1, width + 1):
+        t, lane = (k - 1) % segments, (k - 1) // segments
+        h[c0 + k] = rows[3 * _LANES * t + lane]
+        f[c0 + k] = rows[3 * _LANES * t + _LANES + lane]
         if track:
-            for k in range(1, width + 1):
-                j = c0 + k
-                if here[k] > best[0] or (here[k] == best[0] and (
-                        j < best[2] or (j == best[2] and i < best[1]))):
-                    best[0], best[1], best[2] = here[k], i, j
-        above, here = here, above
-    h[c0 + 1:c1 + 1] = above[1:]
+            at = 2 * _LANES * t + lane
+            value, i, j = column_best[at], column_best[at + _LANES], c0 + k
+            if value > best[0] or (value == best[0] and (
+                    j < best[2] or (j == best[2] and i < best[1]))):
+                best[0], best[1], best[2] = value, i, j
     col_h[r0 + strip] = corner_next
 
 
