@@ -132,12 +132,18 @@ def _where_greater(typingctx, x, y, then, otherwise):
     return then(x, y, then, otherwise), codegen
 
 
-@njit(cache=True, nogil=True)
-def _shift_in(lanes, first):
-    """``lanes`` moved up one lane (the last one dropped), ``first`` in lane 0."""
-    for lane in range(_LANES - 1, 0, -1):
-        lanes = _with_lane(lanes, lane, _lane(lanes, lane - 1))
-    return _with_lane(lanes, 0, first)
+@intrinsic
+def _shifted(typingctx, lanes, by, fill):
+    """``lanes`` moved up ``by`` lanes (a constant), the lanes of ``fill`` below them."""
+    if not (isinstance(by, types.IntegerLiteral) and lanes == fill):
+        return None
+    source = [lane - by.literal_value if lane >= by.literal_value else _LANES + lane
+              for lane in range(_LANES)]
+
+    def codegen(context, builder, signature, args):
+        mask = ir.Constant(ir.VectorType(ir.IntType(32), _LANES), source)
+        return builder.shuffle_vector(args[0], args[2], mask)
+    return lanes(lanes, by, fill), codegen
 
 
 @njit(cache=True, nogil=True)
@@ -189,101 +195,100 @@ def _tile(a, b, table, gap_open, gap_extend, floor_zero, track, r0, r1, c0, c1, 
     of vector ``t`` (a :class:`_Lanes`, one SIMD register), so that the lanes of a vector never
     depend on one another. A row takes two passes over its vectors. The first computes F, H
     and, in each lane, the horizontal gaps (E) carried from vector to vector: exact but for
-    the E that enters a lane from the lanes before it. Between the passes, ``_LANES`` scalar
-    steps give the E entering each lane: the E leaving the lane before it, its own from the
-    first pass or the one that entered it extended across its ``segments`` columns. The second
-    pass raises each cell to that entering E extended to it (a cell so raised holds that E,
-    and opens no gap better than extending it). Unlike Farrar's lazy-F loop, whose rounds
-    depend on the data (global alignments far from the diagonal take all of them), the second
-    pass costs the same on every input.
+    the E that enters a lane from the lanes before it. Between the passes, a prefix maximum
+    over the lanes gives the E entering each lane: the E leaving the lane before it, its own
+    from the first pass or the one that entered it extended across its ``segments`` columns.
+    The second pass raises each cell to that entering E extended to it (a cell so raised
+    holds that E, and opens no gap better than extending it). Unlike Farrar's lazy-F loop,
+    whose rounds depend on the data (global alignments far from the diagonal take all of
+    them), the second pass costs the same on every input.
 
-    The E of column c1, which the next tile starts from, is the best over the row of
-    ``H[k] - gap_open - (c1 - 1 - k) * gap_extend`` and of E of column c0 extended: H of the
-    first pass serves, since a cell the second raises holds an E extended from an earlier
-    column. The columns that pad the last vectors score 0 against every symbol and are never
-    read back: nothing flows from a column to an earlier one. With ``track``, every column
-    keeps its best score and the first row of it; the tile's best cell is chosen from those
+    The E of column c1, which the next tile starts from, is the larger of the E the first
+    pass gave its cell and the entering E extended to it. The columns that pad the last
+    vectors score 0 against every symbol and are never read back: nothing flows from a
+    column to an earlier one. With ``track``, every column keeps its best score and the first
+    row of it; the tile's best cell is chosen from those
     at the end."""
     width = c1 - c0
     segments = -(-width // _LANES)
-    # Vector t of the row: H at (3t) * _LANES, F after it, then the weight of each column in
-    # the E of column c1: k * gap_extend for column c0 + k before c1, ``low`` for c1 and the
-    # padding.
-    rows = np.empty(3 * _LANES * segments, dtype=value_type)
+    rows = np.empty(2 * _LANES * segments, dtype=value_type)  # vector t: H at 2t, F at 2t + 1
     # Below every value a work row holds (see _value_type), with room to subtract from.
     low = -(1 << 30) if rows.itemsize == 4 else -(1 << 60)
     profile = np.zeros(table.shape[0] * segments * _LANES, dtype=value_type)
     for t in range(segments):
         for lane in range(_LANES):
             k = lane * segments + t + 1
-            at = 3 * _LANES * t + lane
+            at = 2 * _LANES * t + lane
             if k <= width:
                 for c in range(table.shape[0]):
                     profile[(c * segments + t) * _LANES + lane] = table[c, b[c0 + k - 1]]
-                rows[at] = h[c0 + k]
-                rows[at + _LANES] = max(f[c0 + k], low)
-                rows[at + 2 * _LANES] = k * gap_extend if k < width else low
+                rows[at], rows[at + _LANES] = h[c0 + k], max(f[c0 + k], low)
             else:
-                rows[at], rows[at + _LANES], rows[at + 2 * _LANES] = 0, low, low
-    # Each column's best cell: score at (2t) * _LANES, row after it.
+                rows[at], rows[at + _LANES] = 0, low
+    # Each column's best cell: score at 2t, row at 2t + 1.
     column_best = np.full(2 * _LANES * segments, low, dtype=value_type)
     lowest = _splat(value_type(low))
     go = _splat(value_type(gap_open))
     ge = _splat(value_type(gap_extend))
     zero = _splat(value_type(0))
-    last = 3 * _LANES * ((width - 1) % segments) + (width - 1) // segments
+    # E carried across 1, 2, 4 and 8 lanes of ``segments`` columns.
+    across = _splat(value_type(segments * gap_extend))
+    across_2 = _add(across, across)
+    across_4 = _add(across_2, across_2)
+    across_8 = _add(across_4, across_4)
+    last_t, last_lane = (width - 1) % segments, (width - 1) // segments
     corner_next = h[c1]
     above_left = col_h[r0 + strip]
     for i in range(r0 + 1, r1 + 1):
         scores = a[i - 1] * segments * _LANES
         left = col_h[i + strip]
-        e_left = col_e[i + strip]
-        diagonal = _shift_in(_load(rows, 3 * _LANES * (segments - 1)), value_type(above_left))
-        e = _with_lane(lowest, 0, value_type(max(e_left - gap_extend, left - gap_open)))
-        reach = lowest
+        diagonal = _shifted(_load(rows, 2 * _LANES * (segments - 1)), 1,
+                            _splat(value_type(above_left)))
+        e = _with_lane(lowest, 0, value_type(max(col_e[i + strip] - gap_extend,
+                                                 left - gap_open)))
+        # Vectors up to column c1's, then the rest: the E that column c1 starts with is kept.
+        e_last = e
+        for start, stop in ((0, last_t), (last_t, segments)):
+            if start == last_t:
+                e_last = e
+            for t in range(start, stop):
+                at = 2 * _LANES * t
+                above = _load(rows, at)
+                vertical = _max(_sub(above, go), _sub(_load(rows, at + _LANES), ge))
+                _store(rows, at + _LANES, vertical)
+                value = _max(_max(_add(diagonal, _load(profile, scores + t * _LANES)),
+                                  vertical), e)
+                if floor_zero:
+                    value = _max(value, zero)
+                _store(rows, at, value)
+                e = _max(_sub(e, ge), _sub(value, go))
+                diagonal = above
+        # E entering each lane from the lanes before it: the best over the lanes k before it
+        # of E leaving lane k on its own (the pass above), extended across the lanes between:
+        # a prefix maximum in four steps of 1, 2, 4 and 8 lanes.
+        entering = _shifted(e, 1, lowest)
+        entering = _max(entering, _sub(_shifted(entering, 1, lowest), across))
+        entering = _max(entering, _sub(_shifted(entering, 2, lowest), across_2))
+        entering = _max(entering, _sub(_shifted(entering, 4, lowest), across_4))
+        entering = _max(entering, _sub(_shifted(entering, 8, lowest), across_8))
+        col_e[i + strip] = max(_lane(e_last, last_lane),
+                               _lane(entering, last_lane) - last_t * gap_extend)
         for t in range(segments):
-            at = 3 * _LANES * t
-            above = _load(rows, at)
-            vertical = _max(_sub(above, go), _sub(_load(rows, at + _LANES), ge))
-            _store(rows, at + _LANES, vertical)
-            value = _max(_max(_add(diagonal, _load(profile, scores + t * _LANES)), vertical), e)
-            if floor_zero:
-                value = _max(value, zero)
-            _store(rows, at, value)
-            reach = _max(reach, _add(value, _load(rows, at + 2 * _LANES)))
-            e = _max(_sub(e, ge), _sub(value, go))
-            diagonal = above
-        reached = left
-        for lane in range(_LANES):
-            reached = max(reached, _lane(reach, lane))
-        col_e[i + strip] = max(e_left - width * gap_extend,
-                               reached - gap_open - (width - 1) * gap_extend)
-        # E entering each lane from the lanes before it: the E that leaves lane l - 1 on its
-        # own (the pass above), or the E that entered it carried across its columns.
-        entering = lowest
-        carried = low
-        for lane in range(1, _LANES):
-            carried = max(_lane(e, lane - 1), carried - segments * gap_extend)
-            entering = _with_lane(entering, lane, value_type(carried))
-        for t in range(segments):
-            at = 3 * _LANES * t
+            at = 2 * _LANES * t
             value = _max(_load(rows, at), entering)
             _store(rows, at, value)
             entering = _sub(entering, ge)
             if track:
-                at = 2 * _LANES * t
                 top = _load(column_best, at)
                 _store(column_best, at, _max(value, top))
                 _store(column_best, at + _LANES, _where_greater(
                     value, top, _splat(value_type(i)), _load(column_best, at + _LANES)))
         above_left = left
-        col_h[i + strip] = rows[last]
+        col_h[i + strip] = rows[2 * _LANES * last_t + last_lane]
     for k in range(1, width + 1):
-        t, lane = (k - 1) % segments, (k - 1) // segments
-        h[c0 + k] = rows[3 * _LANES * t + lane]
-        f[c0 + k] = rows[3 * _LANES * t + _LANES + lane]
+        at = 2 * _LANES * ((k - 1) % segments) + (k - 1) // segments
+        h[c0 + k], f[c0 + k] = rows[at], rows[at + _LANES]
         if track:
-            at = 2 * _LANES * t + lane
             value, i, j = column_best[at], column_best[at + _LANES], c0 + k
             if value > best[0] or (value == best[0] and (
                     j < best[2] or (j == best[2] and i < best[1]))):
