@@ -7,7 +7,8 @@ large one (``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS`` cells or more, while the cal
 of them than threads) runs alone on every core, cut into tiles of rows x columns that are
 computed a diagonal of tiles at a time: tile (s, t) needs the bottom row of (s-1, t) (from the
 row buffer) and the right column of (s, t-1) (from its strip's column buffer), both of the
-previous diagonal.
+previous diagonal. Inside a tile, the cells of a row are computed 16 at a time in SIMD
+registers (Farrar's striped layout, :func:`_tile`).
 
 Recurrences and ties are those of ``_cpu._fill``: E is a horizontal gap (``D``), F a vertical
 one (``I``); the best cells of the ``SCOPE_*`` of :mod:`._linear`.
@@ -39,13 +40,14 @@ _TILES_PER_THREAD = 8
 #: Most columns of one tile: its stretch of the row buffers (16 bytes a column) stays in the
 #: L1 cache while the tile's rows pass over it.
 _TILE_COLUMNS = 2048
-#: Lanes of the striped vectors: one AVX-512 register of int32.
+#: Lanes of the striped vectors of the tiles (:func:`_tile`): one AVX-512 register of int32.
 _LANES = 16
 
 
 class _Lanes(types.Type):
     """``_LANES`` integers of one type as one value, an LLVM vector: the compiler keeps it in
-    SIMD registers (AVX-512: one for int32) where arrays of lanes would stay in memory."""
+    SIMD registers (AVX-512: one of int32; AVX2: two) where arrays of lanes would stay in
+    memory, and no aliasing between arrays stops it from using them."""
 
     def __init__(self, dtype: types.Integer) -> None:
         self.dtype = dtype
@@ -54,6 +56,8 @@ class _Lanes(types.Type):
 
 @register_model(_Lanes)
 class _LanesModel(models.PrimitiveModel):
+    """A :class:`_Lanes` is an LLVM vector of its integer type."""
+
     def __init__(self, dmm, fe_type):
         super().__init__(dmm, fe_type, ir.VectorType(ir.IntType(fe_type.dtype.bitwidth), _LANES))
 
@@ -383,8 +387,9 @@ def _value_type(problems: Problems, table: np.ndarray, gap_open: int, gap_extend
                 ) -> type:
     """The type of the tiles' work rows: int32 (twice the SIMD lanes of int64) when every
     value they hold fits with room to spare, else int64. No value of a subproblem lies
-    further from 0 than its ``m + n`` steps of the largest substitution or gap cost; the scan's
-    candidates add up to a tile's width of ``gap_extend``."""
+    further from 0 than its ``m + n`` steps of the largest substitution or gap cost, and the
+    tiles' floor below every value (``-(1 << 30)`` in int32) takes off up to a tile's width of
+    ``gap_extend`` without wrapping."""
     if len(problems) == 0:
         return np.int32
     steps = int(np.max(problems.a_end - problems.a_start + problems.b_end - problems.b_start))
