@@ -186,6 +186,15 @@ def _borders(h, f, col_h, col_e, m, strip_rows, gap_open, gap_extend, top_excess
 
 
 @njit(cache=True, nogil=True)
+def _keep_best(column_best, at, value, row):
+    """Vector ``value`` of row ``row`` into the best of its columns at ``at``."""
+    top = _load(column_best, at)
+    _store(column_best, at, _max(value, top))
+    _store(column_best, at + _LANES, _where_greater(value, top, row,
+                                                    _load(column_best, at + _LANES)))
+
+
+@njit(cache=True, nogil=True)
 def _tile(a, b, table, gap_open, gap_extend, floor_zero, track, r0, r1, c0, c1, strip, h, f,
           col_h, col_e, best, value_type):
     """Rows ``r0+1 .. r1`` x columns ``c0+1 .. c1``: the row buffers ``h``, ``f`` hold row r0
@@ -197,22 +206,21 @@ def _tile(a, b, table, gap_open, gap_extend, floor_zero, track, r0, r1, c0, c1, 
 
     Farrar's striped layout: column ``c0 + 1 + lane * segments + t`` of a row is lane ``lane``
     of vector ``t`` (a :class:`_Lanes`, one SIMD register), so that the lanes of a vector never
-    depend on one another. A row takes two passes over its vectors. The first computes F, H
-    and, in each lane, the horizontal gaps (E) carried from vector to vector: exact but for
-    the E that enters a lane from the lanes before it. Between the passes, a prefix maximum
-    over the lanes gives the E entering each lane: the E leaving the lane before it, its own
-    from the first pass or the one that entered it extended across its ``segments`` columns.
-    The second pass raises each cell to that entering E extended to it (a cell so raised
-    holds that E, and opens no gap better than extending it). Unlike Farrar's lazy-F loop,
-    whose rounds depend on the data (global alignments far from the diagonal take all of
-    them), the second pass costs the same on every input.
+    depend on one another. A row is one pass over its vectors that computes F, H and, in each
+    lane, the horizontal gaps (E) carried from vector to vector: exact but for the E that
+    enters a lane from the lanes before it. After it, a prefix maximum over the lanes gives
+    the E entering each lane: the E leaving the lane before it, its own from the pass or the
+    one that entered it extended across its ``segments`` columns. The next row's pass raises
+    each cell of this one to that entering E extended to it as it reads it (a cell so raised
+    holds that E, and opens no gap better than extending it); a last pass raises the tile's
+    last row. Unlike Farrar's lazy-F loop, whose rounds depend on the data (global
+    alignments far from the diagonal take all of them), this costs the same on every input.
 
-    The E of column c1, which the next tile starts from, is the larger of the E the first
-    pass gave its cell and the entering E extended to it. The columns that pad the last
-    vectors score 0 against every symbol and are never read back: nothing flows from a
-    column to an earlier one. With ``track``, every column keeps its best score and the first
-    row of it; the tile's best cell is chosen from those
-    at the end."""
+    The E of column c1, which the next tile starts from, is the larger of the E the pass gave
+    its cell and the entering E extended to it. The columns that pad the last vectors score 0
+    against every symbol and are never read back: nothing flows from a column to an earlier
+    one. With ``track``, every column keeps its best score and the first row of it; the
+    tile's best cell is chosen from those at the end."""
     width = c1 - c0
     segments = -(-width // _LANES)
     rows = np.empty(2 * _LANES * segments, dtype=value_type)  # vector t: H at 2t, F at 2t + 1
@@ -243,13 +251,19 @@ def _tile(a, b, table, gap_open, gap_extend, floor_zero, track, r0, r1, c0, c1, 
     last_t, last_lane = (width - 1) % segments, (width - 1) // segments
     corner_next = h[c1]
     above_left = col_h[r0 + strip]
+    tail_extension = _splat(value_type((segments - 1) * gap_extend))
+    # The E that the cells of the row before are still to be raised to: rows[H] holds them as
+    # the first pass left them, and the next row's first pass raises them as it reads them.
+    entering = lowest
     for i in range(r0 + 1, r1 + 1):
         scores = a[i - 1] * segments * _LANES
         left = col_h[i + strip]
-        diagonal = _shifted(_load(rows, 2 * _LANES * (segments - 1)), 1,
-                            _splat(value_type(above_left)))
+        tail = _max(_load(rows, 2 * _LANES * (segments - 1)), _sub(entering, tail_extension))
+        diagonal = _shifted(tail, 1, _splat(value_type(above_left)))
         e = _with_lane(lowest, 0, value_type(max(col_e[i + strip] - gap_extend,
                                                  left - gap_open)))
+        track_above = track and i > r0 + 1
+        row_above = _splat(value_type(i - 1))
         # Vectors up to column c1's, then the rest: the E that column c1 starts with is kept.
         e_last = e
         for start, stop in ((0, last_t), (last_t, segments)):
@@ -257,7 +271,10 @@ def _tile(a, b, table, gap_open, gap_extend, floor_zero, track, r0, r1, c0, c1, 
                 e_last = e
             for t in range(start, stop):
                 at = 2 * _LANES * t
-                above = _load(rows, at)
+                above = _max(_load(rows, at), entering)
+                entering = _sub(entering, ge)
+                if track_above:
+                    _keep_best(column_best, at, above, row_above)
                 vertical = _max(_sub(above, go), _sub(_load(rows, at + _LANES), ge))
                 _store(rows, at + _LANES, vertical)
                 value = _max(_max(_add(diagonal, _load(profile, scores + t * _LANES)),
@@ -275,20 +292,18 @@ def _tile(a, b, table, gap_open, gap_extend, floor_zero, track, r0, r1, c0, c1, 
         entering = _max(entering, _sub(_shifted(entering, 2, lowest), across_2))
         entering = _max(entering, _sub(_shifted(entering, 4, lowest), across_4))
         entering = _max(entering, _sub(_shifted(entering, 8, lowest), across_8))
-        col_e[i + strip] = max(_lane(e_last, last_lane),
-                               _lane(entering, last_lane) - last_t * gap_extend)
-        for t in range(segments):
-            at = 2 * _LANES * t
-            value = _max(_load(rows, at), entering)
-            _store(rows, at, value)
-            entering = _sub(entering, ge)
-            if track:
-                top = _load(column_best, at)
-                _store(column_best, at, _max(value, top))
-                _store(column_best, at + _LANES, _where_greater(
-                    value, top, _splat(value_type(i)), _load(column_best, at + _LANES)))
+        raise_last = _lane(entering, last_lane) - last_t * gap_extend
+        col_e[i + strip] = max(_lane(e_last, last_lane), raise_last)
+        col_h[i + strip] = max(rows[2 * _LANES * last_t + last_lane], raise_last)
         above_left = left
-        col_h[i + strip] = rows[2 * _LANES * last_t + last_lane]
+    row_last = _splat(value_type(r1))
+    for t in range(segments):
+        at = 2 * _LANES * t
+        value = _max(_load(rows, at), entering)
+        _store(rows, at, value)
+        entering = _sub(entering, ge)
+        if track:
+            _keep_best(column_best, at, value, row_last)
     for k in range(1, width + 1):
         at = 2 * _LANES * ((k - 1) % segments) + (k - 1) // segments
         h[c0 + k], f[c0 + k] = rows[at], rows[at + _LANES]
