@@ -7,7 +7,8 @@ large one (``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS`` cells or more, while the cal
 of them than threads) runs alone on every core, cut into tiles of rows x columns that are
 computed a diagonal of tiles at a time: tile (s, t) needs the bottom row of (s-1, t) (from the
 row buffer) and the right column of (s, t-1) (from its strip's column buffer), both of the
-previous diagonal.
+previous diagonal. Inside a tile, the cells of a row are computed 16 at a time in SIMD
+registers (Farrar's striped layout, :func:`_tile`).
 
 Recurrences and ties are those of ``_cpu._fill``: E is a horizontal gap (``D``), F a vertical
 one (``I``); the best cells of the ``SCOPE_*`` of :mod:`._linear`.
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic, models, register_model
 
 from .. import config
 from ._linear import (
@@ -37,6 +40,114 @@ _TILES_PER_THREAD = 8
 #: Most columns of one tile: its stretch of the row buffers (16 bytes a column) stays in the
 #: L1 cache while the tile's rows pass over it.
 _TILE_COLUMNS = 2048
+#: Lanes of the striped vectors of the tiles (:func:`_tile`): one AVX-512 register of int32.
+_LANES = 16
+
+
+class _Lanes(types.Type):
+    """``_LANES`` integers of one type as one value, an LLVM vector: the compiler keeps it in
+    SIMD registers (AVX-512: one of int32; AVX2: two) where arrays of lanes would stay in
+    memory, and no aliasing between arrays stops it from using them."""
+
+    def __init__(self, dtype: types.Integer) -> None:
+        self.dtype = dtype
+        super().__init__(name=f"Lanes({dtype})")
+
+
+@register_model(_Lanes)
+class _LanesModel(models.PrimitiveModel):
+    """A :class:`_Lanes` is an LLVM vector of its integer type."""
+
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, ir.VectorType(ir.IntType(fe_type.dtype.bitwidth), _LANES))
+
+
+def _vector_pointer(context, builder, array_type, array, index):
+    data = context.make_array(array_type)(context, builder, array).data
+    lanes = ir.VectorType(context.get_value_type(array_type.dtype), _LANES)
+    return builder.bitcast(builder.gep(data, [index]), lanes.as_pointer())
+
+
+@intrinsic
+def _load(typingctx, array, index):
+    """The lanes ``array[index:index + _LANES]`` of a 1-D array."""
+    def codegen(context, builder, signature, args):
+        pointer = _vector_pointer(context, builder, signature.args[0], *args)
+        return builder.load(pointer, align=signature.args[0].dtype.bitwidth // 8)
+    return _Lanes(array.dtype)(array, index), codegen
+
+
+@intrinsic
+def _store(typingctx, array, index, lanes):
+    """``array[index:index + _LANES] = lanes``."""
+    def codegen(context, builder, signature, args):
+        pointer = _vector_pointer(context, builder, signature.args[0], *args[:2])
+        builder.store(args[2], pointer, align=signature.args[0].dtype.bitwidth // 8)
+    return types.none(array, index, lanes), codegen
+
+
+@intrinsic
+def _splat(typingctx, value):
+    """``value`` in every lane."""
+    def codegen(context, builder, signature, args):
+        lanes = context.get_value_type(signature.return_type)
+        one = builder.insert_element(ir.Constant(lanes, None), args[0], ir.IntType(32)(0))
+        return builder.shuffle_vector(one, one, ir.Constant(ir.VectorType(ir.IntType(32),
+                                                                          _LANES), None))
+    return _Lanes(value)(value), codegen
+
+
+@intrinsic
+def _lane(typingctx, lanes, index):
+    """Lane ``index`` of ``lanes``."""
+    def codegen(context, builder, signature, args):
+        return builder.extract_element(*args)
+    return lanes.dtype(lanes, index), codegen
+
+
+@intrinsic
+def _with_lane(typingctx, lanes, index, value):
+    """``lanes`` with ``value`` in lane ``index``."""
+    def codegen(context, builder, signature, args):
+        return builder.insert_element(args[0], args[2], args[1])
+    return lanes(lanes, index, value), codegen
+
+
+def _lanewise(operation):
+    """An intrinsic ``f(x, y)`` of two ``_Lanes`` of one type, lane by lane."""
+    @intrinsic
+    def lanewise(typingctx, x, y):
+        if not (isinstance(x, _Lanes) and x == y):
+            return None
+        return x(x, y), lambda context, builder, signature, args: operation(builder, *args)
+    return lanewise
+
+
+_add = _lanewise(lambda builder, x, y: builder.add(x, y))
+_sub = _lanewise(lambda builder, x, y: builder.sub(x, y))
+_max = _lanewise(lambda builder, x, y: builder.select(builder.icmp_signed(">", x, y), x, y))
+
+
+@intrinsic
+def _where_greater(typingctx, x, y, then, otherwise):
+    """Lane by lane, ``then`` where ``x > y``, else ``otherwise``."""
+    def codegen(context, builder, signature, args):
+        return builder.select(builder.icmp_signed(">", args[0], args[1]), args[2], args[3])
+    return then(x, y, then, otherwise), codegen
+
+
+@intrinsic
+def _shifted(typingctx, lanes, by, fill):
+    """``lanes`` moved up ``by`` lanes (a constant), the lanes of ``fill`` below them."""
+    if not (isinstance(by, types.IntegerLiteral) and lanes == fill):
+        return None
+    source = [lane - by.literal_value if lane >= by.literal_value else _LANES + lane
+              for lane in range(_LANES)]
+
+    def codegen(context, builder, signature, args):
+        mask = ir.Constant(ir.VectorType(ir.IntType(32), _LANES), source)
+        return builder.shuffle_vector(args[0], args[2], mask)
+    return lanes(lanes, by, fill), codegen
 
 
 @njit(cache=True, nogil=True)
@@ -75,6 +186,15 @@ def _borders(h, f, col_h, col_e, m, strip_rows, gap_open, gap_extend, top_excess
 
 
 @njit(cache=True, nogil=True)
+def _keep_best(column_best, at, value, row):
+    """Vector ``value`` of row ``row`` into the best of its columns at ``at``."""
+    top = _load(column_best, at)
+    _store(column_best, at, _max(value, top))
+    _store(column_best, at + _LANES, _where_greater(value, top, row,
+                                                    _load(column_best, at + _LANES)))
+
+
+@njit(cache=True, nogil=True)
 def _tile(a, b, table, gap_open, gap_extend, floor_zero, track, r0, r1, c0, c1, strip, h, f,
           col_h, col_e, best, value_type):
     """Rows ``r0+1 .. r1`` x columns ``c0+1 .. c1``: the row buffers ``h``, ``f`` hold row r0
@@ -84,60 +204,114 @@ def _tile(a, b, table, gap_open, gap_extend, floor_zero, track, r0, r1, c0, c1, 
     smaller column, then the smaller row. The work rows hold ``value_type`` (see
     :func:`_value_type`).
 
-    A row takes three passes over the tile's columns (Farrar's "scan"). The first computes F and
-    the best of the diagonal and F at every column, with no dependency between columns (the
-    compiler vectorizes it; substitution scores come from a profile of the tile's target
-    symbols). The second adds the horizontal gaps: ``E[k] = max(E[k-1] - gap_extend,
-    T[k-1] - gap_open)`` with T the first pass's value (an E opened after an E never beats
-    extending it), which plus ``k * gap_extend`` is a running maximum of candidates that the
-    first pass prepares: one operation per cell on the chain of dependencies instead of the
-    recurrence's four. The third takes the larger of the two."""
+    Farrar's striped layout: column ``c0 + 1 + lane * segments + t`` of a row is lane ``lane``
+    of vector ``t`` (a :class:`_Lanes`, one SIMD register), so that the lanes of a vector never
+    depend on one another. A row is one pass over its vectors that computes F, H and, in each
+    lane, the horizontal gaps (E) carried from vector to vector: exact but for the E that
+    enters a lane from the lanes before it. After it, a prefix maximum over the lanes gives
+    the E entering each lane: the E leaving the lane before it, its own from the pass or the
+    one that entered it extended across its ``segments`` columns. The next row's pass raises
+    each cell of this one to that entering E extended to it as it reads it (a cell so raised
+    holds that E, and opens no gap better than extending it); a last pass raises the tile's
+    last row. Unlike Farrar's lazy-F loop, whose rounds depend on the data (global
+    alignments far from the diagonal take all of them), this costs the same on every input.
+
+    The E of column c1, which the next tile starts from, is the larger of the E the pass gave
+    its cell and the entering E extended to it. The columns that pad the last vectors score 0
+    against every symbol and are never read back: nothing flows from a column to an earlier
+    one. With ``track``, every column keeps its best score and the first row of it; the
+    tile's best cell is chosen from those at the end."""
     width = c1 - c0
-    profile = np.empty((table.shape[0], width + 1), dtype=value_type)
-    for c in range(table.shape[0]):
-        for k in range(1, width + 1):
-            profile[c, k] = table[c, b[c0 + k - 1]]
-    ramp = (np.arange(width + 2) * gap_extend).astype(value_type)
-    above = np.empty(width + 1, dtype=value_type)  # H of the previous row, columns c0 .. c1
-    here = np.empty(width + 1, dtype=value_type)
-    partial = np.empty(width + 1, dtype=value_type)  # max(diagonal, F), floored
-    # E[k] + k * gap_extend opened from column k - 1: partial[k - 1] - gap_open + ramp[k].
-    opened = np.empty(width + 2, dtype=value_type)
-    above[0] = col_h[r0 + strip]
-    above[1:] = h[c0 + 1:c1 + 1]
-    f_row = f[c0 + 1:c1 + 1]
+    segments = -(-width // _LANES)
+    rows = np.empty(2 * _LANES * segments, dtype=value_type)  # vector t: H at 2t, F at 2t + 1
+    # Below every value a work row holds (see _value_type), with room to subtract from.
+    low = -(1 << 30) if rows.itemsize == 4 else -(1 << 60)
+    profile = np.zeros(table.shape[0] * segments * _LANES, dtype=value_type)
+    for t in range(segments):
+        for lane in range(_LANES):
+            k = lane * segments + t + 1
+            at = 2 * _LANES * t + lane
+            if k <= width:
+                for c in range(table.shape[0]):
+                    profile[(c * segments + t) * _LANES + lane] = table[c, b[c0 + k - 1]]
+                rows[at], rows[at + _LANES] = h[c0 + k], max(f[c0 + k], low)
+            else:
+                rows[at], rows[at + _LANES] = 0, low
+    # Each column's best cell: score at 2t, row at 2t + 1.
+    column_best = np.full(2 * _LANES * segments, low, dtype=value_type)
+    lowest = _splat(value_type(low))
+    go = _splat(value_type(gap_open))
+    ge = _splat(value_type(gap_extend))
+    zero = _splat(value_type(0))
+    # E carried across 1, 2, 4 and 8 lanes of ``segments`` columns.
+    across = _splat(value_type(segments * gap_extend))
+    across_2 = _add(across, across)
+    across_4 = _add(across_2, across_2)
+    across_8 = _add(across_4, across_4)
+    last_t, last_lane = (width - 1) % segments, (width - 1) // segments
     corner_next = h[c1]
+    above_left = col_h[r0 + strip]
+    tail_extension = _splat(value_type((segments - 1) * gap_extend))
+    # The E that the cells of the row before are still to be raised to: rows[H] holds them as
+    # the first pass left them, and the next row's first pass raises them as it reads them.
+    entering = lowest
     for i in range(r0 + 1, r1 + 1):
-        scores = profile[a[i - 1]]
-        for k in range(1, width + 1):
-            fk = max(above[k] - gap_open, f_row[k - 1] - gap_extend)
-            f_row[k - 1] = fk
-            value = max(above[k - 1] + scores[k], fk)
-            value = max(value, 0) if floor_zero else value
-            partial[k] = value
-            opened[k + 1] = value - gap_open + ramp[k + 1]
+        scores = a[i - 1] * segments * _LANES
         left = col_h[i + strip]
-        partial[0] = left
-        opened[1] = left - gap_open + ramp[1]
-        here[0] = left
-        running = col_e[i + strip]  # E[k] + k * gap_extend, from E at column c0
-        for k in range(1, width + 1):
-            running = max(running, opened[k])
-            here[k] = running
-        e = running - ramp[width]
-        # H in a pass of its own, which the compiler vectorizes (inside the scan it would not).
-        for k in range(1, width + 1):
-            here[k] = max(partial[k], here[k] - ramp[k])
-        col_h[i + strip] = here[width]
-        col_e[i + strip] = e
+        tail = _max(_load(rows, 2 * _LANES * (segments - 1)), _sub(entering, tail_extension))
+        diagonal = _shifted(tail, 1, _splat(value_type(above_left)))
+        e = _with_lane(lowest, 0, value_type(max(col_e[i + strip] - gap_extend,
+                                                 left - gap_open)))
+        track_above = track and i > r0 + 1
+        row_above = _splat(value_type(i - 1))
+        # Vectors up to column c1's, then the rest: the E that column c1 starts with is kept.
+        e_last = e
+        for start, stop in ((0, last_t), (last_t, segments)):
+            if start == last_t:
+                e_last = e
+            for t in range(start, stop):
+                at = 2 * _LANES * t
+                above = _max(_load(rows, at), entering)
+                entering = _sub(entering, ge)
+                if track_above:
+                    _keep_best(column_best, at, above, row_above)
+                vertical = _max(_sub(above, go), _sub(_load(rows, at + _LANES), ge))
+                _store(rows, at + _LANES, vertical)
+                value = _max(_max(_add(diagonal, _load(profile, scores + t * _LANES)),
+                                  vertical), e)
+                if floor_zero:
+                    value = _max(value, zero)
+                _store(rows, at, value)
+                e = _max(_sub(e, ge), _sub(value, go))
+                diagonal = above
+        # E entering each lane from the lanes before it: the best over the lanes k before it
+        # of E leaving lane k on its own (the pass above), extended across the lanes between:
+        # a prefix maximum in four steps of 1, 2, 4 and 8 lanes.
+        entering = _shifted(e, 1, lowest)
+        entering = _max(entering, _sub(_shifted(entering, 1, lowest), across))
+        entering = _max(entering, _sub(_shifted(entering, 2, lowest), across_2))
+        entering = _max(entering, _sub(_shifted(entering, 4, lowest), across_4))
+        entering = _max(entering, _sub(_shifted(entering, 8, lowest), across_8))
+        raise_last = _lane(entering, last_lane) - last_t * gap_extend
+        col_e[i + strip] = max(_lane(e_last, last_lane), raise_last)
+        col_h[i + strip] = max(rows[2 * _LANES * last_t + last_lane], raise_last)
+        above_left = left
+    row_last = _splat(value_type(r1))
+    for t in range(segments):
+        at = 2 * _LANES * t
+        value = _max(_load(rows, at), entering)
+        _store(rows, at, value)
+        entering = _sub(entering, ge)
         if track:
-            for k in range(1, width + 1):
-                j = c0 + k
-                if here[k] > best[0] or (here[k] == best[0] and (
-                        j < best[2] or (j == best[2] and i < best[1]))):
-                    best[0], best[1], best[2] = here[k], i, j
-        above, here = here, above
-    h[c0 + 1:c1 + 1] = above[1:]
+            _keep_best(column_best, at, value, row_last)
+    for k in range(1, width + 1):
+        at = 2 * _LANES * ((k - 1) % segments) + (k - 1) // segments
+        h[c0 + k], f[c0 + k] = rows[at], rows[at + _LANES]
+        if track:
+            value, i, j = column_best[at], column_best[at + _LANES], c0 + k
+            if value > best[0] or (value == best[0] and (
+                    j < best[2] or (j == best[2] and i < best[1]))):
+                best[0], best[1], best[2] = value, i, j
     col_h[r0 + strip] = corner_next
 
 
@@ -228,8 +402,9 @@ def _value_type(problems: Problems, table: np.ndarray, gap_open: int, gap_extend
                 ) -> type:
     """The type of the tiles' work rows: int32 (twice the SIMD lanes of int64) when every
     value they hold fits with room to spare, else int64. No value of a subproblem lies
-    further from 0 than its ``m + n`` steps of the largest substitution or gap cost; the scan's
-    candidates add up to a tile's width of ``gap_extend``."""
+    further from 0 than its ``m + n`` steps of the largest substitution or gap cost, and the
+    tiles' floor below every value (``-(1 << 30)`` in int32) takes off up to a tile's width of
+    ``gap_extend`` without wrapping."""
     if len(problems) == 0:
         return np.int32
     steps = int(np.max(problems.a_end - problems.a_start + problems.b_end - problems.b_start))
