@@ -703,3 +703,27 @@ def test_cpu_scores_of_long_queries_with_linear_gaps_are_exact():
         end = gpualign.align([query] * len(targets), targets, mode=mode, scoring=scoring,
                              task="end", backend="cpu")
         assert score.score.tolist() == end.score.tolist(), mode
+
+
+@pytest.mark.parametrize("mode", ALIGN_MODES)
+def test_cpu_long_pairs_score_on_every_core_not_through_parasail(monkeypatch, mode):
+    # With parasail installed, task="score" sends the pairs of ALIGN_CPU_WAVEFRONT_MIN_CELLS
+    # and more to the score passes on every core and the others to parasail: the scores
+    # equal parasail's for every pair.
+    from gpualign.align import _parasail
+
+    rng = np.random.default_rng(43)
+    queries, targets = _related_dna(rng, 30, 400)
+    scoring = SCHEMES[0]
+    want = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="score",
+                          backend="cpu")
+    monkeypatch.setattr(gpualign.config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 20_000)
+    calls = []
+    scores = _parasail.scores
+    monkeypatch.setattr(_parasail, "scores", lambda *args: calls.append(len(args[2])) or
+                        scores(*args))
+    got = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="score",
+                         backend="cpu")
+    cells = np.array([len(q) * len(t) for q, t in zip(queries, targets, strict=True)])
+    assert calls == [int((cells < 20_000).sum())] and 0 < calls[0] < len(cells)
+    assert got.score.tolist() == want.score.tolist()

@@ -421,24 +421,33 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
     Notes
     -----
     Scores alone come from parasail's SIMD kernels when ``config.ALIGN_CPU_SCORES`` is
-    ``"parasail"`` and it can take the alphabet (identical scores), else from the DP of
-    :func:`align_batch`, which also gives the ends and paths. Paths whose traceback would
-    exceed ``config.ALIGN_LINEAR_MIN_CELLS`` bytes are found in linear space
-    (:mod:`._linear`, same scores and ends; a ValueError before any work when even their
-    linear work arrays do not fit in memory); scores and ends of pairs of
+    ``"parasail"`` and it can take the alphabet (identical scores; not for the long pairs
+    below), else from the DP of :func:`align_batch`, which also gives the ends and paths.
+    Paths whose traceback would exceed ``config.ALIGN_LINEAR_MIN_CELLS`` bytes are found in
+    linear space (:mod:`._linear`, same scores and ends; a ValueError before any work when
+    even their linear work arrays do not fit in memory); scores and ends of pairs of
     ``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS`` cells or more come from score passes that run a
     long pair on every core.
     """
-    if task == "score" and config.ALIGN_CPU_SCORES == "parasail" and \
-            _parasail.available(qset.alphabet.name):
-        score = _parasail.scores(qset, tset, q_index, t_index, table, gap_open, gap_extend,
-                                 mode)
-        if progress is not None:
-            progress.pairs_done(qset.lengths[q_index].astype(np.int64) * tset.lengths[t_index])
-        missing = np.full(len(score), -1, dtype=np.int64)
-        return score, missing, missing.copy(), missing.copy(), missing.copy(), None, None
     q_length, t_length = qset.lengths[q_index], tset.lengths[t_index]
     linear = _linear_pairs(q_length, t_length, task)
+    if task == "score" and config.ALIGN_CPU_SCORES == "parasail" and \
+            _parasail.available(qset.alphabet.name):
+        # parasail scores a pair on one core; the long ones go to the score passes, which
+        # run a pair on every core (and faster per core).
+        score = np.empty(len(q_index), dtype=np.int64)
+        short = np.flatnonzero(~linear)
+        score[short] = _parasail.scores(qset, tset, q_index[short], t_index[short], table,
+                                        gap_open, gap_extend, mode)
+        if progress is not None:
+            progress.pairs_done(q_length[short].astype(np.int64) * t_length[short])
+        if linear.any():
+            long = np.flatnonzero(linear)
+            _check_linear_memory(q_length, t_length, long)
+            score[long] = _linear_results(qset, tset, q_index[long], t_index[long], table,
+                                          gap_open, gap_extend, mode, task, progress)[0]
+        missing = np.full(len(score), -1, dtype=np.int64)
+        return score, missing, missing.copy(), missing.copy(), missing.copy(), None, None
     if linear.any():
         _check_linear_memory(q_length, t_length, np.flatnonzero(linear))
     if not linear.any():
