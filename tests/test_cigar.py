@@ -377,3 +377,12 @@ def test_write_runs_reports_runs_that_do_not_fit():
     assert write_runs(ops, 3, run_ops, run_lengths) == -1
     assert write_runs(ops, 2, run_ops, run_lengths) == 2
     assert run_ops.tolist() == [1, 0] and run_lengths.tolist() == [1, 1]
+
+
+def test_packed_replaced_counts_negative_positions_before_checking_twice():
+    # -1 and 2 name the same pair of three: replacing it twice is an error, as [2, 2] is.
+    packed = PackedCigars.from_strings(["1=", "2X", "3I"])
+    with pytest.raises(ValueError, match="replaced twice"):
+        packed.replaced([-1, 0, 2], PackedCigars.from_strings(["", "4D", "5="]))
+    assert packed.replaced([-1, 0], PackedCigars.from_strings(["7D", "4D"])).tolist() == \
+        ["4D", "2X", "7D"]

@@ -373,8 +373,9 @@ class PackedCigars(Sequence[str | None]):
         positions = np.asarray(positions, dtype=np.int64)
         if len(positions) != len(other):
             raise ValueError(f"{len(positions)} positions for {len(other)} replacing pairs")
+        positions = np.arange(len(self))[positions]  # checked, negatives counted
         order = np.argsort(positions, kind="stable")
-        positions = np.arange(len(self))[positions[order]]  # checked, negatives counted
+        positions = positions[order]
         if (np.diff(positions) == 0).any():
             raise ValueError("a pair replaced twice")
         if (np.diff(order) < 0).any():

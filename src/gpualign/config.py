@@ -77,8 +77,9 @@ GPU_BATCH_BYTES: int | None = None
 #: Pairs handled per CPU batch (bounds the temporary buffers of the CPU backend).
 CPU_BATCH_PAIRS = 1 << 16
 
-#: Largest traceback matrix (bytes of stored bit-vectors) for one pair with ``task="path"``;
-#: larger pairs get their CIGAR in linear space (see ``LONG_EDIT_MIN_CELLS``).
+#: Largest traceback matrix (bytes of stored bit-vectors, as the GPU stores them; the CPU's
+#: holds twice as many) for one pair with ``task="path"``; larger pairs get their CIGAR in
+#: linear space (see ``LONG_EDIT_MIN_CELLS``).
 PATH_MAX_BYTES_PER_PAIR = 2 << 30
 
 #: Edit-distance pairs of at least this many cells (query x target symbols) are long. On the GPU

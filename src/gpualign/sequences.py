@@ -613,9 +613,13 @@ class SequenceSet:
 
         self._device[cupy.cuda.Device().id] = (codes, offsets)
 
-    def release_device(self) -> None:
-        """Drop the device copies made by :meth:`to_device`, giving their GPU memory back."""
-        self._device.clear()
+    def release_device(self, device: int | None = None) -> None:
+        """Drop the device copies made by :meth:`to_device` (those of every device, or of
+        ``device`` only), giving their GPU memory back."""
+        if device is None:
+            self._device.clear()
+        else:
+            self._device.pop(device, None)
 
 
 def name_settler(source: str, duplicates: str | None = None,

@@ -276,8 +276,13 @@ def warp_fits(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
     low = low - (padded - m) * gap_open
     shifted = table.astype(np.int64) + gap_open
     table_ok = shifted.min() >= -32768 and shifted.max() <= 32767 and \
-        _warp_table_bytes(n_codes) <= _shared_per_block()
+        _warp_table_bytes(n_codes) + _WARP_STATIC_SHARED <= _shared_per_block()
     return (m > 0) & (n > 0) & (high < _WIDE_LIMIT) & (low > -_WIDE_LIMIT) & table_ok
+
+
+#: Bytes of ``warp_fill``'s static shared memory at most (128 lanes: the hand-off between
+#: warps and their best cells), which the opt-in limit must hold beside the table.
+_WARP_STATIC_SHARED = 128
 
 
 def _warp_table_bytes(n_codes: int) -> int:
@@ -286,8 +291,8 @@ def _warp_table_bytes(n_codes: int) -> int:
 
 
 def _shared_per_block() -> int:
-    """Shared memory a block of the current device may opt in to (``warp_fill``'s static
-    shared memory, a few words, leaves its table the rest)."""
+    """Shared memory a block of the current device may opt in to (``warp_fill``'s table
+    and its static shared memory, :data:`_WARP_STATIC_SHARED`, share it)."""
     import cupy
 
     return launch.device_limits(cupy.cuda.Device().id).shared_per_block_optin

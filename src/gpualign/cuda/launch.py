@@ -10,6 +10,7 @@ kernel, what it needs and what the device has.
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +61,8 @@ def _current_device() -> int:
 def side_streams(user: str, count: int) -> tuple:
     """``count`` CUDA streams of the current device on which the launches of ``user`` (a name:
     users of different names never share a stream) run side by side, the same ones on every
-    call (kept per device, user and count for the process): CuPy's memory pool
+    call of the calling thread (kept per device, user, count and thread, so that searches in
+    threads of one process do not wait for each other's launches): CuPy's memory pool
     keeps freed blocks per stream, so fresh streams on every call would find none to reuse and
     allocate anew. They synchronize with the legacy default stream, as ``cupy.cuda.Stream()``
     does; a caller orders its launches on them with events.
@@ -71,11 +73,11 @@ def side_streams(user: str, count: int) -> tuple:
     >>> first is side_streams("search", 4), first is side_streams("paths", 4)  # doctest: +SKIP
     (True, False)
     """
-    return _streams(_current_device(), user, max(1, int(count)))
+    return _streams(_current_device(), user, max(1, int(count)), threading.get_ident())
 
 
 @functools.cache
-def _streams(device: int, user: str, count: int) -> tuple:
+def _streams(device: int, user: str, count: int, thread: int) -> tuple:
     import cupy
 
     with cupy.cuda.Device(device):

@@ -87,7 +87,10 @@ def trivial_cigars(q_len: np.ndarray, start: np.ndarray, end: np.ndarray) -> Pac
 def traceback_bytes(q_len: Any, span: Any) -> Any:
     """Bytes of the delta vectors that a full traceback stores for a query of ``q_len`` against
     a target range of ``span`` (arrays of NumPy or CuPy): two 64-row words a row block, for
-    every column of the range and the one before it.
+    every column of the range and the one before it, as the GPU stores them. The CPU's
+    traceback keeps the horizontal deltas too (four words, twice these bytes), so that its walk
+    reads single bits; the rule stays the GPU's, the same on both backends, so that a pair
+    gets its CIGAR the same way on each.
 
     Examples
     --------

@@ -17,7 +17,9 @@ Nothing here imports Numba.
 
 from __future__ import annotations
 
+import collections
 import itertools
+import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 
@@ -133,6 +135,10 @@ _RESIDENT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: database that does not fit beside the kept ones makes the least recently searched go.
 _LAST_SEARCHED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _SEARCHES = itertools.count()
+#: Searches running now, by database (its sequences' id) and device: their databases stay.
+_SEARCHING: collections.Counter = collections.Counter()
+#: Guards the four above: searches run in several threads of one process (Dask workers).
+_KEPT_LOCK = threading.RLock()
 
 
 def _resident(subjects: SequenceSet, order: np.ndarray) -> _Resident:
@@ -140,30 +146,41 @@ def _resident(subjects: SequenceSet, order: np.ndarray) -> _Resident:
     searches."""
     import cupy
 
-    by_device = _RESIDENT.setdefault(subjects, {})
-    device = cupy.cuda.Device().id
-    if device not in by_device:
-        columns = _border_columns(subjects.lengths)
-        by_device[device] = _Resident(len(subjects), columns, *subjects.to_device(),
-                                      cupy.asarray(order), cupy.asarray(_border_base(columns)))
-    return by_device[device]
+    with _KEPT_LOCK:
+        by_device = _RESIDENT.setdefault(subjects, {})
+        device = cupy.cuda.Device().id
+        if device not in by_device:
+            columns = _border_columns(subjects.lengths)
+            by_device[device] = _Resident(len(subjects), columns, *subjects.to_device(),
+                                          cupy.asarray(order),
+                                          cupy.asarray(_border_base(columns)))
+        return by_device[device]
+
+
+def _drop_kept(sequences: SequenceSet, device: int) -> None:
+    """Forget the database ``sequences`` kept on ``device`` and its copy there (if kept)."""
+    with _KEPT_LOCK:
+        if _RESIDENT.get(sequences, {}).pop(device, None) is not None:
+            sequences.release_device(device)
 
 
 def _release_kept(needs: int, keep: SequenceSet) -> bool:
-    """Drop the databases that earlier searches left on the current device (not ``keep``),
-    the least recently searched first, until ``needs`` bytes fit beside the others; whether
-    they do. A program that searches many databases (``align_one_to_many`` over the batches of
-    a large set) keeps on the device only those that fit."""
+    """Drop the databases that earlier searches left on the current device (not ``keep``, nor
+    one that another thread is searching), the least recently searched first, until ``needs``
+    bytes fit beside the others; whether they do. A program that searches many databases
+    (``align_one_to_many`` over the batches of a large set) keeps on the device only those
+    that fit."""
     import cupy
 
     device = cupy.cuda.Device().id
-    kept = [sequences for sequences, by_device in list(_RESIDENT.items())
-            if device in by_device and sequences is not keep]
-    for sequences in sorted(kept, key=lambda s: _LAST_SEARCHED.get(s, -1)):
-        del _RESIDENT[sequences][device]
-        sequences.release_device()
-        if fits_resident(needs):
-            return True
+    with _KEPT_LOCK:
+        kept = [sequences for sequences, by_device in list(_RESIDENT.items())
+                if device in by_device and sequences is not keep
+                and not _SEARCHING[id(sequences), device]]
+        for sequences in sorted(kept, key=lambda s: _LAST_SEARCHED.get(s, -1)):
+            _drop_kept(sequences, device)
+            if fits_resident(needs):
+                return True
     return False
 
 
@@ -180,20 +197,30 @@ def _partitions(subjects: SequenceSet, order: np.ndarray, passes: np.ndarray,
     the bytes its query chunks may use: the whole database, kept on the device, where it fits
     with the working memory of one query (:func:`_query_passes`) against it; else the
     partitions of :func:`partition_plan`, streamed (:func:`_streamed`)."""
+    import cupy
+
     several = bool((passes > 1).any())
     largest = int(profile.max())
     layout, work = _whole_bytes(subjects, several)
-    _LAST_SEARCHED[subjects] = next(_SEARCHES)
-    needs = work + largest + (0 if _is_kept(subjects) else layout + _LAYOUT_EXTRA)
-    if fits_resident(needs) or _release_kept(needs, keep=subjects):
-        resident = _resident(subjects, order)
-        yield 0, subjects, resident, batch_budget()
+    device = cupy.cuda.Device().id
+    with _KEPT_LOCK:
+        _LAST_SEARCHED[subjects] = next(_SEARCHES)
+        needs = work + largest + (0 if _is_kept(subjects) else layout + _LAYOUT_EXTRA)
+        resident = _resident(subjects, order) \
+            if fits_resident(needs) or _release_kept(needs, keep=subjects) else None
+        if resident is not None:
+            _SEARCHING[id(subjects), device] += 1
+        elif not _SEARCHING[id(subjects), device]:
+            _drop_kept(subjects, device)  # kept by an earlier search, no longer fits
+    if resident is not None:
+        try:
+            yield 0, subjects, resident, batch_budget()
+        finally:
+            with _KEPT_LOCK:
+                _SEARCHING[id(subjects), device] -= 1
+                if not _SEARCHING[id(subjects), device]:
+                    del _SEARCHING[id(subjects), device]
         return
-    if _is_kept(subjects):  # kept by an earlier search, no longer fits beside the work
-        import cupy
-
-        del _RESIDENT[subjects][cupy.cuda.Device().id]
-        subjects.release_device()
     budget = batch_budget()
     yield from _streamed(subjects, order, partition_plan(subjects.lengths, budget, several,
                                                          largest), budget)
