@@ -314,3 +314,23 @@ def test_cli_map_cuda_on_a_scheduler_from_a_client_without_a_gpu(client, tmp_pat
     assert main([*common, "--backend", "cuda", "--workers", "1"]) == 2
     assert "backend 'cuda' requested but unavailable: no GPU in this test" in \
         capfd.readouterr().err
+
+
+def test_a_task_in_the_clients_own_process_leaves_its_settings_alone(monkeypatch):
+    # A worker thread of the client's process shares its settings: a task there (one of an
+    # earlier run still going, whose settings differ) must neither apply them nor restore older
+    # ones afterwards. A worker process of its own applies them for the task, then restores.
+    import os
+
+    monkeypatch.setattr(config, "MAP_BATCH_READS", 4)
+    seen = []
+
+    def fake_map_batch(*args, **kwargs):
+        seen.append(config.MAP_BATCH_READS)
+
+    earlier_run = {"MAP_BATCH_READS": 99}
+    distributed._map_on_worker(None, fake_map_batch, None, None, 0, None, "cpu", {},
+                               earlier_run, os.getpid())
+    distributed._map_on_worker(None, fake_map_batch, None, None, 0, None, "cpu", {},
+                               earlier_run, -1)  # as if from another process
+    assert seen == [4, 99] and config.MAP_BATCH_READS == 4

@@ -14,12 +14,14 @@ of the next one handed on are bounded (a few per thread of the cluster), so memo
 batches whatever the input's size. Pairs whose insert sizes are to be estimated wait for the
 first batch's estimate, which every batch uses, as on one machine; the results are then those
 of a mapping here. Each task carries the ``MAP_*`` settings of :mod:`gpualign.config` that
-this process has (an ``override`` in force included), and its worker maps with them.
+this process has (an ``override`` in force included), and its worker maps with them; a
+worker in this very process (a cluster of threads) shares them and leaves them alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -102,6 +104,7 @@ def cluster_mappings(client: Any, map_batch: Callable[..., Any], index: Any,
     read_all = False
     settings = {name: getattr(config, name) for name in config.defaults()
                 if name.startswith("MAP_")}
+    client_process = os.getpid()
 
     def items() -> Iterator[tuple[int]]:
         nonlocal submitted, read_all
@@ -114,7 +117,7 @@ def cluster_mappings(client: Any, map_batch: Callable[..., Any], index: Any,
     def arguments(item: tuple[int]) -> tuple:
         reads, mates, _ = held[item[0]]
         return (map_batch, reads.sequences, None if mates is None else mates.sequences,
-                reads.start, insert, backend, options, settings)
+                reads.start, insert, backend, options, settings, client_process)
 
     def ready() -> bool:
         if submitted == 0:
@@ -142,9 +145,14 @@ def cluster_mappings(client: Any, map_batch: Callable[..., Any], index: Any,
 
 def _map_on_worker(index: Any, map_batch: Callable[..., Any], reads: Any, mates: Any,
                    start: int, insert: tuple[int, int] | None, backend: str,
-                   options: dict[str, Any], settings: dict[str, Any]) -> Any:
-    """A task: one batch mapped by the worker's backend, with its client's ``settings``."""
-    with _client_settings(settings):
+                   options: dict[str, Any], settings: dict[str, Any],
+                   client_process: int) -> Any:
+    """A task: one batch mapped by the worker's backend, with its client's ``settings``; in
+    the client's own process (``client_process``) with the settings in force there, which
+    are the client's: a task of an earlier run, still going, would otherwise apply that run's
+    settings and then restore older ones under the client."""
+    same_process = os.getpid() == client_process
+    with contextlib.nullcontext() if same_process else _client_settings(settings):
         return map_batch(index, reads, mates, start, insert, backend=resolve_backend(backend),
                          **options)
 
