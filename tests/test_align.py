@@ -390,6 +390,21 @@ def test_cuda_strips_widths_and_chunks_equal_the_cpu(monkeypatch, strip_rows):
                 assert got.target_end.tolist() == want.target_end.tolist(), where
 
 
+def _check_cuda_paths(cases) -> None:
+    """Paths, starts, ends and identities of every mode equal the CPU backend's on CUDA."""
+    for queries, targets, scoring, alphabet in cases:
+        for mode in ALIGN_MODES:
+            want = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="path",
+                                  alphabet=alphabet, backend="cpu")
+            got = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="path",
+                                 alphabet=alphabet, backend="cuda")
+            where = (mode, alphabet, scoring.describe())
+            for name in ("score", "query_start", "query_end", "target_start", "target_end",
+                         "identity"):
+                assert getattr(got, name).tolist() == getattr(want, name).tolist(), (name, where)
+            assert got.cigar == want.cigar, where
+
+
 @pytest.mark.cuda
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
 @pytest.mark.parametrize("heights,streams", [((8,), 1), ((8, 16, 24, 32), 3)])
@@ -406,17 +421,7 @@ def test_cuda_paths_bands_heights_and_launches_equal_the_cpu(monkeypatch, height
     proteins, others = cases[-1][:2]
     cases.append((proteins[:4], others[:4],
                   Scoring(match=3, mismatch=-2, gap_open=4, gap_extend=1), "bytes"))
-    for queries, targets, scoring, alphabet in cases:
-        for mode in ALIGN_MODES:
-            want = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="path",
-                                  alphabet=alphabet, backend="cpu")
-            got = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="path",
-                                 alphabet=alphabet, backend="cuda")
-            where = (mode, alphabet, scoring.describe())
-            for name in ("score", "query_start", "query_end", "target_start", "target_end",
-                         "identity"):
-                assert getattr(got, name).tolist() == getattr(want, name).tolist(), (name, where)
-            assert got.cigar == want.cigar, where
+    _check_cuda_paths(cases)
 
 
 @pytest.mark.cuda
@@ -439,17 +444,7 @@ def test_cuda_paths_filled_by_a_block_equal_the_cpu(monkeypatch, heights):
     rng = np.random.default_rng(27)
     a, b = (random_text(rng, 700, "ACGT") for _ in range(2))
     cases.append(([a + b, a], [b + a, a + a], SCHEMES[0], "dna"))
-    for queries, targets, scoring, alphabet in cases:
-        for mode in ALIGN_MODES:
-            want = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="path",
-                                  alphabet=alphabet, backend="cpu")
-            got = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="path",
-                                 alphabet=alphabet, backend="cuda")
-            where = (mode, alphabet, scoring.describe())
-            for name in ("score", "query_start", "query_end", "target_start", "target_end",
-                         "identity"):
-                assert getattr(got, name).tolist() == getattr(want, name).tolist(), (name, where)
-            assert got.cigar == want.cigar, where
+    _check_cuda_paths(cases)
 
 
 def test_trace_lanes_give_a_block_only_to_the_long_tail(monkeypatch):

@@ -393,4 +393,7 @@ def test_indexing_loads_no_numba():
 
 
 def test_docstring_examples():
-    assert doctest.testmod(map_index, raise_on_error=True).attempted > 0
+    from gpualign.map import _kmer_hash
+
+    for module in (map_index, _kmer_hash):
+        assert doctest.testmod(module, raise_on_error=True).attempted > 0

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ._kmer_hash import hash64
+
 #: The hash of no k-mer (a real hash has at most 2 * MAX_K bits): as in :mod:`.index`.
 _NONE = np.uint64(np.iinfo(np.uint64).max)
 #: Reads a task of :func:`read_candidates` takes: enough that its scratch arrays are reused
@@ -20,16 +22,8 @@ _READS_PER_TASK = 256
 _FEW_HITS = 48
 
 
-@njit(cache=True, nogil=True)
-def _hash64(key: np.uint64, mask: np.uint64) -> np.uint64:
-    """minimap2's ``hash64`` of one 2k-bit code (:func:`gpualign.map.index._hash64`)."""
-    key = (~key + (key << np.uint64(21))) & mask
-    key = key ^ (key >> np.uint64(24))
-    key = (key + (key << np.uint64(3)) + (key << np.uint64(8))) & mask
-    key = key ^ (key >> np.uint64(14))
-    key = (key + (key << np.uint64(2)) + (key << np.uint64(4))) & mask
-    key = key ^ (key >> np.uint64(28))
-    return (key + (key << np.uint64(31))) & mask
+#: minimap2's ``hash64`` of one 2k-bit code: the index's own function, compiled.
+_hash64 = njit(cache=True, nogil=True)(hash64)
 
 
 @njit(cache=True, nogil=True)
@@ -164,6 +158,18 @@ def read_candidates(codes, offsets, margins, k, w, keys, key_starts, positions, 
     return found, out_reverse, out_contig, out_start, out_end, out_votes
 
 
+
+@njit(cache=True, nogil=True)
+def _hit_scratch(capacity):
+    """A task's scratch arrays for a read's hits and their clusters (``capacity`` each): the
+    hits' keys and seeds; the clusters' first and last diagonals, contig-and-strand group,
+    votes (seeds) and whether chosen already."""
+    return (np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64),
+            np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64),
+            np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int32),
+            np.empty(capacity, dtype=np.bool_))
+
+
 @njit(cache=True, nogil=True)
 def _task_candidates(first_read, end_read, codes, offsets, margins, k, w, keys, key_starts,
                      positions, entry_reverse, buckets, shift, reference_offsets,
@@ -191,13 +197,7 @@ def _task_candidates(first_read, end_read, codes, offsets, margins, k, w, keys, 
     seed_count = np.empty(longest_read, dtype=np.int64)
     last_cluster = np.empty(longest_read, dtype=np.int64)
     capacity = 64
-    hit_key = np.empty(capacity, dtype=np.int64)
-    hit_seed = np.empty(capacity, dtype=np.int64)
-    opened = np.empty(capacity, dtype=np.int64)
-    closed = np.empty(capacity, dtype=np.int64)
-    group = np.empty(capacity, dtype=np.int64)
-    votes = np.empty(capacity, dtype=np.int32)
-    taken = np.empty(capacity, dtype=np.bool_)
+    hit_key, hit_seed, opened, closed, group, votes, taken = _hit_scratch(capacity)
     for read in range(first_read, end_read):
         lo, length, margin = offsets[read], offsets[read + 1] - offsets[read], margins[read]
         kmers = _kmer_hashes(codes, lo, length, k, hashes, reverse)
@@ -215,13 +215,7 @@ def _task_candidates(first_read, end_read, codes, offsets, margins, k, w, keys, 
             hits += seed_count[seed]
         if hits > capacity:
             capacity = max(hits, 2 * capacity)
-            hit_key = np.empty(capacity, dtype=np.int64)
-            hit_seed = np.empty(capacity, dtype=np.int64)
-            opened = np.empty(capacity, dtype=np.int64)
-            closed = np.empty(capacity, dtype=np.int64)
-            group = np.empty(capacity, dtype=np.int64)
-            votes = np.empty(capacity, dtype=np.int32)
-            taken = np.empty(capacity, dtype=np.bool_)
+            hit_key, hit_seed, opened, closed, group, votes, taken = _hit_scratch(capacity)
         hit = 0
         for seed in range(seeds):
             at = seed_at[seed]

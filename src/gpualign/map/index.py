@@ -41,6 +41,7 @@ from .._checks import integer
 from ..backend import resolve_backend
 from ..mems.index import nucleotides
 from ..sequences import SequenceSet, as_sequence_set
+from ._kmer_hash import hash64
 
 __all__ = ["Candidates", "MapIndex", "as_map_index", "is_map_index_file", "minimizers"]
 
@@ -58,17 +59,6 @@ _FIRST_MEMBER_OFFSET = 30
 _IDENTITY = b"gpualign map index"
 #: The hash of no k-mer (a real hash has at most 2 * MAX_K bits).
 _NONE = np.uint64(np.iinfo(np.uint64).max)
-
-
-def _hash64(key: np.ndarray, mask: np.uint64) -> np.ndarray:
-    """minimap2's ``hash64``: an invertible mix of the 2k-bit codes ``key`` (uint64)."""
-    key = (~key + (key << np.uint64(21))) & mask
-    key = key ^ (key >> np.uint64(24))
-    key = (key + (key << np.uint64(3)) + (key << np.uint64(8))) & mask
-    key = key ^ (key >> np.uint64(14))
-    key = (key + (key << np.uint64(2)) + (key << np.uint64(4))) & mask
-    key = key ^ (key >> np.uint64(28))
-    return (key + (key << np.uint64(31))) & mask
 
 
 def _kmer_codes(bases: np.ndarray, k: int) -> np.ndarray:
@@ -151,7 +141,7 @@ def minimizers(codes: np.ndarray, offsets: np.ndarray, k: int,
     forward = _kmer_codes((codes & 3).astype(np.uint64), k)
     backward = _reverse_complement(forward, k)
     reverse = backward < forward
-    hashes = _hash64(np.minimum(forward, backward), np.uint64((1 << (2 * k)) - 1))
+    hashes = hash64(np.minimum(forward, backward), np.uint64((1 << (2 * k)) - 1))
     del forward, backward
 
     ns = np.zeros(len(codes) + 1, dtype=np.int64)
