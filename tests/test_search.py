@@ -52,16 +52,18 @@ def small_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # --------------------------------------------------------------------------- helpers
 
-def _parasail_scores(queries: SequenceSet, subjects: SequenceSet, scoring: Scoring) -> np.ndarray:
-    """parasail's 32-bit striped Smith-Waterman score of every query with every subject."""
+def _parasail_scores(queries: SequenceSet, subjects: SequenceSet, scoring: Scoring,
+                     function=parasail.sw_striped_32) -> np.ndarray:
+    """parasail's Smith-Waterman score (``function``: 32-bit striped by default) of every
+    query with every subject."""
     table, _ = scoring.table(queries.alphabet)
     matrix = _parasail.matrix(queries.alphabet.symbols, table)
     out = np.zeros((len(queries), len(subjects)), dtype=np.int64)
     for q in range(len(queries)):
         for s in range(len(subjects)):
             if queries.lengths[q] and subjects.lengths[s]:
-                out[q, s] = parasail.sw_striped_32(queries[q], subjects[s], scoring.gap_open,
-                                                   scoring.gap_extend, matrix).score
+                out[q, s] = function(queries[q], subjects[s], scoring.gap_open,
+                                     scoring.gap_extend, matrix).score
     return out
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import parasail
 import pytest
 from naive import align_naive
+from test_search import _parasail_scores
 
 from gpualign import Scoring, SequenceSet, config
 from gpualign.align import _parasail
@@ -41,15 +42,7 @@ def _random(rng: np.random.Generator, length: int, letters: str) -> str:
 
 def _reference(queries: SequenceSet, subjects: SequenceSet, scoring: Scoring) -> np.ndarray:
     """parasail's unvectorized Smith-Waterman (no lanes to saturate) of every pair."""
-    table, _ = scoring.table(queries.alphabet)
-    matrix = _parasail.matrix(queries.alphabet.symbols, table)
-    out = np.zeros((len(queries), len(subjects)), dtype=np.int64)
-    for q in range(len(queries)):
-        for s in range(len(subjects)):
-            if queries.lengths[q] and subjects.lengths[s]:
-                out[q, s] = parasail.sw(queries[q], subjects[s], scoring.gap_open,
-                                        scoring.gap_extend, matrix).score
-    return out
+    return _parasail_scores(queries, subjects, scoring, parasail.sw)
 
 
 @functools.cache

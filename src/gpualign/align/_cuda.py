@@ -224,8 +224,8 @@ def _lane_heights(name: str) -> np.ndarray:
     ``ALIGN_TRACE_BLOCK_LANE_ROWS``), checked and sorted."""
     setting = getattr(config, name)
     heights = np.sort(np.asarray(setting, dtype=np.int64))
-    if len(heights) == 0 or not np.isin(heights % 8, (0, 2, 4)).all() or heights[0] < 2 or \
-            ((heights % 8 != 0) & (heights > 4)).any():
+    allowed = np.isin(heights, (2, 4)) | ((heights % 8 == 0) & (heights > 0))
+    if len(heights) == 0 or not allowed.all():
         raise ValueError(f"{name}={setting}: 2, 4 or positive multiples of 8")
     return heights
 

@@ -12,3 +12,11 @@ typedef unsigned long long u64;
 constexpr int DNA_CODES = 5;
 // A full warp for the *_sync intrinsics.
 constexpr u32 FULL_WARP = 0xffffffffu;
+
+// Whether cell (score, i, j) comes before cell (other_score, other_i, other_j) in the CPU
+// backend's order of best cells: larger score, then smaller column, then smaller row.
+__device__ __forceinline__ bool better_cell(int score, int i, int j, int other_score,
+                                            int other_i, int other_j) {
+    return score > other_score ||
+           (score == other_score && (j < other_j || (j == other_j && i < other_i)));
+}

@@ -113,13 +113,6 @@ __device__ __forceinline__ int query_code(const Problem& p, int i, int n_codes,
     return DNA ? (code < match_codes ? code : -1) : code * n_codes;
 }
 
-// The better of two cells in the CPU backend's order: larger score, smaller column, smaller row.
-__device__ __forceinline__ bool better(int score, int i, int j, int other_score, int other_i,
-                                       int other_j) {
-    return score > other_score ||
-           (score == other_score && (j < other_j || (j == other_j && i < other_i)));
-}
-
 // The best cell of the block into thread 0's (score, i, j); `shared` holds 3 ints per warp.
 template <int THREADS>
 __device__ void block_best(int& score, int& i, int& j, int* shared) {
@@ -127,7 +120,7 @@ __device__ void block_best(int& score, int& i, int& j, int* shared) {
         const int s2 = __shfl_down_sync(FULL_WARP, score, d);
         const int i2 = __shfl_down_sync(FULL_WARP, i, d);
         const int j2 = __shfl_down_sync(FULL_WARP, j, d);
-        if (better(s2, i2, j2, score, i, j)) {
+        if (better_cell(s2, i2, j2, score, i, j)) {
             score = s2;
             i = i2;
             j = j2;
@@ -143,7 +136,7 @@ __device__ void block_best(int& score, int& i, int& j, int* shared) {
         __syncthreads();
         if (threadIdx.x == 0) {
             for (int w = 1; w < THREADS / 32; ++w) {
-                if (better(shared[3 * w], shared[3 * w + 1], shared[3 * w + 2], score, i, j)) {
+                if (better_cell(shared[3 * w], shared[3 * w + 1], shared[3 * w + 2], score, i, j)) {
                     score = shared[3 * w];
                     i = shared[3 * w + 1];
                     j = shared[3 * w + 2];
@@ -397,7 +390,8 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
         block_best<THREADS>(best, best_i, best_j, reduce);
         if (t == 0) {
             int* kept = best_cells + 3 * slot;
-            if (better(best, best_i, best_j, __ldcg(kept), __ldcg(kept + 1), __ldcg(kept + 2))) {
+            if (better_cell(best, best_i, best_j, __ldcg(kept), __ldcg(kept + 1),
+                            __ldcg(kept + 2))) {
                 kept[0] = best;
                 kept[1] = best_i;
                 kept[2] = best_j;

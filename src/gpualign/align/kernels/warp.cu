@@ -9,9 +9,9 @@
 // column s - L + 1, fed by the last row that lane L - 1 computed one step earlier (a shuffle,
 // or across warps of a block through shared memory and a barrier a step), so a band takes
 // n + LANES - 1 steps. The last lane hands the band's last row (t and F) to the next band
-// through memory (two alternating rows per pair). Values are int32; the host sends only pairs whose DP values provably fit. H is
-// kept as t = H - gap_open (what opening a gap from it scores) and the substitution table holds
-// s + gap_open, which saves an instruction per cell.
+// through memory (two alternating rows per pair). Values are int32; the host sends only pairs
+// whose DP values provably fit. H is kept as t = H - gap_open (what opening a gap from it
+// scores) and the substitution table holds s + gap_open, which saves an instruction per cell.
 //
 // Rows past the pair's last row (the last band's padding) read a substitution row of -16384:
 // their values never exceed those they come from, so they neither win a local maximum nor
@@ -66,13 +66,6 @@ __device__ __forceinline__ i64 trace_word(int rows, int lanes, int steps, int ro
     const i64 nibble = (((i64)band * steps + column + lane) * lanes + lane) * rows + r;
     *shift = 4 * (int)(nibble & 7);
     return nibble >> 3;
-}
-
-// Whether the best cell (score, i, j) of another lane wins over the lane's own: a higher
-// score, or the same in an earlier column, then an earlier row (the CPU backend's rule).
-__device__ __forceinline__ bool better_cell(int score, int i, int j, int own, int own_i,
-                                            int own_j) {
-    return score > own || (score == own && (j < own_j || (j == own_j && i < own_i)));
 }
 
 template <int ROWS, int MODE, bool TRACE, bool FIND_END, int LANES>
@@ -335,7 +328,8 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
             break;
         }
         int shift;
-        const u32 code = (nibbles[trace_word(rows, lanes, steps, i - 1, j - 1, &shift)] >> shift) & 15u;
+        const i64 word = trace_word(rows, lanes, steps, i - 1, j - 1, &shift);
+        const u32 code = (nibbles[word] >> shift) & 15u;
         if (state == 0) {
             const u32 source = code & 3u;
             if (source == STOP) break;
