@@ -22,7 +22,7 @@ from strategies import mutated
 import gpualign
 from gpualign import Scoring, SequenceSet
 from gpualign.align import api as align_api
-from gpualign.cigar import count_ops
+from gpualign.cigar import PackedCigars, count_ops
 from gpualign.sequences import get_alphabet
 
 DATA = Path(__file__).parent / "data"
@@ -127,6 +127,27 @@ def test_worked_example(backend):
     assert r.query_start.tolist() == [0, 0] and r.query_end.tolist() == [8, 4]
     assert r.target_end.tolist() == [9, 4] and r.identity[0] == pytest.approx(7 / 9)
     check_result(r, ["ACGTACGT", "ACGT"], ["ACGAACGTT", "TTTT"], scoring, "global")
+
+
+@pytest.mark.parametrize("linear", [False, True])
+@pytest.mark.parametrize("mode", ALIGN_MODES)
+def test_packed_paths_equal_the_texts(backend, mode, linear, monkeypatch):
+    # packed=True gives the same CIGARs as arrays of runs: short pairs, an empty alignment
+    # (local, nothing scores) and empty sequences; `linear` routes every pair through the
+    # linear-space paths of both backends.
+    if linear:
+        monkeypatch.setattr(gpualign.config, "ALIGN_LINEAR_MIN_CELLS", 0)
+        monkeypatch.setattr(gpualign.config, "LONG_ALIGN_MIN_CELLS", 1)
+    rng = np.random.default_rng(31)
+    queries = [random_text(rng, int(k)) for k in rng.integers(20, 300, 12)] + ["AAAA", ""]
+    targets = [relative(rng, q) for q in queries[:12]] + ["CCCC", "ACGT"]
+    texts = gpualign.align(queries, targets, mode=mode, task="path", backend=backend)
+    packed = gpualign.align(queries, targets, mode=mode, task="path", backend=backend,
+                            packed=True)
+    assert isinstance(packed.cigar, PackedCigars) and isinstance(texts.cigar, list)
+    assert packed.cigar == texts.cigar and len(packed.cigar) == len(queries)
+    assert packed.score.tolist() == texts.score.tolist()
+    assert packed.identity.tolist() == texts.identity.tolist()
 
 
 @pytest.mark.parametrize("mode", ALIGN_MODES)
@@ -403,6 +424,9 @@ def _check_cuda_paths(cases) -> None:
                          "identity"):
                 assert getattr(got, name).tolist() == getattr(want, name).tolist(), (name, where)
             assert got.cigar == want.cigar, where
+            packed = gpualign.align(queries, targets, mode=mode, scoring=scoring, task="path",
+                                    alphabet=alphabet, backend="cuda", packed=True)
+            assert isinstance(packed.cigar, PackedCigars) and packed.cigar == want.cigar, where
 
 
 @pytest.mark.cuda

@@ -387,7 +387,7 @@ def _linear_pairs(q_length: np.ndarray, t_length: np.ndarray, task: str) -> np.n
 
 def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: np.ndarray,
                 table: np.ndarray, gap_open: int, gap_extend: int, mode: int, task: str,
-                progress: Progress | None = None,
+                progress: Progress | None = None, packed: bool = False,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                            list[str | None] | None, np.ndarray | None]:
     """Align index pairs on the CPU: the contract of every alignment backend.
@@ -408,12 +408,16 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
     progress : Progress, optional
         Moved by the pairs' cells as they are done: the batch's pairs when it ends, the long
         pairs' passes as they end (:mod:`._linear`).
+    packed : bool
+        ``task="path"``: return the CIGARs as a :class:`~gpualign.cigar.PackedCigars`, which
+        a backend should build without a string per pair (``align`` turns a list of strings
+        into one where a backend still returns strings).
 
     Returns
     -------
     score, query_start, query_end, target_start, target_end : np.ndarray of int64
         -1 where ``task`` reports no such value (ends: "end" and "path"; starts: "path").
-    cigar : list of str or None
+    cigar : list of str, PackedCigars, or None
         The CIGAR strings (``task="path"``).
     identity : np.ndarray of float64 or None
         Matches / alignment columns (``task="path"``).

@@ -97,7 +97,7 @@ def value_bounds(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
 
 def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: np.ndarray,
                 table: np.ndarray, gap_open: int, gap_extend: int, mode: int, task: str,
-                progress: Progress | None = None,
+                progress: Progress | None = None, packed: bool = False,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                            list[str | None] | None, np.ndarray | None]:
     """Align index pairs on the current CUDA device, with the results and the contract of the

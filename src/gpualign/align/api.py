@@ -14,6 +14,7 @@ from .._checks import integer
 from .._progress import Progress, ProgressArg
 from .._tables import alignment_table
 from ..backend import resolve_backend
+from ..cigar import PackedCigars
 from ..codes import ALIGN_LOCAL, ALIGN_MODE_NAMES, ALIGN_TASKS, align_mode, check_task
 from ..pairs import pair_indices, pair_sets
 from ..scoring import Scoring
@@ -38,10 +39,12 @@ class AlignResult:
         end, then the smaller query end.
     query_start, target_start : np.ndarray of int64
         Where it starts (``task="path"``; -1 otherwise).
-    cigar : list of str or None
+    cigar : list of str, PackedCigars, or None
         Extended CIGAR (``=``, ``X``, ``I`` consumes the query, ``D`` the target) of
         ``query[query_start:query_end]`` against ``target[target_start:target_end]``
-        (``task="path"``; empty for an empty alignment).
+        (``task="path"``; empty for an empty alignment): strings, or arrays of runs
+        (:class:`gpualign.cigar.PackedCigars`, a sequence of the same strings) with
+        ``packed=True``.
     identity : np.ndarray of float64 or None
         ``=`` columns / alignment columns (``task="path"``; 0 for an empty alignment).
     """
@@ -51,7 +54,7 @@ class AlignResult:
     query_end: np.ndarray
     target_start: np.ndarray
     target_end: np.ndarray
-    cigar: list[str] | None
+    cigar: list[str] | PackedCigars | None
     identity: np.ndarray | None
     mode: str
     task: str
@@ -121,7 +124,7 @@ def _scoring(scoring: Scoring | None) -> Scoring:
 def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring | None = None,
           task: str = "score", alphabet: str | Alphabet = "auto", invalid: str = "error",
           backend: str = "auto", pairs: tuple[Any, Any] | None = None,
-          progress: ProgressArg = False) -> AlignResult:
+          progress: ProgressArg = False, packed: bool = False) -> AlignResult:
     """Align ``queries[i]`` with ``targets[i]`` for every ``i`` (or the index ``pairs``).
 
     Parameters
@@ -151,6 +154,11 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
         is called as ``progress(done, total)`` instead. It moves as batches of pairs finish
         and, for a long pair, as its score passes end and level by level of its path in
         linear space.
+    packed : bool
+        ``task="path"``: the CIGARs as arrays of runs (:class:`gpualign.cigar.PackedCigars`)
+        instead of a list of strings, for many pairs whose CIGARs are processed as numbers
+        (no string is made per pair; :func:`gpualign.cigar.op_counts` and
+        :func:`gpualign.cigar.cigar_runs` read the arrays).
 
     Returns
     -------
@@ -175,17 +183,20 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
     scoring.check_covered(tset, "targets")
     cells = qset.lengths[q_index].astype(np.int64) * tset.lengths[t_index]
     with Progress(int(cells.sum()), progress, "align", "cell") as counter:
-        return _aligned(engine, qset, tset, q_index, t_index, scoring, mode_code, task, counter)
+        return _aligned(engine, qset, tset, q_index, t_index, scoring, mode_code, task, counter,
+                        packed=bool(packed))
 
 
 def _aligned(engine, qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
              t_index: np.ndarray, scoring: Scoring, mode_code: int, task: str,
-             counter: Progress) -> AlignResult:
+             counter: Progress | None, packed: bool = False) -> AlignResult:
     """:func:`align` of checked, encoded pairs on the backend module ``engine``."""
     table, _ = scoring.table(qset.alphabet)
     score, q_start, q_end, t_start, t_end, cigar, identity = engine.align_pairs(
         qset, tset, q_index, t_index, table, scoring.gap_open, scoring.gap_extend, mode_code,
-        task, counter)
+        task, counter, packed=packed)
+    if packed and cigar is not None and not isinstance(cigar, PackedCigars):
+        cigar = PackedCigars.from_strings(cigar)
     return AlignResult(score, q_start, q_end, t_start, t_end, cigar, identity,
                        ALIGN_MODE_NAMES[mode_code], task, scoring, q_index, t_index,
                        alphabet=qset.alphabet.name)
