@@ -542,17 +542,27 @@ def test_cuda_backend_imports_no_numba():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_cuda_cigar_texts_split_once():
-    # The GPU packs a launch's CIGARs, each followed by a newline; the host decodes them with
-    # one split, keeping the empty CIGARs of empty alignments.
+@pytest.mark.parametrize("packed", [False, True])
+def test_cuda_batch_cigars_are_decoded_at_once(packed):
+    # The GPU gathers a batch's CIGARs: texts each followed by a newline, decoded with one
+    # split (keeping the empty CIGARs of empty alignments), or runs (a word each: the length
+    # above two bits of operation) cut by the pairs' counts.
     from gpualign.align import _cuda
 
-    cigar = ["?"] * 4
     results = _cuda._TraceResults(None, *(np.zeros(4, dtype=np.int64) for _ in range(4)),
-                                  np.zeros(4), cigar, streams=[])
+                                  np.zeros(4), packed)
     values = np.ones((len(_cuda._TRACE_OUTPUTS), 3), dtype=np.int32)
-    results.store(np.array([3, 0, 1]), values, np.frombuffer(b"3=\n\n12X1D\n", dtype=np.uint8))
-    assert cigar == ["", "12X1D", "?", "3="]
+    if packed:
+        values[_cuda._WRITTEN] = [1, 0, 2]
+        gathered = np.array([3 << 2 | 0, 12 << 2 | 1, 1 << 2 | 3], dtype=np.uint32)
+    else:
+        gathered = np.frombuffer(b"3=\n\n12X1D\n", dtype=np.uint8)
+    results.store(np.array([3, 0, 1]), values, gathered)
+    (where, cigars), = results.pieces
+    assert where.tolist() == [3, 0, 1] and list(cigars) == ["3=", "", "12X1D"]
+    assert isinstance(cigars, PackedCigars) == packed
+    assert _cuda._placed([(where, cigars), (np.array([2]), cigars[:1])], 4, packed) == \
+        ["", "12X1D", "3=", "3="]
 
 
 # --- inputs, tasks, errors ------------------------------------------------------------------------

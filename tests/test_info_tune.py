@@ -219,7 +219,7 @@ def test_occupancy_equals_the_driver_for_real_kernels():
         pytest.skip("this CuPy has no cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor")
     device = device_resources(cupy.cuda.Device().id)
     for path, name in (("edit/kernels/path.cu", "trace_paths"),
-                       ("align/kernels/warp.cu", "gather_text"),
+                       ("align/kernels/warp.cu", "gather_paths<false>"),
                        ("lcs/kernels/lcs.cu", "lcs_tiles<2, true>"),
                        ("mems/kernels/mems.cu", "mems_at<false>")):
         entry = kernel_report(path, name)

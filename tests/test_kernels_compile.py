@@ -28,8 +28,10 @@ KERNELS = {
         align_cuda._kernel_name(False, 3, True, 1, False, 1),  # overlap, shared table
     ],
     align_cuda.WARP_KERNEL_FILE: [
-        "gather_text", "warp_fill<24, 2, true, true, 32>", "warp_fill<32, 1, false, false, 32>",
-        "trace_back<2, true>", "warp_fill<16, 1, true, true, 32>", "trace_back<1, true>",
+        "gather_paths<false>", "gather_paths<true>", "warp_fill<24, 2, true, true, 32>",
+        "warp_fill<32, 1, false, false, 32>", "trace_back<2, true, false>",
+        "warp_fill<16, 1, true, true, 32>", "trace_back<1, true, true>",
+        "trace_back<3, false, true>",
         "warp_fill<8, 1, true, true, 128>", "warp_fill<16, 0, true, true, 128>",  # a block a pair
         "warp_fill<2, 1, true, true, 128>", "warp_fill<4, 2, true, true, 128>",  # a byte, a half
     ],

@@ -225,10 +225,11 @@ ALIGN_TRACE_BLOCK_RATIO = 4.0
 #: a long subject runs in lanes of 2 rows (its steps are the subject's length either way).
 ALIGN_TRACE_BLOCK_LANE_ROWS: tuple[int, ...] = (2, 4, 8, 16, 24, 32)
 
-#: CUDA streams the path launches (a warp per pair) take in turn, each launch held to this
-#: share of the memory budget: a launch's time is its longest pair's, one warp's work, so
-#: launches of different lane heights run side by side rather than one after the other.
-ALIGN_TRACE_STREAMS = 4
+#: CUDA streams the path launches (a warp or a block per pair) of a batch take in turn: a
+#: launch's time is its longest pair's, one warp's or block's work, so the launches of
+#: different lane counts and heights (up to ten) run side by side rather than one after the
+#: other.
+ALIGN_TRACE_STREAMS = 8
 
 #: Threads that share a pair of database subjects in the CUDA search kernel (powers of two up
 #: to 32) and query rows each of them keeps in registers (even): a query runs with the

@@ -613,6 +613,13 @@ class SequenceSet:
 
         self._device[cupy.cuda.Device().id] = (codes, offsets)
 
+    def on_device(self, device: int | None = None) -> bool:
+        """Whether :meth:`to_device` has a copy on ``device`` (default: the current CUDA
+        device) to return, made or adopted earlier (needs CuPy)."""
+        import cupy
+
+        return (cupy.cuda.Device().id if device is None else device) in self._device
+
     def release_device(self, device: int | None = None) -> None:
         """Drop the device copies made by :meth:`to_device` (those of every device, or of
         ``device`` only), giving their GPU memory back."""

@@ -20,13 +20,14 @@ waiting for a few threads.
 
 Paths (``task="path"``): one warp per pair fills the DP (global, semi-global and local: every
 cell, finding the end on the way; overlap: up to the end cell from the score kernels), keeping
-a 4-bit traceback code per cell, then one thread per pair walks back and writes the CIGAR, and
-a warp per pair packs the texts, each followed by a newline, for one decode on the host. A pair
-far longer than the others of its call (``config.ALIGN_TRACE_BLOCK_MIN_CELLS``,
-``config.ALIGN_TRACE_BLOCK_RATIO``) is filled by a block of 128 lanes instead, so that its
-wavefront takes fewer, shorter steps. A launch holds as many pairs as the memory budget allows,
-pairs of one lane count and height (``config.ALIGN_TRACE_LANE_ROWS``) together, longest first;
-its results are fetched once the next launch is queued.
+a 4-bit traceback code per cell, then one thread per pair walks back and writes the CIGAR (text,
+or a word a run for ``packed=True``), and a warp per pair gathers them into one buffer for one
+copy to the host. A pair far longer than the others of its call
+(``config.ALIGN_TRACE_BLOCK_MIN_CELLS``, ``config.ALIGN_TRACE_BLOCK_RATIO``) is filled by a
+block of 128 lanes instead, so that its wavefront takes fewer, shorter steps. Pairs go in
+batches of half the memory budget, each batch a launch per lane count and height
+(``config.ALIGN_TRACE_LANE_ROWS``) side by side on a few streams, longest first; a batch's
+results are fetched once the next one is queued.
 
 Pairs of at least ``config.LONG_ALIGN_MIN_CELLS`` cells run on the whole GPU instead: a
 wavefront of DP tiles each, many pairs side by side (:mod:`._cuda_long`, every mode's scores and
@@ -46,11 +47,13 @@ import numpy as np
 
 from .. import config
 from .._progress import Progress
+from ..cigar import PackedCigars
 from ..codes import ALIGN_LOCAL, ALIGN_OVERLAP
 from ..cuda import launch
 from ..cuda.loader import get_kernel
-from ..cuda.memory import device_chunks, launch_split
+from ..cuda.memory import batch_budget, device_chunks, launch_split
 from ..cuda.report import device_resources
+from ..search.database import partition_bounds
 from ..sequences import SequenceSet
 from . import _cuda_long
 from ._linear import cigar_text
@@ -106,7 +109,8 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
     strings and the identities (None unless ``task="path"``); ``progress`` moves by the cells
     of the pairs done."""
     if task == "path":
-        return _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, progress)
+        return _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, progress,
+                      packed)
     score, q_end, t_end = _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend,
                                   mode, want_end=task == "end", progress=progress)
     if task == "score":
@@ -374,7 +378,8 @@ def _long_pairs(engine, m, n) -> np.ndarray:
         engine.fits(m, n, np.full(len(m), engine.gap_open - engine.gap_extend))
 
 
-def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, progress=None):
+def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, progress=None,
+           packed=False):
     """Scores, coordinates and paths of index pairs: :func:`align_pairs` for
     ``task="path"``. Pairs of at least ``config.LONG_ALIGN_MIN_CELLS`` cells are aligned in
     linear space on the tiled engine (:func:`._cuda_long.pair_paths`), the others with a
@@ -384,12 +389,12 @@ def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, prog
     done = progress.pairs_done if progress is not None else _ignore
     long = _long_pairs(engine, qset.lengths[q_index], tset.lengths[t_index])
     if not long.any():
-        found = _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode)
+        found = _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode,
+                              packed)
         done(cells)
         return found
     count = len(q_index)
     results = [np.empty(count, dtype=np.int64) for _ in range(5)]
-    cigar: list[str] = [""] * count
     identity = np.zeros(count, dtype=np.float64)
     chosen = np.flatnonzero(long)
     found = _cuda_long.pair_paths(engine, qset, tset, q_index[chosen], t_index[chosen], mode,
@@ -400,24 +405,56 @@ def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, prog
         values[chosen] = computed
     matches, columns = found.matches(), found.columns()
     identity[chosen] = np.divide(matches, columns, out=np.zeros(len(chosen)), where=columns > 0)
-    for p, ops in zip(chosen.tolist(), found.ops, strict=True):
-        cigar[p] = cigar_text(ops)
+    if packed:
+        ops = np.concatenate(found.ops) if found.ops else np.zeros(0, dtype=np.uint8)
+        pieces = [(chosen, PackedCigars.from_ops(ops, _offsets_of(columns)))]
+    else:
+        pieces = [(chosen, [cigar_text(ops) for ops in found.ops])]
     short = np.flatnonzero(~long)
     if len(short):
-        *values, texts, short_identity = _traced_paths(
-            qset, tset, q_index[short], t_index[short], table, gap_open, gap_extend, mode)
+        *values, cigars, short_identity = _traced_paths(
+            qset, tset, q_index[short], t_index[short], table, gap_open, gap_extend, mode,
+            packed)
         done(cells[short])
         for whole, part in zip(results, values, strict=True):
             whole[short] = part
         identity[short] = short_identity
-        for p, text in zip(short.tolist(), texts, strict=True):
-            cigar[p] = text
-    return (*results, cigar, identity)
+        pieces.append((short, cigars))
+    return (*results, _placed(pieces, count, packed), identity)
 
 
-def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode):
-    """Scores, coordinates and paths of index pairs with a traceback each: one warp per pair
-    on the GPU, the CPU backend for those that do not fit."""
+def _offsets_of(counts: np.ndarray) -> np.ndarray:
+    """Offsets (``len(counts) + 1``, from 0) of consecutive pieces of ``counts`` items."""
+    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return offsets
+
+
+def _placed(pieces, count: int, packed: bool):
+    """The CIGARs of ``count`` pairs from ``pieces`` of ``(positions, CIGARs at those
+    positions)`` that cover every pair once: a :class:`PackedCigars` when ``packed``, else a
+    list of str."""
+    if packed:
+        where = np.concatenate([positions for positions, _ in pieces]) if pieces else \
+            np.zeros(0, dtype=np.int64)
+        return PackedCigars.concatenate([cigars for _, cigars in pieces]).take(np.argsort(where))
+    placed: list[str] = [""] * count
+    for positions, cigars in pieces:
+        for p, text in zip(positions.tolist(), cigars, strict=True):
+            placed[p] = text
+    return placed
+
+
+def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode,
+                  packed=False):
+    """Scores, coordinates and paths of index pairs with a traceback each: one warp (or block)
+    per pair on the GPU, the CPU backend for those that do not fit.
+
+    The pairs go in batches of at most half the memory budget, in the order of their lane
+    count and height (a launch each), the largest first. A batch's launches run side by side
+    on ``config.ALIGN_TRACE_STREAMS`` streams; its CIGARs (text, or a word a run when
+    ``packed``) are then gathered into one buffer and fetched with one copy while the next
+    batch runs."""
     import cupy
 
     m = qset.lengths[q_index]
@@ -435,62 +472,60 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
     count = len(q_index)
     q_start = np.full(count, -1, dtype=np.int64)
     t_start = np.full(count, -1, dtype=np.int64)
-    cigar: list[str] = [""] * count
     identity = np.zeros(count, dtype=np.float64)
     lanes = trace_lanes(q_end, t_end, device_resources(cupy.cuda.Device().id).sms)
     rows, words = trace_layout(q_end, t_end, lanes)
-    # Bytes of a pair on the device: codes, two border rows, its last row, its operations, its
-    # CIGAR text and the packed copy of it that waits to be fetched.
-    pair_bytes = 4 * words + 20 * (t_end + 1) + 5 * (q_end + t_end) + 96
+    # Bytes of a pair on the device: codes, two border rows, its last row, its operations (a
+    # byte a column), its CIGAR (text: at most 2 bytes a column; runs: a word a run) and the
+    # gathered copy of it that waits to be fetched.
+    pair_bytes = 4 * words + 20 * (t_end + 1) + (9 if packed else 5) * (q_end + t_end) + 96
     n_codes = qset.alphabet.size
     on_gpu = (m > 0) & (n > 0) & (pair_bytes <= config.PATH_MAX_BYTES_PER_PAIR) & \
         warp_fits(np.maximum(q_end, 0), np.maximum(t_end, 0), table, gap_open, gap_extend,
                   n_codes, lanes)
     chosen = np.flatnonzero(on_gpu)
     shape = lanes * 1024 + rows  # a launch takes pairs of one lane count and height
-    chosen = chosen[np.lexsort((-pair_bytes[chosen], shape[chosen]))]
+    # Blocks, then the tallest lanes (the longest pairs) first, so that they start first.
+    chosen = chosen[np.lexsort((-pair_bytes[chosen], -shape[chosen]))]
     shifted = (table.astype(np.int64) + gap_open).astype(np.int16)  # s + gap_open, see trace.cu
     setup = _TraceSetup(mode, find_end, shifted, n_codes, qset.alphabet.match_codes, gap_open,
-                        gap_extend)
-    streams = launch.side_streams("align paths", config.ALIGN_TRACE_STREAMS)
+                        gap_extend, packed,
+                        launch.side_streams("align paths", config.ALIGN_TRACE_STREAMS))
     results = _TraceResults(score if find_end else None, q_end, t_end, q_start, t_start,
-                            identity, cigar, streams)
-    # A thread turns each launch's results into CIGAR strings.
-    with ThreadPoolExecutor(max_workers=1) as finisher:
-        results.finisher = finisher
+                            identity, packed)
+    try:
         for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index[chosen],
                                                                t_index[chosen],
                                                                config.ALIGN_GPU_CHUNK_PAIRS):
             positions = chosen[part]
             # The launches wait for the sequences' and the table's uploads on the current
-            # stream: an event recorded once, as an event recorded on the legacy default stream
-            # waits for every launch queued before it.
-            uploaded = cupy.cuda.get_current_stream().record()
-            for kind in np.unique(shape[positions]).tolist():
-                same = np.flatnonzero(shape[positions] == kind)
-                group = _TraceGroup(setup, sequences, q_local[same], t_local[same],
-                                    *divmod(kind, 1024),
-                                    q_end[positions[same]], t_end[positions[same]],
-                                    words[positions[same]], positions[same], results, uploaded)
-                launch_split(group.run, np.arange(len(same)),
-                             len(streams) * (int(pair_bytes[positions[same]].mean()) + 1))
+            # stream (recorded once a batch, after its own uploads).
+            chunk = _TraceChunk(setup, results, sequences, q_local, t_local, positions,
+                                lanes[positions], rows[positions], q_end[positions],
+                                t_end[positions], words[positions])
+            for lo, hi in partition_bounds(_offsets_of(pair_bytes[positions]),
+                                           batch_budget() // 2):
+                launch_split(chunk.run, np.arange(lo, hi), 1)  # halved if out of memory
             # This chunk's sequences may go (the next chunk's reuse their memory on the current
             # stream) once every launch that reads them has finished.
             while results.queued:
-                results.fetch_oldest()
-    for future in results.finished:
-        future.result()  # raises what a store() raised
+                results.fetch_oldest(in_thread=False)
+    finally:
+        results.close()
+    pieces = results.pieces
     rest = np.flatnonzero(~on_gpu)
     if len(rest):
         from . import _cpu
 
-        s, qs, qe, ts, te, texts, ident = _cpu.align_pairs(
-            qset, tset, q_index[rest], t_index[rest], table, gap_open, gap_extend, mode, "path")
+        s, qs, qe, ts, te, cigars, ident = _cpu.align_pairs(
+            qset, tset, q_index[rest], t_index[rest], table, gap_open, gap_extend, mode, "path",
+            packed=packed)
         score[rest], q_start[rest], q_end[rest], t_start[rest], t_end[rest] = s, qs, qe, ts, te
         identity[rest] = ident
-        for k, p in enumerate(rest.tolist()):
-            cigar[p] = texts[k]
-    return score, q_start, q_end, t_start, t_end, cigar, identity
+        if packed and not isinstance(cigars, PackedCigars):
+            cigars = PackedCigars.from_strings(cigars)
+        pieces.append((rest, cigars))
+    return score, q_start, q_end, t_start, t_end, _placed(pieces, count, packed), identity
 
 
 def _is_match_mismatch(table: np.ndarray, match_codes: int) -> bool:
@@ -586,58 +621,73 @@ class _Chunk:
 
 
 class _TraceSetup:
-    """The kernel arguments shared by every path launch of one :func:`_paths` call."""
+    """The kernel arguments shared by every path launch of one :func:`_traced_paths` call, and
+    the streams its launches take in turn."""
 
-    def __init__(self, mode, find_end, table, n_codes, match_codes, gap_open, gap_extend):
+    def __init__(self, mode, find_end, table, n_codes, match_codes, gap_open, gap_extend,
+                 packed, streams):
         import cupy
 
         self.mode, self.find_end = mode, find_end
         self.n_codes, self.match_codes = n_codes, match_codes
         self.table = cupy.asarray(table.ravel())
         self.gap_open, self.gap_extend = gap_open, gap_extend
+        self.packed, self.streams = packed, streams
+
+
+#: The per-pair outputs of a path launch, rows of one int32 array (one copy to the host).
+#: ``written``: the pair's CIGAR text bytes, or its runs when packed.
+_TRACE_OUTPUTS = ("score", "q_end", "t_end", "q_start", "t_start", "written", "matches",
+                  "columns")
+_WRITTEN = _TRACE_OUTPUTS.index("written")
 
 
 class _TraceResults:
-    """Host arrays of :func:`_paths` that the launches fill: scores (None: known before), query
-    and target ends, starts, identities, CIGARs; and the launches queued on the device whose
-    results are not fetched yet."""
+    """Host arrays of :func:`_traced_paths` that the batches fill: scores (None: known before),
+    query and target ends, starts, identities; the CIGARs as ``pieces`` (positions, CIGARs);
+    and the batches queued on the device whose results are not fetched yet."""
 
-    def __init__(self, score, q_end, t_end, q_start, t_start, identity, cigar, streams):
+    def __init__(self, score, q_end, t_end, q_start, t_start, identity, packed):
         self.score, self.q_end, self.t_end = score, q_end, t_end
-        self.q_start, self.t_start, self.identity, self.cigar = q_start, t_start, identity, cigar
+        self.q_start, self.t_start, self.identity = q_start, t_start, identity
+        self.packed = packed
+        self.pieces: list = []
+        # A thread stores the batches fetched while later ones are queued (made on first use:
+        # a call of one batch stores it here).
         self.finisher: ThreadPoolExecutor | None = None
         self.finished: list = []  # the futures of store()
-        self.streams = streams  # the launches take them in turn
-        self.launches = 0
-        # (positions, stream, device results, device packed texts), oldest first
+        # (positions, device results, device gathered CIGARs, what the launches read), oldest
+        # first; the last keeps every buffer of a batch until its results are fetched.
         self.queued: list = []
 
-    def next_free_stream(self):
-        """The stream of the next launch, each in turn, after fetching the launch still
-        queued on it (a copy queued on a stream behind a newer launch would wait for that
-        one too): up to one launch a stream runs while the host waits for the oldest."""
-        while len(self.queued) >= len(self.streams):
-            self.fetch_oldest()
-        self.launches += 1
-        return self.streams[(self.launches - 1) % len(self.streams)]
+    def fetch_oldest(self, in_thread: bool = True) -> None:
+        """Copy the oldest queued batch's results to the host (waiting for the current
+        stream, where its gathering was queued) and store them, ``in_thread`` on the
+        finisher thread while the host queues the next batch."""
+        where, values, gathered, _ = self.queued.pop(0)
+        values = values.get()
+        written = int(values[_WRITTEN].sum())
+        size = written if self.packed else written + len(where)  # text: a newline each
+        gathered = gathered[:size].get()
+        if not in_thread:
+            self.store(where, values, gathered)
+            return
+        if self.finisher is None:
+            self.finisher = ThreadPoolExecutor(max_workers=1)
+        self.finished.append(self.finisher.submit(self.store, where, values, gathered))
 
-    def queue(self, where, stream, values, packed) -> None:
-        """Note a launch queued on ``stream``."""
-        self.queued.append((where, stream, values, packed))
+    def close(self) -> None:
+        """Wait for the finisher thread; raise what a store on it raised."""
+        if self.finisher is not None:
+            self.finisher.shutdown(wait=True)
+        for future in self.finished:
+            future.result()
 
-    def fetch_oldest(self) -> None:
-        """Copy the oldest queued launch's results to the host (waiting for its stream only)
-        and hand them to the finisher thread."""
-        where, stream, values, packed = self.queued.pop(0)
-        values = values.get(stream=stream)
-        text_bytes = int(values[_TEXT_LENGTH].sum()) + len(where)  # a newline each
-        self.finished.append(self.finisher.submit(self.store, where, values,
-                                                  packed[:text_bytes].get(stream=stream)))
-
-    def store(self, where, values, text):
+    def store(self, where, values, gathered):
         """Store the results of the pairs at positions ``where`` (host arrays; ``values``: the
-        rows of ``_TRACE_OUTPUTS``; ``text``: their CIGARs, each followed by a newline)."""
-        score, q_end, t_end, q_start, t_start, _, matches, columns = values
+        rows of ``_TRACE_OUTPUTS``; ``gathered``: their runs, or their CIGAR texts each
+        followed by a newline)."""
+        score, q_end, t_end, q_start, t_start, written, matches, columns = values
         if self.score is not None:
             self.score[where] = score
         self.q_end[where] = q_end
@@ -646,98 +696,107 @@ class _TraceResults:
         self.t_start[where] = t_start
         self.identity[where] = np.divide(matches, columns, out=np.zeros(len(where)),
                                          where=columns > 0)
-        # One decode (latin-1: a character per byte) and one split for the launch: CIGARs hold
-        # no newline, and the last newline leaves an empty string behind.
-        cigars = codecs.latin_1_decode(text)[0].split("\n")[:-1]
-        for p, cigar in zip(where.tolist(), cigars, strict=True):
-            self.cigar[p] = cigar
+        if self.packed:  # a word a run: its length above two bits of operation
+            cigars = PackedCigars(gathered & 3, gathered >> 2, _offsets_of(written))
+        else:
+            # One decode (latin-1: a character per byte) and one split for the batch: CIGARs
+            # hold no newline, and the last newline leaves an empty string behind.
+            cigars = codecs.latin_1_decode(gathered)[0].split("\n")[:-1]
+        self.pieces.append((where, cigars))
 
 
-#: The per-pair outputs of a path launch, rows of one int32 array (one copy to the host).
-_TRACE_OUTPUTS = ("score", "q_end", "t_end", "q_start", "t_start", "text_length", "matches",
-                  "columns")
-_TEXT_LENGTH = _TRACE_OUTPUTS.index("text_length")
+class _TraceChunk:
+    """The pairs of one device chunk (``positions`` in the call, sorted by lane count and
+    height, then bytes); :meth:`run` fills, walks back and gathers a batch of them."""
 
-
-class _TraceGroup:
-    """The pairs of one lane count and height in one device chunk; :meth:`run` fills and walks
-    back a part of them (one launch of each kernel) and stores their results at
-    ``positions``."""
-
-    def __init__(self, setup, sequences, q_local, t_local, lanes, height, rows_end, columns_end,
-                 words, positions, results, uploaded):
-        self.setup, self.sequences = setup, sequences
-        self.lanes, self.height = lanes, height
-        self.q_local, self.t_local = q_local, t_local
+    def __init__(self, setup, results, sequences, q_local, t_local, positions, lanes, rows,
+                 rows_end, columns_end, words):
+        self.setup, self.results, self.sequences = setup, results, sequences
+        self.q_local, self.t_local, self.positions = q_local, t_local, positions
+        self.lanes, self.rows = lanes, rows
         self.rows_end, self.columns_end, self.words = rows_end, columns_end, words
-        self.positions, self.results = positions, results
-        self.uploaded = uploaded  # the event after the uploads the launches read
 
     def run(self, members):
-        """Queue the fill, the walk back and the packing of the pairs ``members`` on the next
-        stream (:meth:`_TraceResults.queue`)."""
-        stream = self.results.next_free_stream()
-        stream.wait_event(self.uploaded)
-        with stream:
-            self._queue(members, stream)
-
-    def _queue(self, members, stream):
+        """Queue the batch ``members`` (indices into the chunk, consecutive): one upload of
+        its index arrays, a fill and a walk back per lane shape on the setup's streams in
+        turn, then the gathering of its CIGARs on the current stream
+        (:meth:`_TraceResults.fetch_oldest` fetches it). At most two batches are queued:
+        this one and the one the host fetches meanwhile."""
         import cupy
 
-        setup, size = self.setup, len(members)
+        setup, results = self.setup, self.results
+        while len(results.queued) >= 2:
+            results.fetch_oldest()
+        size = len(members)
         rows_end = self.rows_end[members]
         columns_end = self.columns_end[members]
-
-        def bases(sizes):
-            offsets = np.zeros(size + 1, dtype=np.int64)
-            np.cumsum(sizes, out=offsets[1:])
-            return offsets
-
-        trace_base = bases(self.words[members])
-        border_base = bases(2 * (columns_end + 1))
-        last_base = bases(columns_end + 1)
-        ops_base = bases(rows_end + columns_end)
-        text_base = bases(2 * (rows_end + columns_end))
+        columns = rows_end + columns_end  # at most this many operations a pair
+        trace_base = _offsets_of(self.words[members])
+        border_base = _offsets_of(2 * (columns_end + 1))
+        last_base = _offsets_of(columns_end + 1)
+        ops_base = _offsets_of(columns)
+        # Text: at most 2 bytes a column; runs: a word each (4-byte aligned).
+        written_base = _offsets_of(4 * columns if setup.packed else 2 * columns)
         # The index arrays go over in two copies: int64 and int32 rows.
         wide = cupy.asarray(np.stack([self.q_local[members], self.t_local[members],
                                       trace_base[:-1], border_base[:-1], last_base[:-1],
-                                      ops_base[:-1], text_base[:-1]]))
-        q_index, t_index, trace_dev, border_dev, last_dev, ops_dev, text_dev = wide
+                                      ops_base[:-1], written_base[:-1]]))
         narrow = cupy.asarray(np.stack([rows_end, columns_end]).astype(np.int32))
-        rows_dev, columns_dev = narrow
         trace = cupy.empty(int(trace_base[-1]) + 4, dtype=cupy.uint32)
         border = cupy.empty(2 * int(border_base[-1]) + 2, dtype=cupy.int32)
         last_row = cupy.empty(int(last_base[-1]) + 1, dtype=cupy.int32)
         ops = cupy.empty(int(ops_base[-1]) + 1, dtype=cupy.uint8)
-        text = cupy.empty(int(text_base[-1]) + 1, dtype=cupy.uint8)
+        written = cupy.empty(int(written_base[-1]) + 4, dtype=cupy.uint8)
         values = cupy.zeros((len(_TRACE_OUTPUTS), size), dtype=cupy.int32)
-        score, q_end, t_end, q_start, t_start, length, matches, columns = values
+        gathered_base = cupy.zeros(size + 1, dtype=cupy.int64)
+        gathered = cupy.empty(int(written_base[-1]) + (0 if setup.packed else size) + 4,
+                              dtype=cupy.uint8)
+        # Every buffer is allocated before the first launch: running out of memory leaves
+        # nothing queued (launch_split then halves the batch).
+        current = cupy.cuda.get_current_stream()
+        ready = current.record()  # the uploads above, and the sequences' before them
         find_end = "true" if setup.find_end else "false"
-        fill = get_kernel(WARP_KERNEL_FILE,
-                          f"warp_fill<{self.height}, {setup.mode}, true, {find_end}, "
-                          f"{self.lanes}>")
-        shared = launch.reserve_shared(fill, _warp_table_bytes(setup.n_codes))
-        # A local fill writes each pair's score and end cell, where trace_back starts.
-        fill(*launch.grid(fill, size, launch.block_threads(fill) // self.lanes),
-             (*self.sequences, q_index, t_index, rows_dev, columns_dev, np.int32(size),
-              setup.table, np.int32(setup.n_codes), np.int32(setup.gap_open),
-              np.int32(setup.gap_extend), trace, trace_dev, border, border_dev, last_row,
-              last_dev, score, t_end, q_end), shared_mem=shared)
-        del border
-        back = get_kernel(WARP_KERNEL_FILE, f"trace_back<{setup.mode}, {find_end}>")
-        back(*launch.grid(back, size),
-             (*self.sequences, q_index, t_index, rows_dev, columns_dev, np.int32(size),
-              np.int32(self.height), np.int32(self.lanes), np.int32(setup.match_codes),
-              np.int32(setup.gap_open),
-              last_row, last_dev, trace, trace_dev, ops, ops_dev, text, text_dev, score, q_end,
-              t_end, q_start, t_start, length, matches, columns))
-        del trace, ops, last_row
-        # Only the written text comes back: packed on the device, pair after pair, each
-        # followed by a newline (its total is known once the launch's values are fetched).
-        packed_base = cupy.zeros(size + 1, dtype=cupy.int64)
-        cupy.cumsum(length + 1, out=packed_base[1:])
-        packed = cupy.empty(int(text_base[-1]) + size, dtype=cupy.uint8)
-        gather = get_kernel(WARP_KERNEL_FILE, "gather_text")
+        runs = "true" if setup.packed else "false"
+        shared = _warp_table_bytes(setup.n_codes)
+        shapes = self.lanes[members] * 1024 + self.rows[members]
+        starts = np.flatnonzero(np.diff(shapes, prepend=-1))
+        launched = []
+        for lo, hi in zip(starts.tolist(), [*starts[1:].tolist(), size], strict=True):
+            lanes, height = int(self.lanes[members[lo]]), int(self.rows[members[lo]])
+            stream = setup.streams[len(launched) % len(setup.streams)]
+            stream.wait_event(ready)
+            q_index, t_index, trace_dev, border_dev, last_dev, ops_dev, written_dev = \
+                wide[:, lo:hi]
+            rows_dev, columns_dev = narrow[:, lo:hi]
+            score, q_end, t_end, q_start, t_start, length, matches, column_count = \
+                values[:, lo:hi]
+            fill = get_kernel(WARP_KERNEL_FILE, f"warp_fill<{height}, {setup.mode}, true, "
+                                                f"{find_end}, {lanes}>")
+            back = get_kernel(WARP_KERNEL_FILE, f"trace_back<{setup.mode}, {find_end}, {runs}>")
+            launch.reserve_shared(fill, shared)
+            with stream:
+                # A local fill writes each pair's score and end cell, where trace_back starts.
+                fill(*launch.grid(fill, hi - lo, launch.block_threads(fill) // lanes),
+                     (*self.sequences, q_index, t_index, rows_dev, columns_dev,
+                      np.int32(hi - lo), setup.table, np.int32(setup.n_codes),
+                      np.int32(setup.gap_open), np.int32(setup.gap_extend), trace, trace_dev,
+                      border, border_dev, last_row, last_dev, score, t_end, q_end),
+                     shared_mem=shared)
+                back(*launch.grid(back, hi - lo),
+                     (*self.sequences, q_index, t_index, rows_dev, columns_dev,
+                      np.int32(hi - lo), np.int32(height), np.int32(lanes),
+                      np.int32(setup.match_codes), np.int32(setup.gap_open), last_row, last_dev,
+                      trace, trace_dev, ops, ops_dev, written, written_dev, score, q_end, t_end,
+                      q_start, t_start, length, matches, column_count))
+                launched.append(stream.record())
+        for event in launched:
+            current.wait_event(event)
+        # Only what was written comes back: gathered pair after pair (text: each followed by a
+        # newline), its total known once the batch's values are fetched.
+        cupy.cumsum(values[_WRITTEN] + (0 if setup.packed else 1), out=gathered_base[1:])
+        gather = get_kernel(WARP_KERNEL_FILE, f"gather_paths<{runs}>")
         gather(*_warp_grid(gather, size),
-               (text, text_dev, length, packed_base, np.int32(size), packed))
-        self.results.queue(self.positions[members], stream, values, packed)
+               (written, wide[6], values[_WRITTEN], gathered_base, np.int32(size), gathered))
+        results.queued.append((self.positions[members], values,
+                               gathered.view(cupy.uint32) if setup.packed else gathered,
+                               (wide, narrow, trace, border, last_row, ops, written)))

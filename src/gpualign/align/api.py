@@ -187,6 +187,27 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
                         packed=bool(packed))
 
 
+def align_encoded(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
+                  t_index: np.ndarray, scoring: Scoring, mode: str, task: str, backend: str,
+                  packed: bool = False) -> AlignResult:
+    """:func:`align` of the index pairs ``(q_index, t_index)`` of sets already encoded in one
+    alphabet that ``scoring`` covers, with no copy and no check of them: for callers that
+    checked them (the search aligns its hits in the database it searched, and on the GPU
+    reads the copies it left there).
+
+    Examples
+    --------
+    >>> sets = SequenceSet.from_sequences(["ACGT", "TTACGA"])
+    >>> r = align_encoded(sets, sets, np.array([0]), np.array([1]), Scoring(), "local",
+    ...                   "path", "cpu")
+    >>> int(r.score[0]), r.cigar
+    (6, ['3='])
+    """
+    return _aligned(_backend(backend), qset, tset, np.asarray(q_index, dtype=np.int64),
+                    np.asarray(t_index, dtype=np.int64), scoring, align_mode(mode), task, None,
+                    packed)
+
+
 def _aligned(engine, qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
              t_index: np.ndarray, scoring: Scoring, mode_code: int, task: str,
              counter: Progress | None, packed: bool = False) -> AlignResult:

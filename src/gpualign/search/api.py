@@ -14,8 +14,8 @@ import numpy as np
 from .._checks import integer
 from .._progress import Progress, ProgressArg
 from .._tables import available, named
-from ..backend import BACKENDS
-from ..cigar import op_counts
+from ..backend import BACKENDS, resolve_backend
+from ..cigar import PackedCigars, op_counts
 from ..codes import SEARCH_TASKS, check_task
 from ..scoring import Scoring
 from ..sequences import (
@@ -74,9 +74,11 @@ class SearchResult:
         ``=`` columns / alignment columns (``task="path"``).
     mismatches, gap_opens, alignment_length : np.ndarray of int64 or None
         ``X`` columns, gaps (runs of ``I`` or ``D``) and columns (``task="path"``).
-    cigar : list of str or None
+    cigar : PackedCigars or None
         Extended CIGAR of the alignment (``task="path"``): ``I`` consumes the query (its
-        reverse complement on the minus strand), ``D`` the subject.
+        reverse complement on the minus strand), ``D`` the subject. Arrays of runs that read
+        as a sequence of str (:class:`gpualign.cigar.PackedCigars`), made into text when
+        read.
     """
 
     query_index: np.ndarray
@@ -94,7 +96,7 @@ class SearchResult:
     mismatches: np.ndarray | None
     gap_opens: np.ndarray | None
     alignment_length: np.ndarray | None
-    cigar: list[str] | None
+    cigar: PackedCigars | None
     task: str = "score"
     scoring: Scoring = field(default_factory=Scoring, repr=False)
     #: Name of the alphabet the search ran in.
@@ -426,7 +428,7 @@ def search(queries: Any, database: Any, *, scoring: Scoring | None = None, n: in
         _add_paths(result, searched, db, query_index + strand * len(qset), subject, lengths,
                    backend)
     elif task == "path":  # no hits: empty paths, not missing ones
-        result.cigar = []
+        result.cigar = PackedCigars.nones(0)
         result.identity = np.zeros(0)
         result.mismatches, result.gap_opens, result.alignment_length = (
             np.zeros(0, dtype=np.int64) for _ in range(3))
@@ -439,11 +441,16 @@ def _add_paths(result: SearchResult, searched: SequenceSet, db: Database,
     """Fill the locations (and, for ``task="path"``, the paths) of the hits: local alignments
     of the searched queries (``searched_index``: the plus or minus strand) with the hit
     subjects (sorted positions ``subject``)."""
-    from ..align import align
+    from ..align.api import align_encoded
 
-    paths = align(searched, db.sequences.take(subject), mode="local", scoring=result.scoring,
-                  task="path", backend=backend,
-                  pairs=(searched_index, np.arange(len(subject), dtype=np.int64)))
+    # In the database itself where the GPU has it (the search left it there) or on the CPU:
+    # no copy of the hit subjects. The CIGARs come as runs, which the counts below read
+    # without parsing text.
+    subjects = db.sequences
+    if resolve_backend(backend) == "cuda" and not subjects.on_device():
+        subjects, subject = subjects.take(subject), np.arange(len(subject), dtype=np.int64)
+    paths = align_encoded(searched, subjects, searched_index, subject, result.scoring,
+                          "local", "path", backend, packed=True)
     minus = result.strand == "-"
     # A minus-strand hit aligned the reverse complement: back to the query's plus strand.
     result.query_start = np.where(minus, query_lengths - paths.query_end, paths.query_start)

@@ -27,7 +27,8 @@
 // preferences (diagonal before E before F, opening before extending).
 //
 // trace_back: one thread per pair walks the nibbles back from the end cell with the CPU
-// backend's stop rules, labels diagonal steps = or X, and writes the CIGAR text.
+// backend's stop rules, labels diagonal steps = or X, and writes the CIGAR as text, or (RUNS)
+// as a word a run for packed CIGARs.
 //
 // FIND_END: the fill runs over every cell and finds the end itself, so no mode but overlap
 // needs a separate pass for its ends. Global and semi-global (whose alignments end in the last
@@ -276,7 +277,7 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     }
 }
 
-template <int MODE, bool FIND_END>
+template <int MODE, bool FIND_END, bool RUNS>
 __global__ void __launch_bounds__(128)
 trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
@@ -357,7 +358,8 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     t_start[p] = j;
     matches[p] = matched;
     columns[p] = n_ops;
-    // ops[n_ops - 1] .. ops[0] is the path in reading order: run-length encode it.
+    // ops[n_ops - 1] .. ops[0] is the path in reading order: run-length encode it, as text or
+    // (RUNS) as a word a run, its length above two bits of operation (4-byte aligned).
     const char letters[4] = {'=', 'X', 'I', 'D'};
     u8* out = text + text_base[p];
     int written = 0;
@@ -365,27 +367,39 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
         const u8 op = ops[k];
         int run = 0;
         for (; k >= 0 && ops[k] == op; --k) ++run;
+        if (RUNS) {
+            reinterpret_cast<u32*>(out)[written++] = ((u32)run << 2) | op;
+            continue;
+        }
         char digits[12];
         int n_digits = 0;
         for (; run > 0; run /= 10) digits[n_digits++] = (char)('0' + run % 10);
         while (n_digits > 0) out[written++] = (u8)digits[--n_digits];
         out[written++] = (u8)letters[op];
     }
-    text_length[p] = written;
+    text_length[p] = written;  // bytes of text, or runs
 }
 
-// Copy each pair's CIGAR text (at text_base[p], length[p] bytes) and a newline to
-// packed_base[p] in `packed` (offsets summed from length + 1), one warp per pair, so that only
-// the written text goes to the host, which decodes a launch's texts with one split.
-extern "C" __global__ void __launch_bounds__(128)
-gather_text(const u8* __restrict__ text, const i64* __restrict__ text_base,
-            const int* __restrict__ length, const i64* __restrict__ packed_base, int count,
-            u8* __restrict__ packed) {
+// Copy each pair's CIGAR (at text_base[p]: length[p] bytes of text, or with RUNS length[p]
+// words) to packed_base[p] in `packed` (offsets summed from the lengths, plus a newline after
+// each text), one warp per pair, so that only what was written goes to the host, which
+// decodes the texts of a batch with one split.
+template <bool RUNS>
+__global__ void __launch_bounds__(128)
+gather_paths(const u8* __restrict__ text, const i64* __restrict__ text_base,
+             const int* __restrict__ length, const i64* __restrict__ packed_base, int count,
+             u8* __restrict__ packed) {
     const int p = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     if (p >= count) return;
+    const int written = length[p];
+    if (RUNS) {
+        const u32* from = reinterpret_cast<const u32*>(text + text_base[p]);
+        u32* to = reinterpret_cast<u32*>(packed) + packed_base[p];
+        for (int k = threadIdx.x & 31; k < written; k += 32) to[k] = from[k];
+        return;
+    }
     const u8* from = text + text_base[p];
     u8* to = packed + packed_base[p];
-    const int written = length[p];
     for (int k = threadIdx.x & 31; k < written; k += 32) to[k] = from[k];
     if ((threadIdx.x & 31) == 0) to[written] = '\n';
 }
