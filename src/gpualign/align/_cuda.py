@@ -353,7 +353,8 @@ def _warp_score_launch(kernel, sequences, q_local, t_local, m, n, where, scheme,
     unused = cupy.zeros(1, dtype=cupy.int64)  # the trace and last-row arguments
     kernel(*_warp_grid(kernel, size),
            (*sequences, cupy.asarray(q_local[members]), cupy.asarray(t_local[members]),
-            cupy.asarray(m.astype(np.int32)), cupy.asarray(n.astype(np.int32)), np.int32(size),
+            cupy.asarray(m.astype(np.int32)), cupy.asarray(n.astype(np.int32)), np.int32(0),
+            np.int32(size),
             shifted, np.int32(n_codes), np.int32(gap_open), np.int32(gap_extend),
             unused.view(cupy.uint32), unused, border, cupy.asarray(border_base[:-1]),
             unused.view(cupy.int32), unused, score, end, row_end), shared_mem=shared)
@@ -761,33 +762,32 @@ class _TraceChunk:
         shapes = self.lanes[members] * 1024 + self.rows[members]
         starts = np.flatnonzero(np.diff(shapes, prepend=-1))
         launched = []
+        q_index, t_index, trace_dev, border_dev, last_dev, ops_dev, written_dev = wide
+        rows_dev, columns_dev = narrow
+        score, q_end, t_end, q_start, t_start, length, matches, column_count = values
         for lo, hi in zip(starts.tolist(), [*starts[1:].tolist(), size], strict=True):
             lanes, height = int(self.lanes[members[lo]]), int(self.rows[members[lo]])
             stream = setup.streams[len(launched) % len(setup.streams)]
             stream.wait_event(ready)
-            q_index, t_index, trace_dev, border_dev, last_dev, ops_dev, written_dev = \
-                wide[:, lo:hi]
-            rows_dev, columns_dev = narrow[:, lo:hi]
-            score, q_end, t_end, q_start, t_start, length, matches, column_count = \
-                values[:, lo:hi]
             fill = get_kernel(WARP_KERNEL_FILE, f"warp_fill<{height}, {setup.mode}, true, "
                                                 f"{find_end}, {lanes}>")
             back = get_kernel(WARP_KERNEL_FILE, f"trace_back<{setup.mode}, {find_end}, {runs}>")
             launch.reserve_shared(fill, shared)
+            # Pairs lo .. hi - 1 of the batch's arrays (no views of them).
+            first, end = np.int32(lo), np.int32(hi)
             with stream:
                 # A local fill writes each pair's score and end cell, where trace_back starts.
                 fill(*launch.grid(fill, hi - lo, launch.block_threads(fill) // lanes),
-                     (*self.sequences, q_index, t_index, rows_dev, columns_dev,
-                      np.int32(hi - lo), setup.table, np.int32(setup.n_codes),
-                      np.int32(setup.gap_open), np.int32(setup.gap_extend), trace, trace_dev,
-                      border, border_dev, last_row, last_dev, score, t_end, q_end),
-                     shared_mem=shared)
+                     (*self.sequences, q_index, t_index, rows_dev, columns_dev, first, end,
+                      setup.table, np.int32(setup.n_codes), np.int32(setup.gap_open),
+                      np.int32(setup.gap_extend), trace, trace_dev, border, border_dev,
+                      last_row, last_dev, score, t_end, q_end), shared_mem=shared)
                 back(*launch.grid(back, hi - lo),
-                     (*self.sequences, q_index, t_index, rows_dev, columns_dev,
-                      np.int32(hi - lo), np.int32(height), np.int32(lanes),
-                      np.int32(setup.match_codes), np.int32(setup.gap_open), last_row, last_dev,
-                      trace, trace_dev, ops, ops_dev, written, written_dev, score, q_end, t_end,
-                      q_start, t_start, length, matches, column_count))
+                     (*self.sequences, q_index, t_index, rows_dev, columns_dev, first, end,
+                      np.int32(height), np.int32(lanes), np.int32(setup.match_codes),
+                      np.int32(setup.gap_open), last_row, last_dev, trace, trace_dev, ops,
+                      ops_dev, written, written_dev, score, q_end, t_end, q_start, t_start,
+                      length, matches, column_count))
                 launched.append(stream.record())
         for event in launched:
             current.wait_event(event)

@@ -30,6 +30,9 @@
 // backend's stop rules, labels diagonal steps = or X, and writes the CIGAR as text, or (RUNS)
 // as a word a run for packed CIGARs.
 //
+// Both take pairs first .. count - 1 of their per-pair arrays: the launches of one batch (a
+// lane shape each) share the batch's arrays.
+//
 // FIND_END: the fill runs over every cell and finds the end itself, so no mode but overlap
 // needs a separate pass for its ends. Global and semi-global (whose alignments end in the last
 // row): the lane that owns row m also writes that row (t) to `last_row`, and trace_back takes
@@ -55,18 +58,39 @@ __device__ __forceinline__ int border_h(bool pays, int k, int gap_open, int gap_
     return (pays && k > 0) ? -(gap_open + (k - 1) * gap_extend) : 0;
 }
 
-// The 32-bit word of row `row` (0-based, < the pair's rows) and column `column` (0-based) of a
-// pair's nibbles filled by `lanes` lanes of `rows` rows, and the nibble's shift in it.
-__device__ __forceinline__ i64 trace_word(int rows, int lanes, int steps, int row, int column,
-                                          int* shift) {
+// Where row `row` (0-based, < the pair's rows) of a pair's nibbles filled by `lanes` lanes of
+// `rows` rows lies: its band, its lane, its row in the lane, and the nibble of its column 0
+// (column c's is lanes * rows nibbles further per column).
+struct TraceRow {
+    int band, lane, r;
+    i64 nibble;
+};
+
+__device__ __forceinline__ TraceRow trace_row(int rows, int lanes, int steps, int row) {
+    TraceRow at;
     const int band_rows = lanes * rows;
-    const int band = row / band_rows;
-    const int within = row - band * band_rows;
-    const int lane = within / rows;
-    const int r = within - lane * rows;
-    const i64 nibble = (((i64)band * steps + column + lane) * lanes + lane) * rows + r;
-    *shift = 4 * (int)(nibble & 7);
-    return nibble >> 3;
+    at.band = row / band_rows;
+    const int within = row - at.band * band_rows;
+    at.lane = within / rows;
+    at.r = within - at.lane * rows;
+    at.nibble = (((i64)at.band * steps + at.lane) * lanes + at.lane) * rows + at.r;
+    return at;
+}
+
+// The row above `at` (which is not row 0): a nibble back within a lane, lanes * rows + 1 back
+// across lanes, located anew across bands. The walk back moves up a row at a time, so it
+// divides only when it enters a band.
+__device__ __forceinline__ void row_up(TraceRow& at, int rows, int lanes, int steps) {
+    if (at.r > 0) {
+        --at.r;
+        --at.nibble;
+    } else if (at.lane > 0) {
+        --at.lane;
+        at.r = rows - 1;
+        at.nibble -= (i64)lanes * rows + 1;
+    } else {
+        at = trace_row(rows, lanes, steps, at.band * lanes * rows - 1);
+    }
 }
 
 template <int ROWS, int MODE, bool TRACE, bool FIND_END, int LANES>
@@ -74,8 +98,8 @@ __global__ void __launch_bounds__(128)
 warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
            const i64* __restrict__ q_index, const i64* __restrict__ t_index,
-           const int* __restrict__ rows_end, const int* __restrict__ columns_end, int count,
-           const short* __restrict__ table, int n_codes, int gap_open, int gap_extend,
+           const int* __restrict__ rows_end, const int* __restrict__ columns_end, int first,
+           int count, const short* __restrict__ table, int n_codes, int gap_open, int gap_extend,
            u32* __restrict__ trace, const i64* __restrict__ trace_base,
            int2* __restrict__ border, const i64* __restrict__ border_base,
            int* __restrict__ last_row, const i64* __restrict__ last_base,
@@ -101,7 +125,7 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const int warp = lane >> 5;
     // The same for the pair's LANES threads (LANES = 128: the whole block, so that every
     // thread that returns here or below returns with its block and no barrier waits for it).
-    const int p = (blockIdx.x * blockDim.x + threadIdx.x) / LANES;
+    const int p = first + (blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     if (p >= count) return;
     const int m = rows_end[p], n = columns_end[p];
     if (m == 0 || n == 0) return;
@@ -282,16 +306,16 @@ __global__ void __launch_bounds__(128)
 trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
            const i64* __restrict__ q_index, const i64* __restrict__ t_index,
-           const int* __restrict__ rows_end, const int* __restrict__ columns_end, int count,
-           int rows, int lanes, int match_codes, int gap_open, const int* __restrict__ last_row,
-           const i64* __restrict__ last_base, const u32* __restrict__ trace,
+           const int* __restrict__ rows_end, const int* __restrict__ columns_end, int first,
+           int count, int rows, int lanes, int match_codes, int gap_open,
+           const int* __restrict__ last_row, const i64* __restrict__ last_base, const u32* __restrict__ trace,
            const i64* __restrict__ trace_base, u8* __restrict__ ops_space,
            const i64* __restrict__ ops_base, u8* __restrict__ text, const i64* __restrict__ text_base,
            int* __restrict__ score, int* __restrict__ q_end, int* __restrict__ t_end,
            int* __restrict__ q_start,
            int* __restrict__ t_start, int* __restrict__ text_length, int* __restrict__ matches,
            int* __restrict__ columns) {
-    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    const int p = first + blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= count) return;
     const u8* a = q_codes + q_offsets[q_index[p]];
     const u8* b = t_codes + t_offsets[t_index[p]];
@@ -311,6 +335,8 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     }
     q_end[p] = i;
     t_end[p] = j;
+    const i64 column_nibbles = (i64)lanes * rows;
+    TraceRow at = i > 0 ? trace_row(rows, lanes, steps, i - 1) : TraceRow{0, 0, 0, 0};
     int state = 0;  // 0: in H, 1: in E (a run of D), 2: in F (a run of I)
     while (true) {
         if (MODE == ALIGN_GLOBAL) {
@@ -328,9 +354,8 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
         } else if (i == 0 || j == 0) {  // overlap: free ends; local: the border scores 0
             break;
         }
-        int shift;
-        const i64 word = trace_word(rows, lanes, steps, i - 1, j - 1, &shift);
-        const u32 code = (nibbles[word] >> shift) & 15u;
+        const i64 nibble = at.nibble + (j - 1) * column_nibbles;  // cell (i - 1, j - 1)
+        const u32 code = (nibbles[nibble >> 3] >> (4 * (int)(nibble & 7))) & 15u;
         if (state == 0) {
             const u32 source = code & 3u;
             if (source == STOP) break;
@@ -339,7 +364,7 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                 const bool equal = x == b[j - 1] && x < match_codes;
                 ops[n_ops++] = equal ? OP_MATCH : OP_MISMATCH;
                 matched += equal;
-                --i;
+                if (--i > 0) row_up(at, rows, lanes, steps);
                 --j;
             } else {
                 state = source == FROM_E ? 1 : 2;
@@ -351,7 +376,7 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
         } else {
             ops[n_ops++] = OP_INSERTION;
             if (code & F_OPENED) state = 0;
-            --i;
+            if (--i > 0) row_up(at, rows, lanes, steps);
         }
     }
     q_start[p] = i;
