@@ -268,12 +268,15 @@ def trace_lanes(rows_end: np.ndarray, columns_end: np.ndarray,
 
 
 def warp_fits(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
-              gap_extend: int, n_codes: int, lanes: np.ndarray | int = 32) -> np.ndarray:
+              gap_extend: int, n_codes: int, lanes: np.ndarray | int = 32,
+              rows: np.ndarray | None = None) -> np.ndarray:
     """Per pair of ``m`` rows (its end row, for paths) and ``n`` columns, whether the warp
-    kernels can run it with ``lanes`` lanes: every value fits their int32 lanes, padding rows
-    included (each loses at most ``gap_open`` against the row above), and the substitution
-    table (int16, with ``gap_open`` added and a padding row) fits in shared memory."""
-    rows, _ = trace_layout(m, n, lanes)
+    kernels can run it with ``lanes`` lanes of ``rows`` rows (default: :func:`trace_layout`'s):
+    every value fits their int32 lanes, padding rows included (each loses at most ``gap_open``
+    against the row above), and the substitution table (int16, with ``gap_open`` added and a
+    padding row) fits in shared memory."""
+    if rows is None:
+        rows, _ = trace_layout(m, n, lanes)
     band = np.asarray(lanes, dtype=np.int64) * rows
     padded = -(-m.astype(np.int64) // band) * band
     high, low = value_bounds(padded, n, table, gap_open, gap_extend)
@@ -483,7 +486,7 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
     n_codes = qset.alphabet.size
     on_gpu = (m > 0) & (n > 0) & (pair_bytes <= config.PATH_MAX_BYTES_PER_PAIR) & \
         warp_fits(np.maximum(q_end, 0), np.maximum(t_end, 0), table, gap_open, gap_extend,
-                  n_codes, lanes)
+                  n_codes, lanes, rows)
     chosen = np.flatnonzero(on_gpu)
     shape = lanes * 1024 + rows  # a launch takes pairs of one lane count and height
     # Blocks, then the tallest lanes (the longest pairs) first, so that they start first.
