@@ -435,7 +435,7 @@ def _check_cuda_paths(cases) -> None:
 def test_cuda_paths_bands_heights_and_launches_equal_the_cpu(monkeypatch, heights, streams):
     # Lanes of 8 rows put queries over 256 symbols in several bands; all heights put each pair
     # in the lowest lanes that cover it (8 to 32 rows); a 64 KiB budget splits the launches,
-    # which take one stream or three in turn (several launches in flight).
+    # which take one stream or three in turn.
     # Paths, starts, ends and identities equal the CPU backend's, every mode, DNA (with N),
     # proteins and bytes (a 256 x 256 table in shared memory).
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANE_ROWS", heights)
@@ -446,6 +446,30 @@ def test_cuda_paths_bands_heights_and_launches_equal_the_cpu(monkeypatch, height
     cases.append((proteins[:4], others[:4],
                   Scoring(match=3, mismatch=-2, gap_open=4, gap_extend=1), "bytes"))
     _check_cuda_paths(cases)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
+def test_cuda_path_batches_of_several_lane_shapes_equal_the_cpu(monkeypatch):
+    # A 1 MiB budget puts pairs of several lane heights in each batch (a launch each, side by
+    # side on the streams) and cuts the call into several batches (two queued at a time, the
+    # finisher thread storing the older).
+    from gpualign.align import _cuda
+
+    monkeypatch.setattr(gpualign.config, "GPU_BATCH_BYTES", 1 << 20)
+    batches = []
+    queue = _cuda._TraceChunk._queue
+
+    def spy(chunk, members):
+        batches.append(len(np.unique(chunk.lanes[members] * 1024 + chunk.rows[members])))
+        return queue(chunk, members)
+
+    monkeypatch.setattr(_cuda._TraceChunk, "_queue", spy)
+    rng = np.random.default_rng(41)
+    queries = [random_text(rng, int(k)) for k in rng.integers(30, 1000, 80)]
+    targets = [relative(rng, q) for q in queries]
+    _check_cuda_paths([(queries, targets, SCHEMES[0], "dna")])
+    assert len(batches) >= 3 * len(ALIGN_MODES) and max(batches) >= 2
 
 
 @pytest.mark.cuda

@@ -26,6 +26,7 @@ from gpualign import Scoring, config
 from gpualign.align import _cuda_long, _linear
 from gpualign.align._cuda_long import NEG, BatchPlan, CudaEngine, tile_schedule
 from gpualign.align._linear import PairCodes, Problems
+from gpualign.cigar import PackedCigars
 from gpualign.codes import OP_DELETION, OP_INSERTION, OP_MATCH, OP_MISMATCH, align_mode
 from gpualign.sequences import get_alphabet
 
@@ -688,10 +689,13 @@ def test_emulated_tiles_drive_linear_space_paths(tiny_tiles, emulated_schedule, 
         assert rescored == (want.score, want.query_end, want.target_end)
 
 
+@pytest.mark.parametrize("packed", [False, True])
 @pytest.mark.parametrize("mode", ALIGN_MODES)
-def test_long_and_short_paths_of_a_batch_land_in_their_places(tiny_tiles, monkeypatch, mode):
+def test_long_and_short_paths_of_a_batch_land_in_their_places(tiny_tiles, monkeypatch, mode,
+                                                               packed):
     """_cuda._paths: the long pairs through the (emulated) engine in linear space, the short
-    ones through the traceback kernels (here the CPU backend), each result at its pair."""
+    ones through the traceback kernels (here the CPU backend), each result at its pair; the
+    CIGARs as text or packed runs."""
     from gpualign.align import _cpu, _cuda
 
     scoring, alphabet = SCHEMES["dna-affine"]
@@ -699,14 +703,16 @@ def test_long_and_short_paths_of_a_batch_land_in_their_places(tiny_tiles, monkey
     monkeypatch.setattr(config, "LONG_ALIGN_MIN_CELLS", 1000)
     monkeypatch.setattr(_cuda, "_long_engine", lambda *args: engine)
     monkeypatch.setattr(_cuda, "_traced_paths",
-                        lambda *args: _cpu.align_pairs(*args, task="path"))
+                        lambda *args: _cpu.align_pairs(*args[:8], "path", packed=args[8]))
     texts = _texts(alphabet, 23)
     queries = gpualign.SequenceSet.from_sequences([a for a, _ in texts], alphabet=alphabet)
     targets = gpualign.SequenceSet.from_sequences([b for _, b in texts], alphabet=alphabet)
     index = np.arange(len(texts))[::-1].copy()
     table, _ = scoring.table(alphabet)
     got = _cuda._paths(queries, targets, index, index, table, scoring.gap_open,
-                       scoring.gap_extend, align_mode(mode))
+                       scoring.gap_extend, align_mode(mode), packed=packed)
+    assert isinstance(got[5], PackedCigars) == packed
+    got = (*got[:5], list(got[5]), got[6])
     want = _cpu.align_pairs(queries, targets, index, index, table, scoring.gap_open,
                             scoring.gap_extend, align_mode(mode), "path")
     assert got[0].tolist() == want[0].tolist()

@@ -229,7 +229,7 @@ ALIGN_TRACE_BLOCK_LANE_ROWS: tuple[int, ...] = (2, 4, 8, 16, 24, 32)
 #: launch's time is its longest pair's, one warp's or block's work, so the launches of
 #: different lane counts and heights (up to ten) run side by side rather than one after the
 #: other.
-ALIGN_TRACE_STREAMS = 8
+ALIGN_TRACE_STREAMS = 10
 
 #: Threads that share a pair of database subjects in the CUDA search kernel (powers of two up
 #: to 32) and query rows each of them keeps in registers (even): a query runs with the

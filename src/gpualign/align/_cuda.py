@@ -102,12 +102,12 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
                 table: np.ndarray, gap_open: int, gap_extend: int, mode: int, task: str,
                 progress: Progress | None = None, packed: bool = False,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                           list[str | None] | None, np.ndarray | None]:
+                           list[str | None] | PackedCigars | None, np.ndarray | None]:
     """Align index pairs on the current CUDA device, with the results and the contract of the
     CPU backend's :func:`gpualign.align._cpu.align_pairs`: int64 arrays ``score, query_start,
-    query_end, target_start, target_end`` (-1 where ``task`` reports no such value), the CIGAR
-    strings and the identities (None unless ``task="path"``); ``progress`` moves by the cells
-    of the pairs done."""
+    query_end, target_start, target_end`` (-1 where ``task`` reports no such value), the CIGARs
+    (strings, or a :class:`PackedCigars` when ``packed``) and the identities (None unless
+    ``task="path"``); ``progress`` moves by the cells of the pairs done."""
     if task == "path":
         return _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, progress,
                       packed)
@@ -438,9 +438,11 @@ def _placed(pieces, count: int, packed: bool):
     """The CIGARs of ``count`` pairs from ``pieces`` of ``(positions, CIGARs at those
     positions)`` that cover every pair once: a :class:`PackedCigars` when ``packed``, else a
     list of str."""
+    where = np.concatenate([positions for positions, _ in pieces]) if pieces else \
+        np.zeros(0, dtype=np.int64)
+    if len(where) != count or (np.bincount(where, minlength=count) != 1).any():
+        raise RuntimeError("the pieces of a path call must cover its pairs once each")
     if packed:
-        where = np.concatenate([positions for positions, _ in pieces]) if pieces else \
-            np.zeros(0, dtype=np.int64)
         return PackedCigars.concatenate([cigars for _, cigars in pieces]).take(np.argsort(where))
     placed: list[str] = [""] * count
     for positions, cigars in pieces:
@@ -660,19 +662,23 @@ class _TraceResults:
         # a call of one batch stores it here).
         self.finisher: ThreadPoolExecutor | None = None
         self.finished: list = []  # the futures of store()
-        # (positions, device results, device gathered CIGARs, what the launches read), oldest
-        # first; the last keeps every buffer of a batch until its results are fetched.
+        # (positions, device results, device gathered CIGARs, the event that ends their
+        # gathering, what the launches read), oldest first; the last keeps every buffer of a
+        # batch until its results are fetched.
         self.queued: list = []
 
     def fetch_oldest(self, in_thread: bool = True) -> None:
-        """Copy the oldest queued batch's results to the host (waiting for the current
-        stream, where its gathering was queued) and store them, ``in_thread`` on the
-        finisher thread while the host queues the next batch."""
-        where, values, gathered, _ = self.queued.pop(0)
-        values = values.get()
+        """Copy the oldest queued batch's results to the host and store them, ``in_thread`` on
+        the finisher thread while the host queues the next batch. The copies wait for the
+        batch's gathering only, on a stream of their own that waits for nothing else (on the
+        current stream they would wait for the next batch queued there too)."""
+        where, values, gathered, gathered_event, _ = self.queued.pop(0)
+        copy = launch.side_streams("align path copies", 1, non_blocking=True)[0]
+        copy.wait_event(gathered_event)
+        values = values.get(stream=copy)
         written = int(values[_WRITTEN].sum())
         size = written if self.packed else written + len(where)  # text: a newline each
-        gathered = gathered[:size].get()
+        gathered = gathered[:size].get(stream=copy)
         if not in_thread:
             self.store(where, values, gathered)
             return
@@ -728,6 +734,18 @@ class _TraceChunk:
         this one and the one the host fetches meanwhile."""
         import cupy
 
+        try:
+            self._queue(members)
+        except cupy.cuda.memory.OutOfMemoryError:
+            # The batches still queued hold memory: fetch them before the batch is halved.
+            while self.results.queued:
+                self.results.fetch_oldest(in_thread=False)
+            raise
+
+    def _queue(self, members):
+        """:meth:`run`, which fetches the batches queued before when it runs out of memory."""
+        import cupy
+
         setup, results = self.setup, self.results
         while len(results.queued) >= 2:
             results.fetch_oldest()
@@ -755,8 +773,8 @@ class _TraceChunk:
         gathered_base = cupy.zeros(size + 1, dtype=cupy.int64)
         gathered = cupy.empty(int(written_base[-1]) + (0 if setup.packed else size) + 4,
                               dtype=cupy.uint8)
-        # Every buffer is allocated before the first launch: running out of memory leaves
-        # nothing queued (launch_split then halves the batch).
+        # Every buffer sized by the batch is allocated before the first launch, so that
+        # running out of memory (launch_split then halves the batch) seldom wastes launches.
         current = cupy.cuda.get_current_stream()
         ready = current.record()  # the uploads above, and the sequences' before them
         find_end = "true" if setup.find_end else "false"
@@ -802,4 +820,5 @@ class _TraceChunk:
                (written, wide[6], values[_WRITTEN], gathered_base, np.int32(size), gathered))
         results.queued.append((self.positions[members], values,
                                gathered.view(cupy.uint32) if setup.packed else gathered,
+                               current.record(),
                                (wide, narrow, trace, border, last_row, ops, written)))

@@ -58,14 +58,15 @@ def _current_device() -> int:
     return cupy.cuda.Device().id
 
 
-def side_streams(user: str, count: int) -> tuple:
+def side_streams(user: str, count: int, non_blocking: bool = False) -> tuple:
     """``count`` CUDA streams of the current device on which the launches of ``user`` (a name:
     users of different names never share a stream) run side by side, the same ones on every
     call of the calling thread (kept per device, user, count and thread, so that searches in
     threads of one process do not wait for each other's launches): CuPy's memory pool
     keeps freed blocks per stream, so fresh streams on every call would find none to reuse and
     allocate anew. They synchronize with the legacy default stream, as ``cupy.cuda.Stream()``
-    does; a caller orders its launches on them with events.
+    does, unless ``non_blocking`` (then they wait for nothing queued there, and nothing there
+    waits for them); a caller orders its launches on them with events.
 
     Examples
     --------
@@ -73,15 +74,16 @@ def side_streams(user: str, count: int) -> tuple:
     >>> first is side_streams("search", 4), first is side_streams("paths", 4)  # doctest: +SKIP
     (True, False)
     """
-    return _streams(_current_device(), user, max(1, int(count)), threading.get_ident())
+    return _streams(_current_device(), user, max(1, int(count)), threading.get_ident(),
+                    bool(non_blocking))
 
 
 @functools.cache
-def _streams(device: int, user: str, count: int, thread: int) -> tuple:
+def _streams(device: int, user: str, count: int, thread: int, non_blocking: bool) -> tuple:
     import cupy
 
     with cupy.cuda.Device(device):
-        return tuple(cupy.cuda.Stream() for _ in range(count))
+        return tuple(cupy.cuda.Stream(non_blocking=non_blocking) for _ in range(count))
 
 
 def block_threads(kernel: Any) -> int:

@@ -42,7 +42,9 @@ def device_chunks(qset, tset, q_index, t_index, step):
     count = len(q_index)
     step = max(1, step)
     budget = batch_budget()
-    resident_bytes = sum(s.codes.nbytes + s.offsets.nbytes for s in (qset, tset))
+    # A set already on the device (a search's database) costs nothing more.
+    resident_bytes = sum(s.codes.nbytes + s.offsets.nbytes for s in (qset, tset)
+                         if not s.on_device())
     if resident_bytes <= budget // 2:
         sequences = (*qset.to_device(), *tset.to_device())
         for lo in range(0, count, step):
