@@ -15,7 +15,7 @@ import pytest
 
 import gpualign
 from gpualign import config
-from gpualign.cigar import cigar_runs
+from gpualign.cigar import PackedCigars, cigar_runs
 from gpualign.cli import main
 from gpualign.map.api import MappingResult
 from gpualign.map.sam import (
@@ -123,6 +123,29 @@ def test_clip_ends_equals_the_naive_clip(scoring):
     spans = [sum(int(n) for n, op in re.findall(r"([0-9]+)([=XD])", c)) for c in cigars]
     kept = [sum(int(n) for n, op in re.findall(r"([0-9]+)([=XD])", c)) for c in clips.cigar]
     assert (clips.reference_left + clips.reference_right + kept == spans).all()
+
+
+@pytest.mark.parametrize("scoring", [EDIT_ENDS, AFFINE_ENDS], ids=["edit", "affine"])
+def test_clip_ends_of_runs_equals_the_clip_of_strings(scoring):
+    # The mapper clips its PackedCigars: the same cuts as of the strings, unmapped reads (no
+    # alignment) left without one, clips at both ends and none, deletions cut off an end.
+    rng = np.random.default_rng(12)
+    cigars = ["2X140=2X", "3X1=2X144=", "145=1X1=3X", "1X1=1X1=1X", "", "7=", "1D149=",
+              "148=2X1D", "3D2X145="]
+    for _ in range(300):
+        runs = rng.choice(list("=XID"), rng.integers(1, 10), p=[0.5, 0.3, 0.1, 0.1])
+        cigars.append("".join(f"{rng.integers(1, 25 if op == '=' else 5)}{op}" for op in runs))
+    with_none = [None, *cigars[:150], None, *cigars[150:]]
+    strings = clip_ends(cigars, scoring)
+    runs = clip_ends(PackedCigars.from_strings(with_none), scoring)
+    assert isinstance(runs.cigar, PackedCigars) and isinstance(strings.cigar, list)
+    mapped = np.array([c is not None for c in with_none])
+    assert runs.cigar.take(mapped) == strings.cigar and runs.cigar.take(~mapped) == [None] * 2
+    for name in ("read_left", "read_right", "reference_left", "reference_right", "edits"):
+        assert getattr(runs, name)[mapped].tolist() == getattr(strings, name).tolist(), name
+        assert not getattr(runs, name)[~mapped].any(), name
+    assert (strings.read_left > 0).any() and (strings.read_right > 0).any()
+    assert ((strings.read_left > 0) & (strings.read_right > 0)).any()
 
 
 def test_cigar_runs_of_long_runs_and_empty_cigars():
