@@ -893,7 +893,7 @@ def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
                                               local.read[valid]))]
     local, score, votes = local.take(order), score[order], windows.votes[order]
     chosen, qualities = [], []
-    primaries, primary_of = [], []  # the unmapped reads placed by a local alignment, and it
+    primaries, primary_of = [], []  # the unmapped reads that take a local alignment, and which
     bounds = np.append(np.flatnonzero(np.diff(local.read, prepend=-1)), len(order)).tolist()
     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
         read, length = int(local.read[lo]), int(lengths[local.read[lo]])
