@@ -413,6 +413,44 @@ def clip_runs(ops, lengths, offsets, column, run, end_bonus):
 
 
 @njit(parallel=True, cache=True)
+def ungapped_extensions(read_codes, reference_codes, read_first, reference_first, direction,
+                        size, clip, match_codes, mismatch_score, end_bonus, room, ops):
+    """The extensions of :func:`gpualign.map.api._extend_clips`, an alignment an iteration:
+    alignment ``i`` may take up to ``size[i]`` columns of its ``clip[i]`` clipped bases, the
+    read's codes from ``read_first[i]`` and the reference's from ``reference_first[i]``, both
+    stepping by ``direction`` (+1 to the right, -1 to the left). A column scores 1 where the
+    bases match (equal codes below ``match_codes``), else ``mismatch_score``; it takes the
+    columns up to the highest running score above 0 (the most of equal ones), or all ``size``
+    of them when they reach the read's end and score less than that best by under
+    ``end_bonus``. Returns the columns taken and their mismatches; the taken columns'
+    operations (``=`` 0, ``X`` 1) go to ``ops`` from ``room[i]`` in the order of the CIGAR
+    reversed (the last first, as :func:`gpualign._cigar_text.path_runs` reads them)."""
+    count = len(size)
+    take = np.zeros(count, dtype=np.int64)
+    mismatches = np.zeros(count, dtype=np.int64)
+    for i in prange(count):
+        running = best = best_score = 0
+        for step in range(size[i]):
+            base = read_codes[read_first[i] + direction * step]
+            matched = base == reference_codes[reference_first[i] + direction * step] \
+                and base < match_codes
+            running += 1 if matched else mismatch_score
+            if running > 0 and running >= best_score:
+                best, best_score = step + 1, running
+        reach = size[i] > 0 and size[i] == clip[i] and best_score - running < end_bonus
+        take[i] = size[i] if reach else best
+        for step in range(take[i]):
+            base = read_codes[read_first[i] + direction * step]
+            differ = not (base == reference_codes[reference_first[i] + direction * step]
+                          and base < match_codes)
+            mismatches[i] += differ
+            # A right extension's CIGAR runs outwards, a left one's inwards.
+            at = take[i] - 1 - step if direction > 0 else step
+            ops[room[i] + at] = 1 if differ else 0
+    return take, mismatches
+
+
+@njit(parallel=True, cache=True)
 def ranked_hits(bounds, reverse, contig, pos, dist, votes):
     """The placements ``bounds[i]:bounds[i + 1]`` of each read ranked as
     :func:`gpualign.map.api._ranked` ranks them, one read an iteration: returns, at each read's

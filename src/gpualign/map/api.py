@@ -785,54 +785,41 @@ def _extend_clips(reference: SequenceSet, strands: SequenceSet, aligned: _Aligne
     end. ``strands`` holds the batch's reads then their reverse complements. Without gaps,
     minimap2's affine scores and end bonus (:data:`~gpualign.map.segments.AFFINE_ENDS`) are
     the mapper's doubled, so one extension serves both primary CIGARs."""
+    from .._cigar_text import path_runs  # Numba: loaded by the runs that map
+    from ._host import ungapped_extensions
+
     count = len(strands) // 2
     for right in (True, False):
         clip = aligned.clip_right if right else aligned.clip_left
         rows = np.flatnonzero((clip > 0) & (aligned.contig >= 0))
+        if not len(rows):
+            continue
         contig = aligned.contig[rows]
         room = reference.lengths[contig] - aligned.end[rows] if right else aligned.pos[rows]
         size = np.minimum(clip[rows], room)
-        owner = np.repeat(np.arange(len(rows)), size)
-        first = np.cumsum(size) - size
-        step = np.arange(int(size.sum()), dtype=np.int64) - first[owner]
         strand = aligned.read[rows] + count * aligned.reverse[rows]
+        # The first column of each extension: next to the clip's border, on the read and on
+        # the reference.
         if right:
-            read_at = (strands.lengths[strand] - clip[rows])[owner] + step
-            reference_at = aligned.end[rows][owner] + step
+            read_first = strands.offsets[strand] + strands.lengths[strand] - clip[rows]
+            reference_first = reference.offsets[contig] + aligned.end[rows]
         else:
-            read_at = clip[rows][owner] - 1 - step
-            reference_at = aligned.pos[rows][owner] - 1 - step
-        base = strands.codes[strands.offsets[strand][owner] + read_at]
-        match = (base == reference.codes[reference.offsets[contig][owner] + reference_at]) \
-            & (base < ALPHABETS["dna"].match_codes)
-        running = np.cumsum(np.where(match, 1, 1 - EDIT_SCORE))
-        running -= np.concatenate(([0], running))[first[owner]]
-        # The best stop: the highest score (the most columns of equal ones), else none.
-        best = np.zeros(len(rows), dtype=np.int64)
-        best_score = np.zeros(len(rows), dtype=np.int64)
-        ranked = np.lexsort((step, running, owner))
-        last = np.flatnonzero(np.diff(owner[ranked], append=-1) != 0)
-        top = ranked[last]
-        better = running[top] > 0
-        best[owner[top[better]]] = step[top[better]] + 1
-        best_score[owner[top[better]]] = running[top[better]]
-        whole = np.zeros(len(rows), dtype=np.int64)
-        ends = first + size - 1
-        whole[size > 0] = running[ends[size > 0]]
-        reach = (size > 0) & (size == clip[rows]) & (best_score - whole < END_BONUS)
-        take = np.where(reach, size, best)
+            read_first = strands.offsets[strand] + clip[rows] - 1
+            reference_first = reference.offsets[contig] + aligned.pos[rows] - 1
+        space = np.zeros(len(aligned.read), dtype=np.int64)  # each alignment's room in ops
+        space[rows] = np.cumsum(size) - size
+        ops = np.empty(int(size.sum()), dtype=np.uint8)
+        take, mismatches = ungapped_extensions(
+            strands.codes, reference.codes, read_first.astype(np.int64),
+            reference_first.astype(np.int64), 1 if right else -1, size.astype(np.int64),
+            clip[rows].astype(np.int64), ALPHABETS["dna"].match_codes, 1 - EDIT_SCORE,
+            END_BONUS, space[rows], ops)
         if take.any():
-            taken = step < take[owner]  # the columns added, from the clip's border outwards
-            differ = ~match[taken]
-            aligned.nm[rows] += np.bincount(owner[taken], weights=differ,
-                                            minlength=len(rows)).astype(aligned.nm.dtype)
-            # A left extension's CIGAR runs from its outermost column in.
-            along = step[taken] if right else (take[owner] - 1 - step)[taken]
-            in_order = np.empty(len(differ), dtype=bool)
-            in_order[(np.cumsum(take) - take)[owner[taken]] + along] = differ
+            aligned.nm[rows] += mismatches.astype(aligned.nm.dtype)
             columns = np.zeros(len(aligned.read), dtype=np.int64)
             columns[rows] = take
-            added = _ungapped_cigars(in_order, columns)
+            added = path_runs(ops, space, columns)
+            added = PackedCigars(added.ops, added.lengths, added.offsets, columns > 0)
             aligned.cigar = PackedCigars.joined([aligned.cigar, added] if right
                                                 else [added, aligned.cigar])
             if right:
