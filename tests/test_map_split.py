@@ -17,6 +17,7 @@ import gpualign
 from gpualign import config
 from gpualign.cigar import PackedCigars, cigar_runs
 from gpualign.cli import main
+from gpualign.map import api
 from gpualign.map.api import MappingResult
 from gpualign.map.sam import (
     FIRST,
@@ -146,6 +147,78 @@ def test_clip_ends_of_runs_equals_the_clip_of_strings(scoring):
         assert not getattr(runs, name)[~mapped].any(), name
     assert (strings.read_left > 0).any() and (strings.read_right > 0).any()
     assert ((strings.read_left > 0) & (strings.read_right > 0)).any()
+
+
+def _naive_extension(read: str, reference: str, first_read: int, first_reference: int,
+                     step: int, clip: int) -> str:
+    """The columns (``=``/``X``) an alignment takes of its clipped bases ``read[first_read]``,
+    ``read[first_read + step]`` ... against the reference's from ``first_reference``, as
+    ``_extend_clips`` defines them: up to the highest running score above 0 (the most
+    columns of equal ones), or all of them when they reach the read's end and score less
+    than that best by under the end bonus."""
+    size = min(clip, first_reference + 1 if step < 0 else len(reference) - first_reference)
+    columns = ["=" if read[first_read + step * k] == reference[first_reference + step * k]
+               and read[first_read + step * k] != "N" else "X" for k in range(size)]
+    running = np.cumsum([1 if c == "=" else 1 - EDIT_SCORE for c in columns]).tolist()
+    best = max(range(size), key=lambda k: (running[k], k), default=-1)
+    take = best + 1 if best >= 0 and running[best] > 0 else 0
+    best_score = running[best] if take else 0
+    if size and size == clip and best_score - running[-1] < EDIT_ENDS.end_bonus:
+        take = size
+    return "".join(columns[:take])
+
+
+def test_extensions_into_clips_equal_the_naive_walk():
+    # Alignments clipped on either side or both (some clips past the reference's ends, bases
+    # that match, differ or are N), forward and reverse, and unmapped reads left alone.
+    rng = np.random.default_rng(21)
+    contigs = [_random(rng, 700), _random(rng, 500)]
+    reads, rows = [], []
+    for _ in range(300):
+        contig = int(rng.integers(0, 2))
+        sequence = contigs[contig]
+        core = int(rng.integers(5, 60))
+        pos = int(rng.integers(0, len(sequence) - core + 1))
+        left, right = (int(n) * int(rng.integers(0, 2)) for n in rng.integers(1, 30, 2))
+        # The clipped bases: the reference's where there is one, mutated often.
+        aligned = "".join(
+            sequence[at] if 0 <= at < len(sequence) and rng.random() < 0.8
+            else "ACGTN"[rng.integers(0, 5)] for at in range(pos - left, pos + core + right))
+        reverse = bool(rng.integers(0, 2))
+        reads.append(_rc(aligned) if reverse else aligned)
+        rows.append((contig, pos, core, left, right, reverse, aligned))
+    unmapped = {3, 77, 150}
+    count = len(reads)
+    strands = gpualign.SequenceSet.from_sequences(reads + [_rc(r) for r in reads], "dna")
+    reference = gpualign.SequenceSet.from_sequences(contigs, "dna")
+    cigars = [None if i in unmapped else f"{row[2]}=" for i, row in enumerate(rows)]
+    placed = api._Aligned(
+        np.arange(count), np.array([-1 if i in unmapped else r[0] for i, r in enumerate(rows)]),
+        np.array([r[1] for r in rows]), np.array([r[1] + r[2] for r in rows]),
+        np.array([r[5] for r in rows]), np.full(count, 2, dtype=np.int32),
+        np.zeros(count, dtype=np.uint8), np.zeros(count, dtype=np.int32),
+        np.array([r[3] for r in rows]), np.array([r[4] for r in rows]),
+        PackedCigars.from_strings(cigars))
+    api._extend_clips(reference, strands, placed)
+    taken = []
+    for i, (contig, pos, core, left, right, _, aligned) in enumerate(rows):
+        if i in unmapped:
+            assert placed.cigar[i] is None and placed.clip_left[i] == left
+            continue
+        sequence = contigs[contig]
+        after = _naive_extension(aligned, sequence, left + core, pos + core, 1, right)
+        before = _naive_extension(aligned, sequence, left - 1, pos - 1, -1, left)[::-1]
+        runs = [_runs_text(part) for part in (before, "=" * core, after)]
+        assert placed.cigar[i] == "".join(runs), i
+        assert placed.nm[i] == 2 + (before + after).count("X"), i
+        assert (placed.pos[i], placed.end[i]) == (pos - len(before), pos + core + len(after))
+        assert (placed.clip_left[i], placed.clip_right[i]) == (left - len(before),
+                                                               right - len(after)), i
+        taken += [(len(before), left), (len(after), right)]
+    # Clips taken whole, in part and not at all, mismatches among the columns taken.
+    assert {(0 < n == clip, 0 < n < clip, n == 0 < clip) for n, clip in taken} >= {
+        (True, False, False), (False, True, False), (False, False, True)}
+    assert (placed.nm[placed.contig >= 0] > 2).any()
 
 
 def test_cigar_runs_of_long_runs_and_empty_cigars():
