@@ -450,6 +450,74 @@ def ungapped_extensions(read_codes, reference_codes, read_first, reference_first
     return take, mismatches
 
 
+@njit(cache=True, nogil=True)
+def _forward_span(reverse, clip_left, clip_right, length):
+    """The read bases an alignment aligns, counted on the read as given."""
+    if reverse:
+        return clip_right, length - clip_left
+    return clip_left, length - clip_right
+
+
+@njit(cache=True, nogil=True)
+def _segment_xs(i, lo, hi, length, contig, pos, end, reverse, clip_left, clip_right, score,
+                no_score):
+    """XS of local alignment ``i`` among its read's ``lo .. hi - 1``: the best score of
+    another place (not overlapping it on one strand of a contig) that aligns at least half of
+    the read bases ``i`` aligns; ``no_score`` where there is none."""
+    start, stop = _forward_span(reverse[i], clip_left[i], clip_right[i], length)
+    xs = no_score
+    for j in range(lo, hi):
+        other_start, other_stop = _forward_span(reverse[j], clip_left[j], clip_right[j], length)
+        overlap = min(stop, other_stop) - max(start, other_start)
+        same_place = (contig[i] == contig[j] and reverse[i] == reverse[j] and pos[i] < end[j]
+                      and pos[j] < end[i])
+        if j != i and 2 * overlap >= stop - start and not same_place:
+            xs = max(xs, score[j])
+    return xs
+
+
+@njit(parallel=True, cache=True)
+def choose_segments(bounds, read, contig, pos, end, reverse, nm, clip_left, clip_right, score,
+                    lengths, minimum, no_score, placed_contig, placed_pos, placed_end,
+                    placed_reverse, placed_nm, placed_clip_left, placed_clip_right):
+    """The choices of :func:`gpualign.map.api._split`, a read an iteration: the local
+    alignments ``bounds[g] .. bounds[g + 1] - 1`` of read ``read[bounds[g]]`` (best first;
+    ``lengths`` the reads') give an unmapped read its first as its primary (written into the
+    ``placed_*`` fields of the read), then the read's supplementary one: the first that
+    aligns at least ``minimum`` read bases its primary leaves and lies elsewhere. Returns,
+    per read, the primary taken and the supplementary one (-1: none) with their XS
+    (:func:`_segment_xs`)."""
+    groups = len(bounds) - 1
+    primary = np.full(groups, -1, dtype=np.int64)
+    primary_xs = np.full(groups, no_score, dtype=np.int64)
+    chosen = np.full(groups, -1, dtype=np.int64)
+    chosen_xs = np.full(groups, no_score, dtype=np.int64)
+    for g in prange(groups):
+        lo, hi = bounds[g], bounds[g + 1]
+        r = read[lo]
+        length = lengths[r]
+        if placed_contig[r] < 0:
+            placed_contig[r], placed_pos[r], placed_end[r] = contig[lo], pos[lo], end[lo]
+            placed_reverse[r], placed_nm[r] = reverse[lo], nm[lo]
+            placed_clip_left[r], placed_clip_right[r] = clip_left[lo], clip_right[lo]
+            primary[g] = lo
+            primary_xs[g] = _segment_xs(lo, lo, hi, length, contig, pos, end, reverse,
+                                        clip_left, clip_right, score, no_score)
+        covered_start, covered_stop = _forward_span(placed_reverse[r], placed_clip_left[r],
+                                                     placed_clip_right[r], length)
+        for j in range(lo, hi):
+            start, stop = _forward_span(reverse[j], clip_left[j], clip_right[j], length)
+            new = (stop - start) - max(0, min(stop, covered_stop) - max(start, covered_start))
+            same_place = (contig[j] == placed_contig[r] and reverse[j] == placed_reverse[r]
+                          and pos[j] < placed_end[r] and placed_pos[r] < end[j])
+            if new >= minimum and not same_place:
+                chosen[g] = j
+                chosen_xs[g] = _segment_xs(j, lo, hi, length, contig, pos, end, reverse,
+                                           clip_left, clip_right, score, no_score)
+                break
+    return primary, primary_xs, chosen, chosen_xs
+
+
 @njit(parallel=True, cache=True)
 def ranked_hits(bounds, reverse, contig, pos, dist, votes):
     """The placements ``bounds[i]:bounds[i + 1]`` of each read ranked as

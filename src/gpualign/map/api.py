@@ -689,17 +689,6 @@ class _Aligned:
         return np.where(self.contig >= 0, aligned - EDIT_SCORE * self.nm.astype(np.int64),
                         NO_SCORE).astype(np.int32)
 
-    def forward_span(self, i: int, length: int) -> tuple[int, int]:
-        """The read bases that alignment ``i`` aligns, counted on the read as given."""
-        if self.reverse[i]:
-            return int(self.clip_right[i]), length - int(self.clip_left[i])
-        return int(self.clip_left[i]), length - int(self.clip_right[i])
-
-    def same_place(self, i: int, other: _Aligned, j: int) -> bool:
-        """Whether alignment ``i`` and ``other``'s ``j`` overlap on one strand of a contig."""
-        return bool(self.contig[i] == other.contig[j] and self.reverse[i] == other.reverse[j]
-                    and self.pos[i] < other.end[j] and other.pos[j] < self.end[i])
-
 
 _ALIGNED_ARRAYS = ("read", "contig", "pos", "end", "reverse", "nm", "mapq", "xs", "clip_left",
                    "clip_right")
@@ -840,6 +829,8 @@ def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
     many bases unaligned takes the best alignment elsewhere that aligns them as its
     supplementary one (hard-clipped, returned). MAPQ weighs each against the best one
     elsewhere that aligns half its bases or more."""
+    from ._host import choose_segments  # Numba: loaded by the runs that map
+
     count = len(reads)
     lengths = reads.lengths
     minimum = max(1, int(config.MAP_MIN_SEGMENT))
@@ -879,54 +870,22 @@ def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
     order = np.flatnonzero(valid)[np.lexsort((-windows.votes[valid], -score[valid],
                                               local.read[valid]))]
     local, score, votes = local.take(order), score[order], windows.votes[order]
-    chosen, qualities = [], []
-    primaries, primary_of = [], []  # the unmapped reads that take a local alignment, and which
-    bounds = np.append(np.flatnonzero(np.diff(local.read, prepend=-1)), len(order)).tolist()
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
-        read, length = int(local.read[lo]), int(lengths[local.read[lo]])
-        group = range(lo, hi)
-        if placed.contig[read] < 0:
-            _take_local(placed, read, local, lo, _mapq(local, lo, group, score, votes, length))
-            primaries.append(read)
-            primary_of.append(lo)
-        covered = placed.forward_span(read, length)
-        for j in group:
-            span = local.forward_span(j, length)
-            new = (span[1] - span[0]) - max(0, min(span[1], covered[1])
-                                            - max(span[0], covered[0]))
-            if new >= minimum and not local.same_place(j, placed, read):
-                chosen.append(j)
-                qualities.append(_mapq(local, j, group, score, votes, length))
-                break
-    placed.cigar = placed.cigar.replaced(primaries, local.cigar.take(primary_of))
-    extra = local.take(np.array(chosen, dtype=np.int64))
-    if chosen:
-        extra.mapq[:], extra.xs[:] = np.array(qualities).T
+    bounds = np.append(np.flatnonzero(np.diff(local.read, prepend=-1)), len(order))
+    primary, primary_xs, chosen, chosen_xs = choose_segments(
+        bounds, local.read, local.contig, local.pos, local.end, local.reverse, local.nm,
+        local.clip_left, local.clip_right, score, lengths, minimum, NO_SCORE, placed.contig,
+        placed.pos, placed.end, placed.reverse, placed.nm, placed.clip_left, placed.clip_right)
+    # The unmapped reads that took a local alignment as their primary: its MAPQ and CIGAR.
+    taken = primary >= 0
+    first, slots = primary[taken], local.read[primary[taken]]
+    placed.mapq[slots] = mapping_quality(score[first], primary_xs[taken], votes[first])
+    placed.xs[slots] = primary_xs[taken]
+    placed.cigar = placed.cigar.replaced(slots, local.cigar.take(first))
+    picked = chosen[chosen >= 0]
+    extra = local.take(picked)
+    extra.mapq[:] = mapping_quality(score[picked], chosen_xs[chosen >= 0], votes[picked])
+    extra.xs[:] = chosen_xs[chosen >= 0]
     return extra
-
-
-def _mapq(local: _Aligned, i: int, group: range, score: np.ndarray, votes: np.ndarray,
-          length: int) -> tuple[int, int]:
-    """MAPQ and XS of local alignment ``i`` of a read (``group``: the read's): XS the best
-    score of another place aligning at least half of the read bases ``i`` aligns."""
-    lo, hi = local.forward_span(i, length)
-    xs = NO_SCORE
-    for j in group:
-        other = local.forward_span(j, length)
-        overlap = min(hi, other[1]) - max(lo, other[0])
-        if j != i and 2 * overlap >= hi - lo and not local.same_place(i, local, j):
-            xs = max(xs, int(score[j]))
-    quality = mapping_quality(score[i:i + 1], np.array([xs]), votes[i:i + 1])
-    return int(quality[0]), xs
-
-
-def _take_local(into: _Aligned, slot: int, local: _Aligned, i: int,
-                quality: tuple[int, int]) -> None:
-    """Make ``into``'s alignment ``slot`` the local alignment ``i`` with its MAPQ and XS
-    (``quality``), but for its CIGAR (the caller's: those of every such slot at once)."""
-    for name in ("contig", "pos", "end", "reverse", "nm", "clip_left", "clip_right"):
-        getattr(into, name)[slot] = getattr(local, name)[i]
-    into.mapq[slot], into.xs[slot] = quality
 
 
 def _sa_tags(names: list[str], placed: _Aligned, extra: _Aligned) -> tuple[list[str | None],
