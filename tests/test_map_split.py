@@ -22,6 +22,7 @@ from gpualign.map.api import MappingResult
 from gpualign.map.sam import (
     FIRST,
     MATE_REVERSE,
+    NO_SCORE,
     PAIRED,
     PROPER_PAIR,
     REVERSE,
@@ -219,6 +220,93 @@ def test_extensions_into_clips_equal_the_naive_walk():
     assert {(0 < n == clip, 0 < n < clip, n == 0 < clip) for n, clip in taken} >= {
         (True, False, False), (False, True, False), (False, False, True)}
     assert (placed.nm[placed.contig >= 0] > 2).any()
+
+
+def _naive_segments(local: dict, placed: dict, lengths: np.ndarray, minimum: int) -> tuple:
+    """The choices of split reads, a read and an alignment at a time (``_split``'s rule):
+    ``local`` and ``placed`` hold arrays of the fields of alignments (``placed``: one a read,
+    changed in place where an unmapped read takes its read's first local alignment)."""
+    def span(fields: dict, i: int, length: int) -> tuple[int, int]:
+        if fields["reverse"][i]:
+            return fields["clip_right"][i], length - fields["clip_left"][i]
+        return fields["clip_left"][i], length - fields["clip_right"][i]
+
+    def overlapping(a: dict, i: int, b: dict, j: int) -> bool:
+        return (a["contig"][i] == b["contig"][j] and a["reverse"][i] == b["reverse"][j]
+                and a["pos"][i] < b["end"][j] and b["pos"][j] < a["end"][i])
+
+    def xs(i: int, group: range, length: int) -> int:
+        lo, hi = span(local, i, length)
+        best = NO_SCORE
+        for j in group:
+            other = span(local, j, length)
+            if j != i and 2 * (min(hi, other[1]) - max(lo, other[0])) >= hi - lo \
+                    and not overlapping(local, i, local, j):
+                best = max(best, int(local["score"][j]))
+        return best
+
+    primaries, chosen = [], []
+    read = local["read"]
+    bounds = np.append(np.flatnonzero(np.diff(read, prepend=-1)), len(read)).tolist()
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        r, group = int(read[lo]), range(lo, hi)
+        length = int(lengths[r])
+        if placed["contig"][r] < 0:
+            for name in placed:
+                placed[name][r] = local[name][lo]
+            primaries.append((lo, xs(lo, group, length)))
+        covered = span(placed, r, length)
+        for j in group:
+            start, stop = span(local, j, length)
+            new = (stop - start) - max(0, min(stop, covered[1]) - max(start, covered[0]))
+            if new >= minimum and not overlapping(local, j, placed, r):
+                chosen.append((j, xs(j, group, length)))
+                break
+    return primaries, chosen
+
+
+def test_segment_choices_equal_the_naive_loop():
+    # Reads with several local alignments on two contigs and both strands, overlapping one
+    # another or the read's primary; some reads unmapped (they take their first alignment).
+    from gpualign.map._host import choose_segments
+
+    rng = np.random.default_rng(5)
+    reads = 400
+    lengths = rng.integers(60, 160, reads)
+    read = np.sort(rng.choice(reads, 1500))
+    count = len(read)
+
+    def alignments(size: int, of: np.ndarray) -> dict:
+        clip_left = rng.integers(0, lengths[of] // 2)
+        clip_right = rng.integers(0, lengths[of] - clip_left)
+        pos = rng.integers(0, 400, size)
+        return {"contig": rng.integers(0, 2, size), "pos": pos,
+                "end": pos + lengths[of] - clip_left - clip_right,
+                "reverse": rng.random(size) < 0.5, "nm": rng.integers(0, 9, size).astype(np.int32),
+                "clip_left": clip_left, "clip_right": clip_right}
+
+    local = {"read": read, **alignments(count, read)}
+    score = rng.integers(20, 150, count).astype(np.int32)
+    placed = alignments(reads, np.arange(reads))
+    placed["contig"][rng.random(reads) < 0.3] = -1
+    want_placed = {name: values.copy() for name, values in placed.items()}
+    want_primaries, want_chosen = _naive_segments({**local, "score": score}, want_placed,
+                                                  lengths, 35)
+    primary, primary_xs, chosen, chosen_xs = choose_segments(
+        np.append(np.flatnonzero(np.diff(read, prepend=-1)), count), read, local["contig"],
+        local["pos"], local["end"], local["reverse"], local["nm"], local["clip_left"],
+        local["clip_right"], score, lengths, 35, NO_SCORE, placed["contig"], placed["pos"],
+        placed["end"], placed["reverse"], placed["nm"], placed["clip_left"],
+        placed["clip_right"])
+    assert list(zip(primary[primary >= 0].tolist(), primary_xs[primary >= 0].tolist(),
+                    strict=True)) == want_primaries
+    assert list(zip(chosen[chosen >= 0].tolist(), chosen_xs[chosen >= 0].tolist(),
+                    strict=True)) == want_chosen
+    for name, values in placed.items():
+        assert values.tolist() == want_placed[name].tolist(), name
+    # Both kinds of choice happen, with and without an XS.
+    assert len(want_primaries) > 20 and len(want_chosen) > 20
+    assert {xs == NO_SCORE for _, xs in want_chosen} == {True, False}
 
 
 def test_cigar_runs_of_long_runs_and_empty_cigars():
