@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The mapper's ``cigar`` stage and SAM writing on the CPU backend, from FASTQ pairs: the SAM
+"""The mapper's ``cigar`` stage and SAM writing (CPU backend by default), from FASTQ pairs: the SAM
 (for ``cmp`` against another checkout's), the stage seconds of each round and, with
 ``--profile``, cProfile's top functions of the ``cigar`` stage (``map.api._records``).
 
@@ -30,13 +30,14 @@ from gpualign.map.index import as_map_index
 from gpualign.map.sam import sam_header, write_records
 
 
-def one_round(index, reads: Path, mates: Path | None, out: io.TextIOBase) -> dict[str, float]:
+def one_round(index, reads: Path, mates: Path | None, out: io.TextIOBase,
+              backend: str) -> dict[str, float]:
     """Map and write every batch; the stage seconds summed, ``write`` and ``total`` added."""
     began = time.perf_counter()
     seconds: dict[str, float] = {"write": 0.0}
     out.write(sam_header(list(index.reference.names), index.reference.lengths, None))
     records = 0
-    for chunk, mate_chunk, result in api.iter_mappings(index, reads, mates, backend="cpu"):
+    for chunk, mate_chunk, result in api.iter_mappings(index, reads, mates, backend=backend):
         written = time.perf_counter()
         write_records(out, result, np.arange(len(result)), chunk, mate_chunk,
                       index.reference.names)
@@ -55,18 +56,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("reads", type=Path)
     parser.add_argument("mates", type=Path, nargs="?")
     parser.add_argument("--primary-cigar", choices=("affine", "edit"), default="affine")
+    parser.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sam", type=Path, help="write the last round's SAM here")
     parser.add_argument("--profile", action="store_true",
                         help="one more round with cProfile on the cigar stage")
     args = parser.parse_args(argv)
     config.MAP_PRIMARY_CIGAR = args.primary_cigar
-    index = as_map_index(args.reference, backend="cpu")
-    one_round(index, args.reads, args.mates, io.StringIO())  # warm-up
+    index = as_map_index(args.reference, backend=args.backend)
+    one_round(index, args.reads, args.mates, io.StringIO(), args.backend)  # warm-up
     rounds = []
     for number in range(args.rounds):
         text = io.StringIO()
-        rounds.append(one_round(index, args.reads, args.mates, text))
+        rounds.append(one_round(index, args.reads, args.mates, text, args.backend))
         print(f"round {number}: " + ", ".join(f"{k} {v:.3f}" for k, v in rounds[-1].items()),
               file=sys.stderr, flush=True)
     if args.sam is not None:
@@ -86,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
                 profiler.disable()
 
         api._records = profiled
-        one_round(index, args.reads, args.mates, io.StringIO())
+        one_round(index, args.reads, args.mates, io.StringIO(), args.backend)
         api._records = records
         report = io.StringIO()
         pstats.Stats(profiler, stream=report).sort_stats("tottime").print_stats(10)
