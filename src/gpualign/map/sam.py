@@ -44,8 +44,8 @@ _HARD_CLIPS = re.compile(r"^(?:([0-9]+)H)?.*?(?:([0-9]+)H)?$")
 class SamCigars(PackedCigars):
     """SAM CIGARs of many records as arrays of runs: a :class:`~gpualign.cigar.PackedCigars`
     whose operation codes are BAM's (``M`` 0, ``I`` 1, ``D`` 2, ``N`` 3, ``S`` 4, ``H`` 5,
-    ``P`` 6, ``=`` 7, ``X`` 8), read as a sequence of ``str`` (None: an unmapped record).
-    :attr:`gpualign.map.api.MappingResult.cigar`.
+    ``P`` 6, ``=`` 7, ``X`` 8), read as a sequence of ``str`` (None: an unmapped record):
+    what :attr:`gpualign.map.api.MappingResult.cigar` holds.
 
     Examples
     --------

@@ -117,8 +117,8 @@ def clip_ends(cigars: Sequence[str] | PackedCigars, scoring: EndScoring = EDIT_E
     bonus (:data:`END_BONUS`): each end at the cut that leaves the highest score (the least
     clipped of equal ones), the right end first, then the left end of what it left. A cut
     falls only before or after a run of matches. The CIGARs are strings, or a
-    :class:`~gpualign.cigar.PackedCigars` (of alignments: every pair present), clipped as runs
-    with no text.
+    :class:`~gpualign.cigar.PackedCigars`, clipped as runs with no text (its pairs without an
+    alignment have no runs: nothing is clipped, and they stay without one).
 
     Examples
     --------
@@ -148,10 +148,11 @@ def clip_ends(cigars: Sequence[str] | PackedCigars, scoring: EndScoring = EDIT_E
                  kept if isinstance(cigars, PackedCigars) else kept.to_text())
 
 
-def cigar_edits(cigars: Sequence[str], gaps_once: bool = False) -> np.ndarray:
-    """The edits (``X``, ``I`` and ``D`` columns: ``NM``) of each extended CIGAR; with
-    ``gaps_once``, a gap counts once whatever its length (mismatches and gaps: the events of
-    an affine alignment, whose gap costs its opening once).
+def cigar_edits(cigars: Sequence[str] | PackedCigars, gaps_once: bool = False) -> np.ndarray:
+    """The edits (``X``, ``I`` and ``D`` columns: ``NM``) of each extended CIGAR (strings, or
+    a :class:`~gpualign.cigar.PackedCigars` read from its arrays); with ``gaps_once``, a gap
+    counts once whatever its length (mismatches and gaps: the events of an affine alignment,
+    whose gap costs its opening once).
 
     Examples
     --------
