@@ -12,7 +12,7 @@ from naive import apply_cigar, dp_matrix, rescore_cigar
 
 import gpualign
 import gpualign.cigar
-from gpualign._cigar_text import decode_cigars, pack_runs, write_runs
+from gpualign._cigar_text import decode_cigars, pack_runs, path_runs, path_texts, write_runs
 from gpualign.cigar import (
     PackedCigars,
     cigar_edit_cost,
@@ -368,6 +368,16 @@ def test_packed_cigars_from_ops_is_the_run_length_code(streams):
                          run_ops[room[p]:room[p + 1]], run_lengths[room[p]:room[p + 1]])
               for p, stream in enumerate(streams)]
     assert pack_runs(run_ops, run_lengths, room[:-1], np.array(counts)).tolist() == want
+    # The CPU alignment's paths: each stream reversed (a traceback's order) in one buffer with
+    # room to spare, as text and as runs.
+    buffer = np.full(int(room[-1]) + 3 * len(streams), 9, dtype=np.uint8)
+    start = room[:-1] + 3 * np.arange(len(streams))
+    for p, stream in enumerate(streams):
+        buffer[start[p]:start[p] + len(stream)] = stream[::-1]
+    lengths = np.array([len(stream) for stream in streams], dtype=np.int64)
+    assert path_texts(buffer, start, lengths) == want
+    runs = path_runs(buffer, start, lengths)
+    assert runs == want and runs == PackedCigars.from_ops(ops, offsets)
 
 
 def test_write_runs_reports_runs_that_do_not_fit():
@@ -386,3 +396,50 @@ def test_packed_replaced_counts_negative_positions_before_checking_twice():
         packed.replaced([-1, 0, 2], PackedCigars.from_strings(["", "4D", "5="]))
     assert packed.replaced([-1, 0], PackedCigars.from_strings(["7D", "4D"])).tolist() == \
         ["4D", "2X", "7D"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(CIGAR_LISTS, CIGAR_LISTS, st.data())
+def test_packed_cigars_cut_and_joined(cigars, more, data):
+    packed = PackedCigars.from_strings(cigars)
+    runs = np.diff(packed.offsets)
+    first = np.array([data.draw(st.integers(0, int(r))) for r in runs], dtype=np.int64)
+    end = np.array([data.draw(st.integers(int(f), int(r)))
+                    for f, r in zip(first, runs, strict=True)], dtype=np.int64)
+    cut = packed.cut(packed.offsets[:-1] + first, packed.offsets[:-1] + end)
+    want = [None if c is None else "".join(f"{n}{op}" for n, op in parse_cigar(c)[f:e])
+            for c, f, e in zip(cigars, first.tolist(), end.tolist(), strict=True)]
+    assert cut == want
+    if cigars:
+        with pytest.raises(ValueError, match="within its runs"):
+            packed.cut(packed.offsets[:-1], packed.offsets[1:] + 1)
+    more = (more * (len(cigars) // max(len(more), 1) + 1))[:len(cigars)] if more else \
+        [None] * len(cigars)
+    joined = PackedCigars.joined([packed, PackedCigars.from_strings(more), packed])
+    assert joined == [None if a is None and b is None else (a or "") + (b or "") + (a or "")
+                      for a, b in zip(cigars, more, strict=True)]
+    with pytest.raises(ValueError, match="as many pairs"):
+        PackedCigars.joined([packed, PackedCigars.nones(len(cigars) + 1)])
+
+
+def test_packed_cigars_of_other_letters_keep_their_class():
+    class Letters(PackedCigars):
+        letters = "MIDNSHP=X"
+
+    cigars = Letters.from_strings(["5S10M2I3M", None, "", "4H1=1X"])
+    assert cigars.ops.tolist() == [4, 0, 1, 0, 5, 7, 8]
+    assert cigars.tolist() == ["5S10M2I3M", None, "", "4H1=1X"] and cigars[3] == "4H1=1X"
+    for derived in (cigars.take([3, 0]), cigars[1:], Letters.concatenate([cigars, cigars]),
+                    cigars.replaced([1], Letters.from_strings(["1M"])),
+                    Letters.joined([cigars, cigars]), Letters.nones(2)):
+        assert type(derived) is Letters
+    assert cigars.take([3, 0]) == ["4H1=1X", "5S10M2I3M"]
+    # The same arrays with other letters are other CIGARs.
+    assert cigars != PackedCigars(cigars.ops % 4, cigars.lengths, cigars.offsets,
+                                  cigars.present)
+    with pytest.raises(ValueError, match="extended CIGARs"):
+        cigar_runs(cigars)
+    with pytest.raises(ValueError, match="'MIDNSHP=X'"):
+        Letters.from_strings(["5Q"])
+    with pytest.raises(ValueError, match="Letters runs"):
+        Letters([9], [1], [0, 1])

@@ -17,6 +17,7 @@ from naive import rescore_cigar
 
 import gpualign
 from gpualign import config
+from gpualign.cigar import PackedCigars
 from gpualign.cli import main
 from gpualign.io import DuplicateNameWarning
 from gpualign.map import api
@@ -29,7 +30,9 @@ from gpualign.map.sam import (
     PROPER_PAIR,
     REVERSE,
     UNMAPPED,
+    SamCigars,
     merged_cigars,
+    sam_cigars,
 )
 from gpualign.sequences import SequenceSet
 
@@ -129,6 +132,29 @@ def test_merged_cigar_and_reverse_complement():
         text.translate(str.maketrans("=X", "MM"))) for text in cigars]
     rc = reverse_complement(SequenceSet.from_sequences(["ACGTN", "", "GGA"]))
     assert [rc[0], rc[1], rc[2]] == ["NACGT", "", "TCC"]
+
+
+@pytest.mark.parametrize("clip", ["S", "H"])
+def test_sam_cigars_equal_the_merged_texts_with_clips(clip):
+    # The SAM runs of the mapper's records (one compiled pass over the runs) against the texts
+    # they replaced: merged_cigars' M runs between the clips; None stays None (unmapped),
+    # an empty alignment keeps its clips only.
+    rng = np.random.default_rng(9)
+    cigars = [None, "", "10=", "3I", "1X1D1X"]
+    for _ in range(400):
+        cigars.append(None if rng.random() < 0.1 else "".join(
+            f"{rng.integers(1, 10 ** int(rng.integers(1, 4)))}{rng.choice(list('=XID'))}"
+            for _ in range(int(rng.integers(0, 10)))))
+    left = rng.integers(0, 3, len(cigars)) * rng.integers(1, 200, len(cigars))
+    right = rng.integers(0, 3, len(cigars)) * rng.integers(1, 200, len(cigars))
+    got = sam_cigars(PackedCigars.from_strings(cigars), left, right, clip)
+    merged = merged_cigars([c or "" for c in cigars])
+    assert isinstance(got, SamCigars) and got == [
+        None if c is None else (f"{a}{clip}" if a else "") + m + (f"{b}{clip}" if b else "")
+        for c, m, a, b in zip(cigars, merged, left.tolist(), right.tolist(), strict=True)]
+    assert got.present.tolist() == [c is not None for c in cigars]
+    with pytest.raises(ValueError, match="clip="):
+        sam_cigars(PackedCigars.nones(1), left[:1], right[:1], "M")
 
 
 def test_ranked_placements_equal_the_two_sorts():
@@ -349,6 +375,8 @@ def test_sam_records_and_header(tmp_path):
     assert lines[2].startswith("@PG\tID:gpualign\tPN:gpualign\tVN:") and "CL:test" in lines[2]
     records = [line.split("\t") for line in lines[3:]]
     assert [r[0] for r in records] == [f"r{i}" for i in range(30)]
+    # The CIGARs are runs, read as strings.
+    assert isinstance(result.cigar, SamCigars) and list(result.cigar) == [r[5] for r in records]
     for i, fields in enumerate(records):
         flag = int(fields[1])
         if flag & REVERSE:

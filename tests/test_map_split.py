@@ -15,12 +15,14 @@ import pytest
 
 import gpualign
 from gpualign import config
-from gpualign.cigar import cigar_runs
+from gpualign.cigar import PackedCigars, cigar_runs
 from gpualign.cli import main
+from gpualign.map import api
 from gpualign.map.api import MappingResult
 from gpualign.map.sam import (
     FIRST,
     MATE_REVERSE,
+    NO_SCORE,
     PAIRED,
     PROPER_PAIR,
     REVERSE,
@@ -123,6 +125,188 @@ def test_clip_ends_equals_the_naive_clip(scoring):
     spans = [sum(int(n) for n, op in re.findall(r"([0-9]+)([=XD])", c)) for c in cigars]
     kept = [sum(int(n) for n, op in re.findall(r"([0-9]+)([=XD])", c)) for c in clips.cigar]
     assert (clips.reference_left + clips.reference_right + kept == spans).all()
+
+
+@pytest.mark.parametrize("scoring", [EDIT_ENDS, AFFINE_ENDS], ids=["edit", "affine"])
+def test_clip_ends_of_runs_equals_the_clip_of_strings(scoring):
+    # The mapper clips its PackedCigars: the same cuts as of the strings, unmapped reads (no
+    # alignment) left without one, clips at both ends and none, deletions cut off an end.
+    rng = np.random.default_rng(12)
+    cigars = ["2X140=2X", "3X1=2X144=", "145=1X1=3X", "1X1=1X1=1X", "", "7=", "1D149=",
+              "148=2X1D", "3D2X145="]
+    for _ in range(300):
+        runs = rng.choice(list("=XID"), rng.integers(1, 10), p=[0.5, 0.3, 0.1, 0.1])
+        cigars.append("".join(f"{rng.integers(1, 25 if op == '=' else 5)}{op}" for op in runs))
+    with_none = [None, *cigars[:150], None, *cigars[150:]]
+    strings = clip_ends(cigars, scoring)
+    runs = clip_ends(PackedCigars.from_strings(with_none), scoring)
+    assert isinstance(runs.cigar, PackedCigars) and isinstance(strings.cigar, list)
+    mapped = np.array([c is not None for c in with_none])
+    assert runs.cigar.take(mapped) == strings.cigar and runs.cigar.take(~mapped) == [None] * 2
+    for name in ("read_left", "read_right", "reference_left", "reference_right", "edits"):
+        assert getattr(runs, name)[mapped].tolist() == getattr(strings, name).tolist(), name
+        assert not getattr(runs, name)[~mapped].any(), name
+    assert (strings.read_left > 0).any() and (strings.read_right > 0).any()
+    assert ((strings.read_left > 0) & (strings.read_right > 0)).any()
+
+
+def _naive_extension(read: str, reference: str, first_read: int, first_reference: int,
+                     step: int, clip: int) -> str:
+    """The columns (``=``/``X``) an alignment takes of its clipped bases ``read[first_read]``,
+    ``read[first_read + step]`` ... against the reference's from ``first_reference``, as
+    ``_extend_clips`` defines them: up to the highest running score above 0 (the most
+    columns of equal ones), or all of them when they reach the read's end and score less
+    than that best by under the end bonus."""
+    size = min(clip, first_reference + 1 if step < 0 else len(reference) - first_reference)
+    columns = ["=" if read[first_read + step * k] == reference[first_reference + step * k]
+               and read[first_read + step * k] != "N" else "X" for k in range(size)]
+    running = np.cumsum([1 if c == "=" else 1 - EDIT_SCORE for c in columns]).tolist()
+    best = max(range(size), key=lambda k: (running[k], k), default=-1)
+    take = best + 1 if best >= 0 and running[best] > 0 else 0
+    best_score = running[best] if take else 0
+    if size and size == clip and best_score - running[-1] < EDIT_ENDS.end_bonus:
+        take = size
+    return "".join(columns[:take])
+
+
+def test_extensions_into_clips_equal_the_naive_walk():
+    # Alignments clipped on either side or both (some clips past the reference's ends, bases
+    # that match, differ or are N), forward and reverse, and unmapped reads left alone.
+    rng = np.random.default_rng(21)
+    contigs = [_random(rng, 700), _random(rng, 500)]
+    reads, rows = [], []
+    for _ in range(300):
+        contig = int(rng.integers(0, 2))
+        sequence = contigs[contig]
+        core = int(rng.integers(5, 60))
+        pos = int(rng.integers(0, len(sequence) - core + 1))
+        left, right = (int(n) * int(rng.integers(0, 2)) for n in rng.integers(1, 30, 2))
+        # The clipped bases: the reference's where there is one, mutated often.
+        aligned = "".join(
+            sequence[at] if 0 <= at < len(sequence) and rng.random() < 0.8
+            else "ACGTN"[rng.integers(0, 5)] for at in range(pos - left, pos + core + right))
+        reverse = bool(rng.integers(0, 2))
+        reads.append(_rc(aligned) if reverse else aligned)
+        rows.append((contig, pos, core, left, right, reverse, aligned))
+    unmapped = {3, 77, 150}
+    count = len(reads)
+    strands = gpualign.SequenceSet.from_sequences(reads + [_rc(r) for r in reads], "dna")
+    reference = gpualign.SequenceSet.from_sequences(contigs, "dna")
+    cigars = [None if i in unmapped else f"{row[2]}=" for i, row in enumerate(rows)]
+    placed = api._Aligned(
+        np.arange(count), np.array([-1 if i in unmapped else r[0] for i, r in enumerate(rows)]),
+        np.array([r[1] for r in rows]), np.array([r[1] + r[2] for r in rows]),
+        np.array([r[5] for r in rows]), np.full(count, 2, dtype=np.int32),
+        np.zeros(count, dtype=np.uint8), np.zeros(count, dtype=np.int32),
+        np.array([r[3] for r in rows]), np.array([r[4] for r in rows]),
+        PackedCigars.from_strings(cigars))
+    api._extend_clips(reference, strands, placed)
+    taken = []
+    for i, (contig, pos, core, left, right, _, aligned) in enumerate(rows):
+        if i in unmapped:
+            assert placed.cigar[i] is None and placed.clip_left[i] == left
+            continue
+        sequence = contigs[contig]
+        after = _naive_extension(aligned, sequence, left + core, pos + core, 1, right)
+        before = _naive_extension(aligned, sequence, left - 1, pos - 1, -1, left)[::-1]
+        runs = [_runs_text(part) for part in (before, "=" * core, after)]
+        assert placed.cigar[i] == "".join(runs), i
+        assert placed.nm[i] == 2 + (before + after).count("X"), i
+        assert (placed.pos[i], placed.end[i]) == (pos - len(before), pos + core + len(after))
+        assert (placed.clip_left[i], placed.clip_right[i]) == (left - len(before),
+                                                               right - len(after)), i
+        taken += [(len(before), left), (len(after), right)]
+    # Clips taken whole, in part and not at all, mismatches among the columns taken.
+    assert {(0 < n == clip, 0 < n < clip, n == 0 < clip) for n, clip in taken} >= {
+        (True, False, False), (False, True, False), (False, False, True)}
+    assert (placed.nm[placed.contig >= 0] > 2).any()
+
+
+def _naive_segments(local: dict, placed: dict, lengths: np.ndarray, minimum: int) -> tuple:
+    """The choices of split reads, a read and an alignment at a time (``_split``'s rule):
+    ``local`` and ``placed`` hold arrays of the fields of alignments (``placed``: one a read,
+    changed in place where an unmapped read takes its read's first local alignment)."""
+    def span(fields: dict, i: int, length: int) -> tuple[int, int]:
+        if fields["reverse"][i]:
+            return fields["clip_right"][i], length - fields["clip_left"][i]
+        return fields["clip_left"][i], length - fields["clip_right"][i]
+
+    def overlapping(a: dict, i: int, b: dict, j: int) -> bool:
+        return (a["contig"][i] == b["contig"][j] and a["reverse"][i] == b["reverse"][j]
+                and a["pos"][i] < b["end"][j] and b["pos"][j] < a["end"][i])
+
+    def xs(i: int, group: range, length: int) -> int:
+        lo, hi = span(local, i, length)
+        best = NO_SCORE
+        for j in group:
+            other = span(local, j, length)
+            if j != i and 2 * (min(hi, other[1]) - max(lo, other[0])) >= hi - lo \
+                    and not overlapping(local, i, local, j):
+                best = max(best, int(local["score"][j]))
+        return best
+
+    primaries, chosen = [], []
+    read = local["read"]
+    bounds = np.append(np.flatnonzero(np.diff(read, prepend=-1)), len(read)).tolist()
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        r, group = int(read[lo]), range(lo, hi)
+        length = int(lengths[r])
+        if placed["contig"][r] < 0:
+            for name in placed:
+                placed[name][r] = local[name][lo]
+            primaries.append((lo, xs(lo, group, length)))
+        covered = span(placed, r, length)
+        for j in group:
+            start, stop = span(local, j, length)
+            new = (stop - start) - max(0, min(stop, covered[1]) - max(start, covered[0]))
+            if new >= minimum and not overlapping(local, j, placed, r):
+                chosen.append((j, xs(j, group, length)))
+                break
+    return primaries, chosen
+
+
+def test_segment_choices_equal_the_naive_loop():
+    # Reads with several local alignments on two contigs and both strands, overlapping one
+    # another or the read's primary; some reads unmapped (they take their first alignment).
+    from gpualign.map._host import choose_segments
+
+    rng = np.random.default_rng(5)
+    reads = 400
+    lengths = rng.integers(60, 160, reads)
+    read = np.sort(rng.choice(reads, 1500))
+    count = len(read)
+
+    def alignments(size: int, of: np.ndarray) -> dict:
+        clip_left = rng.integers(0, lengths[of] // 2)
+        clip_right = rng.integers(0, lengths[of] - clip_left)
+        pos = rng.integers(0, 400, size)
+        return {"contig": rng.integers(0, 2, size), "pos": pos,
+                "end": pos + lengths[of] - clip_left - clip_right,
+                "reverse": rng.random(size) < 0.5, "nm": rng.integers(0, 9, size).astype(np.int32),
+                "clip_left": clip_left, "clip_right": clip_right}
+
+    local = {"read": read, **alignments(count, read)}
+    score = rng.integers(20, 150, count).astype(np.int32)
+    placed = alignments(reads, np.arange(reads))
+    placed["contig"][rng.random(reads) < 0.3] = -1
+    want_placed = {name: values.copy() for name, values in placed.items()}
+    want_primaries, want_chosen = _naive_segments({**local, "score": score}, want_placed,
+                                                  lengths, 35)
+    primary, primary_xs, chosen, chosen_xs = choose_segments(
+        np.append(np.flatnonzero(np.diff(read, prepend=-1)), count), read, local["contig"],
+        local["pos"], local["end"], local["reverse"], local["nm"], local["clip_left"],
+        local["clip_right"], score, lengths, 35, NO_SCORE, placed["contig"], placed["pos"],
+        placed["end"], placed["reverse"], placed["nm"], placed["clip_left"],
+        placed["clip_right"])
+    assert list(zip(primary[primary >= 0].tolist(), primary_xs[primary >= 0].tolist(),
+                    strict=True)) == want_primaries
+    assert list(zip(chosen[chosen >= 0].tolist(), chosen_xs[chosen >= 0].tolist(),
+                    strict=True)) == want_chosen
+    for name, values in placed.items():
+        assert values.tolist() == want_placed[name].tolist(), name
+    # Both kinds of choice happen, with and without an XS.
+    assert len(want_primaries) > 20 and len(want_chosen) > 20
+    assert {xs == NO_SCORE for _, xs in want_chosen} == {True, False}
 
 
 def test_cigar_runs_of_long_runs_and_empty_cigars():

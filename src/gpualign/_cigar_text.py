@@ -1,11 +1,13 @@
 """CIGARs written by compiled traceback loops: for a batch of pairs, each pair with room at an
 offset, either text in one byte buffer, decoded into Python strings in one pass, or runs
-(operation and length), packed into a :class:`~gpualign.cigar.PackedCigars`."""
+(operation and length), packed into a :class:`~gpualign.cigar.PackedCigars`; or, from the
+operations that the tracebacks of a batch left in one buffer, either of them
+(:func:`path_texts`, :func:`path_runs`)."""
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .cigar import PackedCigars
 from .codes import CIGAR_OPS
@@ -128,3 +130,70 @@ def pack_runs(run_ops: np.ndarray, run_lengths: np.ndarray, room: np.ndarray,
     _gather_runs(run_ops, np.asarray(run_lengths, dtype=np.int64),
                  np.asarray(room, dtype=np.int64), counts, offsets, ops, lengths)
     return PackedCigars(ops, lengths, offsets, counts >= 0)
+
+
+@njit(cache=True, parallel=True)
+def _write_path_texts(ops, room, counts, text_offsets, text):
+    """:func:`write_cigar` of every pair's ``counts[p]`` operations at ``room[p]``, into its
+    room of ``text``; returns the characters written."""
+    written = np.zeros(len(counts), dtype=np.int64)
+    for p in prange(len(counts)):
+        written[p] = write_cigar(ops[room[p]:], counts[p],
+                                 text[text_offsets[p]:text_offsets[p + 1]])
+    return written
+
+
+def path_texts(ops: np.ndarray, room: np.ndarray, counts: np.ndarray) -> list[str | None]:
+    """The CIGAR strings of a batch whose pair ``p``'s traceback wrote ``counts[p]``
+    operations (``codes.OP_*``), last first, from ``ops[room[p]]``.
+
+    Examples
+    --------
+    >>> path_texts(np.array([1, 0, 0, 9, 3], dtype=np.uint8), np.array([0, 4, 5]),
+    ...            np.array([3, 1, 0]))
+    ['2=1X', '1D', '']
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    offsets = text_offsets(counts)
+    text = np.empty(int(offsets[-1]), dtype=np.uint8)
+    written = _write_path_texts(ops, np.asarray(room, dtype=np.int64), counts, offsets, text)
+    return decode_cigars(text, offsets[:-1], written)
+
+
+@njit(cache=True, parallel=True)
+def _path_run_counts(ops, room, counts):
+    """The runs of every pair's ``counts[p]`` operations at ``room[p]``."""
+    runs = np.zeros(len(counts), dtype=np.int64)
+    for p in prange(len(counts)):
+        for k in range(counts[p]):
+            if k == 0 or ops[room[p] + k] != ops[room[p] + k - 1]:
+                runs[p] += 1
+    return runs
+
+
+@njit(cache=True, parallel=True)
+def _write_path_runs(ops, room, counts, offsets, run_ops, run_lengths):
+    """:func:`write_runs` of every pair's operations into its runs ``offsets[p]`` on."""
+    for p in prange(len(counts)):
+        write_runs(ops[room[p]:], counts[p], run_ops[offsets[p]:offsets[p + 1]],
+                   run_lengths[offsets[p]:offsets[p + 1]])
+
+
+def path_runs(ops: np.ndarray, room: np.ndarray, counts: np.ndarray) -> PackedCigars:
+    """:func:`path_texts` as a :class:`~gpualign.cigar.PackedCigars`, with no text: the runs
+    of each pair counted, then written, in two compiled passes.
+
+    Examples
+    --------
+    >>> path_runs(np.array([1, 0, 0, 9, 3], dtype=np.uint8), np.array([0, 4, 5]),
+    ...           np.array([3, 1, 0])).tolist()
+    ['2=1X', '1D', '']
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    room = np.asarray(room, dtype=np.int64)
+    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(_path_run_counts(ops, room, counts), out=offsets[1:])
+    run_ops = np.empty(offsets[-1], dtype=np.uint8)
+    run_lengths = np.empty(offsets[-1], dtype=np.int64)
+    _write_path_runs(ops, room, counts, offsets, run_ops, run_lengths)
+    return PackedCigars(run_ops, run_lengths, offsets)

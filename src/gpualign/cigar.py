@@ -24,9 +24,16 @@ __all__ = ["CIGAR_OPS", "PackedCigars", "cigar_edit_cost", "cigar_lengths", "cig
 
 _RUN = re.compile(r"([0-9]+)([=XID])")
 _WHOLE = re.compile(r"(?:[0-9]+[=XID])*")
-_OP_OF_BYTE = np.full(256, -1, dtype=np.int64)  # a byte's index in CIGAR_OPS, or -1
-_OP_OF_BYTE[np.frombuffer(CIGAR_OPS.encode(), np.uint8)] = np.arange(len(CIGAR_OPS))
-_BYTE_OF_OP = np.frombuffer(CIGAR_OPS.encode(), np.uint8)  # an operation's letter
+
+
+@functools.lru_cache(maxsize=8)
+def _letter_tables(letters: str) -> tuple[np.ndarray, np.ndarray]:
+    """For operations named by ``letters`` (their codes: the indices): each byte's operation
+    code (-1 for no operation) and each code's byte."""
+    byte_of_op = np.frombuffer(letters.encode("ascii"), np.uint8)
+    op_of_byte = np.full(256, -1, dtype=np.int64)
+    op_of_byte[byte_of_op] = np.arange(len(letters))
+    return op_of_byte, byte_of_op
 
 
 def parse_cigar(text: str) -> list[tuple[int, str]]:
@@ -122,7 +129,8 @@ def cigar_runs(cigars: Sequence[str] | PackedCigars,
     length and its operation (the index in ``"=XID"``), all int64. Raises ValueError on any
     other character, a CIGAR that ends in digits or an operation without a length; zero lengths
     are not checked (see :func:`parse_cigar`). A :class:`PackedCigars` gives its arrays, with
-    no text to parse (its pairs without an alignment have no runs).
+    no text to parse (its pairs without an alignment have no runs); one of other operations
+    than ``"=XID"`` (a subclass's :attr:`~PackedCigars.letters`) is refused.
 
     Examples
     --------
@@ -133,7 +141,15 @@ def cigar_runs(cigars: Sequence[str] | PackedCigars,
     [[0, 0, 0, 2, 2], [12, 1, 3, 2, 140], [0, 1, 0, 2, 0]]
     """
     if isinstance(cigars, PackedCigars):
+        if cigars.letters != CIGAR_OPS:
+            raise ValueError(f"cigar_runs reads extended CIGARs ({CIGAR_OPS!r}), not "
+                             f"{cigars.letters!r}")
         return cigars.run_owner(), cigars.lengths.copy(), cigars.ops.astype(np.int64)
+    return _text_runs(cigars, CIGAR_OPS)
+
+
+def _text_runs(cigars: Sequence[str], letters: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`cigar_runs` of CIGAR texts whose operations are ``letters`` (codes: indices)."""
     # A newline after each CIGAR: every run then ends in an operation or a newline.
     text = np.frombuffer("".join(f"{c}\n" for c in cigars).encode("ascii"), dtype=np.uint8)
     digit = (text >= ord("0")) & (text <= ord("9"))
@@ -143,11 +159,12 @@ def cigar_runs(cigars: Sequence[str] | PackedCigars,
     is_newline = text[stops] == ord("\n")
     op_at = stops[~is_newline]
     owner = np.cumsum(is_newline)[~is_newline]
-    op = _OP_OF_BYTE[text[op_at]]
+    op = _letter_tables(letters)[0][text[op_at]]
     ends = stops[is_newline]
     if (op < 0).any() or len(ends) != len(cigars):
-        raise ValueError("cigar_runs takes extended CIGARs: runs of a length and one of "
-                         f"{CIGAR_OPS!r}, no other character")
+        kind = "extended CIGARs" if letters == CIGAR_OPS else "CIGARs"
+        raise ValueError(f"malformed CIGAR: {kind} are runs of a length and one of "
+                         f"{letters!r}, no other character")
     if (ends > 0).any() and digit[ends[ends > 0] - 1].any():
         raise ValueError("malformed CIGAR: it ends in a length without an operation")
     if not ((op_at > 0).all() and digit[op_at - 1].all()):
@@ -211,6 +228,10 @@ class PackedCigars(Sequence[str | None]):
     (one pair's text, built on demand), iteration and comparison with a list (the text of every
     pair, built at once). :func:`op_counts` and :func:`cigar_runs` read the arrays directly.
 
+    A subclass may name other operations (:attr:`letters`, the codes their indices: SAM's
+    ``M``, ``S`` and ``H`` in :class:`gpualign.map.sam.SamCigars`); the methods keep the
+    class.
+
     Parameters
     ----------
     ops : np.ndarray
@@ -242,6 +263,9 @@ class PackedCigars(Sequence[str | None]):
 
     __hash__ = None  # type: ignore[assignment]  # equal to lists, so not hashable
 
+    #: The operations' letters: code ``c`` is ``letters[c]``.
+    letters: str = CIGAR_OPS
+
     def __init__(self, ops: Any, lengths: Any, offsets: Any, present: Any = None) -> None:
         self.ops = np.ascontiguousarray(ops, dtype=np.uint8)
         self.lengths = np.ascontiguousarray(lengths, dtype=np.int64)
@@ -256,9 +280,10 @@ class PackedCigars(Sequence[str | None]):
         runs = np.diff(self.offsets)
         if self.offsets[0] != 0 or self.offsets[-1] != len(self.ops) or (runs < 0).any():
             raise ValueError("PackedCigars offsets: non-decreasing from 0 to the number of runs")
-        if (self.ops >= len(CIGAR_OPS)).any() or (self.lengths <= 0).any():
-            raise ValueError(f"PackedCigars runs: operation codes of {CIGAR_OPS!r} (0 to "
-                             f"{len(CIGAR_OPS) - 1}) and positive lengths")
+        if (self.ops >= len(self.letters)).any() or (self.lengths <= 0).any():
+            raise ValueError(f"{type(self).__name__} runs: operation codes of "
+                             f"{self.letters!r} (0 to {len(self.letters) - 1}) and positive "
+                             "lengths")
         if runs[~self.present].any():
             raise ValueError("PackedCigars: a pair without an alignment has runs")
 
@@ -278,7 +303,8 @@ class PackedCigars(Sequence[str | None]):
         ([0, 1], [2, 1], [0, 2, 2])
         """
         present = np.array([text is not None for text in cigars], dtype=bool)
-        owner, length, op = cigar_runs(["" if text is None else text for text in cigars])
+        owner, length, op = _text_runs(["" if text is None else text for text in cigars],
+                                       cls.letters)
         if (length == 0).any():
             raise ValueError("malformed CIGAR: a run of length 0")
         return cls(op, length, _offsets_of_counts(np.bincount(owner, minlength=len(present))),
@@ -352,12 +378,60 @@ class PackedCigars(Sequence[str | None]):
                 raise IndexError(f"a mask of {len(self)} pairs, not of shape {indices.shape}")
             indices = np.flatnonzero(indices)
         indices = np.arange(len(self))[indices.astype(np.int64)]  # checked, negatives counted
-        counts = np.diff(self.offsets)[indices]
+        return self._gathered(self.offsets[indices], self.offsets[indices + 1],
+                              self.present[indices])
+
+    def cut(self, first: Any, end: Any) -> PackedCigars:
+        """Each pair ``p`` with only its runs ``first[p]`` to ``end[p] - 1`` (indices into
+        :attr:`ops`, inside the pair's own runs; ``first[p] == end[p]`` leaves none).
+
+        Examples
+        --------
+        >>> PackedCigars.from_strings(["1=2X3=", "4I"]).cut([1, 3], [2, 3]).tolist()
+        ['2X', '']
+        """
+        first = np.asarray(first, dtype=np.int64)
+        end = np.asarray(end, dtype=np.int64)
+        if (first.shape != (len(self),) or end.shape != first.shape
+                or (first < self.offsets[:-1]).any() or (end < first).any()
+                or (end > self.offsets[1:]).any()):
+            raise ValueError("cut takes a first and an end run of each pair, within its runs")
+        return self._gathered(first, end, self.present)
+
+    def _gathered(self, first: np.ndarray, end: np.ndarray, present: np.ndarray,
+                  ) -> PackedCigars:
+        """Pairs whose runs are ``first[i]`` to ``end[i] - 1`` of these runs."""
+        counts = end - first
         offsets = _offsets_of_counts(counts)
-        source = (np.repeat(self.offsets[indices] - offsets[:-1], counts)
+        source = (np.repeat(first - offsets[:-1], counts)
                   + np.arange(offsets[-1], dtype=np.int64))
-        return PackedCigars(self.ops[source], self.lengths[source], offsets,
-                            self.present[indices])
+        return type(self)(self.ops[source], self.lengths[source], offsets, present)
+
+    @classmethod
+    def joined(cls, parts: Sequence[PackedCigars]) -> PackedCigars:
+        """Pair ``p``'s runs are those of ``parts[0]``'s pair ``p``, then of ``parts[1]``'s,
+        and so on (runs of one operation that meet stay two); it has an alignment where one
+        of the parts' pairs has.
+
+        Examples
+        --------
+        >>> PackedCigars.joined([PackedCigars.from_strings(["2=", None, ""]),
+        ...                      PackedCigars.from_strings(["1X", "3I", None])]).tolist()
+        ['2=1X', '3I', '']
+        """
+        if not parts or len({len(part) for part in parts}) != 1:
+            raise ValueError("joined takes one or more PackedCigars of as many pairs")
+        counts = [np.diff(part.offsets) for part in parts]
+        offsets = _offsets_of_counts(np.sum(counts, axis=0))
+        ops = np.empty(offsets[-1], dtype=np.uint8)
+        lengths = np.empty(offsets[-1], dtype=np.int64)
+        before = offsets[:-1].copy()  # where each pair's runs of the next part go
+        for part, count in zip(parts, counts, strict=True):
+            owner = part.run_owner()
+            at = before[owner] + np.arange(len(part.ops), dtype=np.int64) - part.offsets[owner]
+            ops[at], lengths[at] = part.ops, part.lengths
+            before += count
+        return cls(ops, lengths, offsets, np.logical_or.reduce([part.present for part in parts]))
 
     def replaced(self, positions: Any, other: PackedCigars) -> PackedCigars:
         """These pairs with pair ``positions[i]`` (distinct) replaced by ``other``'s pair ``i``.
@@ -395,8 +469,8 @@ class PackedCigars(Sequence[str | None]):
         counts[positions] = replacing
         present = self.present.copy()
         present[positions] = other.present
-        return PackedCigars(np.insert(ops, at, other.ops), np.insert(lengths, at, other.lengths),
-                            _offsets_of_counts(counts), present)
+        return type(self)(np.insert(ops, at, other.ops), np.insert(lengths, at, other.lengths),
+                          _offsets_of_counts(counts), present)
 
     def run_owner(self) -> np.ndarray:
         """The pair of every run (int64).
@@ -433,7 +507,7 @@ class PackedCigars(Sequence[str | None]):
         at = before[:-1] + self.run_owner()
         text = np.empty(int(before[-1]) + count, dtype=np.uint8)
         text[before[self.offsets[1:]] + np.arange(count)] = ord("\n")
-        text[at + digits] = _BYTE_OF_OP[self.ops]
+        text[at + digits] = _letter_tables(self.letters)[1][self.ops]
         # The digits from the last one back, each pass over the runs with digits left.
         at, value = at + digits - 1, self.lengths
         while len(value):
@@ -476,7 +550,7 @@ class PackedCigars(Sequence[str | None]):
             if not self.present[p]:
                 return None
             runs = slice(self.offsets[p], self.offsets[p + 1])
-            return "".join(f"{length}{CIGAR_OPS[op]}" for length, op in
+            return "".join(f"{length}{self.letters[op]}" for length, op in
                            zip(self.lengths[runs].tolist(), self.ops[runs].tolist(), strict=True))
         if isinstance(index, slice):
             return self.take(np.arange(len(self))[index])
@@ -487,7 +561,8 @@ class PackedCigars(Sequence[str | None]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PackedCigars):
-            return (np.array_equal(self.present, other.present)
+            return (self.letters == other.letters
+                    and np.array_equal(self.present, other.present)
                     and np.array_equal(self.offsets, other.offsets)
                     and np.array_equal(self.ops, other.ops)
                     and np.array_equal(self.lengths, other.lengths))
@@ -496,7 +571,7 @@ class PackedCigars(Sequence[str | None]):
         return NotImplemented
 
     def __repr__(self) -> str:
-        return f"PackedCigars({len(self)} pairs, {len(self.ops)} runs)"
+        return f"{type(self).__name__}({len(self)} pairs, {len(self.ops)} runs)"
 
 
 def _offsets_of_counts(counts: np.ndarray) -> np.ndarray:

@@ -29,8 +29,9 @@ import numpy as np
 from numba import njit, prange
 
 from .. import config
-from .._cigar_text import decode_cigars, text_offsets, write_cigar
+from .._cigar_text import path_runs, path_texts
 from .._progress import Progress
+from ..cigar import PackedCigars
 from ..codes import (
     ALIGN_GLOBAL,
     ALIGN_LOCAL,
@@ -211,19 +212,19 @@ def _traceback(a, b, trace, mode, end_i, end_j, match_codes, ops):
 
 @njit(cache=True, parallel=True)
 def align_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, table, match_codes,
-                gap_open, gap_extend, mode, want_path, text_offsets, text):
+                gap_open, gap_extend, mode, want_path, path_room, path_ops):
     """Align pair ``p`` = (``q_index[p]``, ``t_index[p]``) for every ``p``.
 
-    Returns int64 arrays ``score, query_start, query_end, target_start, target_end,
-    text_length, matches, columns``; with ``want_path`` the CIGAR of pair ``p`` fills
-    ``text[text_offsets[p]:][:text_length[p]]`` (starts are -1 without)."""
+    Returns int64 arrays ``score, query_start, query_end, target_start, target_end, matches,
+    columns``; with ``want_path`` the traceback of pair ``p`` writes its ``columns[p]``
+    operations, last first, into ``path_ops[path_room[p]:path_room[p + 1]]`` (starts are -1
+    without)."""
     pairs = len(q_index)
     score = np.empty(pairs, dtype=np.int64)
     q_start = np.full(pairs, -1, dtype=np.int64)
     q_end = np.empty(pairs, dtype=np.int64)
     t_start = np.full(pairs, -1, dtype=np.int64)
     t_end = np.empty(pairs, dtype=np.int64)
-    text_length = np.zeros(pairs, dtype=np.int64)
     matches = np.zeros(pairs, dtype=np.int64)
     columns = np.zeros(pairs, dtype=np.int64)
     for p in prange(pairs):
@@ -238,12 +239,10 @@ def align_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, table,
                           gap_open - gap_extend, trace)
         score[p], q_end[p], t_end[p] = s, ie, je
         if want_path:
-            ops = np.empty(len(a) + len(b), dtype=np.uint8)
-            i0, j0, count, matched = _traceback(a, b, trace, mode, ie, je, match_codes, ops)
+            i0, j0, count, matched = _traceback(a, b, trace, mode, ie, je, match_codes,
+                                                path_ops[path_room[p]:path_room[p + 1]])
             q_start[p], t_start[p], matches[p], columns[p] = i0, j0, matched, count
-            text_length[p] = write_cigar(ops, count,
-                                         text[text_offsets[p]:text_offsets[p + 1]])
-    return score, q_start, q_end, t_start, t_end, text_length, matches, columns
+    return score, q_start, q_end, t_start, t_end, matches, columns
 
 
 @njit(cache=True, parallel=True)
@@ -351,7 +350,7 @@ def _check_linear_memory(q_length: np.ndarray, t_length: np.ndarray,
 
 def _linear_results(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
                     t_index: np.ndarray, table: np.ndarray, gap_open: int, gap_extend: int,
-                    mode: int, task: str, progress: Progress | None) -> tuple:
+                    mode: int, task: str, progress: Progress | None, packed: bool) -> tuple:
     """:func:`align_pairs`' results for long pairs: paths in linear space
     (:func:`._linear.mode_paths`), or scores and ends from score passes on every core
     (:func:`._linear.mode_ends`)."""
@@ -369,8 +368,14 @@ def _linear_results(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
     matches, columns = found.matches(), found.columns()
     identity = np.zeros(len(q_index), dtype=np.float64)
     np.divide(matches, columns, out=identity, where=columns > 0)
+    if packed:
+        offsets = np.zeros(len(found.ops) + 1, dtype=np.int64)
+        np.cumsum(columns, out=offsets[1:])
+        cigar = PackedCigars.from_ops(np.concatenate(found.ops), offsets)
+    else:
+        cigar = [cigar_text(ops) for ops in found.ops]
     return (found.score, found.query_start, found.query_end, found.target_start,
-            found.target_end, [cigar_text(ops) for ops in found.ops], identity)
+            found.target_end, cigar, identity)
 
 
 def _linear_pairs(q_length: np.ndarray, t_length: np.ndarray, task: str) -> np.ndarray:
@@ -389,7 +394,7 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
                 table: np.ndarray, gap_open: int, gap_extend: int, mode: int, task: str,
                 progress: Progress | None = None, packed: bool = False,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                           list[str | None] | None, np.ndarray | None]:
+                           list[str | None] | PackedCigars | None, np.ndarray | None]:
     """Align index pairs on the CPU: the contract of every alignment backend.
 
     Parameters
@@ -418,7 +423,7 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
     score, query_start, query_end, target_start, target_end : np.ndarray of int64
         -1 where ``task`` reports no such value (ends: "end" and "path"; starts: "path").
     cigar : list of str, PackedCigars, or None
-        The CIGAR strings (``task="path"``).
+        The CIGARs (``task="path"``): strings, or runs with ``packed``.
     identity : np.ndarray of float64 or None
         Matches / alignment columns (``task="path"``).
 
@@ -449,23 +454,28 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
             long = np.flatnonzero(linear)
             _check_linear_memory(q_length, t_length, long)
             score[long] = _linear_results(qset, tset, q_index[long], t_index[long], table,
-                                          gap_open, gap_extend, mode, task, progress)[0]
+                                          gap_open, gap_extend, mode, task, progress, False)[0]
         missing = np.full(len(score), -1, dtype=np.int64)
         return score, missing, missing.copy(), missing.copy(), missing.copy(), None, None
     if linear.any():
         _check_linear_memory(q_length, t_length, np.flatnonzero(linear))
     if not linear.any():
         return _batch_results(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode,
-                              task, progress)
+                              task, progress, packed)
     parts = [(np.flatnonzero(~linear), _batch_results), (np.flatnonzero(linear), _linear_results)]
     merged: list = [None] * 7
+    runs: list[PackedCigars] = []  # the packed CIGARs of the parts, in the order of `order`
+    order = np.concatenate([index for index, _ in parts if len(index)])
     for index, compute in parts:
         if not len(index):
             continue
         values = compute(qset, tset, q_index[index], t_index[index], table, gap_open, gap_extend,
-                         mode, task, progress)
+                         mode, task, progress, packed)
         for k, value in enumerate(values):
             if value is None:
+                continue
+            if isinstance(value, PackedCigars):
+                runs.append(value)
                 continue
             if merged[k] is None:
                 merged[k] = [None] * len(q_index) if isinstance(value, list) else \
@@ -475,23 +485,26 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
                     merged[k][position] = item
             else:
                 merged[k][index] = value
+    if runs:
+        merged[5] = PackedCigars.concatenate(runs).take(np.argsort(order))
     return tuple(merged)
 
 
 def _batch_results(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
                    t_index: np.ndarray, table: np.ndarray, gap_open: int, gap_extend: int,
-                   mode: int, task: str, progress: Progress | None) -> tuple:
-    """:func:`align_pairs`' results from :func:`align_batch` (a full traceback per pair)."""
+                   mode: int, task: str, progress: Progress | None, packed: bool) -> tuple:
+    """:func:`align_pairs`' results from :func:`align_batch` (a full traceback per pair),
+    the CIGARs of ``packed`` ones as runs."""
     want_path = task == "path"
+    room = np.zeros(len(q_index) + 1, dtype=np.int64)  # a path has at most m + n operations
     if want_path:
-        offsets = text_offsets(qset.lengths[q_index] + tset.lengths[t_index])
-    else:
-        offsets = np.zeros(len(q_index) + 1, dtype=np.int64)
-    text = np.empty(int(offsets[-1]), dtype=np.uint8)
-    score, q_start, q_end, t_start, t_end, length, matches, columns = align_batch(
+        np.cumsum(qset.lengths[q_index].astype(np.int64) + tset.lengths[t_index],
+                  out=room[1:])
+    ops = np.empty(int(room[-1]), dtype=np.uint8)
+    score, q_start, q_end, t_start, t_end, matches, columns = align_batch(
         qset.codes, qset.offsets, tset.codes, tset.offsets, q_index, t_index,
         table.astype(np.int64), qset.alphabet.match_codes, gap_open, gap_extend, mode,
-        want_path, offsets, text)
+        want_path, room, ops)
     if progress is not None:
         progress.pairs_done(qset.lengths[q_index].astype(np.int64) * tset.lengths[t_index])
     if not want_path:
@@ -501,5 +514,5 @@ def _batch_results(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
         return score, q_start, q_end, t_start, t_end, None, None
     identity = np.zeros(len(q_index), dtype=np.float64)
     np.divide(matches, columns, out=identity, where=columns > 0)
-    return (score, q_start, q_end, t_start, t_end, decode_cigars(text, offsets[:-1], length),
-            identity)
+    cigar = (path_runs if packed else path_texts)(ops, room[:-1], columns)
+    return score, q_start, q_end, t_start, t_end, cigar, identity

@@ -297,74 +297,81 @@ def gather(codes, first, offsets):
     return out
 
 
-@njit(cache=True, nogil=True)
-def _write_number(value, out, at):
-    """Write ``value`` (positive) in decimal at ``out[at:]``; returns the end."""
-    digits = 1
-    while value >= 10 ** digits:
-        digits += 1
-    for place in range(digits - 1, -1, -1):
-        out[at + place] = 48 + value % 10
-        value //= 10
-    return at + digits
+#: The SAM operation code (BAM's: M 0, I 1, D 2) of each extended one ("=XID").
+_SAM_OF_EXTENDED = np.array([0, 0, 1, 2], dtype=np.uint8)
 
 
 @njit(cache=True, nogil=True)
-def merge_matches(text):
-    """Extended CIGARs (ASCII bytes, one a line) with their ``=`` and ``X`` runs merged into
-    ``M`` runs, in one pass (the text only shrinks: a merged run's length has at most the
-    digits of its parts')."""
-    out = np.empty(len(text), dtype=np.uint8)
-    written = number = matched = 0
-    for byte in text:
-        if 48 <= byte <= 57:
-            number = 10 * number + byte - 48
-            continue
-        if byte == 61 or byte == 88:  # "=", "X"
-            matched += number
-        else:  # "I", "D" or the end of a CIGAR
-            if matched:
-                written = _write_number(matched, out, written)
-                out[written] = 77  # "M"
-                written += 1
-                matched = 0
-            if byte != 10:
-                written = _write_number(number, out, written)
-            out[written] = byte
-            written += 1
-        number = 0
-    if matched:
-        written = _write_number(matched, out, written)
-        out[written] = 77
-        written += 1
-    return out[:written]
-
-
-@njit(cache=True, nogil=True)
-def _next_run(text, at):
-    """The run of CIGAR text that starts at ``text[at]`` (a newline ends each CIGAR): its
-    length, its operation (the index in ``"=XID"``) and where the next run starts."""
-    length = digits = 0
-    while 48 <= text[at] <= 57:
-        length = 10 * length + text[at] - 48
-        digits += 1
+def _sam_runs_of(ops, lengths, lo, hi, clip_left, clip_right, clip_op, out_ops, out_lengths,
+                 at):
+    """The SAM runs of one CIGAR's runs ``lo .. hi - 1`` (``=`` and ``X`` runs that meet merged
+    into one ``M``, clips of ``clip_op`` around them) written from ``at`` when ``out_ops`` has
+    room (else only counted); returns where they end."""
+    write = len(out_ops) > 0
+    if clip_left > 0:
+        if write:
+            out_ops[at], out_lengths[at] = clip_op, clip_left
         at += 1
-    byte = text[at]
-    op = 0 if byte == 61 else 1 if byte == 88 else 2 if byte == 73 else 3 if byte == 68 else -1
-    if op < 0 or digits == 0:
-        raise ValueError("clip_ends takes extended CIGARs: runs of a length and one of '=XID'")
-    return length, op, at + 1
+    merged = 0
+    for r in range(lo, hi):
+        code = _SAM_OF_EXTENDED[ops[r]]
+        if code == 0:
+            merged += lengths[r]
+            continue
+        if merged > 0:
+            if write:
+                out_ops[at], out_lengths[at] = 0, merged
+            at += 1
+            merged = 0
+        if write:
+            out_ops[at], out_lengths[at] = code, lengths[r]
+        at += 1
+    if merged > 0:
+        if write:
+            out_ops[at], out_lengths[at] = 0, merged
+        at += 1
+    if clip_right > 0:
+        if write:
+            out_ops[at], out_lengths[at] = clip_op, clip_right
+        at += 1
+    return at
 
 
-@njit(cache=True, nogil=True)
-def clip_runs(text, starts, column, run, end_bonus):
-    """The cuts of :func:`gpualign.map.segments.clip_ends` of the CIGARs
-    ``text[starts[i]:starts[i + 1] - 1]`` (ASCII bytes, a newline after each; a run scores
-    its length times ``column[op]`` plus ``run[op]``), three passes over each CIGAR's text: its
-    score and right cut, its left cut, then what the cuts leave. Returns the read bases and
-    the reference bases clipped on the left and on the right, the edits kept and where the
-    kept runs start and end in each CIGAR's text."""
-    count = len(starts) - 1
+@njit(parallel=True, cache=True)
+def sam_runs(ops, lengths, offsets, present, clip_left, clip_right, clip_op):
+    """SAM runs (BAM's operation codes) of extended CIGARs' runs (codes of ``"=XID"``, pair
+    ``i``'s ``offsets[i] .. offsets[i + 1] - 1``; none where not ``present``): ``=`` and ``X``
+    runs that meet merged into ``M``, ``clip_left[i]`` and ``clip_right[i]`` read bases
+    clipped as ``clip_op`` (S 4, H 5) around them. Two passes, a pair an iteration: the runs
+    counted, then written. Returns the runs' codes, lengths and offsets."""
+    count = len(offsets) - 1
+    nothing_ops = np.empty(0, dtype=np.uint8)
+    nothing_lengths = np.empty(0, dtype=np.int64)
+    counts = np.zeros(count, dtype=np.int64)
+    for i in prange(count):
+        if present[i]:
+            counts[i] = _sam_runs_of(ops, lengths, offsets[i], offsets[i + 1], clip_left[i],
+                                     clip_right[i], clip_op, nothing_ops, nothing_lengths, 0)
+    out_offsets = np.zeros(count + 1, dtype=np.int64)
+    out_offsets[1:] = np.cumsum(counts)
+    out_ops = np.empty(out_offsets[-1], dtype=np.uint8)
+    out_lengths = np.empty(out_offsets[-1], dtype=np.int64)
+    for i in prange(count):
+        if counts[i]:
+            _sam_runs_of(ops, lengths, offsets[i], offsets[i + 1], clip_left[i], clip_right[i],
+                         clip_op, out_ops, out_lengths, out_offsets[i])
+    return out_ops, out_lengths, out_offsets
+
+
+@njit(parallel=True, cache=True)
+def clip_runs(ops, lengths, offsets, column, run, end_bonus):
+    """The cuts of :func:`gpualign.map.segments.clip_ends` of the extended CIGARs whose runs
+    (codes of ``"=XID"``) are ``ops`` and ``lengths`` ``offsets[i] .. offsets[i + 1] - 1`` (a
+    run scores its length times ``column[op]`` plus ``run[op]``), three passes over each
+    CIGAR's runs, a CIGAR an iteration: its score and right cut, its left cut, then what the
+    cuts leave. Returns the read bases and the reference bases clipped on the left and on the
+    right, the edits kept and the first and the end (one past the last) of the kept runs."""
+    count = len(offsets) - 1
     read_left = np.zeros(count, dtype=np.int64)
     read_right = np.zeros(count, dtype=np.int64)
     reference_left = np.zeros(count, dtype=np.int64)
@@ -372,47 +379,143 @@ def clip_runs(text, starts, column, run, end_bonus):
     edits = np.zeros(count, dtype=np.int64)
     kept_from = np.zeros(count, dtype=np.int64)
     kept_to = np.zeros(count, dtype=np.int64)
-    for i in range(count):
-        lo, hi = starts[i], starts[i + 1] - 1
+    for i in prange(count):
+        lo, hi = offsets[i], offsets[i + 1]
         # The right cut: after the run of matches with the highest score so far (the latest).
-        at, runs, total, best, best_score = lo, 0, 0, -1, 0
-        while at < hi:
-            length, op, at = _next_run(text, at)
-            total += length * column[op] + run[op]
-            if op == 0 and (best < 0 or total >= best_score):
-                best, best_score = runs, total
-            runs += 1
-        keep_last = best if best >= 0 and best_score - total >= end_bonus else runs - 1
+        total, best, best_score = 0, -1, 0
+        for r in range(lo, hi):
+            total += lengths[r] * column[ops[r]] + run[ops[r]]
+            if ops[r] == 0 and (best < 0 or total >= best_score):
+                best, best_score = r, total
+        keep_last = best if best >= 0 and best_score - total >= end_bonus else hi - 1
         # The left cut: before the run of matches (up to the right cut) with the lowest score
         # before it (the earliest).
-        at, index, before, best, best_before = lo, 0, 0, -1, 0
-        while index <= keep_last:
-            length, op, at = _next_run(text, at)
-            if op == 0 and (best < 0 or before < best_before):
-                best, best_before = index, before
-            before += length * column[op] + run[op]
-            index += 1
-        keep_first = best if best >= 0 and -best_before >= end_bonus else 0
-        at, index = lo, 0
-        while at < hi:
-            begin = at
-            length, op, at = _next_run(text, at)
+        before, best, best_before = 0, -1, 0
+        for r in range(lo, keep_last + 1):
+            if ops[r] == 0 and (best < 0 or before < best_before):
+                best, best_before = r, before
+            before += lengths[r] * column[ops[r]] + run[ops[r]]
+        keep_first = best if best >= 0 and -best_before >= end_bonus else lo
+        for r in range(lo, hi):
+            op, length = ops[r], lengths[r]
             read_bases = 0 if op == 3 else length
             reference_bases = 0 if op == 2 else length
-            if index < keep_first:
+            if r < keep_first:
                 read_left[i] += read_bases
                 reference_left[i] += reference_bases
-            elif index > keep_last:
+            elif r > keep_last:
                 read_right[i] += read_bases
                 reference_right[i] += reference_bases
             elif op != 0:
                 edits[i] += length
-            if index == keep_first:
-                kept_from[i] = begin - lo
-            if index == keep_last:
-                kept_to[i] = at - lo
-            index += 1
+        kept_from[i], kept_to[i] = keep_first, keep_last + 1
     return read_left, read_right, reference_left, reference_right, edits, kept_from, kept_to
+
+
+@njit(parallel=True, cache=True)
+def ungapped_extensions(read_codes, reference_codes, read_first, reference_first, direction,
+                        size, clip, match_codes, mismatch_score, end_bonus, room, ops):
+    """The extensions of :func:`gpualign.map.api._extend_clips`, an alignment an iteration:
+    alignment ``i`` may take up to ``size[i]`` columns of its ``clip[i]`` clipped bases, the
+    read's codes from ``read_first[i]`` and the reference's from ``reference_first[i]``, both
+    stepping by ``direction`` (+1 to the right, -1 to the left). A column scores 1 where the
+    bases match (equal codes below ``match_codes``), else ``mismatch_score``; it takes the
+    columns up to the highest running score above 0 (the most of equal ones), or all ``size``
+    of them when they reach the read's end and score less than that best by under
+    ``end_bonus``. Returns the columns taken and their mismatches; the taken columns'
+    operations (``=`` 0, ``X`` 1) go to ``ops`` from ``room[i]`` in the order of the CIGAR
+    reversed (the last first, as :func:`gpualign._cigar_text.path_runs` reads them)."""
+    count = len(size)
+    take = np.zeros(count, dtype=np.int64)
+    mismatches = np.zeros(count, dtype=np.int64)
+    for i in prange(count):
+        running = best = best_score = 0
+        for step in range(size[i]):
+            base = read_codes[read_first[i] + direction * step]
+            matched = base == reference_codes[reference_first[i] + direction * step] \
+                and base < match_codes
+            running += 1 if matched else mismatch_score
+            if running > 0 and running >= best_score:
+                best, best_score = step + 1, running
+        reach = size[i] > 0 and size[i] == clip[i] and best_score - running < end_bonus
+        take[i] = size[i] if reach else best
+        for step in range(take[i]):
+            base = read_codes[read_first[i] + direction * step]
+            differ = not (base == reference_codes[reference_first[i] + direction * step]
+                          and base < match_codes)
+            mismatches[i] += differ
+            # A right extension's CIGAR runs outwards, a left one's inwards.
+            at = take[i] - 1 - step if direction > 0 else step
+            ops[room[i] + at] = 1 if differ else 0
+    return take, mismatches
+
+
+@njit(cache=True, nogil=True)
+def _forward_span(reverse, clip_left, clip_right, length):
+    """The read bases an alignment aligns, counted on the read as given."""
+    if reverse:
+        return clip_right, length - clip_left
+    return clip_left, length - clip_right
+
+
+@njit(cache=True, nogil=True)
+def _segment_xs(i, lo, hi, length, contig, pos, end, reverse, clip_left, clip_right, score,
+                no_score):
+    """XS of local alignment ``i`` among its read's ``lo .. hi - 1``: the best score of
+    another place (not overlapping it on one strand of a contig) that aligns at least half of
+    the read bases ``i`` aligns; ``no_score`` where there is none."""
+    start, stop = _forward_span(reverse[i], clip_left[i], clip_right[i], length)
+    xs = no_score
+    for j in range(lo, hi):
+        other_start, other_stop = _forward_span(reverse[j], clip_left[j], clip_right[j], length)
+        overlap = min(stop, other_stop) - max(start, other_start)
+        same_place = (contig[i] == contig[j] and reverse[i] == reverse[j] and pos[i] < end[j]
+                      and pos[j] < end[i])
+        if j != i and 2 * overlap >= stop - start and not same_place:
+            xs = max(xs, score[j])
+    return xs
+
+
+@njit(parallel=True, cache=True)
+def choose_segments(bounds, read, contig, pos, end, reverse, nm, clip_left, clip_right, score,
+                    lengths, minimum, no_score, placed_contig, placed_pos, placed_end,
+                    placed_reverse, placed_nm, placed_clip_left, placed_clip_right):
+    """The choices of :func:`gpualign.map.api._split`, a read an iteration: the local
+    alignments ``bounds[g] .. bounds[g + 1] - 1`` of read ``read[bounds[g]]`` (best first;
+    ``lengths`` the reads') give an unmapped read its first as its primary (written into the
+    ``placed_*`` fields of the read), then the read's supplementary one: the first that
+    aligns at least ``minimum`` read bases its primary leaves and lies elsewhere. Returns,
+    per read, the primary taken and the supplementary one (-1: none) with their XS
+    (:func:`_segment_xs`)."""
+    groups = len(bounds) - 1
+    primary = np.full(groups, -1, dtype=np.int64)
+    primary_xs = np.full(groups, no_score, dtype=np.int64)
+    chosen = np.full(groups, -1, dtype=np.int64)
+    chosen_xs = np.full(groups, no_score, dtype=np.int64)
+    for g in prange(groups):
+        lo, hi = bounds[g], bounds[g + 1]
+        r = read[lo]
+        length = lengths[r]
+        if placed_contig[r] < 0:
+            placed_contig[r], placed_pos[r], placed_end[r] = contig[lo], pos[lo], end[lo]
+            placed_reverse[r], placed_nm[r] = reverse[lo], nm[lo]
+            placed_clip_left[r], placed_clip_right[r] = clip_left[lo], clip_right[lo]
+            primary[g] = lo
+            primary_xs[g] = _segment_xs(lo, lo, hi, length, contig, pos, end, reverse,
+                                        clip_left, clip_right, score, no_score)
+        covered_start, covered_stop = _forward_span(placed_reverse[r], placed_clip_left[r],
+                                                     placed_clip_right[r], length)
+        for j in range(lo, hi):
+            start, stop = _forward_span(reverse[j], clip_left[j], clip_right[j], length)
+            new = (stop - start) - max(0, min(stop, covered_stop) - max(start, covered_start))
+            same_place = (contig[j] == placed_contig[r] and reverse[j] == placed_reverse[r]
+                          and pos[j] < placed_end[r] and placed_pos[r] < end[j])
+            if new >= minimum and not same_place:
+                chosen[g] = j
+                chosen_xs[g] = _segment_xs(j, lo, hi, length, contig, pos, end, reverse,
+                                           clip_left, clip_right, score, no_score)
+                break
+    return primary, primary_xs, chosen, chosen_xs
 
 
 @njit(parallel=True, cache=True)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,6 +34,8 @@ from .._checks import integer
 from .._progress import progress_bar
 from ..align import align
 from ..backend import BACKENDS, resolve_backend
+from ..cigar import PackedCigars
+from ..codes import OP_INSERTION
 from ..edit import edit_distance
 from ..io import open_text
 from ..scoring import Scoring
@@ -52,7 +53,8 @@ from .sam import (
     SECOND,
     SUPPLEMENTARY,
     UNMAPPED,
-    merged_cigars,
+    SamCigars,
+    sam_cigars,
     sam_header,
     write_records,
 )
@@ -114,11 +116,13 @@ class MappingResult:
         whose mate maps takes its mate's, as SAM recommends).
     mapq : np.ndarray of uint8
         Mapping quality (see :func:`mapping_quality`); 0 when unmapped.
-    cigar : list of str or None
+    cigar : SamCigars
         SAM CIGAR (``M``/``I``/``D``: matches and mismatches merged, as minimap2 and bwa
         print them) of the read, or of its reverse complement for a reverse placement; None
         when unmapped. Clipped ends are ``S``, but ``H`` in a supplementary record (whose SEQ
-        is the aligned part only), as minimap2 prints them.
+        is the aligned part only), as minimap2 prints them. Held as arrays of runs
+        (:class:`~gpualign.map.sam.SamCigars`), read as a sequence of ``str``: ``cigar[i]``,
+        ``cigar.tolist()``, iteration, comparison with a list.
     nm : np.ndarray of int32
         Mismatches and gap bases of the aligned part's CIGAR (-1 when unmapped): its edit
         distance with edit-path CIGARs; an affine path may hold more.
@@ -146,7 +150,7 @@ class MappingResult:
     contig: np.ndarray
     pos: np.ndarray
     mapq: np.ndarray
-    cigar: list[str | None]
+    cigar: SamCigars
     nm: np.ndarray
     score: np.ndarray
     xs: np.ndarray
@@ -603,8 +607,7 @@ def _prefer_ungapped(reference: SequenceSet, strands: SequenceSet, placed: _Alig
     the read's length started at its start (else the one ended at its end) when the read has
     as many mismatches there as the placement's edits; its extended CIGAR is that span's."""
     count = len(placed.cigar)
-    gapped = np.flatnonzero([text is not None and ("I" in text or "D" in text)
-                             for text in placed.cigar])
+    gapped = np.unique(placed.cigar.run_owner()[placed.cigar.ops >= OP_INSERTION])  # I or D
     length = strands.lengths[gapped]
     undecided = np.ones(len(gapped), dtype=bool)
     for start in (placed.pos[gapped], placed.end[gapped] - length):
@@ -617,22 +620,22 @@ def _prefer_ungapped(reference: SequenceSet, strands: SequenceSet, placed: _Alig
                              + np.arange(len(span.codes), dtype=np.int64)]
         # N matches nothing, as in the edit distance.
         differ = (read != span.codes) | (read >= ALPHABETS["dna"].match_codes)
-        mismatches = np.bincount(np.repeat(np.arange(len(slot)), size), weights=differ,
-                                 minlength=len(slot))
-        tie = np.flatnonzero(mismatches == placed.nm[slot])
+        column_owner = np.repeat(np.arange(len(slot)), size)
+        mismatches = np.bincount(column_owner, weights=differ, minlength=len(slot))
+        tie = mismatches == placed.nm[slot]
         placed.pos[slot[tie]], placed.end[slot[tie]] = first[tie], first[tie] + size[tie]
-        for row, lo, hi in zip(slot[tie].tolist(), span.offsets[tie].tolist(),
-                               span.offsets[tie + 1].tolist(), strict=True):
-            placed.cigar[row] = _ungapped_cigar(differ[lo:hi])
+        placed.cigar = placed.cigar.replaced(
+            slot[tie], _ungapped_cigars(differ[tie[column_owner]], size[tie]))
         undecided[fits[tie]] = False
 
 
-def _ungapped_cigar(differ: np.ndarray) -> str:
-    """The extended CIGAR of an alignment without gaps whose columns ``differ`` or match."""
-    bounds = np.concatenate(([0], np.flatnonzero(differ[1:] != differ[:-1]) + 1,
-                             [len(differ)])).tolist()
-    return "".join(f"{hi - lo}{'X' if differ[lo] else '='}"
-                   for lo, hi in zip(bounds[:-1], bounds[1:], strict=True))
+def _ungapped_cigars(differ: np.ndarray, columns: np.ndarray) -> PackedCigars:
+    """The extended CIGARs of alignments without gaps, one after the other ``columns[i]``
+    columns each (none: no alignment), whose columns ``differ`` (``X``) or match (``=``)."""
+    offsets = np.zeros(len(columns) + 1, dtype=np.int64)
+    np.cumsum(columns, out=offsets[1:])
+    return PackedCigars.from_ops(differ.astype(np.uint8), offsets,  # "=" 0, "X" 1
+                                 present=columns > 0)
 
 
 def _joined_hits(hits: _Hits, more: _Hits) -> _Hits:
@@ -649,8 +652,8 @@ class _Aligned:
     """Alignments of reads of a batch, the fields of their SAM records: ``read`` the read's
     slot in the batch, ``contig`` -1 where unmapped, ``pos`` to ``end`` the aligned part's
     reference span, ``clip_left`` and ``clip_right`` the read bases clipped before and after
-    it (in the reference's orientation), ``cigar`` the aligned part's extended CIGAR (the
-    clips are added by :func:`_sam_cigars`)."""
+    it (in the reference's orientation), ``cigar`` the aligned parts' extended CIGARs as runs
+    (none where unmapped; :func:`_sam_cigars` makes them SAM's, with the clips)."""
 
     read: np.ndarray
     contig: np.ndarray
@@ -662,7 +665,7 @@ class _Aligned:
     xs: np.ndarray
     clip_left: np.ndarray
     clip_right: np.ndarray
-    cigar: list[str | None]
+    cigar: PackedCigars
 
     @classmethod
     def unmapped(cls, read: np.ndarray) -> _Aligned:
@@ -672,12 +675,12 @@ class _Aligned:
                    np.zeros(count, dtype=bool), np.full(count, -1, dtype=np.int32),
                    np.zeros(count, dtype=np.uint8), np.full(count, NO_SCORE, dtype=np.int32),
                    np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64),
-                   [None] * count)
+                   PackedCigars.nones(count))
 
     def take(self, keep: np.ndarray) -> _Aligned:
         """The alignments at the indices ``keep``."""
         return _Aligned(**{name: getattr(self, name)[keep] for name in _ALIGNED_ARRAYS},
-                        cigar=[self.cigar[i] for i in keep.tolist()])
+                        cigar=self.cigar.take(keep))
 
     def score(self, lengths: np.ndarray) -> np.ndarray:
         """``AS``: the aligned read bases less :data:`EDIT_SCORE` per edit (:data:`NO_SCORE`
@@ -685,17 +688,6 @@ class _Aligned:
         aligned = lengths[self.read] - self.clip_left - self.clip_right
         return np.where(self.contig >= 0, aligned - EDIT_SCORE * self.nm.astype(np.int64),
                         NO_SCORE).astype(np.int32)
-
-    def forward_span(self, i: int, length: int) -> tuple[int, int]:
-        """The read bases that alignment ``i`` aligns, counted on the read as given."""
-        if self.reverse[i]:
-            return int(self.clip_right[i]), length - int(self.clip_left[i])
-        return int(self.clip_left[i]), length - int(self.clip_right[i])
-
-    def same_place(self, i: int, other: _Aligned, j: int) -> bool:
-        """Whether alignment ``i`` and ``other``'s ``j`` overlap on one strand of a contig."""
-        return bool(self.contig[i] == other.contig[j] and self.reverse[i] == other.reverse[j]
-                    and self.pos[i] < other.end[j] and other.pos[j] < self.end[i])
 
 
 _ALIGNED_ARRAYS = ("read", "contig", "pos", "end", "reverse", "nm", "mapq", "xs", "clip_left",
@@ -735,18 +727,17 @@ def _primaries(index: Any, strands: SequenceSet, hits: _Hits, placements: _Place
     placed.end[mapped] = origin + found.target_end
     placed.reverse[mapped] = hits.reverse[chosen]
     placed.mapq[mapped], placed.xs[mapped] = placements.mapq[mapped], placements.xs[mapped]
-    for slot, text in zip(mapped.tolist(), found.cigar, strict=True):
-        placed.cigar[slot] = text
+    placed.cigar = placed.cigar.replaced(mapped, found.cigar)
     if source == "edit":  # an affine path already prefers a mismatch to a 1-base gap
         _prefer_ungapped(index.reference, strands, placed)
-    clips = clip_ends([placed.cigar[slot] for slot in mapped.tolist()],
-                      AFFINE_ENDS if source == "affine" else EDIT_ENDS)
-    placed.pos[mapped] += clips.reference_left
-    placed.end[mapped] -= clips.reference_right
-    placed.nm[mapped] = clips.edits
-    placed.clip_left[mapped], placed.clip_right[mapped] = clips.read_left, clips.read_right
-    for slot, text in zip(mapped.tolist(), clips.cigar, strict=True):
-        placed.cigar[slot] = text
+    # The unmapped reads have no runs: nothing of theirs is clipped.
+    clips = clip_ends(placed.cigar, AFFINE_ENDS if source == "affine" else EDIT_ENDS)
+    placed.pos[mapped] += clips.reference_left[mapped]
+    placed.end[mapped] -= clips.reference_right[mapped]
+    placed.nm[mapped] = clips.edits[mapped]
+    placed.clip_left[mapped] = clips.read_left[mapped]
+    placed.clip_right[mapped] = clips.read_right[mapped]
+    placed.cigar = clips.cigar
     _extend_clips(index.reference, strands, placed)
     return placed
 
@@ -771,7 +762,7 @@ def _affine_paths(reference: SequenceSet, strands: SequenceSet, hits: _Hits, cho
     end = np.minimum(reference.lengths[contig], hits.end[chosen] + pad)
     found = align(strands, _windows(reference, contig, start, end), mode="semi-global",
                   scoring=AFFINE_SCORING, task="path", backend=backend,
-                  pairs=(query, np.arange(len(chosen))))
+                  pairs=(query, np.arange(len(chosen))), packed=True)
     return start, found
 
 
@@ -783,52 +774,47 @@ def _extend_clips(reference: SequenceSet, strands: SequenceSet, aligned: _Aligne
     end. ``strands`` holds the batch's reads then their reverse complements. Without gaps,
     minimap2's affine scores and end bonus (:data:`~gpualign.map.segments.AFFINE_ENDS`) are
     the mapper's doubled, so one extension serves both primary CIGARs."""
+    from .._cigar_text import path_runs  # Numba: loaded by the runs that map
+    from ._host import ungapped_extensions
+
     count = len(strands) // 2
     for right in (True, False):
         clip = aligned.clip_right if right else aligned.clip_left
         rows = np.flatnonzero((clip > 0) & (aligned.contig >= 0))
+        if not len(rows):
+            continue
         contig = aligned.contig[rows]
         room = reference.lengths[contig] - aligned.end[rows] if right else aligned.pos[rows]
         size = np.minimum(clip[rows], room)
-        owner = np.repeat(np.arange(len(rows)), size)
-        first = np.cumsum(size) - size
-        step = np.arange(int(size.sum()), dtype=np.int64) - first[owner]
         strand = aligned.read[rows] + count * aligned.reverse[rows]
+        # The first column of each extension: next to the clip's border, on the read and on
+        # the reference.
         if right:
-            read_at = (strands.lengths[strand] - clip[rows])[owner] + step
-            reference_at = aligned.end[rows][owner] + step
+            read_first = strands.offsets[strand] + strands.lengths[strand] - clip[rows]
+            reference_first = reference.offsets[contig] + aligned.end[rows]
         else:
-            read_at = clip[rows][owner] - 1 - step
-            reference_at = aligned.pos[rows][owner] - 1 - step
-        base = strands.codes[strands.offsets[strand][owner] + read_at]
-        match = (base == reference.codes[reference.offsets[contig][owner] + reference_at]) \
-            & (base < ALPHABETS["dna"].match_codes)
-        running = np.cumsum(np.where(match, 1, 1 - EDIT_SCORE))
-        running -= np.concatenate(([0], running))[first[owner]]
-        # The best stop: the highest score (the most columns of equal ones), else none.
-        best = np.zeros(len(rows), dtype=np.int64)
-        best_score = np.zeros(len(rows), dtype=np.int64)
-        ranked = np.lexsort((step, running, owner))
-        last = np.flatnonzero(np.diff(owner[ranked], append=-1) != 0)
-        top = ranked[last]
-        better = running[top] > 0
-        best[owner[top[better]]] = step[top[better]] + 1
-        best_score[owner[top[better]]] = running[top[better]]
-        whole = np.zeros(len(rows), dtype=np.int64)
-        ends = first + size - 1
-        whole[size > 0] = running[ends[size > 0]]
-        reach = (size > 0) & (size == clip[rows]) & (best_score - whole < END_BONUS)
-        take = np.where(reach, size, best)
-        for row, slot, columns in zip(np.flatnonzero(take).tolist(), rows[take > 0].tolist(),
-                                      take[take > 0].tolist(), strict=True):
-            differ = ~match[first[row]:first[row] + columns]
-            aligned.nm[slot] += int(differ.sum())
+            read_first = strands.offsets[strand] + clip[rows] - 1
+            reference_first = reference.offsets[contig] + aligned.pos[rows] - 1
+        space = np.zeros(len(aligned.read), dtype=np.int64)  # each alignment's room in ops
+        space[rows] = np.cumsum(size) - size
+        ops = np.empty(int(size.sum()), dtype=np.uint8)
+        take, mismatches = ungapped_extensions(
+            strands.codes, reference.codes, read_first.astype(np.int64),
+            reference_first.astype(np.int64), 1 if right else -1, size.astype(np.int64),
+            clip[rows].astype(np.int64), ALPHABETS["dna"].match_codes, 1 - EDIT_SCORE,
+            END_BONUS, space[rows], ops)
+        if take.any():
+            aligned.nm[rows] += mismatches.astype(aligned.nm.dtype)
+            columns = np.zeros(len(aligned.read), dtype=np.int64)
+            columns[rows] = take
+            added = path_runs(ops, space, columns)
+            added = PackedCigars(added.ops, added.lengths, added.offsets, columns > 0)
+            aligned.cigar = PackedCigars.joined([aligned.cigar, added] if right
+                                                else [added, aligned.cigar])
             if right:
-                aligned.cigar[slot] = str(aligned.cigar[slot]) + _ungapped_cigar(differ)
-                aligned.end[slot] += columns
+                aligned.end[rows] += take
             else:
-                aligned.cigar[slot] = _ungapped_cigar(differ[::-1]) + str(aligned.cigar[slot])
-                aligned.pos[slot] -= columns
+                aligned.pos[rows] -= take
         clip[rows] -= take
 
 
@@ -843,6 +829,8 @@ def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
     many bases unaligned takes the best alignment elsewhere that aligns them as its
     supplementary one (hard-clipped, returned). MAPQ weighs each against the best one
     elsewhere that aligns half its bases or more."""
+    from ._host import choose_segments  # Numba: loaded by the runs that map
+
     count = len(reads)
     lengths = reads.lengths
     minimum = max(1, int(config.MAP_MIN_SEGMENT))
@@ -856,8 +844,9 @@ def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
     found = align(strands, _windows(index.reference, windows.contig, windows.pos, windows.end),
                   mode="local", scoring=scoring, task="path", backend=backend,
                   pairs=(windows.read + count * windows.reverse,
-                         np.arange(len(windows.read))))
-    cigars = [text or "" for text in found.cigar]
+                         np.arange(len(windows.read))), packed=True)
+    # Every window has an alignment, empty where nothing scores.
+    cigars = PackedCigars(found.cigar.ops, found.cigar.lengths, found.cigar.offsets)
     local = _Aligned(windows.read, windows.contig, windows.pos + found.target_start,
                      windows.pos + found.target_end, windows.reverse,
                      cigar_edits(cigars).astype(np.int32),
@@ -881,67 +870,42 @@ def _split(index: Any, reads: SequenceSet, strands: SequenceSet, windows: _Hits,
     order = np.flatnonzero(valid)[np.lexsort((-windows.votes[valid], -score[valid],
                                               local.read[valid]))]
     local, score, votes = local.take(order), score[order], windows.votes[order]
-    chosen, qualities = [], []
-    bounds = np.append(np.flatnonzero(np.diff(local.read, prepend=-1)), len(order)).tolist()
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
-        read, length = int(local.read[lo]), int(lengths[local.read[lo]])
-        group = range(lo, hi)
-        if placed.contig[read] < 0:
-            _take_local(placed, read, local, lo, _mapq(local, lo, group, score, votes, length))
-        covered = placed.forward_span(read, length)
-        for j in group:
-            span = local.forward_span(j, length)
-            new = (span[1] - span[0]) - max(0, min(span[1], covered[1])
-                                            - max(span[0], covered[0]))
-            if new >= minimum and not local.same_place(j, placed, read):
-                chosen.append(j)
-                qualities.append(_mapq(local, j, group, score, votes, length))
-                break
-    extra = local.take(np.array(chosen, dtype=np.int64))
-    if chosen:
-        extra.mapq[:], extra.xs[:] = np.array(qualities).T
+    bounds = np.append(np.flatnonzero(np.diff(local.read, prepend=-1)), len(order))
+    primary, primary_xs, chosen, chosen_xs = choose_segments(
+        bounds, local.read, local.contig, local.pos, local.end, local.reverse, local.nm,
+        local.clip_left, local.clip_right, score, lengths, minimum, NO_SCORE, placed.contig,
+        placed.pos, placed.end, placed.reverse, placed.nm, placed.clip_left, placed.clip_right)
+    # The unmapped reads that took a local alignment as their primary: its MAPQ and CIGAR.
+    taken = primary >= 0
+    first, slots = primary[taken], local.read[primary[taken]]
+    placed.mapq[slots] = mapping_quality(score[first], primary_xs[taken], votes[first])
+    placed.xs[slots] = primary_xs[taken]
+    placed.cigar = placed.cigar.replaced(slots, local.cigar.take(first))
+    picked = chosen[chosen >= 0]
+    extra = local.take(picked)
+    extra.mapq[:] = mapping_quality(score[picked], chosen_xs[chosen >= 0], votes[picked])
+    extra.xs[:] = chosen_xs[chosen >= 0]
     return extra
-
-
-def _mapq(local: _Aligned, i: int, group: range, score: np.ndarray, votes: np.ndarray,
-          length: int) -> tuple[int, int]:
-    """MAPQ and XS of local alignment ``i`` of a read (``group``: the read's): XS the best
-    score of another place aligning at least half of the read bases ``i`` aligns."""
-    lo, hi = local.forward_span(i, length)
-    xs = NO_SCORE
-    for j in group:
-        other = local.forward_span(j, length)
-        overlap = min(hi, other[1]) - max(lo, other[0])
-        if j != i and 2 * overlap >= hi - lo and not local.same_place(i, local, j):
-            xs = max(xs, int(score[j]))
-    quality = mapping_quality(score[i:i + 1], np.array([xs]), votes[i:i + 1])
-    return int(quality[0]), xs
-
-
-def _take_local(into: _Aligned, slot: int, local: _Aligned, i: int,
-                quality: tuple[int, int]) -> None:
-    """Make ``into``'s alignment ``slot`` the local alignment ``i`` with its MAPQ and XS
-    (``quality``)."""
-    for name in ("contig", "pos", "end", "reverse", "nm", "clip_left", "clip_right"):
-        getattr(into, name)[slot] = getattr(local, name)[i]
-    into.mapq[slot], into.xs[slot] = quality
-    into.cigar[slot] = local.cigar[i]
 
 
 def _sa_tags(names: list[str], placed: _Aligned, extra: _Aligned) -> tuple[list[str | None],
                                                                          list[str | None]]:
     """The ``SA:Z`` texts of the primary records (one a read; None for a read not split) and
-    of the supplementary ``extra``, each naming the other (CIGARs merged, soft clips)."""
-    def described(aligned: _Aligned, i: int) -> str:
-        cigar = re.sub("([0-9]+)H", r"\1S", str(aligned.cigar[i]))
-        return (f"{names[aligned.contig[i]]},{aligned.pos[i] + 1},"
-                f"{'-' if aligned.reverse[i] else '+'},{cigar},{aligned.mapq[i]},"
-                f"{aligned.nm[i]};")
+    of the supplementary ``extra``, each naming the other (CIGARs merged, soft clips); the
+    CIGARs are SAM's (:func:`_sam_cigars`)."""
+    def described(aligned: _Aligned, rows: np.ndarray) -> list[str]:
+        return [f"{names[contig]},{pos + 1},{'-' if reverse else '+'},{cigar.replace('H', 'S')},"
+                f"{mapq},{nm};"
+                for contig, pos, reverse, cigar, mapq, nm in zip(
+                    aligned.contig[rows].tolist(), aligned.pos[rows].tolist(),
+                    aligned.reverse[rows].tolist(), aligned.cigar.take(rows).to_text(),
+                    aligned.mapq[rows].tolist(), aligned.nm[rows].tolist(), strict=True)]
 
+    split = extra.read
     primary: list[str | None] = [None] * len(placed.read)
-    for i, read in enumerate(extra.read.tolist()):
-        primary[read] = described(extra, i)
-    return primary, [described(placed, read) for read in extra.read.tolist()]
+    for read, text in zip(split.tolist(), described(extra, np.arange(len(split))), strict=True):
+        primary[read] = text
+    return primary, described(placed, split)
 
 
 def _proper_with_segments(placed: _Aligned, placements: _Placements, partner: np.ndarray,
@@ -965,15 +929,10 @@ def _proper_with_segments(placed: _Aligned, placements: _Placements, partner: np
 
 
 def _sam_cigars(aligned: _Aligned, clip: str) -> None:
-    """The SAM CIGARs of ``aligned`` (in place): the ``=`` and ``X`` runs merged into ``M``,
-    the clipped ends added as ``clip`` (``S`` soft, ``H`` hard)."""
-    rows = np.flatnonzero([text is not None for text in aligned.cigar])
-    for i, left, right, text in zip(rows.tolist(), aligned.clip_left[rows].tolist(),
-                                    aligned.clip_right[rows].tolist(),
-                                    merged_cigars([aligned.cigar[i] for i in rows.tolist()]),
-                                    strict=True):
-        aligned.cigar[i] = (f"{left}{clip}" if left else "") + text + \
-            (f"{right}{clip}" if right else "")
+    """The SAM CIGARs of ``aligned`` (in place, :func:`~gpualign.map.sam.sam_cigars`): the
+    ``=`` and ``X`` runs merged into ``M``, the clipped ends added as ``clip`` (``S`` soft,
+    ``H`` hard)."""
+    aligned.cigar = sam_cigars(aligned.cigar, aligned.clip_left, aligned.clip_right, clip)
 
 
 # --------------------------------------------------------------------------- records
@@ -1040,14 +999,14 @@ def _records(index: Any, reads: SequenceSet, strands: SequenceSet, found: tuple[
     def joined(primaries: np.ndarray, supplementaries: np.ndarray) -> np.ndarray:
         return np.concatenate((primaries[order], supplementaries))[records]
 
-    cigars = [placed.cigar[i] for i in order.tolist()] + extra.cigar
+    cigars = SamCigars.concatenate([placed.cigar.take(order), extra.cigar])
     tags = [primary_sa[i] for i in order.tolist()] + extra_sa
     return MappingResult(
         joined(read, read[split]), joined(mate_number, mate_number[split]),
         joined(flag, extra_flag).astype(np.uint16), joined(contig, extra.contig),
         joined(pos, extra.pos),
         joined(np.where(mapped, placed.mapq, 0), extra.mapq).astype(np.uint8),
-        [cigars[i] for i in records.tolist()], joined(placed.nm, extra.nm).astype(np.int32),
+        cigars.take(records), joined(placed.nm, extra.nm).astype(np.int32),
         joined(score, extra.score(lengths)),
         joined(np.where(mapped, placed.xs, NO_SCORE), extra.xs).astype(np.int32),
         joined(mate_contig, mate_contig[split]), joined(mate_pos, mate_pos[split]),
@@ -1233,7 +1192,7 @@ def concatenate(results: list[MappingResult]) -> MappingResult:
     for result in results:
         for stage, value in result.stage_seconds.items():
             seconds[stage] = seconds.get(stage, 0.0) + value
-    return MappingResult(cigar=[c for r in results for c in r.cigar],
+    return MappingResult(cigar=SamCigars.concatenate([r.cigar for r in results]),
                          sa=[tag for r in results for tag in r.sa],
                          reference_names=first.reference_names,
                          reference_lengths=first.reference_lengths,
@@ -1310,13 +1269,13 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
     >>> one_deletion = genome[1000:1050] + genome[1051:1100]
     >>> reverse = reverse_complement(SequenceSet.from_sequences([genome[3000:3080]]))[0]
     >>> r = map_reads([genome], [one_deletion, reverse, "ACGT" * 20], backend="cpu")
-    >>> r.pos.tolist(), r.flag.tolist(), r.cigar, r.nm.tolist(), r.mapq.tolist()
+    >>> r.pos.tolist(), r.flag.tolist(), r.cigar.tolist(), r.nm.tolist(), r.mapq.tolist()
     ([1000, 3000, -1], [0, 16, 4], ['50M1D49M', '80M', None], [1, 0, -1], [60, 60, 0])
 
     A chimera of two pieces of the genome is split:
 
     >>> r = map_reads([genome], [genome[1500:1580] + genome[3000:3070]], backend="cpu")
-    >>> r.flag.tolist(), r.pos.tolist(), r.cigar
+    >>> r.flag.tolist(), r.pos.tolist(), r.cigar.tolist()
     ([0, 2048], [1500, 3000], ['80M70S', '80H70M'])
     >>> r.sa
     ['0,3001,+,80S70M,60,0;', '0,1501,+,80M70S,60,0;']
@@ -1334,7 +1293,7 @@ def map_reads(reference: Any, reads: Any, mates: Any = None, *, k: int | None = 
         backend=backend, progress=progress, client=client)]
     if not results:
         empty = MappingResult(*(np.zeros(0, dtype) for dtype in (
-            np.int64, np.int8, np.uint16, np.int64, np.int64, np.uint8)), [],
+            np.int64, np.int8, np.uint16, np.int64, np.int64, np.uint8)), SamCigars.nones(0),
             *(np.zeros(0, dtype) for dtype in (np.int32, np.int32, np.int32, np.int64, np.int64,
                                                 np.int64)), [],
             list(index.reference.names), index.reference.lengths.copy(), insert_size)

@@ -10,7 +10,8 @@ qualities) and the tags ``NM:i`` (edit distance), ``AS:i`` (aligned read bases -
 QNAME: a name's ``/1`` or ``/2`` suffix is dropped, as bwa and minimap2 do. A split read's
 records (the primary and the supplementary, flag 0x800) each name the other in an ``SA:Z``
 tag; the supplementary one's clipped ends are hard clips (``H``), its SEQ and QUAL the aligned
-part only, as minimap2 writes them.
+part only, as minimap2 writes them. The CIGARs of a batch's records are held as runs
+(:class:`SamCigars`) and written as text at once.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from typing import IO, Any
 import numpy as np
 
 from .. import __version__
+from ..cigar import PackedCigars
 from ._reads import ReadBatch, template_name
 
-__all__ = ["NO_SCORE", "SUPPLEMENTARY", "merged_cigars", "sam_header", "write_records"]
+__all__ = ["NO_SCORE", "SUPPLEMENTARY", "SamCigars", "merged_cigars", "sam_cigars",
+           "sam_header", "write_records"]
 
 #: SAM flag bits.
 PAIRED, PROPER_PAIR, UNMAPPED, MATE_UNMAPPED = 0x1, 0x2, 0x4, 0x8
@@ -38,21 +41,62 @@ _COMPLEMENT = str.maketrans("ACGTN", "TGCAN")
 _HARD_CLIPS = re.compile(r"^(?:([0-9]+)H)?.*?(?:([0-9]+)H)?$")
 
 
+class SamCigars(PackedCigars):
+    """SAM CIGARs of many records as arrays of runs: a :class:`~gpualign.cigar.PackedCigars`
+    whose operation codes are BAM's (``M`` 0, ``I`` 1, ``D`` 2, ``N`` 3, ``S`` 4, ``H`` 5,
+    ``P`` 6, ``=`` 7, ``X`` 8), read as a sequence of ``str`` (None: an unmapped record):
+    what :attr:`gpualign.map.api.MappingResult.cigar` holds.
+
+    Examples
+    --------
+    >>> cigars = SamCigars([4, 0, 1, 0], [3, 90, 2, 55], [0, 4, 4], present=[True, False])
+    >>> cigars[0], cigars.tolist()
+    ('3S90M2I55M', ['3S90M2I55M', None])
+    >>> SamCigars.from_strings(["5H10M", None]) == ["5H10M", None]
+    True
+    """
+
+    letters = "MIDNSHP=X"
+
+
+#: BAM's codes of soft and hard clips.
+_CLIP_CODES = {"S": 4, "H": 5}
+
+
+def sam_cigars(cigars: PackedCigars, clip_left: np.ndarray, clip_right: np.ndarray,
+               clip: str = "S") -> SamCigars:
+    """The SAM CIGARs of extended ones: ``=`` and ``X`` runs that meet merged into ``M``,
+    ``clip_left`` and ``clip_right`` read bases clipped before and after them as ``clip``
+    (``"S"`` soft, ``"H"`` hard); None where ``cigars`` has none. In two compiled passes over
+    the runs (:func:`gpualign.map._host.sam_runs`), no text.
+
+    Examples
+    --------
+    >>> sam_cigars(PackedCigars.from_strings(["3=1X2=1I4=", None]), np.array([2, 9]),
+    ...            np.array([0, 9]), "H").tolist()
+    ['2H6M1I4M', None]
+    """
+    from ._host import sam_runs  # Numba: loaded by the runs that map
+
+    if clip not in _CLIP_CODES:
+        raise ValueError(f"clip={clip!r}: expected 'S' or 'H'")
+    ops, lengths, offsets = sam_runs(cigars.ops, cigars.lengths, cigars.offsets, cigars.present,
+                                     np.asarray(clip_left, dtype=np.int64),
+                                     np.asarray(clip_right, dtype=np.int64), _CLIP_CODES[clip])
+    return SamCigars(ops, lengths, offsets, cigars.present)
+
+
 def merged_cigars(cigars: Sequence[str]) -> list[str]:
-    """Extended CIGARs with their ``=`` and ``X`` runs merged into ``M``, all in one compiled
-    pass over their joined text (:func:`gpualign.map._host.merge_matches`).
+    """Extended CIGARs with their ``=`` and ``X`` runs merged into ``M`` (:func:`sam_cigars`
+    without clips).
 
     Examples
     --------
     >>> merged_cigars(["3=1X2=1I4=2D1=", "5="])
     ['6M1I4M2D1M', '5M']
     """
-    from ._host import merge_matches  # Numba: loaded by the runs that map
-
-    if not len(cigars):
-        return []
-    text = np.frombuffer("\n".join(cigars).encode("ascii"), dtype=np.uint8)
-    return merge_matches(text).tobytes().decode("ascii").split("\n")
+    none = np.zeros(len(cigars), dtype=np.int64)
+    return sam_cigars(PackedCigars.from_strings(cigars), none, none).to_text()
 
 
 def sam_header(names: Sequence[str], lengths: np.ndarray, command_line: str | None) -> str:
@@ -88,6 +132,7 @@ def write_records(out: IO[str], result: Any, records: np.ndarray, reads: ReadBat
                                    result.tlen[records].tolist())
     nm, score, xs = (result.nm[records].tolist(), result.score[records].tolist(),
                      result.xs[records].tolist())
+    cigars = result.cigar.take(records).to_text()
     # Each batch's sequences decoded at once, and reverse complemented at once: read i's
     # reverse complement is the mirror slice of the whole text's.
     texts = {id(batch): _texts(batch) for batch in (reads, mates) if batch is not None}
@@ -106,7 +151,7 @@ def write_records(out: IO[str], result: Any, records: np.ndarray, reads: ReadBat
         else:
             sequence = forward[lo:hi]
         if flags[slot] & SUPPLEMENTARY:
-            sequence, quality = _hard_clipped(result.cigar[record], sequence, quality)
+            sequence, quality = _hard_clipped(cigars[slot], sequence, quality)
         rname = reference_names[contig[slot]] if contig[slot] >= 0 else "*"
         if mate_contig[slot] < 0:
             rnext = "*"
@@ -122,7 +167,7 @@ def write_records(out: IO[str], result: Any, records: np.ndarray, reads: ReadBat
             if result.sa[record] is not None:
                 tags += f"\tSA:Z:{result.sa[record]}"
         lines.append(f"{name}\t{flags[slot]}\t{rname}\t{pos[slot] + 1}\t{mapq[slot]}\t"
-                     f"{result.cigar[record] or '*'}\t{rnext}\t{mate_pos[slot] + 1}\t"
+                     f"{cigars[slot] or '*'}\t{rnext}\t{mate_pos[slot] + 1}\t"
                      f"{tlen[slot]}\t{sequence or '*'}\t{quality or '*'}{tags}\n")
     out.write("".join(lines))
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cigar import op_counts
+from ..cigar import PackedCigars, op_counts
 from ..scoring import Scoring
 
 __all__ = ["AFFINE_END_BONUS", "AFFINE_ENDS", "AFFINE_SCORING", "EDIT_ENDS", "EDIT_SCORE",
@@ -98,8 +98,9 @@ class Clips:
         by this many.
     edits : np.ndarray of int64
         Edits of the aligned part (``NM``).
-    cigar : list of str
-        The extended CIGARs of the aligned parts (without the clipped ends).
+    cigar : list of str, or PackedCigars
+        The extended CIGARs of the aligned parts (without the clipped ends), of the kind that
+        was clipped.
     """
 
     read_left: np.ndarray
@@ -107,15 +108,17 @@ class Clips:
     reference_left: np.ndarray
     reference_right: np.ndarray
     edits: np.ndarray
-    cigar: list[str]
+    cigar: list[str] | PackedCigars
 
 
-def clip_ends(cigars: Sequence[str], scoring: EndScoring = EDIT_ENDS) -> Clips:
+def clip_ends(cigars: Sequence[str] | PackedCigars, scoring: EndScoring = EDIT_ENDS) -> Clips:
     """Clip the ends of alignments (extended CIGARs of whole reads) where dropping them raises
     the score (``scoring``; default the mapper's, :data:`EDIT_SCORE`) by at least its end
     bonus (:data:`END_BONUS`): each end at the cut that leaves the highest score (the least
     clipped of equal ones), the right end first, then the left end of what it left. A cut
-    falls only before or after a run of matches.
+    falls only before or after a run of matches. The CIGARs are strings, or a
+    :class:`~gpualign.cigar.PackedCigars`, clipped as runs with no text (its pairs without an
+    alignment have no runs: nothing is clipped, and they stay without one).
 
     Examples
     --------
@@ -130,24 +133,26 @@ def clip_ends(cigars: Sequence[str], scoring: EndScoring = EDIT_ENDS) -> Clips:
     """
     from ._host import clip_runs  # Numba: loaded by the runs that map
 
-    texts = [str(text) for text in cigars]
-    starts = np.zeros(len(texts) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1,
-              out=starts[1:])
-    joined = np.frombuffer(("\n".join(texts) + "\n").encode("ascii"), dtype=np.uint8)
+    packed = cigars if isinstance(cigars, PackedCigars) else PackedCigars.from_strings(
+        [str(text) for text in cigars])
     read_left, read_right, reference_left, reference_right, edits, kept_from, kept_to = \
-        clip_runs(joined, starts, np.array(scoring.column, dtype=np.int64),
+        clip_runs(packed.ops, packed.lengths, packed.offsets,
+                  np.array(scoring.column, dtype=np.int64),
                   np.array(scoring.run, dtype=np.int64), scoring.end_bonus)
-    # The text is cut where read bases are clipped (a deletion cut off an end alone leaves it).
-    for row in np.flatnonzero((read_left > 0) | (read_right > 0)).tolist():
-        texts[row] = texts[row][kept_from[row]:kept_to[row]]
-    return Clips(read_left, read_right, reference_left, reference_right, edits, texts)
+    # The runs are cut where read bases are clipped (a deletion cut off an end alone leaves
+    # them).
+    cut = (read_left > 0) | (read_right > 0)
+    kept = packed.cut(np.where(cut, kept_from, packed.offsets[:-1]),
+                      np.where(cut, kept_to, packed.offsets[1:]))
+    return Clips(read_left, read_right, reference_left, reference_right, edits,
+                 kept if isinstance(cigars, PackedCigars) else kept.to_text())
 
 
-def cigar_edits(cigars: Sequence[str], gaps_once: bool = False) -> np.ndarray:
-    """The edits (``X``, ``I`` and ``D`` columns: ``NM``) of each extended CIGAR; with
-    ``gaps_once``, a gap counts once whatever its length (mismatches and gaps: the events of
-    an affine alignment, whose gap costs its opening once).
+def cigar_edits(cigars: Sequence[str] | PackedCigars, gaps_once: bool = False) -> np.ndarray:
+    """The edits (``X``, ``I`` and ``D`` columns: ``NM``) of each extended CIGAR (strings, or
+    a :class:`~gpualign.cigar.PackedCigars` read from its arrays); with ``gaps_once``, a gap
+    counts once whatever its length (mismatches and gaps: the events of an affine alignment,
+    whose gap costs its opening once).
 
     Examples
     --------
