@@ -307,7 +307,7 @@ class PackedCigars(Sequence[str | None]):
                                        cls.letters)
         if (length == 0).any():
             raise ValueError("malformed CIGAR: a run of length 0")
-        return cls(op, length, _offsets_of_counts(np.bincount(owner, minlength=len(present))),
+        return cls(op, length, offsets_of_counts(np.bincount(owner, minlength=len(present))),
                    present)
 
     @classmethod
@@ -329,7 +329,7 @@ class PackedCigars(Sequence[str | None]):
         starts = np.flatnonzero(first)
         lengths = np.diff(np.append(starts, len(ops)))
         counts = np.bincount(owner[starts], minlength=len(offsets) - 1)
-        return cls(ops[starts], lengths, _offsets_of_counts(counts), present)
+        return cls(ops[starts], lengths, offsets_of_counts(counts), present)
 
     @classmethod
     def nones(cls, count: int) -> PackedCigars:
@@ -402,7 +402,7 @@ class PackedCigars(Sequence[str | None]):
                   ) -> PackedCigars:
         """Pairs whose runs are ``first[i]`` to ``end[i] - 1`` of these runs."""
         counts = end - first
-        offsets = _offsets_of_counts(counts)
+        offsets = offsets_of_counts(counts)
         source = (np.repeat(first - offsets[:-1], counts)
                   + np.arange(offsets[-1], dtype=np.int64))
         return type(self)(self.ops[source], self.lengths[source], offsets, present)
@@ -422,7 +422,7 @@ class PackedCigars(Sequence[str | None]):
         if not parts or len({len(part) for part in parts}) != 1:
             raise ValueError("joined takes one or more PackedCigars of as many pairs")
         counts = [np.diff(part.offsets) for part in parts]
-        offsets = _offsets_of_counts(np.sum(counts, axis=0))
+        offsets = offsets_of_counts(np.sum(counts, axis=0))
         ops = np.empty(offsets[-1], dtype=np.uint8)
         lengths = np.empty(offsets[-1], dtype=np.int64)
         before = offsets[:-1].copy()  # where each pair's runs of the next part go
@@ -465,12 +465,12 @@ class PackedCigars(Sequence[str | None]):
         counts = counts.copy()
         counts[positions] = 0
         # Each replacing run goes in before the kept runs of the pairs after its own.
-        at = np.repeat(_offsets_of_counts(counts)[positions], replacing)
+        at = np.repeat(offsets_of_counts(counts)[positions], replacing)
         counts[positions] = replacing
         present = self.present.copy()
         present[positions] = other.present
         return type(self)(np.insert(ops, at, other.ops), np.insert(lengths, at, other.lengths),
-                          _offsets_of_counts(counts), present)
+                          offsets_of_counts(counts), present)
 
     def run_owner(self) -> np.ndarray:
         """The pair of every run (int64).
@@ -574,8 +574,14 @@ class PackedCigars(Sequence[str | None]):
         return f"{type(self).__name__}({len(self)} pairs, {len(self.ops)} runs)"
 
 
-def _offsets_of_counts(counts: np.ndarray) -> np.ndarray:
-    """``[0, c0, c0 + c1, ...]`` (int64): offsets of consecutive groups of ``counts`` items."""
+def offsets_of_counts(counts: np.ndarray) -> np.ndarray:
+    """``[0, c0, c0 + c1, ...]`` (int64): offsets of consecutive groups of ``counts`` items.
+
+    Examples
+    --------
+    >>> offsets_of_counts(np.array([2, 0, 3])).tolist()
+    [0, 2, 2, 5]
+    """
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     return offsets

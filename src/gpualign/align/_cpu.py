@@ -414,9 +414,8 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
         Moved by the pairs' cells as they are done: the batch's pairs when it ends, the long
         pairs' passes as they end (:mod:`._linear`).
     packed : bool
-        ``task="path"``: return the CIGARs as a :class:`~gpualign.cigar.PackedCigars`, which
-        a backend should build without a string per pair (``align`` turns a list of strings
-        into one where a backend still returns strings).
+        ``task="path"``: return the CIGARs as a :class:`~gpualign.cigar.PackedCigars`, built
+        without a string per pair (every backend).
 
     Returns
     -------

@@ -47,7 +47,7 @@ import numpy as np
 
 from .. import config
 from .._progress import Progress
-from ..cigar import PackedCigars
+from ..cigar import PackedCigars, offsets_of_counts
 from ..codes import ALIGN_LOCAL, ALIGN_OVERLAP
 from ..cuda import launch
 from ..cuda.loader import get_kernel
@@ -411,7 +411,7 @@ def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, prog
     identity[chosen] = np.divide(matches, columns, out=np.zeros(len(chosen)), where=columns > 0)
     if packed:
         ops = np.concatenate(found.ops) if found.ops else np.zeros(0, dtype=np.uint8)
-        pieces = [(chosen, PackedCigars.from_ops(ops, _offsets_of(columns)))]
+        pieces = [(chosen, PackedCigars.from_ops(ops, offsets_of_counts(columns)))]
     else:
         pieces = [(chosen, [cigar_text(ops) for ops in found.ops])]
     short = np.flatnonzero(~long)
@@ -425,13 +425,6 @@ def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, prog
         identity[short] = short_identity
         pieces.append((short, cigars))
     return (*results, _placed(pieces, count, packed), identity)
-
-
-def _offsets_of(counts: np.ndarray) -> np.ndarray:
-    """Offsets (``len(counts) + 1``, from 0) of consecutive pieces of ``counts`` items."""
-    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    return offsets
 
 
 def _placed(pieces, count: int, packed: bool):
@@ -509,7 +502,7 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
             chunk = _TraceChunk(setup, results, sequences, q_local, t_local, positions,
                                 lanes[positions], rows[positions], q_end[positions],
                                 t_end[positions], words[positions])
-            for lo, hi in partition_bounds(_offsets_of(pair_bytes[positions]),
+            for lo, hi in partition_bounds(offsets_of_counts(pair_bytes[positions]),
                                            batch_budget() // 2):
                 launch_split(chunk.run, np.arange(lo, hi), 1)  # halved if out of memory
             # This chunk's sequences may go (the next chunk's reuse their memory on the current
@@ -528,8 +521,6 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
             packed=packed)
         score[rest], q_start[rest], q_end[rest], t_start[rest], t_end[rest] = s, qs, qe, ts, te
         identity[rest] = ident
-        if packed and not isinstance(cigars, PackedCigars):
-            cigars = PackedCigars.from_strings(cigars)
         pieces.append((rest, cigars))
     return score, q_start, q_end, t_start, t_end, _placed(pieces, count, packed), identity
 
@@ -707,7 +698,7 @@ class _TraceResults:
         self.identity[where] = np.divide(matches, columns, out=np.zeros(len(where)),
                                          where=columns > 0)
         if self.packed:  # a word a run: its length above two bits of operation
-            cigars = PackedCigars(gathered & 3, gathered >> 2, _offsets_of(written))
+            cigars = PackedCigars(gathered & 3, gathered >> 2, offsets_of_counts(written))
         else:
             # One decode (latin-1: a character per byte) and one split for the batch: CIGARs
             # hold no newline, and the last newline leaves an empty string behind.
@@ -753,12 +744,12 @@ class _TraceChunk:
         rows_end = self.rows_end[members]
         columns_end = self.columns_end[members]
         columns = rows_end + columns_end  # at most this many operations a pair
-        trace_base = _offsets_of(self.words[members])
-        border_base = _offsets_of(2 * (columns_end + 1))
-        last_base = _offsets_of(columns_end + 1)
-        ops_base = _offsets_of(columns)
+        trace_base = offsets_of_counts(self.words[members])
+        border_base = offsets_of_counts(2 * (columns_end + 1))
+        last_base = offsets_of_counts(columns_end + 1)
+        ops_base = offsets_of_counts(columns)
         # Text: at most 2 bytes a column; runs: a word each (4-byte aligned).
-        written_base = _offsets_of(4 * columns if setup.packed else 2 * columns)
+        written_base = offsets_of_counts(4 * columns if setup.packed else 2 * columns)
         # The index arrays go over in two copies: int64 and int32 rows.
         wide = cupy.asarray(np.stack([self.q_local[members], self.t_local[members],
                                       trace_base[:-1], border_base[:-1], last_base[:-1],

@@ -216,8 +216,6 @@ def _aligned(engine, qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
     score, q_start, q_end, t_start, t_end, cigar, identity = engine.align_pairs(
         qset, tset, q_index, t_index, table, scoring.gap_open, scoring.gap_extend, mode_code,
         task, counter, packed=packed)
-    if packed and cigar is not None and not isinstance(cigar, PackedCigars):
-        cigar = PackedCigars.from_strings(cigar)
     return AlignResult(score, q_start, q_end, t_start, t_end, cigar, identity,
                        ALIGN_MODE_NAMES[mode_code], task, scoring, q_index, t_index,
                        alphabet=qset.alphabet.name)
