@@ -22,6 +22,8 @@ from gpualign.cigar import (
     op_counts,
     parse_cigar,
 )
+from gpualign.map.sam import sam_cigars
+from gpualign.map.segments import clip_ends
 
 
 def test_docstring_examples_run():
@@ -437,8 +439,19 @@ def test_packed_cigars_of_other_letters_keep_their_class():
     # The same arrays with other letters are other CIGARs.
     assert cigars != PackedCigars(cigars.ops % 4, cigars.lengths, cigars.offsets,
                                   cigars.present)
-    with pytest.raises(ValueError, match="extended CIGARs"):
+    with pytest.raises(ValueError, match="cigar_runs reads CIGARs of '=XID'"):
         cigar_runs(cigars)
+    # Runs of other letters are not mixed with these, nor read as extended CIGARs.
+    with pytest.raises(ValueError, match="Letters.concatenate"):
+        Letters.concatenate([PackedCigars.from_strings(["1="])])
+    with pytest.raises(ValueError, match="PackedCigars.joined"):
+        PackedCigars.joined([cigars])
+    with pytest.raises(ValueError, match="Letters.replaced"):
+        cigars.replaced([1], PackedCigars.from_strings(["1="]))
+    with pytest.raises(ValueError, match="clip_ends"):
+        clip_ends(cigars)
+    with pytest.raises(ValueError, match="sam_cigars"):
+        sam_cigars(cigars, np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64))
     with pytest.raises(ValueError, match="'MIDNSHP=X'"):
         Letters.from_strings(["5Q"])
     with pytest.raises(ValueError, match="Letters runs"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .cigar import PackedCigars
+from .cigar import PackedCigars, offsets_of_counts
 from .codes import CIGAR_OPS
 
 #: CIGAR letters of the operation codes (``codes.OP_*``) that every traceback writes.
@@ -19,9 +19,7 @@ OP_CHARS = np.frombuffer(CIGAR_OPS.encode("ascii"), dtype=np.uint8)
 def text_offsets(max_ops: np.ndarray) -> np.ndarray:
     """Offsets of each pair's room in a batch's text buffer: a run of L operations takes at most
     L + 1 <= 2L characters, so ``2 * max_ops`` bytes a pair."""
-    offsets = np.zeros(len(max_ops) + 1, dtype=np.int64)
-    np.cumsum(2 * np.asarray(max_ops, dtype=np.int64), out=offsets[1:])
-    return offsets
+    return offsets_of_counts(2 * np.asarray(max_ops, dtype=np.int64))
 
 
 @njit(cache=True, nogil=True)
@@ -123,8 +121,7 @@ def pack_runs(run_ops: np.ndarray, run_lengths: np.ndarray, room: np.ndarray,
     ['5=1X', '3I', None]
     """
     counts = np.asarray(counts, dtype=np.int64)
-    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(np.maximum(counts, 0), out=offsets[1:])
+    offsets = offsets_of_counts(np.maximum(counts, 0))
     ops = np.empty(offsets[-1], dtype=np.uint8)
     lengths = np.empty(offsets[-1], dtype=np.int64)
     _gather_runs(run_ops, np.asarray(run_lengths, dtype=np.int64),
@@ -191,8 +188,7 @@ def path_runs(ops: np.ndarray, room: np.ndarray, counts: np.ndarray) -> PackedCi
     """
     counts = np.asarray(counts, dtype=np.int64)
     room = np.asarray(room, dtype=np.int64)
-    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(_path_run_counts(ops, room, counts), out=offsets[1:])
+    offsets = offsets_of_counts(_path_run_counts(ops, room, counts))
     run_ops = np.empty(offsets[-1], dtype=np.uint8)
     run_lengths = np.empty(offsets[-1], dtype=np.int64)
     _write_path_runs(ops, room, counts, offsets, run_ops, run_lengths)

@@ -141,11 +141,21 @@ def cigar_runs(cigars: Sequence[str] | PackedCigars,
     [[0, 0, 0, 2, 2], [12, 1, 3, 2, 140], [0, 1, 0, 2, 0]]
     """
     if isinstance(cigars, PackedCigars):
-        if cigars.letters != CIGAR_OPS:
-            raise ValueError(f"cigar_runs reads extended CIGARs ({CIGAR_OPS!r}), not "
-                             f"{cigars.letters!r}")
+        check_letters(cigars, CIGAR_OPS, "cigar_runs")
         return cigars.run_owner(), cigars.lengths.copy(), cigars.ops.astype(np.int64)
     return _text_runs(cigars, CIGAR_OPS)
+
+
+def check_letters(cigars: PackedCigars, letters: str, reader: str) -> None:
+    """Raise ValueError unless the runs of ``cigars`` name the operations ``letters`` (whose
+    indices ``reader``, a name for the message, takes their codes for).
+
+    Examples
+    --------
+    >>> check_letters(PackedCigars.from_strings(["3="]), "=XID", "clip_ends")
+    """
+    if cigars.letters != letters:
+        raise ValueError(f"{reader} reads CIGARs of {letters!r}, not of {cigars.letters!r}")
 
 
 def _text_runs(cigars: Sequence[str], letters: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -226,7 +236,8 @@ class PackedCigars(Sequence[str | None]):
     without an alignment (over the cutoff) has no runs and ``present[p]`` False. It reads as a
     read-only sequence of ``str`` (None for the pairs without an alignment): ``len``, indexing
     (one pair's text, built on demand), iteration and comparison with a list (the text of every
-    pair, built at once). :func:`op_counts` and :func:`cigar_runs` read the arrays directly.
+    pair, built at once). :func:`op_counts` and :func:`cigar_runs` read the arrays directly
+    (of ``"=XID"`` only).
 
     A subclass may name other operations (:attr:`letters`, the codes their indices: SAM's
     ``M``, ``S`` and ``H`` in :class:`gpualign.map.sam.SamCigars`); the methods keep the
@@ -235,7 +246,8 @@ class PackedCigars(Sequence[str | None]):
     Parameters
     ----------
     ops : np.ndarray
-        Operation code of every run (0 to 3, as ``"=XID"``), stored as uint8.
+        Operation code of every run (the index in :attr:`letters`, ``"=XID"`` here), stored
+        as uint8.
     lengths : np.ndarray
         Length of every run (positive), stored as int64.
     offsets : np.ndarray
@@ -246,8 +258,8 @@ class PackedCigars(Sequence[str | None]):
     Raises
     ------
     ValueError
-        If the arrays disagree in size, an operation code is not one of ``"=XID"``'s, a run
-        length is not positive, or a pair without an alignment has runs.
+        If the arrays disagree in size, an operation code is not an index of :attr:`letters`,
+        a run length is not positive, or a pair without an alignment has runs.
 
     Examples
     --------
@@ -353,8 +365,10 @@ class PackedCigars(Sequence[str | None]):
         ...                           PackedCigars.from_strings(["2X"])]).tolist()
         ['1=', None, '2X']
         """
-        if len(parts) == 1:
-            return parts[0]
+        for part in parts:
+            check_letters(part, cls.letters, f"{cls.__name__}.concatenate")
+        if len(parts) == 1 and type(parts[0]) is cls:
+            return parts[0]  # read-only: shared, not copied
         if not parts:
             return cls.nones(0)
         shifts = np.cumsum([0] + [len(part.ops) for part in parts[:-1]])
@@ -421,6 +435,8 @@ class PackedCigars(Sequence[str | None]):
         """
         if not parts or len({len(part) for part in parts}) != 1:
             raise ValueError("joined takes one or more PackedCigars of as many pairs")
+        for part in parts:
+            check_letters(part, cls.letters, f"{cls.__name__}.joined")
         counts = [np.diff(part.offsets) for part in parts]
         offsets = offsets_of_counts(np.sum(counts, axis=0))
         ops = np.empty(offsets[-1], dtype=np.uint8)
@@ -444,6 +460,7 @@ class PackedCigars(Sequence[str | None]):
         >>> PackedCigars.nones(3).replaced([2, 0], PackedCigars.from_strings(["1I", "4="])).tolist()
         ['4=', None, '1I']
         """
+        check_letters(other, self.letters, f"{type(self).__name__}.replaced")
         positions = np.asarray(positions, dtype=np.int64)
         if len(positions) != len(other):
             raise ValueError(f"{len(positions)} positions for {len(other)} replacing pairs")

@@ -31,7 +31,7 @@ from numba import njit, prange
 from .. import config
 from .._cigar_text import path_runs, path_texts
 from .._progress import Progress
-from ..cigar import PackedCigars
+from ..cigar import PackedCigars, offsets_of_counts
 from ..codes import (
     ALIGN_GLOBAL,
     ALIGN_LOCAL,
@@ -295,8 +295,7 @@ class CpuEngine:
     def leaf_paths(self, sequences: PairCodes, problems: Problems,
                    ) -> tuple[np.ndarray, np.ndarray]:
         """Optimal global paths of small subproblems: ``(ops, offsets)``."""
-        room = np.zeros(len(problems) + 1, dtype=np.int64)
-        np.cumsum(problems.a_length() + problems.b_length(), out=room[1:])
+        room = offsets_of_counts(problems.a_length() + problems.b_length())
         ops = np.empty(int(room[-1]), dtype=np.uint8)
         count = np.empty(len(problems), dtype=np.int64)
         _leaf_paths(sequences.q_codes, sequences.q_offsets, sequences.t_codes,
@@ -304,8 +303,7 @@ class CpuEngine:
                     problems.a_start, problems.a_end, problems.b_start, problems.b_end,
                     problems.top_excess, problems.bottom_excess, self.table, self.match_codes,
                     self.gap_open, self.gap_extend, room, ops, count)
-        offsets = np.zeros(len(problems) + 1, dtype=np.int64)
-        np.cumsum(count, out=offsets[1:])
+        offsets = offsets_of_counts(count)
         used = np.arange(int(offsets[-1])) + np.repeat(room[:-1] - offsets[:-1], count)
         return ops[used], offsets
 
@@ -369,8 +367,7 @@ def _linear_results(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
     identity = np.zeros(len(q_index), dtype=np.float64)
     np.divide(matches, columns, out=identity, where=columns > 0)
     if packed:
-        offsets = np.zeros(len(found.ops) + 1, dtype=np.int64)
-        np.cumsum(columns, out=offsets[1:])
+        offsets = offsets_of_counts(columns)
         cigar = PackedCigars.from_ops(np.concatenate(found.ops), offsets)
     else:
         cigar = [cigar_text(ops) for ops in found.ops]

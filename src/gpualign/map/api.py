@@ -34,7 +34,7 @@ from .._checks import integer
 from .._progress import progress_bar
 from ..align import align
 from ..backend import BACKENDS, resolve_backend
-from ..cigar import PackedCigars
+from ..cigar import PackedCigars, offsets_of_counts
 from ..codes import OP_INSERTION
 from ..edit import edit_distance
 from ..io import open_text
@@ -122,7 +122,8 @@ class MappingResult:
         when unmapped. Clipped ends are ``S``, but ``H`` in a supplementary record (whose SEQ
         is the aligned part only), as minimap2 prints them. Held as arrays of runs
         (:class:`~gpualign.map.sam.SamCigars`), read as a sequence of ``str``: ``cigar[i]``,
-        ``cigar.tolist()``, iteration, comparison with a list.
+        ``cigar.tolist()``, iteration, comparison with a list; read-only (``tolist()`` gives
+        a list to change, extend or serialize).
     nm : np.ndarray of int32
         Mismatches and gap bases of the aligned part's CIGAR (-1 when unmapped): its edit
         distance with edit-path CIGARs; an affine path may hold more.
@@ -284,8 +285,7 @@ def _windows(reference: SequenceSet, contig: np.ndarray, start: np.ndarray,
              end: np.ndarray) -> SequenceSet:
     """The reference ranges ``contig[i]: start[i] .. end[i]`` as a set (gathered at once)."""
     lengths = (end - start).astype(np.int64)
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
+    offsets = offsets_of_counts(lengths)
     from ._host import gather  # Numba: loaded by the runs that map
 
     codes = gather(reference.codes, (reference.offsets[contig] + start).astype(np.int64), offsets)
@@ -632,8 +632,7 @@ def _prefer_ungapped(reference: SequenceSet, strands: SequenceSet, placed: _Alig
 def _ungapped_cigars(differ: np.ndarray, columns: np.ndarray) -> PackedCigars:
     """The extended CIGARs of alignments without gaps, one after the other ``columns[i]``
     columns each (none: no alignment), whose columns ``differ`` (``X``) or match (``=``)."""
-    offsets = np.zeros(len(columns) + 1, dtype=np.int64)
-    np.cumsum(columns, out=offsets[1:])
+    offsets = offsets_of_counts(columns)
     return PackedCigars.from_ops(differ.astype(np.uint8), offsets,  # "=" 0, "X" 1
                                  present=columns > 0)
 

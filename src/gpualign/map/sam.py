@@ -23,7 +23,8 @@ from typing import IO, Any
 import numpy as np
 
 from .. import __version__
-from ..cigar import PackedCigars
+from ..cigar import PackedCigars, check_letters
+from ..codes import CIGAR_OPS
 from ._reads import ReadBatch, template_name
 
 __all__ = ["NO_SCORE", "SUPPLEMENTARY", "SamCigars", "merged_cigars", "sam_cigars",
@@ -80,6 +81,7 @@ def sam_cigars(cigars: PackedCigars, clip_left: np.ndarray, clip_right: np.ndarr
 
     if clip not in _CLIP_CODES:
         raise ValueError(f"clip={clip!r}: expected 'S' or 'H'")
+    check_letters(cigars, CIGAR_OPS, "sam_cigars")
     ops, lengths, offsets = sam_runs(cigars.ops, cigars.lengths, cigars.offsets, cigars.present,
                                      np.asarray(clip_left, dtype=np.int64),
                                      np.asarray(clip_right, dtype=np.int64), _CLIP_CODES[clip])

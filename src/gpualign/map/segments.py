@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cigar import PackedCigars, op_counts
+from ..cigar import PackedCigars, check_letters, op_counts
+from ..codes import CIGAR_OPS
 from ..scoring import Scoring
 
 __all__ = ["AFFINE_END_BONUS", "AFFINE_ENDS", "AFFINE_SCORING", "EDIT_ENDS", "EDIT_SCORE",
@@ -133,6 +134,8 @@ def clip_ends(cigars: Sequence[str] | PackedCigars, scoring: EndScoring = EDIT_E
     """
     from ._host import clip_runs  # Numba: loaded by the runs that map
 
+    if isinstance(cigars, PackedCigars):
+        check_letters(cigars, CIGAR_OPS, "clip_ends")
     packed = cigars if isinstance(cigars, PackedCigars) else PackedCigars.from_strings(
         [str(text) for text in cigars])
     read_left, read_right, reference_left, reference_right, edits, kept_from, kept_to = \
