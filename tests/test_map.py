@@ -467,6 +467,30 @@ def test_mates_are_checked_by_name(tmp_path, capsys):
     assert err.startswith("gpualign: error: record #3 of ") and err.count("\n") == 1, err
 
 
+def test_mate_names_compared_at_once_equal_one_by_one():
+    # The names' templates compared as one text give the first pair that differs, as a name by
+    # name comparison does: /1 and /2 dropped (not /3), names of 0 to 2 characters, UTF-8, and
+    # names holding a newline (compared one by one).
+    from gpualign.map._reads import mate_names_differ, template_name
+
+    def one_by_one(names, mates):
+        return next((i for i, (a, b) in enumerate(zip(names, mates, strict=True))
+                     if template_name(a) != template_name(b)), None)
+
+    rng = np.random.default_rng(3)
+    pieces = ["", "/", "1", "2", "/1", "/2", "/3", "é", "a", "\n", "x/1"]
+    for _ in range(300):
+        names = ["".join(rng.choice(pieces, int(rng.integers(0, 4)))) for _ in range(6)]
+        mates = [name[:-2] + "/2" if name.endswith("/1") else name for name in names]
+        if rng.random() < 0.5:
+            k = int(rng.integers(0, 6))
+            mates[k] = mates[k] + str(rng.choice(pieces))
+        assert mate_names_differ(names, mates) == one_by_one(names, mates), (names, mates)
+    many = [f"p{i}/1" for i in range(1000)]
+    assert mate_names_differ(many, [f"p{i}/2" for i in range(1000)]) is None
+    assert mate_names_differ(many, [f"p{i}/2" for i in range(999)] + ["q/2"]) == 999
+
+
 def test_protein_reads_are_refused(tmp_path):
     protein = ["MKVLAAGIVGAWLLQSTEEPQSDPSVEPPLSQETFSDLWKLLPENNVLSPLPSQ"] * 3
     with pytest.raises(ValueError, match="reads: looks like protein, read mapping is for DNA"):

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..mems.index import nucleotides
 from ..sequences import SequenceSet, as_sequence_set, encode_many
 
@@ -72,10 +74,30 @@ def mate_names_differ(names: list[str], mate_names: list[str]) -> int | None:
     >>> mate_names_differ(["a/1", "b/1", "c"], ["a/2", "x/2", "c"])
     1
     """
-    if names == mate_names:  # the common case, mates named alike: one comparison
+    if names == mate_names:  # mates named alike: one comparison
+        return None
+    # Names that differ by /1 and /2: their templates compared at once, as bytes.
+    reads, mates = _template_bytes(names), _template_bytes(mate_names)
+    if reads is not None and mates is not None and np.array_equal(reads, mates):
         return None
     return next((i for i, (name, mate) in enumerate(zip(names, mate_names, strict=True))
                  if template_name(name) != template_name(mate)), None)
+
+
+def _template_bytes(names: list[str]) -> np.ndarray | None:
+    """The :func:`template_name` of every name, each followed by a newline, as the bytes of
+    one text (UTF-8); None when a name holds a newline itself (the text would not tell the
+    names apart)."""
+    text = np.frombuffer(("\n".join(names) + "\n").encode("utf-8", "surrogatepass"), np.uint8)
+    ends = np.flatnonzero(text == ord("\n"))
+    if len(ends) != len(names):
+        return None
+    starts = np.concatenate(([0], ends[:-1] + 1)) if len(ends) else ends
+    tagged = ends[(ends - starts >= 2) & (text[np.maximum(ends - 2, 0)] == ord("/"))
+                  & np.isin(text[np.maximum(ends - 1, 0)], (ord("1"), ord("2")))]
+    keep = np.ones(len(text), dtype=bool)
+    keep[tagged - 1] = keep[tagged - 2] = False
+    return text[keep]
 
 
 def _file_records(path: os.PathLike) -> Iterator[tuple[str, str, str | None]]:
