@@ -17,6 +17,9 @@ seconds; the tests' simulator adds indels). Rows (``--engines``):
   (default: the shipped one).
 - ``minimap2``: ``minimap2 -ax sr -t THREADS`` from FASTQ to SAM (index built in the same
   call), when ``minimap2`` is on PATH.
+- ``cuda-cli``, ``cpu-cli``: the command ``gpualign map REF R1.fq R2.fq`` the same way, end to
+  end (Python's start, the index, FASTQ parsing, SAM text), after one small run that fills
+  Numba's cache (shipped default ``config.MAP_PRIMARY_CIGAR``).
 
 Checks: the fraction of reads placed within 5 bp of their true leftmost position on the true
 strand, and the reads placed elsewhere with MAPQ >= 30 (wrong and confident). Writes the table
@@ -111,34 +114,47 @@ def run_gpualign(index, reads, mates, backend):
         result.mate[primary], result.stage_seconds
 
 
-def run_minimap2(reference: Path, reads: np.ndarray, mates: np.ndarray, threads: int):
+def sam_placements(sam: Path, count: int):
+    """Leftmost positions (-1 unmapped), strands and MAPQs of the primary records of ``count``
+    pairs named ``p<i>`` in ``sam``, in read order (first, second, first, ...)."""
+    position = np.full(2 * count, -1, dtype=np.int64)
+    reverse = np.zeros(2 * count, dtype=bool)
+    mapq = np.zeros(2 * count, dtype=np.int64)
+    for line in open(sam):
+        if line.startswith("@"):
+            continue
+        name, flag, _, pos, quality = line.split("\t", 5)[:5]
+        flag = int(flag)
+        if flag & 0x900:
+            continue
+        slot = 2 * int(name[1:]) + (1 if flag & 128 else 0)
+        if not flag & 4:
+            position[slot] = int(pos) - 1
+            reverse[slot] = bool(flag & 16)
+            mapq[slot] = int(quality)
+    return position, reverse, mapq
+
+
+def run_command(command: list[str], reads: np.ndarray, mates: np.ndarray):
+    """Seconds of ``command`` + ``[R1.fq, R2.fq]`` writing SAM to its standard output (FASTQ of
+    ``reads`` and ``mates`` written beforehand), and its placements."""
     with tempfile.TemporaryDirectory() as work:
         first, second, sam = Path(work, "r1.fq"), Path(work, "r2.fq"), Path(work, "out.sam")
         write_fastq(first, reads)
         write_fastq(second, mates)
         began = time.perf_counter()
         with open(sam, "wb") as out:
-            subprocess.run(["minimap2", "-ax", "sr", "-t", str(threads), str(reference),
-                            str(first), str(second)], stdout=out, stderr=subprocess.DEVNULL,
-                           check=True)
+            subprocess.run([*command, str(first), str(second)], stdout=out,
+                           stderr=subprocess.DEVNULL, check=True)
         seconds = time.perf_counter() - began
-        count = len(reads)
-        position = np.full(2 * count, -1, dtype=np.int64)
-        reverse = np.zeros(2 * count, dtype=bool)
-        mapq = np.zeros(2 * count, dtype=np.int64)
-        for line in open(sam):
-            if line.startswith("@"):
-                continue
-            name, flag, _, pos, quality = line.split("\t", 5)[:5]
-            flag = int(flag)
-            if flag & 0x900:
-                continue
-            slot = 2 * int(name[1:]) + (1 if flag & 128 else 0)
-            if not flag & 4:
-                position[slot] = int(pos) - 1
-                reverse[slot] = bool(flag & 16)
-                mapq[slot] = int(quality)
-    return seconds, position, reverse, mapq
+        return (seconds, *sam_placements(sam, len(reads)))
+
+
+def gpualign_command(reference: Path, backend: str) -> list[str]:
+    """``gpualign map`` of ``reference`` (its index built in the call) on ``backend``, SAM to
+    standard output, no progress bar."""
+    return [sys.executable, "-m", "gpualign.cli", "map", "--backend", backend, "-q",
+            str(reference)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,12 +210,26 @@ def main(argv: list[str] | None = None) -> int:
             if shutil.which("minimap2") is None:
                 rows.append(("minimap2", "-", "-", "-", "-", "skipped: not on PATH"))
                 continue
-            seconds, position, reverse, mapq = run_minimap2(args.reference, reads, mates,
-                                                            args.threads)
+            seconds, position, reverse, mapq = run_command(
+                ["minimap2", "-ax", "sr", "-t", str(args.threads), str(args.reference)], reads,
+                mates)
             correct, wrong = score(position, reverse, mapq, truth_pos, truth_rev)
             rows.append((f"minimap2 -ax sr -t {args.threads}",
                          f"{2 * args.pairs / seconds:,.0f}", f"{seconds:.2f}",
                          f"{correct:.4f}", str(wrong), "FASTQ to SAM, its index included"))
+        elif engine in ("cuda-cli", "cpu-cli"):
+            backend = engine.split("-")[0]
+            if backend == "cuda" and not cuda_status()[0]:
+                rows.append((engine, "-", "-", "-", "-", "skipped: no CUDA"))
+                continue
+            command = gpualign_command(args.reference, backend)
+            run_command(command, reads[:2000], mates[:2000])  # warm-up: Numba's cache filled
+            seconds, position, reverse, mapq = run_command(command, reads, mates)
+            correct, wrong = score(position, reverse, mapq, truth_pos, truth_rev)
+            rows.append((f"gpualign map --backend {backend} ({config.MAP_PRIMARY_CIGAR} CIGAR)",
+                         f"{2 * args.pairs / seconds:,.0f}", f"{seconds:.2f}",
+                         f"{correct:.4f}", str(wrong),
+                         "the command, FASTQ to SAM, its index included (as minimap2's row)"))
         log(f"  {' | '.join(rows[-1])}")
     info = device_info()
     command = " ".join([Path(sys.executable).name, *(sys.argv if argv is None else argv)])
