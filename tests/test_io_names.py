@@ -358,3 +358,32 @@ def test_sam_never_has_duplicate_sq_lines(tmp_path, capsys):
              if not line.startswith("@")]
     assert names == ["r", "r.2", "s"]
     assert captured.err.count("gpualign: warning:") == 2  # one line per file
+
+
+@pytest.mark.parametrize("size", [1, 3, 5000])
+def test_record_batches_equal_the_records_one_by_one(tmp_path, monkeypatch, size):
+    # The batch reader of the mapper's reads gives read_records' names (empty, tabbed and
+    # non-printable headers; repeats renamed), sequences and qualities, in batches of `size`
+    # over chunks of 7 records; a file that breaks off names the same last record.
+    monkeypatch.setattr(io, "_CHUNK_RECORDS", 7)
+    headers = ["r1 x", "", "a\tb c", "dup", "dup", "na\x07me z", "  lead", "x/1"] * 3
+    fastq = tmp_path / "reads.fq.gz"
+    with gzip.open(fastq, "wt") as out:
+        for k, header in enumerate(headers):
+            out.write(f"@{header}\n{'ACGTN'[k % 5] * (k + 1)}\n+\n{'I' * (k + 1)}\n")
+    fasta = tmp_path / "reads.fa"
+    fasta.write_text("".join(f">{h}\nAC\nGT\n" for h in headers))
+    for path in (fastq, fasta):
+        want = list(io.read_records(path, qualities=True, duplicates="rename"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", io.DuplicateNameWarning)
+            got = list(io.read_record_batches(path, size, duplicates="rename"))
+        assert all(len(names) == min(size, len(headers)) for names, _, _ in got[:-1])
+        assert [tuple(field) for batch in got for field in zip(*batch, strict=True)] == want
+    broken = tmp_path / "broken.fq"
+    broken.write_text("@a\nAC\n+\nII\n@b\nAC\n+\nI\n")
+    with pytest.raises(io.SequenceFileError) as one_by_one:
+        list(io.read_records(broken))
+    with pytest.raises(io.SequenceFileError) as batches:
+        list(io.read_record_batches(broken, size))
+    assert str(batches.value) == str(one_by_one.value) and "after record #0" in str(batches.value)

@@ -179,26 +179,82 @@ def _records(path: str, qualities: bool = False) -> Iterator[tuple[Any, ...]]:
     """``(id, description, sequence)`` of every record of the FASTA or FASTQ file ``path``
     (checked by :func:`_checked`), as dnaio reads it (names not settled: see :class:`_Names`);
     with ``qualities``, the record's FASTQ quality string last (None in FASTA)."""
-    index = -1
+    for chunk in _dnaio_chunks(path, _CHUNK_RECORDS):
+        for record in chunk:
+            # dnaio's id ends at a space or tab; printable, it has no other white space
+            # either, so it and the comment are the split below, at a fraction of the cost.
+            name = record.id
+            if name and name.isprintable():
+                comment = record.comment
+                fields = (name, comment.strip() if comment else "", record.sequence)
+            else:
+                fields = (*_split_header(record.name), record.sequence)
+            yield (*fields, record.qualities) if qualities else fields
+
+
+#: Records that :func:`_dnaio_chunks` hands over at once.
+_CHUNK_RECORDS = 4096
+
+
+def _dnaio_chunks(path: str, size: int) -> Iterator[list[Any]]:
+    """Lists of ``size`` dnaio records (fewer at the end) of the FASTA or FASTQ file ``path``
+    (checked by :func:`_checked`); what goes wrong reading it is a :class:`SequenceFileError`
+    naming the last record read."""
+    chunk: list[Any] = []
+    done = 0  # records in the chunks handed over
     try:
         with dnaio.open(path) as reader:
-            for index, record in enumerate(reader):  # noqa: B007 (read in the handler)
-                # dnaio's id ends at a space or tab; printable, it has no other white space
-                # either, so it and the comment are the split below, at a fraction of the cost.
-                name = record.id
-                if name and name.isprintable():
-                    comment = record.comment
-                    fields = (name, comment.strip() if comment else "", record.sequence)
-                else:
-                    fields = (*_split_header(record.name), record.sequence)
-                yield (*fields, record.qualities) if qualities else fields
+            for record in reader:
+                chunk.append(record)
+                if len(chunk) == size:
+                    yield chunk
+                    done += size
+                    chunk = []
+        if chunk:
+            yield chunk
     except dnaio.UnknownFileFormat:
         raise SequenceFileError(f"{path}: not a FASTA/FASTQ file (a FASTA record starts with "
                                 "'>', a FASTQ record with '@')") from None
     except (dnaio.FileFormatError, EOFError, OSError, gzip.BadGzipFile, zlib.error,
             lzma.LZMAError, UnicodeDecodeError, *DECOMPRESSION_ERRORS) as exc:
+        index = done + len(chunk) - 1
         where = f"after record #{index}" if index >= 0 else "before the first record"
         raise SequenceFileError(f"{path}: cannot read {where}: {_reason(exc)}") from exc
+
+
+def read_record_batches(path: str | os.PathLike, size: int, *, duplicates: str | None = None,
+                        ) -> Iterator[tuple[list[str], list[str], list[str | None]]]:
+    r"""``(names, sequences, qualities)`` of every ``size`` records of a FASTA or FASTQ file in
+    turn (fewer at the end), the names and sequences as :func:`read_records` gives them and the
+    FASTQ quality strings (None in FASTA): read records batch by batch, with no Python work
+    per record beyond taking dnaio's fields (many short reads).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> reads = pathlib.Path(tempfile.mkdtemp(), "r.fq")
+    >>> _ = reads.write_text("@a/1 x\nACGT\n+\nIIII\n@\nGG\n+\nII\n")
+    >>> next(read_record_batches(reads, 10))
+    (['a/1', '1'], ['ACGT', 'GG'], ['IIII', 'II'])
+    """
+    path = _checked(path)
+    names = _Names(path, duplicates)
+    batch: tuple[list[str], list[str], list[str | None]] = ([], [], [])
+    # Small chunks of dnaio's records, their fields taken at once: a batch's worth of records
+    # alive together would cost more (the collector scans them).
+    for chunk in _dnaio_chunks(path, min(size, _CHUNK_RECORDS)):
+        ids = [record.id for record in chunk]
+        if "" in ids or not all(map(str.isprintable, ids)):  # split as _records does
+            ids = [name if name and name.isprintable() else _split_header(record.name)[0]
+                   for name, record in zip(ids, chunk, strict=True)]
+        batch[0].extend(names.batch(ids))
+        batch[1].extend([record.sequence for record in chunk])
+        batch[2].extend([record.qualities for record in chunk])
+        if len(batch[0]) >= size:
+            yield tuple(part[:size] for part in batch)
+            batch = tuple(part[size:] for part in batch)
+    if batch[0]:
+        yield batch
 
 
 def _reason(exc: Exception) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,10 +37,10 @@ def read_batches(reads: Any, batch_reads: int, role: str = "reads") -> Iterator[
     symbol outside ACGT would otherwise map as N."""
     reads = nucleotides(reads, role, "read mapping is")
     if isinstance(reads, os.PathLike):
-        records = iter(_file_records(reads))
+        from ..io import read_record_batches  # dnaio loads once a file is read
+
         start = 0
-        for chunk in iter(lambda: list(itertools.islice(records, batch_reads)), []):
-            names, sequences, qualities = (list(column) for column in zip(*chunk, strict=True))
+        for names, sequences, qualities in read_record_batches(reads, batch_reads):
             codes, offsets = encode_many(sequences, "dna", names=names, first_index=start,
                                          invalid=READ_INVALID)
             yield ReadBatch(start, SequenceSet(codes, offsets, names, "dna"),
@@ -100,7 +99,3 @@ def _template_bytes(names: list[str]) -> np.ndarray | None:
     return text[keep]
 
 
-def _file_records(path: os.PathLike) -> Iterator[tuple[str, str, str | None]]:
-    from ..io import read_records  # dnaio loads once a file is read
-
-    return read_records(path, qualities=True)
