@@ -17,6 +17,8 @@ _SLASH, _ONE, _TWO = (ord(c) for c in "/12")
 #: The tags' beginnings, each after the field before it.
 _NM, _AS, _XS, _SA = (np.frombuffer(text, dtype=np.uint8).copy()
                       for text in (b"\tNM:i:", b"\tAS:i:", b"\tXS:i:", b"\tSA:Z:"))
+#: Each byte itself: the table of texts copied as they are (qualities).
+_SAME = np.arange(256, dtype=np.uint8)
 
 
 @njit(cache=True, nogil=True)
@@ -53,6 +55,23 @@ def _put_int(out, at, value):
             out[p] = 48 + value % 10
             value //= 10
     return at + digits
+
+
+@njit(cache=True, nogil=True)
+def _put_oriented(out, at, text, lo, hi, start, stop, table, reverse):
+    """Bytes ``start .. stop - 1`` of ``text[lo:hi]`` read forwards, or backwards where
+    ``reverse``, each through ``table`` (``*`` for none), from ``at`` when ``out`` has room;
+    returns where they end."""
+    if stop == start:
+        return _put_byte(out, at, _STAR)
+    if len(out):  # two loops: no test of the direction a byte
+        if reverse:
+            for p in range(start, stop):
+                out[at + p - start] = table[text[hi - 1 - p]]
+        else:
+            for p in range(start, stop):
+                out[at + p - start] = table[text[lo + p]]
+    return at + stop - start
 
 
 @njit(cache=True, nogil=True)
@@ -136,23 +155,18 @@ def _line(record, source, flags, bits, places, scores, no_score, cigars, letters
     left = right = 0
     if flag & supplementary_bit:
         left, right = _hard_clips(ops, lengths, first, end, hard_clip)
-    reverse = flag & reverse_bit
+    reverse = flag & reverse_bit != 0
     lo, hi = code_offsets[source], code_offsets[source + 1]
     start = min(left, hi - lo)
     stop = max(start, hi - lo - right)
-    if stop == start:
-        at = _put_byte(out, at, _STAR)
-    for p in range(start, stop):
-        base = backward[codes[hi - 1 - p]] if reverse else forward[codes[lo + p]]
-        at = _put_byte(out, at, base)
+    at = _put_oriented(out, at, codes, lo, hi, start, stop, backward if reverse else forward,
+                       reverse)
     at = _put_byte(out, at, _TAB)
+    bases = hi - lo
     lo, hi = quality_offsets[source], quality_offsets[source + 1]
     start = min(left, hi - lo)
-    stop = max(start, min(hi - lo, code_offsets[source + 1] - code_offsets[source] - right))
-    if stop == start:
-        at = _put_byte(out, at, _STAR)
-    for p in range(start, stop):
-        at = _put_byte(out, at, qualities[hi - 1 - p] if reverse else qualities[lo + p])
+    stop = max(start, min(hi - lo, bases - right))
+    at = _put_oriented(out, at, qualities, lo, hi, start, stop, _SAME, reverse)
 
     if not flag & unmapped_bit:
         at = _put_text(out, at, _NM, 0, len(_NM))
