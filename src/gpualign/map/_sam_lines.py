@@ -17,6 +17,8 @@ _SLASH, _ONE, _TWO = (ord(c) for c in "/12")
 #: The tags' beginnings, each after the field before it.
 _NM, _AS, _XS, _SA = (np.frombuffer(text, dtype=np.uint8).copy()
                       for text in (b"\tNM:i:", b"\tAS:i:", b"\tXS:i:", b"\tSA:Z:"))
+#: 10 to the power of each index: a number below ``_POWERS[d]`` has at most ``d`` digits.
+_POWERS = 10 ** np.arange(19, dtype=np.int64)
 #: Each byte itself: the table of texts copied as they are (qualities).
 _SAME = np.arange(256, dtype=np.uint8)
 
@@ -46,10 +48,8 @@ def _put_int(out, at, value):
         at = _put_byte(out, at, _MINUS)
         value = -value
     digits = 1
-    rest = value // 10
-    while rest:
+    while digits < len(_POWERS) and value >= _POWERS[digits]:
         digits += 1
-        rest //= 10
     if len(out):
         for p in range(at + digits - 1, at - 1, -1):
             out[p] = 48 + value % 10
@@ -107,7 +107,9 @@ def _hard_clips(ops, lengths, first, end, hard_clip):
     return left, right
 
 
-@njit(cache=True, nogil=True)
+# Inlined into both passes of sam_lines: a call a record would hand over its dozens of arrays
+# (and their reference counts, shared by the threads) each time.
+@njit(cache=True, nogil=True, inline="always")
 def _line(record, source, flags, bits, places, scores, no_score, cigars, letters, hard_clip,
           reads, template, tables, references, sa_slot, sa, out, at):
     """The SAM line (newline included) of ``record``, whose read is ``source`` of ``reads``,
