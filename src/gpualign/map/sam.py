@@ -124,7 +124,7 @@ def sam_header(names: Sequence[str], lengths: np.ndarray, command_line: str | No
     return "\n".join(lines) + "\n"
 
 
-def write_records(out: IO[str], result: Any, records: np.ndarray, reads: ReadBatch,
+def write_records(out: IO[Any], result: Any, records: np.ndarray, reads: ReadBatch,
                   mates: ReadBatch | None, reference_names: Sequence[str]) -> None:
     """Write the SAM lines of ``result``'s ``records`` (indices), whose reads are in ``reads``
     (first reads of pairs) and ``mates`` (second reads), with one ``out.write``: text, or bytes
