@@ -117,6 +117,8 @@ def _batch(rng, start, count, mate, qualities, names_kind):
     quals = None
     if qualities:
         quals = ["".join(chr(c) for c in rng.integers(33, 75, n)) for n in lengths.tolist()]
+        if names_kind == "odd":
+            quals[0] = None  # a read without qualities among others: QUAL *
     return ReadBatch(start, SequenceSet(codes, offsets, names, "dna"), quals)
 
 
