@@ -107,8 +107,8 @@ def _hard_clips(ops, lengths, first, end, hard_clip):
     return left, right
 
 
-# Inlined into both passes of sam_lines: a call a record would hand over its dozens of arrays
-# (and their reference counts, shared by the threads) each time.
+# Inlined into both passes of sam_lines (Numba's IR inlining): a call a record would pass its
+# dozens of arrays each time (benchmarks/results/map-sam-writer-amd-epyc-2026-11-25.md).
 @njit(cache=True, nogil=True, inline="always")
 def _line(record, source, flags, bits, places, scores, no_score, cigars, letters, hard_clip,
           reads, template, tables, references, sa_slot, sa, out, at):
