@@ -11,21 +11,24 @@ QNAME: a name's ``/1`` or ``/2`` suffix is dropped, as bwa and minimap2 do. A sp
 records (the primary and the supplementary, flag 0x800) each name the other in an ``SA:Z``
 tag; the supplementary one's clipped ends are hard clips (``H``), its SEQ and QUAL the aligned
 part only, as minimap2 writes them. The CIGARs of a batch's records are held as runs
-(:class:`SamCigars`) and written as text at once.
+(:class:`SamCigars`); a batch's lines are written from the packed arrays by one compiled pass
+(:func:`write_records`).
 """
 
 from __future__ import annotations
 
-import re
+import io
+import itertools
+import operator
 from collections.abc import Sequence
 from typing import IO, Any
 
 import numpy as np
 
 from .. import __version__
-from ..cigar import PackedCigars, check_letters
+from ..cigar import PackedCigars, check_letters, offsets_of_counts
 from ..codes import CIGAR_OPS
-from ._reads import ReadBatch, template_name
+from ._reads import ReadBatch
 
 __all__ = ["NO_SCORE", "SUPPLEMENTARY", "SamCigars", "merged_cigars", "sam_cigars",
            "sam_header", "write_records"]
@@ -39,7 +42,8 @@ SUPPLEMENTARY = 0x800
 NO_SCORE = np.iinfo(np.int32).min
 
 _COMPLEMENT = str.maketrans("ACGTN", "TGCAN")
-_HARD_CLIPS = re.compile(r"^(?:([0-9]+)H)?.*?(?:([0-9]+)H)?$")
+#: How texts become bytes and back: any ``str`` round trips (lone surrogates included).
+_ERRORS = "surrogatepass"
 
 
 class SamCigars(PackedCigars):
@@ -120,70 +124,103 @@ def sam_header(names: Sequence[str], lengths: np.ndarray, command_line: str | No
     return "\n".join(lines) + "\n"
 
 
-def write_records(out: IO[str], result: Any, records: np.ndarray, reads: ReadBatch,
+def write_records(out: IO[Any], result: Any, records: np.ndarray, reads: ReadBatch,
                   mates: ReadBatch | None, reference_names: Sequence[str]) -> None:
     """Write the SAM lines of ``result``'s ``records`` (indices), whose reads are in ``reads``
-    (first reads of pairs) and ``mates`` (second reads)."""
-    lines = []
-    flags, reads_of, mates_of = (result.flag[records].tolist(), result.read[records].tolist(),
-                                 result.mate[records].tolist())
-    contig, pos, mapq = (result.contig[records].tolist(), result.pos[records].tolist(),
-                         result.mapq[records].tolist())
-    mate_contig, mate_pos, tlen = (result.mate_contig[records].tolist(),
-                                   result.mate_pos[records].tolist(),
-                                   result.tlen[records].tolist())
-    nm, score, xs = (result.nm[records].tolist(), result.score[records].tolist(),
-                     result.xs[records].tolist())
-    cigars = result.cigar.take(records).to_text()
-    # Each batch's sequences decoded at once, and reverse complemented at once: read i's
-    # reverse complement is the mirror slice of the whole text's.
-    texts = {id(batch): _texts(batch) for batch in (reads, mates) if batch is not None}
-    for slot, record in enumerate(records.tolist()):
-        batch = mates if mates_of[slot] == 2 else reads
-        number = reads_of[slot] - batch.start
-        name = batch.sequences.names[number]
-        if mates is not None:
-            name = template_name(name)  # mates share a QNAME
-        forward, backward, offsets = texts[id(batch)]
-        lo, hi = offsets[number], offsets[number + 1]
-        quality = batch.qualities[number] if batch.qualities is not None else None
-        if flags[slot] & REVERSE:
-            sequence = backward[len(backward) - hi:len(backward) - lo]
-            quality = quality[::-1] if quality else quality
-        else:
-            sequence = forward[lo:hi]
-        if flags[slot] & SUPPLEMENTARY:
-            sequence, quality = _hard_clipped(cigars[slot], sequence, quality)
-        rname = reference_names[contig[slot]] if contig[slot] >= 0 else "*"
-        if mate_contig[slot] < 0:
-            rnext = "*"
-        elif mate_contig[slot] == contig[slot]:
-            rnext = "="
-        else:
-            rnext = reference_names[mate_contig[slot]]
-        tags = ""
-        if not flags[slot] & UNMAPPED:
-            tags = f"\tNM:i:{nm[slot]}\tAS:i:{score[slot]}"
-            if xs[slot] != NO_SCORE:
-                tags += f"\tXS:i:{xs[slot]}"
-            if result.sa[record] is not None:
-                tags += f"\tSA:Z:{result.sa[record]}"
-        lines.append(f"{name}\t{flags[slot]}\t{rname}\t{pos[slot] + 1}\t{mapq[slot]}\t"
-                     f"{cigars[slot] or '*'}\t{rnext}\t{mate_pos[slot] + 1}\t"
-                     f"{tlen[slot]}\t{sequence or '*'}\t{quality or '*'}{tags}\n")
-    out.write("".join(lines))
+    (first reads of pairs) and ``mates`` (second reads), with one ``out.write``: text, or bytes
+    (UTF-8) where ``out`` is a binary stream.
+
+    The lines are written by one compiled pass over the records into one byte buffer
+    (:func:`gpualign.map._sam_lines.sam_lines`); the batch's names, qualities, reference names
+    and ``SA`` texts are joined into byte texts once, the CIGARs read from their runs.
+
+    Examples
+    --------
+    >>> import sys
+    >>> from gpualign.map import map_reads
+    >>> from gpualign.map._reads import read_batches
+    >>> genome = "".join(np.random.default_rng(7).choice(list("ACGT"), 5000))
+    >>> result = map_reads([genome], [genome[1000:1030]], backend="cpu")
+    >>> batch = next(read_batches([genome[1000:1030]], 10))
+    >>> write_records(sys.stdout, result, np.arange(1), batch, None, ["chr"])
+    ... # doctest: +NORMALIZE_WHITESPACE
+    0 0 chr 1001 27 30M * 0 0 TCCTCTACTTGCTCGGCAGCGGTTGAAGGT * NM:i:0 AS:i:30
+    """
+    from ._sam_lines import sam_lines  # Numba: loaded by the runs that write SAM
+
+    records = np.arange(len(result))[np.asarray(records, dtype=np.int64)]  # negatives counted
+    batches = [reads] if mates is None else [reads, mates]
+    # Record i's read: its place among the reads, then the mates, of the batches.
+    sources = result.read[records] - reads.start
+    if mates is not None:
+        second = result.mate[records] == 2
+        sources[second] += len(reads) + reads.start - mates.start
+    names = _stacked([_joined(batch.sequences.names) for batch in batches])
+    codes = _stacked([(batch.sequences.codes, batch.sequences.offsets) for batch in batches])
+    qualities = _stacked([_qualities(batch) for batch in batches])
+    symbols = reads.sequences.alphabet.symbols.decode("latin-1")
+    tables = (np.frombuffer(symbols.encode("latin-1"), dtype=np.uint8),
+              np.frombuffer(symbols.translate(_COMPLEMENT).encode("latin-1"), dtype=np.uint8))
+    sa = _of_records(result.sa, records)
+    tagged = np.fromiter(map(operator.is_not, sa, itertools.repeat(None)), dtype=bool,
+                         count=len(sa))
+    sa_slots = np.full(len(records), -1, dtype=np.int64)
+    sa_slots[tagged] = np.arange(int(tagged.sum()))
+    cigars = result.cigar
+    text = sam_lines(
+        records, sources, result.flag, (REVERSE, SUPPLEMENTARY, UNMAPPED),
+        (result.contig, result.pos, result.mapq, result.mate_contig, result.mate_pos,
+         result.tlen), (result.nm, result.score, result.xs), NO_SCORE,
+        (cigars.ops, cigars.lengths, cigars.offsets, cigars.present),
+        np.frombuffer(cigars.letters.encode("ascii"), dtype=np.uint8),
+        cigars.letters.index("H"), (*names, *codes, *qualities), mates is not None, tables,
+        _joined(reference_names), sa_slots,
+        _joined([sa[i] for i in np.flatnonzero(tagged).tolist()]))
+    if isinstance(out, (io.RawIOBase, io.BufferedIOBase)):
+        out.write(text)
+    else:
+        out.write(str(text, "utf-8", _ERRORS))
 
 
-def _hard_clipped(cigar: str, sequence: str, quality: str | None) -> tuple[str, str | None]:
-    """``sequence`` and ``quality`` (in the record's orientation) without the bases that
-    ``cigar``'s hard clips drop."""
-    left, right = (int(n or 0) for n in _HARD_CLIPS.match(cigar).groups())
-    end = len(sequence) - right
-    return sequence[left:end], quality[left:end] if quality else quality
+def _qualities(batch: ReadBatch) -> tuple[np.ndarray, np.ndarray]:
+    """The batch's FASTQ qualities as one byte text and each read's offsets in it: every read's
+    empty (QUAL ``*``) where the batch has none. The one reader of ``ReadBatch.qualities``."""
+    if batch.qualities is None:
+        return np.zeros(0, dtype=np.uint8), np.zeros(len(batch) + 1, dtype=np.int64)
+    qualities = batch.qualities
+    if None in qualities:
+        qualities = [quality or "" for quality in qualities]
+    return _joined(qualities)
 
 
-def _texts(batch: ReadBatch) -> tuple[str, str, list[int]]:
-    """The batch's sequences as one text, that text reverse complemented, and the offsets of
-    the sequences in the first."""
-    text = batch.sequences.alphabet.decode(batch.sequences.codes)
-    return text, text.translate(_COMPLEMENT)[::-1], batch.sequences.offsets.tolist()
+def _joined(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``texts`` as one UTF-8 byte text and each one's offsets in it (``len(texts) + 1``)."""
+    whole = "".join(texts)
+    data = np.frombuffer(whole.encode("utf-8", _ERRORS), dtype=np.uint8)
+    if len(data) == len(whole):  # ASCII: one byte a character
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    else:
+        lengths = np.fromiter((len(text.encode("utf-8", _ERRORS)) for text in texts),
+                              dtype=np.int64, count=len(texts))
+    return data, offsets_of_counts(lengths)
+
+
+def _stacked(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Texts with offsets (from 0 to the text's length) one after the other: the items of the
+    first, then of the second."""
+    if len(parts) == 1:
+        return parts[0]
+    texts = [text for text, _ in parts]
+    shifts = offsets_of_counts(np.array([len(text) for text in texts]))
+    offsets = [np.zeros(1, dtype=np.int64)]
+    offsets += [part_offsets[1:] + shift for (_, part_offsets), shift
+                in zip(parts, shifts[:-1], strict=True)]
+    return np.concatenate(texts), np.concatenate(offsets)
+
+
+def _of_records(values: list, records: np.ndarray) -> list:
+    """``values[r]`` of each of ``records``: a slice where they are a range (a batch's)."""
+    if len(records) and records[-1] - records[0] + 1 == len(records) \
+            and (np.diff(records) == 1).all():
+        return values[records[0]:records[-1] + 1]
+    return list(map(values.__getitem__, records.tolist()))
