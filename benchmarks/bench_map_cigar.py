@@ -50,15 +50,22 @@ def one_round(index, reads: Path, mates: Path | None, out: io.TextIOBase,
     return seconds
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def map_arguments(description: str) -> argparse.ArgumentParser:
+    """The arguments of this script and ``bench_map_sam.py``: the reference, the reads (and
+    mates), the primaries' CIGARs, the rounds and where the last round's SAM goes."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("reference", type=Path)
     parser.add_argument("reads", type=Path)
     parser.add_argument("mates", type=Path, nargs="?")
     parser.add_argument("--primary-cigar", choices=("affine", "edit"), default="affine")
-    parser.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sam", type=Path, help="write the last round's SAM here")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = map_arguments(__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--profile", action="store_true",
                         help="one more round with cProfile on the cigar stage")
     args = parser.parse_args(argv)

@@ -13,14 +13,13 @@ that both sides of a change have (``api.iter_mappings``, ``sam.sam_header``,
 
 from __future__ import annotations
 
-import argparse
 import io
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from bench_map_cigar import map_arguments
 
 from gpualign import config
 from gpualign.map import api
@@ -39,13 +38,7 @@ def write_round(index, batches, out: io.TextIOBase) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("reference", type=Path)
-    parser.add_argument("reads", type=Path)
-    parser.add_argument("mates", type=Path, nargs="?")
-    parser.add_argument("--primary-cigar", choices=("affine", "edit"), default="affine")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--sam", type=Path, help="write the last round's SAM here")
+    parser = map_arguments(__doc__.splitlines()[0])
     args = parser.parse_args(argv)
     config.MAP_PRIMARY_CIGAR = args.primary_cigar
     index = as_map_index(args.reference, backend="cpu")
