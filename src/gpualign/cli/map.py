@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import time
 from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
 
@@ -72,6 +74,17 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                         help="no progress bar and no summary line on standard error")
 
 
+def _bytes_sink(out: IO[str]) -> IO[Any]:
+    """Where the SAM records go: the byte stream under the UTF-8 text stream ``out`` (flushed
+    first), so that the writer's bytes are not decoded and encoded again; else ``out``."""
+    buffer = getattr(out, "buffer", None)
+    encoding = (getattr(out, "encoding", None) or "").lower().replace("-", "")
+    if not isinstance(buffer, io.BufferedIOBase) or encoding != "utf8":
+        return out
+    out.flush()
+    return buffer
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign map`` on the parsed ``args``; return the exit status (0; errors raise
     and :func:`gpualign.cli.main` turns them into status 2)."""
@@ -93,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     with dask_client(args) as client, open_output(args.output) as out:
         out.write(sam_header(list(index.reference.names), index.reference.lengths,
                              " ".join([PROG, *sys.argv[1:]])))
+        records = _bytes_sink(out)
         for chunk, mate_chunk, result in iter_mappings(
                 index, Path(args.reads), mates, k=args.k, max_candidates=args.max_candidates,
                 # On a cluster each worker resolves --backend for its batches (CUDA where it
@@ -100,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
                 backend=backend if client is None else args.backend, progress=not args.quiet,
                 client=client):
             written = time.perf_counter()
-            write_records(out, result, np.arange(len(result)), chunk, mate_chunk,
+            write_records(records, result, np.arange(len(result)), chunk, mate_chunk,
                           index.reference.names)
             write_seconds += time.perf_counter() - written
             reads += int(result.primary.sum())  # one a read; a split read has two records
