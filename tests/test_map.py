@@ -751,24 +751,3 @@ def test_a_rescued_mate_reports_its_own_best_as_xs():
                                 insert_size=(200, 700))
     assert result.flag[1] & PROPER_PAIR and (result.pos[1], result.nm[1]) == (1300, 1)
     assert (result.score[1], result.xs[1], result.mapq[1]) == (24, 29, 0)
-
-
-def test_batches_read_ahead_keep_their_order_and_errors():
-    # The next batch is read on a thread while this one maps: items in order, a reading error
-    # raised where its item would have come (after the items before it), and a run left early
-    # leaves no reading behind.
-    def items(fail_at=None):
-        for k in range(5):
-            if k == fail_at:
-                raise ValueError(f"record #{k} is broken")
-            yield k
-
-    assert list(api._read_ahead(items())) == [0, 1, 2, 3, 4]
-    got = []
-    with pytest.raises(ValueError, match="record #3 is broken"):
-        for item in api._read_ahead(items(fail_at=3)):
-            got.append(item)
-    assert got == [0, 1, 2]
-    ahead = api._read_ahead(items())
-    assert next(ahead) == 0
-    ahead.close()

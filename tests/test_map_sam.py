@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import re
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -226,3 +227,42 @@ def test_mapped_reads_written_as_before(tmp_path):
     records = np.arange(len(result))
     want, got = _both(result, records, batch, None, result.reference_names)
     assert got == want and want.count("\n") == len(result)
+
+
+def test_the_writer_checks_what_it_indexes_and_writes_every_byte(tmp_path):
+    # The compiled pass reads past no array: a record whose contig is not among the reference
+    # names, or whose read is not in the batches, is refused before it runs. Binary streams get
+    # every byte, a raw one that takes part of them a call included; text streams get text.
+    from gpualign.map import map_reads
+    from gpualign.map.sam import write_records
+
+    genome = "".join(np.random.default_rng(7).choice(list("ACGT"), 5000))
+    reads = [genome[1000:1030], genome[2000:2040]]
+    result = map_reads([genome], reads, backend="cpu")
+    batch = next(read_batches(reads, 10))
+    with pytest.raises(ValueError, match="contig is not one of the 0 reference names"):
+        write_records(io.StringIO(), result, np.arange(2), batch, None, [])
+    with pytest.raises(ValueError, match="read is not in the batches"):
+        write_records(io.StringIO(), result, np.arange(2), next(read_batches(reads[:1], 10)),
+                      None, ["chr"])
+    text = io.StringIO()
+    write_records(text, result, np.arange(2), batch, None, ["chr"])
+
+    class Trickle(io.RawIOBase):  # takes at most 7 bytes a call
+        def __init__(self):
+            self.data = bytearray()
+
+        def writable(self):
+            return True
+
+        def write(self, chunk):
+            self.data += bytes(chunk[:7])
+            return min(7, len(chunk))
+
+    raw = Trickle()
+    write_records(raw, result, np.arange(2), batch, None, ["chr"])
+    spooled = tempfile.SpooledTemporaryFile()
+    write_records(spooled, result, np.arange(2), batch, None, ["chr"])
+    spooled.seek(0)
+    assert raw.data.decode() == spooled.read().decode() == text.getvalue()
+    assert text.getvalue().count("\n") == 2

@@ -178,8 +178,9 @@ def _split_header(header: str) -> tuple[str, str]:
 def _records(path: str, qualities: bool = False) -> Iterator[tuple[Any, ...]]:
     """``(id, description, sequence)`` of every record of the FASTA or FASTQ file ``path``
     (checked by :func:`_checked`), as dnaio reads it (names not settled: see :class:`_Names`);
-    with ``qualities``, the record's FASTQ quality string last (None in FASTA)."""
-    for chunk in _dnaio_chunks(path, _CHUNK_RECORDS):
+    with ``qualities``, the record's FASTQ quality string last (None in FASTA). One record at
+    a time: each is handed over before the next is read."""
+    for chunk in _dnaio_chunks(path, 1):
         for record in chunk:
             # dnaio's id ends at a space or tab; printable, it has no other white space
             # either, so it and the comment are the split below, at a fraction of the cost.
@@ -192,7 +193,7 @@ def _records(path: str, qualities: bool = False) -> Iterator[tuple[Any, ...]]:
             yield (*fields, record.qualities) if qualities else fields
 
 
-#: Records that :func:`_dnaio_chunks` hands over at once.
+#: Records that :func:`read_record_batches` takes from dnaio at once.
 _CHUNK_RECORDS = 4096
 
 

@@ -97,9 +97,16 @@ def _encoded_batches(source: Any, alphabet: Alphabet, invalid: str, batch_residu
         yield batch()
 
 
-def _read_ahead(batches: Iterator[Batch], read_ahead: int) -> Iterator[Batch]:
-    """Run ``batches`` on a daemon thread, ``read_ahead`` batches ahead; errors re-raise here."""
-    ready: queue.Queue = queue.Queue(maxsize=max(1, read_ahead))
+def reading_ahead(batches: Iterator[Any], ahead: int) -> Iterator[Any]:
+    """Run ``batches`` on a daemon thread, ``ahead`` batches ahead; errors re-raise here,
+    in order. A consumer that stops early leaves at once: the thread stops at its next batch.
+
+    Examples
+    --------
+    >>> list(reading_ahead(iter(range(3)), 1))
+    [0, 1, 2]
+    """
+    ready: queue.Queue = queue.Queue(maxsize=max(1, ahead))
     done = object()
     stop = threading.Event()
 
@@ -180,5 +187,5 @@ def iter_batches(subjects: Any, alphabet: str | Alphabet = AUTO, *, invalid: str
                         f"sequences, got {type(subjects).__name__}")
     if isinstance(subjects, (list, tuple)):  # already in memory: no thread needed
         return _encoded_batches(subjects, alpha, invalid, batch_residues, role)
-    return _read_ahead(_encoded_batches(subjects, alpha, invalid, batch_residues, role, parser),
+    return reading_ahead(_encoded_batches(subjects, alpha, invalid, batch_residues, role, parser),
                        read_ahead)

@@ -31,10 +31,11 @@ class ReadBatch:
 
 def read_batches(reads: Any, batch_reads: int, role: str = "reads") -> Iterator[ReadBatch]:
     """Consecutive batches of ``batch_reads`` reads of ``reads``: a :class:`os.PathLike` to a
-    FASTA/FASTQ file (streamed: memory holds one batch), a :class:`SequenceSet` (views) or
-    sequences in memory. Reads whose first records do not look like nucleotides (protein,
-    say) are refused with a ValueError naming the file, else ``role``, as a reference is: a
-    symbol outside ACGT would otherwise map as N."""
+    FASTA/FASTQ file (streamed: memory holds a batch, two where the mapper reads the next
+    while it maps one), a :class:`SequenceSet` (views) or sequences in memory. Reads whose
+    first records do not look like nucleotides (protein, say) are refused with a ValueError
+    naming the file, else ``role``, as a reference is: a symbol outside ACGT would otherwise
+    map as N."""
     reads = nucleotides(reads, role, "read mapping is")
     if isinstance(reads, os.PathLike):
         from ..io import read_record_batches  # dnaio loads once a file is read

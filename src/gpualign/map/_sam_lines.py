@@ -1,5 +1,5 @@
 """The SAM lines of a batch's records, compiled: every field written straight into one byte
-buffer from the packed arrays (:func:`gpualign.map.sam.write_records` decodes it once), a
+buffer from the packed arrays (:func:`gpualign.map.sam.write_records` writes it at once), a
 record an iteration on every core; a first pass counts each line's bytes, a second writes them
 at their offsets.
 

@@ -24,7 +24,6 @@ import math
 import os
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -41,6 +40,7 @@ from ..edit import edit_distance
 from ..io import open_text
 from ..scoring import Scoring
 from ..sequences import ALPHABETS, SequenceSet
+from ..streaming import reading_ahead
 from ._reads import ReadBatch, mate_names_differ, read_batches
 from .distributed import cluster_mappings
 from .sam import (
@@ -1128,24 +1128,13 @@ def _check_mates(first: tuple[Any, ReadBatch | None, Iterator[ReadBatch]],
                          "formed by record order, and their names must agree but for /1 and /2")
 
 
-def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:
-    """``items``, the next one read on a thread of its own while the caller maps this one (the
-    reading waits for no GPU work, and the GPU waits less for it); what reading raises is
-    raised where that item would have come."""
-    end = object()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpualign-read") as reader:
-        coming = reader.submit(next, items, end)
-        while (item := coming.result()) is not end:
-            coming = reader.submit(next, items, end)
-            yield item
-
-
 def _map_here(index: Any, batches: Iterator[tuple[ReadBatch, ReadBatch | None, float]],
               insert: tuple[int, int] | None, backend: str, options: dict[str, Any],
               ) -> Iterator[tuple[ReadBatch, ReadBatch | None, MappingResult]]:
     """The batches mapped one after the other in this process, the first pairs' insert sizes
     kept for the next ones."""
-    for chunk, mate_chunk, read_seconds in _read_ahead(batches):
+    # The next batch is read on a thread while this one maps.
+    for chunk, mate_chunk, read_seconds in reading_ahead(batches, 1):
         result = map_batch(index, chunk.sequences,
                            None if mate_chunk is None else mate_chunk.sequences, chunk.start,
                            insert, backend=backend, **options)

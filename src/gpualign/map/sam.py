@@ -155,6 +155,14 @@ def write_records(out: IO[Any], result: Any, records: np.ndarray, reads: ReadBat
     if mates is not None:
         second = result.mate[records] == 2
         sources[second] += len(reads) + reads.start - mates.start
+    # The compiled pass reads what these index without bounds checks: checked here.
+    held = len(reads) + (len(mates) if mates is not None else 0)
+    if len(sources) and (sources.min() < 0 or sources.max() >= held):
+        raise ValueError("write_records: a record's read is not in the batches given")
+    places = np.concatenate((result.contig[records], result.mate_contig[records]))
+    if len(places) and (places.min() < -1 or places.max() >= len(reference_names)):
+        raise ValueError(f"write_records: a record's contig is not one of the "
+                         f"{len(reference_names)} reference names")
     names = _stacked([_joined(batch.sequences.names) for batch in batches])
     codes = _stacked([(batch.sequences.codes, batch.sequences.offsets) for batch in batches])
     qualities = _stacked([_qualities(batch) for batch in batches])
@@ -176,10 +184,17 @@ def write_records(out: IO[Any], result: Any, records: np.ndarray, reads: ReadBat
         cigars.letters.index("H"), (*names, *codes, *qualities), mates is not None, tables,
         _joined(reference_names), sa_slots,
         _joined([sa[i] for i in np.flatnonzero(tagged).tolist()]))
-    if isinstance(out, (io.RawIOBase, io.BufferedIOBase)):
-        out.write(text)
-    else:
+    if isinstance(out, io.TextIOBase) or not (
+            isinstance(out, (io.RawIOBase, io.BufferedIOBase)) or "b" in getattr(out, "mode", "")):
         out.write(str(text, "utf-8", _ERRORS))
+        return
+    # A raw stream may take part of the bytes a call.
+    left = memoryview(text)
+    while len(left):
+        written = out.write(left)
+        if written is None:
+            raise BlockingIOError(f"write_records: {out!r} would block")
+        left = left[written:]
 
 
 def _qualities(batch: ReadBatch) -> tuple[np.ndarray, np.ndarray]:
