@@ -182,7 +182,7 @@ def write_records(out: IO[Any], result: Any, records: np.ndarray, reads: ReadBat
         (cigars.ops, cigars.lengths, cigars.offsets, cigars.present),
         np.frombuffer(cigars.letters.encode("ascii"), dtype=np.uint8),
         cigars.letters.index("H"), (*names, *codes, *qualities), mates is not None, tables,
-        _joined(reference_names), sa_slots,
+        _joined_reference(reference_names), sa_slots,
         _joined([sa[i] for i in np.flatnonzero(tagged).tolist()]))
     if isinstance(out, io.TextIOBase) or not (
             isinstance(out, (io.RawIOBase, io.BufferedIOBase)) or "b" in getattr(out, "mode", "")):
@@ -206,6 +206,22 @@ def _qualities(batch: ReadBatch) -> tuple[np.ndarray, np.ndarray]:
     if None in qualities:
         qualities = [quality or "" for quality in qualities]
     return _joined(qualities)
+
+
+#: The reference names last joined, as a list, and their :func:`_joined` texts: every batch of a
+#: run writes against the same names, which a reference of many contigs would join again and
+#: again (a list compares equal to its copy at a pointer a name when the names are the same).
+_LAST_REFERENCE: tuple[list[str], tuple[np.ndarray, np.ndarray]] | None = None
+
+
+def _joined_reference(names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_joined` of the reference ``names``, kept for the next batch."""
+    global _LAST_REFERENCE
+    last = _LAST_REFERENCE  # one read: another thread may replace it meanwhile
+    if last is None or last[0] != list(names):
+        last = (list(names), _joined(names))
+        _LAST_REFERENCE = last
+    return last[1]
 
 
 def _joined(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
