@@ -22,7 +22,7 @@ from strategies import mutated
 import gpualign
 from gpualign import Scoring, SequenceSet
 from gpualign.align import api as align_api
-from gpualign.cigar import PackedCigars, count_ops
+from gpualign.cigar import PackedCigars, count_ops, placed_cigars
 from gpualign.sequences import get_alphabet
 
 DATA = Path(__file__).parent / "data"
@@ -585,7 +585,7 @@ def test_cuda_batch_cigars_are_decoded_at_once(packed):
     (where, cigars), = results.pieces
     assert where.tolist() == [3, 0, 1] and list(cigars) == ["3=", "", "12X1D"]
     assert isinstance(cigars, PackedCigars) == packed
-    assert _cuda._placed([(where, cigars), (np.array([2]), cigars[:1])], 4, packed) == \
+    assert placed_cigars([(where, cigars), (np.array([2]), cigars[:1])], 4, packed) == \
         ["", "12X1D", "3=", "3="]
 
 

@@ -591,6 +591,30 @@ class PackedCigars(Sequence[str | None]):
         return f"{type(self).__name__}({len(self)} pairs, {len(self.ops)} runs)"
 
 
+def placed_cigars(pieces: Sequence[tuple[np.ndarray, Any]], count: int,
+                  packed: bool) -> PackedCigars | list[str | None]:
+    """The CIGARs of ``count`` pairs from ``pieces`` of ``(positions, CIGARs at those
+    positions)`` that cover every pair once (the parts of a backend's call, each computed
+    apart): a :class:`PackedCigars` when ``packed`` (the pieces' are), else a list of str.
+
+    Examples
+    --------
+    >>> placed_cigars([(np.array([2, 0]), ["1=", "2X"]), (np.array([1]), ["3D"])], 3, False)
+    ['2X', '3D', '1=']
+    """
+    where = np.concatenate([positions for positions, _ in pieces]) if pieces else \
+        np.zeros(0, dtype=np.int64)
+    if len(where) != count or (np.bincount(where, minlength=count) != 1).any():
+        raise RuntimeError("the pieces of a call's CIGARs must cover its pairs once each")
+    if packed:
+        return PackedCigars.concatenate([cigars for _, cigars in pieces]).take(np.argsort(where))
+    placed: list[str | None] = [None] * count
+    for positions, cigars in pieces:
+        for p, text in zip(positions.tolist(), cigars, strict=True):
+            placed[p] = text
+    return placed
+
+
 def offsets_of_counts(counts: np.ndarray) -> np.ndarray:
     """``[0, c0, c0 + c1, ...]`` (int64): offsets of consecutive groups of ``counts`` items.
 

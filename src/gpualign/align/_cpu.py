@@ -31,7 +31,7 @@ from numba import njit, prange
 from .. import config
 from .._cigar_text import path_runs, path_texts
 from .._progress import Progress
-from ..cigar import PackedCigars, offsets_of_counts
+from ..cigar import PackedCigars, offsets_of_counts, placed_cigars
 from ..codes import (
     ALIGN_GLOBAL,
     ALIGN_LOCAL,
@@ -460,8 +460,7 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
                               task, progress, packed)
     parts = [(np.flatnonzero(~linear), _batch_results), (np.flatnonzero(linear), _linear_results)]
     merged: list = [None] * 7
-    runs: list[PackedCigars] = []  # the packed CIGARs of the parts, in the order of `order`
-    order = np.concatenate([index for index, _ in parts if len(index)])
+    cigars: list = []  # (positions, CIGARs) of the parts
     for index, compute in parts:
         if not len(index):
             continue
@@ -470,19 +469,14 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
         for k, value in enumerate(values):
             if value is None:
                 continue
-            if isinstance(value, PackedCigars):
-                runs.append(value)
+            if k == 5:
+                cigars.append((index, value))
                 continue
             if merged[k] is None:
-                merged[k] = [None] * len(q_index) if isinstance(value, list) else \
-                    np.empty(len(q_index), dtype=value.dtype)
-            if isinstance(value, list):
-                for position, item in zip(index.tolist(), value, strict=True):
-                    merged[k][position] = item
-            else:
-                merged[k][index] = value
-    if runs:
-        merged[5] = PackedCigars.concatenate(runs).take(np.argsort(order))
+                merged[k] = np.empty(len(q_index), dtype=value.dtype)
+            merged[k][index] = value
+    if cigars:
+        merged[5] = placed_cigars(cigars, len(q_index), packed)
     return tuple(merged)
 
 

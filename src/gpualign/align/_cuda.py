@@ -47,7 +47,7 @@ import numpy as np
 
 from .. import config
 from .._progress import Progress
-from ..cigar import PackedCigars, offsets_of_counts
+from ..cigar import PackedCigars, offsets_of_counts, placed_cigars
 from ..codes import ALIGN_LOCAL, ALIGN_OVERLAP
 from ..cuda import launch
 from ..cuda.loader import get_kernel
@@ -424,24 +424,7 @@ def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, prog
             whole[short] = part
         identity[short] = short_identity
         pieces.append((short, cigars))
-    return (*results, _placed(pieces, count, packed), identity)
-
-
-def _placed(pieces, count: int, packed: bool):
-    """The CIGARs of ``count`` pairs from ``pieces`` of ``(positions, CIGARs at those
-    positions)`` that cover every pair once: a :class:`PackedCigars` when ``packed``, else a
-    list of str."""
-    where = np.concatenate([positions for positions, _ in pieces]) if pieces else \
-        np.zeros(0, dtype=np.int64)
-    if len(where) != count or (np.bincount(where, minlength=count) != 1).any():
-        raise RuntimeError("the pieces of a path call must cover its pairs once each")
-    if packed:
-        return PackedCigars.concatenate([cigars for _, cigars in pieces]).take(np.argsort(where))
-    placed: list[str] = [""] * count
-    for positions, cigars in pieces:
-        for p, text in zip(positions.tolist(), cigars, strict=True):
-            placed[p] = text
-    return placed
+    return (*results, placed_cigars(pieces, count, packed), identity)
 
 
 def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode,
@@ -486,7 +469,7 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
     shape = lanes * 1024 + rows  # a launch takes pairs of one lane count and height
     # Blocks, then the tallest lanes (the longest pairs) first, so that they start first.
     chosen = chosen[np.lexsort((-pair_bytes[chosen], -shape[chosen]))]
-    shifted = (table.astype(np.int64) + gap_open).astype(np.int16)  # s + gap_open, see trace.cu
+    shifted = (table.astype(np.int64) + gap_open).astype(np.int16)  # s + gap_open, see warp.cu
     setup = _TraceSetup(mode, find_end, shifted, n_codes, qset.alphabet.match_codes, gap_open,
                         gap_extend, packed,
                         launch.side_streams("align paths", config.ALIGN_TRACE_STREAMS))
@@ -522,7 +505,7 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
         score[rest], q_start[rest], q_end[rest], t_start[rest], t_end[rest] = s, qs, qe, ts, te
         identity[rest] = ident
         pieces.append((rest, cigars))
-    return score, q_start, q_end, t_start, t_end, _placed(pieces, count, packed), identity
+    return score, q_start, q_end, t_start, t_end, placed_cigars(pieces, count, packed), identity
 
 
 def _is_match_mismatch(table: np.ndarray, match_codes: int) -> bool:
