@@ -49,9 +49,9 @@ KERNEL_FILE = "edit/kernels/myers.cu"
 PATH_KERNEL_FILE = "edit/kernels/path.cu"
 LONG_KERNEL_FILE = "edit/kernels/long.cu"
 
-#: REGISTER_CODES of long.cu: alphabets whose matching codes are all below it (DNA) get the
-#: long kernel that holds its match words in registers.
-LONG_REGISTER_CODES = 4
+#: HELD_CODES of long.cu: alphabets whose matching codes are all below it (DNA) get the long
+#: kernel that holds its match words of a band in shared memory.
+LONG_HELD_CODES = 4
 
 
 #: What a kernel tracks along the query's last row (TRACK_* in myers.cu): nothing until the last
@@ -559,8 +559,8 @@ def _exclusive_sum(values):
     return sums
 
 
-def _long_kernel_name(lanes: int, words_per_lane: int, track: int, registers: bool) -> str:
-    return f"long_edit<{lanes}, {words_per_lane}, {track}, {'true' if registers else 'false'}>"
+def _long_kernel_name(lanes: int, words_per_lane: int, track: int, held: bool) -> str:
+    return f"long_edit<{lanes}, {words_per_lane}, {track}, {'true' if held else 'false'}>"
 
 
 def _long_settings() -> tuple[int, int, int]:
@@ -608,7 +608,7 @@ def run_long(q_codes, t_codes, problems, alphabet, track: int, top_delta: int, c
     distance, end = outputs if outputs is not None else (_zeros(cupy.int32),) * 2
     values, row_from = rows if rows is not None else (_zeros(cupy.int32), _zeros(cupy.int64))
     kernel = get_kernel(LONG_KERNEL_FILE, _long_kernel_name(
-        lanes, words_per_lane, track, alphabet.match_codes <= LONG_REGISTER_CODES))
+        lanes, words_per_lane, track, alphabet.match_codes <= LONG_HELD_CODES))
     # A group of lanes a band; groups without a band left take no ticket and end.
     kernel(*grid(kernel, bands * lanes),
            (t_codes, t_from, t_len, q_len, reversed_, band_first, np.int32(count), table,

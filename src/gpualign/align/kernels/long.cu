@@ -71,6 +71,8 @@ enum Field {
 };
 
 constexpr int NEG = -(1 << 30);  // "minus infinity", with room to subtract gap costs
+// Steps of sweep_tile unrolled together where no thread's column needs a bounds check.
+constexpr int SWEEP_UNROLL = 8;
 
 struct Problem {
     const u8* a;
@@ -171,7 +173,7 @@ struct Tile {
 // width, the last chunk THREADS - 1 more), the target code of column j at b_codes[(j -
 // code_base) & code_mask] (a tile: its codes from c0 + 1; a band: a ring of them), and
 // `diagonal`, up_t and up_f (t and F of row row0 at this thread's column) go on to the next
-// chunk. Thread 0 only reads above[s] (s < width).
+// chunk. Thread 0 uses above[s] (s < width); every thread reads it, as a broadcast.
 template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST, bool LAST>
 __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, const int first_j,
                                            const int last_j, const int code_base,
@@ -187,16 +189,30 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
     const int bottom_owner = (tile.bottom - 1 - tile.tile_row0) / RPT;
     const int bottom_r = (tile.bottom - 1 - tile.tile_row0) % RPT;
     const int go = tile.gap_open, neg_open = -tile.gap_open, neg_extend = -tile.gap_extend;
-    for (int s = 0; s < steps; ++s) {
-        const int j = tile.c0 + 1 + s - thread;  // this step's column
+    // What step s reads from shared memory, loaded a step ahead so that the loads are not on
+    // the path from step to step: the target code of this thread's column, and the row above
+    // (every thread reads it, thread 0 uses it: a broadcast, not a branch).
+    int next_bj = 0;
+    int2 next_above = make_int2(0, NEG);
+    auto preload = [&](const int s, const bool checked) {
+        const int j = tile.c0 + 1 + s - thread;
+        if (!checked || (j >= first_j && j <= last_j))
+            next_bj = b_codes[(j - code_base) & code_mask];
+        next_above = above[min(s, tile.width - 1)];
+    };
+    // Step s: thread t computes column j = c0 + 1 + s - t (CHECKED: only if first_j <= j <=
+    // last_j), then hands its last row to thread t + 1; the preload for step s + 1 checks its
+    // column when CHECK_NEXT.
+    auto step = [&](const int s, const bool checked, const bool check_next) {
+        const int j = tile.c0 + 1 + s - thread;
         int out_t = 0, out_f = NEG;
-        if (j >= first_j && j <= last_j) {
+        if (!checked || (j >= first_j && j <= last_j)) {
+            const int bj = next_bj;
             if (thread == 0) {
-                const int2 v = above[s];
-                up_t = v.x - go;
-                up_f = v.y;
+                up_t = next_above.x - go;
+                up_f = next_above.y;
             }
-            const int bj = b_codes[(j - code_base) & code_mask];
+            if (s + 1 < steps) preload(s + 1, check_next);
             int vt = up_t, vf = up_f, d = diagonal;
             int bottom_h = 0, bottom_f = NEG;
 #pragma unroll
@@ -230,6 +246,8 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
             diagonal = up_t;  // row row0 at this column: the next column's diagonal
             out_t = vt;
             out_f = vf;
+        } else if (s + 1 < steps) {
+            preload(s + 1, true);
         }
         // Hand this thread's last row to the next thread for its next step.
         const int from_t = __shfl_up_sync(FULL_WARP, out_t, 1);
@@ -247,6 +265,18 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
                 up_t = v.x;
                 up_f = v.y;
             }
+        }
+    };
+    // Blocks of SWEEP_UNROLL steps; in those where every thread's column is in first_j ..
+    // last_j the steps are unrolled without checks.
+    preload(0, true);
+    for (int s0 = 0; s0 < steps; s0 += SWEEP_UNROLL) {
+        if (s0 + SWEEP_UNROLL <= steps && tile.c0 + 1 + s0 - (THREADS - 1) >= first_j &&
+            tile.c0 + s0 + SWEEP_UNROLL <= last_j) {
+#pragma unroll
+            for (int k = 0; k < SWEEP_UNROLL; ++k) step(s0 + k, false, k == SWEEP_UNROLL - 1);
+        } else {
+            for (int s = s0; s < min(s0 + SWEEP_UNROLL, steps); ++s) step(s, true, true);
         }
     }
 }

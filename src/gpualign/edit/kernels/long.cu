@@ -27,11 +27,15 @@
 // A band stages the target symbols and the carries it reads 32 columns at a time in shared
 // memory, loading the next 32 into registers one block ahead so that the loads are in flight
 // while it computes; a lane reads its next column's match words and carry from there a step
-// ahead. When only codes below REGISTER_CODES match (DNA: A C G T; N matches nothing), each
-// lane holds its match words of those codes in registers for the whole band and picks them by
+// ahead. When only codes below HELD_CODES match (DNA: A C G T; N matches nothing), each lane
+// copies its match words of those codes to shared memory for the whole band and picks them by
 // the column's symbol: a step then reads no global memory, whose latency a step ahead cannot
 // hide when the bands of a query are too few to fill the GPU with warps.
 //
+// The steps run in blocks of 32, those where every lane has a column unrolled without bounds
+// checks: a band's warps are few (a 1 Mbp query has about a thousand), so a step's own
+// instructions, not the GPU's width, set the pace. The last lane stores its carries as it
+// goes and raises the flags of the tiles it has finished once a block.//
 // What the last band tracks along the query's last row (TRACK_*, as in myers.cu, plus
 // TRACK_ROW: the whole row D[m][0..n], for Hirschberg's splits) goes to the problem's outputs.
 
@@ -39,8 +43,8 @@
 
 // Threads per block of the long kernel (its launch bounds, read back by the host).
 constexpr int LONG_THREADS = 128;
-// Codes whose match words the REGISTERS instances of long_edit hold in registers.
-constexpr int REGISTER_CODES = 4;
+// Codes whose match words the HELD instances of long_edit hold in shared memory for a band.
+constexpr int HELD_CODES = 4;
 // Threads per block of the one-thread-per-item kernels (their launch bounds).
 constexpr int LONG_ITEM_THREADS = 256;
 
@@ -93,7 +97,7 @@ extern "C" __global__ void __launch_bounds__(LONG_ITEM_THREADS) long_match_table
     }
 }
 
-template <int LANES, int WPL, int TRACK, bool REGISTERS>
+template <int LANES, int WPL, int TRACK, bool HELD>
 __global__ void __launch_bounds__(LONG_THREADS) long_edit(
     const u8* __restrict__ t_codes, const i64* __restrict__ t_from, const int* __restrict__ t_len,
     const int* __restrict__ q_len, const u8* __restrict__ reversed,
@@ -112,9 +116,11 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
     const u32 mask = LANES == 32 ? FULL_WARP
                                  : (u32)((1ull << LANES) - 1ull) << (warp_lane - lane);
     // Two blocks of 32 columns: the one being computed and the one before it, which the lanes
-    // behind lane 0 still read.
+    // behind lane 0 still read. HELD: the symbols are staged as min(code, HELD_CODES), and
+    // held[group][c][w][lane] is the match word w of the lane for code c (0 for HELD_CODES).
     __shared__ u8 staged_symbols[GROUPS][64];
     __shared__ signed char staged_carries[GROUPS][64];
+    __shared__ u32 held[HELD ? GROUPS : 1][HELD_CODES + 1][WPL][LANES];
     const i64 total_bands = band_first[n_problems];
 
     while (true) {
@@ -138,13 +144,13 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
         const u32* eq_words = table + (i64)n_codes * band_first[p] * BAND_WORDS
                               + band * BAND_WORDS + lane;
         const i64 eq_stride = bands * BAND_WORDS;  // between codes
-        u32 held_words[REGISTERS ? REGISTER_CODES : 1][WPL];
-        if constexpr (REGISTERS) {
+        if constexpr (HELD) {
 #pragma unroll
-            for (int c = 0; c < REGISTER_CODES; ++c) {
+            for (int c = 0; c <= HELD_CODES; ++c) {
 #pragma unroll
                 for (int w = 0; w < WPL; ++w)
-                    held_words[c][w] = c < n_codes ? eq_words[c * eq_stride + w * LANES] : 0u;
+                    held[group][c][w][lane] =
+                        c < min(n_codes, HELD_CODES) ? eq_words[c * eq_stride + w * LANES] : 0u;
             }
         }
 
@@ -179,7 +185,8 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
                 next_symbols[k] = 0;
                 next_carries[k] = top_delta;
                 if (j < n) {
-                    next_symbols[k] = backwards ? t[n - 1 - j] : t[j];
+                    const int code = backwards ? t[n - 1 - j] : t[j];
+                    next_symbols[k] = HELD ? min(code, HELD_CODES) : code;
                     if (band > 0)
                         next_carries[k] = ((const volatile signed char*)in_carries)[j];
                 }
@@ -198,28 +205,18 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
             }
             __syncwarp(mask);
         };
-        // The match words and the carry from above of column j, read a step before the step
-        // that uses them, so that their latency is not on the path from step to step.
+        // The match words and the carry from above of column j (0 <= j < n), read a step
+        // before the step that uses them, so that their latency is not on the path from step
+        // to step.
         u32 eq_next[WPL];
         int hin_next = 0;
         auto preload = [&](int j) {
-            if (j < 0 || j >= n) return;
             const int slot = j & 63;
             const int code = staged_symbols[group][slot];
-            if constexpr (REGISTERS) {
-                // Selects with constant indices keep held_words in registers.
 #pragma unroll
-                for (int w = 0; w < WPL; ++w) {
-                    u32 word = 0u;
-#pragma unroll
-                    for (int c = 0; c < REGISTER_CODES; ++c)
-                        word = code == c ? held_words[c][w] : word;
-                    eq_next[w] = word;
-                }
-            } else {
-                const u32* eq = eq_words + (i64)code * eq_stride;
-#pragma unroll
-                for (int w = 0; w < WPL; ++w) eq_next[w] = __ldg(eq + w * LANES);
+            for (int w = 0; w < WPL; ++w) {
+                if constexpr (HELD) eq_next[w] = held[group][code][w][lane];
+                else eq_next[w] = __ldg(eq_words + (i64)code * eq_stride + w * LANES);
             }
             hin_next = staged_carries[group][slot];
         };
@@ -227,67 +224,87 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
             fetch(0);
             stage(0);
             if (32 < n) fetch(32);
-            preload(-lane);
+            __syncwarp(mask);  // held is written
+            if (lane == 0) preload(0);
         }
 
         int score = m, best = m, best_end = 0;  // D[m][0] = m
         if (TRACK == TRACK_ROW && last_band && lane == LANES - 1) rows[row_from[p]] = m;
+        const bool writes_carries = lane == LANES - 1 && !last_band;
         int carry = 0;
-        // The last column of the next tile whose flag the last lane raises, and that tile:
-        // the lane meets its columns in order, so it counts instead of dividing each step.
-        int flag_column = tile_columns - 1, flag_tile = 0;
-        const int steps = n > 0 ? n + LANES - 1 : 0;
-        for (int s = 0; s < steps; ++s) {
+        // Step s: lane l computes column s - l (CHECKED: only when 0 <= s - l < n), and its last
+        // row's carry goes to the band below (or to the last band's tracking).
+        auto step = [&](const int s, const bool checked) {
             const int from_above = LANES > 1 ? __shfl_up_sync(mask, carry, 1, LANES) : 0;
             const int j = s - lane;
-            if (j >= 0 && j < n) {
-                int hin = lane == 0 ? hin_next : from_above;
+            if (checked && (j < 0 || j >= n)) return;
+            int hin = lane == 0 ? hin_next : from_above;
 #pragma unroll
-                for (int w = 0; w < WPL; ++w) {
-                    u32 match = eq_next[w];
-                    const u32 xv = match | mv[w];
-                    if (hin < 0) match |= 1u;  // a negative delta acts like a match above
-                    const u32 xh = (((match & pv[w]) + pv[w]) ^ pv[w]) | match;
-                    u32 ph = mv[w] | ~(xh | pv[w]);
-                    u32 mh = pv[w] & xh;
-                    const int hout = (int)(ph >> 31) - (int)(mh >> 31);
-                    ph = (ph << 1) | (u32)(hin > 0);
-                    mh = (mh << 1) | (u32)(hin < 0);
-                    pv[w] = mh | ~(xv | ph);
-                    mv[w] = ph & xv;
-                    hin = hout;
-                }
-                carry = hin;
-                if (lane == LANES - 1) {
-                    if (!last_band) {
-                        out_carries[j] = (signed char)carry;
-                        if (j == flag_column || j == n - 1) {
-                            __threadfence();  // the tile's carries before its flag
-                            out_flags[flag_tile++] = (int)band + 1;
-                            flag_column += tile_columns;
-                        }
-                    } else {
-                        score += carry;
-                        if constexpr (TRACK == TRACK_ROW) {
-                            rows[row_from[p] + j + 1] = score;
-                        } else if constexpr (TRACK == TRACK_BEST) {
-                            best = min(best, score);
-                        } else if constexpr (TRACK == TRACK_FIRST_END || TRACK == TRACK_LAST_END) {
-                            const bool better =
-                                TRACK == TRACK_LAST_END ? score <= best : score < best;
-                            best = better ? score : best;
-                            best_end = better ? j + 1 : best_end;
-                        }
-                    }
+            for (int w = 0; w < WPL; ++w) {
+                u32 match = eq_next[w];
+                const u32 xv = match | mv[w];
+                if (hin < 0) match |= 1u;  // a negative delta acts like a match above
+                const u32 xh = (((match & pv[w]) + pv[w]) ^ pv[w]) | match;
+                u32 ph = mv[w] | ~(xh | pv[w]);
+                u32 mh = pv[w] & xh;
+                const int hout = (int)(ph >> 31) - (int)(mh >> 31);
+                ph = (ph << 1) | (u32)(hin > 0);
+                mh = (mh << 1) | (u32)(hin < 0);
+                pv[w] = mh | ~(xv | ph);
+                mv[w] = ph & xv;
+                hin = hout;
+            }
+            carry = hin;
+            if (writes_carries) out_carries[j] = (signed char)carry;
+            if (!checked || lane == LANES - 1) {  // only the last lane's tracking is read
+                score += carry;
+                if constexpr (TRACK == TRACK_ROW) {
+                    if (last_band && lane == LANES - 1) rows[row_from[p] + j + 1] = score;
+                } else if constexpr (TRACK == TRACK_BEST) {
+                    best = min(best, score);
+                } else if constexpr (TRACK == TRACK_FIRST_END || TRACK == TRACK_LAST_END) {
+                    const bool better = TRACK == TRACK_LAST_END ? score <= best : score < best;
+                    best = better ? score : best;
+                    best_end = better ? j + 1 : best_end;
                 }
             }
-            // The next block of columns once lane 0 is about to enter it, then the next step's
-            // words.
-            if (((s + 1) & 31) == 0 && s + 1 < n) {
-                stage(s + 1);
-                if (s + 33 < n) fetch(s + 33);
+        };
+        // Blocks of 32 steps; in the inner ones every lane's column is in 0..n - 1, and the
+        // steps are unrolled without checks.
+        const int steps = n > 0 ? n + LANES - 1 : 0;
+        int flagged = 0;  // tiles whose flag the last lane has raised
+        for (int s0 = 0; s0 < steps; s0 += 32) {
+            if (s0 >= LANES - 1 && s0 + 32 <= n) {
+#pragma unroll
+                for (int k = 0; k < 32; ++k) {
+                    step(s0 + k, false);
+                    if (k < 31) preload(s0 + k + 1 - lane);
+                }
+            } else {
+                for (int s = s0; s < min(s0 + 32, steps); ++s) {
+                    step(s, true);
+                    const int j = s + 1 - lane;
+                    if (s + 1 < s0 + 32 && j >= 0 && j < n) preload(j);
+                }
             }
-            preload(s + 1 - lane);
+            // The tiles whose last column the last lane has now computed get their flags,
+            // their carries fenced first.
+            if (writes_carries) {
+                const int done = min(s0 + 32 - LANES, n - 1);  // the last lane's last column
+                if (flagged < tiles && min((flagged + 1) * tile_columns, n) - 1 <= done) {
+                    __threadfence();
+                    while (flagged < tiles && min((flagged + 1) * tile_columns, n) - 1 <= done)
+                        out_flags[flagged++] = (int)band + 1;
+                }
+            }
+            // The next block of columns, now that lane 0 is about to enter it, then the next
+            // step's words.
+            if (s0 + 32 < n) {
+                stage(s0 + 32);
+                if (s0 + 64 < n) fetch(s0 + 64);
+            }
+            const int j = s0 + 32 - lane;
+            if (j >= 0 && j < n) preload(j);
         }
         if constexpr (TRACK != TRACK_ROW) {
             if (last_band && lane == LANES - 1) {
@@ -301,7 +318,7 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
                 if constexpr (TRACK == TRACK_FIRST_END || TRACK == TRACK_LAST_END) out_end[p] = end;
             }
         }
-        // The staged blocks are rewritten by the group's next band.
+        // The staged blocks and held words are rewritten by the group's next band.
         __syncwarp(mask);
     }
 }
