@@ -5,7 +5,7 @@ and distances of many 10-50 kb pairs, with the peak GPU memory of each call.
     python benchmarks/bench_edit_long.py                        # 1 Mbp x 1 Mbp on CUDA
     python benchmarks/bench_edit_long.py --pairs 2000 --length 10000 --max-length 50000
     python benchmarks/bench_edit_long.py --backend cpu --length 100000 --check
-    python benchmarks/bench_edit_long.py --words 2 --tile 64    # LONG_EDIT_* settings
+    python benchmarks/bench_edit_long.py --words 2 --lanes 16   # LONG_EDIT_* settings
     python benchmarks/bench_edit_long.py --repeats 1 --profile  # where the time goes
 
 The target is the query with about ``--divergence`` of its positions edited (substitutions,
@@ -229,7 +229,6 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--lanes", type=int, default=None, help="LONG_EDIT_THREADS")
     parser.add_argument("--words", type=int, default=None, help="LONG_EDIT_WORDS_PER_LANE")
-    parser.add_argument("--tile", type=int, default=None, help="LONG_EDIT_TILE_COLUMNS")
     parser.add_argument("--min-cells", type=int, default=None, help="LONG_EDIT_MIN_CELLS")
     parser.add_argument("--check", action="store_true", help="compare with edlib")
     parser.add_argument("--profile", action="store_true",
@@ -238,7 +237,6 @@ def main() -> None:
     args = parser.parse_args()
     settings = {name: value for name, value in (
         ("LONG_EDIT_THREADS", args.lanes), ("LONG_EDIT_WORDS_PER_LANE", args.words),
-        ("LONG_EDIT_TILE_COLUMNS", args.tile),
         ("LONG_EDIT_MIN_CELLS", args.min_cells)) if value is not None}
 
     rng = np.random.default_rng(args.seed)

@@ -36,6 +36,9 @@ SCHEMES = {
     "dna-all-ties": (Scoring(match=1, mismatch=0, gap_open=0, gap_extend=0), "dna"),
     "blosum62": (Scoring.matrix("BLOSUM62", gap_open=11, gap_extend=1), "protein"),
 }
+#: ... and on the GPU, DNA scores too wide for the kernel's bytes (it falls back to the table).
+GPU_SCHEMES = {**SCHEMES,
+               "dna-wide": (Scoring(match=100, mismatch=-150, gap_open=200, gap_extend=30), "dna")}
 #: (LONG_ALIGN_THREADS, LONG_ALIGN_ROWS_PER_THREAD, LONG_ALIGN_TILE_COLUMNS): tiles of 64 rows x
 #: 64 columns (borders at 63/64/65), of 32 rows x 5 columns (many tiles, several per launch),
 #: of 64 rows x 1 column.
@@ -490,6 +493,15 @@ def test_first_max_takes_the_first_of_equal_values():
     assert best.tolist() == [5, 9, NEG] and where.tolist() == [0, 1, -1]
 
 
+def test_dna_scores_use_the_kernels_bytes_only_where_they_fit():
+    # long.cu picks DNA scores (plus gap_open) from bytes; wider ones go through the table.
+    for scheme, fits in (("dna-affine", True), ("dna-wide", False)):
+        scoring, _ = GPU_SCHEMES[scheme]
+        table, _ = scoring.table("dna")
+        engine = _cuda_long.TileEngine(table, scoring.gap_open, scoring.gap_extend, 4, True)
+        assert engine.dna is fits
+
+
 def test_values_that_might_not_fit_int32_stay_off_the_gpu():
     engine, _ = _engine("dna-affine")
     fits = engine.fits(np.array([0, 5, 1 << 28, 100]), np.array([5, 0, 1 << 28, 100]),
@@ -769,10 +781,10 @@ def test_gpu_leaves_are_the_cpu_engines(scheme):
 @cuda
 @needs_gpu
 @pytest.mark.parametrize("mode", ALIGN_MODES)
-@pytest.mark.parametrize("scheme", list(SCHEMES))
+@pytest.mark.parametrize("scheme", list(GPU_SCHEMES))
 def test_gpu_long_pairs_equal_the_cpu_backend_and_parasail(tiny_tiles, schedule, scheme,
                                                            mode):
-    scoring, alphabet = SCHEMES[scheme]
+    scoring, alphabet = GPU_SCHEMES[scheme]
     rng = np.random.default_rng(13)
     texts = [_random_pair(rng, m, n, alphabet) for m, n in SIZES]
     # Pairs under 1000 cells in the same batch stay on the batch kernels.
@@ -797,9 +809,9 @@ def test_gpu_long_pairs_equal_the_cpu_backend_and_parasail(tiny_tiles, schedule,
 @cuda
 @needs_gpu
 @pytest.mark.parametrize("mode", ALIGN_MODES)
-@pytest.mark.parametrize("scheme", list(SCHEMES))
+@pytest.mark.parametrize("scheme", list(GPU_SCHEMES))
 def test_gpu_long_pair_paths_rescore(tiny_tiles, schedule, scheme, mode):
-    scoring, alphabet = SCHEMES[scheme]
+    scoring, alphabet = GPU_SCHEMES[scheme]
     rng = np.random.default_rng(17)
     texts = [_random_pair(rng, m, n, alphabet) for m, n in SIZES]
     queries, targets = [a for a, _ in texts], [b for _, b in texts]

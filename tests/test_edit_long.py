@@ -2,7 +2,7 @@
 CIGARs in linear space (Hirschberg over Myers, edit/_linear.py) of both backends.
 
 Tiny ``LONG_EDIT_*`` settings make pairs of a few hundred symbols long: many 64-row bands
-(one lane a band), tiles of 32 columns (partial at the end), and many levels of the recursion.
+(one lane a band), blocks of 32 columns (partial at the end), and many levels of the recursion.
 Every result goes through :func:`test_edit.check` (the naive oracle, edlib, and CIGARs
 re-scored to the distance).
 """
@@ -35,12 +35,11 @@ LENGTHS = (1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 200, 333)
 
 @pytest.fixture
 def long_settings(monkeypatch):
-    """Every pair of 16 cells or more is long: one lane of two words (64 rows) a band,
-    32-column tiles on the GPU; bands of one word and tiles of 7 columns on the CPU."""
+    """Every pair of 16 cells or more is long: one lane of two words (64 rows) a band on the
+    GPU; bands of one word and tiles of 7 columns on the CPU."""
     monkeypatch.setattr(config, "LONG_EDIT_MIN_CELLS", 16)
     monkeypatch.setattr(config, "LONG_EDIT_THREADS", 1)
     monkeypatch.setattr(config, "LONG_EDIT_WORDS_PER_LANE", 2)
-    monkeypatch.setattr(config, "LONG_EDIT_TILE_COLUMNS", 32)
     monkeypatch.setattr(edit_cpu, "WAVEFRONT_BAND_WORDS", 1)
     monkeypatch.setattr(edit_cpu, "WAVEFRONT_TILE_COLUMNS", 7)
 
@@ -101,7 +100,6 @@ def test_long_and_short_pairs_mixed(backend, monkeypatch):
     # results come back in the order of the pairs.
     monkeypatch.setattr(config, "LONG_EDIT_MIN_CELLS", 4096)
     monkeypatch.setattr(config, "LONG_EDIT_THREADS", 2)
-    monkeypatch.setattr(config, "LONG_EDIT_TILE_COLUMNS", 64)
     queries, targets = similar_pairs(5, (10, 300, 0, 20, 129, 64, 70))
     for mode in MODES:
         for task in ("distance", "path"):
@@ -354,14 +352,13 @@ needs_gpu = pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="no
 
 
 @needs_gpu
-@pytest.mark.parametrize("lanes,words,tile", [(1, 1, 32), (1, 2, 32), (2, 4, 96), (8, 1, 32),
-                                              (32, 1, 64), (32, 2, 128), (32, 4, 32)])
-def test_gpu_long_kernel_settings(monkeypatch, lanes, words, tile):
-    # Bands of 32 to 4096 rows, tiles of 32 to 128 columns (targets end in partial tiles).
+@pytest.mark.parametrize("lanes,words", [(1, 1), (1, 2), (2, 4), (8, 1), (32, 1), (32, 2),
+                                         (32, 4)])
+def test_gpu_long_kernel_settings(monkeypatch, lanes, words):
+    # Bands of 32 to 4096 rows; targets end in partial blocks of 32 columns.
     monkeypatch.setattr(config, "LONG_EDIT_MIN_CELLS", 16)
     monkeypatch.setattr(config, "LONG_EDIT_THREADS", lanes)
     monkeypatch.setattr(config, "LONG_EDIT_WORDS_PER_LANE", words)
-    monkeypatch.setattr(config, "LONG_EDIT_TILE_COLUMNS", tile)
     queries, targets = similar_pairs(8, LENGTHS + (2047, 2048, 2049, 4500))
     for mode in MODES:
         for task in ("locations", "path"):

@@ -104,12 +104,6 @@ LONG_EDIT_THREADS = 32
 #: work a step, for queries whose bands outnumber what the GPU runs at once.
 LONG_EDIT_WORDS_PER_LANE = 1
 
-#: Target columns per tile of the long edit-distance kernel (a multiple of 32): a band tells
-#: the band below it that a tile's carries are ready, so the band below runs about one tile
-#: behind; shorter tiles shorten that lag (a query's last band starts about a tile times its
-#: bands after the first), at the cost of more flags to wait on.
-LONG_EDIT_TILE_COLUMNS = 64
-
 #: Pairs per row block of :func:`gpualign.edit_distance_matrix` (bounds its temporary memory).
 MATRIX_BLOCK_PAIRS = 1 << 22
 

@@ -332,7 +332,8 @@ class TileEngine:
         Codes below it match themselves (the alphabet's ``match_codes``).
     dna : bool
         Whether ``table`` is match/mismatch (codes below ``match_codes`` score its diagonal,
-        everything else its off-diagonal): then the kernel needs no table.
+        everything else its off-diagonal): then the kernel needs no table, as long as both
+        scores plus ``gap_open`` fit a signed byte (long.cu's ``byte_score``; else the table).
 
     Examples
     --------
@@ -343,7 +344,9 @@ class TileEngine:
                  dna: bool) -> None:
         self.table = np.asarray(table, dtype=np.int64)
         self.gap_open, self.gap_extend = int(gap_open), int(gap_extend)
-        self.match_codes, self.dna = int(match_codes), bool(dna)
+        self.match_codes = int(match_codes)
+        self.dna = bool(dna and -128 <= self.table.min() + self.gap_open
+                    and self.table.max() + self.gap_open <= 127)
         self.n_codes = len(self.table)
         self.match = int(self.table[0, 0])
         self.mismatch = int(self.table[0, 1]) if self.n_codes > 1 else self.match

@@ -187,7 +187,6 @@ FAMILIES: dict[str, Family] = {family.name: family for family in (
                           "LONG_ALIGN_ROWS_PER_THREAD": powers_of_two_around,
                           "LONG_ALIGN_THREADS": _threads}, _long_align_workload),
     Family("long-edit", {"LONG_EDIT_WORDS_PER_LANE": _fixed(1, 2, 4),
-                         "LONG_EDIT_TILE_COLUMNS": powers_of_two_around,
                          "LONG_EDIT_THREADS": _fixed(32, 16, 8)}, _long_edit_workload),
     Family("align-strip", {"ALIGN_STRIP_ROWS": _fixed(32, 48, 64, 96, 128)}, _strip_workload),
     Family("edit-slice", {"EDIT_SLICE_KERNEL": _fixed((32, 8), (32, 16), (32, 24), (16, 16))},

@@ -563,17 +563,14 @@ def _long_kernel_name(lanes: int, words_per_lane: int, track: int, held: bool) -
     return f"long_edit<{lanes}, {words_per_lane}, {track}, {'true' if held else 'false'}>"
 
 
-def _long_settings() -> tuple[int, int, int]:
-    """``(lanes per band, words per lane, tile columns)`` of the long kernel, checked."""
+def _long_settings() -> tuple[int, int]:
+    """``(lanes per band, words per lane)`` of the long kernel, checked."""
     lanes, words = config.LONG_EDIT_THREADS, config.LONG_EDIT_WORDS_PER_LANE
-    tile = config.LONG_EDIT_TILE_COLUMNS
     if lanes not in (1, 2, 4, 8, 16, 32):
         raise ValueError(f"LONG_EDIT_THREADS {lanes}: one of 1, 2, 4, 8, 16, 32")
     if words not in (1, 2, 4):
         raise ValueError(f"LONG_EDIT_WORDS_PER_LANE {words}: one of 1, 2, 4")
-    if tile < 32 or tile % 32:
-        raise ValueError(f"LONG_EDIT_TILE_COLUMNS {tile}: a positive multiple of 32")
-    return lanes, words, tile
+    return lanes, words
 
 
 def run_long(q_codes, t_codes, problems, alphabet, track: int, top_delta: int, cutoff: int,
@@ -587,7 +584,7 @@ def run_long(q_codes, t_codes, problems, alphabet, track: int, top_delta: int, c
     """
     import cupy
 
-    lanes, words_per_lane, tile = _long_settings()
+    lanes, words_per_lane = _long_settings()
     q_from, q_len, t_from, t_len, reversed_ = problems
     count = len(q_len)
     band_rows = lanes * words_per_lane * 32
@@ -601,9 +598,7 @@ def run_long(q_codes, t_codes, problems, alphabet, track: int, top_delta: int, c
              np.int32(words_per_lane), np.int32(alphabet.size), np.int32(alphabet.match_codes),
              table))
     carry_from = _exclusive_sum(2 * t_len)  # two slots of a byte a column (long.cu)
-    carries = cupy.empty(max(1, int(carry_from[-1])), dtype=cupy.int8)
-    flag_from = _exclusive_sum(2 * ((t_len + tile - 1) // tile))
-    flags = cupy.zeros(max(1, int(flag_from[-1])), dtype=cupy.int32)
+    carries = cupy.zeros(max(1, int(carry_from[-1])), dtype=cupy.int8)  # no tag: not ready
     ticket = cupy.zeros(1, dtype=cupy.uint64)
     distance, end = outputs if outputs is not None else (_zeros(cupy.int32),) * 2
     values, row_from = rows if rows is not None else (_zeros(cupy.int32), _zeros(cupy.int64))
@@ -612,8 +607,8 @@ def run_long(q_codes, t_codes, problems, alphabet, track: int, top_delta: int, c
     # A group of lanes a band; groups without a band left take no ticket and end.
     kernel(*grid(kernel, bands * lanes),
            (t_codes, t_from, t_len, q_len, reversed_, band_first, np.int32(count), table,
-            np.int32(alphabet.size), carries, carry_from, flags, flag_from, np.int32(tile),
-            np.int32(top_delta), np.int32(cutoff), ticket, distance, end, values, row_from))
+            np.int32(alphabet.size), carries, carry_from, np.int32(top_delta), np.int32(cutoff),
+            ticket, distance, end, values, row_from))
 
 
 def _long_pairs(qset, tset, q_index, t_index, mode, k, task, progress):

@@ -105,14 +105,39 @@ __device__ __forceinline__ Problem load_problem(const i64* fields, const u8* a_c
     return p;
 }
 
-// What sweep_tile reads for query row i: DNA, the code itself, -1 for codes from match_codes up
-// (they match nothing, and -1 equals no target code); else the row's offset in the table.
-// Padding rows past m take any code.
+// DNA scores (match/mismatch, shifted by gap_open: see sweep_tile) fit a signed byte each (the
+// host checks), so that a cell picks its score with one byte permute instead of a compare and
+// a select: a query row holds a word whose byte c is its score against target code c (0..3),
+// a target code is clamped to TARGET_OTHER, whose byte (of the second word, every byte the
+// mismatch) scores a code that matches nothing.
+constexpr int TARGET_OTHER = 4;
+
+// What sweep_tile reads for query row i: DNA, the row's profile word (above); else the row's
+// offset in the table. Padding rows past m take any code.
 template <bool DNA>
 __device__ __forceinline__ int query_code(const Problem& p, int i, int n_codes,
-                                          int match_codes) {
+                                          int match_codes, int match, int mismatch) {
     const int code = i <= p.m ? p.a_code(i) : 0;
-    return DNA ? (code < match_codes ? code : -1) : code * n_codes;
+    if (!DNA) return code * n_codes;
+    u32 word = 0;
+    for (int c = 0; c < TARGET_OTHER; ++c)
+        word |= (u32)((c == code && code < match_codes ? match : mismatch) & 0xff) << (8 * c);
+    return (int)word;
+}
+
+// What sweep_tile reads for target column j: DNA, its code clamped to TARGET_OTHER.
+template <bool DNA>
+__device__ __forceinline__ u8 target_code(const Problem& p, int j) {
+    const int code = p.b_code(j);
+    return (u8)(DNA ? min(code, TARGET_OTHER) : code);
+}
+
+// The byte permute of DNA scores: byte `code` (0..7) of the words (low, high), sign-extended
+// (the selector's nibbles 1..3 replicate its sign bit; PTX prmt's default mode).
+__device__ __forceinline__ int byte_score(u32 low, u32 high, u32 selector) {
+    u32 out;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(out) : "r"(low), "r"(high), "r"(selector));
+    return (int)out;
 }
 
 // The best cell of the block into thread 0's (score, i, j); `shared` holds 3 ints per warp.
@@ -153,15 +178,17 @@ struct Tile {
     int c0, width;          // columns c0 + 1 .. c0 + width
     int tile_row0, bottom;  // rows tile_row0 + 1 .. bottom are real (bottom <= m)
     int gap_open, gap_extend, match, mismatch;
+    u32 mismatch_bytes;     // DNA: the shifted mismatch in every byte (see byte_score)
 };
 
 // One tile, after its top row (above[k] = H, F of column c0 + 1 + k) and target codes are in
 // shared memory. LAST: the problem's last tile row, whose rows past m
 // are padding (computed, never reported). A thread keeps its rows as t = H - gap_open (what
 // opening a gap from them scores) and E; substitution scores come shifted by gap_open (the
-// shared table holds s + gap_open, match and mismatch likewise), so that a cell costs four
-// add-max instructions (Hopper's DPX) and a subtraction, of which only two wait for the row
-// above (the chain that runs down a thread's rows at each column):
+// shared table holds s + gap_open, match and mismatch likewise; DNA picks it with a byte
+// permute), so that a cell costs four add-max instructions (Hopper's DPX) and a subtraction,
+// of which only two wait for the row above (the chain that runs down a thread's rows at each
+// column):
 //   E = max(E - extend, t_left), x = max(t_diagonal + s + open, E) - open,
 //   F = max(F_up - extend, t_up), t = H - open = max(F - open, x).
 // `diagonal` (t of row row0 at column c0) and the values handed between threads (t and F of
@@ -208,6 +235,8 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
         int out_t = 0, out_f = NEG;
         if (!checked || (j >= first_j && j <= last_j)) {
             const int bj = next_bj;
+            // DNA: the byte permute's selector of this column's code (see byte_score).
+            const u32 selector = DNA ? ((u32)bj * 0x1111u) | 0x8880u : 0u;
             if (thread == 0) {
                 up_t = next_above.x - go;
                 up_f = next_above.y;
@@ -218,7 +247,8 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
 #pragma unroll
             for (int r = 0; r < RPT; ++r) {
                 e[r] = __viaddmax_s32(e[r], neg_extend, t[r]);
-                const int sub = DNA ? (q[r] == bj ? tile.match : tile.mismatch) : table[q[r] + bj];
+                const int sub = DNA ? byte_score((u32)q[r], tile.mismatch_bytes, selector)
+                                    : table[q[r] + bj];
                 // What does not wait for the row above: the diagonal and E (and 0), shifted.
                 const int x = (FLOOR_ZERO ? __viaddmax_s32_relu(d, sub, e[r])
                                           : __viaddmax_s32(d, sub, e[r])) - go;
@@ -349,6 +379,7 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     tile.gap_extend = gap_extend;
     tile.match = match + gap_open;  // shifted as the table (see sweep_tile)
     tile.mismatch = mismatch + gap_open;
+    tile.mismatch_bytes = (u32)(tile.mismatch & 0xff) * 0x01010101u;
 
     if (TICKETS) {  // wait for tiles (I, J - 1) and (I - 1, J)
         if (threadIdx.x == 0) {
@@ -363,7 +394,7 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     }
     for (int k = threadIdx.x; k < tile.width; k += THREADS) {
         const int j = tile.c0 + 1 + k;
-        s_b[k] = (u8)p.b_code(j);
+        s_b[k] = target_code<DNA>(p, j);
         above[k] = I == 0 ? make_int2(p.top(j, gap_open, gap_extend), NEG) : __ldcg(p_rows + j);
     }
     if (!DNA) {
@@ -377,7 +408,7 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
 #pragma unroll
     for (int r = 0; r < RPT; ++r) {
         const int i = row0 + r + 1;
-        q[r] = query_code<DNA>(p, i, n_codes, match_codes);
+        q[r] = query_code<DNA>(p, i, n_codes, match_codes, tile.match, tile.mismatch);
         if (J == 0) {
             t_h[r] = p.left(i, gap_extend) - gap_open;
             e[r] = NEG;
@@ -495,6 +526,7 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     tile.gap_extend = gap_extend;
     tile.match = match + gap_open;  // shifted as the table (see sweep_tile)
     tile.mismatch = mismatch + gap_open;
+    tile.mismatch_bytes = (u32)(tile.mismatch & 0xff) * 0x01010101u;
     const bool last = tile.bottom < tile.tile_row0 + TILE_ROWS;
     const int bottom_owner = (tile.bottom - 1 - tile.tile_row0) / RPT;
 
@@ -508,7 +540,7 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
 #pragma unroll
     for (int r = 0; r < RPT; ++r) {
         const int i = row0 + r + 1;
-        q[r] = query_code<DNA>(p, i, n_codes, match_codes);
+        q[r] = query_code<DNA>(p, i, n_codes, match_codes, tile.match, tile.mismatch);
         t_h[r] = p.left(i, gap_extend) - gap_open;
         e[r] = NEG;
     }
@@ -529,7 +561,7 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
         __syncthreads();  // and every thread is done with the previous chunk's shared memory
         for (int k = t; k < tile.width; k += THREADS) {
             const int j = tile.c0 + 1 + k;
-            ring[j & (ring_size - 1)] = (u8)p.b_code(j);
+            ring[j & (ring_size - 1)] = target_code<DNA>(p, j);
             above[k] = I == 0 ? make_int2(p.top(j, gap_open, gap_extend), NEG)
                               : __ldcg(p_rows + j);
         }

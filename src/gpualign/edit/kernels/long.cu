@@ -6,9 +6,9 @@
 // reproduce the top boundary, as in myers.cu). A band is a group of LANES lanes of one warp
 // that sweeps the whole target as a wavefront (lane l on column s - l at step s, the delta of
 // the row above passed with a shuffle) and hands the horizontal delta of its last row, column
-// by column, to the band below through global memory. The band below reads a tile of
-// LONG_EDIT_TILE_COLUMNS columns once the band above has raised the tile's flag, so the bands of
-// a query run one behind the other, about a tile apart, on as many warps as there are bands.
+// by column, to the band below through global memory. The band below reads them 32 columns at
+// a time once they are all there, so the bands of a query run one behind the other, a few
+// blocks of 32 columns apart, on as many warps as there are bands.
 //
 // Bands are handed out by a ticket counter, in order of problem and band, rather than by block
 // index: a group takes the next ticket when it has finished a band. A band waits only for the
@@ -18,11 +18,14 @@
 // that wait on different bands diverge, which the independent thread scheduling of sm_70 and
 // later allows.
 //
-// The carries of a problem live in two slots of n bytes, one for the even bands and one for the
-// odd: band b writes slot b % 2 and band b + 1 reads it. Band b + 2 overwrites a tile of that
-// slot only after band b + 1 has raised that tile's flag in the other slot, that is after band
-// b + 1 has read it, so two slots are enough whatever the number of bands. A flag holds the
-// number of the band above plus one, which grows from band to band on the same slot.
+// The carries of a problem live in two slots of n bytes (zeroed by the host), one for the even
+// bands and one for the odd: band b writes slot b % 2 and band b + 1 reads it. A carry byte
+// holds the delta (-1, 0, 1) in its low two bits and a tag of the band that wrote it above
+// them (carry_tag: never 0, and different for bands b and b + 2), so that a reader knows a
+// column is ready from the byte itself: no flag, and no memory fence on the writer's side (a
+// fence a few hundred columns stalled every band). Band b + 2 overwrites a column of that slot
+// only after band b + 1 has written the column's carry in the other slot, that is after band
+// b + 1 has read it, so two slots are enough whatever the number of bands.
 //
 // A band stages the target symbols and the carries it reads 32 columns at a time in shared
 // memory, loading the next 32 into registers one block ahead so that the loads are in flight
@@ -34,8 +37,7 @@
 //
 // The steps run in blocks of 32, those where every lane has a column unrolled without bounds
 // checks: a band's warps are few (a 1 Mbp query has about a thousand), so a step's own
-// instructions, not the GPU's width, set the pace. The last lane stores its carries as it
-// goes and raises the flags of the tiles it has finished once a block.//
+// instructions, not the GPU's width, set the pace.//
 // What the last band tracks along the query's last row (TRACK_*, as in myers.cu, plus
 // TRACK_ROW: the whole row D[m][0..n], for Hirschberg's splits) goes to the problem's outputs.
 
@@ -65,6 +67,9 @@ __device__ __forceinline__ int problem_of(const i64* band_first, int n_problems,
     }
     return lo;
 }
+
+// The tag of band `band`'s carry bytes (bits 2..7): 1..63, different for bands two apart.
+__device__ __forceinline__ int carry_tag(i64 band) { return (int)((band >> 1) % 63 + 1) << 2; }
 
 // One thread per 32-row word of every band of every problem: the match words of that word,
 // table[n_codes * words_before + c * words_of_problem + word] for each code c (zeroed first).
@@ -102,8 +107,8 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
     const u8* __restrict__ t_codes, const i64* __restrict__ t_from, const int* __restrict__ t_len,
     const int* __restrict__ q_len, const u8* __restrict__ reversed,
     const i64* __restrict__ band_first, const int n_problems, const u32* __restrict__ table,
-    const int n_codes, signed char* carries, const i64* __restrict__ carry_from, int* flags,
-    const i64* __restrict__ flag_from, const int tile_columns, const int top_delta,
+    const int n_codes, signed char* carries, const i64* __restrict__ carry_from,
+    const int top_delta,
     const int cutoff, unsigned long long* ticket, int* __restrict__ out_distance,
     int* __restrict__ out_end, int* __restrict__ rows, const i64* __restrict__ row_from) {
     constexpr int GROUPS = LONG_THREADS / LANES;
@@ -136,11 +141,10 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
         const int n = t_len[p];
         const bool backwards = reversed[p] != 0;
         const u8* t = t_codes + t_from[p];
-        const int tiles = (n + tile_columns - 1) / tile_columns;
-        const signed char* in_carries = carries + carry_from[p] + ((band + 1) & 1) * (i64)n;
+        const volatile signed char* in_carries =
+            carries + carry_from[p] + ((band + 1) & 1) * (i64)n;
         signed char* out_carries = carries + carry_from[p] + (band & 1) * (i64)n;
-        volatile int* in_flags = flags + flag_from[p] + ((band + 1) & 1) * (i64)tiles;
-        volatile int* out_flags = flags + flag_from[p] + (band & 1) * (i64)tiles;
+        const int in_tag = band > 0 ? carry_tag(band - 1) : 0, out_tag = carry_tag(band);
         const u32* eq_words = table + (i64)n_codes * band_first[p] * BAND_WORDS
                               + band * BAND_WORDS + lane;
         const i64 eq_stride = bands * BAND_WORDS;  // between codes
@@ -167,29 +171,32 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
         }
 
         // The next block of 32 columns, loaded into registers a block ahead of its use; the
-        // carries of a tile only once the band above has raised its flag.
+        // carries again until every one of the block bears the band above's tag.
         u32 next_symbols[PER_LANE];
         int next_carries[PER_LANE];
         auto fetch = [&](int block_start) {
-            if (band > 0 && block_start % tile_columns == 0) {
-                if (lane == 0) {
-                    while (in_flags[block_start / tile_columns] < band) {
-                    }
-                    __threadfence();
-                }
-                __syncwarp(mask);
-            }
 #pragma unroll
             for (int k = 0; k < PER_LANE; ++k) {
                 const int j = block_start + lane + k * LANES;
                 next_symbols[k] = 0;
-                next_carries[k] = top_delta;
                 if (j < n) {
                     const int code = backwards ? t[n - 1 - j] : t[j];
                     next_symbols[k] = HELD ? min(code, HELD_CODES) : code;
-                    if (band > 0)
-                        next_carries[k] = ((const volatile signed char*)in_carries)[j];
                 }
+            }
+            while (true) {
+                bool ready = true;
+#pragma unroll
+                for (int k = 0; k < PER_LANE; ++k) {
+                    const int j = block_start + lane + k * LANES;
+                    next_carries[k] = top_delta;
+                    if (band > 0 && j < n) {
+                        const int byte = in_carries[j];
+                        ready = ready && (byte & 0xfc) == in_tag;
+                        next_carries[k] = (int)((u32)byte << 30) >> 30;  // the low two bits
+                    }
+                }
+                if (__all_sync(mask, ready)) break;
             }
         };
         // Stores the fetched block that starts at column `block_start` in shared memory. The
@@ -233,7 +240,7 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
         const bool writes_carries = lane == LANES - 1 && !last_band;
         int carry = 0;
         // Step s: lane l computes column s - l (CHECKED: only when 0 <= s - l < n), and its last
-        // row's carry goes to the band below (or to the last band's tracking).
+        // row's carry goes to the band below, tagged (or to the last band's tracking).
         auto step = [&](const int s, const bool checked) {
             const int from_above = LANES > 1 ? __shfl_up_sync(mask, carry, 1, LANES) : 0;
             const int j = s - lane;
@@ -255,7 +262,7 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
                 hin = hout;
             }
             carry = hin;
-            if (writes_carries) out_carries[j] = (signed char)carry;
+            if (writes_carries) out_carries[j] = (signed char)((carry & 3) | out_tag);
             if (!checked || lane == LANES - 1) {  // only the last lane's tracking is read
                 score += carry;
                 if constexpr (TRACK == TRACK_ROW) {
@@ -272,7 +279,6 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
         // Blocks of 32 steps; in the inner ones every lane's column is in 0..n - 1, and the
         // steps are unrolled without checks.
         const int steps = n > 0 ? n + LANES - 1 : 0;
-        int flagged = 0;  // tiles whose flag the last lane has raised
         for (int s0 = 0; s0 < steps; s0 += 32) {
             if (s0 >= LANES - 1 && s0 + 32 <= n) {
 #pragma unroll
@@ -285,16 +291,6 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
                     step(s, true);
                     const int j = s + 1 - lane;
                     if (s + 1 < s0 + 32 && j >= 0 && j < n) preload(j);
-                }
-            }
-            // The tiles whose last column the last lane has now computed get their flags,
-            // their carries fenced first.
-            if (writes_carries) {
-                const int done = min(s0 + 32 - LANES, n - 1);  // the last lane's last column
-                if (flagged < tiles && min((flagged + 1) * tile_columns, n) - 1 <= done) {
-                    __threadfence();
-                    while (flagged < tiles && min((flagged + 1) * tile_columns, n) - 1 <= done)
-                        out_flags[flagged++] = (int)band + 1;
                 }
             }
             // The next block of columns, now that lane 0 is about to enter it, then the next
