@@ -368,6 +368,24 @@ def test_gpu_long_kernel_settings(monkeypatch, lanes, words):
 
 
 @needs_gpu
+@pytest.mark.parametrize("lanes,bands", [(1, 400), (32, 150)])
+def test_gpu_long_kernel_runs_hundreds_of_bands(monkeypatch, lanes, bands):
+    # A band knows its carries are ready by the band number they bear, which must not repeat
+    # within a problem (a tag that wrapped at 128 bands let the last bands of the ramp read
+    # what band 0 had written long before).
+    monkeypatch.setattr(config, "LONG_EDIT_MIN_CELLS", 16)
+    monkeypatch.setattr(config, "LONG_EDIT_THREADS", lanes)
+    monkeypatch.setattr(config, "LONG_EDIT_WORDS_PER_LANE", 1)
+    queries, targets = similar_pairs(10, (lanes * 32 * bands - 5,))
+    for mode in MODES:
+        got = gpualign.edit_distance(to_inputs(queries), to_inputs(targets), mode=mode,
+                                     backend="cuda")
+        want = gpualign.edit_distance(to_inputs(queries), to_inputs(targets), mode=mode,
+                                      backend="cpu")
+        assert got.distance.tolist() == want.distance.tolist()
+
+
+@needs_gpu
 def test_gpu_long_pairs_in_small_memory_groups(long_settings, small_batches):
     # A budget of 4 KiB: each long pair is a group of its own, leaves run in small groups.
     queries, targets = similar_pairs(9, (65, 129, 200))

@@ -515,7 +515,7 @@ def long_bytes(q_len: np.ndarray, t_len: np.ndarray, n_codes: int) -> np.ndarray
     t_len = np.asarray(t_len, dtype=np.int64)
     band_rows = config.LONG_EDIT_THREADS * config.LONG_EDIT_WORDS_PER_LANE * 32
     padded = -(-q_len // band_rows) * band_rows
-    return 2 * (q_len + t_len) + n_codes * padded // 8 + 2 * t_len + 8 * (t_len + 1)
+    return 2 * (q_len + t_len) + n_codes * padded // 8 + 8 * t_len + 8 * (t_len + 1)
 
 
 def check_long_memory(q_len: np.ndarray, t_len: np.ndarray, n_codes: int,
@@ -597,8 +597,8 @@ def run_long(q_codes, t_codes, problems, alphabet, track: int, top_delta: int, c
             (q_codes, q_from, q_len, reversed_, band_first, np.int32(count), np.int32(lanes),
              np.int32(words_per_lane), np.int32(alphabet.size), np.int32(alphabet.match_codes),
              table))
-    carry_from = _exclusive_sum(2 * t_len)  # two slots of a byte a column (long.cu)
-    carries = cupy.zeros(max(1, int(carry_from[-1])), dtype=cupy.int8)  # no tag: not ready
+    carry_from = _exclusive_sum(2 * t_len)  # two slots of a word a column (long.cu)
+    carries = cupy.zeros(max(1, int(carry_from[-1])), dtype=cupy.int32)  # no tag: not ready
     ticket = cupy.zeros(1, dtype=cupy.uint64)
     distance, end = outputs if outputs is not None else (_zeros(cupy.int32),) * 2
     values, row_from = rows if rows is not None else (_zeros(cupy.int32), _zeros(cupy.int64))

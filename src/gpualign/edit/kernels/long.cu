@@ -18,14 +18,15 @@
 // that wait on different bands diverge, which the independent thread scheduling of sm_70 and
 // later allows.
 //
-// The carries of a problem live in two slots of n bytes (zeroed by the host), one for the even
-// bands and one for the odd: band b writes slot b % 2 and band b + 1 reads it. A carry byte
-// holds the delta (-1, 0, 1) in its low two bits and a tag of the band that wrote it above
-// them (carry_tag: never 0, and different for bands b and b + 2), so that a reader knows a
-// column is ready from the byte itself: no flag, and no memory fence on the writer's side (a
-// fence a few hundred columns stalled every band). Band b + 2 overwrites a column of that slot
-// only after band b + 1 has written the column's carry in the other slot, that is after band
-// b + 1 has read it, so two slots are enough whatever the number of bands.
+// The carries of a problem live in two slots of n words (zeroed by the host), one for the even
+// bands and one for the odd: band b writes slot b % 2 and band b + 1 reads it. A carry word
+// holds the delta (-1, 0, 1) in its low two bits and b + 1 above them, so that a reader knows
+// a column is ready from the word itself: no flag, and no memory fence on the writer's side (a
+// fence every few hundred columns stalled every band). The tag is the whole band number, not
+// a parity or a count that wraps: while the bands ramp up, a slot holds for long what band 0
+// or 1 wrote there, far ahead of the bands between. Band b + 2 overwrites a column of that
+// slot only after band b + 1 has written the column's carry in the other slot, that is after
+// band b + 1 has read it, so two slots are enough whatever the number of bands.
 //
 // A band stages the target symbols and the carries it reads 32 columns at a time in shared
 // memory, loading the next 32 into registers one block ahead so that the loads are in flight
@@ -68,8 +69,6 @@ __device__ __forceinline__ int problem_of(const i64* band_first, int n_problems,
     return lo;
 }
 
-// The tag of band `band`'s carry bytes (bits 2..7): 1..63, different for bands two apart.
-__device__ __forceinline__ int carry_tag(i64 band) { return (int)((band >> 1) % 63 + 1) << 2; }
 
 // One thread per 32-row word of every band of every problem: the match words of that word,
 // table[n_codes * words_before + c * words_of_problem + word] for each code c (zeroed first).
@@ -107,7 +106,7 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
     const u8* __restrict__ t_codes, const i64* __restrict__ t_from, const int* __restrict__ t_len,
     const int* __restrict__ q_len, const u8* __restrict__ reversed,
     const i64* __restrict__ band_first, const int n_problems, const u32* __restrict__ table,
-    const int n_codes, signed char* carries, const i64* __restrict__ carry_from,
+    const int n_codes, int* carries, const i64* __restrict__ carry_from,
     const int top_delta,
     const int cutoff, unsigned long long* ticket, int* __restrict__ out_distance,
     int* __restrict__ out_end, int* __restrict__ rows, const i64* __restrict__ row_from) {
@@ -141,10 +140,10 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
         const int n = t_len[p];
         const bool backwards = reversed[p] != 0;
         const u8* t = t_codes + t_from[p];
-        const volatile signed char* in_carries =
-            carries + carry_from[p] + ((band + 1) & 1) * (i64)n;
-        signed char* out_carries = carries + carry_from[p] + (band & 1) * (i64)n;
-        const int in_tag = band > 0 ? carry_tag(band - 1) : 0, out_tag = carry_tag(band);
+        const volatile int* in_carries = carries + carry_from[p] + ((band + 1) & 1) * (i64)n;
+        int* out_carries = carries + carry_from[p] + (band & 1) * (i64)n;
+        // Carry words: the delta in the low two bits, the writer's band + 1 above them.
+        const int in_tag = (int)band << 2, out_tag = (int)(band + 1) << 2;
         const u32* eq_words = table + (i64)n_codes * band_first[p] * BAND_WORDS
                               + band * BAND_WORDS + lane;
         const i64 eq_stride = bands * BAND_WORDS;  // between codes
@@ -191,9 +190,9 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
                     const int j = block_start + lane + k * LANES;
                     next_carries[k] = top_delta;
                     if (band > 0 && j < n) {
-                        const int byte = in_carries[j];
-                        ready = ready && (byte & 0xfc) == in_tag;
-                        next_carries[k] = (int)((u32)byte << 30) >> 30;  // the low two bits
+                        const int word = in_carries[j];
+                        ready = ready && (word & ~3) == in_tag;
+                        next_carries[k] = (int)((u32)word << 30) >> 30;  // the low two bits
                     }
                 }
                 if (__all_sync(mask, ready)) break;
@@ -262,7 +261,7 @@ __global__ void __launch_bounds__(LONG_THREADS) long_edit(
                 hin = hout;
             }
             carry = hin;
-            if (writes_carries) out_carries[j] = (signed char)((carry & 3) | out_tag);
+            if (writes_carries) out_carries[j] = (carry & 3) | out_tag;
             if (!checked || lane == LANES - 1) {  // only the last lane's tracking is read
                 score += carry;
                 if constexpr (TRACK == TRACK_ROW) {
