@@ -450,7 +450,7 @@ class TileEngine:
                                                             self.dna, schedule_name == "bands"))
         scoring = (table, np.int32(self.n_codes), np.int32(self.match), np.int32(self.mismatch),
                    np.int32(self.match_codes), np.int32(self.gap_open),
-                   np.int32(self.gap_extend), np.int32(width), np.int32(1))  # 1: long.cu's `one`
+                   np.int32(self.gap_extend), np.int32(width))
         if schedule_name == "bands":
             bands = cupy.asarray(np.concatenate(band_order(plan.tile_rows)))  # one copy
             count = len(bands) // 2

@@ -181,7 +181,6 @@ struct Tile {
     int tile_row0, bottom;  // rows tile_row0 + 1 .. bottom are real (bottom <= m)
     int gap_open, gap_extend, match, mismatch;
     u32 mismatch_bytes;     // DNA: the shifted mismatch in every byte (see byte_score)
-    int one;                // 1, a kernel argument (see sweep_tile)
 };
 
 // One tile, after its top row (above[k] = H, F of column c0 + 1 + k) and target codes are in
@@ -253,11 +252,8 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
                 const int sub = DNA ? byte_score((u32)q[r], tile.mismatch_bytes, selector)
                                     : table[q[r] + bj];
                 // What does not wait for the row above: the diagonal and E (and 0), shifted.
-                // The shift back is a multiply-add by tile.one (1, unknown to the compiler), so
-                // that it runs on the FMA pipe: the ALU pipe, which the add-max instructions and
-                // the byte permute use, is the busy one.
                 const int x = (FLOOR_ZERO ? __viaddmax_s32_relu(d, sub, e[r])
-                                          : __viaddmax_s32(d, sub, e[r])) * tile.one - go;
+                                          : __viaddmax_s32(d, sub, e[r])) - go;
                 // The chain down the rows is two instructions a row: F, then t = max(x, F - open).
                 const int f = __viaddmax_s32(vf, neg_extend, vt);
                 d = t[r];
@@ -331,8 +327,7 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
            const int diagonals, const int diagonal, int* __restrict__ tickets,
            int* __restrict__ done, const short* __restrict__ table, const int n_codes,
            const int match, const int mismatch, const int match_codes, const int gap_open,
-           const int gap_extend, const int tile_columns, const int one,
-           int2* __restrict__ rows,
+           const int gap_extend, const int tile_columns, int2* __restrict__ rows,
            int2* __restrict__ columns, int* __restrict__ corners, int* __restrict__ best_cells) {
     static_assert(THREADS % 32 == 0, "whole warps");
     constexpr int TILE_ROWS = THREADS * RPT;
@@ -387,7 +382,6 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     tile.match = match + gap_open;  // shifted as the table (see sweep_tile)
     tile.mismatch = mismatch + gap_open;
     tile.mismatch_bytes = (u32)(tile.mismatch & 0xff) * 0x01010101u;
-    tile.one = one;
 
     if (TICKETS) {  // wait for tiles (I, J - 1) and (I - 1, J)
         if (threadIdx.x == 0) {
@@ -504,8 +498,7 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
            const int* __restrict__ band_row, int* __restrict__ tickets,
            int* __restrict__ progress, const short* __restrict__ table, const int n_codes,
            const int match, const int mismatch, const int match_codes, const int gap_open,
-           const int gap_extend, const int tile_columns, const int one,
-           int2* __restrict__ rows,
+           const int gap_extend, const int tile_columns, int2* __restrict__ rows,
            int2* __restrict__ columns, int* __restrict__ best_cells) {
     static_assert(THREADS % 32 == 0, "whole warps");
     constexpr int TILE_ROWS = THREADS * RPT;
@@ -536,7 +529,6 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     tile.match = match + gap_open;  // shifted as the table (see sweep_tile)
     tile.mismatch = mismatch + gap_open;
     tile.mismatch_bytes = (u32)(tile.mismatch & 0xff) * 0x01010101u;
-    tile.one = one;
     const bool last = tile.bottom < tile.tile_row0 + TILE_ROWS;
     const int bottom_owner = (tile.bottom - 1 - tile.tile_row0) / RPT;
 
