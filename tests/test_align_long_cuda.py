@@ -92,6 +92,8 @@ class EmulatedEngine(CudaEngine):
     a tiny memory budget (a batch per few problems)."""
 
     budget = 3000
+    # The end cells from the emulated borders on the host (the CUDA engine's search is a kernel).
+    _edge_maxima = _cuda_long.TileEngine._edge_maxima
 
     def _budget(self):
         return self.budget
@@ -804,6 +806,32 @@ def test_gpu_long_pairs_equal_the_cpu_backend_and_parasail(tiny_tiles, schedule,
         if a and b:
             expected = PARASAIL[mode](a, b, scoring.gap_open, scoring.gap_extend, matrix).score
             assert got.score[k] == expected
+
+
+@cuda
+@needs_gpu
+def test_gpu_pairs_long_for_a_warp_join_the_tiles(monkeypatch):
+    # Beside a tiled pair, pairs of ALIGN_WARP_MIN_CELLS cells or more go to the tiles too
+    # (they would be the thread kernels' tail); smaller ones stay on the thread kernels.
+    scoring, alphabet = SCHEMES["dna-affine"]
+    rng = np.random.default_rng(19)
+    texts = [_random_pair(rng, m, n, alphabet) for m, n in ((120, 130), (40, 30), (9, 12))]
+    queries, targets = [a for a, _ in texts], [b for _, b in texts]
+    tiled = []
+    pair_ends = _cuda_long.pair_ends
+
+    def spy(engine, qset, tset, q_index, t_index, *args, **kwargs):
+        tiled.append(len(q_index))
+        return pair_ends(engine, qset, tset, q_index, t_index, *args, **kwargs)
+
+    monkeypatch.setattr(_cuda_long, "pair_ends", spy)
+    with config.override(LONG_ALIGN_MIN_CELLS=10_000, ALIGN_WARP_MIN_CELLS=1000):
+        got = gpualign.align(queries, targets, mode="semi-global", scoring=scoring,
+                             alphabet=alphabet, backend="cuda")
+    want = gpualign.align(queries, targets, mode="semi-global", scoring=scoring,
+                          alphabet=alphabet, backend="cpu")
+    assert tiled == [2]
+    assert got.score.tolist() == want.score.tolist()
 
 
 @cuda

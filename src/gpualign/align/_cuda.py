@@ -150,6 +150,9 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
     # Pairs long enough for the whole GPU: a wavefront of tiles each (every mode and end).
     tiled = _long_pairs(engine, m, n)
     if tiled.any():
+        # Pairs long for a warp join them: beside pairs that long they would be the tail of
+        # the thread kernels (a thread's pair of 5e7 cells takes about 0.3 s).
+        tiled = _long_pairs(engine, m, n, config.ALIGN_WARP_MIN_CELLS)
         chosen = np.flatnonzero(tiled)
         score[chosen], q_end[chosen], t_end[chosen] = _cuda_long.pair_ends(
             engine, qset, tset, q_index[chosen], t_index[chosen], mode,
@@ -373,12 +376,13 @@ def _long_engine(qset, table, gap_open, gap_extend) -> _cuda_long.CudaEngine:
     return _cuda_long.CudaEngine(table, gap_open, gap_extend, qset.alphabet.match_codes, dna)
 
 
-def _long_pairs(engine, m, n) -> np.ndarray:
-    """Which pairs of ``m`` x ``n`` symbols run on the tiled engine: at least
-    ``config.LONG_ALIGN_MIN_CELLS`` cells, and values that fit its int32 lanes."""
+def _long_pairs(engine, m, n, min_cells: int | None = None) -> np.ndarray:
+    """Which pairs of ``m`` x ``n`` symbols run on the tiled engine: at least ``min_cells``
+    cells (default ``config.LONG_ALIGN_MIN_CELLS``), and values that fit its int32 lanes."""
     m = np.asarray(m, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
-    return (m * n >= config.LONG_ALIGN_MIN_CELLS) & \
+    least = config.LONG_ALIGN_MIN_CELLS if min_cells is None else min_cells
+    return (m * n >= least) & \
         engine.fits(m, n, np.full(len(m), engine.gap_open - engine.gap_extend))
 
 

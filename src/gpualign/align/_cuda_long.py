@@ -385,6 +385,22 @@ class TileEngine:
             plan.collect(borders, self.gap_extend, first, results)
         return results
 
+    def _edge_maxima(self, a_codes, b_codes, fields: np.ndarray, floor_zero: bool,
+                     lo: np.ndarray, hi: np.ndarray, want_right: bool):
+        """Per problem of ``fields`` (as :meth:`run` takes them): the maximum of H over
+        columns ``lo .. hi - 1`` of its last row and the first column (from ``lo``) where it
+        occurs, then (``want_right``; else None) the maximum over rows 1..m of its last column
+        and the first row (from 1) where it occurs; ``(NEG, -1)`` where empty. Here from the
+        borders on the host (:func:`first_max`); :class:`CudaEngine` searches them where the
+        wavefront left them."""
+        done = self.run(a_codes, b_codes, fields, floor_zero, False, want_right)
+        score, column = first_max(done.h, done.row_base + lo, done.row_base + hi)
+        if not want_right:
+            return score, column, None, None
+        m = fields[:, 2]
+        edge, row = first_max(done.right, done.right_base, done.right_base + m)
+        return score, column, edge, row
+
     def _batches(self, fields: np.ndarray):
         """Yield ``(first problem, BatchPlan)`` of consecutive problems of ``fields`` cut to
         the memory budget."""
@@ -781,27 +797,32 @@ class CudaEngine(TileEngine):
         alignment ``(0, 0)`` scoring 0 first. The START scopes count row and column 0 too."""
         fields = problem_fields(sequences, problems, start_free_top, start_free_left)
         m, n = fields[:, 2], fields[:, 3]
-        edge = end_scope in (SCOPE_LAST_ROW_OR_COLUMN, SCOPE_START_EDGE)
-        done = self.run(*self.device_codes(sequences), fields, floor_zero,
-                        end_scope == SCOPE_ANY, edge)
+        codes = self.device_codes(sequences)
         if end_scope == SCOPE_ANY:
+            done = self.run(*codes, fields, floor_zero, True, False)
             score, i_end, j_end = done.best.T.copy()
             empty = score <= 0  # (0, 0) scores 0 and comes first
             score[empty], i_end[empty], j_end[empty] = 0, 0, 0
             return score, i_end, j_end
-        if end_scope == SCOPE_CORNER:
-            return done.h[done.row_base + n].copy(), m.copy(), n.copy()
-        first = 0 if end_scope in (SCOPE_START_ROW, SCOPE_START_EDGE) else 1
-        # The last row up to column n, or before it when the last column competes (it holds
-        # (m, n)).
-        last = n if edge else n + 1
-        score, j_end = first_max(done.h, done.row_base + first, done.row_base + last)
-        j_end += first
+        edge = end_scope in (SCOPE_LAST_ROW_OR_COLUMN, SCOPE_START_EDGE)
+        # Columns searched in the last row: the corner alone; else from 1 (column 0 is the
+        # boundary, added below) up to n, or before it when the last column competes (it
+        # holds (m, n)).
+        lo = n.copy() if end_scope == SCOPE_CORNER else np.ones_like(n)
+        hi = n if edge else n + 1
+        score, j_end, column, i = self._edge_maxima(*codes, fields, floor_zero, lo, hi, edge)
+        j_end += lo
         i_end = m.copy()
+        if end_scope == SCOPE_CORNER:
+            return score, i_end, j_end
+        if end_scope in (SCOPE_START_ROW, SCOPE_START_EDGE):
+            # Cell 0 of the last row (column 0's gap down to row m, or free) comes first.
+            left = np.where(start_free_left, 0, -(fields[:, 5] + m * self.gap_extend))
+            first = left >= score
+            score[first], j_end[first] = left[first], 0
         if edge:
-            column, i = first_max(done.right, done.right_base, done.right_base + m)
             i += 1
-            if first == 0:  # row 0 of the last column comes first
+            if end_scope == SCOPE_START_EDGE:  # row 0 of the last column comes first
                 top_right = np.where(start_free_top, 0,
                                      -(self.gap_open + (n - 1) * self.gap_extend))
                 up = top_right >= column
@@ -810,6 +831,40 @@ class CudaEngine(TileEngine):
             score[wins], i_end[wins], j_end[wins] = column[wins], i[wins], n[wins]
         return score, i_end, j_end
 
+    def _edge_maxima(self, a_codes, b_codes, fields: np.ndarray, floor_zero: bool,
+                     lo: np.ndarray, hi: np.ndarray, want_right: bool):
+        """:meth:`TileEngine._edge_maxima`, searched on the device batch by batch
+        (``segment_first_max`` of long.cu): the borders never leave it."""
+        count = len(fields)
+        m = fields[:, 2]
+        found = [np.empty(count, dtype=np.int64) for _ in range(4)]
+        for first, plan in self._batches(fields):
+            rows, columns, _ = self._wavefront(a_codes, b_codes, plan, floor_zero, False)
+            at = slice(first, first + len(plan.fields))
+            base = plan.layout.row_base
+            found[0][at], found[1][at] = self._segment_first_max(rows, base + lo[at],
+                                                                 base + hi[at])
+            if want_right:
+                base = plan.layout.column_base + 1  # row 1 of the last column
+                found[2][at], found[3][at] = self._segment_first_max(columns, base,
+                                                                     base + m[at])
+        return (*found[:2], *(found[2:] if want_right else (None, None)))
+
+    @staticmethod
+    def _segment_first_max(values, starts: np.ndarray, stops: np.ndarray,
+                           ) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`first_max` of the H of the device borders ``values`` (int32 ``(cells, 2)``)
+        over the segments ``starts .. stops``, on the device (a block a segment)."""
+        import cupy
+
+        count = len(starts)
+        kernel = get_kernel(KERNEL_FILE, "segment_first_max")
+        best = cupy.empty(count, dtype=cupy.int32)
+        at = cupy.empty(count, dtype=cupy.int64)
+        segments = cupy.asarray(np.stack((starts, stops), axis=1).astype(np.int64))
+        kernel(*launch.grid(kernel, count, items_per_block=1), (values, segments, best, at))
+        return best.get().astype(np.int64), at.get()
+
 
 def _pair_codes(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
                 t_index: np.ndarray) -> PairCodes:
@@ -817,7 +872,7 @@ def _pair_codes(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
     device)."""
     q_unique, q_local = np.unique(q_index, return_inverse=True)
     t_unique, t_local = np.unique(t_index, return_inverse=True)
-    queries, targets = qset.take(q_unique), tset.take(t_unique)
+    queries, targets = qset.take_unique(q_unique), tset.take_unique(t_unique)
     return PairCodes(queries.codes, queries.offsets, targets.codes, targets.offsets,
                      q_local.astype(np.int64), t_local.astype(np.int64))
 

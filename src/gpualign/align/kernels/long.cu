@@ -806,3 +806,52 @@ split_columns(const int2* __restrict__ rows, const i64* __restrict__ splits, con
         through_gap[blockIdx.x] = gap;
     }
 }
+
+// The maximum of each segment of `values` (their H, .x) and where it first occurs: block b
+// takes values[segments[2b] .. segments[2b + 1]) and writes its maximum to best[b] and the
+// position of its first occurrence, from the segment's start, to at[b] (NEG and -1 when the
+// segment is empty). The end cells of a score pass (the last row, the last column) are found
+// where the wavefront left them, so that two numbers a problem come back to the host.
+__device__ __forceinline__ bool first_better(int value, i64 at, int best, i64 best_at) {
+    return at >= 0 && (best_at < 0 || value > best || (value == best && at < best_at));
+}
+
+extern "C" __global__ void __launch_bounds__(SPLIT_THREADS)
+segment_first_max(const int2* __restrict__ values, const i64* __restrict__ segments,
+                  int* __restrict__ best, i64* __restrict__ at) {
+    const i64 start = segments[2 * (i64)blockIdx.x], stop = segments[2 * (i64)blockIdx.x + 1];
+    int value = NEG;
+    i64 where = -1;
+    for (i64 k = start + threadIdx.x; k < stop; k += SPLIT_THREADS) {  // ascending positions
+        const int v = values[k].x;
+        if (where < 0 || v > value) {
+            value = v;
+            where = k - start;
+        }
+    }
+    for (int d = 16; d > 0; d /= 2) {
+        const int other = __shfl_down_sync(FULL_WARP, value, d);
+        const i64 other_at = __shfl_down_sync(FULL_WARP, where, d);
+        if (first_better(other, other_at, value, where)) {
+            value = other;
+            where = other_at;
+        }
+    }
+    __shared__ int warp_value[SPLIT_THREADS / 32];
+    __shared__ i64 warp_at[SPLIT_THREADS / 32];
+    if (threadIdx.x % 32 == 0) {
+        warp_value[threadIdx.x / 32] = value;
+        warp_at[threadIdx.x / 32] = where;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < SPLIT_THREADS / 32; ++w) {
+            if (first_better(warp_value[w], warp_at[w], value, where)) {
+                value = warp_value[w];
+                where = warp_at[w];
+            }
+        }
+        best[blockIdx.x] = value;
+        at[blockIdx.x] = where;
+    }
+}
