@@ -189,8 +189,9 @@ LONG_ALIGN_TILE_COLUMNS = 256
 #: takes the next tile in anti-diagonal order and waits until the tiles above and to the left
 #: are done), "launches" (one launch per anti-diagonal of tiles) or "bands" (one launch; each
 #: block takes the next tile row and sweeps all its columns, a tile's width at a time, each
-#: chunk once the row above has finished it: no per-tile scheduling and no border column).
-LONG_ALIGN_SCHEDULE = "tickets"
+#: chunk once the row above has finished it: no per-tile scheduling and no border column), or
+#: "auto": bands for a batch whose bands all fit on the GPU at once, else tickets.
+LONG_ALIGN_SCHEDULE = "auto"
 
 #: Largest subproblem (DP cells) that a CUDA linear-space alignment (the paths of pairs of at
 #: least ``LONG_ALIGN_MIN_CELLS`` cells) solves with a full traceback: a warp per leaf, a
