@@ -439,11 +439,11 @@ class LongBench(BenchBase):
         return f"{'=' if same else 'FAIL: !='} reference on {count:,}"
 
     def tile_table(self) -> None:
-        """Tile size -> occupancy -> GCUPS of the long alignment kernel on a 100 kb pair."""
+        """Tile size -> occupancy -> GCUPS of the long alignment kernel on 16 pairs of 100 kb."""
         if not self.cuda_ok:
             self.tiles = [f"(no GPU: {self.cuda_why})"]
             return
-        family = next((tune_cli.FAMILIES[name] for name in ("long-align", "align-strip")
+        family = next((tune_cli.FAMILIES[name] for name in ("long-align-tiles", "align-strip")
                        if tune_cli.FAMILIES[name].available), None)
         setting = family.settings[0]
         workload = family.workload()

@@ -256,7 +256,8 @@ def main() -> None:
     default_shape = (f"{config.LONG_ALIGN_THREADS}x{config.LONG_ALIGN_ROWS_PER_THREAD}x"
                      f"{config.LONG_ALIGN_TILE_COLUMNS}")
     parser.add_argument("--shapes", nargs="+", default=[default_shape],
-                        help="tile shapes THREADSxROWSxCOLUMNS to compare (default: config's)")
+                        help="tile shapes THREADSxROWSxCOLUMNS to compare (default: config's; "
+                             "COLUMNS are a tile's, or a band's chunk in the bands schedule)")
     parser.add_argument("--schedules", nargs="+", default=[config.LONG_ALIGN_SCHEDULE],
                         choices=list(SCHEDULES))
     parser.add_argument("--leaf-cells", type=int, default=config.LONG_ALIGN_LEAF_CELLS,
@@ -295,7 +296,7 @@ def main() -> None:
             threads, rows, columns = (int(x) for x in shape.split("x"))
             config.LONG_ALIGN_THREADS = threads
             config.LONG_ALIGN_ROWS_PER_THREAD = rows
-            config.LONG_ALIGN_TILE_COLUMNS = columns
+            config.LONG_ALIGN_TILE_COLUMNS = config.LONG_ALIGN_BAND_COLUMNS = columns
             for schedule in args.schedules:
                 config.LONG_ALIGN_SCHEDULE = schedule
                 for task in args.tasks:

@@ -98,6 +98,11 @@ class EmulatedEngine(CudaEngine):
     def _budget(self):
         return self.budget
 
+    def _resident_bands(self):
+        # A GPU of 6 blocks: "auto" runs batches of up to 6 tile rows in bands, others in
+        # tickets.
+        return 6
+
     def device_codes(self, sequences):
         return sequences.q_codes, sequences.t_codes
 
@@ -211,7 +216,7 @@ class EmulatedEngine(CudaEngine):
         corners = np.full(max(layout.slots, 1), 12345, dtype=np.int64)
         best = np.zeros((max(layout.slots, 1), 3), dtype=np.int64)
         best[:, 0] = NEG
-        if _cuda_long.long_schedule() == "bands":
+        if plan.schedule_name == "bands":
             self._bands(a_codes, b_codes, plan, floor_zero, (rows, columns, best))
             return (rows, columns if want_right else None,
                     best[:layout.slots] if track_best else None)
@@ -427,6 +432,7 @@ def tiny_tiles(request, monkeypatch):
     monkeypatch.setattr(config, "LONG_ALIGN_THREADS", threads)
     monkeypatch.setattr(config, "LONG_ALIGN_ROWS_PER_THREAD", rows)
     monkeypatch.setattr(config, "LONG_ALIGN_TILE_COLUMNS", columns)
+    monkeypatch.setattr(config, "LONG_ALIGN_BAND_COLUMNS", columns)
     monkeypatch.setattr(config, "LONG_ALIGN_MIN_CELLS", 1)
     return request.param
 
@@ -438,10 +444,10 @@ def schedule(request, monkeypatch):
     return request.param
 
 
-@pytest.fixture(params=["tickets", "bands"])
+@pytest.fixture(params=["tickets", "bands", "auto"])
 def emulated_schedule(request, monkeypatch):
     """Each kernel that the emulation follows: long_tiles (its two schedules run the tiles in
-    the same order) and long_bands."""
+    the same order), long_bands, and "auto" between them (on an emulated GPU of 6 blocks)."""
     monkeypatch.setattr(config, "LONG_ALIGN_SCHEDULE", request.param)
     return request.param
 

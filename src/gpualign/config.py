@@ -180,10 +180,15 @@ LONG_ALIGN_THREADS = 32
 #: Query rows each thread of a long-alignment tile keeps in registers (H and E of each).
 LONG_ALIGN_ROWS_PER_THREAD = 8
 
-#: Target columns of a long-alignment tile (the tiles of a batch run along their
-#: anti-diagonals: a pair of m x n symbols has at most min(m / tile rows, n / columns) tiles
-#: side by side).
-LONG_ALIGN_TILE_COLUMNS = 256
+#: Target columns of a long-alignment tile in the "tickets" and "launches" schedules (the
+#: tiles of a batch run along their anti-diagonals: a pair of m x n symbols has at most
+#: min(m / tile rows, n / columns) tiles side by side; a tile's wavefront fills and drains
+#: over its columns, so wide tiles waste less where the batch has tiles enough).
+LONG_ALIGN_TILE_COLUMNS = 512
+
+#: Target columns that a band of the "bands" schedule sweeps at a time: the band below waits
+#: for them, so narrow chunks keep the bands close behind each other.
+LONG_ALIGN_BAND_COLUMNS = 128
 
 #: How the tiles of a long-alignment batch are scheduled: "tickets" (one launch; each block
 #: takes the next tile in anti-diagonal order and waits until the tiles above and to the left

@@ -143,6 +143,14 @@ def tile_shape() -> tuple[int, int, int]:
     return threads, rows, columns
 
 
+def band_columns() -> int:
+    """``config.LONG_ALIGN_BAND_COLUMNS``, checked to be positive."""
+    columns = int(config.LONG_ALIGN_BAND_COLUMNS)
+    if columns < 1:
+        raise ValueError(f"LONG_ALIGN_BAND_COLUMNS={columns}: a positive number")
+    return columns
+
+
 @dataclass(frozen=True)
 class TileSchedule:
     """The launches of a wavefront over a batch of problems.
@@ -422,14 +430,36 @@ class TileEngine:
         the memory budget."""
         threads, rows_per_thread, width = tile_shape()
         m, n = fields[:, 2], fields[:, 3]
-        sizes = problem_bytes(m, n, threads * rows_per_thread, width)
+        height = threads * rows_per_thread
+        sizes = problem_bytes(m, n, height, width)
         budget = self._budget()
         lo = 0
         while lo < len(m):
             fit = int(np.searchsorted(np.cumsum(sizes[lo:]), budget, side="right"))
             hi = lo + max(1, fit)
-            yield lo, BatchPlan.of(fields[lo:hi], threads, rows_per_thread, width)
+            schedule = long_schedule()
+            if schedule == "auto":
+                bands = int((-(-m[lo:hi] // height)).sum())
+                schedule = auto_schedule(bands, self._resident_bands())
+            columns = band_columns() if schedule == "bands" else width
+            yield lo, BatchPlan.of(fields[lo:hi], threads, rows_per_thread, columns, schedule)
             lo = hi
+
+    def _resident_bands(self) -> int:
+        """Blocks of ``long_bands`` (of the config's shape, the scores' variant) that the
+        current GPU holds at once."""
+        import cupy
+
+        from ..cuda import report
+
+        threads, rows_per_thread, _ = tile_shape()
+        kernel = get_kernel(KERNEL_FILE, kernel_name(threads, rows_per_thread, self.dna, False,
+                                                     False, "bands"))
+        launch.reserve_shared(kernel, shared_bytes(threads, band_columns(), self.n_codes,
+                                                   self.dna, True))
+        device = report.device_resources(cupy.cuda.Device().id)
+        return report.occupancy(report.kernel_resources(kernel), device).blocks_per_sm * \
+            device.sms
 
     def _budget(self) -> int:
         """Device bytes a batch may take."""
@@ -452,20 +482,6 @@ class TileEngine:
         return (rows.get(), columns.get() if want_right else None,
                 best[:plan.layout.slots].get() if track_best else None)
 
-    def _resident_bands(self, threads: int, rows_per_thread: int, width: int, floor_zero: bool,
-                        track_best: bool) -> int:
-        """Blocks of ``long_bands`` of this shape that the current GPU holds at once."""
-        import cupy
-
-        from ..cuda import report
-
-        kernel = get_kernel(KERNEL_FILE, kernel_name(threads, rows_per_thread, self.dna,
-                                                     floor_zero, track_best, "bands"))
-        launch.reserve_shared(kernel, shared_bytes(threads, width, self.n_codes, self.dna, True))
-        device = report.device_resources(cupy.cuda.Device().id)
-        fit = report.occupancy(report.kernel_resources(kernel), device)
-        return fit.blocks_per_sm * device.sms
-
     def _wavefront(self, a_codes, b_codes, plan: BatchPlan, floor_zero: bool, track_best: bool):
         """Run the wavefront of one batch; return its borders on the device: ``rows``,
         ``columns`` and ``best`` (see :meth:`_launches`)."""
@@ -473,10 +489,7 @@ class TileEngine:
 
         threads, rows_per_thread, width = plan.shape
         layout = plan.layout
-        schedule_name = long_schedule()
-        if schedule_name == "auto":
-            schedule_name = auto_schedule(int(plan.tile_rows.sum()), self._resident_bands(
-                threads, rows_per_thread, width, floor_zero, track_best))
+        schedule_name = plan.schedule_name
         problems = cupy.asarray(plan.packed)
         # The ticket counter, then the tile rows' counters (tiles or chunks done): one memset.
         flags = cupy.zeros(1 + max(layout.slots, 1), dtype=cupy.int32)
@@ -563,13 +576,16 @@ class BatchPlan:
     """What the host prepares for one batch of consecutive problems: their ``fields`` with the
     border bases (``packed``, the rows of ``enum Field`` in long.cu), the border layout, the
     tile rows of each problem, the tile shape ``(threads, rows_per_thread, tile_columns)``,
-    and (planned when a tile schedule asks for it) the launches."""
+    and (planned when a tile schedule asks for it) the launches; ``schedule_name``, one of
+    :data:`SCHEDULES` but "auto", and the tile columns of the shape are those of a band's
+    chunk in the "bands" schedule."""
 
     fields: np.ndarray
     packed: np.ndarray
     layout: BorderLayout
     tile_rows: np.ndarray
     shape: tuple[int, int, int]
+    schedule_name: str
 
     @cached_property
     def schedule(self) -> TileSchedule:
@@ -578,8 +594,8 @@ class BatchPlan:
         return tile_schedule(self.tile_rows, -(-self.fields[:, 3] // self.shape[2]))
 
     @classmethod
-    def of(cls, fields: np.ndarray, threads: int, rows_per_thread: int,
-           tile_columns: int) -> BatchPlan:
+    def of(cls, fields: np.ndarray, threads: int, rows_per_thread: int, tile_columns: int,
+           schedule_name: str) -> BatchPlan:
         """The plan of problems ``fields`` (the first eight columns of
         :data:`PROBLEM_FIELDS`) in tiles of that shape."""
         height = threads * rows_per_thread
@@ -588,7 +604,8 @@ class BatchPlan:
         packed = np.ascontiguousarray(np.concatenate(
             (fields, layout.row_base[:, None], layout.column_base[:, None],
              layout.slot_base[:, None]), axis=1))
-        return cls(fields, packed, layout, tile_rows, (threads, rows_per_thread, tile_columns))
+        return cls(fields, packed, layout, tile_rows, (threads, rows_per_thread, tile_columns),
+                   schedule_name)
 
     def collect(self, borders, gap_extend: int, first: int, results: TileResults) -> None:
         """Put what the batch's ``borders`` (:meth:`TileEngine._launches`) hold into

@@ -144,6 +144,13 @@ def _long_align_workload() -> Workload:
     return _align_workload(1, side, f"1 pair of {side:,} bp, global affine score")
 
 
+def _long_tiles_workload() -> Workload:
+    """Global affine scores of 16 pairs of 100 kb: more bands than a GPU holds at once, so
+    that the "auto" schedule takes tickets (tiles of ``LONG_ALIGN_TILE_COLUMNS``)."""
+    side = _long_side("LONG_ALIGN_MIN_CELLS", 100_000)
+    return _align_workload(16, side, f"16 pairs of {side:,} bp, global affine score")
+
+
 def _long_edit_workload() -> Workload:
     """One global edit distance of a 500 kb pair, above ``LONG_EDIT_MIN_CELLS``."""
     side = _long_side("LONG_EDIT_MIN_CELLS", 500_000)
@@ -183,9 +190,11 @@ def _fixed(*values: Any) -> Callable[[Any], tuple[Any, ...]]:
 
 #: Every tunable family, by name. The ``LONG_*`` settings are those of the long-pair kernels.
 FAMILIES: dict[str, Family] = {family.name: family for family in (
-    Family("long-align", {"LONG_ALIGN_TILE_COLUMNS": powers_of_two_around,
+    Family("long-align", {"LONG_ALIGN_BAND_COLUMNS": powers_of_two_around,
                           "LONG_ALIGN_ROWS_PER_THREAD": powers_of_two_around,
                           "LONG_ALIGN_THREADS": _threads}, _long_align_workload),
+    Family("long-align-tiles", {"LONG_ALIGN_TILE_COLUMNS": powers_of_two_around},
+           _long_tiles_workload),
     Family("long-edit", {"LONG_EDIT_WORDS_PER_LANE": _fixed(1, 2, 4),
                          "LONG_EDIT_THREADS": _fixed(32, 16, 8)}, _long_edit_workload),
     Family("align-strip", {"ALIGN_STRIP_ROWS": _fixed(32, 48, 64, 96, 128)}, _strip_workload),
