@@ -98,10 +98,9 @@ class EmulatedEngine(CudaEngine):
     def _budget(self):
         return self.budget
 
-    def _resident_bands(self):
-        # A GPU of 6 blocks: "auto" runs batches of up to 6 tile rows in bands, others in
-        # tickets.
-        return 6
+    def _multiprocessors(self):
+        # A GPU of 2 SMs: "auto" runs batches of up to 8 tile rows in bands, others in tickets.
+        return 2
 
     def device_codes(self, sequences):
         return sequences.q_codes, sequences.t_codes
@@ -447,7 +446,7 @@ def schedule(request, monkeypatch):
 @pytest.fixture(params=["tickets", "bands", "auto"])
 def emulated_schedule(request, monkeypatch):
     """Each kernel that the emulation follows: long_tiles (its two schedules run the tiles in
-    the same order), long_bands, and "auto" between them (on an emulated GPU of 6 blocks)."""
+    the same order), long_bands, and "auto" between them (on an emulated GPU of 2 SMs)."""
     monkeypatch.setattr(config, "LONG_ALIGN_SCHEDULE", request.param)
     return request.param
 

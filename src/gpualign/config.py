@@ -195,7 +195,7 @@ LONG_ALIGN_BAND_COLUMNS = 128
 #: are done), "launches" (one launch per anti-diagonal of tiles) or "bands" (one launch; each
 #: block takes the next tile row and sweeps all its columns, a tile's width at a time, each
 #: chunk once the row above has finished it: no per-tile scheduling and no border column), or
-#: "auto": bands for a batch whose bands all fit on the GPU at once, else tickets.
+#: "auto": bands for a batch of at most 4 bands an SM, else tickets.
 LONG_ALIGN_SCHEDULE = "auto"
 
 #: Largest subproblem (DP cells) that a CUDA linear-space alignment (the paths of pairs of at

@@ -60,7 +60,7 @@ _VALUE_LIMIT = 1 << 29
 #: ``config.LONG_ALIGN_SCHEDULE`` values: one launch per anti-diagonal of tiles; one launch
 #: per batch whose blocks take tiles in order and wait for their neighbours; one launch per
 #: batch whose blocks each sweep a band of tile rows over all its columns (long.cu); "auto":
-#: per batch, bands when all of them fit on the GPU at once, else tickets (:func:`auto_schedule`).
+#: per batch, bands when they are few for the GPU, else tickets (:func:`auto_schedule`).
 SCHEDULES = ("launches", "tickets", "bands", "auto")
 
 
@@ -94,19 +94,24 @@ def long_schedule() -> str:
     return config.LONG_ALIGN_SCHEDULE
 
 
-def auto_schedule(bands: int, resident_blocks: int) -> str:
-    """The schedule "auto" picks for a batch of ``bands`` tile rows on a GPU that holds
-    ``resident_blocks`` blocks of ``long_bands`` at once: "bands" when they all run at once
-    (a band fills and drains its wavefront once, not once a tile: a 100 kb pair's score and
-    CIGAR ran 25-30% faster on an H200), else "tickets" (bands that wait for a free block
-    stall the rows below them: the 4.6 Mbp genome pair ran 2.5 times slower in bands).
+#: "auto" runs a batch in bands while it has at most this many bands an SM (one a warp
+#: scheduler of current GPUs): below that the GPU waits on each warp's latency, and a band
+#: fills and drains its wavefront once rather than once a tile.
+AUTO_BANDS_PER_SM = 4
+
+
+def auto_schedule(bands: int, multiprocessors: int) -> str:
+    """The schedule "auto" picks for a batch of ``bands`` tile rows on a GPU of
+    ``multiprocessors`` SMs: "bands" for at most :data:`AUTO_BANDS_PER_SM` an SM, else
+    "tickets". Measured on an H200: a 100 kb pair (391 bands, 3 an SM) scored 25% faster and
+    aligned 20% faster in bands; a 1 Mbp pair (3,907 bands, 30 an SM) scored 3 times slower.
 
     Examples
     --------
-    >>> auto_schedule(391, 132 * 24), auto_schedule(18_125, 132 * 24)
+    >>> auto_schedule(391, 132), auto_schedule(3_907, 132)
     ('bands', 'tickets')
     """
-    return "bands" if bands <= resident_blocks else "tickets"
+    return "bands" if bands <= AUTO_BANDS_PER_SM * multiprocessors else "tickets"
 
 
 def band_order(tile_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -440,26 +445,18 @@ class TileEngine:
             schedule = long_schedule()
             if schedule == "auto":
                 bands = int((-(-m[lo:hi] // height)).sum())
-                schedule = auto_schedule(bands, self._resident_bands())
+                schedule = auto_schedule(bands, self._multiprocessors())
             columns = band_columns() if schedule == "bands" else width
             yield lo, BatchPlan.of(fields[lo:hi], threads, rows_per_thread, columns, schedule)
             lo = hi
 
-    def _resident_bands(self) -> int:
-        """Blocks of ``long_bands`` (of the config's shape, the scores' variant) that the
-        current GPU holds at once."""
+    def _multiprocessors(self) -> int:
+        """SMs of the current GPU."""
         import cupy
 
-        from ..cuda import report
+        from ..cuda.report import device_resources
 
-        threads, rows_per_thread, _ = tile_shape()
-        kernel = get_kernel(KERNEL_FILE, kernel_name(threads, rows_per_thread, self.dna, False,
-                                                     False, "bands"))
-        launch.reserve_shared(kernel, shared_bytes(threads, band_columns(), self.n_codes,
-                                                   self.dna, True))
-        device = report.device_resources(cupy.cuda.Device().id)
-        return report.occupancy(report.kernel_resources(kernel), device).blocks_per_sm * \
-            device.sms
+        return device_resources(cupy.cuda.Device().id).sms
 
     def _budget(self) -> int:
         """Device bytes a batch may take."""

@@ -145,8 +145,8 @@ def _long_align_workload() -> Workload:
 
 
 def _long_tiles_workload() -> Workload:
-    """Global affine scores of 16 pairs of 100 kb: more bands than a GPU holds at once, so
-    that the "auto" schedule takes tickets (tiles of ``LONG_ALIGN_TILE_COLUMNS``)."""
+    """Global affine scores of 16 pairs of 100 kb: bands enough that the "auto" schedule takes
+    tickets (tiles of ``LONG_ALIGN_TILE_COLUMNS``)."""
     side = _long_side("LONG_ALIGN_MIN_CELLS", 100_000)
     return _align_workload(16, side, f"16 pairs of {side:,} bp, global affine score")
 
