@@ -331,3 +331,52 @@ def test_iter_file_protein_and_wildcards(tmp_path):
     assert [s[0] for s in sets] == ["MKV*", "MKXV"]
     with pytest.raises(gpualign.InvalidSymbolError, match=r"'p2' \(#1\).*'1' at position 2"):
         list(SequenceSet.iter_file(path, "protein"))
+
+
+# --- WritingBehind: output written on a thread behind the work ------------------------------------
+
+
+def test_writing_behind_writes_every_item_in_order_on_another_thread():
+    written, threads = [], set()
+
+    def write(item):
+        time.sleep(0.001 * (item % 3))  # uneven writes keep their order
+        threads.add(threading.current_thread().name)
+        written.append(item)
+
+    with streaming.WritingBehind(write, 2) as writer:
+        for item in range(20):
+            writer.put(item)
+    assert written == list(range(20))
+    assert threads == {"gpualign-writer"}
+
+
+def test_writing_behind_raises_the_writers_error_in_the_caller():
+    def write(item):
+        if item == 3:
+            raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        with streaming.WritingBehind(write, 1) as writer:
+            for item in range(100):
+                writer.put(item)
+                time.sleep(0.001)
+
+
+def test_writing_behind_leaves_at_once_when_the_work_fails():
+    # The work raises while the writer is slow: the error comes out, the queued items are
+    # dropped rather than written, and nothing hangs.
+    written = []
+
+    def write(item):
+        time.sleep(0.05)
+        written.append(item)
+
+    began = time.perf_counter()
+    with pytest.raises(ValueError, match="bad read"):
+        with streaming.WritingBehind(write, 1) as writer:
+            writer.put(0)
+            writer.put(1)
+            raise ValueError("bad read")
+    assert time.perf_counter() - began < 1.0
+    assert written in ([0], [0, 1], [])

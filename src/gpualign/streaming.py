@@ -145,6 +145,78 @@ def reading_ahead(batches: Iterator[Any], ahead: int) -> Iterator[Any]:
         stop.set()
 
 
+class WritingBehind:
+    """Calls ``write(item)`` on a daemon thread for each item given to :meth:`put`, in order,
+    up to ``behind`` items behind the caller, so that output is written while the next items
+    are computed (the writer must release the GIL, as compiled writers do). An error of the
+    writer re-raises in the caller at the next :meth:`put` or at the end of the ``with``
+    block; leaving the block waits for the writes, or, when the block raises, drops those
+    not yet started.
+
+    Examples
+    --------
+    >>> written = []
+    >>> with WritingBehind(written.append, 1) as writer:
+    ...     for item in range(3):
+    ...         writer.put(item)
+    >>> written
+    [0, 1, 2]
+    """
+
+    def __init__(self, write: Any, behind: int) -> None:
+        self._write = write
+        self._pending: queue.Queue = queue.Queue(maxsize=max(1, behind))
+        self._error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gpualign-writer", daemon=True)
+
+    def __enter__(self) -> WritingBehind:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while True:
+            item = self._pending.get()
+            if item is _END or self._stop.is_set():
+                return
+            try:
+                self._write(item)
+            except BaseException as exc:  # re-raised in the caller
+                self._error = exc
+                return
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def put(self, item: Any) -> None:
+        """Queue ``item`` for writing (waits while ``behind`` items are queued)."""
+        while True:
+            self._check()
+            try:
+                self._pending.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if kind is not None:
+            self._stop.set()
+        while self._thread.is_alive():
+            try:
+                self._pending.put(_END, timeout=0.1)
+                break
+            except queue.Full:
+                continue
+        self._thread.join()
+        if kind is None:
+            self._check()
+
+
+#: What ends a WritingBehind's thread.
+_END = object()
+
+
 def iter_batches(subjects: Any, alphabet: str | Alphabet = AUTO, *, invalid: str = "error",
                  batch_residues: int = 1 << 26, first_residues: int | None = None,
                  read_ahead: int = _READ_AHEAD, role: str = "subjects",
