@@ -269,7 +269,7 @@ def child(spec: dict) -> dict:
         # The median of `repeats` calls: on a fresh machine the first call of a batch still
         # compiles CuPy's own kernels that a single warm-up pair does not use.
         seconds = []
-        for _ in range(spec["repeats"]):
+        for _ in range(max(1, spec["repeats"])):
             began = time.perf_counter()
             answers, cigars = call(kind, mode, task, engine, queries, targets)
             seconds.append(time.perf_counter() - began)
@@ -406,7 +406,8 @@ class LongBench(BenchBase):
                     continue
             spec = {"pairs": str(path), "kind": kind, "mode": mode, "task": task,
                     "engine": engine, "count": count,
-                    "repeats": max(1, self.args.repeats if engine in ("cuda", "cpu") else 1)}
+                    "repeats": {"cuda": self.args.repeats,
+                                "cpu": self.args.cpu_repeats}.get(engine, 1)}
             log(f"  {name}: {engine} on {count:,} pairs")
             out, host_bytes = run_child(spec, self.args.timeout)
             memory = f"peak host {gib(host_bytes)}, GPU {gib(out.get('gpu_bytes'))}"
@@ -470,7 +471,8 @@ def method(bench: LongBench) -> str:
         "seconds are one call through the public API (or the peer's), from encoded sequences "
         "to the answer (with CIGARs for path); gpualign's rows first run the task on a prefix pair "
         "large enough for the long-pair path, untimed, so that compilation is not counted, then "
-        f"report the median of {bench.args.repeats} calls (--repeats). Peak "
+        f"report the median of {bench.args.repeats} calls (--repeats; on the CPU "
+        f"{bench.args.cpu_repeats}, --cpu-repeats). Peak "
         "host memory is the process's largest resident set (sequences included); GPU memory "
         "the most CuPy's pool held. Checks: scores and distances equal the reference row's "
         "(gpualign-cuda when it ran), on the pairs both ran; CIGARs "

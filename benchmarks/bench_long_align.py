@@ -256,8 +256,10 @@ def main() -> None:
     default_shape = (f"{config.LONG_ALIGN_THREADS}x{config.LONG_ALIGN_ROWS_PER_THREAD}x"
                      f"{config.LONG_ALIGN_TILE_COLUMNS}")
     parser.add_argument("--shapes", nargs="+", default=[default_shape],
-                        help="tile shapes THREADSxROWSxCOLUMNS to compare (default: config's; "
-                             "COLUMNS are a tile's, or a band's chunk in the bands schedule)")
+                        help="tile shapes THREADSxROWSxCOLUMNS to compare (default: config's)")
+    parser.add_argument("--band-columns", type=int, default=config.LONG_ALIGN_BAND_COLUMNS,
+                        help="config.LONG_ALIGN_BAND_COLUMNS: columns a band sweeps at a time in "
+                             "the bands schedule (default: config's)")
     parser.add_argument("--schedules", nargs="+", default=[config.LONG_ALIGN_SCHEDULE],
                         choices=list(SCHEDULES))
     parser.add_argument("--leaf-cells", type=int, default=config.LONG_ALIGN_LEAF_CELLS,
@@ -271,6 +273,7 @@ def main() -> None:
     args = parser.parse_args()
     config.LONG_ALIGN_MIN_CELLS = 1
     config.LONG_ALIGN_LEAF_CELLS = args.leaf_cells
+    config.LONG_ALIGN_BAND_COLUMNS = args.band_columns
     import cupy
 
     device = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
@@ -296,7 +299,7 @@ def main() -> None:
             threads, rows, columns = (int(x) for x in shape.split("x"))
             config.LONG_ALIGN_THREADS = threads
             config.LONG_ALIGN_ROWS_PER_THREAD = rows
-            config.LONG_ALIGN_TILE_COLUMNS = config.LONG_ALIGN_BAND_COLUMNS = columns
+            config.LONG_ALIGN_TILE_COLUMNS = columns
             for schedule in args.schedules:
                 config.LONG_ALIGN_SCHEDULE = schedule
                 for task in args.tasks:

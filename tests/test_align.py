@@ -431,6 +431,19 @@ def _check_cuda_paths(cases) -> None:
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
+def test_cuda_scores_with_a_very_negative_mismatch_stay_exact():
+    # A mismatch far below a byte: the int16 lanes would wrap where a low cell takes it (the
+    # diagonal near -28,000 plus -4,980), so such pairs go to the 32-bit lanes.
+    scoring = Scoring(match=1, mismatch=-5000, gap_open=20, gap_extend=20)
+    queries, targets = ["A" * 700, "ACGT" * 50], ["C" * 700, "ACGA" * 50]
+    for mode in ("global", "semi-global", "local"):
+        got = gpualign.align(queries, targets, mode=mode, scoring=scoring, backend="cuda")
+        want = gpualign.align(queries, targets, mode=mode, scoring=scoring, backend="cpu")
+        assert got.score.tolist() == want.score.tolist(), mode
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
 @pytest.mark.parametrize("heights,streams", [((8,), 1), ((8, 16, 24, 32), 3)])
 def test_cuda_paths_bands_heights_and_launches_equal_the_cpu(monkeypatch, heights, streams):
     # Lanes of 8 rows put queries over 256 symbols in several bands; all heights put each pair

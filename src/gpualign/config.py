@@ -193,9 +193,9 @@ LONG_ALIGN_BAND_COLUMNS = 128
 #: How the tiles of a long-alignment batch are scheduled: "tickets" (one launch; each block
 #: takes the next tile in anti-diagonal order and waits until the tiles above and to the left
 #: are done), "launches" (one launch per anti-diagonal of tiles) or "bands" (one launch; each
-#: block takes the next tile row and sweeps all its columns, a tile's width at a time, each
-#: chunk once the row above has finished it: no per-tile scheduling and no border column), or
-#: "auto": bands for a batch of at most 4 bands an SM, else tickets.
+#: block takes the next tile row and sweeps all its columns, LONG_ALIGN_BAND_COLUMNS at a
+#: time, each chunk once the row above has finished it: no per-tile scheduling and no border
+#: column), or "auto": bands for a batch of at most 4 bands an SM, else tickets.
 LONG_ALIGN_SCHEDULE = "auto"
 
 #: Largest subproblem (DP cells) that a CUDA linear-space alignment (the paths of pairs of at

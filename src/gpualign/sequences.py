@@ -562,8 +562,7 @@ class SequenceSet:
 
     def take_unique(self, unique: np.ndarray) -> SequenceSet:
         """:meth:`take` of sorted, distinct ``unique`` indices (as :func:`numpy.unique` gives
-        them), or this set itself when they are all of its records: no copy, and its device
-        copy (:meth:`to_device`) is the one reused.
+        them), or this set itself (no copy) when they are all of its records.
 
         Examples
         --------

@@ -135,7 +135,7 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
     n = tset.lengths[t_index]
     high, low = value_bounds(m, n, table, gap_open, gap_extend)
     engine = _long_engine(qset, table, gap_open, gap_extend)
-    dna = engine.dna
+    dna = _dna_scores(qset, table)
     shifted = table.astype(np.int64) + gap_open
     profile = not dna and shifted.min() >= -127 and shifted.max() <= 127
     # Substitution scores live in int16 tables (int8 bytes for DNA in the narrow kernel).
@@ -143,7 +143,9 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
         (shifted.min() >= -128 and shifted.max() <= 127) if dna else True)
     wide_ok = shifted.min() >= -32768 and shifted.max() <= 32767
     on_gpu = (m > 0) & (n > 0) & (high < _WIDE_LIMIT) & (low > -_WIDE_LIMIT) & wide_ok
-    narrow = on_gpu & narrow_ok & (high < _NARROW_LIMIT) & (low > _NARROW_NEG + 256)
+    # The lowest value plus the lowest (shifted) substitution must stay above Narrow's floor.
+    narrow = on_gpu & narrow_ok & (high < _NARROW_LIMIT) & \
+        (low > _NARROW_NEG + max(256, -int(shifted.min())))
     find_end = want_end and mode == ALIGN_LOCAL
     cells = m.astype(np.int64) * n
     done = progress.pairs_done if progress is not None else _ignore
@@ -152,7 +154,7 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
     if tiled.any():
         # Pairs long for a warp join them: beside pairs that long they would be the tail of
         # the thread kernels (a thread's pair of 5e7 cells takes about 0.3 s).
-        tiled = _long_pairs(engine, m, n, config.ALIGN_WARP_MIN_CELLS)
+        tiled |= _long_pairs(engine, m, n, config.ALIGN_WARP_MIN_CELLS)
         chosen = np.flatnonzero(tiled)
         score[chosen], q_end[chosen], t_end[chosen] = _cuda_long.pair_ends(
             engine, qset, tset, q_index[chosen], t_index[chosen], mode,
@@ -370,10 +372,15 @@ def _warp_score_launch(kernel, sequences, q_local, t_local, m, n, where, scheme,
         results[1][where[members]] = row_end.get()
 
 
+def _dna_scores(qset, table) -> bool:
+    """Whether ``table`` is DNA match/mismatch: the kernels then need no table."""
+    return qset.alphabet.name == "dna" and _is_match_mismatch(table, qset.alphabet.match_codes)
+
+
 def _long_engine(qset, table, gap_open, gap_extend) -> _cuda_long.CudaEngine:
     """The tiled engine of long pairs for this scoring (DNA match/mismatch without a table)."""
-    dna = qset.alphabet.name == "dna" and _is_match_mismatch(table, qset.alphabet.match_codes)
-    return _cuda_long.CudaEngine(table, gap_open, gap_extend, qset.alphabet.match_codes, dna)
+    return _cuda_long.CudaEngine(table, gap_open, gap_extend, qset.alphabet.match_codes,
+                                 _dna_scores(qset, table))
 
 
 def _long_pairs(engine, m, n, min_cells: int | None = None) -> np.ndarray:

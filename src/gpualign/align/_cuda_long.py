@@ -11,8 +11,9 @@ over all its columns, a chunk of tile columns after the band above has published
 (``config.LONG_ALIGN_SCHEDULE``). Tile borders pass through global
 memory, ``O(m + n)`` per problem. The host plans the order (:func:`tile_schedule`), lays the
 borders out (:func:`border_layout`), and reads the results from the borders: the last row
-(``last_rows``; the end cells in the last row or column) or the best cell that the kernel kept
-per tile row (any cell: local alignments). The leaves of linear-space paths run a warp each
+(``last_rows``), the end cells in the last row or column (searched on the device:
+``segment_first_max``) or the best cell that the kernel kept per tile row (any cell: local
+alignments). The leaves of linear-space paths run a warp each
 with a full traceback (``leaf_paths``).
 
 :class:`CudaEngine` is the engine; :func:`pair_ends` and :func:`pair_paths` serve

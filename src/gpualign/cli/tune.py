@@ -120,13 +120,19 @@ def _long_side(setting: str, floor: int) -> int:
     return max(floor, math.isqrt(int(getattr(config, setting, 0))) + 2)
 
 
-def _align_workload(count: int, length: int, description: str) -> Workload:
+def _align_workload(count: int, length: int, description: str,
+                    schedule: str | None = None) -> Workload:
+    """Global affine scores of ``count`` random pairs of ``length``; ``schedule``: the
+    ``LONG_ALIGN_SCHEDULE`` they run with (else the config's)."""
     from ..align import align
 
     queries, targets = random_pairs(count, length, seed=21)
-    return Workload(lambda: align(queries, targets, mode="global", scoring=SCORING,
-                                  backend="cuda").score,
-                    _cells(queries, targets), description)
+
+    def run():
+        with config.override(LONG_ALIGN_SCHEDULE=schedule or config.LONG_ALIGN_SCHEDULE):
+            return align(queries, targets, mode="global", scoring=SCORING, backend="cuda").score
+
+    return Workload(run, _cells(queries, targets), description)
 
 
 def _edit_workload(count: int, length: int, description: str) -> Workload:
@@ -139,16 +145,19 @@ def _edit_workload(count: int, length: int, description: str) -> Workload:
 
 def _long_align_workload() -> Workload:
     """One global affine score of a 100 kb pair (6% substitutions, 2% deletions), above
-    ``LONG_ALIGN_MIN_CELLS``."""
+    ``LONG_ALIGN_MIN_CELLS``, in the bands schedule (``LONG_ALIGN_BAND_COLUMNS``)."""
     side = _long_side("LONG_ALIGN_MIN_CELLS", 100_000)
-    return _align_workload(1, side, f"1 pair of {side:,} bp, global affine score")
+    # In bands whatever the tile height (a low one would make "auto" take tickets).
+    return _align_workload(1, side, f"1 pair of {side:,} bp, global affine score in bands",
+                           "bands")
 
 
 def _long_tiles_workload() -> Workload:
-    """Global affine scores of 16 pairs of 100 kb: bands enough that the "auto" schedule takes
-    tickets (tiles of ``LONG_ALIGN_TILE_COLUMNS``)."""
+    """Global affine scores of 16 pairs of 100 kb in tickets (tiles of
+    ``LONG_ALIGN_TILE_COLUMNS``), the schedule "auto" takes for batches that many bands."""
     side = _long_side("LONG_ALIGN_MIN_CELLS", 100_000)
-    return _align_workload(16, side, f"16 pairs of {side:,} bp, global affine score")
+    return _align_workload(16, side, f"16 pairs of {side:,} bp, global affine score in tiles",
+                           "tickets")
 
 
 def _long_edit_workload() -> Workload:

@@ -63,8 +63,7 @@ def device_chunks(qset, tset, q_index, t_index, step):
         part = slice(lo, lo + max(1, fits))
         q_unique, q_local = np.unique(q_index[part], return_inverse=True)
         t_unique, t_local = np.unique(t_index[part], return_inverse=True)
-        sequences = (*qset.take_unique(q_unique).to_device(),
-                     *tset.take_unique(t_unique).to_device())
+        sequences = (*qset.take(q_unique).to_device(), *tset.take(t_unique).to_device())
         yield part, sequences, q_local, t_local
         lo = part.stop
 

@@ -44,8 +44,8 @@
 // H_left - open) (a gap in the query, D), F = max(F_up - extend, H_up - open) (I), H =
 // max(H_diagonal + s, E, F) and 0 when FLOOR_ZERO. TRACK_BEST keeps the best cell of any
 // position with the CPU backend's order (the larger score, then the smaller column, then the
-// smaller row); the other end cells (last row, last column, corner) are read from the borders
-// by the host.
+// smaller row); the other end cells (last row, last column, corner) are searched in the
+// borders where they lie (segment_first_max, at the end of this file).
 //
 // Problems are a struct of int64 fields (enum Field, the order of PROBLEM_FIELDS in
 // align/_cuda_long.py). Anti-diagonal d has the problems that still have tiles on it
@@ -470,7 +470,7 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
 
 // The "bands" schedule: one launch per batch, a block per band (tile row I of a problem,
 // THREADS * RPT query rows) that sweeps all the problem's columns, tile_columns at a time
-// (chunk J: the columns of tile (I, J)). Block b takes the next ticket k (an atomic counter)
+// (the host's LONG_ALIGN_BAND_COLUMNS; chunk J: columns J * tile_columns + 1 ..). Block b takes the next ticket k (an atomic counter)
 // and runs tile row band_row[k] of problem band_problem[k]; the host orders the bands by tile
 // row, so a band waits only for the band above it, which took a smaller ticket and so already
 // runs: no deadlock whatever the number of resident blocks.

@@ -38,7 +38,8 @@
 //
 // The steps run in blocks of 32, those where every lane has a column unrolled without bounds
 // checks: a band's warps are few (a 1 Mbp query has about a thousand), so a step's own
-// instructions, not the GPU's width, set the pace.//
+// instructions, not the GPU's width, set the pace.
+//
 // What the last band tracks along the query's last row (TRACK_*, as in myers.cu, plus
 // TRACK_ROW: the whole row D[m][0..n], for Hirschberg's splits) goes to the problem's outputs.
 
