@@ -433,13 +433,17 @@ def _check_cuda_paths(cases) -> None:
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
 def test_cuda_scores_with_a_very_negative_mismatch_stay_exact():
     # A mismatch far below a byte: the int16 lanes would wrap where a low cell takes it (the
-    # diagonal near -28,000 plus -4,980), so such pairs go to the 32-bit lanes.
-    scoring = Scoring(match=1, mismatch=-5000, gap_open=20, gap_extend=20)
-    queries, targets = ["A" * 700, "ACGT" * 50], ["C" * 700, "ACGA" * 50]
-    for mode in ("global", "semi-global", "local"):
-        got = gpualign.align(queries, targets, mode=mode, scoring=scoring, backend="cuda")
-        want = gpualign.align(queries, targets, mode=mode, scoring=scoring, backend="cpu")
-        assert got.score.tolist() == want.score.tolist(), mode
+    # diagonal near -28,000 plus -4,980), so such pairs go to the 32-bit lanes. Linear gaps of
+    # several sizes, the queries' last strips padded (700, 200 and 180 rows) or not (320).
+    queries = ["A" * 700, "ACGT" * 50, "ACGTTGCA" * 40, "ACGTAC" * 30]
+    targets = ["C" * 700, "ACGA" * 50, "ACGATGCA" * 40, "AGGTAC" * 31]
+    for mismatch, gap_open, gap_extend in ((-5000, 20, 20), (-200, 2, 2), (-3, 40, 40),
+                                           (-5000, 21, 20)):
+        scoring = Scoring(match=1, mismatch=mismatch, gap_open=gap_open, gap_extend=gap_extend)
+        for mode in ("global", "semi-global", "local"):
+            got = gpualign.align(queries, targets, mode=mode, scoring=scoring, backend="cuda")
+            want = gpualign.align(queries, targets, mode=mode, scoring=scoring, backend="cpu")
+            assert got.score.tolist() == want.score.tolist(), (mode, scoring.describe())
 
 
 @pytest.mark.cuda

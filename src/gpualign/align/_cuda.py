@@ -580,7 +580,11 @@ class _Setup:
         warp_border = cupy.zeros(warps, dtype=cupy.int64)
         if warps > 1:
             cupy.cumsum(segment[:-1], out=warp_border[1:])
-        kernel = get_kernel(KERNEL_FILE, _kernel_name(wide, self.mode, self.affine,
+        # Wide lanes take linear gaps as affine ones (open = extend): their linear variant gave
+        # wrong scores on an H200 (A x 700 against C x 700, mismatch -5000 and gaps 20: -4,880
+        # for -28,000; test_cuda_scores_with_a_very_negative_mismatch_stay_exact), while every
+        # case on narrow lanes was right.
+        kernel = get_kernel(KERNEL_FILE, _kernel_name(wide, self.mode, self.affine or wide,
                                                       self.substitution, self.find_end,
                                                       self.half))
         shared = launch.reserve_shared(
