@@ -91,7 +91,6 @@ def run(args: argparse.Namespace) -> int:
     from ..map.api import iter_mappings
     from ..map.index import as_map_index
     from ..map.sam import sam_header, write_records
-    from ..streaming import WritingBehind
     began = time.perf_counter()
     backend = _index_backend(args)
     check_output(args.output, [args.reference, args.reads, args.mates])
@@ -108,28 +107,20 @@ def run(args: argparse.Namespace) -> int:
         out.write(sam_header(list(index.reference.names), index.reference.lengths,
                              " ".join([PROG, *sys.argv[1:]])))
         records = _bytes_sink(out)
-
-        def write(batch: tuple) -> None:
-            nonlocal write_seconds
-            chunk, mate_chunk, result = batch
+        for chunk, mate_chunk, result in iter_mappings(
+                index, Path(args.reads), mates, k=args.k, max_candidates=args.max_candidates,
+                # On a cluster each worker resolves --backend for its batches (CUDA where it
+                # has a GPU); this process built the index with its own.
+                backend=backend if client is None else args.backend, progress=not args.quiet,
+                client=client):
             written = time.perf_counter()
             write_records(records, result, np.arange(len(result)), chunk, mate_chunk,
                           index.reference.names)
             write_seconds += time.perf_counter() - written
-
-        # A batch's SAM is written on a thread while the next batch maps.
-        with WritingBehind(write, 1) as writer:
-            for chunk, mate_chunk, result in iter_mappings(
-                    index, Path(args.reads), mates, k=args.k, max_candidates=args.max_candidates,
-                    # On a cluster each worker resolves --backend for its batches (CUDA where
-                    # it has a GPU); this process built the index with its own.
-                    backend=backend if client is None else args.backend,
-                    progress=not args.quiet, client=client):
-                writer.put((chunk, mate_chunk, result))
-                reads += int(result.primary.sum())  # one a read; a split read has two records
-                mapped += int((result.mapped & result.primary).sum())
-                for stage, value in result.stage_seconds.items():
-                    seconds[stage] = seconds.get(stage, 0.0) + value
+            reads += int(result.primary.sum())  # one a read; a split read has two records
+            mapped += int((result.mapped & result.primary).sum())
+            for stage, value in result.stage_seconds.items():
+                seconds[stage] = seconds.get(stage, 0.0) + value
     seconds["write"] = write_seconds
     rates = ", ".join(f"{stage} {reads / max(value, 1e-9):,.0f}"
                       for stage, value in seconds.items())

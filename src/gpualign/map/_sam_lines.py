@@ -184,8 +184,7 @@ def _line(record, source, flags, bits, places, scores, no_score, cigars, letters
     return _put_byte(out, at, _NEWLINE)
 
 
-# nogil: `gpualign map` writes a batch's lines on a thread while the next batch maps.
-@njit(parallel=True, cache=True, nogil=True)
+@njit(parallel=True, cache=True)
 def sam_lines(records, sources, flags, bits, places, scores, no_score, cigars, letters, hard_clip,
               reads, template, tables, references, sa_slots, sa):
     """The SAM lines of ``records`` (indices into the per-record arrays), one after the other,
