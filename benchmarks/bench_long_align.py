@@ -314,8 +314,10 @@ def main() -> None:
                                        f"{task} (score {score}, {cells / seconds / 1e9:.1f} "
                                        "GCUPS)", seconds)
                         continue
-                    print(f"| {name} | {len(query)} x {len(target)} | {shape} | {schedule} | "
-                          f"{task} | {seconds:.3f} | {cells / seconds / 1e9:.1f} | {score} | "
+                    # The tile columns, and the band columns a bands run sweeps at a time.
+                    print(f"| {name} | {len(query)} x {len(target)} | {shape}, bands "
+                          f"{config.LONG_ALIGN_BAND_COLUMNS} | {schedule} | {task} | "
+                          f"{seconds:.3f} | {cells / seconds / 1e9:.1f} | {score} | "
                           f"{len(cigar)} | {expected} |", flush=True)
 
 

@@ -145,11 +145,11 @@ def _edit_workload(count: int, length: int, description: str) -> Workload:
 
 def _long_align_workload() -> Workload:
     """One global affine score of a 100 kb pair (6% substitutions, 2% deletions), above
-    ``LONG_ALIGN_MIN_CELLS``, in the bands schedule (``LONG_ALIGN_BAND_COLUMNS``)."""
+    ``LONG_ALIGN_MIN_CELLS`` (in bands under "auto": ``LONG_ALIGN_BAND_COLUMNS``)."""
     side = _long_side("LONG_ALIGN_MIN_CELLS", 100_000)
-    # In bands whatever the tile height (a low one would make "auto" take tickets).
-    return _align_workload(1, side, f"1 pair of {side:,} bp, global affine score in bands",
-                           "bands")
+    # The config's schedule, as a run would take it: "auto" runs this pair in bands, unless a
+    # candidate tile height makes more than 4 bands an SM (then tickets, as a run would).
+    return _align_workload(1, side, f"1 pair of {side:,} bp, global affine score")
 
 
 def _long_tiles_workload() -> Workload:
