@@ -92,8 +92,6 @@ class EmulatedEngine(CudaEngine):
     a tiny memory budget (a batch per few problems)."""
 
     budget = 3000
-    # The end cells from the emulated borders on the host (the CUDA engine's search is a kernel).
-    _edge_maxima = _cuda_long.TileEngine._edge_maxima
 
     def _budget(self):
         return self.budget
@@ -186,7 +184,7 @@ class EmulatedEngine(CudaEngine):
 
     def _device_rows(self, a_codes, b_codes, fields):
         """The last rows through the emulated wavefront, cell 0 garbage as on the device."""
-        done = self.run(a_codes, b_codes, fields, False, False, False)
+        done = self.run(a_codes, b_codes, fields, False, False)
         rows = np.stack((done.h, done.f), axis=1)
         rows[done.row_base] = 12345
         return rows, done.row_base
@@ -207,7 +205,17 @@ class EmulatedEngine(CudaEngine):
             through_gap.append(found[2])
         return np.array(column, dtype=np.int64), np.array(through_gap, dtype=bool)
 
-    def _launches(self, a_codes, b_codes, plan: BatchPlan, floor_zero, track_best, want_right):
+    def _launches(self, a_codes, b_codes, plan: BatchPlan, floor_zero, track_best):
+        rows, _, best = self._wavefront(a_codes, b_codes, plan, floor_zero, track_best)
+        return rows, best if track_best else None
+
+    def _segment_first_max(self, values, starts, stops):
+        """long.cu's segment_first_max over the emulated borders."""
+        return first_max(values[:, 0], starts, stops)
+
+    def _wavefront(self, a_codes, b_codes, plan: BatchPlan, floor_zero, track_best):
+        """long_tiles (either schedule) or long_bands over one batch, on the host: the
+        borders ``rows``, ``columns`` and the best cells of the tile rows."""
         threads, rows_per_thread, width = plan.shape
         layout, schedule = plan.layout, plan.schedule
         rows = np.full((layout.rows, 2), 12345, dtype=np.int64)  # garbage until written
@@ -217,8 +225,7 @@ class EmulatedEngine(CudaEngine):
         best[:, 0] = NEG
         if plan.schedule_name == "bands":
             self._bands(a_codes, b_codes, plan, floor_zero, (rows, columns, best))
-            return (rows, columns if want_right else None,
-                    best[:layout.slots] if track_best else None)
+            return rows, columns, best[:layout.slots]
         # Tickets in order (launch by launch is the same order): each tile checks the flags
         # that long.cu's blocks wait for, then raises its own.
         done = np.zeros(max(layout.slots, 1), dtype=np.int64)
@@ -238,7 +245,7 @@ class EmulatedEngine(CudaEngine):
             self._tile(a_codes, b_codes, fields, tile_row, tile_column, plan.shape,
                        floor_zero, (rows, columns, corners, best))
             done[slot] = tile_column + 1
-        return rows, columns if want_right else None, best[:layout.slots] if track_best else None
+        return rows, columns, best[:layout.slots]
 
     def _tile(self, a_codes, b_codes, fields, tile_row, tile_column, shape, floor_zero,
               borders):
@@ -495,9 +502,20 @@ def test_band_order_puts_every_band_after_the_one_above(seed):
         assert r == 0 or ticket[(p, r - 1)] < k
 
 
+def first_max(values, starts, stops):
+    """Per segment ``values[starts[k]:stops[k]]``: its maximum and the position (relative to
+    ``starts[k]``) of its first occurrence; ``(NEG, -1)`` for an empty segment."""
+    best, where = [], []
+    for lo, hi in zip(np.asarray(starts).tolist(), np.asarray(stops).tolist(), strict=True):
+        segment = np.asarray(values[lo:hi], dtype=np.int64)
+        best.append(int(segment.max()) if len(segment) else NEG)
+        where.append(int(segment.argmax()) if len(segment) else -1)
+    return np.array(best, dtype=np.int64), np.array(where, dtype=np.int64)
+
+
 def test_first_max_takes_the_first_of_equal_values():
-    best, where = _cuda_long.first_max(np.array([5, 5, -1, 9, 9]), np.array([0, 2, 5]),
-                                       np.array([2, 5, 5]))
+    best, where = first_max(np.array([5, 5, -1, 9, 9]), np.array([0, 2, 5]),
+                            np.array([2, 5, 5]))
     assert best.tolist() == [5, 9, NEG] and where.tolist() == [0, 1, -1]
 
 

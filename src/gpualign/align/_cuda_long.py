@@ -292,37 +292,6 @@ def fits_int32(m: np.ndarray, n: np.ndarray, top_excess: np.ndarray, table: np.n
     return (high < _VALUE_LIMIT) & (low < _VALUE_LIMIT)
 
 
-def first_max(values: np.ndarray, starts: np.ndarray, stops: np.ndarray,
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """Per segment ``values[starts[k]:stops[k]]``: its maximum and the position (relative to
-    ``starts[k]``) of its first occurrence; ``(NEG, -1)`` for an empty segment.
-
-    Examples
-    --------
-    >>> first_max(np.array([3, 7, 7, 1, 5]), np.array([0, 3, 4]), np.array([3, 4, 4]))
-    (array([          7,           1, -1073741824]), array([ 1,  0, -1]))
-    """
-    values = np.asarray(values, dtype=np.int64)
-    starts = np.asarray(starts, dtype=np.int64)
-    stops = np.asarray(stops, dtype=np.int64)
-    sizes = stops - starts
-    best = np.full(len(starts), NEG, dtype=np.int64)
-    where = np.full(len(starts), -1, dtype=np.int64)
-    filled = np.flatnonzero(sizes > 0)
-    if len(filled) == 0:
-        return best, where
-    # The segments' elements one after the other, each tagged with its segment.
-    segment = np.repeat(np.arange(len(filled)), sizes[filled])
-    inner = np.arange(len(segment)) - np.repeat(np.cumsum(sizes[filled]) - sizes[filled],
-                                               sizes[filled])
-    picked = values[starts[filled][segment] + inner]
-    heads = np.concatenate(([0], np.cumsum(sizes[filled])[:-1]))
-    best[filled] = np.maximum.reduceat(picked, heads)
-    first = np.where(picked == best[filled][segment], inner, np.iinfo(np.int64).max)
-    where[filled] = np.minimum.reduceat(first, heads)
-    return best, where
-
-
 @dataclass
 class TileResults:
     """What a run of the wavefront leaves on the host, per problem ``p`` of the batch.
@@ -332,10 +301,6 @@ class TileResults:
     h, f : np.ndarray of int64
         Row ``m`` of every problem: H and F of columns ``0..n``, problem ``p`` at
         ``row_base[p]`` (its cell 0 is the boundary, H(m, 0), F = H(m, 0)).
-    right : np.ndarray of int64 or None
-        With ``want_right``: H of column ``n``, rows ``1..m``, problem ``p`` at
-        ``right_base[p]``.
-    right_base : np.ndarray of int64 or None
     best : np.ndarray of int64 or None
         With ``track_best``: ``(score, i, j)`` of the best cell (any row and column >= 1; the
         larger score, then the smaller column, then the smaller row), one row per problem.
@@ -344,8 +309,6 @@ class TileResults:
     h: np.ndarray
     f: np.ndarray
     row_base: np.ndarray
-    right: np.ndarray | None
-    right_base: np.ndarray | None
     best: np.ndarray | None
 
 
@@ -392,8 +355,8 @@ class TileEngine:
         return (m > 0) & (n > 0) & table_ok & fits_int32(
             m, n, top_excess, self.table, self.gap_open, self.gap_extend, threads * rows)
 
-    def run(self, a_codes, b_codes, fields: np.ndarray, floor_zero: bool, track_best: bool,
-            want_right: bool) -> TileResults:
+    def run(self, a_codes, b_codes, fields: np.ndarray, floor_zero: bool,
+            track_best: bool) -> TileResults:
         """Compute problems given by ``fields`` (int64, one row per problem, the first eight
         columns of :data:`PROBLEM_FIELDS`; every problem non-empty and :meth:`fits`) over the
         device code arrays ``a_codes``, ``b_codes``, in batches cut to the memory budget."""
@@ -404,32 +367,12 @@ class TileEngine:
         layout = border_layout(m, n, height)
         h = np.empty(layout.rows, dtype=np.int64)
         f = np.empty(layout.rows, dtype=np.int64)
-        right_base, right_total = _starts(m)
-        right = np.empty(right_total, dtype=np.int64) if want_right else None
         best = np.empty((len(m), 3), dtype=np.int64) if track_best else None
-        results = TileResults(h, f, layout.row_base, right, right_base if want_right else None,
-                              best)
+        results = TileResults(h, f, layout.row_base, best)
         for first, plan in self._batches(fields):
-            borders = self._launches(a_codes, b_codes, plan, floor_zero, track_best,
-                                     want_right)
+            borders = self._launches(a_codes, b_codes, plan, floor_zero, track_best)
             plan.collect(borders, self.gap_extend, first, results)
         return results
-
-    def _edge_maxima(self, a_codes, b_codes, fields: np.ndarray, floor_zero: bool,
-                     lo: np.ndarray, hi: np.ndarray, want_right: bool):
-        """Per problem of ``fields`` (as :meth:`run` takes them): the maximum of H over
-        columns ``lo .. hi - 1`` of its last row and the first column (from ``lo``) where it
-        occurs, then (``want_right``; else None) the maximum over rows 1..m of its last column
-        and the first row (from 1) where it occurs; ``(NEG, -1)`` where empty. Here from the
-        borders on the host (:func:`first_max`); :class:`CudaEngine` searches them where the
-        wavefront left them."""
-        done = self.run(a_codes, b_codes, fields, floor_zero, False, want_right)
-        score, column = first_max(done.h, done.row_base + lo, done.row_base + hi)
-        if not want_right:
-            return score, column, None, None
-        m = fields[:, 2]
-        edge, row = first_max(done.right, done.right_base, done.right_base + m)
-        return score, column, edge, row
 
     def _batches(self, fields: np.ndarray):
         """Yield ``(first problem, BatchPlan)`` of consecutive problems of ``fields`` cut to
@@ -472,13 +415,12 @@ class TileEngine:
         return self._table
 
     def _launches(self, a_codes, b_codes, plan: BatchPlan, floor_zero: bool, track_best: bool,
-                  want_right: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-        """Run the wavefront of one batch; return its borders on the host: ``rows`` and
-        (``want_right``) ``columns``, int32 ``(cells, 2)``, and (``track_best``) the best cell
-        of each tile row, int32 ``(slots, 3)``."""
-        rows, columns, best = self._wavefront(a_codes, b_codes, plan, floor_zero, track_best)
-        return (rows.get(), columns.get() if want_right else None,
-                best[:plan.layout.slots].get() if track_best else None)
+                  ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Run the wavefront of one batch; return its borders on the host: ``rows``, int32
+        ``(cells, 2)``, and (``track_best``) the best cell of each tile row, int32
+        ``(slots, 3)``."""
+        rows, _, best = self._wavefront(a_codes, b_codes, plan, floor_zero, track_best)
+        return rows.get(), best[:plan.layout.slots].get() if track_best else None
 
     def _wavefront(self, a_codes, b_codes, plan: BatchPlan, floor_zero: bool, track_best: bool):
         """Run the wavefront of one batch; return its borders on the device: ``rows``,
@@ -608,7 +550,7 @@ class BatchPlan:
     def collect(self, borders, gap_extend: int, first: int, results: TileResults) -> None:
         """Put what the batch's ``borders`` (:meth:`TileEngine._launches`) hold into
         ``results``, whose problems ``first ..`` are this batch's."""
-        rows, columns, best = borders
+        rows, best = borders
         layout, fields = self.layout, self.fields
         m = fields[:, 2]
         host_rows = rows.astype(np.int64)
@@ -619,12 +561,6 @@ class BatchPlan:
         at = int(results.row_base[first])
         results.h[at:at + layout.rows] = host_rows[:, 0]
         results.f[at:at + layout.rows] = host_rows[:, 1]
-        if results.right is not None:
-            # Rows 1..m of each problem's right column (padded to whole tiles on the device).
-            owner = np.repeat(np.arange(len(m)), m)
-            row = np.arange(int(m.sum())) - np.repeat(np.cumsum(m) - m, m) + 1
-            at = int(results.right_base[first])
-            results.right[at:at + len(row)] = columns[layout.column_base[owner] + row, 0]
         if results.best is not None:
             kept = best.astype(np.int64)
             owner = np.repeat(np.arange(len(m)), self.tile_rows)
@@ -720,7 +656,7 @@ class CudaEngine(TileEngine):
         """``(H, F)``: the last DP row of each subproblem's global alignment (offsets
         ``problems.row_offsets()``; ``F[0] = H[0]``)."""
         done = self.run(*self.device_codes(sequences),
-                        problem_fields(sequences, problems, False, False), False, False, False)
+                        problem_fields(sequences, problems, False, False), False, False)
         return done.h, done.f
 
     def split_columns(self, sequences: PairCodes, problems: Problems, excess: int,
@@ -847,7 +783,7 @@ class CudaEngine(TileEngine):
         m, n = fields[:, 2], fields[:, 3]
         codes = self.device_codes(sequences)
         if end_scope == SCOPE_ANY:
-            done = self.run(*codes, fields, floor_zero, True, False)
+            done = self.run(*codes, fields, floor_zero, True)
             score, i_end, j_end = done.best.T.copy()
             empty = score <= 0  # (0, 0) scores 0 and comes first
             score[empty], i_end[empty], j_end[empty] = 0, 0, 0
@@ -881,8 +817,11 @@ class CudaEngine(TileEngine):
 
     def _edge_maxima(self, a_codes, b_codes, fields: np.ndarray, floor_zero: bool,
                      lo: np.ndarray, hi: np.ndarray, want_right: bool):
-        """:meth:`TileEngine._edge_maxima`, searched on the device batch by batch
-        (``segment_first_max`` of long.cu): the borders never leave it."""
+        """Per problem of ``fields`` (as :meth:`run` takes them): the maximum of H over
+        columns ``lo .. hi - 1`` of its last row and the first column (from ``lo``) where it
+        occurs, then (``want_right``; else None) the maximum over rows 1..m of its last column
+        and the first row (from 1) where it occurs; ``(NEG, -1)`` where empty. Searched batch
+        by batch where the wavefront left the borders: only these numbers leave the device."""
         count = len(fields)
         m = fields[:, 2]
         found = [np.empty(count, dtype=np.int64) for _ in range(4)]
@@ -898,11 +837,12 @@ class CudaEngine(TileEngine):
                                                                      base + m[at])
         return (*found[:2], *(found[2:] if want_right else (None, None)))
 
-    @staticmethod
-    def _segment_first_max(values, starts: np.ndarray, stops: np.ndarray,
+    def _segment_first_max(self, values, starts: np.ndarray, stops: np.ndarray,
                            ) -> tuple[np.ndarray, np.ndarray]:
-        """:func:`first_max` of the H of the device borders ``values`` (int32 ``(cells, 2)``)
-        over the segments ``starts .. stops``, on the device (a block a segment)."""
+        """Per segment ``starts[k] .. stops[k]`` of the device borders ``values`` (int32
+        ``(cells, 2)``): the maximum of H and the position, from ``starts[k]``, of its first
+        occurrence (``(NEG, -1)`` when empty); ``segment_first_max`` of long.cu, a block a
+        segment."""
         import cupy
 
         count = len(starts)
