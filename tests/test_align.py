@@ -23,6 +23,7 @@ import gpualign
 from gpualign import Scoring, SequenceSet
 from gpualign.align import api as align_api
 from gpualign.cigar import PackedCigars, count_ops, placed_cigars
+from gpualign.codes import ALIGN_LOCAL
 from gpualign.sequences import get_alphabet
 
 DATA = Path(__file__).parent / "data"
@@ -431,6 +432,41 @@ def _check_cuda_paths(cases) -> None:
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
+@pytest.mark.parametrize("lanes, heights", [(32, (8,)), (128, (2,)), (512, (4,))])
+def test_cuda_local_paths_with_known_scores_equal_the_cpu(monkeypatch, lanes, heights):
+    # A search knows its hits' scores, and a local fill given them stops once every lane is
+    # past the first cell of that score (bands below: up to its column). The paths stay the
+    # CPU's: ends early in long targets (the fill stops long before the end), ends in a later
+    # band, repeats whose equal best cells lie in several columns and bands (the first wins).
+    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANES", (lanes,))
+    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANE_ROWS", heights)
+    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_LANE_ROWS", heights)
+    from gpualign.align import _cpu, _cuda
+
+    rng = np.random.default_rng(31)
+    core = [random_text(rng, int(k), "ACGT") for k in (40, 300, 700, 2200)]
+    queries = core + [core[1] * 3, core[0] + core[1]]
+    targets = [relative(rng, core[0], 0.1, "ACGT") + random_text(rng, 3000, "ACGT"),
+               random_text(rng, 50, "ACGT") + core[1] + random_text(rng, 2000, "ACGT"),
+               relative(rng, core[2], 0.2, "ACGT"), random_text(rng, 900, "ACGT") + core[3],
+               core[1] + random_text(rng, 40, "ACGT") + core[1], core[1] + core[0]]
+    qset = SequenceSet.from_sequences(queries, "dna")
+    tset = SequenceSet.from_sequences(targets, "dna")
+    index = np.arange(len(queries), dtype=np.int64)
+    for scoring in SCHEMES:
+        table, _ = scoring.table("dna")
+        arguments = (qset, tset, index, index, table, scoring.gap_open, scoring.gap_extend,
+                     ALIGN_LOCAL, "path")
+        want = _cpu.align_pairs(*arguments)
+        got = _cuda.align_pairs(*arguments, known_scores=want[0])
+        for name, mine, theirs in zip(("score", "q_start", "q_end", "t_start", "t_end"),
+                                      got[:5], want[:5], strict=True):
+            assert mine.tolist() == theirs.tolist(), (name, scoring.describe())
+        assert list(got[5]) == list(want[5]), scoring.describe()
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
 def test_cuda_scores_with_a_very_negative_mismatch_stay_exact():
     # A mismatch far below a byte: the int16 lanes would wrap where a low cell takes it (the
     # diagonal near -28,000 plus -4,980), so such pairs go to the 32-bit lanes. Linear gaps of
@@ -491,20 +527,21 @@ def test_cuda_path_batches_of_several_lane_shapes_equal_the_cpu(monkeypatch):
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
-@pytest.mark.parametrize("heights", [(2,), (4,), (8,), (2, 4, 8, 16, 24, 32)])
-def test_cuda_paths_filled_by_a_block_equal_the_cpu(monkeypatch, heights):
-    # Every pair is filled by a block of 128 lanes (four warps and a barrier a step); lanes of
-    # 2, 4 or 8 rows (a byte, half a word or a word of codes a step) put queries over 256, 512
-    # or 1,024 symbols in several bands of the block. Local ties: A+B against B+A puts two
-    # equal best cells in different warps' rows and different bands, the later one in the
-    # earlier column (it wins).
-    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_MIN_CELLS", 1)
-    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_RATIO", 0.0)
+@pytest.mark.parametrize("lanes, heights", [
+    (128, (2,)), (128, (4,)), (128, (8,)), (128, (2, 4, 8, 16, 24, 32)), (256, (2,)),
+    (256, (2, 4, 8, 16, 24, 32)), (512, (4,)), (512, (2, 4, 8, 16, 24, 32))])
+def test_cuda_paths_filled_by_a_block_equal_the_cpu(monkeypatch, lanes, heights):
+    # Every pair is filled by a block of 128, 256 or 512 lanes (4 to 16 warps and a barrier a
+    # step); lanes of 2, 4 or 8 rows (a byte, half a word or a word of codes a step) put the
+    # longer queries in several bands of the block. Local ties: A+B against B+A puts two equal
+    # best cells in different warps' rows and different bands, the later one in the earlier
+    # column (it wins).
+    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANES", (lanes,))
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_LANE_ROWS", heights)
     from gpualign.align import _cuda
 
     lengths = np.array([100, 300, 1100, 2500])
-    assert _cuda.trace_lanes(lengths, lengths, 1).tolist() == [128] * 4
+    assert _cuda.trace_lanes(lengths, lengths, 1).tolist() == [lanes] * 4
     cases = _dna_and_protein_cases(26, 12, 2600, 1500)
     rng = np.random.default_rng(27)
     a, b = (random_text(rng, 700, "ACGT") for _ in range(2))
@@ -512,27 +549,45 @@ def test_cuda_paths_filled_by_a_block_equal_the_cpu(monkeypatch, heights):
     _check_cuda_paths(cases)
 
 
-def test_trace_lanes_give_a_block_only_to_the_long_tail(monkeypatch):
-    # A pair gets a block of 128 lanes when it has at least ALIGN_TRACE_BLOCK_MIN_CELLS cells
-    # and ALIGN_TRACE_BLOCK_RATIO times the mean (or the call has no more pairs than the GPU
-    # has SMs); its layout then counts 128 lanes a band (of ALIGN_TRACE_BLOCK_LANE_ROWS
-    # heights) and 127 extra steps.
+def test_trace_lanes_give_blocks_while_the_gpu_has_room():
+    # While the call's warps fit the GPU (ALIGN_TRACE_WARPS_PER_SM warps an SM), each pair
+    # takes the fewest lanes within _LANE_SLACK of its fastest fill (fill_cost); a call too
+    # large for that takes the fewest lanes that finish by the least time at which it fits. A
+    # block's layout counts its lanes a band and lanes - 1 extra steps.
     from gpualign.align import _cuda
 
-    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_MIN_CELLS", 1 << 20)
-    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_RATIO", 4.0)
-    m = np.array([400] * 20 + [600, 1500, 200, 100])
-    n = np.array([450] * 20 + [6800, 1700, 12000, 9000])
-    lanes = _cuda.trace_lanes(m, n, 16)
-    assert lanes.tolist() == [32] * 20 + [128, 128, 128, 32]
-    rows, words = _cuda.trace_layout(m, n, lanes)
-    assert rows[19:].tolist() == [16, 8, 16, 2, 8]  # a warp: heights from 8, a block from 2
-    assert words[20] == (6800 + 127) * 128  # 8 nibbles a lane and step: a word
-    assert words[21] == (1700 + 127) * 128 * 2
-    assert words[22] == (12000 + 127) * 128 // 4  # 2 nibbles: a byte
-    assert _cuda.trace_lanes(m[:20], n[:20], 16).tolist() == [32] * 20  # none far above
-    assert _cuda.trace_lanes(m, n, 132).tolist() == [32] * 20 + [128] * 3 + [32]  # few pairs
-    assert _cuda.trace_lanes(m[-1:], n[-1:], 132).tolist() == [32]  # under the cells
+    m = np.array([400] * 20 + [1500, 200, 100])
+    n = np.array([450] * 20 + [1700, 12000, 9000])
+    costs = {count: _cuda.fill_cost(m, n, count) for count in (32, 128, 256, 512)}
+    # 400 x 450: fastest in 256 lanes, within the slack in 128; 1,500 x 1,700: 512 lanes of 4
+    # rows; the short queries against long subjects: 128 lanes of 2 rows.
+    lanes = _cuda.trace_lanes(m, n, 132)
+    assert lanes.tolist() == [128] * 20 + [512, 128, 128]
+    assert costs[256][0] < costs[128][0] <= _cuda._LANE_SLACK * costs[256][0] < costs[32][0]
+    assert costs[512][20] == min(cost[20] for cost in costs.values())
+    assert costs[128][21] == min(cost[21] for cost in costs.values())
+    # One SM (12 warps) cannot hold those blocks at once: the small pairs take a warp each and
+    # the long pair a block of 128, which takes about as long as their total work spread.
+    assert _cuda.trace_lanes(m[:21], n[:21], 1).tolist() == [32] * 20 + [128]
+    rows, words = _cuda.trace_layout(m, n, np.array([32] * 20 + [512, 128, 128]))
+    assert rows[19:].tolist() == [16, 4, 2, 2]
+    assert words[20] == (1700 + 511) * 512 // 2  # 4 nibbles a lane and step: half a word
+    assert words[21] == (12000 + 127) * 128 // 4  # 2 nibbles: a byte
+    # A batch of thousands of similar pairs fills the GPU a warp each; so does a small GPU.
+    many = np.full(20000, 400)
+    assert (_cuda.trace_lanes(many, many, 132) == 32).all()
+    assert (_cuda.trace_lanes(m[:20], n[:20], 1) == 32).all()
+    assert _cuda.trace_lanes(m[:0], n[:0], 132).tolist() == []
+
+
+def test_trace_layout_keeps_large_blocks_to_few_rows():
+    # 256 lanes keep at most 16 rows, 512 at most 8 (their share of the registers), a warp of
+    # 32 as many as ALIGN_TRACE_LANE_ROWS allow: more rows mean more bands.
+    from gpualign.align import _cuda
+
+    m, n = np.array([10000, 10000, 10000]), np.array([500, 500, 500])
+    rows, _ = _cuda.trace_layout(m, n, np.array([32, 256, 512]))
+    assert rows.tolist() == [32, 16, 8]
 
 
 @pytest.mark.cuda

@@ -34,6 +34,8 @@ KERNELS = {
         "trace_back<3, false, true>",
         "warp_fill<8, 1, true, true, 128>", "warp_fill<16, 0, true, true, 128>",  # a block a pair
         "warp_fill<2, 1, true, true, 128>", "warp_fill<4, 2, true, true, 128>",  # a byte, a half
+        "warp_fill<16, 1, true, true, 256>", "warp_fill<8, 0, true, true, 512>",  # larger blocks
+        "trace_back<0, true, false>",
     ],
     align_long.KERNEL_FILE: [
         align_long.kernel_name(32, 16, True, False, False, "tickets"),  # one warp a tile, DNA

@@ -16,6 +16,7 @@ import parasail
 import pytest
 from naive import align_naive, rescore_alignment
 
+import gpualign
 from gpualign import Scoring, SequenceSet, config
 from gpualign.align import _parasail
 from gpualign.cli import main
@@ -237,6 +238,22 @@ def test_paths_rescore_to_the_search_score(backend, task):
         assert columns == sum(int(length) for length in re.findall(r"\d+", result.cigar[p]))
         assert result.identity[p] == pytest.approx(
             (columns - result.mismatches[p] - _gap_columns(result.cigar[p])) / columns)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
+def test_cuda_paths_equal_the_cpu_paths():
+    # The GPU fills of the hits stop once past the first cell of the score the search found;
+    # the alignments stay the CPU backend's, CIGAR for CIGAR (real proteins, the longest
+    # queries of the file against all of it).
+    proteins = SequenceSet.from_file(UNIPROT)
+    queries = proteins.take(np.argsort(-proteins.lengths)[:6])
+    got = search(queries, proteins, n=10, task="path", backend="cuda")
+    want = search(queries, proteins, n=10, task="path", backend="cpu")
+    for name in ("query_index", "subject_index", "score", "query_start", "query_end",
+                 "subject_start", "subject_end", "mismatches", "gap_opens"):
+        assert getattr(got, name).tolist() == getattr(want, name).tolist(), name
+    assert list(got.cigar) == list(want.cigar)
 
 
 def _gap_columns(cigar: str) -> int:

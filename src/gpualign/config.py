@@ -208,28 +208,31 @@ LONG_ALIGN_LEAF_CELLS = 1 << 16
 #: and then the lowest height that covers its rows (16S: 2 bands of 24-row lanes).
 ALIGN_TRACE_LANE_ROWS: tuple[int, ...] = (8, 16, 24, 32)
 
-#: Pairs of at least this many DP cells, and at least ``ALIGN_TRACE_BLOCK_RATIO`` times the
-#: mean of the call's pairs, get their CUDA paths filled by a block of 128 lanes instead of a
-#: warp of 32: a warp
-#: is latency-bound, so a pair far longer than the others would finish long after them (the
-#: longest hits of a database search).
-ALIGN_TRACE_BLOCK_MIN_CELLS = 1 << 20
+#: Lane counts the CUDA path fill may give a pair: 32 (a warp) and blocks of 128, 256 or 512
+#: threads. A warp's step costs about the rows each lane keeps, so more lanes of fewer rows
+#: shorten a long pair's fill. Each pair takes the fewest lanes that finish by the time the
+#: call needs anyway: its slowest pair's at its fastest, or all of its work spread over
+#: ``ALIGN_TRACE_WARPS_PER_SM`` warps a multiprocessor. So the few long hits of a database
+#: search get blocks, and a batch of thousands of similar pairs a warp each.
+ALIGN_TRACE_LANES: tuple[int, ...] = (32, 128, 256, 512)
 
-#: ... and the ratio to the mean cells of the call's pairs that such a pair must reach: a
-#: block covers its rows with more padding and a barrier a step, so whole batches of similar
-#: pairs (16S all-pairs) stay a warp each.
-ALIGN_TRACE_BLOCK_RATIO = 4.0
+#: Warps of path fills that a multiprocessor runs at full speed: a fill's warp issues an
+#: instruction about every third cycle (each cell waits for the one above), and a
+#: multiprocessor issues four a cycle.
+ALIGN_TRACE_WARPS_PER_SM = 12
 
-#: Query rows each lane of such a block may keep (2, 4 or multiples of 8), chosen as
+#: Query rows each lane of a block may keep (2, 4 or multiples of 8), chosen as
 #: ``ALIGN_TRACE_LANE_ROWS`` are: a lane's step costs about its rows, so a short query against
 #: a long subject runs in lanes of 2 rows (its steps are the subject's length either way).
+#: Blocks of 256 and 512 lanes keep at most 16 and 8 (their threads' share of the registers).
 ALIGN_TRACE_BLOCK_LANE_ROWS: tuple[int, ...] = (2, 4, 8, 16, 24, 32)
 
-#: CUDA streams the path launches (a warp or a block per pair) of a batch take in turn: a
-#: launch's time is its longest pair's, one warp's or block's work, so the launches of
-#: different lane counts and heights (up to ten) run side by side rather than one after the
-#: other.
-ALIGN_TRACE_STREAMS = 10
+#: CUDA streams the path launches (a warp or a block per pair) of a batch share: a launch's
+#: time is its longest pair's, one warp's or block's work, so the launches of different lane
+#: counts and heights run side by side rather than one after the other, the longest first, each
+#: on the stream with the least queued. At most 8: CUDA maps streams onto 8 hardware queues
+#: (``CUDA_DEVICE_MAX_CONNECTIONS``), and two streams on one queue wait for each other.
+ALIGN_TRACE_STREAMS = 8
 
 #: Threads that share a pair of database subjects in the CUDA search kernel (powers of two up
 #: to 32) and query rows each of them keeps in registers (even): a query runs with the

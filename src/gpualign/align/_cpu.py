@@ -390,6 +390,7 @@ def _linear_pairs(q_length: np.ndarray, t_length: np.ndarray, task: str) -> np.n
 def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: np.ndarray,
                 table: np.ndarray, gap_open: int, gap_extend: int, mode: int, task: str,
                 progress: Progress | None = None, packed: bool = False,
+                known_scores: np.ndarray | None = None,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                            list[str | None] | PackedCigars | None, np.ndarray | None]:
     """Align index pairs on the CPU: the contract of every alignment backend.
@@ -413,6 +414,10 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
     packed : bool
         ``task="path"``: return the CIGARs as a :class:`~gpualign.cigar.PackedCigars`, built
         without a string per pair (every backend).
+    known_scores : np.ndarray of int64, optional
+        The pairs' local scores where the caller already has them (a search's hits): a hint
+        that lets the CUDA fill of a local path stop early; the results are the same, and
+        this backend does not need it.
 
     Returns
     -------

@@ -20,11 +20,11 @@ waiting for a few threads.
 
 Paths (``task="path"``): one warp per pair fills the DP (global, semi-global and local: every
 cell, finding the end on the way; overlap: up to the end cell from the score kernels), keeping
-a 4-bit traceback code per cell, then one thread per pair walks back and writes the CIGAR (text,
+a 4-bit traceback code per cell, then one warp per pair walks back and writes the CIGAR (text,
 or a word a run for ``packed=True``), and a warp per pair gathers them into one buffer for one
-copy to the host. A pair far longer than the others of its call
-(``config.ALIGN_TRACE_BLOCK_MIN_CELLS``, ``config.ALIGN_TRACE_BLOCK_RATIO``) is filled by a
-block of 128 lanes instead, so that its wavefront takes fewer, shorter steps. Pairs go in
+copy to the host. Where the call's pairs leave the GPU room, a long pair is filled by a block of
+128, 256 or 512 lanes instead (:func:`trace_lanes`, ``config.ALIGN_TRACE_LANES``), so that its
+wavefront takes shorter steps. Pairs go in
 batches of half the memory budget, each batch a launch per lane count and height
 (``config.ALIGN_TRACE_LANE_ROWS``) side by side on a few streams, longest first; a batch's
 results are fetched once the next one is queued.
@@ -71,6 +71,7 @@ _MAX_GAP_EXTEND = 1000  # Narrow::NEG in align.cu - gap_extend must not wrap
 # constants, a query profile of int8 scores (16-byte loads per strip and column), or a table in
 # shared memory.
 _SUB_DNA, _SUB_TABLE, _SUB_PROFILE = 0, 1, 2
+_UNKNOWN_SCORE = (1 << 31) - 1  # a path fill's known score when there is none
 
 
 def _kernel_name(wide: bool, mode: int, affine: bool, substitution: int, find_end: bool,
@@ -101,16 +102,20 @@ def value_bounds(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
 def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: np.ndarray,
                 table: np.ndarray, gap_open: int, gap_extend: int, mode: int, task: str,
                 progress: Progress | None = None, packed: bool = False,
+                known_scores: np.ndarray | None = None,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                            list[str | None] | PackedCigars | None, np.ndarray | None]:
     """Align index pairs on the current CUDA device, with the results and the contract of the
     CPU backend's :func:`gpualign.align._cpu.align_pairs`: int64 arrays ``score, query_start,
     query_end, target_start, target_end`` (-1 where ``task`` reports no such value), the CIGARs
     (strings, or a :class:`PackedCigars` when ``packed``) and the identities (None unless
-    ``task="path"``); ``progress`` moves by the cells of the pairs done."""
+    ``task="path"``); ``progress`` moves by the cells of the pairs done. ``known_scores``: the
+    pairs' local scores where the caller has them (a search's hits), with which the fill of a
+    local path stops once it has passed the first cell of that score; the results are the
+    same."""
     if task == "path":
         return _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, progress,
-                      packed)
+                      packed, known_scores)
     score, q_end, t_end = _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend,
                                   mode, want_end=task == "end", progress=progress)
     if task == "score":
@@ -228,48 +233,114 @@ def _kernel_order(chunk, lanes, half: int):
     return key.argsort()
 
 
-def _lane_heights(name: str) -> np.ndarray:
-    """The lane heights of setting ``name`` (``ALIGN_TRACE_LANE_ROWS`` or
-    ``ALIGN_TRACE_BLOCK_LANE_ROWS``), checked and sorted."""
+def _lane_heights(lanes: int) -> np.ndarray:
+    """The rows a lane of ``lanes`` (32: ``config.ALIGN_TRACE_LANE_ROWS``; a block:
+    ``config.ALIGN_TRACE_BLOCK_LANE_ROWS``, at most 4,096 rows a band: a block's threads share
+    its registers), checked and sorted."""
+    name = "ALIGN_TRACE_LANE_ROWS" if lanes == 32 else "ALIGN_TRACE_BLOCK_LANE_ROWS"
     setting = getattr(config, name)
-    heights = np.sort(np.asarray(setting, dtype=np.int64))
-    allowed = np.isin(heights, (2, 4)) | ((heights % 8 == 0) & (heights > 0))
-    if len(heights) == 0 or not allowed.all():
+    heights = sorted(int(rows) for rows in setting)
+    if not heights or not all(rows in (2, 4) or (rows > 0 and rows % 8 == 0)
+                              for rows in heights):
         raise ValueError(f"{name}={setting}: 2, 4 or positive multiples of 8")
-    return heights
+    if lanes > 32:
+        heights = [rows for rows in heights if rows <= 4096 // lanes] or heights[:1]
+    return np.array(heights, dtype=np.int64)
 
 
 def trace_layout(rows_end: np.ndarray, columns_end: np.ndarray,
                  lanes: np.ndarray | int = 32) -> tuple[np.ndarray, np.ndarray]:
     """Per pair filled by ``lanes`` lanes (32: heights of ``config.ALIGN_TRACE_LANE_ROWS``;
-    128: of ``config.ALIGN_TRACE_BLOCK_LANE_ROWS``), the rows each lane of ``warp_fill`` keeps
-    and the 32-bit words of its traceback codes (a nibble a cell): the fewest bands, then the
-    lowest lanes that cover the rows."""
+    128, 256, 512: of ``config.ALIGN_TRACE_BLOCK_LANE_ROWS``, at most 4,096 rows a band), the
+    rows each lane of ``warp_fill`` keeps and the 32-bit words of its traceback codes (a nibble
+    a cell): the fewest bands, then the lowest lanes that cover the rows."""
     rows_end = rows_end.astype(np.int64)
-    lanes = np.broadcast_to(np.asarray(lanes, dtype=np.int64), rows_end.shape)
-    rows = np.zeros(len(rows_end), dtype=np.int64)
-    for count, name in ((32, "ALIGN_TRACE_LANE_ROWS"), (128, "ALIGN_TRACE_BLOCK_LANE_ROWS")):
-        these = lanes == count
-        if these.any():
-            heights = _lane_heights(name)
-            bands = np.maximum(1, -(-rows_end[these] // (count * heights[-1])))
-            need = -(-rows_end[these] // (count * bands))
-            rows[these] = heights[np.minimum(np.searchsorted(heights, need), len(heights) - 1)]
+    if np.ndim(lanes) == 0:
+        rows = _lane_rows(rows_end, int(lanes))
+    else:
+        lanes = np.asarray(lanes, dtype=np.int64)
+        rows = np.zeros(len(rows_end), dtype=np.int64)
+        for count in np.unique(lanes).tolist():
+            these = lanes == count
+            rows[these] = _lane_rows(rows_end[these], count)
     bands = -(-rows_end // (lanes * rows))
     nibbles = bands * (columns_end.astype(np.int64) + lanes - 1) * lanes * rows
     return rows, (nibbles + 31) // 32 * 4  # each pair's codes start 16-byte aligned
 
 
+def _lane_rows(rows_end: np.ndarray, lanes: int) -> np.ndarray:
+    """:func:`trace_layout`'s rows a lane for pairs of ``rows_end`` rows, all in ``lanes``."""
+    heights = _lane_heights(lanes)
+    bands = np.maximum(1, -(-rows_end // (lanes * heights[-1])))
+    need = -(-rows_end // (lanes * bands))
+    return heights[np.minimum(np.searchsorted(heights, need), len(heights) - 1)]
+
+
+#: The path fill's cost in instructions a warp issues (Nsight Compute, warp_fill on an H100):
+#: about 34 a cell of its lane and 65 a step, and a block's warps also meet at a barrier a step.
+_FILL_CELL_COST, _FILL_STEP_COST, _FILL_BARRIER_COST = 34, 65, 24
+
+
+def fill_cost(rows_end: np.ndarray, columns_end: np.ndarray,
+              lanes: np.ndarray | int) -> np.ndarray:
+    """The time of each pair's path fill with ``lanes`` lanes (instructions each of its warps
+    issues, one after the other): its bands, each ``columns + lanes - 1`` steps of the rows a
+    lane keeps (:func:`trace_layout`)."""
+    rows_end = rows_end.astype(np.int64)
+    rows, _ = trace_layout(rows_end, columns_end, lanes)
+    lanes = np.asarray(lanes, dtype=np.int64)
+    bands = np.maximum(1, -(-rows_end // (lanes * rows)))
+    step = rows * _FILL_CELL_COST + _FILL_STEP_COST + np.where(
+        lanes > 32, _FILL_BARRIER_COST + lanes // 32, 0)
+    return bands * (columns_end.astype(np.int64) + lanes - 1) * step
+
+
+#: A pair's fill takes the fewest lanes whose cost is within this factor of its fastest (more
+#: lanes for less than that would only take warps from the other pairs).
+_LANE_SLACK = 1.25
+
+
 def trace_lanes(rows_end: np.ndarray, columns_end: np.ndarray,
                 multiprocessors: int) -> np.ndarray:
-    """Per pair, the lanes that fill its traceback codes: 128 (a block) for a pair of at least
-    ``config.ALIGN_TRACE_BLOCK_MIN_CELLS`` cells and ``config.ALIGN_TRACE_BLOCK_RATIO`` times
-    the mean of the pairs, or of that many cells in a call of no more pairs than the device
-    has ``multiprocessors`` (a warp a pair would leave most of them idle); else 32 (a warp)."""
-    cells = rows_end.astype(np.int64) * columns_end
-    few = len(cells) <= multiprocessors
-    ratio = 0.0 if few or not len(cells) else config.ALIGN_TRACE_BLOCK_RATIO * float(cells.mean())
-    return np.where(cells >= max(config.ALIGN_TRACE_BLOCK_MIN_CELLS, ratio), 128, 32)
+    """Per pair, the lanes that fill its traceback codes (``config.ALIGN_TRACE_LANES``): the
+    fewest that finish (:func:`fill_cost`) within ``_LANE_SLACK`` of the pair's fastest, while
+    the call's warps fit the device's ``multiprocessors`` at ``config.ALIGN_TRACE_WARPS_PER_SM``
+    warps each; else the fewest that finish by the least time at which they fit (a batch of
+    many pairs: a warp each)."""
+    allowed = sorted(set(config.ALIGN_TRACE_LANES))
+    if not allowed or not set(allowed) <= {32, 128, 256, 512}:
+        raise ValueError(f"ALIGN_TRACE_LANES={config.ALIGN_TRACE_LANES}: some of 32, 128, 256 "
+                         "and 512")
+    counts = np.array(allowed, dtype=np.int64)
+    if len(rows_end) == 0:
+        return np.zeros(0, dtype=np.int64)
+    cost = np.stack([fill_cost(rows_end, columns_end, count) for count in allowed], axis=1)
+    work = cost * (counts // 32)  # warp-time of each pair with each lane count
+    capacity = multiprocessors * config.ALIGN_TRACE_WARPS_PER_SM
+    pace = cost.min(axis=1) * _LANE_SLACK
+    pairs = np.arange(len(cost))
+
+    def fewest_lanes(time: int) -> np.ndarray:  # the first lane count done by then
+        return np.argmax(cost <= np.maximum(pace, time)[:, None], axis=1)
+
+    def fits(time: int) -> bool:  # the call's work fits the device for as long as it takes
+        chosen = fewest_lanes(time)
+        took = max(time, int(cost[pairs, chosen].max()))
+        return int(work[pairs, chosen].sum()) <= took * capacity
+
+    if fits(0):  # few pairs (a search's hits): each at about its fastest
+        return counts[fewest_lanes(0)]
+    # The least time that fits is one of the costs (fewer lanes do less work, so fitting can
+    # only become true as the time grows); at the largest, every pair takes its fewest lanes.
+    times = np.unique(cost)
+    lo, hi = 0, len(times) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fits(int(times[mid])):
+            hi = mid
+        else:
+            lo = mid + 1
+    return counts[fewest_lanes(int(times[lo]))]
 
 
 def warp_fits(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
@@ -292,9 +363,9 @@ def warp_fits(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
     return (m > 0) & (n > 0) & (high < _WIDE_LIMIT) & (low > -_WIDE_LIMIT) & table_ok
 
 
-#: Bytes of ``warp_fill``'s static shared memory at most (128 lanes: the hand-off between
-#: warps and their best cells), which the opt-in limit must hold beside the table.
-_WARP_STATIC_SHARED = 128
+#: Bytes of ``warp_fill``'s static shared memory at most (512 lanes: the hand-off between
+#: its 16 warps and their best cells), which the opt-in limit must hold beside the table.
+_WARP_STATIC_SHARED = 448
 
 
 def _warp_table_bytes(n_codes: int) -> int:
@@ -361,8 +432,8 @@ def _warp_score_launch(kernel, sequences, q_local, t_local, m, n, where, scheme,
     unused = cupy.zeros(1, dtype=cupy.int64)  # the trace and last-row arguments
     kernel(*_warp_grid(kernel, size),
            (*sequences, cupy.asarray(q_local[members]), cupy.asarray(t_local[members]),
-            cupy.asarray(m.astype(np.int32)), cupy.asarray(n.astype(np.int32)), np.int32(0),
-            np.int32(size),
+            cupy.asarray(m.astype(np.int32)), cupy.asarray(n.astype(np.int32)),
+            unused.view(cupy.int32), np.int32(0), np.int32(size),
             shifted, np.int32(n_codes), np.int32(gap_open), np.int32(gap_extend),
             unused.view(cupy.uint32), unused, border, cupy.asarray(border_base[:-1]),
             unused.view(cupy.int32), unused, score, end, row_end), shared_mem=shared)
@@ -394,18 +465,20 @@ def _long_pairs(engine, m, n, min_cells: int | None = None) -> np.ndarray:
 
 
 def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, progress=None,
-           packed=False):
+           packed=False, known_scores=None):
     """Scores, coordinates and paths of index pairs: :func:`align_pairs` for
     ``task="path"``. Pairs of at least ``config.LONG_ALIGN_MIN_CELLS`` cells are aligned in
     linear space on the tiled engine (:func:`._cuda_long.pair_paths`), the others with a
     traceback each (:func:`_traced_paths`); ``progress`` moves as each part is done."""
-    engine = _long_engine(qset, table, gap_open, gap_extend)
     cells = qset.lengths[q_index].astype(np.int64) * tset.lengths[t_index]
     done = progress.pairs_done if progress is not None else _ignore
-    long = _long_pairs(engine, qset.lengths[q_index], tset.lengths[t_index])
+    long = cells >= config.LONG_ALIGN_MIN_CELLS
+    if long.any():  # the tiled engine only where some pair may need it
+        engine = _long_engine(qset, table, gap_open, gap_extend)
+        long = _long_pairs(engine, qset.lengths[q_index], tset.lengths[t_index])
     if not long.any():
         found = _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode,
-                              packed)
+                              packed, known_scores)
         done(cells)
         return found
     count = len(q_index)
@@ -429,7 +502,7 @@ def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, prog
     if len(short):
         *values, cigars, short_identity = _traced_paths(
             qset, tset, q_index[short], t_index[short], table, gap_open, gap_extend, mode,
-            packed)
+            packed, None if known_scores is None else known_scores[short])
         done(cells[short])
         for whole, part in zip(results, values, strict=True):
             whole[short] = part
@@ -439,7 +512,7 @@ def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, prog
 
 
 def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode,
-                  packed=False):
+                  packed=False, known_scores=None):
     """Scores, coordinates and paths of index pairs with a traceback each: one warp (or block)
     per pair on the GPU, the CPU backend for those that do not fit.
 
@@ -463,15 +536,19 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
         score, q_end, t_end = _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend,
                                       mode, want_end=True)
     count = len(q_index)
+    # A local fill stops past the first cell of a known score (the largest int32: unknown).
+    known = np.full(count, _UNKNOWN_SCORE, dtype=np.int64)
+    if known_scores is not None and mode == ALIGN_LOCAL:
+        known[:] = known_scores
     q_start = np.full(count, -1, dtype=np.int64)
     t_start = np.full(count, -1, dtype=np.int64)
     identity = np.zeros(count, dtype=np.float64)
     lanes = trace_lanes(q_end, t_end, device_resources(cupy.cuda.Device().id).sms)
     rows, words = trace_layout(q_end, t_end, lanes)
-    # Bytes of a pair on the device: codes, two border rows, its last row, its operations (a
-    # byte a column), its CIGAR (text: at most 2 bytes a column; runs: a word a run) and the
-    # gathered copy of it that waits to be fetched.
-    pair_bytes = 4 * words + 20 * (t_end + 1) + (9 if packed else 5) * (q_end + t_end) + 96
+    # Bytes of a pair on the device: codes, two border rows, its last row, its CIGAR (text: at
+    # most 2 bytes a column; runs: a word a run) and the gathered copy of it that waits to be
+    # fetched.
+    pair_bytes = 4 * words + 20 * (t_end + 1) + (8 if packed else 4) * (q_end + t_end) + 96
     n_codes = qset.alphabet.size
     on_gpu = (m > 0) & (n > 0) & (pair_bytes <= config.PATH_MAX_BYTES_PER_PAIR) & \
         warp_fits(np.maximum(q_end, 0), np.maximum(t_end, 0), table, gap_open, gap_extend,
@@ -495,7 +572,7 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
             # stream (recorded once a batch, after its own uploads).
             chunk = _TraceChunk(setup, results, sequences, q_local, t_local, positions,
                                 lanes[positions], rows[positions], q_end[positions],
-                                t_end[positions], words[positions])
+                                t_end[positions], known[positions], words[positions])
             for lo, hi in partition_bounds(offsets_of_counts(pair_bytes[positions]),
                                            batch_budget() // 2):
                 launch_split(chunk.run, np.arange(lo, hi), 1)  # halved if out of memory
@@ -709,11 +786,12 @@ class _TraceChunk:
     height, then bytes); :meth:`run` fills, walks back and gathers a batch of them."""
 
     def __init__(self, setup, results, sequences, q_local, t_local, positions, lanes, rows,
-                 rows_end, columns_end, words):
+                 rows_end, columns_end, known, words):
         self.setup, self.results, self.sequences = setup, results, sequences
         self.q_local, self.t_local, self.positions = q_local, t_local, positions
         self.lanes, self.rows = lanes, rows
-        self.rows_end, self.columns_end, self.words = rows_end, columns_end, words
+        self.rows_end, self.columns_end, self.known = rows_end, columns_end, known
+        self.words = words
 
     def run(self, members):
         """Queue the batch ``members`` (indices into the chunk, consecutive): one upload of
@@ -745,18 +823,17 @@ class _TraceChunk:
         trace_base = offsets_of_counts(self.words[members])
         border_base = offsets_of_counts(2 * (columns_end + 1))
         last_base = offsets_of_counts(columns_end + 1)
-        ops_base = offsets_of_counts(columns)
         # Text: at most 2 bytes a column; runs: a word each (4-byte aligned).
         written_base = offsets_of_counts(4 * columns if setup.packed else 2 * columns)
         # The index arrays go over in two copies: int64 and int32 rows.
         wide = cupy.asarray(np.stack([self.q_local[members], self.t_local[members],
                                       trace_base[:-1], border_base[:-1], last_base[:-1],
-                                      ops_base[:-1], written_base[:-1]]))
-        narrow = cupy.asarray(np.stack([rows_end, columns_end]).astype(np.int32))
+                                      written_base[:-1]]))
+        narrow = cupy.asarray(np.stack([rows_end, columns_end, self.known[members]])
+                              .astype(np.int32))
         trace = cupy.empty(int(trace_base[-1]) + 4, dtype=cupy.uint32)
         border = cupy.empty(2 * int(border_base[-1]) + 2, dtype=cupy.int32)
         last_row = cupy.empty(int(last_base[-1]) + 1, dtype=cupy.int32)
-        ops = cupy.empty(int(ops_base[-1]) + 1, dtype=cupy.uint8)
         written = cupy.empty(int(written_base[-1]) + 4, dtype=cupy.uint8)
         values = cupy.zeros((len(_TRACE_OUTPUTS), size), dtype=cupy.int32)
         gathered_base = cupy.zeros(size + 1, dtype=cupy.int64)
@@ -771,13 +848,22 @@ class _TraceChunk:
         shared = _warp_table_bytes(setup.n_codes)
         shapes = self.lanes[members] * 1024 + self.rows[members]
         starts = np.flatnonzero(np.diff(shapes, prepend=-1))
+        groups = list(zip(starts.tolist(), [*starts[1:].tolist(), size], strict=True))
+        # The longest launch first, each on the stream with the least queued so far (a launch
+        # takes about its longest pair's fill).
+        cost = fill_cost(rows_end, columns_end, self.lanes[members])
+        longest = [int(cost[lo:hi].max()) for lo, hi in groups]
+        queued = [0] * len(setup.streams)
         launched = []
-        q_index, t_index, trace_dev, border_dev, last_dev, ops_dev, written_dev = wide
-        rows_dev, columns_dev = narrow
+        q_index, t_index, trace_dev, border_dev, last_dev, written_dev = wide
+        rows_dev, columns_dev, known_dev = narrow
         score, q_end, t_end, q_start, t_start, length, matches, column_count = values
-        for lo, hi in zip(starts.tolist(), [*starts[1:].tolist(), size], strict=True):
+        for group in np.argsort(longest, kind="stable")[::-1].tolist():
+            lo, hi = groups[group]
             lanes, height = int(self.lanes[members[lo]]), int(self.rows[members[lo]])
-            stream = setup.streams[len(launched) % len(setup.streams)]
+            least = queued.index(min(queued))
+            queued[least] += longest[group]
+            stream = setup.streams[least]
             stream.wait_event(ready)
             fill = get_kernel(WARP_KERNEL_FILE, f"warp_fill<{height}, {setup.mode}, true, "
                                                 f"{find_end}, {lanes}>")
@@ -788,16 +874,17 @@ class _TraceChunk:
             with stream:
                 # A local fill writes each pair's score and end cell, where trace_back starts.
                 fill(*launch.grid(fill, hi - lo, launch.block_threads(fill) // lanes),
-                     (*self.sequences, q_index, t_index, rows_dev, columns_dev, first, end,
+                     (*self.sequences, q_index, t_index, rows_dev, columns_dev, known_dev,
+                      first, end,
                       setup.table, np.int32(setup.n_codes), np.int32(setup.gap_open),
                       np.int32(setup.gap_extend), trace, trace_dev, border, border_dev,
                       last_row, last_dev, score, t_end, q_end), shared_mem=shared)
-                back(*launch.grid(back, hi - lo),
+                back(*launch.grid(back, 32 * (hi - lo)),  # a warp a pair
                      (*self.sequences, q_index, t_index, rows_dev, columns_dev, first, end,
                       np.int32(height), np.int32(lanes), np.int32(setup.match_codes),
-                      np.int32(setup.gap_open), last_row, last_dev, trace, trace_dev, ops,
-                      ops_dev, written, written_dev, score, q_end, t_end, q_start, t_start,
-                      length, matches, column_count))
+                      np.int32(setup.gap_open), last_row, last_dev, trace, trace_dev,
+                      written, written_dev, score, q_end, t_end, q_start, t_start, length,
+                      matches, column_count))
                 launched.append(stream.record())
         for event in launched:
             current.wait_event(event)
@@ -806,8 +893,8 @@ class _TraceChunk:
         cupy.cumsum(values[_WRITTEN] + (0 if setup.packed else 1), out=gathered_base[1:])
         gather = get_kernel(WARP_KERNEL_FILE, f"gather_paths<{runs}>")
         gather(*_warp_grid(gather, size),
-               (written, wide[6], values[_WRITTEN], gathered_base, np.int32(size), gathered))
+               (written, wide[5], values[_WRITTEN], gathered_base, np.int32(size), gathered))
         results.queued.append((self.positions[members], values,
                                gathered.view(cupy.uint32) if setup.packed else gathered,
                                current.record(),
-                               (wide, narrow, trace, border, last_row, ops, written)))
+                               (wide, narrow, trace, border, last_row, written)))

@@ -189,11 +189,13 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
 
 def align_encoded(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
                   t_index: np.ndarray, scoring: Scoring, mode: str, task: str, backend: str,
-                  packed: bool = False) -> AlignResult:
+                  packed: bool = False, known_scores: np.ndarray | None = None,
+                  ) -> AlignResult:
     """:func:`align` of the index pairs ``(q_index, t_index)`` of sets already encoded in one
     alphabet that ``scoring`` covers, with no copy and no check of them: for callers that
     checked them (the search aligns its hits in the database it searched, and on the GPU
-    reads the copies it left there).
+    reads the copies it left there). ``known_scores``: the pairs' scores where the caller has
+    them (a search's hits), which lets a GPU path stop early (the backends' ``align_pairs``).
 
     Examples
     --------
@@ -205,17 +207,18 @@ def align_encoded(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
     """
     return _aligned(_backend(backend), qset, tset, np.asarray(q_index, dtype=np.int64),
                     np.asarray(t_index, dtype=np.int64), scoring, align_mode(mode), task, None,
-                    packed)
+                    packed, known_scores)
 
 
 def _aligned(engine, qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
              t_index: np.ndarray, scoring: Scoring, mode_code: int, task: str,
-             counter: Progress | None, packed: bool = False) -> AlignResult:
+             counter: Progress | None, packed: bool = False,
+             known_scores: np.ndarray | None = None) -> AlignResult:
     """:func:`align` of checked, encoded pairs on the backend module ``engine``."""
     table, _ = scoring.table(qset.alphabet)
     score, q_start, q_end, t_start, t_end, cigar, identity = engine.align_pairs(
         qset, tset, q_index, t_index, table, scoring.gap_open, scoring.gap_extend, mode_code,
-        task, counter, packed=packed)
+        task, counter, packed=packed, known_scores=known_scores)
     return AlignResult(score, q_start, q_end, t_start, t_end, cigar, identity,
                        ALIGN_MODE_NAMES[mode_code], task, scoring, q_index, t_index,
                        alphabet=qset.alphabet.name)

@@ -449,8 +449,14 @@ def _add_paths(result: SearchResult, searched: SequenceSet, db: Database,
     subjects = db.sequences
     if resolve_backend(backend) == "cuda" and not subjects.on_device():
         subjects, subject = subjects.take(subject), np.arange(len(subject), dtype=np.int64)
+    # The hits' scores are known: a GPU fill stops once it is past the first cell of its score.
     paths = align_encoded(searched, subjects, searched_index, subject, result.scoring,
-                          "local", "path", backend, packed=True)
+                          "local", "path", backend, packed=True, known_scores=result.score)
+    differ = np.flatnonzero(paths.score != result.score)
+    if len(differ):  # the search and the alignment kernels disagree: a defect, never a result
+        k = differ[0]
+        raise RuntimeError(f"internal error: hit {k} scored {result.score[k]} in the search but "
+                           f"{paths.score[k]} aligned; please report it")
     minus = result.strand == "-"
     # A minus-strand hit aligned the reverse complement: back to the query's plus strand.
     result.query_start = np.where(minus, query_lengths - paths.query_end, paths.query_start)

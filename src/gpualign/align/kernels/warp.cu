@@ -2,8 +2,9 @@
 // nibble per cell, then a walk back that writes the CIGAR) and the scores of long pairs (a
 // thread of align.cu would compute such a pair alone, long after the others are done).
 //
-// warp_fill: LANES threads per pair, one warp (LANES = 32) or a whole block (LANES = 128: a
-// pair whose rows would keep one warp long after the others are done). The query rows are cut
+// warp_fill: LANES threads per pair, one warp (LANES = 32) or a whole block (LANES = 128, 256
+// or 512: a pair whose rows would keep one warp long after the others are done; a warp's step
+// costs about its rows, so more lanes of fewer rows each shorten a long pair's fill). The query rows are cut
 // into bands of LANES * ROWS; in a band, lane L owns rows L * ROWS + 1 .. (L + 1) * ROWS and
 // keeps their H and E in registers. The lanes run as a wavefront: at step s lane L computes
 // column s - L + 1, fed by the last row that lane L - 1 computed one step earlier (a shuffle,
@@ -26,9 +27,12 @@
 // F, or a local alignment's stop), bit 2 E opened here, bit 3 F opened here, with the same
 // preferences (diagonal before E before F, opening before extending).
 //
-// trace_back: one thread per pair walks the nibbles back from the end cell with the CPU
+// trace_back: one warp per pair walks the nibbles back from the end cell with the CPU
 // backend's stop rules, labels diagonal steps = or X, and writes the CIGAR as text, or (RUNS)
-// as a word a run for packed CIGARs.
+// as a word a run for packed CIGARs. A walk is a chain of dependent steps, so the warp loads
+// the nibbles of 16 rows x 32 columns around the walk at once (one memory round trip instead
+// of one a step) and each step reads its cell with a shuffle; runs are counted as the walk
+// goes, so no operation is stored and read again.
 //
 // Both take pairs first .. count - 1 of their per-pair arrays: the launches of one batch (a
 // lane shape each) share the batch's arrays.
@@ -94,12 +98,13 @@ __device__ __forceinline__ void row_up(TraceRow& at, int rows, int lanes, int st
 }
 
 template <int ROWS, int MODE, bool TRACE, bool FIND_END, int LANES>
-__global__ void __launch_bounds__(128)
+__global__ void __launch_bounds__(LANES > 128 ? LANES : 128)
 warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
            const i64* __restrict__ q_index, const i64* __restrict__ t_index,
-           const int* __restrict__ rows_end, const int* __restrict__ columns_end, int first,
-           int count, const short* __restrict__ table, int n_codes, int gap_open, int gap_extend,
+           const int* __restrict__ rows_end, const int* __restrict__ columns_end,
+           const int* __restrict__ known_best, int first, int count,
+           const short* __restrict__ table, int n_codes, int gap_open, int gap_extend,
            u32* __restrict__ trace, const i64* __restrict__ trace_base,
            int2* __restrict__ border, const i64* __restrict__ border_base,
            int* __restrict__ last_row, const i64* __restrict__ last_base,
@@ -107,12 +112,13 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            int* __restrict__ row_end_out) {
     static_assert(ROWS == 2 || ROWS == 4 || ROWS % 8 == 0,
                   "a lane's nibbles fill a byte, half a word or whole words");
-    static_assert(LANES == 32 || LANES == 128, "a warp or the whole block (launch bounds)");
+    static_assert(LANES == 32 || LANES == 128 || LANES == 256 || LANES == 512,
+                  "a warp or the whole block (launch bounds)");
     constexpr int WORDS = ROWS >= 8 ? ROWS / 8 : 1;
     constexpr int BAND = LANES * ROWS;
     constexpr int WARPS = LANES / 32;
     extern __shared__ short s_table[];
-    // LANES = 128: the last row of each warp's last lane, for the next warp's first lane (two
+    // LANES >= 128: the last row of each warp's last lane, for the next warp's first lane (two
     // steps' worth: a warp may write step s + 1's while the next still reads step s's), and
     // each warp's best cell for the merge.
     __shared__ int2 s_handoff[2][WARPS];
@@ -123,7 +129,7 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     __syncthreads();
     const int lane = threadIdx.x % LANES;
     const int warp = lane >> 5;
-    // The same for the pair's LANES threads (LANES = 128: the whole block, so that every
+    // The same for the pair's LANES threads (LANES >= 128: the whole block, so that every
     // thread that returns here or below returns with its block and no barrier waits for it).
     const int p = first + (blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     if (p >= count) return;
@@ -140,6 +146,13 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     int* last = TRACE && FIND_END && MODE != ALIGN_LOCAL ? last_row + last_base[p] : nullptr;
     // Local alignments whose end this fill finds: the best cell and its score.
     constexpr bool TRACKS_BEST = MODE == ALIGN_LOCAL && (!TRACE || FIND_END);
+    // Local paths whose score the caller knows (a search's hits; INT_MAX: unknown): the first
+    // cell of that score ends the alignment, so once a lane reaches it in column j a band
+    // needs only the steps that bring every lane to column j, and the bands below only
+    // columns up to j (a later band's cell wins a tie only in an earlier column).
+    constexpr bool STOPS = TRACKS_BEST && TRACE;
+    const int known = STOPS ? known_best[p] : 0;
+    int column_limit = n;
     int row_best = NEG, row_best_j = 0;  // without TRACE: row m (lane_last), best t and column
     int cell_best = 0, best_i = 0, best_j = 0;  // TRACKS_BEST: the lane's best cell
     const int r_last = (m - 1) % ROWS;  // row m is register r_last of lane lane_last
@@ -161,8 +174,21 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
         int up_t = 0, up_f = NEG;  // t and F of the row above the lane's rows, this column
         int band_best = 0, band_r = 0, band_j = 0;  // TRACKS_BEST: the band's first best
         int diagonal_top = border_h(column0_pays, row0, gap_open, gap_extend) - gap_open;
-        for (int step = 0; step < steps; ++step) {
+        // The step's target code, and lane 0's cell of the band above, are loaded a step
+        // ahead, so that no step starts by waiting for memory (at step 0 only lane 0 has a
+        // column: 1).
+        int next_b = lane == 0 ? b[0] : 0;
+        int2 next_above = lane == 0 && band > 0 ? above[1] : make_int2(0, NEG);
+        int band_steps = min(steps, column_limit + LANES - 1);
+        bool stopping = false;
+        for (int step = 0; step < band_steps; ++step) {
             const int j = step - lane + 1;
+            const int bj = next_b;
+            const int2 from_above = next_above;
+            if (j >= 0 && j < n) {
+                next_b = b[j];
+                if (lane == 0 && band > 0) next_above = above[j + 1];
+            }
             int last_t = 0, last_f = NEG;
             if (j >= 1 && j <= n) {
                 if (lane == 0) {
@@ -170,13 +196,12 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                         up_t = border_h(row0_pays, j, gap_open, gap_extend) - gap_open;
                         up_f = NEG;
                     } else {
-                        const int2 v = above[j];
-                        up_t = v.x;
-                        up_f = v.y;
+                        up_t = from_above.x;
+                        up_f = from_above.y;
                     }
                 }
-                const int bj = b[j - 1];
                 int vt = up_t, vf = up_f, diagonal = diagonal_top;
+                int step_best = 0;  // TRACKS_BEST: the best of the lane's cells this step
                 u32 words[WORDS];
 #pragma unroll
                 for (int w = 0; w < WORDS; ++w) words[w] = 0;
@@ -199,15 +224,22 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                         code |= (e_opened ? E_OPENED : 0) | (f_opened ? F_OPENED : 0);
                         words[r / 8] |= code << (4 * (r & 7));
                     }
-                    if (TRACKS_BEST && score > band_best) {
-                        band_best = score;
-                        band_r = r;
-                        band_j = j;
-                    }
+                    if (TRACKS_BEST) step_best = max(step_best, score);
                     diagonal = t[r];
                     t[r] = score - gap_open;
                     vt = t[r];
                     vf = f;
+                }
+                if (TRACKS_BEST && step_best > band_best) {
+                    // Rare (the band's best grows): find the first row of this column that
+                    // reached it, rather than keeping a row and column for every cell.
+                    band_best = step_best;
+                    band_j = j;
+                    band_r = ROWS - 1;
+#pragma unroll
+                    for (int r = ROWS - 2; r >= 0; --r) {
+                        band_r = t[r] == step_best - gap_open ? r : band_r;
+                    }
                 }
                 if (TRACE) {
                     const i64 slot = ((i64)band * steps + step) * LANES + lane;
@@ -239,9 +271,14 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
             }
             const int from_t = __shfl_up_sync(FULL_WARP, last_t, 1);
             const int from_f = __shfl_up_sync(FULL_WARP, last_f, 1);
+            bool found = false;  // STOPS: whether a lane of the pair has reached the score
             if (WARPS > 1) {
                 if ((lane & 31) == 31) s_handoff[step & 1][warp] = make_int2(last_t, last_f);
-                __syncthreads();
+                if (STOPS) {
+                    found = __syncthreads_or(band_best >= known);
+                } else {
+                    __syncthreads();
+                }
                 if ((lane & 31) == 0 && warp > 0) {
                     const int2 v = s_handoff[step & 1][warp - 1];
                     up_t = v.x;
@@ -250,9 +287,19 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                     up_t = from_t;
                     up_f = from_f;
                 }
-            } else if (lane > 0) {
-                up_t = from_t;
-                up_f = from_f;
+            } else {
+                if (STOPS) found = __any_sync(FULL_WARP, band_best >= known);
+                if (lane > 0) {
+                    up_t = from_t;
+                    up_f = from_f;
+                }
+            }
+            if (STOPS && found && !stopping) {
+                // Every lane's column is at most step + 1 (the one that found it too), and
+                // every lane reaches that column within LANES - 1 more steps.
+                stopping = true;
+                band_steps = min(band_steps, step + LANES);
+                column_limit = min(column_limit, step + 1);
             }
         }
         if (TRACKS_BEST &&
@@ -301,6 +348,118 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     }
 }
 
+// The walk's window: lane k holds column wj - k of rows wi - WALK_ROWS + 1 .. wi (row wi in
+// the lowest nibble of a 64-bit word), that column's target code and (k < WALK_ROWS) row
+// wi - k's query code, so that a step of the walk reads its cell with shuffles; the warp loads
+// a new window when the walk leaves this one.
+constexpr int WALK_ROWS = 16;
+
+struct WalkWindow {
+    int wi = -WALK_ROWS, wj = -32;  // the bottom-right cell: none yet
+    u64 codes = 0;
+    int target = 0, query = 0;
+
+    __device__ __forceinline__ bool holds(int i, int j) const {
+        return i <= wi && i > wi - WALK_ROWS && j <= wj && j > wj - 32;
+    }
+
+    // Load the window whose bottom-right cell is (i, j) (1-based, i, j >= 1): every lane
+    // issues its 16 loads before it uses any, so a window costs one memory round trip.
+    __device__ __forceinline__ void load(int i, int j, const u32* nibbles, const u8* a,
+                                         const u8* b, int rows, int lanes, int steps) {
+        const int k = threadIdx.x & 31;
+        const int column = j - k;
+        wi = i;
+        wj = j;
+        const i64 column_nibbles = (i64)lanes * rows;
+        const i64 column_base = (i64)max(column - 1, 0) * column_nibbles;
+        i64 at_nibble[WALK_ROWS];
+        TraceRow at = trace_row(rows, lanes, steps, i - 1);
+#pragma unroll
+        for (int r = 0; r < WALK_ROWS; ++r) {
+            at_nibble[r] = at.nibble + column_base;
+            if (i - r > 1) row_up(at, rows, lanes, steps);
+        }
+        u32 words[WALK_ROWS];
+#pragma unroll
+        for (int r = 0; r < WALK_ROWS; ++r) {
+            words[r] = column >= 1 && i - r >= 1 ? nibbles[at_nibble[r] >> 3] : 0u;
+        }
+        codes = 0;
+#pragma unroll
+        for (int r = 0; r < WALK_ROWS; ++r) {
+            codes |= (u64)((words[r] >> (4 * (int)(at_nibble[r] & 7))) & 15u) << (4 * r);
+        }
+        target = column >= 1 ? b[column - 1] : 0;
+        query = (k < WALK_ROWS && i - k >= 1) ? a[i - k - 1] : 0;
+    }
+};
+
+// The CIGAR of a walk, written backwards from the end of the pair's space as the walk finds
+// its operations (last first) and moved to the front at the end: runs are counted as they
+// come, and lane 0 writes each one when it ends (text: its letter, then its digits; RUNS: a
+// word, its length above two bits of operation). The whole warp keeps the same counts.
+template <bool RUNS>
+struct WalkCigar {
+    u8* out;
+    int back;  // words (RUNS) or bytes written go below this
+    int op = -1, run = 0;
+
+    __device__ __forceinline__ void add(int next, int count) {
+        if (next == op) {
+            run += count;
+            return;
+        }
+        flush();
+        op = next;
+        run = count;
+    }
+
+    __device__ __forceinline__ void flush() {
+        if (run == 0) return;
+        const bool writes = (threadIdx.x & 31) == 0;
+        if (RUNS) {
+            --back;
+            if (writes) reinterpret_cast<u32*>(out)[back] = ((u32)run << 2) | (u32)op;
+            return;
+        }
+        const char letters[4] = {'=', 'X', 'I', 'D'};
+        --back;
+        if (writes) out[back] = (u8)letters[op];
+        for (int left = run; left > 0; left /= 10) {
+            --back;
+            if (writes) out[back] = (u8)('0' + left % 10);
+        }
+    }
+
+    // Flush the last run, move the CIGAR to the front (a block of 32 at a time: each block is
+    // read whole before any of it is overwritten) and return its length.
+    __device__ __forceinline__ int finish(int capacity) {
+        flush();
+        const int written = capacity - back;
+        const int k = threadIdx.x & 31;
+        __syncwarp();
+        for (int base = 0; base < written; base += 32) {
+            const bool moves = base + k < written;
+            u32 value = 0;
+            if (moves) {
+                value = RUNS ? reinterpret_cast<u32*>(out)[back + base + k]
+                             : out[back + base + k];
+            }
+            __syncwarp();
+            if (moves) {
+                if (RUNS) {
+                    reinterpret_cast<u32*>(out)[base + k] = value;
+                } else {
+                    out[base + k] = (u8)value;
+                }
+            }
+            __syncwarp();
+        }
+        return written;
+    }
+};
+
 template <int MODE, bool FIND_END, bool RUNS>
 __global__ void __launch_bounds__(128)
 trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
@@ -308,101 +467,115 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            const i64* __restrict__ q_index, const i64* __restrict__ t_index,
            const int* __restrict__ rows_end, const int* __restrict__ columns_end, int first,
            int count, int rows, int lanes, int match_codes, int gap_open,
-           const int* __restrict__ last_row, const i64* __restrict__ last_base, const u32* __restrict__ trace,
-           const i64* __restrict__ trace_base, u8* __restrict__ ops_space,
-           const i64* __restrict__ ops_base, u8* __restrict__ text, const i64* __restrict__ text_base,
+           const int* __restrict__ last_row, const i64* __restrict__ last_base,
+           const u32* __restrict__ trace, const i64* __restrict__ trace_base,
+           u8* __restrict__ text, const i64* __restrict__ text_base,
            int* __restrict__ score, int* __restrict__ q_end, int* __restrict__ t_end,
-           int* __restrict__ q_start,
-           int* __restrict__ t_start, int* __restrict__ text_length, int* __restrict__ matches,
-           int* __restrict__ columns) {
-    const int p = first + blockIdx.x * blockDim.x + threadIdx.x;
+           int* __restrict__ q_start, int* __restrict__ t_start, int* __restrict__ text_length,
+           int* __restrict__ matches, int* __restrict__ columns) {
+    // A warp a pair: every lane runs the same walk (the same branches), lane 0 writes.
+    const int p = first + (blockIdx.x * blockDim.x + threadIdx.x) / 32;
     if (p >= count) return;
+    const int lane = threadIdx.x & 31;
     const u8* a = q_codes + q_offsets[q_index[p]];
     const u8* b = t_codes + t_offsets[t_index[p]];
     const u32* nibbles = trace + trace_base[p];
     const int steps = columns_end[p] + lanes - 1;
-    u8* ops = ops_space + ops_base[p];
-    int i = rows_end[p], j = columns_end[p], n_ops = 0, matched = 0;
+    int i = rows_end[p], j = columns_end[p];
+    // Space for the CIGAR: a word (RUNS) or two bytes (text) per column of the longest path.
+    const int capacity = (RUNS ? 1 : 2) * (i + j);
     if (FIND_END && MODE == ALIGN_LOCAL) {  // the fill wrote the end (and the score)
         i = q_end[p];
         j = t_end[p];
     } else if (FIND_END) {
         const int* last = last_row + last_base[p];
-        if (MODE == ALIGN_SEMI_GLOBAL) {
-            for (int k = j - 1; k >= 1; --k) j = last[k] >= last[j] ? k : j;
+        if (MODE == ALIGN_SEMI_GLOBAL) {  // the best of row m, the smallest column on ties
+            int best = NEG, best_j = j;
+            for (int k = 1 + lane; k <= j; k += 32) {
+                const int v = last[k];
+                if (v > best) {
+                    best = v;
+                    best_j = k;
+                }
+            }
+            for (int d = 16; d > 0; d /= 2) {
+                const int other = __shfl_xor_sync(FULL_WARP, best, d);
+                const int other_j = __shfl_xor_sync(FULL_WARP, best_j, d);
+                if (other > best || (other == best && other_j < best_j)) {
+                    best = other;
+                    best_j = other_j;
+                }
+            }
+            j = best_j;
         }
-        score[p] = last[j] + gap_open;
+        if (lane == 0) score[p] = last[j] + gap_open;
     }
-    q_end[p] = i;
-    t_end[p] = j;
-    const i64 column_nibbles = (i64)lanes * rows;
-    TraceRow at = i > 0 ? trace_row(rows, lanes, steps, i - 1) : TraceRow{0, 0, 0, 0};
+    if (lane == 0) {
+        q_end[p] = i;
+        t_end[p] = j;
+    }
+    WalkWindow window;
+    WalkCigar<RUNS> cigar{text + text_base[p], capacity};
+    int n_ops = 0, matched = 0;
     int state = 0;  // 0: in H, 1: in E (a run of D), 2: in F (a run of I)
     while (true) {
         if (MODE == ALIGN_GLOBAL) {
             if (i == 0 || j == 0) {  // the rest is one gap along the border
-                for (; j > 0; --j) ops[n_ops++] = OP_DELETION;
-                for (; i > 0; --i) ops[n_ops++] = OP_INSERTION;
+                if (j > 0) cigar.add(OP_DELETION, j);
+                if (i > 0) cigar.add(OP_INSERTION, i);
+                n_ops += i + j;
+                i = j = 0;
                 break;
             }
         } else if (MODE == ALIGN_SEMI_GLOBAL) {
             if (i == 0) break;
             if (j == 0) {
-                for (; i > 0; --i) ops[n_ops++] = OP_INSERTION;
+                cigar.add(OP_INSERTION, i);
+                n_ops += i;
+                i = 0;
                 break;
             }
         } else if (i == 0 || j == 0) {  // overlap: free ends; local: the border scores 0
             break;
         }
-        const i64 nibble = at.nibble + (j - 1) * column_nibbles;  // cell (i - 1, j - 1)
-        const u32 code = (nibbles[nibble >> 3] >> (4 * (int)(nibble & 7))) & 15u;
+        if (!window.holds(i, j)) window.load(i, j, nibbles, a, b, rows, lanes, steps);
+        const u64 column = __shfl_sync(FULL_WARP, window.codes, window.wj - j);
+        const u32 code = (u32)(column >> (4 * (window.wi - i))) & 15u;
         if (state == 0) {
             const u32 source = code & 3u;
             if (source == STOP) break;
             if (source == FROM_DIAGONAL) {
-                const int x = a[i - 1];
-                const bool equal = x == b[j - 1] && x < match_codes;
-                ops[n_ops++] = equal ? OP_MATCH : OP_MISMATCH;
+                const int x = __shfl_sync(FULL_WARP, window.query, window.wi - i);
+                const int y = __shfl_sync(FULL_WARP, window.target, window.wj - j);
+                const bool equal = x == y && x < match_codes;
+                cigar.add(equal ? OP_MATCH : OP_MISMATCH, 1);
                 matched += equal;
-                if (--i > 0) row_up(at, rows, lanes, steps);
+                ++n_ops;
+                --i;
                 --j;
             } else {
                 state = source == FROM_E ? 1 : 2;
             }
         } else if (state == 1) {
-            ops[n_ops++] = OP_DELETION;
+            cigar.add(OP_DELETION, 1);
+            ++n_ops;
             if (code & E_OPENED) state = 0;
             --j;
         } else {
-            ops[n_ops++] = OP_INSERTION;
+            cigar.add(OP_INSERTION, 1);
+            ++n_ops;
             if (code & F_OPENED) state = 0;
-            if (--i > 0) row_up(at, rows, lanes, steps);
+            --i;
         }
     }
-    q_start[p] = i;
-    t_start[p] = j;
-    matches[p] = matched;
-    columns[p] = n_ops;
-    // ops[n_ops - 1] .. ops[0] is the path in reading order: run-length encode it, as text or
-    // (RUNS) as a word a run, its length above two bits of operation (4-byte aligned).
-    const char letters[4] = {'=', 'X', 'I', 'D'};
-    u8* out = text + text_base[p];
-    int written = 0;
-    for (int k = n_ops - 1; k >= 0;) {
-        const u8 op = ops[k];
-        int run = 0;
-        for (; k >= 0 && ops[k] == op; --k) ++run;
-        if (RUNS) {
-            reinterpret_cast<u32*>(out)[written++] = ((u32)run << 2) | op;
-            continue;
-        }
-        char digits[12];
-        int n_digits = 0;
-        for (; run > 0; run /= 10) digits[n_digits++] = (char)('0' + run % 10);
-        while (n_digits > 0) out[written++] = (u8)digits[--n_digits];
-        out[written++] = (u8)letters[op];
+    const int written = cigar.finish(capacity);
+    if (lane == 0) {
+        q_start[p] = i;
+        t_start[p] = j;
+        matches[p] = matched;
+        columns[p] = n_ops;
+        text_length[p] = written;  // bytes of text, or runs
     }
-    text_length[p] = written;  // bytes of text, or runs
 }
 
 // Copy each pair's CIGAR (at text_base[p]: length[p] bytes of text, or with RUNS length[p]
