@@ -559,12 +559,13 @@ def test_trace_lanes_give_blocks_while_the_gpu_has_room():
     m = np.array([400] * 20 + [1500, 200, 100])
     n = np.array([450] * 20 + [1700, 12000, 9000])
     costs = {count: _cuda.fill_cost(m, n, count) for count in (32, 128, 256, 512)}
-    # 400 x 450: fastest in 256 lanes, within the slack in 128; 1,500 x 1,700: 512 lanes of 4
-    # rows; the short queries against long subjects: 128 lanes of 2 rows.
+    # 400 x 450: fastest in 256 lanes, within the slack in 128; 1,500 x 1,700: fastest in 512
+    # lanes of 4 rows, within the slack in 256 of 8; the short queries against long subjects:
+    # 128 lanes of 2 rows.
     lanes = _cuda.trace_lanes(m, n, 132)
-    assert lanes.tolist() == [128] * 20 + [512, 128, 128]
+    assert lanes.tolist() == [128] * 20 + [256, 128, 128]
     assert costs[256][0] < costs[128][0] <= _cuda._LANE_SLACK * costs[256][0] < costs[32][0]
-    assert costs[512][20] == min(cost[20] for cost in costs.values())
+    assert costs[512][20] <= costs[256][20] <= _cuda._LANE_SLACK * costs[512][20]
     assert costs[128][21] == min(cost[21] for cost in costs.values())
     # One SM (12 warps) cannot hold those blocks at once: the small pairs take a warp each and
     # the long pair a block of 128, which takes about as long as their total work spread.

@@ -607,7 +607,9 @@ def placed_cigars(pieces: Sequence[tuple[np.ndarray, Any]], count: int,
     if len(where) != count or (np.bincount(where, minlength=count) != 1).any():
         raise RuntimeError("the pieces of a call's CIGARs must cover its pairs once each")
     if packed:
-        return PackedCigars.concatenate([cigars for _, cigars in pieces]).take(np.argsort(where))
+        joined = PackedCigars.concatenate([cigars for _, cigars in pieces])
+        in_order = bool((where == np.arange(count)).all())  # one piece, or pieces in turn
+        return joined if in_order else joined.take(np.argsort(where))
     placed: list[str | None] = [None] * count
     for positions, cigars in pieces:
         for p, text in zip(positions.tolist(), cigars, strict=True):

@@ -584,8 +584,10 @@ class SequenceSet:
         if device_id not in self._device:
             with cupy.cuda.Device(device_id):
                 # Zero padding lets kernels read aligned 16-byte words that hold the last symbol.
-                codes = cupy.zeros(len(self.codes) + DEVICE_PADDING, dtype=cupy.uint8)
-                codes[:len(self.codes)] = cupy.asarray(self.codes)
+                # A memset and a copy into place: no kernel, no second copy on the device.
+                codes = cupy.empty(len(self.codes) + DEVICE_PADDING, dtype=cupy.uint8)
+                codes.data.memset_async(0, codes.nbytes)
+                codes[:len(self.codes)].set(np.ascontiguousarray(self.codes))
                 self._device[device_id] = (codes, cupy.asarray(self.offsets))
         return self._device[device_id]
 

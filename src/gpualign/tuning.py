@@ -50,6 +50,13 @@ def cache_dir() -> Path:
 
 def store_path(model: str) -> Path:
     """The file of the choices for device model ``model`` (its name, as CUDA reports it)."""
+    return _store_path(model, os.environ.get("XDG_CACHE_HOME"), os.environ.get("HOME"))
+
+
+@functools.lru_cache(maxsize=16)
+def _store_path(model: str, _cache_home: str | None, _home: str | None) -> Path:
+    """:func:`store_path` under the environment it was asked in (the variables key the
+    cache)."""
     slug = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-") or "unknown"
     return cache_dir() / f"{slug}.json"
 
@@ -61,9 +68,21 @@ def _as_tuples(value: Any) -> Any:
 
 @functools.cache
 def _read(path: Path) -> dict[str, Any]:
+    """The settings stored at ``path`` (empty when none): read again only when the file
+    changed, since every CUDA call applies them (:func:`apply`)."""
     try:
-        stored = json.loads(path.read_text())
-    except (OSError, ValueError):  # none yet, or unreadable: run with the defaults
+        status = os.stat(path)
+    except OSError:  # none yet: run with the defaults
+        return {}
+    return _parsed(str(path), status.st_mtime_ns, status.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(path: str, _mtime_ns: int, _size: int) -> dict[str, Any]:
+    """:func:`_read` of one version of the file (its time and size key the cache)."""
+    try:
+        stored = json.loads(Path(path).read_text())
+    except (OSError, ValueError):  # unreadable: run with the defaults
         return {}
     settings = stored.get("settings") if isinstance(stored, dict) else None
     return {name: _as_tuples(value) for name, value in (settings or {}).items()}

@@ -276,23 +276,32 @@ def _lane_rows(rows_end: np.ndarray, lanes: int) -> np.ndarray:
     return heights[np.minimum(np.searchsorted(heights, need), len(heights) - 1)]
 
 
-#: The path fill's cost in instructions a warp issues (Nsight Compute, warp_fill on an H100):
-#: about 34 a cell of its lane and 65 a step, and a block's warps also meet at a barrier a step.
+#: The path fill's cost (Nsight Compute, warp_fill on an H100 and an H200): a warp issues about
+#: 34 instructions a cell of its lane and 65 a step, and a block's warps also meet at a barrier
+#: a step; a warp alone issues one about every 3.2 cycles, one of a block of 4, 8 or 16 warps
+#: every 4.2, 4.6 or 6.2 (they wait for each other, and share the multiprocessor's schedulers).
 _FILL_CELL_COST, _FILL_STEP_COST, _FILL_BARRIER_COST = 34, 65, 24
+_FILL_CYCLES = {32: 3.2, 128: 4.2, 256: 4.6, 512: 6.2}
 
 
 def fill_cost(rows_end: np.ndarray, columns_end: np.ndarray,
               lanes: np.ndarray | int) -> np.ndarray:
-    """The time of each pair's path fill with ``lanes`` lanes (instructions each of its warps
-    issues, one after the other): its bands, each ``columns + lanes - 1`` steps of the rows a
-    lane keeps (:func:`trace_layout`)."""
-    rows_end = rows_end.astype(np.int64)
-    rows, _ = trace_layout(rows_end, columns_end, lanes)
+    """The time (cycles) of each pair's path fill with ``lanes`` lanes (one count, or one a
+    pair; an array of counts along a new last axis when ``lanes`` is 1-D and ``rows_end`` is
+    2-D, as :func:`trace_lanes` asks): its bands, each ``columns + lanes - 1`` steps of the
+    rows a lane keeps (:func:`trace_layout`)."""
+    rows_end = np.asarray(rows_end, dtype=np.int64)
+    columns_end = np.asarray(columns_end, dtype=np.int64)
     lanes = np.asarray(lanes, dtype=np.int64)
+    if lanes.ndim and rows_end.ndim == 2:  # every pair with every count of `lanes`
+        rows = np.stack([_lane_rows(rows_end[:, 0], int(count)) for count in lanes], axis=1)
+    else:
+        rows, _ = trace_layout(rows_end, columns_end, lanes)
     bands = np.maximum(1, -(-rows_end // (lanes * rows)))
     step = rows * _FILL_CELL_COST + _FILL_STEP_COST + np.where(
         lanes > 32, _FILL_BARRIER_COST + lanes // 32, 0)
-    return bands * (columns_end.astype(np.int64) + lanes - 1) * step
+    cycles = np.vectorize(_FILL_CYCLES.__getitem__, otypes=[np.float64])(lanes)
+    return bands * (columns_end + lanes - 1) * step * cycles
 
 
 #: A pair's fill takes the fewest lanes whose cost is within this factor of its fastest (more
@@ -314,33 +323,33 @@ def trace_lanes(rows_end: np.ndarray, columns_end: np.ndarray,
     counts = np.array(allowed, dtype=np.int64)
     if len(rows_end) == 0:
         return np.zeros(0, dtype=np.int64)
-    cost = np.stack([fill_cost(rows_end, columns_end, count) for count in allowed], axis=1)
+    cost = fill_cost(np.asarray(rows_end)[:, None], np.asarray(columns_end)[:, None], counts)
     work = cost * (counts // 32)  # warp-time of each pair with each lane count
     capacity = multiprocessors * config.ALIGN_TRACE_WARPS_PER_SM
     pace = cost.min(axis=1) * _LANE_SLACK
     pairs = np.arange(len(cost))
 
-    def fewest_lanes(time: int) -> np.ndarray:  # the first lane count done by then
+    def fewest_lanes(time: float) -> np.ndarray:  # the first lane count done by then
         return np.argmax(cost <= np.maximum(pace, time)[:, None], axis=1)
 
-    def fits(time: int) -> bool:  # the call's work fits the device for as long as it takes
+    def fits(time: float) -> bool:  # the call's work fits the device for as long as it takes
         chosen = fewest_lanes(time)
-        took = max(time, int(cost[pairs, chosen].max()))
-        return int(work[pairs, chosen].sum()) <= took * capacity
+        took = max(time, float(cost[pairs, chosen].max()))
+        return float(work[pairs, chosen].sum()) <= took * capacity
 
-    if fits(0):  # few pairs (a search's hits): each at about its fastest
-        return counts[fewest_lanes(0)]
+    if fits(0.0):  # few pairs (a search's hits): each at about its fastest
+        return counts[fewest_lanes(0.0)]
     # The least time that fits is one of the costs (fewer lanes do less work, so fitting can
     # only become true as the time grows); at the largest, every pair takes its fewest lanes.
     times = np.unique(cost)
     lo, hi = 0, len(times) - 1
     while lo < hi:
         mid = (lo + hi) // 2
-        if fits(int(times[mid])):
+        if fits(float(times[mid])):
             hi = mid
         else:
             lo = mid + 1
-    return counts[fewest_lanes(int(times[lo]))]
+    return counts[fewest_lanes(float(times[lo]))]
 
 
 def warp_fits(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
@@ -692,6 +701,16 @@ class _Chunk:
         self.results = [cupy.zeros(len(q_index), dtype=cupy.int32) for _ in range(3)]
 
 
+@functools.lru_cache(maxsize=32)
+def _device_table(device: int, data: bytes, dtype: str):
+    """A substitution table on ``device`` (a read-only copy kept for the calls that use the
+    same table, so that a call does not upload it again)."""
+    import cupy
+
+    with cupy.cuda.Device(device):
+        return cupy.asarray(np.frombuffer(data, dtype=dtype))
+
+
 class _TraceSetup:
     """The kernel arguments shared by every path launch of one :func:`_traced_paths` call, and
     the streams its launches take in turn."""
@@ -702,7 +721,8 @@ class _TraceSetup:
 
         self.mode, self.find_end = mode, find_end
         self.n_codes, self.match_codes = n_codes, match_codes
-        self.table = cupy.asarray(table.ravel())
+        self.table = _device_table(cupy.cuda.Device().id, table.ravel().tobytes(),
+                                   table.dtype.str)
         self.gap_open, self.gap_extend = gap_open, gap_extend
         self.packed, self.streams = packed, streams
 

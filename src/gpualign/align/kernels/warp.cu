@@ -31,7 +31,8 @@
 // backend's stop rules, labels diagonal steps = or X, and writes the CIGAR as text, or (RUNS)
 // as a word a run for packed CIGARs. A walk is a chain of dependent steps, so the warp loads
 // the nibbles of 16 rows x 32 columns around the walk at once (one memory round trip instead
-// of one a step) and each step reads its cell with a shuffle; runs are counted as the walk
+// of one a step) and reads its cells with shuffles: a gap step a cell, a run of diagonal
+// steps at once (a lane a cell of the diagonal, and a vote). Runs are counted as the walk
 // goes, so no operation is stored and read again.
 //
 // Both take pairs first .. count - 1 of their per-pair arrays: the launches of one batch (a
@@ -539,24 +540,43 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
             break;
         }
         if (!window.holds(i, j)) window.load(i, j, nibbles, a, b, rows, lanes, steps);
-        const u64 column = __shfl_sync(FULL_WARP, window.codes, window.wj - j);
-        const u32 code = (u32)(column >> (4 * (window.wi - i))) & 15u;
+        const int down = window.wi - i, right = window.wj - j;  // (i, j) in the window
         if (state == 0) {
-            const u32 source = code & 3u;
-            if (source == STOP) break;
-            if (source == FROM_DIAGONAL) {
-                const int x = __shfl_sync(FULL_WARP, window.query, window.wi - i);
-                const int y = __shfl_sync(FULL_WARP, window.target, window.wj - j);
-                const bool equal = x == y && x < match_codes;
-                cigar.add(equal ? OP_MATCH : OP_MISMATCH, 1);
-                matched += equal;
-                ++n_ops;
-                --i;
-                --j;
-            } else {
+            // Lane k reads cell (i - k, j - k) of the diagonal: the run of diagonal steps from
+            // (i, j) to the window's edge (or row and column 1) is taken at once, its = and X
+            // from two votes.
+            const int k = lane;
+            const bool inside = k < WALK_ROWS - down && k < 32 - right && k < i && k < j;
+            const u64 column = __shfl_sync(FULL_WARP, window.codes, min(right + k, 31));
+            const u32 code = (u32)(column >> (4 * min(down + k, WALK_ROWS - 1))) & 15u;
+            const int x = __shfl_sync(FULL_WARP, window.query, min(down + k, WALK_ROWS - 1));
+            const int y = __shfl_sync(FULL_WARP, window.target, min(right + k, 31));
+            const u32 diagonal = __ballot_sync(FULL_WARP, inside && (code & 3u) == FROM_DIAGONAL);
+            const int run = __ffs(~diagonal) - 1;  // diagonal steps from (i, j) on
+            if (run == 0) {
+                const u32 source = __shfl_sync(FULL_WARP, code, 0) & 3u;
+                if (source == STOP) break;
                 state = source == FROM_E ? 1 : 2;
+                continue;
             }
-        } else if (state == 1) {
+            const u32 equal = __ballot_sync(FULL_WARP, x == y && x < match_codes) &
+                              (run == 32 ? ~0u : (1u << run) - 1u);
+            for (int done = 0; done < run;) {  // the run's stretches of = and of X
+                const bool matching = (equal >> done) & 1u;
+                const u32 rest = (matching ? ~equal : equal) >> done;
+                const int stretch = min(rest ? __ffs(rest) - 1 : 32, run - done);
+                cigar.add(matching ? OP_MATCH : OP_MISMATCH, stretch);
+                done += stretch;
+            }
+            matched += __popc(equal);
+            n_ops += run;
+            i -= run;
+            j -= run;
+            continue;
+        }
+        const u64 column = __shfl_sync(FULL_WARP, window.codes, right);
+        const u32 code = (u32)(column >> (4 * down)) & 15u;
+        if (state == 1) {
             cigar.add(OP_DELETION, 1);
             ++n_ops;
             if (code & E_OPENED) state = 0;
