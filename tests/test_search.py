@@ -514,6 +514,6 @@ def test_the_cuda_query_passes(monkeypatch):
     monkeypatch.setattr(config, "SEARCH_GROUPS", (4,))
     monkeypatch.setattr(config, "SEARCH_LANE_ROWS", (8,))
     queries = SequenceSet.from_sequences(["MKV", "", "A" * 32, "A" * 33, "MKV", "W" * 100])
-    passes, profile = _cuda._query_passes(queries)
+    passes, profile = _cuda._query_passes(queries, False)
     assert passes.tolist() == [1, 1, 1, 2, 1, 4]
     assert profile.tolist() == [32 * p * queries.alphabet.size for p in passes.tolist()]

@@ -89,13 +89,26 @@ def test_real_proteins_every_shape():
 
 @pytest.mark.parametrize("groups,rows", [((4,), (8,)), ((8,), (12,)), ((32,), (16,)),
                                          ((16,), (28,)), ((4,), (6,)), ((8,), (14,)),
-                                         ((32,), (30,))])
+                                         ((32,), (30,)), ((16,), (48,)), ((8,), (46,))])
 def test_several_passes(monkeypatch, groups, rows):
     """Small passes: queries of up to 400 residues run in up to 13 passes."""
     monkeypatch.setattr(gpualign.config, "SEARCH_GROUPS", groups)
     monkeypatch.setattr(gpualign.config, "SEARCH_LANE_ROWS", rows)
     proteins = _proteins(60)
     _check(proteins[:6], _database(proteins[6:]), BLOSUM62, 5)
+
+
+def test_large_database_shapes(monkeypatch):
+    """A database of SEARCH_LARGE_SUBJECTS sequences or more takes the large shapes (fewer
+    threads a pair, up to 48 rows each): the same scores."""
+    from gpualign.search import _cuda
+
+    monkeypatch.setattr(gpualign.config, "SEARCH_LARGE_SUBJECTS", 10)
+    proteins = _proteins(120)
+    queries = proteins[:12]
+    assert {_cuda.lane_shape(len(q), large=True) for q in queries} != \
+        {_cuda.lane_shape(len(q)) for q in queries}
+    _check(queries, _database(proteins[12:]), BLOSUM62, 10)
 
 
 def test_random_odd_empty_and_ties():
@@ -129,7 +142,7 @@ def _streamed_budget(qset: SequenceSet, database, partitions: int) -> int:
     for the queries ``qset`` (the smallest found in steps of 5%)."""
     from gpualign.search import _cuda
 
-    passes, profile = _cuda._query_passes(qset)
+    passes, profile = _cuda._query_passes(qset, False)
     lengths = database.sequences.lengths
     budget = 1
     while True:

@@ -58,23 +58,30 @@ def kernel_name(group: int, rows: int, signed: bool) -> str:
     return f"search_scores<{group}, {rows}, {'true' if signed else 'false'}>"
 
 
-def lane_shape(length: int) -> tuple[int, int]:
+def lane_shape(length: int, large: bool = False) -> tuple[int, int]:
     """``(group, rows)`` for a query of ``length`` residues, from ``config.SEARCH_GROUPS`` and
-    ``config.SEARCH_LANE_ROWS``: the fewest passes of ``group * rows`` rows (each pass after
-    the first re-reads the row above it from memory), then the fewest padded rows, then the
-    most rows a thread (fewer threads a pair, more pairs in flight).
+    ``config.SEARCH_LANE_ROWS`` (``large``: a database of ``config.SEARCH_LARGE_SUBJECTS``
+    sequences or more, ``config.SEARCH_LARGE_GROUPS`` and ``config.SEARCH_LARGE_LANE_ROWS``):
+    the fewest passes of ``group * rows`` rows (each pass after the first re-reads the row
+    above it from memory), then the fewest padded rows, then the most rows a thread (fewer
+    threads a pair, more pairs in flight).
 
     Examples
     --------
-    >>> lane_shape(394)
-    (16, 26)
+    >>> lane_shape(394), lane_shape(394, large=True)
+    ((16, 26), (16, 26))
+    >>> lane_shape(600), lane_shape(600, large=True)
+    ((32, 20), (16, 38))
     """
+    groups = config.SEARCH_LARGE_GROUPS if large else config.SEARCH_GROUPS
+    heights = config.SEARCH_LARGE_LANE_ROWS if large else config.SEARCH_LANE_ROWS
+
     def cost(shape: tuple[int, int]) -> tuple[int, int, int]:
         group, rows = shape
         passes = max(1, -(-length // (group * rows)))
         return passes, passes * group * rows, -rows
 
-    return min(((g, r) for g in config.SEARCH_GROUPS for r in config.SEARCH_LANE_ROWS), key=cost)
+    return min(((g, r) for g in groups for r in heights), key=cost)
 
 
 def fits_lanes(table: np.ndarray, gap_open: int, gap_extend: int) -> bool:
@@ -101,10 +108,12 @@ def top_scores(queries: SequenceSet, database, table: np.ndarray, gap_open: int,
         return score, subject
     table = np.asarray(table)
     order = np.asarray(database.order, dtype=np.int64)
-    passes, profile = _query_passes(queries)
+    large = len(subjects) >= config.SEARCH_LARGE_SUBJECTS
+    passes, profile = _query_passes(queries, large)
     for first, part, resident, budget in _partitions(subjects, order, passes, profile):
         for chunk in _query_chunks(resident, budget, passes, profile):
-            rows = _score_rows(queries, chunk, part, resident, table, gap_open, gap_extend)
+            rows = _score_rows(queries, chunk, part, resident, table, gap_open, gap_extend,
+                               large)
             best, where = _best(rows, resident.order, n)
             _merge(score, subject, chunk, best, where + first, order, n)
             if progress is not None:
@@ -416,11 +425,13 @@ def _border_base(columns: np.ndarray) -> np.ndarray:
     return base
 
 
-def _query_passes(queries: SequenceSet) -> tuple[np.ndarray, np.ndarray]:
-    """The passes of each query's lane shape (:func:`lane_shape`) and the bytes of its profile
+def _query_passes(queries: SequenceSet, large: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The passes of each query's lane shape (:func:`lane_shape`, ``large``) and the bytes of its
+    profile
     (a byte a residue code for each row of its passes)."""
     lengths, which = np.unique(queries.lengths, return_inverse=True)
-    pass_rows = np.array([group * rows for group, rows in map(lane_shape, lengths.tolist())],
+    pass_rows = np.array([group * rows for group, rows in
+                          (lane_shape(length, large) for length in lengths.tolist())],
                          dtype=np.int64)
     passes = np.maximum(1, -(-lengths // pass_rows))
     profile = passes * pass_rows * queries.alphabet.size
@@ -445,7 +456,8 @@ def _query_chunks(resident: _Resident, budget: int, passes: np.ndarray, profile:
         yield np.array(chunk, dtype=np.int64)
 
 
-def launch_plan(lengths: np.ndarray) -> list[tuple[tuple[int, int], np.ndarray]]:
+def launch_plan(lengths: np.ndarray, large: bool = False,
+                ) -> list[tuple[tuple[int, int], np.ndarray]]:
     """The launches that score queries of ``lengths``: ``(lane shape, positions)``, the queries
     of one shape (:func:`lane_shape`) together, those of one pass apart from those of several
     (only these get border rows), at most ``_MAX_GRID_Y`` a launch (a grid's y dimension).
@@ -458,7 +470,7 @@ def launch_plan(lengths: np.ndarray) -> list[tuple[tuple[int, int], np.ndarray]]
     """
     lengths = np.asarray(lengths, dtype=np.int64)
     distinct, which = np.unique(lengths, return_inverse=True)  # a shape per distinct length
-    shape_of = [lane_shape(length) for length in distinct.tolist()]
+    shape_of = [lane_shape(length, large) for length in distinct.tolist()]
     shapes = sorted(set(shape_of))
     query_shape = np.array([shapes.index(shape) for shape in shape_of], dtype=np.int64)[which]
     plan = []
@@ -472,7 +484,8 @@ def launch_plan(lengths: np.ndarray) -> list[tuple[tuple[int, int], np.ndarray]]
 
 
 def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet,
-                resident: _Resident, table: np.ndarray, gap_open: int, gap_extend: int):
+                resident: _Resident, table: np.ndarray, gap_open: int, gap_extend: int,
+                large: bool = False):
     """Exact scores of the queries ``chunk`` against every subject of the partition ``part``
     (on the device as ``resident``): a CuPy int32 array of shape ``(len(chunk), len(part))``."""
     import cupy
@@ -499,7 +512,7 @@ def _score_rows(queries: SequenceSet, chunk: np.ndarray, part: SequenceSet,
     held = []
     short_pairs = (short + 1) // 2
     stride_short = int(resident.columns[:short_pairs].sum())
-    launches = launch_plan(queries.lengths[chunk]) if short else []
+    launches = launch_plan(queries.lengths[chunk], large) if short else []
     for launch_index, ((group, lane_rows), members) in enumerate(launches):
         pass_rows = group * lane_rows
         lengths = queries.lengths[chunk[members]]
