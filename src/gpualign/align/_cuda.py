@@ -284,16 +284,18 @@ _FILL_CELL_COST, _FILL_STEP_COST, _FILL_BARRIER_COST = 34, 65, 24
 _FILL_CYCLES = {32: 3.2, 128: 4.2, 256: 4.6, 512: 6.2}
 
 
-def fill_cost(rows_end: np.ndarray, columns_end: np.ndarray,
-              lanes: np.ndarray | int) -> np.ndarray:
+def fill_cost(rows_end: np.ndarray, columns_end: np.ndarray, lanes: np.ndarray | int,
+              rows: np.ndarray | None = None) -> np.ndarray:
     """The time (cycles) of each pair's path fill with ``lanes`` lanes (one count, or one a
     pair; an array of counts along a new last axis when ``lanes`` is 1-D and ``rows_end`` is
     2-D, as :func:`trace_lanes` asks): its bands, each ``columns + lanes - 1`` steps of the
-    rows a lane keeps (:func:`trace_layout`)."""
+    rows a lane keeps (:func:`trace_layout`'s, unless given as ``rows``)."""
     rows_end = np.asarray(rows_end, dtype=np.int64)
     columns_end = np.asarray(columns_end, dtype=np.int64)
     lanes = np.asarray(lanes, dtype=np.int64)
-    if lanes.ndim and rows_end.ndim == 2:  # every pair with every count of `lanes`
+    if rows is not None:
+        rows = np.asarray(rows, dtype=np.int64)
+    elif lanes.ndim and rows_end.ndim == 2:  # every pair with every count of `lanes`
         rows = np.stack([_lane_rows(rows_end[:, 0], int(count)) for count in lanes], axis=1)
     else:
         rows, _ = trace_layout(rows_end, columns_end, lanes)
@@ -526,10 +528,10 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
     per pair on the GPU, the CPU backend for those that do not fit.
 
     The pairs go in batches of at most half the memory budget, in the order of their lane
-    count and height (a launch each), the largest first. A batch's launches run side by side
-    on ``config.ALIGN_TRACE_STREAMS`` streams; its CIGARs (text, or a word a run when
-    ``packed``) are then gathered into one buffer and fetched with one copy while the next
-    batch runs."""
+    count and height (a fill launch each), the largest first. A batch's fills run side by
+    side on ``config.ALIGN_TRACE_STREAMS`` streams, then one launch walks every pair back;
+    its CIGARs (text, or a word a run when ``packed``) are then gathered into one buffer and
+    fetched with one copy while the next batch runs."""
     import cupy
 
     m = qset.lengths[q_index]
@@ -748,9 +750,9 @@ class _TraceResults:
         # a call of one batch stores it here).
         self.finisher: ThreadPoolExecutor | None = None
         self.finished: list = []  # the futures of store()
-        # (positions, device results, device gathered CIGARs, the event that ends their
-        # gathering, what the launches read), oldest first; the last keeps every buffer of a
-        # batch until its results are fetched.
+        # (positions ascending, the batch's pairs in that order, device results, device
+        # gathered CIGARs, the event that ends their gathering, what the launches read),
+        # oldest first; the last keeps every buffer of a batch until its results are fetched.
         self.queued: list = []
 
     def fetch_oldest(self, in_thread: bool = True) -> None:
@@ -758,10 +760,10 @@ class _TraceResults:
         the finisher thread while the host queues the next batch. The copies wait for the
         batch's gathering only, on a stream of their own that waits for nothing else (on the
         current stream they would wait for the next batch queued there too)."""
-        where, values, gathered, gathered_event, _ = self.queued.pop(0)
+        where, order, values, gathered, gathered_event, _ = self.queued.pop(0)
         copy = launch.side_streams("align path copies", 1, non_blocking=True)[0]
         copy.wait_event(gathered_event)
-        values = values.get(stream=copy)
+        values = values.get(stream=copy)[:, order]  # the pairs in the order of `where`
         written = int(values[_WRITTEN].sum())
         size = written if self.packed else written + len(where)  # text: a newline each
         gathered = gathered[:size].get(stream=copy)
@@ -780,9 +782,9 @@ class _TraceResults:
             future.result()
 
     def store(self, where, values, gathered):
-        """Store the results of the pairs at positions ``where`` (host arrays; ``values``: the
-        rows of ``_TRACE_OUTPUTS``; ``gathered``: their runs, or their CIGAR texts each
-        followed by a newline)."""
+        """Store the results of the pairs at positions ``where`` (ascending; host arrays;
+        ``values``: the rows of ``_TRACE_OUTPUTS``; ``gathered``: their runs, or their CIGAR
+        texts each followed by a newline, in that order)."""
         score, q_end, t_end, q_start, t_start, written, matches, columns = values
         if self.score is not None:
             self.score[where] = score
@@ -815,8 +817,9 @@ class _TraceChunk:
 
     def run(self, members):
         """Queue the batch ``members`` (indices into the chunk, consecutive): one upload of
-        its index arrays, a fill and a walk back per lane shape on the setup's streams in
-        turn, then the gathering of its CIGARs on the current stream
+        its index arrays, a fill per lane shape on the setup's streams (the longest first,
+        each on the least loaded), then one walk back and the gathering of its CIGARs (in the
+        order of the pairs' positions) on the current stream
         (:meth:`_TraceResults.fetch_oldest` fetches it). At most two batches are queued:
         this one and the one the host fetches meanwhile."""
         import cupy
@@ -845,11 +848,15 @@ class _TraceChunk:
         last_base = offsets_of_counts(columns_end + 1)
         # Text: at most 2 bytes a column; runs: a word each (4-byte aligned).
         written_base = offsets_of_counts(4 * columns if setup.packed else 2 * columns)
+        # The CIGARs are gathered in the order of the pairs' positions in the call, so that a
+        # call of one batch needs no reordering of them on the host.
+        order = np.argsort(self.positions[members], kind="stable")
         # The index arrays go over in two copies: int64 and int32 rows.
         wide = cupy.asarray(np.stack([self.q_local[members], self.t_local[members],
                                       trace_base[:-1], border_base[:-1], last_base[:-1],
-                                      written_base[:-1]]))
-        narrow = cupy.asarray(np.stack([rows_end, columns_end, self.known[members]])
+                                      written_base[:-1], order]))
+        narrow = cupy.asarray(np.stack([rows_end, columns_end, self.known[members],
+                                        self.rows[members], self.lanes[members]])
                               .astype(np.int32))
         trace = cupy.empty(int(trace_base[-1]) + 4, dtype=cupy.uint32)
         border = cupy.empty(2 * int(border_base[-1]) + 2, dtype=cupy.int32)
@@ -871,12 +878,12 @@ class _TraceChunk:
         groups = list(zip(starts.tolist(), [*starts[1:].tolist(), size], strict=True))
         # The longest launch first, each on the stream with the least queued so far (a launch
         # takes about its longest pair's fill).
-        cost = fill_cost(rows_end, columns_end, self.lanes[members])
+        cost = fill_cost(rows_end, columns_end, self.lanes[members], self.rows[members])
         longest = [int(cost[lo:hi].max()) for lo, hi in groups]
         queued = [0] * len(setup.streams)
         launched = []
-        q_index, t_index, trace_dev, border_dev, last_dev, written_dev = wide
-        rows_dev, columns_dev, known_dev = narrow
+        q_index, t_index, trace_dev, border_dev, last_dev, written_dev, order_dev = wide
+        rows_dev, columns_dev, known_dev, heights_dev, lanes_dev = narrow
         score, q_end, t_end, q_start, t_start, length, matches, column_count = values
         for group in np.argsort(longest, kind="stable")[::-1].tolist():
             lo, hi = groups[group]
@@ -887,7 +894,6 @@ class _TraceChunk:
             stream.wait_event(ready)
             fill = get_kernel(WARP_KERNEL_FILE, f"warp_fill<{height}, {setup.mode}, true, "
                                                 f"{find_end}, {lanes}>")
-            back = get_kernel(WARP_KERNEL_FILE, f"trace_back<{setup.mode}, {find_end}, {runs}>")
             launch.reserve_shared(fill, shared)
             # Pairs lo .. hi - 1 of the batch's arrays (no views of them).
             first, end = np.int32(lo), np.int32(hi)
@@ -899,22 +905,29 @@ class _TraceChunk:
                       setup.table, np.int32(setup.n_codes), np.int32(setup.gap_open),
                       np.int32(setup.gap_extend), trace, trace_dev, border, border_dev,
                       last_row, last_dev, score, t_end, q_end), shared_mem=shared)
-                back(*launch.grid(back, 32 * (hi - lo)),  # a warp a pair
-                     (*self.sequences, q_index, t_index, rows_dev, columns_dev, first, end,
-                      np.int32(height), np.int32(lanes), np.int32(setup.match_codes),
-                      np.int32(setup.gap_open), last_row, last_dev, trace, trace_dev,
-                      written, written_dev, score, q_end, t_end, q_start, t_start, length,
-                      matches, column_count))
                 launched.append(stream.record())
         for event in launched:
             current.wait_event(event)
-        # Only what was written comes back: gathered pair after pair (text: each followed by a
-        # newline), its total known once the batch's values are fetched.
-        cupy.cumsum(values[_WRITTEN] + (0 if setup.packed else 1), out=gathered_base[1:])
+        # One walk for the whole batch once every fill is done (a launch per lane shape would
+        # cost the host more than the walks of the other shapes wait).
+        back = get_kernel(WARP_KERNEL_FILE, f"trace_back<{setup.mode}, {find_end}, {runs}>")
+        back(*launch.grid(back, 32 * size),  # a warp a pair
+             (*self.sequences, q_index, t_index, rows_dev, columns_dev, np.int32(0),
+              np.int32(size), heights_dev, lanes_dev, np.int32(setup.match_codes),
+              np.int32(setup.gap_open), last_row, last_dev, trace, trace_dev, written,
+              written_dev, score, q_end, t_end, q_start, t_start, length, matches,
+              column_count))
+        # Only what was written comes back: gathered pair after pair in the order of their
+        # positions (text: each followed by a newline), its total known once the batch's
+        # values are fetched.
+        gathered_base[1:] = cupy.cumsum(values[_WRITTEN][order_dev] +
+                                        (0 if setup.packed else 1))
+        gathered_base[order_dev] = gathered_base[:-1].copy()
         gather = get_kernel(WARP_KERNEL_FILE, f"gather_paths<{runs}>")
         gather(*_warp_grid(gather, size),
-               (written, wide[5], values[_WRITTEN], gathered_base, np.int32(size), gathered))
-        results.queued.append((self.positions[members], values,
+               (written, written_dev, values[_WRITTEN], gathered_base, np.int32(size),
+                gathered))
+        results.queued.append((self.positions[members][order], order, values,
                                gathered.view(cupy.uint32) if setup.packed else gathered,
                                current.record(),
                                (wide, narrow, trace, border, last_row, written)))

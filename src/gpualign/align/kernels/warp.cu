@@ -467,7 +467,8 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
            const i64* __restrict__ q_index, const i64* __restrict__ t_index,
            const int* __restrict__ rows_end, const int* __restrict__ columns_end, int first,
-           int count, int rows, int lanes, int match_codes, int gap_open,
+           int count, const int* __restrict__ pair_rows, const int* __restrict__ pair_lanes,
+           int match_codes, int gap_open,
            const int* __restrict__ last_row, const i64* __restrict__ last_base,
            const u32* __restrict__ trace, const i64* __restrict__ trace_base,
            u8* __restrict__ text, const i64* __restrict__ text_base,
@@ -478,6 +479,7 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const int p = first + (blockIdx.x * blockDim.x + threadIdx.x) / 32;
     if (p >= count) return;
     const int lane = threadIdx.x & 31;
+    const int rows = pair_rows[p], lanes = pair_lanes[p];  // the layout its fill wrote
     const u8* a = q_codes + q_offsets[q_index[p]];
     const u8* b = t_codes + t_offsets[t_index[p]];
     const u32* nibbles = trace + trace_base[p];
