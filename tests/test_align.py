@@ -437,19 +437,26 @@ def test_cuda_local_paths_with_known_scores_equal_the_cpu(monkeypatch, lanes, he
     # A search knows its hits' scores, and a local fill given them stops once every lane is
     # past the first cell of that score (bands below: up to its column). The paths stay the
     # CPU's: ends early in long targets (the fill stops long before the end), ends in a later
-    # band, repeats whose equal best cells lie in several columns and bands (the first wins).
+    # band, an end in the first of three bands with 500 columns after it (the bands below
+    # must not compute past the columns the first one wrote: the memory behind them holds
+    # large values), repeats whose equal best cells lie in several columns and bands (the
+    # first wins).
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANES", (lanes,))
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANE_ROWS", heights)
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_LANE_ROWS", heights)
+    import cupy
+
     from gpualign.align import _cpu, _cuda
 
     rng = np.random.default_rng(31)
-    core = [random_text(rng, int(k), "ACGT") for k in (40, 300, 700, 2200)]
-    queries = core + [core[1] * 3, core[0] + core[1]]
+    core = [random_text(rng, int(k), "ACGT") for k in (40, 300, 700, 2200, 200)]
+    queries = core[:4] + [core[1] * 3, core[0] + core[1],
+                          core[4] + random_text(rng, 400, "ACGT")]
     targets = [relative(rng, core[0], 0.1, "ACGT") + random_text(rng, 3000, "ACGT"),
                random_text(rng, 50, "ACGT") + core[1] + random_text(rng, 2000, "ACGT"),
                relative(rng, core[2], 0.2, "ACGT"), random_text(rng, 900, "ACGT") + core[3],
-               core[1] + random_text(rng, 40, "ACGT") + core[1], core[1] + core[0]]
+               core[1] + random_text(rng, 40, "ACGT") + core[1], core[1] + core[0],
+               random_text(rng, 50, "ACGT") + core[4] + random_text(rng, 500, "ACGT")]
     qset = SequenceSet.from_sequences(queries, "dna")
     tset = SequenceSet.from_sequences(targets, "dna")
     index = np.arange(len(queries), dtype=np.int64)
@@ -458,6 +465,7 @@ def test_cuda_local_paths_with_known_scores_equal_the_cpu(monkeypatch, lanes, he
         arguments = (qset, tset, index, index, table, scoring.gap_open, scoring.gap_extend,
                      ALIGN_LOCAL, "path")
         want = _cpu.align_pairs(*arguments)
+        cupy.full(1 << 22, 1 << 28, dtype=cupy.int32)  # freed: the pool hands it out again
         got = _cuda.align_pairs(*arguments, known_scores=want[0])
         for name, mine, theirs in zip(("score", "q_start", "q_end", "t_start", "t_end"),
                                       got[:5], want[:5], strict=True):

@@ -66,20 +66,21 @@ def _as_tuples(value: Any) -> Any:
     return tuple(_as_tuples(item) for item in value) if isinstance(value, list) else value
 
 
-@functools.cache
 def _read(path: Path) -> dict[str, Any]:
-    """The settings stored at ``path`` (empty when none): read again only when the file
-    changed, since every CUDA call applies them (:func:`apply`)."""
+    """The settings stored at ``path`` (empty when none): parsed again only when the file
+    changed (another process may store them), since every CUDA call applies them
+    (:func:`apply`)."""
     try:
         status = os.stat(path)
     except OSError:  # none yet: run with the defaults
         return {}
-    return _parsed(str(path), status.st_mtime_ns, status.st_size)
+    return _parsed(str(path), status.st_ino, status.st_mtime_ns, status.st_size)
 
 
 @functools.lru_cache(maxsize=16)
-def _parsed(path: str, _mtime_ns: int, _size: int) -> dict[str, Any]:
-    """:func:`_read` of one version of the file (its time and size key the cache)."""
+def _parsed(path: str, _inode: int, _mtime_ns: int, _size: int) -> dict[str, Any]:
+    """:func:`_read` of one version of the file (its inode, time and size key the cache: a
+    store is written aside and renamed into place)."""
     try:
         stored = json.loads(Path(path).read_text())
     except (OSError, ValueError):  # unreadable: run with the defaults
@@ -116,7 +117,7 @@ def save(model: str, settings: dict[str, Any], measurements: list[dict[str, Any]
     partial = path.with_suffix(".json.part")
     partial.write_text(json.dumps(document, indent=1) + "\n")
     partial.replace(path)  # a reader never sees half a file
-    _read.cache_clear()
+    _parsed.cache_clear()
     return path
 
 
@@ -133,7 +134,7 @@ def reset(model: str | None = None) -> list[Path]:
     removed = [path for path in paths if path.is_file()]
     for path in removed:
         path.unlink()
-    _read.cache_clear()
+    _parsed.cache_clear()
     return removed
 
 

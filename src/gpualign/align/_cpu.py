@@ -415,9 +415,10 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
         ``task="path"``: return the CIGARs as a :class:`~gpualign.cigar.PackedCigars`, built
         without a string per pair (every backend).
     known_scores : np.ndarray of int64, optional
-        The pairs' local scores where the caller already has them (a search's hits): a hint
-        that lets the CUDA fill of a local path stop early; the results are the same, and
-        this backend does not need it.
+        The pairs' exact local scores where the caller already has them (a search's hits): a
+        hint that lets the CUDA fill of a local path stop early (a score below a pair's would
+        end its path at the first cell that reaches it); the results are the same, and this
+        backend does not need it.
 
     Returns
     -------

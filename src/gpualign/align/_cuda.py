@@ -110,9 +110,9 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
     query_end, target_start, target_end`` (-1 where ``task`` reports no such value), the CIGARs
     (strings, or a :class:`PackedCigars` when ``packed``) and the identities (None unless
     ``task="path"``); ``progress`` moves by the cells of the pairs done. ``known_scores``: the
-    pairs' local scores where the caller has them (a search's hits), with which the fill of a
-    local path stops once it has passed the first cell of that score; the results are the
-    same."""
+    pairs' exact local scores where the caller has them (a search's hits), with which the fill
+    of a local path stops once it has passed the first cell of that score; the results are the
+    same (a score below a pair's would end its path at the first cell that reaches it)."""
     if task == "path":
         return _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, progress,
                       packed, known_scores)
@@ -710,7 +710,11 @@ def _device_table(device: int, data: bytes, dtype: str):
     import cupy
 
     with cupy.cuda.Device(device):
-        return cupy.asarray(np.frombuffer(data, dtype=dtype))
+        table = cupy.asarray(np.frombuffer(data, dtype=dtype))
+        # Complete before any caller's stream may read it (the copy from pageable memory
+        # returns early, and the next caller may be another thread on another stream).
+        cupy.cuda.get_current_stream().synchronize()
+        return table
 
 
 class _TraceSetup:

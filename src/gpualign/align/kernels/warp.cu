@@ -180,18 +180,21 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
         // column: 1).
         int next_b = lane == 0 ? b[0] : 0;
         int2 next_above = lane == 0 && band > 0 ? above[1] : make_int2(0, NEG);
-        int band_steps = min(steps, column_limit + LANES - 1);
+        // The band's columns: all, or (STOPS) those up to the column limit the bands above
+        // left, past which they wrote no last row for this band to read.
+        const int band_n = column_limit;
+        int band_steps = min(steps, band_n + LANES - 1);
         bool stopping = false;
         for (int step = 0; step < band_steps; ++step) {
             const int j = step - lane + 1;
             const int bj = next_b;
             const int2 from_above = next_above;
-            if (j >= 0 && j < n) {
+            if (j >= 0 && j < band_n) {
                 next_b = b[j];
                 if (lane == 0 && band > 0) next_above = above[j + 1];
             }
             int last_t = 0, last_f = NEG;
-            if (j >= 1 && j <= n) {
+            if (j >= 1 && j <= band_n) {
                 if (lane == 0) {
                     if (band == 0) {
                         up_t = border_h(row0_pays, j, gap_open, gap_extend) - gap_open;
