@@ -210,10 +210,11 @@ ALIGN_TRACE_LANE_ROWS: tuple[int, ...] = (8, 16, 24, 32)
 
 #: Lane counts the CUDA path fill may give a pair: 32 (a warp) and blocks of 128, 256 or 512
 #: threads. A warp's step costs about the rows each lane keeps, so more lanes of fewer rows
-#: shorten a long pair's fill. Each pair takes the fewest lanes that finish by the time the
-#: call needs anyway: its slowest pair's at its fastest, or all of its work spread over
-#: ``ALIGN_TRACE_WARPS_PER_SM`` warps a multiprocessor. So the few long hits of a database
-#: search get blocks, and a batch of thousands of similar pairs a warp each.
+#: shorten a long pair's fill. While the call's warps fit ``ALIGN_TRACE_WARPS_PER_SM`` a
+#: multiprocessor, each pair takes the fewest lanes within a quarter of its fastest fill; a
+#: call too large for that takes the fewest that finish by the least time at which its work
+#: fits. So the few long hits of a database search get blocks, and a batch of thousands of
+#: similar pairs a warp each.
 ALIGN_TRACE_LANES: tuple[int, ...] = (32, 128, 256, 512)
 
 #: Warps of path fills that a multiprocessor runs at full speed: a fill's warp issues an

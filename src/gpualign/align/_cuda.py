@@ -25,9 +25,9 @@ or a word a run for ``packed=True``), and a warp per pair gathers them into one 
 copy to the host. Where the call's pairs leave the GPU room, a long pair is filled by a block of
 128, 256 or 512 lanes instead (:func:`trace_lanes`, ``config.ALIGN_TRACE_LANES``), so that its
 wavefront takes shorter steps. Pairs go in
-batches of half the memory budget, each batch a launch per lane count and height
-(``config.ALIGN_TRACE_LANE_ROWS``) side by side on a few streams, longest first; a batch's
-results are fetched once the next one is queued.
+batches of half the memory budget, each batch a fill launch per lane count and height
+(``config.ALIGN_TRACE_LANE_ROWS``) side by side on a few streams, longest first, then one walk
+launch; a batch's results are fetched once the next one is queued.
 
 Pairs of at least ``config.LONG_ALIGN_MIN_CELLS`` cells run on the whole GPU instead: a
 wavefront of DP tiles each, many pairs side by side (:mod:`._cuda_long`, every mode's scores and
@@ -471,8 +471,10 @@ def _long_pairs(engine, m, n, min_cells: int | None = None) -> np.ndarray:
     m = np.asarray(m, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
     least = config.LONG_ALIGN_MIN_CELLS if min_cells is None else min_cells
-    return (m * n >= least) & \
-        engine.fits(m, n, np.full(len(m), engine.gap_open - engine.gap_extend))
+    long = m * n >= least
+    if long.any():  # the bounds (and the tile shape they ask of the device) only where needed
+        long &= engine.fits(m, n, np.full(len(m), engine.gap_open - engine.gap_extend))
+    return long
 
 
 def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, progress=None,
@@ -481,12 +483,10 @@ def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, prog
     ``task="path"``. Pairs of at least ``config.LONG_ALIGN_MIN_CELLS`` cells are aligned in
     linear space on the tiled engine (:func:`._cuda_long.pair_paths`), the others with a
     traceback each (:func:`_traced_paths`); ``progress`` moves as each part is done."""
+    engine = _long_engine(qset, table, gap_open, gap_extend)
     cells = qset.lengths[q_index].astype(np.int64) * tset.lengths[t_index]
     done = progress.pairs_done if progress is not None else _ignore
-    long = cells >= config.LONG_ALIGN_MIN_CELLS
-    if long.any():  # the tiled engine only where some pair may need it
-        engine = _long_engine(qset, table, gap_open, gap_extend)
-        long = _long_pairs(engine, qset.lengths[q_index], tset.lengths[t_index])
+    long = _long_pairs(engine, qset.lengths[q_index], tset.lengths[t_index])
     if not long.any():
         found = _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode,
                               packed, known_scores)

@@ -426,9 +426,8 @@ def _border_base(columns: np.ndarray) -> np.ndarray:
 
 
 def _query_passes(queries: SequenceSet, large: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The passes of each query's lane shape (:func:`lane_shape`, ``large``) and the bytes of its
-    profile
-    (a byte a residue code for each row of its passes)."""
+    """The passes of each query's lane shape (:func:`lane_shape`, ``large``) and the bytes of
+    its profile (a byte a residue code for each row of its passes)."""
     lengths, which = np.unique(queries.lengths, return_inverse=True)
     pass_rows = np.array([group * rows for group, rows in
                           (lane_shape(length, large) for length in lengths.tolist())],

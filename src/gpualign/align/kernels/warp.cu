@@ -4,15 +4,16 @@
 //
 // warp_fill: LANES threads per pair, one warp (LANES = 32) or a whole block (LANES = 128, 256
 // or 512: a pair whose rows would keep one warp long after the others are done; a warp's step
-// costs about its rows, so more lanes of fewer rows each shorten a long pair's fill). The query rows are cut
-// into bands of LANES * ROWS; in a band, lane L owns rows L * ROWS + 1 .. (L + 1) * ROWS and
-// keeps their H and E in registers. The lanes run as a wavefront: at step s lane L computes
-// column s - L + 1, fed by the last row that lane L - 1 computed one step earlier (a shuffle,
-// or across warps of a block through shared memory and a barrier a step), so a band takes
-// n + LANES - 1 steps. The last lane hands the band's last row (t and F) to the next band
-// through memory (two alternating rows per pair). Values are int32; the host sends only pairs
-// whose DP values provably fit. H is kept as t = H - gap_open (what opening a gap from it
-// scores) and the substitution table holds s + gap_open, which saves an instruction per cell.
+// costs about its rows, so more lanes of fewer rows each shorten a long pair's fill). The
+// query rows are cut into bands of LANES * ROWS; in a band, lane L owns rows L * ROWS + 1 ..
+// (L + 1) * ROWS and keeps their H and E in registers. The lanes run as a wavefront: at step
+// s lane L computes column s - L + 1, fed by the last row that lane L - 1 computed one step
+// earlier (a shuffle, or across warps of a block through shared memory and a barrier a step),
+// so a band takes n + LANES - 1 steps. The last lane hands the band's last row (t and F) to
+// the next band through memory (two alternating rows per pair). Values are int32; the host
+// sends only pairs whose DP values provably fit. H is kept as t = H - gap_open (what opening
+// a gap from it scores) and the substitution table holds s + gap_open, which saves an
+// instruction per cell.
 //
 // Rows past the pair's last row (the last band's padding) read a substitution row of -16384:
 // their values never exceed those they come from, so they neither win a local maximum nor
