@@ -288,6 +288,28 @@ def test_host_buffers_are_page_locked_and_mapped():
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not CUDA_AVAILABLE, reason=f"CUDA backend unavailable: {CUDA_REASON}")
+def test_upload_together_keeps_shapes_dtypes_and_earlier_uploads():
+    import cupy
+
+    from gpualign.cuda import host
+
+    wide = np.arange(21, dtype=np.int64).reshape(3, 7)
+    narrow = np.array([-1, 5, 2**31 - 1], dtype=np.int32)
+    odd = np.arange(5, dtype=np.uint8)  # 5 bytes: the next array still starts aligned
+    on_device = host.upload_together([wide, odd, narrow])
+    assert [(a.shape, a.dtype) for a in on_device] == [((3, 7), np.int64), ((5,), np.uint8),
+                                                      ((3,), np.int32)]
+    # A second upload through the same page-locked buffer, larger (it grows), leaves the first
+    # one's device copies as they were.
+    again = host.upload_together([np.full(5000, 9, dtype=np.int64)])
+    cupy.cuda.get_current_stream().synchronize()
+    assert (on_device[0].get() == wide).all() and (on_device[1].get() == odd).all()
+    assert (on_device[2].get() == narrow).all() and (again[0].get() == 9).all()
+    assert host.upload_together([np.zeros((2, 0), dtype=np.int64)])[0].shape == (2, 0)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not CUDA_AVAILABLE, reason=f"CUDA backend unavailable: {CUDA_REASON}")
 def test_launch_sizes_of_real_kernels():
     kernel = loader.get_kernel("edit/kernels/path.cu", "trace_paths")
     grid, block = launch.grid(kernel, 1000)

@@ -219,8 +219,14 @@ def op_counts(cigars: Sequence[str] | PackedCigars) -> tuple[np.ndarray, np.ndar
     >>> op_counts(PackedCigars.from_strings(["3=1X2I10D1I", None]))[0].tolist()
     [[3, 1, 3, 10], [0, 0, 0, 0]]
     """
-    owner, length, op = cigar_runs(cigars)
-    flat = owner * len(CIGAR_OPS) + op
+    if isinstance(cigars, PackedCigars):  # its arrays as they are: no copies of them
+        check_letters(cigars, CIGAR_OPS, "op_counts")
+        length = cigars.lengths
+        flat = np.repeat(np.arange(0, len(cigars) * len(CIGAR_OPS), len(CIGAR_OPS)),
+                         np.diff(cigars.offsets)) + cigars.ops
+    else:
+        owner, length, op = cigar_runs(cigars)
+        flat = owner * len(CIGAR_OPS) + op
     size = len(cigars) * len(CIGAR_OPS)
     columns = np.bincount(flat, weights=length, minlength=size).astype(np.int64)
     runs = np.bincount(flat, minlength=size).astype(np.int64)

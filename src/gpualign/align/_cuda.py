@@ -50,6 +50,7 @@ from .._progress import Progress
 from ..cigar import PackedCigars, offsets_of_counts, placed_cigars
 from ..codes import ALIGN_LOCAL, ALIGN_OVERLAP
 from ..cuda import launch
+from ..cuda.host import upload_together
 from ..cuda.loader import get_kernel
 from ..cuda.memory import batch_budget, device_chunks, launch_split
 from ..cuda.report import device_resources
@@ -238,14 +239,22 @@ def _lane_heights(lanes: int) -> np.ndarray:
     ``config.ALIGN_TRACE_BLOCK_LANE_ROWS``, at most 4,096 rows a band: a block's threads share
     its registers), checked and sorted."""
     name = "ALIGN_TRACE_LANE_ROWS" if lanes == 32 else "ALIGN_TRACE_BLOCK_LANE_ROWS"
-    setting = getattr(config, name)
+    return _checked_heights(name, tuple(getattr(config, name)), lanes)
+
+
+@functools.lru_cache(maxsize=64)
+def _checked_heights(name: str, setting: tuple, lanes: int) -> np.ndarray:
+    """:func:`_lane_heights` of the setting ``name`` (kept per setting: a call asks for each
+    lane count's several times)."""
     heights = sorted(int(rows) for rows in setting)
     if not heights or not all(rows in (2, 4) or (rows > 0 and rows % 8 == 0)
                               for rows in heights):
-        raise ValueError(f"{name}={setting}: 2, 4 or positive multiples of 8")
+        raise ValueError(f"{name}={list(setting)}: 2, 4 or positive multiples of 8")
     if lanes > 32:
         heights = [rows for rows in heights if rows <= 4096 // lanes] or heights[:1]
-    return np.array(heights, dtype=np.int64)
+    result = np.array(heights, dtype=np.int64)
+    result.flags.writeable = False  # shared by every caller
+    return result
 
 
 def trace_layout(rows_end: np.ndarray, columns_end: np.ndarray,
@@ -263,9 +272,15 @@ def trace_layout(rows_end: np.ndarray, columns_end: np.ndarray,
         for count in np.unique(lanes).tolist():
             these = lanes == count
             rows[these] = _lane_rows(rows_end[these], count)
+    return rows, _trace_words(rows_end, columns_end, lanes, rows)
+
+
+def _trace_words(rows_end: np.ndarray, columns_end: np.ndarray, lanes, rows) -> np.ndarray:
+    """The 32-bit words of the traceback codes of pairs filled by ``lanes`` lanes of ``rows``
+    rows (:func:`trace_layout`)."""
     bands = -(-rows_end // (lanes * rows))
     nibbles = bands * (columns_end.astype(np.int64) + lanes - 1) * lanes * rows
-    return rows, (nibbles + 31) // 32 * 4  # each pair's codes start 16-byte aligned
+    return (nibbles + 31) // 32 * 4  # each pair's codes start 16-byte aligned
 
 
 def _lane_rows(rows_end: np.ndarray, lanes: int) -> np.ndarray:
@@ -282,6 +297,8 @@ def _lane_rows(rows_end: np.ndarray, lanes: int) -> np.ndarray:
 #: every 4.2, 4.6 or 6.2 (they wait for each other, and share the multiprocessor's schedulers).
 _FILL_CELL_COST, _FILL_STEP_COST, _FILL_BARRIER_COST = 34, 65, 24
 _FILL_CYCLES = {32: 3.2, 128: 4.2, 256: 4.6, 512: 6.2}
+_FILL_CYCLES_OF = np.zeros(max(_FILL_CYCLES) + 1)  # indexed by the lane count
+_FILL_CYCLES_OF[list(_FILL_CYCLES)] = list(_FILL_CYCLES.values())
 
 
 def fill_cost(rows_end: np.ndarray, columns_end: np.ndarray, lanes: np.ndarray | int,
@@ -302,8 +319,7 @@ def fill_cost(rows_end: np.ndarray, columns_end: np.ndarray, lanes: np.ndarray |
     bands = np.maximum(1, -(-rows_end // (lanes * rows)))
     step = rows * _FILL_CELL_COST + _FILL_STEP_COST + np.where(
         lanes > 32, _FILL_BARRIER_COST + lanes // 32, 0)
-    cycles = np.vectorize(_FILL_CYCLES.__getitem__, otypes=[np.float64])(lanes)
-    return bands * (columns_end + lanes - 1) * step * cycles
+    return bands * (columns_end + lanes - 1) * step * _FILL_CYCLES_OF[lanes]
 
 
 #: A pair's fill takes the fewest lanes whose cost is within this factor of its fastest (more
@@ -318,14 +334,27 @@ def trace_lanes(rows_end: np.ndarray, columns_end: np.ndarray,
     the call's warps fit the device's ``multiprocessors`` at ``config.ALIGN_TRACE_WARPS_PER_SM``
     warps each; else the fewest that finish by the least time at which they fit (a batch of
     many pairs: a warp each)."""
+    return _trace_plan(rows_end, columns_end, multiprocessors)[0]
+
+
+def _trace_plan(rows_end: np.ndarray, columns_end: np.ndarray, multiprocessors: int,
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per pair, :func:`trace_lanes`'s lanes, and with them the rows a lane keeps and the words
+    of the pair's codes (:func:`trace_layout`'s) and its fill's cost (:func:`fill_cost`): what
+    a call of paths needs, computed once."""
     allowed = sorted(set(config.ALIGN_TRACE_LANES))
     if not allowed or not set(allowed) <= {32, 128, 256, 512}:
         raise ValueError(f"ALIGN_TRACE_LANES={config.ALIGN_TRACE_LANES}: some of 32, 128, 256 "
                          "and 512")
     counts = np.array(allowed, dtype=np.int64)
+    rows_end = np.asarray(rows_end, dtype=np.int64)
+    columns_end = np.asarray(columns_end, dtype=np.int64)
     if len(rows_end) == 0:
-        return np.zeros(0, dtype=np.int64)
-    cost = fill_cost(np.asarray(rows_end)[:, None], np.asarray(columns_end)[:, None], counts)
+        return tuple(np.zeros(0, dtype=dtype) for dtype in (np.int64, np.int64, np.int64,
+                                                            np.float64))
+    # Every pair with every lane count: the rows a lane, and the fill's cost.
+    rows = np.stack([_lane_rows(rows_end, int(count)) for count in counts], axis=1)
+    cost = fill_cost(rows_end[:, None], columns_end[:, None], counts, rows)
     work = cost * (counts // 32)  # warp-time of each pair with each lane count
     capacity = multiprocessors * config.ALIGN_TRACE_WARPS_PER_SM
     pace = cost.min(axis=1) * _LANE_SLACK
@@ -340,18 +369,23 @@ def trace_lanes(rows_end: np.ndarray, columns_end: np.ndarray,
         return float(work[pairs, chosen].sum()) <= took * capacity
 
     if fits(0.0):  # few pairs (a search's hits): each at about its fastest
-        return counts[fewest_lanes(0.0)]
-    # The least time that fits is one of the costs (fewer lanes do less work, so fitting can
-    # only become true as the time grows); at the largest, every pair takes its fewest lanes.
-    times = np.unique(cost)
-    lo, hi = 0, len(times) - 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if fits(float(times[mid])):
-            hi = mid
-        else:
-            lo = mid + 1
-    return counts[fewest_lanes(float(times[lo]))]
+        chosen = fewest_lanes(0.0)
+    else:
+        # The least time that fits is one of the costs (fewer lanes do less work, so fitting
+        # can only become true as the time grows); at the largest, every pair takes its fewest
+        # lanes.
+        times = np.unique(cost)
+        lo, hi = 0, len(times) - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if fits(float(times[mid])):
+                hi = mid
+            else:
+                lo = mid + 1
+        chosen = fewest_lanes(float(times[lo]))
+    lanes, lane_rows = counts[chosen], rows[pairs, chosen]
+    return (lanes, lane_rows, _trace_words(rows_end, columns_end, lanes, lane_rows),
+            cost[pairs, chosen])
 
 
 def warp_fits(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
@@ -554,8 +588,8 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
     q_start = np.full(count, -1, dtype=np.int64)
     t_start = np.full(count, -1, dtype=np.int64)
     identity = np.zeros(count, dtype=np.float64)
-    lanes = trace_lanes(q_end, t_end, device_resources(cupy.cuda.Device().id).sms)
-    rows, words = trace_layout(q_end, t_end, lanes)
+    lanes, rows, words, cost = _trace_plan(q_end, t_end,
+                                           device_resources(cupy.cuda.Device().id).sms)
     # Bytes of a pair on the device: codes, two border rows, its last row, its CIGAR (text: at
     # most 2 bytes a column; runs: a word a run) and the gathered copy of it that waits to be
     # fetched.
@@ -583,7 +617,8 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
             # stream (recorded once a batch, after its own uploads).
             chunk = _TraceChunk(setup, results, sequences, q_local, t_local, positions,
                                 lanes[positions], rows[positions], q_end[positions],
-                                t_end[positions], known[positions], words[positions])
+                                t_end[positions], known[positions], words[positions],
+                                cost[positions])
             for lo, hi in partition_bounds(offsets_of_counts(pair_bytes[positions]),
                                            batch_budget() // 2):
                 launch_split(chunk.run, np.arange(lo, hi), 1)  # halved if out of memory
@@ -812,12 +847,12 @@ class _TraceChunk:
     height, then bytes); :meth:`run` fills, walks back and gathers a batch of them."""
 
     def __init__(self, setup, results, sequences, q_local, t_local, positions, lanes, rows,
-                 rows_end, columns_end, known, words):
+                 rows_end, columns_end, known, words, cost):
         self.setup, self.results, self.sequences = setup, results, sequences
         self.q_local, self.t_local, self.positions = q_local, t_local, positions
         self.lanes, self.rows = lanes, rows
         self.rows_end, self.columns_end, self.known = rows_end, columns_end, known
-        self.words = words
+        self.words, self.cost = words, cost  # the cost: fill_cost's
 
     def run(self, members):
         """Queue the batch ``members`` (indices into the chunk, consecutive): one upload of
@@ -855,13 +890,12 @@ class _TraceChunk:
         # The CIGARs are gathered in the order of the pairs' positions in the call, so that a
         # call of one batch needs no reordering of them on the host.
         order = np.argsort(self.positions[members], kind="stable")
-        # The index arrays go over in two copies: int64 and int32 rows.
-        wide = cupy.asarray(np.stack([self.q_local[members], self.t_local[members],
-                                      trace_base[:-1], border_base[:-1], last_base[:-1],
-                                      written_base[:-1], order]))
-        narrow = cupy.asarray(np.stack([rows_end, columns_end, self.known[members],
-                                        self.rows[members], self.lanes[members]])
-                              .astype(np.int32))
+        # The index arrays go over in one copy: int64 and int32 rows.
+        wide, narrow = upload_together([
+            np.stack([self.q_local[members], self.t_local[members], trace_base[:-1],
+                      border_base[:-1], last_base[:-1], written_base[:-1], order]),
+            np.stack([rows_end, columns_end, self.known[members], self.rows[members],
+                      self.lanes[members]]).astype(np.int32)])
         trace = cupy.empty(int(trace_base[-1]) + 4, dtype=cupy.uint32)
         border = cupy.empty(2 * int(border_base[-1]) + 2, dtype=cupy.int32)
         last_row = cupy.empty(int(last_base[-1]) + 1, dtype=cupy.int32)
@@ -882,7 +916,7 @@ class _TraceChunk:
         groups = list(zip(starts.tolist(), [*starts[1:].tolist(), size], strict=True))
         # The longest launch first, each on the stream with the least queued so far (a launch
         # takes about its longest pair's fill).
-        cost = fill_cost(rows_end, columns_end, self.lanes[members], self.rows[members])
+        cost = self.cost[members]
         longest = [int(cost[lo:hi].max()) for lo, hi in groups]
         queued = [0] * len(setup.streams)
         launched = []

@@ -117,6 +117,7 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     static_assert(LANES == 32 || LANES == 128 || LANES == 256 || LANES == 512,
                   "a warp or the whole block (launch bounds)");
     constexpr int WORDS = ROWS >= 8 ? ROWS / 8 : 1;
+    constexpr int LANE_BYTES = ROWS / 2;  // a lane's codes of one step
     constexpr int BAND = LANES * ROWS;
     constexpr int WARPS = LANES / 32;
     extern __shared__ short s_table[];
@@ -186,13 +187,24 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
         const int band_n = column_limit;
         int band_steps = min(steps, band_n + LANES - 1);
         bool stopping = false;
-        for (int step = 0; step < band_steps; ++step) {
+        // Pointers that move a column a step, rather than addresses computed anew each step:
+        // the lane's codes of the step (TRACE), the target code of column j + 1 (loaded a step
+        // ahead), lane 0's cell of the band above in column j + 1, the last lane's of the band
+        // below in column j (each used only where that column exists).
+        u8* step_out = TRACE ? reinterpret_cast<u8*>(out) +
+                                   ((i64)band * steps * LANES + lane) * LANE_BYTES
+                             : nullptr;
+        const u8* b_at = b + 1 - lane;
+        const int2* above_at = above + 2 - lane;
+        int2* below_at = below + 1 - lane;
+        for (int step = 0; step < band_steps; ++step, ++b_at, ++above_at, ++below_at,
+                 step_out += TRACE ? LANES * LANE_BYTES : 0) {
             const int j = step - lane + 1;
             const int bj = next_b;
             const int2 from_above = next_above;
             if (j >= 0 && j < band_n) {
-                next_b = b[j];
-                if (lane == 0 && band > 0) next_above = above[j + 1];
+                next_b = *b_at;
+                if (lane == 0 && band > 0) next_above = *above_at;
             }
             int last_t = 0, last_f = NEG;
             if (j >= 1 && j <= band_n) {
@@ -219,13 +231,17 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                     const bool f_opened = vt >= f_extend;
                     const int f = f_opened ? vt : f_extend;
                     const int d = diagonal + s_table[sub_row[r] + bj];  // H + s
-                    int score = max(d, max(e[r], f));
+                    // The maxima with the comparisons that pick the source (diagonal before
+                    // E before F), and a local alignment's stop where nothing scores above 0.
+                    bool d_wins, de_wins;
+                    const int de = __vibmax_s32(d, e[r], &d_wins);
+                    int score = __vibmax_s32(de, f, &de_wins);
+                    const bool stops = MODE == ALIGN_LOCAL && score <= 0;
                     if (MODE == ALIGN_LOCAL) score = max(score, 0);
                     if (TRACE) {
-                        u32 code = (MODE == ALIGN_LOCAL && score == 0) ? STOP
-                                   : score == d                  ? FROM_DIAGONAL
-                                   : score == e[r]               ? FROM_E
-                                                                 : FROM_F;
+                        u32 code = stops ? STOP : !de_wins ? FROM_F
+                                                : d_wins   ? FROM_DIAGONAL
+                                                           : FROM_E;
                         code |= (e_opened ? E_OPENED : 0) | (f_opened ? F_OPENED : 0);
                         words[r / 8] |= code << (4 * (r & 7));
                     }
@@ -247,18 +263,18 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                     }
                 }
                 if (TRACE) {
-                    const i64 slot = ((i64)band * steps + step) * LANES + lane;
                     if (ROWS == 2) {
-                        reinterpret_cast<u8*>(out)[slot] = (u8)words[0];
+                        *step_out = (u8)words[0];
                     } else if (ROWS == 4) {
-                        reinterpret_cast<unsigned short*>(out)[slot] = (unsigned short)words[0];
+                        *reinterpret_cast<unsigned short*>(step_out) = (unsigned short)words[0];
                     } else {
-                        u32* at = out + slot * WORDS;
 #pragma unroll
-                        for (int w = 0; w < WORDS; ++w) at[w] = words[w];
+                        for (int w = 0; w < WORDS; ++w) {
+                            reinterpret_cast<u32*>(step_out)[w] = words[w];
+                        }
                     }
                 }
-                if (lane == LANES - 1) below[j] = make_int2(vt, vf);
+                if (lane == LANES - 1) *below_at = make_int2(vt, vf);
                 if (owns_last) {
                     int v = t[0];
 #pragma unroll
