@@ -22,7 +22,7 @@ from strategies import mutated
 import gpualign
 from gpualign import Scoring, SequenceSet
 from gpualign.align import api as align_api
-from gpualign.cigar import PackedCigars, count_ops, placed_cigars
+from gpualign.cigar import PackedCigars, count_ops, op_counts, placed_cigars
 from gpualign.codes import ALIGN_LOCAL
 from gpualign.sequences import get_alphabet
 
@@ -564,22 +564,25 @@ def test_trace_lanes_give_blocks_while_the_gpu_has_room():
     # block's layout counts its lanes a band and lanes - 1 extra steps.
     from gpualign.align import _cuda
 
-    m = np.array([400] * 20 + [1500, 200, 100])
-    n = np.array([450] * 20 + [1700, 12000, 9000])
+    m = np.array([400] * 20 + [1500, 200, 100, 500, 1024])
+    n = np.array([450] * 20 + [1700, 12000, 9000, 3000, 3000])
     costs = {count: _cuda.fill_cost(m, n, count) for count in (32, 128, 256, 512)}
-    # 400 x 450: fastest in 256 lanes, within the slack in 128; 1,500 x 1,700: fastest in 512
-    # lanes of 4 rows, within the slack in 256 of 8; the short queries against long subjects:
-    # 128 lanes of 2 rows.
+    fastest = np.min(list(costs.values()), axis=0)
+    # 400 x 450: a warp is within the slack of the fastest; 1,500 x 1,700 and the short queries
+    # against long subjects: fastest in 128 lanes; 500 x 3,000: fastest in 256 lanes of 2 rows,
+    # within the slack in 128 of 4; 1,024 x 3,000: fastest in 512 lanes of 2 rows, within the
+    # slack in 256 of 4.
     lanes = _cuda.trace_lanes(m, n, 132)
-    assert lanes.tolist() == [128] * 20 + [256, 128, 128]
-    assert costs[256][0] < costs[128][0] <= _cuda._LANE_SLACK * costs[256][0] < costs[32][0]
-    assert costs[512][20] <= costs[256][20] <= _cuda._LANE_SLACK * costs[512][20]
-    assert costs[128][21] == min(cost[21] for cost in costs.values())
-    # One SM (12 warps) cannot hold those blocks at once: the small pairs take a warp each and
-    # the long pair a block of 128, which takes about as long as their total work spread.
+    assert lanes.tolist() == [32] * 20 + [128, 128, 128, 128, 256]
+    assert costs[32][0] <= _cuda._LANE_SLACK * fastest[0]
+    assert (costs[128][20:23] == fastest[20:23]).all()
+    assert costs[256][23] < costs[128][23] <= _cuda._LANE_SLACK * costs[256][23] < costs[32][23]
+    assert costs[512][24] < costs[256][24] <= _cuda._LANE_SLACK * costs[512][24]
+    # One SM (12 warps) cannot hold every block at once: the call's work must fit by the time
+    # it takes, which here the few blocks of 128 lanes still do.
     assert _cuda.trace_lanes(m[:21], n[:21], 1).tolist() == [32] * 20 + [128]
-    rows, words = _cuda.trace_layout(m, n, np.array([32] * 20 + [512, 128, 128]))
-    assert rows[19:].tolist() == [16, 4, 2, 2]
+    rows, words = _cuda.trace_layout(m, n, np.array([32] * 20 + [512, 128, 128, 128, 256]))
+    assert rows[19:].tolist() == [16, 4, 2, 2, 4, 4]
     assert words[20] == (1700 + 511) * 512 // 2  # 4 nibbles a lane and step: half a word
     assert words[21] == (12000 + 127) * 128 // 4  # 2 nibbles: a byte
     # A batch of thousands of similar pairs fills the GPU a warp each; so does a small GPU.
@@ -656,7 +659,13 @@ def test_cuda_batch_cigars_are_decoded_at_once(packed):
 
     results = _cuda._TraceResults(None, *(np.zeros(4, dtype=np.int64) for _ in range(4)),
                                   np.zeros(4), packed)
-    values = np.ones((len(_cuda._TRACE_OUTPUTS), 3), dtype=np.int32)
+    values = np.zeros((len(_cuda._TRACE_OUTPUTS), 3), dtype=np.int32)
+    row = {name: k for k, name in enumerate(_cuda._TRACE_OUTPUTS)}
+    # The walk's counts of "3=", "" and "12X1D": columns of =, X, I and all, runs of each.
+    for name, counts in (("matches", [3, 0, 0]), ("mismatches", [0, 0, 12]),
+                         ("columns", [3, 0, 13]), ("match_runs", [1, 0, 0]),
+                         ("mismatch_runs", [0, 0, 1]), ("delete_runs", [0, 0, 1])):
+        values[row[name]] = counts
     if packed:
         values[_cuda._WRITTEN] = [1, 0, 2]
         gathered = np.array([3 << 2 | 0, 12 << 2 | 1, 1 << 2 | 3], dtype=np.uint32)
@@ -666,6 +675,11 @@ def test_cuda_batch_cigars_are_decoded_at_once(packed):
     (where, cigars), = results.pieces
     assert where.tolist() == [3, 0, 1] and list(cigars) == ["3=", "", "12X1D"]
     assert isinstance(cigars, PackedCigars) == packed
+    assert results.identity[[3, 0, 1]].tolist() == [1.0, 0.0, 0.0]
+    if packed:  # the runs come with the walk's counts, which op_counts gives back
+        assert cigars.counts is not None
+        for given, read in zip(op_counts(cigars), op_counts(list(cigars)), strict=True):
+            assert given.tolist() == read.tolist()
     assert placed_cigars([(where, cigars), (np.array([2]), cigars[:1])], 4, packed) == \
         ["", "12X1D", "3=", "3="]
 

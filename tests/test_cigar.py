@@ -456,3 +456,35 @@ def test_packed_cigars_of_other_letters_keep_their_class():
         Letters.from_strings(["5Q"])
     with pytest.raises(ValueError, match="Letters runs"):
         Letters([9], [1], [0, 1])
+
+
+def test_packed_cigars_keep_their_producers_counts():
+    # Counts given with the runs (the GPU walk's) are what op_counts returns, unread from the
+    # runs; take and concatenate keep them, pairs and all; a wrong shape is refused.
+    texts = ["3=1X2I", "", "4D1="]
+    columns, runs = op_counts(texts)
+    packed = PackedCigars.from_strings(texts)
+    given = PackedCigars(packed.ops, packed.lengths, packed.offsets, counts=(columns, runs))
+    assert [a.tolist() for a in op_counts(given)] == [columns.tolist(), runs.tolist()]
+    taken = given.take([2, 0])
+    assert taken.counts is not None and taken.tolist() == ["4D1=", "3=1X2I"]
+    assert [a.tolist() for a in op_counts(taken)] == [a[[2, 0]].tolist() for a in (columns, runs)]
+    joined = PackedCigars.concatenate([given, taken])
+    assert [a.tolist() for a in op_counts(joined)] == [a[[0, 1, 2, 2, 0]].tolist()
+                                                     for a in (columns, runs)]
+    assert PackedCigars.concatenate([given, packed]).counts is None  # counted from the runs
+    with pytest.raises(ValueError, match="counts"):
+        PackedCigars(packed.ops, packed.lengths, packed.offsets, counts=(columns, runs[:2]))
+
+
+def test_packed_cigars_from_words_unpack_and_check_the_gpu_words():
+    words = np.array([3 << 2 | 0, 12 << 2 | 1, 1 << 2 | 3], dtype=np.uint32)
+    cigars = PackedCigars.from_words(words, np.array([1, 0, 2]))
+    assert cigars == PackedCigars.from_strings(["3=", "", "12X1D"])
+    assert cigars.ops.dtype == np.uint8 and cigars.lengths.dtype == np.int64
+    with pytest.raises(ValueError, match="length 0"):
+        PackedCigars.from_words(np.array([0 << 2 | 1], dtype=np.uint32), np.array([1]))
+    with pytest.raises(ValueError, match="add up"):
+        PackedCigars.from_words(words, np.array([1, 1]))
+    with pytest.raises(ValueError, match="counts"):
+        PackedCigars.from_words(words, np.array([1, 0, 2]), counts=(np.zeros((2, 4)),) * 2)

@@ -200,7 +200,7 @@ def op_counts(cigars: Sequence[str] | PackedCigars) -> tuple[np.ndarray, np.ndar
     ----------
     cigars : sequence of str, or PackedCigars
         Extended CIGARs (``=XID``); a :class:`PackedCigars` is counted from its arrays (its
-        pairs without an alignment count zeros).
+        pairs without an alignment count zeros), or gives the counts it was made with.
 
     Returns
     -------
@@ -221,6 +221,8 @@ def op_counts(cigars: Sequence[str] | PackedCigars) -> tuple[np.ndarray, np.ndar
     """
     if isinstance(cigars, PackedCigars):  # its arrays as they are: no copies of them
         check_letters(cigars, CIGAR_OPS, "op_counts")
+        if cigars.counts is not None:  # counted where the runs were made
+            return cigars.counts[0].copy(), cigars.counts[1].copy()
         length = cigars.lengths
         flat = np.repeat(np.arange(0, len(cigars) * len(CIGAR_OPS), len(CIGAR_OPS)),
                          np.diff(cigars.offsets)) + cigars.ops
@@ -260,6 +262,11 @@ class PackedCigars(Sequence[str | None]):
         ``len(pairs) + 1`` non-decreasing run indices from 0 to ``len(ops)``.
     present : np.ndarray of bool, optional
         Which pairs have an alignment (default: all); the others must have no runs.
+    counts : (np.ndarray, np.ndarray), optional
+        The columns and the runs of every operation of every pair (int64, shape
+        ``(len(pairs), len(letters))``), where the producer counted them as it made the runs
+        (the GPU's walk back does): :func:`op_counts` then returns them without reading the
+        runs. Unchecked against the runs; :meth:`take` and :meth:`concatenate` keep them.
 
     Raises
     ------
@@ -284,7 +291,8 @@ class PackedCigars(Sequence[str | None]):
     #: The operations' letters: code ``c`` is ``letters[c]``.
     letters: str = CIGAR_OPS
 
-    def __init__(self, ops: Any, lengths: Any, offsets: Any, present: Any = None) -> None:
+    def __init__(self, ops: Any, lengths: Any, offsets: Any, present: Any = None,
+                 counts: tuple[Any, Any] | None = None) -> None:
         self.ops = np.ascontiguousarray(ops, dtype=np.uint8)
         self.lengths = np.ascontiguousarray(lengths, dtype=np.int64)
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
@@ -304,6 +312,7 @@ class PackedCigars(Sequence[str | None]):
                              "lengths")
         if runs[~self.present].any():
             raise ValueError("PackedCigars: a pair without an alignment has runs")
+        self.counts = self._checked_counts(counts, count)
 
     @classmethod
     def from_strings(cls, cigars: Sequence[str | None]) -> PackedCigars:
@@ -350,6 +359,48 @@ class PackedCigars(Sequence[str | None]):
         return cls(ops[starts], lengths, offsets_of_counts(counts), present)
 
     @classmethod
+    def from_words(cls, words: np.ndarray, runs: np.ndarray,
+                   counts: tuple[Any, Any] | None = None) -> PackedCigars:
+        """Unpack runs written a 32-bit word each, the length above two bits of operation (the
+        index in ``"=XID"``), as the GPU writes them: pair ``p`` has the next ``runs[p]``
+        words. Each array is made in one pass, and only what the words could hold wrong is
+        checked (a run of length 0); ``counts`` as in the constructor.
+
+        Examples
+        --------
+        >>> words = np.array([3 << 2 | 0, 12 << 2 | 1, 1 << 2 | 3], dtype=np.uint32)
+        >>> PackedCigars.from_words(words, np.array([1, 0, 2])).tolist()
+        ['3=', '', '12X1D']
+        """
+        words = np.asarray(words, dtype=np.uint32)
+        ops = np.bitwise_and(words, 3, out=np.empty(len(words), dtype=np.uint8),
+                             casting="unsafe")
+        lengths = np.right_shift(words, 2, out=np.empty(len(words), dtype=np.int64),
+                                 casting="unsafe")
+        offsets = offsets_of_counts(np.asarray(runs, dtype=np.int64))
+        if (runs := np.asarray(runs)).size and runs.min() < 0 or offsets[-1] != len(words):
+            raise ValueError("PackedCigars.from_words: run counts that add up to the words")
+        if len(lengths) and lengths.min() == 0:
+            raise ValueError("PackedCigars.from_words: a run of length 0")
+        cigars = cls.__new__(cls)
+        cigars.ops, cigars.lengths, cigars.offsets = ops, lengths, offsets
+        cigars.present = np.ones(len(offsets) - 1, dtype=bool)
+        cigars.counts = cls._checked_counts(counts, len(offsets) - 1)
+        return cigars
+
+    @classmethod
+    def _checked_counts(cls, counts: tuple[Any, Any] | None, pairs: int,
+                        ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The constructor's ``counts`` as int64 arrays of ``pairs`` rows, or a ValueError."""
+        if counts is None:
+            return None
+        checked = tuple(np.asarray(part, dtype=np.int64) for part in counts)
+        if len(checked) != 2 or any(part.shape != (pairs, len(cls.letters)) for part in checked):
+            raise ValueError("PackedCigars counts: columns and runs, a row a pair and a column an "
+                             "operation")
+        return checked  # type: ignore[return-value]
+
+    @classmethod
     def nones(cls, count: int) -> PackedCigars:
         """``count`` pairs without an alignment.
 
@@ -380,9 +431,12 @@ class PackedCigars(Sequence[str | None]):
         shifts = np.cumsum([0] + [len(part.ops) for part in parts[:-1]])
         offsets = np.concatenate([[0]] + [part.offsets[1:] + shift
                                           for part, shift in zip(parts, shifts, strict=True)])
+        counts = None
+        if all(part.counts is not None for part in parts):
+            counts = tuple(np.concatenate([part.counts[k] for part in parts]) for k in (0, 1))
         return cls(np.concatenate([part.ops for part in parts]),
                    np.concatenate([part.lengths for part in parts]), offsets,
-                   np.concatenate([part.present for part in parts]))
+                   np.concatenate([part.present for part in parts]), counts)
 
     def take(self, indices: Any) -> PackedCigars:
         """The pairs at ``indices`` (integers, or a boolean mask of the pairs), in that order.
@@ -398,8 +452,11 @@ class PackedCigars(Sequence[str | None]):
                 raise IndexError(f"a mask of {len(self)} pairs, not of shape {indices.shape}")
             indices = np.flatnonzero(indices)
         indices = np.arange(len(self))[indices.astype(np.int64)]  # checked, negatives counted
-        return self._gathered(self.offsets[indices], self.offsets[indices + 1],
-                              self.present[indices])
+        taken = self._gathered(self.offsets[indices], self.offsets[indices + 1],
+                               self.present[indices])
+        if self.counts is not None:
+            taken.counts = (self.counts[0][indices], self.counts[1][indices])
+        return taken
 
     def cut(self, first: Any, end: Any) -> PackedCigars:
         """Each pair ``p`` with only its runs ``first[p]`` to ``end[p] - 1`` (indices into

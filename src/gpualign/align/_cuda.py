@@ -52,7 +52,7 @@ from ..codes import ALIGN_LOCAL, ALIGN_OVERLAP
 from ..cuda import launch
 from ..cuda.host import upload_together
 from ..cuda.loader import get_kernel
-from ..cuda.memory import batch_budget, device_chunks, launch_split
+from ..cuda.memory import batch_budget, carved, device_chunks, launch_split
 from ..cuda.report import device_resources
 from ..search.database import partition_bounds
 from ..sequences import SequenceSet
@@ -291,22 +291,35 @@ def _lane_rows(rows_end: np.ndarray, lanes: int) -> np.ndarray:
     return heights[np.minimum(np.searchsorted(heights, need), len(heights) - 1)]
 
 
-#: The path fill's cost (Nsight Compute, warp_fill on an H100 and an H200): a warp issues about
-#: 34 instructions a cell of its lane and 65 a step, and a block's warps also meet at a barrier
-#: a step; a warp alone issues one about every 3.2 cycles, one of a block of 4, 8 or 16 warps
-#: every 4.2, 4.6 or 6.2 (they wait for each other, and share the multiprocessor's schedulers).
-_FILL_CELL_COST, _FILL_STEP_COST, _FILL_BARRIER_COST = 34, 65, 24
-_FILL_CYCLES = {32: 3.2, 128: 4.2, 256: 4.6, 512: 6.2}
-_FILL_CYCLES_OF = np.zeros(max(_FILL_CYCLES) + 1)  # indexed by the lane count
-_FILL_CYCLES_OF[list(_FILL_CYCLES)] = list(_FILL_CYCLES.values())
+#: The time of a step of the path fill (``warp_fill``), in ns, by lane count and the rows a lane
+#: keeps: one pair alone on an H100, 3,000 columns, local alignment
+#: (``benchmarks/bench_fill_steps.py``). A step costs far from linearly in the rows (the cells
+#: of a lane overlap, a block's warps meet at a barrier each step); rows past the last measured
+#: count are extrapolated along its last segment.
+_FILL_STEP_NS = {
+    32: ((2, 4, 8, 16, 24, 32, 48), (193, 231, 440, 478, 647, 796, 1098)),
+    128: ((2, 4, 8, 16, 24, 32), (244, 360, 584, 600, 741, 913)),
+    256: ((2, 4, 8, 16), (294, 484, 666, 884)),
+    512: ((2, 4, 8), (396, 654, 963)),
+}
+
+
+def _step_ns(lanes: int, rows: np.ndarray) -> np.ndarray:
+    """:data:`_FILL_STEP_NS` at ``rows`` (a lane count's measured heights, interpolated and
+    extrapolated linearly)."""
+    heights, times = _FILL_STEP_NS[lanes]
+    rows = np.asarray(rows, dtype=np.float64)
+    slope = (times[-1] - times[-2]) / (heights[-1] - heights[-2])
+    return np.where(rows > heights[-1], times[-1] + (rows - heights[-1]) * slope,
+                    np.interp(rows, heights, times))
 
 
 def fill_cost(rows_end: np.ndarray, columns_end: np.ndarray, lanes: np.ndarray | int,
               rows: np.ndarray | None = None) -> np.ndarray:
-    """The time (cycles) of each pair's path fill with ``lanes`` lanes (one count, or one a
-    pair; an array of counts along a new last axis when ``lanes`` is 1-D and ``rows_end`` is
-    2-D, as :func:`trace_lanes` asks): its bands, each ``columns + lanes - 1`` steps of the
-    rows a lane keeps (:func:`trace_layout`'s, unless given as ``rows``)."""
+    """The time (ns, :data:`_FILL_STEP_NS`) of each pair's path fill with ``lanes`` lanes (one
+    count, or one a pair; an array of counts along a new last axis when ``lanes`` is 1-D and
+    ``rows_end`` is 2-D, as :func:`trace_lanes` asks): its bands, each ``columns + lanes - 1``
+    steps of the rows a lane keeps (:func:`trace_layout`'s, unless given as ``rows``)."""
     rows_end = np.asarray(rows_end, dtype=np.int64)
     columns_end = np.asarray(columns_end, dtype=np.int64)
     lanes = np.asarray(lanes, dtype=np.int64)
@@ -316,10 +329,13 @@ def fill_cost(rows_end: np.ndarray, columns_end: np.ndarray, lanes: np.ndarray |
         rows = np.stack([_lane_rows(rows_end[:, 0], int(count)) for count in lanes], axis=1)
     else:
         rows, _ = trace_layout(rows_end, columns_end, lanes)
+    lanes, rows = np.broadcast_arrays(lanes, rows)
+    step = np.zeros(rows.shape)
+    for count in np.unique(lanes).tolist():
+        these = lanes == count
+        step[these] = _step_ns(count, rows[these])
     bands = np.maximum(1, -(-rows_end // (lanes * rows)))
-    step = rows * _FILL_CELL_COST + _FILL_STEP_COST + np.where(
-        lanes > 32, _FILL_BARRIER_COST + lanes // 32, 0)
-    return bands * (columns_end + lanes - 1) * step * _FILL_CYCLES_OF[lanes]
+    return bands * (columns_end + lanes - 1) * step
 
 
 #: A pair's fill takes the fewest lanes whose cost is within this factor of its fastest (more
@@ -337,24 +353,54 @@ def trace_lanes(rows_end: np.ndarray, columns_end: np.ndarray,
     return _trace_plan(rows_end, columns_end, multiprocessors)[0]
 
 
+@functools.lru_cache(maxsize=16)
+def _lane_shapes(lanes: tuple, warp_rows: tuple, block_rows: tuple,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The lane shapes ``_trace_plan`` chooses from (the settings ``ALIGN_TRACE_LANES``,
+    ``ALIGN_TRACE_LANE_ROWS`` and ``ALIGN_TRACE_BLOCK_LANE_ROWS``, checked): the lane counts
+    (k,), each count's heights (k, h; padded with more rows than any query has), the index of
+    each count's last height, and the ns of a step of each shape (:data:`_FILL_STEP_NS`)."""
+    allowed = sorted(set(lanes))
+    if not allowed or not set(allowed) <= {32, 128, 256, 512}:
+        raise ValueError(f"ALIGN_TRACE_LANES={list(lanes)}: some of 32, 128, 256 and 512")
+    of_count = [_checked_heights("ALIGN_TRACE_LANE_ROWS" if count == 32 else
+                                 "ALIGN_TRACE_BLOCK_LANE_ROWS",
+                                 warp_rows if count == 32 else block_rows, count)
+                for count in allowed]
+    width = max(len(these) for these in of_count)
+    heights = np.full((len(allowed), width), 1 << 40, dtype=np.int64)
+    steps = np.zeros((len(allowed), width))
+    for k, (count, these) in enumerate(zip(allowed, of_count, strict=True)):
+        heights[k, :len(these)] = these
+        steps[k, :len(these)] = _step_ns(count, these)
+    last = np.array([len(these) - 1 for these in of_count], dtype=np.int64)
+    for array in (heights, steps, last):
+        array.flags.writeable = False  # shared by every caller
+    return np.array(allowed, dtype=np.int64), heights, last, steps
+
+
 def _trace_plan(rows_end: np.ndarray, columns_end: np.ndarray, multiprocessors: int,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per pair, :func:`trace_lanes`'s lanes, and with them the rows a lane keeps and the words
     of the pair's codes (:func:`trace_layout`'s) and its fill's cost (:func:`fill_cost`): what
     a call of paths needs, computed once."""
-    allowed = sorted(set(config.ALIGN_TRACE_LANES))
-    if not allowed or not set(allowed) <= {32, 128, 256, 512}:
-        raise ValueError(f"ALIGN_TRACE_LANES={config.ALIGN_TRACE_LANES}: some of 32, 128, 256 "
-                         "and 512")
-    counts = np.array(allowed, dtype=np.int64)
+    counts, heights, last, steps = _lane_shapes(
+        tuple(config.ALIGN_TRACE_LANES), tuple(config.ALIGN_TRACE_LANE_ROWS),
+        tuple(config.ALIGN_TRACE_BLOCK_LANE_ROWS))
     rows_end = np.asarray(rows_end, dtype=np.int64)
     columns_end = np.asarray(columns_end, dtype=np.int64)
     if len(rows_end) == 0:
         return tuple(np.zeros(0, dtype=dtype) for dtype in (np.int64, np.int64, np.int64,
                                                             np.float64))
-    # Every pair with every lane count: the rows a lane, and the fill's cost.
-    rows = np.stack([_lane_rows(rows_end, int(count)) for count in counts], axis=1)
-    cost = fill_cost(rows_end[:, None], columns_end[:, None], counts, rows)
+    # Every pair with every lane count at once (what _lane_rows and fill_cost give one count
+    # at a time): the fewest bands, then the lowest height that covers the rows, and the cost.
+    bands = np.maximum(1, -(-rows_end[:, None] // (counts * heights[np.arange(len(counts)),
+                                                                    last])))
+    need = -(-rows_end[:, None] // (counts * bands))
+    shape = np.minimum((need[:, :, None] > heights).sum(axis=2), last)
+    shape += np.arange(0, heights.size, heights.shape[1])  # into the flattened tables
+    rows, step = heights.ravel()[shape], steps.ravel()[shape]
+    cost = bands * (columns_end[:, None] + counts - 1) * step
     work = cost * (counts // 32)  # warp-time of each pair with each lane count
     capacity = multiprocessors * config.ALIGN_TRACE_WARPS_PER_SM
     pace = cost.min(axis=1) * _LANE_SLACK
@@ -470,22 +516,26 @@ def _warp_score_launch(kernel, sequences, q_local, t_local, m, n, where, scheme,
     shifted, n_codes, gap_open, gap_extend, shared, mode = scheme
     size = len(members)
     m, n = m[members], n[members]
-    border_base = np.zeros(size + 1, dtype=np.int64)
-    np.cumsum(2 * (n + 1), out=border_base[1:])
-    border = cupy.empty(2 * int(border_base[-1]), dtype=cupy.int32)
-    score, row_end, end = (cupy.zeros(size, dtype=cupy.int32) for _ in range(3))
-    unused = cupy.zeros(1, dtype=cupy.int64)  # the trace and last-row arguments
+    # warp.cu's rows (_PATH_INDEX_ROWS, _PATH_SIZE_ROWS): a score fill reads the pairs, their
+    # sizes and their border rows' places; it writes the score and the end cell.
+    index = np.zeros((len(_PATH_INDEX_ROWS), size), dtype=np.int64)
+    index[0], index[1] = q_local[members], t_local[members]
+    index[3, 1:] = np.cumsum(2 * (n[:-1] + 1))
+    sizes = np.zeros((len(_PATH_SIZE_ROWS), size), dtype=np.int32)
+    sizes[0], sizes[1] = m, n
+    index_dev, sizes_dev = upload_together([index, sizes])
+    border = cupy.empty(2 * int(2 * (n + 1).sum()), dtype=cupy.int32)
+    values = cupy.zeros((3, size), dtype=cupy.int32)  # score, query end, target end
+    unused = cupy.zeros(1, dtype=cupy.int32)  # the trace and last-row arguments
     kernel(*_warp_grid(kernel, size),
-           (*sequences, cupy.asarray(q_local[members]), cupy.asarray(t_local[members]),
-            cupy.asarray(m.astype(np.int32)), cupy.asarray(n.astype(np.int32)),
-            unused.view(cupy.int32), np.int32(0), np.int32(size),
-            shifted, np.int32(n_codes), np.int32(gap_open), np.int32(gap_extend),
-            unused.view(cupy.uint32), unused, border, cupy.asarray(border_base[:-1]),
-            unused.view(cupy.int32), unused, score, end, row_end), shared_mem=shared)
-    results[0][where[members]] = score.get()
-    results[2][where[members]] = end.get()
+           (*sequences, index_dev, sizes_dev, values, np.int32(size), np.int32(0),
+            np.int32(size), shifted, np.int32(n_codes), np.int32(gap_open),
+            np.int32(gap_extend), unused.view(cupy.uint32), border, unused), shared_mem=shared)
+    score, q_end, t_end = values.get()
+    results[0][where[members]] = score
+    results[2][where[members]] = t_end
     if mode == ALIGN_LOCAL:
-        results[1][where[members]] = row_end.get()
+        results[1][where[members]] = q_end
 
 
 def _dna_scores(qset, table) -> bool:
@@ -517,10 +567,14 @@ def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, prog
     ``task="path"``. Pairs of at least ``config.LONG_ALIGN_MIN_CELLS`` cells are aligned in
     linear space on the tiled engine (:func:`._cuda_long.pair_paths`), the others with a
     traceback each (:func:`_traced_paths`); ``progress`` moves as each part is done."""
-    engine = _long_engine(qset, table, gap_open, gap_extend)
-    cells = qset.lengths[q_index].astype(np.int64) * tset.lengths[t_index]
+    m, n = qset.lengths[q_index], tset.lengths[t_index]
+    cells = m.astype(np.int64) * n
     done = progress.pairs_done if progress is not None else _ignore
-    long = _long_pairs(engine, qset.lengths[q_index], tset.lengths[t_index])
+    # The tiled engine is made only where some pair is long enough to need it.
+    long = cells >= config.LONG_ALIGN_MIN_CELLS
+    if long.any():
+        engine = _long_engine(qset, table, gap_open, gap_extend)
+        long = _long_pairs(engine, m, n)
     if not long.any():
         found = _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode,
                               packed, known_scores)
@@ -768,11 +822,19 @@ class _TraceSetup:
         self.packed, self.streams = packed, streams
 
 
-#: The per-pair outputs of a path launch, rows of one int32 array (one copy to the host).
-#: ``written``: the pair's CIGAR text bytes, or its runs when packed.
+#: The rows of a batch's per-pair arrays (warp.cu's IndexRow, SizeRow and ResultRow, in that
+#: order; each array goes over in one copy): indices and offsets (int64), sizes (int32) and the
+#: results of a path launch (int32: one copy back). ``written``: the pair's CIGAR text bytes, or
+#: its runs when packed; then the columns of ``=``, ``X`` and ``I`` and of all operations, and
+#: the runs of each of ``=XID``.
+_PATH_INDEX_ROWS = ("q_index", "t_index", "trace_base", "border_base", "last_base",
+                    "written_base", "order")
+_PATH_SIZE_ROWS = ("rows_end", "columns_end", "known", "pair_rows", "pair_lanes")
 _TRACE_OUTPUTS = ("score", "q_end", "t_end", "q_start", "t_start", "written", "matches",
-                  "columns")
+                  "mismatches", "inserted", "columns", "match_runs", "mismatch_runs",
+                  "insert_runs", "delete_runs")
 _WRITTEN = _TRACE_OUTPUTS.index("written")
+_RUNS_ROW = _TRACE_OUTPUTS.index("match_runs")
 
 
 class _TraceResults:
@@ -824,7 +886,8 @@ class _TraceResults:
         """Store the results of the pairs at positions ``where`` (ascending; host arrays;
         ``values``: the rows of ``_TRACE_OUTPUTS``; ``gathered``: their runs, or their CIGAR
         texts each followed by a newline, in that order)."""
-        score, q_end, t_end, q_start, t_start, written, matches, columns = values
+        score, q_end, t_end, q_start, t_start, written, matches, mismatches, inserted, columns = \
+            values[:_RUNS_ROW]
         if self.score is not None:
             self.score[where] = score
         self.q_end[where] = q_end
@@ -834,7 +897,11 @@ class _TraceResults:
         self.identity[where] = np.divide(matches, columns, out=np.zeros(len(where)),
                                          where=columns > 0)
         if self.packed:  # a word a run: its length above two bits of operation
-            cigars = PackedCigars(gathered & 3, gathered >> 2, offsets_of_counts(written))
+            # With the walk's counts of each operation, which op_counts then reads.
+            op_columns = np.stack([matches, mismatches, inserted,
+                                   columns - matches - mismatches - inserted], axis=1)
+            cigars = PackedCigars.from_words(gathered, written,
+                                             counts=(op_columns, values[_RUNS_ROW:].T))
         else:
             # One decode (latin-1: a character per byte) and one split for the batch: CIGARs
             # hold no newline, and the last newline leaves an empty string behind.
@@ -853,6 +920,9 @@ class _TraceChunk:
         self.lanes, self.rows = lanes, rows
         self.rows_end, self.columns_end, self.known = rows_end, columns_end, known
         self.words, self.cost = words, cost  # the cost: fill_cost's
+        # Where the lane shape changes (the chunk is sorted by it): a fill launch each.
+        shapes = lanes * 1024 + rows
+        self.shape_starts = np.flatnonzero(shapes[1:] != shapes[:-1]) + 1
 
     def run(self, members):
         """Queue the batch ``members`` (indices into the chunk, consecutive): one upload of
@@ -881,68 +951,60 @@ class _TraceChunk:
         size = len(members)
         rows_end = self.rows_end[members]
         columns_end = self.columns_end[members]
-        columns = rows_end + columns_end  # at most this many operations a pair
-        trace_base = offsets_of_counts(self.words[members])
-        border_base = offsets_of_counts(2 * (columns_end + 1))
-        last_base = offsets_of_counts(columns_end + 1)
-        # Text: at most 2 bytes a column; runs: a word each (4-byte aligned).
-        written_base = offsets_of_counts(4 * columns if setup.packed else 2 * columns)
+        index = np.empty((len(_PATH_INDEX_ROWS), size), dtype=np.int64)
+        index[0], index[1] = self.q_local[members], self.t_local[members]
+        # Each pair's space in the batch's buffers, summed at once: its codes, two border rows,
+        # its last row, and its CIGAR (text: at most 2 bytes a column; runs: a word each, 4-byte
+        # aligned) of at most rows + columns operations.
+        spaces = np.stack([self.words[members], 2 * (columns_end + 1), columns_end + 1,
+                           (4 if setup.packed else 2) * (rows_end + columns_end)])
+        ends = np.cumsum(spaces, axis=1)
+        index[2:6] = ends - spaces
+        trace_words, border_pairs, last_cells, written_bytes = ends[:, -1].tolist()
         # The CIGARs are gathered in the order of the pairs' positions in the call, so that a
         # call of one batch needs no reordering of them on the host.
         order = np.argsort(self.positions[members], kind="stable")
-        # The index arrays go over in one copy: int64 and int32 rows.
-        wide, narrow = upload_together([
-            np.stack([self.q_local[members], self.t_local[members], trace_base[:-1],
-                      border_base[:-1], last_base[:-1], written_base[:-1], order]),
-            np.stack([rows_end, columns_end, self.known[members], self.rows[members],
-                      self.lanes[members]]).astype(np.int32)])
-        trace = cupy.empty(int(trace_base[-1]) + 4, dtype=cupy.uint32)
-        border = cupy.empty(2 * int(border_base[-1]) + 2, dtype=cupy.int32)
-        last_row = cupy.empty(int(last_base[-1]) + 1, dtype=cupy.int32)
-        written = cupy.empty(int(written_base[-1]) + 4, dtype=cupy.uint8)
-        values = cupy.zeros((len(_TRACE_OUTPUTS), size), dtype=cupy.int32)
-        gathered_base = cupy.zeros(size + 1, dtype=cupy.int64)
-        gathered = cupy.empty(int(written_base[-1]) + (0 if setup.packed else size) + 4,
-                              dtype=cupy.uint8)
-        # Every buffer sized by the batch is allocated before the first launch, so that
-        # running out of memory (launch_split then halves the batch) seldom wastes launches.
+        index[6] = order
+        sizes = np.stack([rows_end, columns_end, self.known[members], self.rows[members],
+                          self.lanes[members]]).astype(np.int32)
+        index_dev, sizes_dev = upload_together([index, sizes])
+        # Every buffer sized by the batch comes from one allocation before the first launch,
+        # so that running out of memory (launch_split then halves the batch) wastes none.
+        values, gathered_base, trace, border, last_row, written, gathered = carved(
+            ((len(_TRACE_OUTPUTS), size), np.int32), (size + 1, np.int64),
+            (trace_words + 4, np.uint32), (2 * border_pairs + 2, np.int32),
+            (last_cells + 1, np.int32), (written_bytes + 4, np.uint8),
+            (written_bytes + (0 if setup.packed else size) + 4, np.uint8))
         current = cupy.cuda.get_current_stream()
+        # The results and the gathering's offsets start at 0 (they lie side by side).
+        values.data.memset_async(0, gathered_base.data.ptr + gathered_base.nbytes -
+                                 values.data.ptr, current)
         ready = current.record()  # the uploads above, and the sequences' before them
         find_end = "true" if setup.find_end else "false"
         runs = "true" if setup.packed else "false"
         shared = _warp_table_bytes(setup.n_codes)
-        shapes = self.lanes[members] * 1024 + self.rows[members]
-        starts = np.flatnonzero(np.diff(shapes, prepend=-1))
-        groups = list(zip(starts.tolist(), [*starts[1:].tolist(), size], strict=True))
-        # The longest launch first, each on the stream with the least queued so far (a launch
-        # takes about its longest pair's fill).
-        cost = self.cost[members]
-        longest = [int(cost[lo:hi].max()) for lo, hi in groups]
-        queued = [0] * len(setup.streams)
+        stride = np.int32(size)
+        # A fill launch a lane shape, the longest first, each on the stream with the least
+        # queued so far (a launch takes about its longest pair's fill).
+        queued = [0.0] * len(setup.streams)
         launched = []
-        q_index, t_index, trace_dev, border_dev, last_dev, written_dev, order_dev = wide
-        rows_dev, columns_dev, known_dev, heights_dev, lanes_dev = narrow
-        score, q_end, t_end, q_start, t_start, length, matches, column_count = values
-        for group in np.argsort(longest, kind="stable")[::-1].tolist():
-            lo, hi = groups[group]
+        for lo, hi, longest in self._launches(members):
             lanes, height = int(self.lanes[members[lo]]), int(self.rows[members[lo]])
             least = queued.index(min(queued))
-            queued[least] += longest[group]
+            queued[least] += longest
             stream = setup.streams[least]
             stream.wait_event(ready)
             fill = get_kernel(WARP_KERNEL_FILE, f"warp_fill<{height}, {setup.mode}, true, "
                                                 f"{find_end}, {lanes}>")
             launch.reserve_shared(fill, shared)
-            # Pairs lo .. hi - 1 of the batch's arrays (no views of them).
-            first, end = np.int32(lo), np.int32(hi)
             with stream:
-                # A local fill writes each pair's score and end cell, where trace_back starts.
+                # Pairs lo .. hi - 1 of the batch's arrays. A local fill writes each pair's
+                # score and end cell, where trace_back starts.
                 fill(*launch.grid(fill, hi - lo, launch.block_threads(fill) // lanes),
-                     (*self.sequences, q_index, t_index, rows_dev, columns_dev, known_dev,
-                      first, end,
-                      setup.table, np.int32(setup.n_codes), np.int32(setup.gap_open),
-                      np.int32(setup.gap_extend), trace, trace_dev, border, border_dev,
-                      last_row, last_dev, score, t_end, q_end), shared_mem=shared)
+                     (*self.sequences, index_dev, sizes_dev, values, stride, np.int32(lo),
+                      np.int32(hi), setup.table, np.int32(setup.n_codes),
+                      np.int32(setup.gap_open), np.int32(setup.gap_extend), trace, border,
+                      last_row), shared_mem=shared)
                 launched.append(stream.record())
         for event in launched:
             current.wait_event(event)
@@ -950,22 +1012,32 @@ class _TraceChunk:
         # cost the host more than the walks of the other shapes wait).
         back = get_kernel(WARP_KERNEL_FILE, f"trace_back<{setup.mode}, {find_end}, {runs}>")
         back(*launch.grid(back, 32 * size),  # a warp a pair
-             (*self.sequences, q_index, t_index, rows_dev, columns_dev, np.int32(0),
-              np.int32(size), heights_dev, lanes_dev, np.int32(setup.match_codes),
-              np.int32(setup.gap_open), last_row, last_dev, trace, trace_dev, written,
-              written_dev, score, q_end, t_end, q_start, t_start, length, matches,
-              column_count))
+             (*self.sequences, index_dev, sizes_dev, values, stride, np.int32(0), stride,
+              np.int32(setup.match_codes), np.int32(setup.gap_open), last_row, trace,
+              written))
         # Only what was written comes back: gathered pair after pair in the order of their
         # positions (text: each followed by a newline), its total known once the batch's
         # values are fetched.
+        order_dev = index_dev[_PATH_INDEX_ROWS.index("order")]
         gathered_base[1:] = cupy.cumsum(values[_WRITTEN][order_dev] +
                                         (0 if setup.packed else 1))
         gathered_base[order_dev] = gathered_base[:-1].copy()
         gather = get_kernel(WARP_KERNEL_FILE, f"gather_paths<{runs}>")
         gather(*_warp_grid(gather, size),
-               (written, written_dev, values[_WRITTEN], gathered_base, np.int32(size),
-                gathered))
+               (written, index_dev, values, stride, gathered_base, stride, gathered))
         results.queued.append((self.positions[members][order], order, values,
                                gathered.view(cupy.uint32) if setup.packed else gathered,
                                current.record(),
-                               (wide, narrow, trace, border, last_row, written)))
+                               (index_dev, sizes_dev, trace, border, last_row, written)))
+
+    def _launches(self, members):
+        """``(lo, hi, cost)`` of each fill launch of the batch ``members`` (consecutive
+        indices into the chunk, which is sorted by lane shape): pairs ``lo .. hi - 1`` of the
+        batch share a lane shape, and the launch takes about its longest pair's fill
+        (``cost``); the longest first."""
+        first, end = int(members[0]), int(members[-1]) + 1
+        starts = self.shape_starts
+        bounds = [first, *starts[(starts > first) & (starts < end)].tolist(), end]
+        launches = [(lo - first, hi - first, float(self.cost[lo:hi].max()))
+                    for lo, hi in zip(bounds, bounds[1:], strict=False)]
+        return sorted(launches, key=lambda item: -item[2])

@@ -164,8 +164,10 @@ def upload_together(arrays: list[np.ndarray], stream: Any = None) -> list[Any]:
 
     stream = cupy.cuda.get_current_stream() if stream is None else stream
     arrays = [np.ascontiguousarray(array) for array in arrays]
-    # Each array starts 16-byte aligned.
-    starts = np.cumsum([0] + [-(-array.nbytes // 16) * 16 for array in arrays])
+    starts = [0]
+    for array in arrays:  # each array starts 16-byte aligned
+        starts.append(starts[-1] + -(-array.nbytes // 16) * 16)
+    total = starts[-1]
     device = cupy.cuda.Device().id
     held = getattr(_TOGETHER, "held", None)
     if held is None:
@@ -173,12 +175,12 @@ def upload_together(arrays: list[np.ndarray], stream: Any = None) -> list[Any]:
     buffer, copied = held.get(device, (None, None))
     if copied is not None:
         copied.synchronize()  # its last copy has read it
-    if buffer is None or len(buffer) < starts[-1]:
-        buffer = pinned_empty(max(int(starts[-1]), 4096), np.uint8)[0]
-    for array, start in zip(arrays, starts[:-1].tolist(), strict=False):
+    if buffer is None or len(buffer) < total:
+        buffer = pinned_empty(max(total, 4096), np.uint8)[0]
+    for array, start in zip(arrays, starts, strict=False):
         buffer[start:start + array.nbytes] = array.reshape(-1).view(np.uint8)
-    on_device = cupy.empty(int(starts[-1]), dtype=cupy.uint8)
-    on_device.set(buffer[:int(starts[-1])], stream=stream)
+    on_device = cupy.empty(total, dtype=cupy.uint8)
+    on_device.set(buffer[:total], stream=stream)
     held[device] = (buffer, stream.record())
-    return [on_device[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
-            for array, start in zip(arrays, starts[:-1].tolist(), strict=False)]
+    return [cupy.ndarray(array.shape, array.dtype, on_device.data + start)
+            for array, start in zip(arrays, starts, strict=False)]

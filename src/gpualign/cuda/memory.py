@@ -4,6 +4,8 @@ other module asks the device how much memory is free."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .. import config
@@ -85,3 +87,26 @@ def launch_split(launch, members, per_pair_bytes: int):
                 raise
             half = len(part) // 2
             pending[:0] = [part[:half], part[half:]]
+
+
+def carved(*shapes: tuple[Any, Any]) -> list:
+    """Uninitialized CuPy arrays of the ``(shape, dtype)`` pairs ``shapes``, carved out of one
+    allocation (each 256-byte aligned): a batch's buffers at the cost of one request to the
+    memory pool, and one OutOfMemoryError for all of them.
+
+    Examples
+    --------
+    >>> codes, counts = carved((100, "uint32"), ((3, 5), "int32"))  # doctest: +SKIP
+    >>> codes.shape, counts.shape  # doctest: +SKIP
+    ((100,), (3, 5))
+    """
+    import cupy
+
+    sizes = [int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+             for shape, dtype in shapes]
+    starts = [0]
+    for size in sizes:
+        starts.append(starts[-1] + -(-size // 256) * 256)
+    memory = cupy.cuda.alloc(max(starts[-1], 1))
+    return [cupy.ndarray(shape, dtype, memory + start)
+            for (shape, dtype), start in zip(shapes, starts, strict=False)]

@@ -36,8 +36,10 @@
 // steps at once (a lane a cell of the diagonal, and a vote). Runs are counted as the walk
 // goes, so no operation is stored and read again.
 //
-// Both take pairs first .. count - 1 of their per-pair arrays: the launches of one batch (a
-// lane shape each) share the batch's arrays.
+// Both take pairs first .. count - 1 of their per-pair arrays (the rows of `index`, `sizes` and
+// `results`, below): the launches of one batch (a lane shape each) share the batch's arrays.
+// The walk also counts the columns and runs of each operation (what a search reports of a hit
+// without reading its CIGAR again).
 //
 // FIND_END: the fill runs over every cell and finds the end itself, so no mode but overlap
 // needs a separate pass for its ends. Global and semi-global (whose alignments end in the last
@@ -54,6 +56,41 @@
 // The host sends no overlap pairs here.
 
 #include "common.cuh"
+
+// The per-pair arrays of a batch: rows of `stride` entries of three arrays, each copied in one
+// piece (the host's _PATH_INDEX_ROWS, _PATH_SIZE_ROWS and _TRACE_OUTPUTS, in this order).
+enum IndexRow {       // int64
+    Q_INDEX,          // the query, and the target, of the pair in the sets
+    T_INDEX,
+    TRACE_BASE,       // its traceback codes in `trace` (words)
+    BORDER_BASE,      // its two border rows in `border`
+    LAST_BASE,        // its last row in `last_row`
+    WRITTEN_BASE,     // its CIGAR's space in `text`
+    ORDER,            // (the host's) the pair gathered k-th
+};
+enum SizeRow {        // int32
+    ROWS_END,         // the rows and columns of its DP (up to the end cell)
+    COLUMNS_END,
+    KNOWN,            // a local path's known score (INT_MAX: unknown)
+    PAIR_ROWS,        // the rows a lane keeps, and the lanes, of its fill
+    PAIR_LANES,
+};
+enum ResultRow {      // int32
+    SCORE,
+    Q_END,
+    T_END,
+    Q_START,
+    T_START,
+    WRITTEN,          // bytes of CIGAR text, or runs
+    MATCHES,          // columns of =, X, I, and all of them (D: the rest)
+    MISMATCHES,
+    INSERTED,
+    COLUMNS,
+    MATCH_RUNS,       // runs of =, X, I and D
+    MISMATCH_RUNS,
+    INSERT_RUNS,
+    DELETE_RUNS,
+};
 
 enum { FROM_DIAGONAL = 0, FROM_E = 1, FROM_F = 2, STOP = 3, E_OPENED = 4, F_OPENED = 8 };
 constexpr int NEG = -(1 << 30);  // "minus infinity", with room to subtract gap costs
@@ -103,15 +140,10 @@ template <int ROWS, int MODE, bool TRACE, bool FIND_END, int LANES>
 __global__ void __launch_bounds__(LANES > 128 ? LANES : 128)
 warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
-           const i64* __restrict__ q_index, const i64* __restrict__ t_index,
-           const int* __restrict__ rows_end, const int* __restrict__ columns_end,
-           const int* __restrict__ known_best, int first, int count,
+           const i64* __restrict__ index, const int* __restrict__ sizes,
+           int* __restrict__ results, int stride, int first, int count,
            const short* __restrict__ table, int n_codes, int gap_open, int gap_extend,
-           u32* __restrict__ trace, const i64* __restrict__ trace_base,
-           int2* __restrict__ border, const i64* __restrict__ border_base,
-           int* __restrict__ last_row, const i64* __restrict__ last_base,
-           int* __restrict__ score_out, int* __restrict__ end_out,
-           int* __restrict__ row_end_out) {
+           u32* __restrict__ trace, int2* __restrict__ border, int* __restrict__ last_row) {
     static_assert(ROWS == 2 || ROWS == 4 || ROWS % 8 == 0,
                   "a lane's nibbles fill a byte, half a word or whole words");
     static_assert(LANES == 32 || LANES == 128 || LANES == 256 || LANES == 512,
@@ -136,17 +168,18 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     // thread that returns here or below returns with its block and no barrier waits for it).
     const int p = first + (blockIdx.x * blockDim.x + threadIdx.x) / LANES;
     if (p >= count) return;
-    const int m = rows_end[p], n = columns_end[p];
+    const int m = sizes[ROWS_END * stride + p], n = sizes[COLUMNS_END * stride + p];
     if (m == 0 || n == 0) return;
-    const u8* a = q_codes + q_offsets[q_index[p]];
-    const u8* b = t_codes + t_offsets[t_index[p]];
+    const u8* a = q_codes + q_offsets[index[Q_INDEX * stride + p]];
+    const u8* b = t_codes + t_offsets[index[T_INDEX * stride + p]];
     const bool row0_pays = MODE == ALIGN_GLOBAL;
     const bool column0_pays = MODE == ALIGN_GLOBAL || MODE == ALIGN_SEMI_GLOBAL;
     const int steps = n + LANES - 1;
-    u32* out = TRACE ? trace + trace_base[p] : nullptr;
-    int2* borders = border + border_base[p];
+    u32* out = TRACE ? trace + index[TRACE_BASE * stride + p] : nullptr;
+    int2* borders = border + index[BORDER_BASE * stride + p];
     const int bands = (m + BAND - 1) / BAND;
-    int* last = TRACE && FIND_END && MODE != ALIGN_LOCAL ? last_row + last_base[p] : nullptr;
+    int* last = TRACE && FIND_END && MODE != ALIGN_LOCAL
+                    ? last_row + index[LAST_BASE * stride + p] : nullptr;
     // Local alignments whose end this fill finds: the best cell and its score.
     constexpr bool TRACKS_BEST = MODE == ALIGN_LOCAL && (!TRACE || FIND_END);
     // Local paths whose score the caller knows (a search's hits; INT_MAX: unknown): the first
@@ -154,7 +187,7 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     // needs only the steps that bring every lane to column j, and the bands below only
     // columns up to j (a later band's cell wins a tie only in an earlier column).
     constexpr bool STOPS = TRACKS_BEST && TRACE;
-    const int known = STOPS ? known_best[p] : 0;
+    const int known = STOPS ? sizes[KNOWN * stride + p] : 0;
     int column_limit = n;
     int row_best = NEG, row_best_j = 0;  // without TRACE: row m (lane_last), best t and column
     int cell_best = 0, best_i = 0, best_j = 0;  // TRACKS_BEST: the lane's best cell
@@ -359,13 +392,13 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
             }
         }
         if (lane == 0) {
-            score_out[p] = cell_best;
-            end_out[p] = best_j;
-            row_end_out[p] = best_i;
+            results[SCORE * stride + p] = cell_best;
+            results[T_END * stride + p] = best_j;
+            results[Q_END * stride + p] = best_i;
         }
     } else if (!TRACE && lane == lane_last) {
-        score_out[p] = row_best + gap_open;
-        end_out[p] = row_best_j;
+        results[SCORE * stride + p] = row_best + gap_open;
+        results[T_END * stride + p] = row_best_j;
     }
 }
 
@@ -425,6 +458,7 @@ struct WalkCigar {
     u8* out;
     int back;  // words (RUNS) or bytes written go below this
     int op = -1, run = 0;
+    int columns[4] = {0, 0, 0, 0}, runs[4] = {0, 0, 0, 0};  // by operation
 
     __device__ __forceinline__ void add(int next, int count) {
         if (next == op) {
@@ -438,6 +472,12 @@ struct WalkCigar {
 
     __device__ __forceinline__ void flush() {
         if (run == 0) return;
+        // Counted with constant indices (a register each, where op would index memory).
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            columns[k] += k == op ? run : 0;
+            runs[k] += k == op;
+        }
         const bool writes = (threadIdx.x & 31) == 0;
         if (RUNS) {
             --back;
@@ -485,33 +525,29 @@ template <int MODE, bool FIND_END, bool RUNS>
 __global__ void __launch_bounds__(128)
 trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            const u8* __restrict__ t_codes, const i64* __restrict__ t_offsets,
-           const i64* __restrict__ q_index, const i64* __restrict__ t_index,
-           const int* __restrict__ rows_end, const int* __restrict__ columns_end, int first,
-           int count, const int* __restrict__ pair_rows, const int* __restrict__ pair_lanes,
-           int match_codes, int gap_open,
-           const int* __restrict__ last_row, const i64* __restrict__ last_base,
-           const u32* __restrict__ trace, const i64* __restrict__ trace_base,
-           u8* __restrict__ text, const i64* __restrict__ text_base,
-           int* __restrict__ score, int* __restrict__ q_end, int* __restrict__ t_end,
-           int* __restrict__ q_start, int* __restrict__ t_start, int* __restrict__ text_length,
-           int* __restrict__ matches, int* __restrict__ columns) {
+           const i64* __restrict__ index, const int* __restrict__ sizes,
+           int* __restrict__ results, int stride, int first, int count, int match_codes,
+           int gap_open, const int* __restrict__ last_row, const u32* __restrict__ trace,
+           u8* __restrict__ text) {
     // A warp a pair: every lane runs the same walk (the same branches), lane 0 writes.
     const int p = first + (blockIdx.x * blockDim.x + threadIdx.x) / 32;
     if (p >= count) return;
     const int lane = threadIdx.x & 31;
-    const int rows = pair_rows[p], lanes = pair_lanes[p];  // the layout its fill wrote
-    const u8* a = q_codes + q_offsets[q_index[p]];
-    const u8* b = t_codes + t_offsets[t_index[p]];
-    const u32* nibbles = trace + trace_base[p];
-    const int steps = columns_end[p] + lanes - 1;
-    int i = rows_end[p], j = columns_end[p];
+    // The layout its fill wrote.
+    const int rows = sizes[PAIR_ROWS * stride + p], lanes = sizes[PAIR_LANES * stride + p];
+    const u8* a = q_codes + q_offsets[index[Q_INDEX * stride + p]];
+    const u8* b = t_codes + t_offsets[index[T_INDEX * stride + p]];
+    const u32* nibbles = trace + index[TRACE_BASE * stride + p];
+    int i = sizes[ROWS_END * stride + p], j = sizes[COLUMNS_END * stride + p];
+    const int steps = j + lanes - 1;
+    int* result = results + p;  // its row k at result[k * stride]
     // Space for the CIGAR: a word (RUNS) or two bytes (text) per column of the longest path.
     const int capacity = (RUNS ? 1 : 2) * (i + j);
     if (FIND_END && MODE == ALIGN_LOCAL) {  // the fill wrote the end (and the score)
-        i = q_end[p];
-        j = t_end[p];
+        i = result[Q_END * stride];
+        j = result[T_END * stride];
     } else if (FIND_END) {
-        const int* last = last_row + last_base[p];
+        const int* last = last_row + index[LAST_BASE * stride + p];
         if (MODE == ALIGN_SEMI_GLOBAL) {  // the best of row m, the smallest column on ties
             int best = NEG, best_j = j;
             for (int k = 1 + lane; k <= j; k += 32) {
@@ -531,14 +567,14 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
             }
             j = best_j;
         }
-        if (lane == 0) score[p] = last[j] + gap_open;
+        if (lane == 0) result[SCORE * stride] = last[j] + gap_open;
     }
     if (lane == 0) {
-        q_end[p] = i;
-        t_end[p] = j;
+        result[Q_END * stride] = i;
+        result[T_END * stride] = j;
     }
     WalkWindow window;
-    WalkCigar<RUNS> cigar{text + text_base[p], capacity};
+    WalkCigar<RUNS> cigar{text + index[WRITTEN_BASE * stride + p], capacity};
     int n_ops = 0, matched = 0;
     int state = 0;  // 0: in H, 1: in E (a run of D), 2: in F (a run of I)
     while (true) {
@@ -612,33 +648,37 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     }
     const int written = cigar.finish(capacity);
     if (lane == 0) {
-        q_start[p] = i;
-        t_start[p] = j;
-        matches[p] = matched;
-        columns[p] = n_ops;
-        text_length[p] = written;  // bytes of text, or runs
+        result[Q_START * stride] = i;
+        result[T_START * stride] = j;
+        result[WRITTEN * stride] = written;  // bytes of text, or runs
+        result[MATCHES * stride] = matched;
+        result[MISMATCHES * stride] = cigar.columns[OP_MISMATCH];
+        result[INSERTED * stride] = cigar.columns[OP_INSERTION];
+        result[COLUMNS * stride] = n_ops;
+#pragma unroll
+        for (int op = 0; op < 4; ++op) result[(MATCH_RUNS + op) * stride] = cigar.runs[op];
     }
 }
 
-// Copy each pair's CIGAR (at text_base[p]: length[p] bytes of text, or with RUNS length[p]
-// words) to packed_base[p] in `packed` (offsets summed from the lengths, plus a newline after
-// each text), one warp per pair, so that only what was written goes to the host, which
+// Copy each pair's CIGAR (at its WRITTEN_BASE in `text`: WRITTEN bytes of text, or with RUNS
+// WRITTEN words) to packed_base[p] in `packed` (offsets summed from the lengths, plus a newline
+// after each text), one warp per pair, so that only what was written goes to the host, which
 // decodes the texts of a batch with one split.
 template <bool RUNS>
 __global__ void __launch_bounds__(128)
-gather_paths(const u8* __restrict__ text, const i64* __restrict__ text_base,
-             const int* __restrict__ length, const i64* __restrict__ packed_base, int count,
-             u8* __restrict__ packed) {
+gather_paths(const u8* __restrict__ text, const i64* __restrict__ index,
+             const int* __restrict__ results, int stride, const i64* __restrict__ packed_base,
+             int count, u8* __restrict__ packed) {
     const int p = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     if (p >= count) return;
-    const int written = length[p];
+    const int written = results[WRITTEN * stride + p];
+    const u8* from = text + index[WRITTEN_BASE * stride + p];
     if (RUNS) {
-        const u32* from = reinterpret_cast<const u32*>(text + text_base[p]);
+        const u32* words = reinterpret_cast<const u32*>(from);
         u32* to = reinterpret_cast<u32*>(packed) + packed_base[p];
-        for (int k = threadIdx.x & 31; k < written; k += 32) to[k] = from[k];
+        for (int k = threadIdx.x & 31; k < written; k += 32) to[k] = words[k];
         return;
     }
-    const u8* from = text + text_base[p];
     u8* to = packed + packed_base[p];
     for (int k = threadIdx.x & 31; k < written; k += 32) to[k] = from[k];
     if ((threadIdx.x & 31) == 0) to[written] = '\n';
