@@ -50,7 +50,7 @@ from .._progress import Progress
 from ..cigar import PackedCigars, offsets_of_counts, placed_cigars
 from ..codes import ALIGN_LOCAL, ALIGN_OVERLAP
 from ..cuda import launch
-from ..cuda.host import upload_together
+from ..cuda.host import mapped, maps_host_memory, thread_buffers, upload_together
 from ..cuda.loader import get_kernel
 from ..cuda.memory import batch_budget, carved, device_chunks, launch_split
 from ..cuda.report import device_resources
@@ -409,22 +409,20 @@ def _trace_plan(rows_end: np.ndarray, columns_end: np.ndarray, multiprocessors: 
     def fewest_lanes(time: float) -> np.ndarray:  # the first lane count done by then
         return np.argmax(cost <= np.maximum(pace, time)[:, None], axis=1)
 
-    def fits(time: float) -> bool:  # the call's work fits the device for as long as it takes
-        chosen = fewest_lanes(time)
-        took = max(time, float(cost[pairs, chosen].max()))
+    def fits(time: float, chosen: np.ndarray) -> bool:  # the call's work fits the device
+        took = max(time, float(cost[pairs, chosen].max()))  # for as long as it takes
         return float(work[pairs, chosen].sum()) <= took * capacity
 
-    if fits(0.0):  # few pairs (a search's hits): each at about its fastest
-        chosen = fewest_lanes(0.0)
-    else:
-        # The least time that fits is one of the costs (fewer lanes do less work, so fitting
-        # can only become true as the time grows); at the largest, every pair takes its fewest
-        # lanes.
+    chosen = fewest_lanes(0.0)  # few pairs (a search's hits): each at about its fastest
+    if not fits(0.0, chosen):
+        # Too many for that: the least time that fits is one of the costs (fewer lanes do less
+        # work, so fitting can only become true as the time grows); at the largest, every pair
+        # takes its fewest lanes.
         times = np.unique(cost)
         lo, hi = 0, len(times) - 1
         while lo < hi:
             mid = (lo + hi) // 2
-            if fits(float(times[mid])):
+            if fits(float(times[mid]), fewest_lanes(float(times[mid]))):
                 hi = mid
             else:
                 lo = mid + 1
@@ -662,10 +660,12 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
                         launch.side_streams("align paths", config.ALIGN_TRACE_STREAMS))
     results = _TraceResults(score if find_end else None, q_end, t_end, q_start, t_start,
                             identity, packed)
+    budget = batch_budget()  # asked once: the device's free memory costs a driver call
     try:
         for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index[chosen],
                                                                t_index[chosen],
-                                                               config.ALIGN_GPU_CHUNK_PAIRS):
+                                                               config.ALIGN_GPU_CHUNK_PAIRS,
+                                                               budget):
             positions = chosen[part]
             # The launches wait for the sequences' and the table's uploads on the current
             # stream (recorded once a batch, after its own uploads).
@@ -674,8 +674,9 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
                                 t_end[positions], known[positions], words[positions],
                                 cost[positions])
             for lo, hi in partition_bounds(offsets_of_counts(pair_bytes[positions]),
-                                           batch_budget() // 2):
-                launch_split(chunk.run, np.arange(lo, hi), 1)  # halved if out of memory
+                                           budget // 2):
+                # Halved if out of memory.
+                launch_split(chunk.run, np.arange(lo, hi), 1, budget)
             # This chunk's sequences may go (the next chunk's reuse their memory on the current
             # stream) once every launch that reads them has finished.
             while results.queued:
@@ -851,23 +852,28 @@ class _TraceResults:
         # a call of one batch stores it here).
         self.finisher: ThreadPoolExecutor | None = None
         self.finished: list = []  # the futures of store()
-        # (positions ascending, the batch's pairs in that order, device results, device
-        # gathered CIGARs, the event that ends their gathering, what the launches read),
-        # oldest first; the last keeps every buffer of a batch until its results are fetched.
+        # (positions ascending, the batch's pairs in that order, its results in page-locked
+        # memory, its gathered CIGARs there or on the device, the event that ends their
+        # copies, what the launches read), oldest first; the last keeps every buffer of a
+        # batch until its results are fetched.
         self.queued: list = []
+        self.batches = 0  # queued so far: the page-locked buffers alternate
 
     def fetch_oldest(self, in_thread: bool = True) -> None:
-        """Copy the oldest queued batch's results to the host and store them, ``in_thread`` on
-        the finisher thread while the host queues the next batch. The copies wait for the
-        batch's gathering only, on a stream of their own that waits for nothing else (on the
-        current stream they would wait for the next batch queued there too)."""
+        """Wait for the oldest queued batch's results (in page-locked memory, the gathered
+        CIGARs too where the GPU wrote them there, else copied now) and store them,
+        ``in_thread`` on the finisher thread while the host queues the next batch."""
         where, order, values, gathered, gathered_event, _ = self.queued.pop(0)
-        copy = launch.side_streams("align path copies", 1, non_blocking=True)[0]
-        copy.wait_event(gathered_event)
-        values = values.get(stream=copy)[:, order]  # the pairs in the order of `where`
+        gathered_event.synchronize()
+        values = values[:, order]  # a copy: the pairs in the order of `where`
         written = int(values[_WRITTEN].sum())
         size = written if self.packed else written + len(where)  # text: a newline each
-        gathered = gathered[:size].get(stream=copy)
+        if isinstance(gathered, np.ndarray):  # the GPU wrote it here: a copy to keep
+            gathered = gathered[:size].copy()
+        else:  # on the device: copied on a stream that waits for nothing else
+            copy = launch.side_streams("align path copies", 1, non_blocking=True)[0]
+            copy.wait_event(gathered_event)
+            gathered = gathered[:size].get(stream=copy)
         if not in_thread:
             self.store(where, values, gathered)
             return
@@ -1017,16 +1023,25 @@ class _TraceChunk:
               written))
         # Only what was written comes back: gathered pair after pair in the order of their
         # positions (text: each followed by a newline), its total known once the batch's
-        # values are fetched.
-        order_dev = index_dev[_PATH_INDEX_ROWS.index("order")]
-        gathered_base[1:] = cupy.cumsum(values[_WRITTEN][order_dev] +
-                                        (0 if setup.packed else 1))
-        gathered_base[order_dev] = gathered_base[:-1].copy()
+        # values are fetched; where the GPU can write page-locked host memory, straight there.
+        lengths = values[_WRITTEN][index_dev[_PATH_INDEX_ROWS.index("order")]]
+        cupy.cumsum(lengths if setup.packed else lengths + 1, dtype=cupy.int64,
+                    out=gathered_base[1:])
+        slot = results.batches % 2  # at most two batches are queued
+        results.batches += 1
+        buffers = thread_buffers()
+        host_values = buffers.get(f"align paths values {slot}", values.size,
+                                  np.int32).reshape(values.shape)
+        host_gathered = buffers.get(f"align paths gathered {slot}", gathered.size, np.uint8)
+        direct = maps_host_memory(cupy.cuda.Device().id)
         gather = get_kernel(WARP_KERNEL_FILE, f"gather_paths<{runs}>")
         gather(*_warp_grid(gather, size),
-               (written, index_dev, values, stride, gathered_base, stride, gathered))
-        results.queued.append((self.positions[members][order], order, values,
-                               gathered.view(cupy.uint32) if setup.packed else gathered,
+               (written, index_dev, values, stride, gathered_base, stride,
+                mapped(host_gathered) if direct else gathered))
+        values.get(stream=current, out=host_values, blocking=False)
+        word = np.uint32 if setup.packed else np.uint8  # runs: a word each
+        results.queued.append((self.positions[members][order], order, host_values,
+                               host_gathered.view(word) if direct else gathered.view(word),
                                current.record(),
                                (index_dev, sizes_dev, trace, border, last_row, written)))
 

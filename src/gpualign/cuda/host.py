@@ -15,7 +15,12 @@ from typing import Any
 import numpy as np
 
 __all__ = ["HostBuffers", "PinnedStaging", "is_page_locked", "mapped", "maps_host_memory",
-           "pinned_copy", "pinned_empty", "upload_together"]
+           "pinned_copy", "pinned_empty", "thread_buffers", "upload_together"]
+
+
+#: Per thread: the page-locked memory of :func:`thread_buffers` and of :func:`upload_together`
+#: (by device, with the event that ends its last copy).
+_TOGETHER = threading.local()
 
 
 def pinned_empty(count: int, dtype: Any) -> tuple[np.ndarray, bool]:
@@ -101,6 +106,16 @@ class HostBuffers:
         return held[:size]
 
 
+def thread_buffers() -> HostBuffers:
+    """The calling thread's :class:`HostBuffers`, kept for the life of the process: locking
+    memory costs far more than a small call's work, so the calls of a thread reuse theirs (a
+    thread of its own: no other thread writes them meanwhile)."""
+    held = getattr(_TOGETHER, "buffers", None)
+    if held is None:
+        held = _TOGETHER.buffers = HostBuffers()
+    return held
+
+
 class PinnedStaging:
     """Copies of ordinary host memory to the GPU, queued on one stream through two page-locked
     pieces used in turn: the host stages one piece while the other is copied, so the copies run
@@ -140,11 +155,6 @@ class PinnedStaging:
             destination[lo:lo + len(part)].set(piece[:len(part)], stream=self.stream)
             self._copied[self._turn] = self.stream.record()
             self._turn = 1 - self._turn
-
-
-#: Per thread and device: the page-locked buffer of :func:`upload_together` and the event that
-#: ends its last copy.
-_TOGETHER = threading.local()
 
 
 def upload_together(arrays: list[np.ndarray], stream: Any = None) -> list[Any]:

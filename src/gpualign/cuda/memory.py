@@ -37,13 +37,14 @@ def fits_resident(nbytes: int) -> bool:
     return nbytes <= config.GPU_MEMORY_FRACTION * free_bytes()
 
 
-def device_chunks(qset, tset, q_index, t_index, step):
+def device_chunks(qset, tset, q_index, t_index, step, budget: int | None = None):
     """Yield ``(slice, device sequences, local q_index, local t_index)`` chunks of at most
     ``step`` pairs: the whole sets on the device when they fit (local indices are then the
-    same object when ``q_index is t_index``), else each chunk's own gathered sequences."""
+    same object when ``q_index is t_index``), else each chunk's own gathered sequences.
+    ``budget``: :func:`batch_budget`, where the caller has asked for it already."""
     count = len(q_index)
     step = max(1, step)
-    budget = batch_budget()
+    budget = batch_budget() if budget is None else budget
     # A set already on the device (a search's database) costs nothing more.
     resident_bytes = sum(s.codes.nbytes + s.offsets.nbytes for s in (qset, tset)
                          if not s.on_device())
@@ -70,12 +71,13 @@ def device_chunks(qset, tset, q_index, t_index, step):
         lo = part.stop
 
 
-def launch_split(launch, members, per_pair_bytes: int):
-    """Run ``launch(part)`` over ``members`` in parts that fit the memory budget; a part that
-    still runs out of memory is halved and retried."""
+def launch_split(launch, members, per_pair_bytes: int, budget: int | None = None):
+    """Run ``launch(part)`` over ``members`` in parts that fit the memory budget (``budget``:
+    :func:`batch_budget`, where the caller has it); a part that still runs out of memory is
+    halved and retried."""
     import cupy
 
-    step = max(1, batch_budget() // per_pair_bytes)
+    step = max(1, (batch_budget() if budget is None else budget) // per_pair_bytes)
     pending = [members[lo:lo + step] for lo in range(0, len(members), step)]
     while pending:
         part = pending.pop(0)

@@ -31,10 +31,11 @@
 // trace_back: one warp per pair walks the nibbles back from the end cell with the CPU
 // backend's stop rules, labels diagonal steps = or X, and writes the CIGAR as text, or (RUNS)
 // as a word a run for packed CIGARs. A walk is a chain of dependent steps, so the warp loads
-// the nibbles of 16 rows x 32 columns around the walk at once (one memory round trip instead
-// of one a step) and reads its cells with shuffles: a gap step a cell, a run of diagonal
-// steps at once (a lane a cell of the diagonal, and a vote). Runs are counted as the walk
-// goes, so no operation is stored and read again.
+// the nibbles of 32 columns x 16 diagonals around the walk at once (one memory round trip
+// instead of one a step; a run of diagonal steps crosses 32 columns of it) and reads its cells
+// with shuffles: a gap step a cell, a run of diagonal steps at once (a lane a cell of the
+// diagonal, and a vote). Runs are counted as the walk goes, so no operation is stored and read
+// again.
 //
 // Both take pairs first .. count - 1 of their per-pair arrays (the rows of `index`, `sizes` and
 // `results`, below): the launches of one batch (a lane shape each) share the batch's arrays.
@@ -402,24 +403,33 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     }
 }
 
-// The walk's window: lane k holds column wj - k of rows wi - WALK_ROWS + 1 .. wi (row wi in
-// the lowest nibble of a 64-bit word), that column's target code and (k < WALK_ROWS) row
-// wi - k's query code, so that a step of the walk reads its cell with shuffles; the warp loads
-// a new window when the walk leaves this one.
-constexpr int WALK_ROWS = 16;
+// The walk's window: lane k holds column wj - k, and of it the cells of 16 diagonals around
+// the one through the window's anchor (wi, wj): nibble d (of a 64-bit word) is row
+// wi - k + WALK_HALF - d, so the anchor's diagonal is nibble WALK_HALF of every lane. A run
+// of diagonal steps keeps its nibble and crosses up to 32 columns before the warp loads a new
+// window; a gap step moves one nibble (up: a row; left: a column and a nibble back). Each
+// lane also holds that column's target code and the query codes of rows wi + WALK_HALF - k
+// (`query`) and 32 rows above (`query_far`), every row a run of the window may meet.
+constexpr int WALK_DIAGONALS = 16, WALK_HALF = 8;
 
 struct WalkWindow {
-    int wi = -WALK_ROWS, wj = -32;  // the bottom-right cell: none yet
+    int wi = 0, wj = -64;  // the anchor: none yet
     u64 codes = 0;
-    int target = 0, query = 0;
+    int target = 0, query = 0, query_far = 0;
 
-    __device__ __forceinline__ bool holds(int i, int j) const {
-        return i <= wi && i > wi - WALK_ROWS && j <= wj && j > wj - 32;
+    // The nibble of cell (i, j) in its lane (wj - j), inside the window or not.
+    __device__ __forceinline__ int diagonal(int i, int j) const {
+        return wi - wj + WALK_HALF + j - i;
     }
 
-    // Load the window whose bottom-right cell is (i, j) (1-based, i, j >= 1): every lane
-    // issues its 16 loads before it uses any, so a window costs one memory round trip.
-    __device__ __forceinline__ void load(int i, int j, const u32* nibbles, const u8* a,
+    __device__ __forceinline__ bool holds(int i, int j) const {
+        const int d = diagonal(i, j);
+        return j <= wj && j > wj - 32 && d >= 0 && d < WALK_DIAGONALS;
+    }
+
+    // Load the window anchored at (i, j) (1-based, i, j >= 1; rows past m are no cells):
+    // every lane issues its loads before it uses any, so a window costs one memory round trip.
+    __device__ __forceinline__ void load(int i, int j, int m, const u32* nibbles, const u8* a,
                                          const u8* b, int rows, int lanes, int steps) {
         const int k = threadIdx.x & 31;
         const int column = j - k;
@@ -427,25 +437,40 @@ struct WalkWindow {
         wj = j;
         const i64 column_nibbles = (i64)lanes * rows;
         const i64 column_base = (i64)max(column - 1, 0) * column_nibbles;
-        i64 at_nibble[WALK_ROWS];
-        TraceRow at = trace_row(rows, lanes, steps, i - 1);
+        // Nibble d is row bottom - d; rows past m hold nothing, so the walk up the column
+        // starts at the lowest real one.
+        const int bottom = i - k + WALK_HALF, start = min(bottom, m);
+        i64 at_nibble[WALK_DIAGONALS];
+        TraceRow at = trace_row(rows, lanes, steps, max(start, 1) - 1);
 #pragma unroll
-        for (int r = 0; r < WALK_ROWS; ++r) {
-            at_nibble[r] = at.nibble + column_base;
-            if (i - r > 1) row_up(at, rows, lanes, steps);
+        for (int d = 0; d < WALK_DIAGONALS; ++d) {
+            const int row = bottom - d;
+            at_nibble[d] = at.nibble + column_base;
+            if (row <= start && row > 1) row_up(at, rows, lanes, steps);
         }
-        u32 words[WALK_ROWS];
+        u32 words[WALK_DIAGONALS];
 #pragma unroll
-        for (int r = 0; r < WALK_ROWS; ++r) {
-            words[r] = column >= 1 && i - r >= 1 ? nibbles[at_nibble[r] >> 3] : 0u;
+        for (int d = 0; d < WALK_DIAGONALS; ++d) {
+            const int row = bottom - d;
+            words[d] = column >= 1 && row >= 1 && row <= m ? nibbles[at_nibble[d] >> 3] : 0u;
         }
         codes = 0;
 #pragma unroll
-        for (int r = 0; r < WALK_ROWS; ++r) {
-            codes |= (u64)((words[r] >> (4 * (int)(at_nibble[r] & 7))) & 15u) << (4 * r);
+        for (int d = 0; d < WALK_DIAGONALS; ++d) {
+            codes |= (u64)((words[d] >> (4 * (int)(at_nibble[d] & 7))) & 15u) << (4 * d);
         }
         target = column >= 1 ? b[column - 1] : 0;
-        query = (k < WALK_ROWS && i - k >= 1) ? a[i - k - 1] : 0;
+        const int near = i + WALK_HALF - k, far = near - 32;
+        query = near >= 1 && near <= m ? a[near - 1] : 0;
+        query_far = far >= 1 && far <= m ? a[far - 1] : 0;
+    }
+
+    // Every lane's: the query code of row `row` (within the window's rows).
+    __device__ __forceinline__ int query_of(int row) const {
+        const int at = wi + WALK_HALF - row;  // 0 .. 63
+        const int near_code = __shfl_sync(FULL_WARP, query, at & 31);
+        const int far_code = __shfl_sync(FULL_WARP, query_far, at & 31);
+        return at < 32 ? near_code : far_code;
     }
 };
 
@@ -538,7 +563,8 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     const u8* a = q_codes + q_offsets[index[Q_INDEX * stride + p]];
     const u8* b = t_codes + t_offsets[index[T_INDEX * stride + p]];
     const u32* nibbles = trace + index[TRACE_BASE * stride + p];
-    int i = sizes[ROWS_END * stride + p], j = sizes[COLUMNS_END * stride + p];
+    const int m = sizes[ROWS_END * stride + p];
+    int i = m, j = sizes[COLUMNS_END * stride + p];
     const int steps = j + lanes - 1;
     int* result = results + p;  // its row k at result[k * stride]
     // Space for the CIGAR: a word (RUNS) or two bytes (text) per column of the longest path.
@@ -597,20 +623,21 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
         } else if (i == 0 || j == 0) {  // overlap: free ends; local: the border scores 0
             break;
         }
-        if (!window.holds(i, j)) window.load(i, j, nibbles, a, b, rows, lanes, steps);
-        const int down = window.wi - i, right = window.wj - j;  // (i, j) in the window
+        if (!window.holds(i, j)) window.load(i, j, m, nibbles, a, b, rows, lanes, steps);
+        const int right = window.wj - j, d = window.diagonal(i, j);  // (i, j) in the window
         if (state == 0) {
-            // Lane k reads cell (i - k, j - k) of the diagonal: the run of diagonal steps from
-            // (i, j) to the window's edge (or row and column 1) is taken at once, its = and X
-            // from two votes.
+            // Lane k reads cell (i - k, j - k) of the diagonal (nibble d of lane right + k):
+            // the run of diagonal steps from (i, j) to the window's edge (or row and column 1)
+            // is taken at once, its = and X from two votes.
             const int k = lane;
-            const bool inside = k < WALK_ROWS - down && k < 32 - right && k < i && k < j;
+            const bool inside = k < 32 - right && k < i && k < j;
             const u64 column = __shfl_sync(FULL_WARP, window.codes, min(right + k, 31));
-            const u32 code = (u32)(column >> (4 * min(down + k, WALK_ROWS - 1))) & 15u;
-            const int x = __shfl_sync(FULL_WARP, window.query, min(down + k, WALK_ROWS - 1));
+            const u32 code = (u32)(column >> (4 * d)) & 15u;
+            const int x = window.query_of(inside ? i - k : i);
             const int y = __shfl_sync(FULL_WARP, window.target, min(right + k, 31));
             const u32 diagonal = __ballot_sync(FULL_WARP, inside && (code & 3u) == FROM_DIAGONAL);
-            const int run = __ffs(~diagonal) - 1;  // diagonal steps from (i, j) on
+            // Diagonal steps from (i, j) on: all 32 lanes' cells, or up to the first that is not.
+            const int run = diagonal == FULL_WARP ? 32 : __ffs(~diagonal) - 1;
             if (run == 0) {
                 const u32 source = __shfl_sync(FULL_WARP, code, 0) & 3u;
                 if (source == STOP) break;
@@ -633,7 +660,7 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
             continue;
         }
         const u64 column = __shfl_sync(FULL_WARP, window.codes, right);
-        const u32 code = (u32)(column >> (4 * down)) & 15u;
+        const u32 code = (u32)(column >> (4 * d)) & 15u;
         if (state == 1) {
             cigar.add(OP_DELETION, 1);
             ++n_ops;
@@ -661,25 +688,27 @@ trace_back(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
 }
 
 // Copy each pair's CIGAR (at its WRITTEN_BASE in `text`: WRITTEN bytes of text, or with RUNS
-// WRITTEN words) to packed_base[p] in `packed` (offsets summed from the lengths, plus a newline
-// after each text), one warp per pair, so that only what was written goes to the host, which
-// decodes the texts of a batch with one split.
+// WRITTEN words) into `packed`, pair after pair in the order of ORDER: warp k copies pair
+// ORDER[k] to packed_base[k] (offsets summed from the lengths in that order, plus a newline
+// after each text), so that only what was written goes to the host (`packed` may be host
+// memory the GPU writes directly), which decodes the texts of a batch with one split.
 template <bool RUNS>
 __global__ void __launch_bounds__(128)
 gather_paths(const u8* __restrict__ text, const i64* __restrict__ index,
              const int* __restrict__ results, int stride, const i64* __restrict__ packed_base,
              int count, u8* __restrict__ packed) {
-    const int p = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    if (p >= count) return;
+    const int k = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (k >= count) return;
+    const int p = (int)index[ORDER * stride + k];
     const int written = results[WRITTEN * stride + p];
     const u8* from = text + index[WRITTEN_BASE * stride + p];
     if (RUNS) {
         const u32* words = reinterpret_cast<const u32*>(from);
-        u32* to = reinterpret_cast<u32*>(packed) + packed_base[p];
-        for (int k = threadIdx.x & 31; k < written; k += 32) to[k] = words[k];
+        u32* to = reinterpret_cast<u32*>(packed) + packed_base[k];
+        for (int c = threadIdx.x & 31; c < written; c += 32) to[c] = words[c];
         return;
     }
-    u8* to = packed + packed_base[p];
-    for (int k = threadIdx.x & 31; k < written; k += 32) to[k] = from[k];
+    u8* to = packed + packed_base[k];
+    for (int c = threadIdx.x & 31; c < written; c += 32) to[c] = from[c];
     if ((threadIdx.x & 31) == 0) to[written] = '\n';
 }
