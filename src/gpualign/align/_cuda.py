@@ -292,15 +292,15 @@ def _lane_rows(rows_end: np.ndarray, lanes: int) -> np.ndarray:
 
 
 #: The time of a step of the path fill (``warp_fill``), in ns, by lane count and the rows a lane
-#: keeps: one pair alone on an H100, 3,000 columns, local alignment
-#: (``benchmarks/bench_fill_steps.py``). A step costs far from linearly in the rows (the cells
-#: of a lane overlap, a block's warps meet at a barrier each step); rows past the last measured
-#: count are extrapolated along its last segment.
+#: keeps: one pair alone on an H100, local alignment (``benchmarks/bench_fill_steps.py``,
+#: ``benchmarks/results/fill-steps-nvidia-h100-80gb-hbm3-2026-11-26.md``). A step costs far
+#: from linearly in the rows (the cells of a lane overlap, a block's warps meet at a barrier
+#: each step); rows past the last measured count are extrapolated along its last segment.
 _FILL_STEP_NS = {
-    32: ((2, 4, 8, 16, 24, 32, 48), (193, 231, 440, 478, 647, 796, 1098)),
-    128: ((2, 4, 8, 16, 24, 32), (244, 360, 584, 600, 741, 913)),
-    256: ((2, 4, 8, 16), (294, 484, 666, 884)),
-    512: ((2, 4, 8), (396, 654, 963)),
+    32: ((2, 4, 8, 16, 24, 32, 48), (185, 222, 450, 480, 649, 782, 1090)),
+    128: ((2, 4, 8, 16, 24, 32), (242, 388, 613, 623, 748, 902)),
+    256: ((2, 4, 8, 16), (290, 523, 667, 908)),
+    512: ((2, 4, 8), (433, 706, 1070)),
 }
 
 
