@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import doctest
 import gzip
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -149,6 +150,41 @@ def test_packed_paths_equal_the_texts(backend, mode, linear, monkeypatch):
     assert packed.cigar == texts.cigar and len(packed.cigar) == len(queries)
     assert packed.score.tolist() == texts.score.tolist()
     assert packed.identity.tolist() == texts.identity.tolist()
+    # The columns and runs of each operation (on the GPU, counted by the walk back).
+    for counted, read in zip(op_counts(packed.cigar), op_counts(texts.cigar), strict=True):
+        assert counted.tolist() == read.tolist()
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
+@pytest.mark.parametrize("packed", [False, True])
+def test_cuda_paths_too_large_to_stage_come_from_the_device(monkeypatch, packed):
+    # A batch whose results do not fit config.ALIGN_PATH_STAGING_BYTES is copied back from the
+    # device instead of written to page-locked memory: the same results.
+    rng = np.random.default_rng(41)
+    queries = [random_text(rng, int(k)) for k in rng.integers(20, 400, 30)]
+    targets = [relative(rng, q) for q in queries]
+    staged = gpualign.align(queries, targets, mode="local", task="path", backend="cuda",
+                            packed=packed)
+    monkeypatch.setattr(gpualign.config, "ALIGN_PATH_STAGING_BYTES", 0)
+    fetched = gpualign.align(queries, targets, mode="local", task="path", backend="cuda",
+                             packed=packed)
+    assert fetched.cigar == staged.cigar and fetched.score.tolist() == staged.score.tolist()
+    assert fetched.query_start.tolist() == staged.query_start.tolist()
+
+
+def test_path_rows_match_the_kernels_enums():
+    # The rows of a batch's index, size and result arrays are warp.cu's IndexRow, SizeRow and
+    # ResultRow enumerators, in order: the host writes and reads them by these names.
+    from gpualign.align import _cuda
+    from gpualign.cuda import loader
+
+    text = loader.source(_cuda.WARP_KERNEL_FILE)
+    for enum, rows in (("IndexRow", _cuda._PATH_INDEX_ROWS), ("SizeRow", _cuda._PATH_SIZE_ROWS),
+                       ("ResultRow", _cuda._TRACE_OUTPUTS)):
+        body = text.split(f"enum {enum} {{", 1)[1].split("};", 1)[0]
+        names = re.findall(r"^\s*([A-Z_]+),", body, flags=re.MULTILINE)
+        assert names == [row.upper() for row in rows], enum
 
 
 @pytest.mark.parametrize("mode", ALIGN_MODES)
@@ -549,7 +585,7 @@ def test_cuda_paths_filled_by_a_block_equal_the_cpu(monkeypatch, lanes, heights)
     from gpualign.align import _cuda
 
     lengths = np.array([100, 300, 1100, 2500])
-    assert _cuda.trace_lanes(lengths, lengths, 1).tolist() == [lanes] * 4
+    assert _cuda._trace_plan(lengths, lengths, 1)[0].tolist() == [lanes] * 4
     cases = _dna_and_protein_cases(26, 12, 2600, 1500)
     rng = np.random.default_rng(27)
     a, b = (random_text(rng, 700, "ACGT") for _ in range(2))
@@ -557,39 +593,50 @@ def test_cuda_paths_filled_by_a_block_equal_the_cpu(monkeypatch, lanes, heights)
     _check_cuda_paths(cases)
 
 
-def test_trace_lanes_give_blocks_while_the_gpu_has_room():
+def test_trace_lanes_give_blocks_while_the_gpu_has_room(monkeypatch):
     # While the call's warps fit the GPU (ALIGN_TRACE_WARPS_PER_SM warps an SM), each pair
-    # takes the fewest lanes within _LANE_SLACK of its fastest fill (fill_cost); a call too
-    # large for that takes the fewest lanes that finish by the least time at which it fits. A
-    # block's layout counts its lanes a band and lanes - 1 extra steps.
+    # takes the fewest lanes within _LANE_SLACK of its fastest fill (the measured step times,
+    # _FILL_STEP_NS); a call too large for that takes the fewest lanes that finish by the least
+    # time at which it fits. A block's layout counts its lanes a band and lanes - 1 extra steps.
     from gpualign.align import _cuda
+
+    def lanes_of(m, n, sms):
+        return _cuda._trace_plan(m, n, sms)[0].tolist()
 
     m = np.array([400] * 20 + [1500, 200, 100, 500, 1024])
     n = np.array([450] * 20 + [1700, 12000, 9000, 1000, 3000])
-    costs = {count: _cuda.fill_cost(m, n, count) for count in (32, 128, 256, 512)}
+    costs = {}
+    for count in (32, 128, 256, 512):  # each pair's fill time in `count` lanes alone
+        with gpualign.config.override(ALIGN_TRACE_LANES=(count,)):
+            costs[count] = _cuda._trace_plan(m, n, 132)[3]
     fastest = np.min(list(costs.values()), axis=0)
     # 400 x 450: a warp is within the slack of the fastest; 1,500 x 1,700 and the short queries
     # against long subjects: fastest in 128 lanes; 500 x 1,000: fastest in 256 lanes of 2 rows,
     # within the slack in 128 of 4; 1,024 x 3,000: fastest in 512 lanes of 2 rows, within the
     # slack in 256 of 4.
-    lanes = _cuda.trace_lanes(m, n, 132)
+    lanes, rows, words, cost = _cuda._trace_plan(m, n, 132)
     assert lanes.tolist() == [32] * 20 + [128, 128, 128, 128, 256]
+    assert cost.tolist() == [costs[count][k] for k, count in enumerate(lanes)]
     assert costs[32][0] <= _cuda._LANE_SLACK * fastest[0]
     assert (costs[128][20:23] == fastest[20:23]).all()
     assert costs[256][23] < costs[128][23] <= _cuda._LANE_SLACK * costs[256][23] < costs[32][23]
     assert costs[512][24] < costs[256][24] <= _cuda._LANE_SLACK * costs[512][24]
+    # The plan's layout is trace_layout's for those lanes.
+    layout_rows, layout_words = _cuda.trace_layout(m, n, lanes)
+    assert (rows == layout_rows).all() and (words == layout_words).all()
     # One SM (12 warps) cannot hold every block at once: the call's work must fit by the time
     # it takes, which here the few blocks of 128 lanes still do.
-    assert _cuda.trace_lanes(m[:21], n[:21], 1).tolist() == [32] * 20 + [128]
+    assert lanes_of(m[:21], n[:21], 1) == [32] * 20 + [128]
     rows, words = _cuda.trace_layout(m, n, np.array([32] * 20 + [512, 128, 128, 128, 256]))
     assert rows[19:].tolist() == [16, 4, 2, 2, 4, 4]
     assert words[20] == (1700 + 511) * 512 // 2  # 4 nibbles a lane and step: half a word
     assert words[21] == (12000 + 127) * 128 // 4  # 2 nibbles: a byte
     # A batch of thousands of similar pairs fills the GPU a warp each; so does a small GPU.
     many = np.full(20000, 400)
-    assert (_cuda.trace_lanes(many, many, 132) == 32).all()
-    assert (_cuda.trace_lanes(m[:20], n[:20], 1) == 32).all()
-    assert _cuda.trace_lanes(m[:0], n[:0], 132).tolist() == []
+    assert set(lanes_of(many, many, 132)) == {32}
+    assert set(lanes_of(m[:20], n[:20], 1)) == {32}
+    assert lanes_of(m[:0], n[:0], 132) == []
+    assert _cuda._step_ns(32, np.array([48, 64]))[1] > _cuda._step_ns(32, np.array([48]))[0]
 
 
 def test_trace_layout_keeps_large_blocks_to_few_rows():
@@ -678,8 +725,8 @@ def test_cuda_batch_cigars_are_decoded_at_once(packed):
     assert results.identity[[3, 0, 1]].tolist() == [1.0, 0.0, 0.0]
     if packed:  # the runs come with the walk's counts, which op_counts gives back
         assert cigars.counts is not None
-        for given, read in zip(op_counts(cigars), op_counts(list(cigars)), strict=True):
-            assert given.tolist() == read.tolist()
+        for counted, read in zip(op_counts(cigars), op_counts(list(cigars)), strict=True):
+            assert counted.tolist() == read.tolist()
     assert placed_cigars([(where, cigars), (np.array([2]), cigars[:1])], 4, packed) == \
         ["", "12X1D", "3=", "3="]
 

@@ -462,8 +462,11 @@ def test_packed_cigars_keep_their_producers_counts():
     # Counts given with the runs (the GPU walk's) are what op_counts returns, unread from the
     # runs; take and concatenate keep them, pairs and all; a wrong shape is refused.
     texts = ["3=1X2I", "", "4D1="]
-    columns, runs = op_counts(texts)
     packed = PackedCigars.from_strings(texts)
+    # Counts that are not the runs' (made up): what comes back is what was given.
+    columns = np.arange(12, dtype=np.int64).reshape(3, 4) + 100
+    runs = np.arange(12, dtype=np.int64).reshape(3, 4) + 200
+    assert op_counts(packed)[0].tolist() != columns.tolist()
     given = PackedCigars(packed.ops, packed.lengths, packed.offsets, counts=(columns, runs))
     assert [a.tolist() for a in op_counts(given)] == [columns.tolist(), runs.tolist()]
     taken = given.take([2, 0])

@@ -372,6 +372,7 @@ class PackedCigars(Sequence[str | None]):
         >>> PackedCigars.from_words(words, np.array([1, 0, 2])).tolist()
         ['3=', '', '12X1D']
         """
+        check_letters(cls.nones(0), CIGAR_OPS, f"{cls.__name__}.from_words")
         words = np.asarray(words, dtype=np.uint32)
         ops = np.bitwise_and(words, 3, out=np.empty(len(words), dtype=np.uint8),
                              casting="unsafe")

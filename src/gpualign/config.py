@@ -209,8 +209,9 @@ LONG_ALIGN_LEAF_CELLS = 1 << 16
 ALIGN_TRACE_LANE_ROWS: tuple[int, ...] = (8, 16, 24, 32)
 
 #: Lane counts the CUDA path fill may give a pair: 32 (a warp) and blocks of 128, 256 or 512
-#: threads. A warp's step costs about the rows each lane keeps, so more lanes of fewer rows
-#: shorten a long pair's fill. While the call's warps fit ``ALIGN_TRACE_WARPS_PER_SM`` a
+#: threads. A step takes longer the more rows each lane keeps (the measured times of
+#: ``gpualign.align._cuda._FILL_STEP_NS``), so more lanes of fewer rows can shorten a long
+#: pair's fill. While the call's warps fit ``ALIGN_TRACE_WARPS_PER_SM`` a
 #: multiprocessor, each pair takes the fewest lanes within a quarter of its fastest fill; a
 #: call too large for that takes the fewest that finish by the least time at which its work
 #: fits. So the few long hits of a database search get blocks, and a batch of thousands of
@@ -223,8 +224,8 @@ ALIGN_TRACE_LANES: tuple[int, ...] = (32, 128, 256, 512)
 ALIGN_TRACE_WARPS_PER_SM = 12
 
 #: Query rows each lane of a block may keep (2, 4 or multiples of 8), chosen as
-#: ``ALIGN_TRACE_LANE_ROWS`` are: a lane's step costs about its rows, so a short query against
-#: a long subject runs in lanes of 2 rows (its steps are the subject's length either way).
+#: ``ALIGN_TRACE_LANE_ROWS`` are: a step of fewer rows is shorter, so a short query against a
+#: long subject runs in lanes of 2 rows (its steps are the subject's length either way).
 #: Blocks of 256 and 512 lanes keep at most 16 and 8 (their threads' share of the registers).
 ALIGN_TRACE_BLOCK_LANE_ROWS: tuple[int, ...] = (2, 4, 8, 16, 24, 32)
 
@@ -234,6 +235,13 @@ ALIGN_TRACE_BLOCK_LANE_ROWS: tuple[int, ...] = (2, 4, 8, 16, 24, 32)
 #: on the stream with the least queued. At most 8: CUDA maps streams onto 8 hardware queues
 #: (``CUDA_DEVICE_MAX_CONNECTIONS``), and two streams on one queue wait for each other.
 ALIGN_TRACE_STREAMS = 8
+
+#: Page-locked host memory (bytes) a thread keeps for a CUDA path batch's results: a batch
+#: whose results and CIGAR space fit has them copied there with its work, the CIGARs written
+#: by the GPU directly (one wait, no second copy: what a search's hits need); a larger batch
+#: copies them back from the device once it is done. Twice this is kept a thread (two batches
+#: may be queued), for the life of the process.
+ALIGN_PATH_STAGING_BYTES = 16 << 20
 
 #: Threads that share a pair of database subjects in the CUDA search kernel (powers of two up
 #: to 32) and query rows each of them keeps in registers (even): a query runs with the

@@ -178,9 +178,9 @@ class Scoring:
 
     def table(self, alphabet: str | Alphabet) -> tuple[np.ndarray, np.ndarray]:
         """The substitution scores over the codes of ``alphabet``: an ``(n, n)`` int32 table and
-        a bool mask of the codes the scheme scores (a matrix may lack some symbols). Made once
-        per alphabet and kept (read-only): a search asks for it once per call, and so does the
-        alignment of its hits."""
+        a bool mask of the codes the scheme scores (a matrix may lack some symbols); copies of
+        the ones made the first time for the alphabet (a search asks for it once per call, and
+        so does the alignment of its hits)."""
         alphabet = get_alphabet(alphabet)
         made = self.__dict__.get("_tables")
         if made is None:
@@ -188,9 +188,9 @@ class Scoring:
             object.__setattr__(self, "_tables", made)  # a cache, not a field
         if alphabet not in made:
             table, covered = self._table(alphabet)
-            table.flags.writeable = covered.flags.writeable = False
             made[alphabet] = (table, covered)
-        return made[alphabet]
+        table, covered = made[alphabet]
+        return table.copy(), covered.copy()
 
     def _table(self, alphabet: Alphabet) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`table`, made."""

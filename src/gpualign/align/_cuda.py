@@ -21,9 +21,10 @@ waiting for a few threads.
 Paths (``task="path"``): one warp per pair fills the DP (global, semi-global and local: every
 cell, finding the end on the way; overlap: up to the end cell from the score kernels), keeping
 a 4-bit traceback code per cell, then one warp per pair walks back and writes the CIGAR (text,
-or a word a run for ``packed=True``), and a warp per pair gathers them into one buffer for one
-copy to the host. Where the call's pairs leave the GPU room, a long pair is filled by a block of
-128, 256 or 512 lanes instead (:func:`trace_lanes`, ``config.ALIGN_TRACE_LANES``), so that its
+or a word a run for ``packed=True``), and a warp per pair gathers them into one buffer (in
+page-locked host memory, written by the GPU, where a batch's are small enough; else one copy to
+the host). Where the call's pairs leave the GPU room, a long pair is filled by a block of 128,
+256 or 512 lanes instead (:func:`_trace_plan`, ``config.ALIGN_TRACE_LANES``), so that its
 wavefront takes shorter steps. Pairs go in
 batches of half the memory budget, each batch a fill launch per lane count and height
 (``config.ALIGN_TRACE_LANE_ROWS``) side by side on a few streams, longest first, then one walk
@@ -314,43 +315,9 @@ def _step_ns(lanes: int, rows: np.ndarray) -> np.ndarray:
                     np.interp(rows, heights, times))
 
 
-def fill_cost(rows_end: np.ndarray, columns_end: np.ndarray, lanes: np.ndarray | int,
-              rows: np.ndarray | None = None) -> np.ndarray:
-    """The time (ns, :data:`_FILL_STEP_NS`) of each pair's path fill with ``lanes`` lanes (one
-    count, or one a pair; an array of counts along a new last axis when ``lanes`` is 1-D and
-    ``rows_end`` is 2-D, as :func:`trace_lanes` asks): its bands, each ``columns + lanes - 1``
-    steps of the rows a lane keeps (:func:`trace_layout`'s, unless given as ``rows``)."""
-    rows_end = np.asarray(rows_end, dtype=np.int64)
-    columns_end = np.asarray(columns_end, dtype=np.int64)
-    lanes = np.asarray(lanes, dtype=np.int64)
-    if rows is not None:
-        rows = np.asarray(rows, dtype=np.int64)
-    elif lanes.ndim and rows_end.ndim == 2:  # every pair with every count of `lanes`
-        rows = np.stack([_lane_rows(rows_end[:, 0], int(count)) for count in lanes], axis=1)
-    else:
-        rows, _ = trace_layout(rows_end, columns_end, lanes)
-    lanes, rows = np.broadcast_arrays(lanes, rows)
-    step = np.zeros(rows.shape)
-    for count in np.unique(lanes).tolist():
-        these = lanes == count
-        step[these] = _step_ns(count, rows[these])
-    bands = np.maximum(1, -(-rows_end // (lanes * rows)))
-    return bands * (columns_end + lanes - 1) * step
-
-
 #: A pair's fill takes the fewest lanes whose cost is within this factor of its fastest (more
 #: lanes for less than that would only take warps from the other pairs).
 _LANE_SLACK = 1.25
-
-
-def trace_lanes(rows_end: np.ndarray, columns_end: np.ndarray,
-                multiprocessors: int) -> np.ndarray:
-    """Per pair, the lanes that fill its traceback codes (``config.ALIGN_TRACE_LANES``): the
-    fewest that finish (:func:`fill_cost`) within ``_LANE_SLACK`` of the pair's fastest, while
-    the call's warps fit the device's ``multiprocessors`` at ``config.ALIGN_TRACE_WARPS_PER_SM``
-    warps each; else the fewest that finish by the least time at which they fit (a batch of
-    many pairs: a warp each)."""
-    return _trace_plan(rows_end, columns_end, multiprocessors)[0]
 
 
 @functools.lru_cache(maxsize=16)
@@ -381,9 +348,13 @@ def _lane_shapes(lanes: tuple, warp_rows: tuple, block_rows: tuple,
 
 def _trace_plan(rows_end: np.ndarray, columns_end: np.ndarray, multiprocessors: int,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per pair, :func:`trace_lanes`'s lanes, and with them the rows a lane keeps and the words
-    of the pair's codes (:func:`trace_layout`'s) and its fill's cost (:func:`fill_cost`): what
-    a call of paths needs, computed once."""
+    """Per pair, the lanes that fill its traceback codes (``config.ALIGN_TRACE_LANES``): the
+    fewest whose fill (:data:`_FILL_STEP_NS` a step) finishes within ``_LANE_SLACK`` of the
+    pair's fastest, while the call's warps fit the device's ``multiprocessors`` at
+    ``config.ALIGN_TRACE_WARPS_PER_SM`` warps each; else the fewest that finish by the least
+    time at which they fit (a batch of many pairs: a warp each). With them, the rows a lane
+    keeps and the words of the pair's codes (:func:`trace_layout`'s), and the fill's time
+    (ns): everything a call of paths needs of its layout, computed once."""
     counts, heights, last, steps = _lane_shapes(
         tuple(config.ALIGN_TRACE_LANES), tuple(config.ALIGN_TRACE_LANE_ROWS),
         tuple(config.ALIGN_TRACE_BLOCK_LANE_ROWS))
@@ -392,13 +363,15 @@ def _trace_plan(rows_end: np.ndarray, columns_end: np.ndarray, multiprocessors: 
     if len(rows_end) == 0:
         return tuple(np.zeros(0, dtype=dtype) for dtype in (np.int64, np.int64, np.int64,
                                                             np.float64))
-    # Every pair with every lane count at once (what _lane_rows and fill_cost give one count
-    # at a time): the fewest bands, then the lowest height that covers the rows, and the cost.
+    # Every pair with every lane count (what _lane_rows gives one count at a time): the fewest
+    # bands, then the lowest height that covers the rows, and the fill's time.
     bands = np.maximum(1, -(-rows_end[:, None] // (counts * heights[np.arange(len(counts)),
                                                                     last])))
     need = -(-rows_end[:, None] // (counts * bands))
-    shape = np.minimum((need[:, :, None] > heights).sum(axis=2), last)
-    shape += np.arange(0, heights.size, heights.shape[1])  # into the flattened tables
+    shape = np.empty(need.shape, dtype=np.int64)
+    for k in range(len(counts)):  # its index in the flattened tables
+        shape[:, k] = np.minimum(np.searchsorted(heights[k], need[:, k]), last[k]) + \
+            k * heights.shape[1]
     rows, step = heights.ravel()[shape], steps.ravel()[shape]
     cost = bands * (columns_end[:, None] + counts - 1) * step
     work = cost * (counts // 32)  # warp-time of each pair with each lane count
@@ -517,19 +490,21 @@ def _warp_score_launch(kernel, sequences, q_local, t_local, m, n, where, scheme,
     # warp.cu's rows (_PATH_INDEX_ROWS, _PATH_SIZE_ROWS): a score fill reads the pairs, their
     # sizes and their border rows' places; it writes the score and the end cell.
     index = np.zeros((len(_PATH_INDEX_ROWS), size), dtype=np.int64)
-    index[0], index[1] = q_local[members], t_local[members]
-    index[3, 1:] = np.cumsum(2 * (n[:-1] + 1))
+    index[_Q_INDEX], index[_T_INDEX] = q_local[members], t_local[members]
+    index[_BORDER_BASE, 1:] = np.cumsum(2 * (n[:-1] + 1))
     sizes = np.zeros((len(_PATH_SIZE_ROWS), size), dtype=np.int32)
-    sizes[0], sizes[1] = m, n
+    sizes[_PATH_SIZE_ROWS.index("rows_end")] = m
+    sizes[_PATH_SIZE_ROWS.index("columns_end")] = n
     index_dev, sizes_dev = upload_together([index, sizes])
     border = cupy.empty(2 * int(2 * (n + 1).sum()), dtype=cupy.int32)
-    values = cupy.zeros((3, size), dtype=cupy.int32)  # score, query end, target end
+    values = cupy.zeros((_SCORE_ROWS, size), dtype=cupy.int32)
     unused = cupy.zeros(1, dtype=cupy.int32)  # the trace and last-row arguments
     kernel(*_warp_grid(kernel, size),
            (*sequences, index_dev, sizes_dev, values, np.int32(size), np.int32(0),
             np.int32(size), shifted, np.int32(n_codes), np.int32(gap_open),
             np.int32(gap_extend), unused.view(cupy.uint32), border, unused), shared_mem=shared)
-    score, q_end, t_end = values.get()
+    got = values.get()
+    score, q_end, t_end = (got[_TRACE_OUTPUTS.index(name)] for name in ("score", "q_end", "t_end"))
     results[0][where[members]] = score
     results[2][where[members]] = t_end
     if mode == ALIGN_LOCAL:
@@ -616,8 +591,8 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
     The pairs go in batches of at most half the memory budget, in the order of their lane
     count and height (a fill launch each), the largest first. A batch's fills run side by
     side on ``config.ALIGN_TRACE_STREAMS`` streams, then one launch walks every pair back;
-    its CIGARs (text, or a word a run when ``packed``) are then gathered into one buffer and
-    fetched with one copy while the next batch runs."""
+    its CIGARs (text, or a word a run when ``packed``) are then gathered into one buffer,
+    which comes to the host (:meth:`_TraceResults.fetch_oldest`) while the next batch runs."""
     import cupy
 
     m = qset.lengths[q_index]
@@ -644,8 +619,8 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
                                            device_resources(cupy.cuda.Device().id).sms)
     # Bytes of a pair on the device: codes, two border rows, its last row, its CIGAR (text: at
     # most 2 bytes a column; runs: a word a run) and the gathered copy of it that waits to be
-    # fetched.
-    pair_bytes = 4 * words + 20 * (t_end + 1) + (8 if packed else 4) * (q_end + t_end) + 96
+    # fetched, and its rows of the batch's index, size and result arrays.
+    pair_bytes = 4 * words + 20 * (t_end + 1) + (8 if packed else 4) * (q_end + t_end) + 160
     n_codes = qset.alphabet.size
     on_gpu = (m > 0) & (n > 0) & (pair_bytes <= config.PATH_MAX_BYTES_PER_PAIR) & \
         warp_fits(np.maximum(q_end, 0), np.maximum(t_end, 0), table, gap_open, gap_extend,
@@ -660,12 +635,10 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
                         launch.side_streams("align paths", config.ALIGN_TRACE_STREAMS))
     results = _TraceResults(score if find_end else None, q_end, t_end, q_start, t_start,
                             identity, packed)
-    budget = batch_budget()  # asked once: the device's free memory costs a driver call
     try:
         for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index[chosen],
                                                                t_index[chosen],
-                                                               config.ALIGN_GPU_CHUNK_PAIRS,
-                                                               budget):
+                                                               config.ALIGN_GPU_CHUNK_PAIRS):
             positions = chosen[part]
             # The launches wait for the sequences' and the table's uploads on the current
             # stream (recorded once a batch, after its own uploads).
@@ -673,6 +646,7 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
                                 lanes[positions], rows[positions], q_end[positions],
                                 t_end[positions], known[positions], words[positions],
                                 cost[positions])
+            budget = batch_budget()  # with the chunk's sequences on the device
             for lo, hi in partition_bounds(offsets_of_counts(pair_bytes[positions]),
                                            budget // 2):
                 # Halved if out of memory.
@@ -834,8 +808,12 @@ _PATH_SIZE_ROWS = ("rows_end", "columns_end", "known", "pair_rows", "pair_lanes"
 _TRACE_OUTPUTS = ("score", "q_end", "t_end", "q_start", "t_start", "written", "matches",
                   "mismatches", "inserted", "columns", "match_runs", "mismatch_runs",
                   "insert_runs", "delete_runs")
+_Q_INDEX, _T_INDEX, _TRACE_BASE, _BORDER_BASE, _WRITTEN_BASE, _ORDER = (
+    _PATH_INDEX_ROWS.index(name)
+    for name in ("q_index", "t_index", "trace_base", "border_base", "written_base", "order"))
 _WRITTEN = _TRACE_OUTPUTS.index("written")
 _RUNS_ROW = _TRACE_OUTPUTS.index("match_runs")
+_SCORE_ROWS = _TRACE_OUTPUTS.index("t_end") + 1  # what a score fill writes: score and ends
 
 
 class _TraceResults:
@@ -864,15 +842,20 @@ class _TraceResults:
         CIGARs too where the GPU wrote them there, else copied now) and store them,
         ``in_thread`` on the finisher thread while the host queues the next batch."""
         where, order, values, gathered, gathered_event, _ = self.queued.pop(0)
-        gathered_event.synchronize()
-        values = values[:, order]  # a copy: the pairs in the order of `where`
+        # What is still on the device is copied on a stream that waits for nothing else (the
+        # current one would wait for the next batch queued there too).
+        copy = launch.side_streams("align path copies", 1, non_blocking=True)[0]
+        copy.wait_event(gathered_event)
+        if isinstance(values, np.ndarray):  # copied to page-locked memory with the batch
+            gathered_event.synchronize()
+            values = values[:, order]  # a copy: the pairs in the order of `where`
+        else:
+            values = values.get(stream=copy)[:, order]
         written = int(values[_WRITTEN].sum())
         size = written if self.packed else written + len(where)  # text: a newline each
-        if isinstance(gathered, np.ndarray):  # the GPU wrote it here: a copy to keep
+        if isinstance(gathered, np.ndarray):  # the GPU wrote it there: a copy to keep
             gathered = gathered[:size].copy()
-        else:  # on the device: copied on a stream that waits for nothing else
-            copy = launch.side_streams("align path copies", 1, non_blocking=True)[0]
-            copy.wait_event(gathered_event)
+        else:
             gathered = gathered[:size].get(stream=copy)
         if not in_thread:
             self.store(where, values, gathered)
@@ -925,7 +908,7 @@ class _TraceChunk:
         self.q_local, self.t_local, self.positions = q_local, t_local, positions
         self.lanes, self.rows = lanes, rows
         self.rows_end, self.columns_end, self.known = rows_end, columns_end, known
-        self.words, self.cost = words, cost  # the cost: fill_cost's
+        self.words, self.cost = words, cost  # the cost: _trace_plan's time of the fill
         # Where the lane shape changes (the chunk is sorted by it): a fill launch each.
         shapes = lanes * 1024 + rows
         self.shape_starts = np.flatnonzero(shapes[1:] != shapes[:-1]) + 1
@@ -958,29 +941,45 @@ class _TraceChunk:
         rows_end = self.rows_end[members]
         columns_end = self.columns_end[members]
         index = np.empty((len(_PATH_INDEX_ROWS), size), dtype=np.int64)
-        index[0], index[1] = self.q_local[members], self.t_local[members]
+        index[_Q_INDEX], index[_T_INDEX] = self.q_local[members], self.t_local[members]
         # Each pair's space in the batch's buffers, summed at once: its codes, two border rows,
         # its last row, and its CIGAR (text: at most 2 bytes a column; runs: a word each, 4-byte
         # aligned) of at most rows + columns operations.
         spaces = np.stack([self.words[members], 2 * (columns_end + 1), columns_end + 1,
                            (4 if setup.packed else 2) * (rows_end + columns_end)])
         ends = np.cumsum(spaces, axis=1)
-        index[2:6] = ends - spaces
+        index[_TRACE_BASE:_WRITTEN_BASE + 1] = ends - spaces
         trace_words, border_pairs, last_cells, written_bytes = ends[:, -1].tolist()
         # The CIGARs are gathered in the order of the pairs' positions in the call, so that a
         # call of one batch needs no reordering of them on the host.
         order = np.argsort(self.positions[members], kind="stable")
-        index[6] = order
+        index[_ORDER] = order
         sizes = np.stack([rows_end, columns_end, self.known[members], self.rows[members],
-                          self.lanes[members]]).astype(np.int32)
+                          self.lanes[members]]).astype(np.int32)  # as _PATH_SIZE_ROWS
         index_dev, sizes_dev = upload_together([index, sizes])
+        # The batch's results go to page-locked memory of the thread (its CIGARs written there
+        # by the GPU) where they fit config.ALIGN_PATH_STAGING_BYTES, else stay on the device
+        # until fetched.
+        gathered_bytes = written_bytes + (0 if setup.packed else size) + 4
+        staged = 4 * len(_TRACE_OUTPUTS) * size + gathered_bytes <= config.ALIGN_PATH_STAGING_BYTES
+        slot = results.batches % 2  # at most two batches are queued
+        results.batches += 1
+        direct = False
+        if staged:
+            buffers = thread_buffers()
+            host_values = buffers.get(f"align paths values {slot}", len(_TRACE_OUTPUTS) * size,
+                                      np.int32).reshape(len(_TRACE_OUTPUTS), size)
+            name = f"align paths gathered {slot}"
+            host_gathered = buffers.get(name, gathered_bytes, np.uint8)
+            direct = buffers.pinned(name) and maps_host_memory(cupy.cuda.Device().id)
         # Every buffer sized by the batch comes from one allocation before the first launch,
         # so that running out of memory (launch_split then halves the batch) wastes none.
-        values, gathered_base, trace, border, last_row, written, gathered = carved(
+        values, gathered_base, trace, border, last_row, written, *gathered = carved(
             ((len(_TRACE_OUTPUTS), size), np.int32), (size + 1, np.int64),
             (trace_words + 4, np.uint32), (2 * border_pairs + 2, np.int32),
             (last_cells + 1, np.int32), (written_bytes + 4, np.uint8),
-            (written_bytes + (0 if setup.packed else size) + 4, np.uint8))
+            *([] if direct else [(gathered_bytes, np.uint8)]))
+        gathered = mapped(host_gathered) if direct else gathered[0]
         current = cupy.cuda.get_current_stream()
         # The results and the gathering's offsets start at 0 (they lie side by side).
         values.data.memset_async(0, gathered_base.data.ptr + gathered_base.nbytes -
@@ -1024,23 +1023,17 @@ class _TraceChunk:
         # Only what was written comes back: gathered pair after pair in the order of their
         # positions (text: each followed by a newline), its total known once the batch's
         # values are fetched; where the GPU can write page-locked host memory, straight there.
-        lengths = values[_WRITTEN][index_dev[_PATH_INDEX_ROWS.index("order")]]
+        lengths = values[_WRITTEN][index_dev[_ORDER]]
         cupy.cumsum(lengths if setup.packed else lengths + 1, dtype=cupy.int64,
                     out=gathered_base[1:])
-        slot = results.batches % 2  # at most two batches are queued
-        results.batches += 1
-        buffers = thread_buffers()
-        host_values = buffers.get(f"align paths values {slot}", values.size,
-                                  np.int32).reshape(values.shape)
-        host_gathered = buffers.get(f"align paths gathered {slot}", gathered.size, np.uint8)
-        direct = maps_host_memory(cupy.cuda.Device().id)
         gather = get_kernel(WARP_KERNEL_FILE, f"gather_paths<{runs}>")
         gather(*_warp_grid(gather, size),
-               (written, index_dev, values, stride, gathered_base, stride,
-                mapped(host_gathered) if direct else gathered))
-        values.get(stream=current, out=host_values, blocking=False)
+               (written, index_dev, values, stride, gathered_base, stride, gathered))
+        if staged:
+            values.get(stream=current, out=host_values, blocking=False)
         word = np.uint32 if setup.packed else np.uint8  # runs: a word each
-        results.queued.append((self.positions[members][order], order, host_values,
+        results.queued.append((self.positions[members][order], order,
+                               host_values if staged else values,
                                host_gathered.view(word) if direct else gathered.view(word),
                                current.record(),
                                (index_dev, sizes_dev, trace, border, last_row, written)))

@@ -94,16 +94,22 @@ class HostBuffers:
     """
 
     def __init__(self) -> None:
-        self._held: dict[str, np.ndarray] = {}
+        self._held: dict[str, tuple[np.ndarray, bool]] = {}
 
     def get(self, name: str, size: int, dtype: Any) -> np.ndarray:
         """A page-locked host array of ``size`` elements of ``dtype`` under ``name`` (its
-        contents are whatever the last user left)."""
+        contents are whatever the last user left; ordinary memory where the system refuses
+        to pin, see :meth:`pinned`)."""
         held = self._held.get(name)
-        if held is None or held.size < size or held.dtype != np.dtype(dtype):
-            held = pinned_empty(max(size, 1), dtype)[0]
+        if held is None or held[0].size < size or held[0].dtype != np.dtype(dtype):
+            held = pinned_empty(max(size, 1), dtype)
             self._held[name] = held
-        return held[:size]
+        return held[0][:size]
+
+    def pinned(self, name: str) -> bool:
+        """Whether the array under ``name`` is page-locked (a kernel may then write it through
+        :func:`mapped`)."""
+        return name in self._held and self._held[name][1]
 
 
 def thread_buffers() -> HostBuffers:
@@ -160,9 +166,9 @@ class PinnedStaging:
 def upload_together(arrays: list[np.ndarray], stream: Any = None) -> list[Any]:
     """Copy small host arrays to the current device with one copy, queued on ``stream``
     (default: the current stream): packed into a page-locked buffer of the calling thread
-    (kept and reused), so the copy returns at once, where one copy per array from ordinary
-    memory would each wait for the work queued on the device before it. Returns CuPy arrays of
-    the same shapes and dtypes, views of one allocation.
+    (kept and reused), so the copy is queued at once (on an H100, a small copy from ordinary
+    memory took up to 190 us while kernels ran, 10 to 20 us from page-locked memory). Returns
+    CuPy arrays of the same shapes and dtypes, views of one allocation.
 
     Examples
     --------

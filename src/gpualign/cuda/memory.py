@@ -37,14 +37,13 @@ def fits_resident(nbytes: int) -> bool:
     return nbytes <= config.GPU_MEMORY_FRACTION * free_bytes()
 
 
-def device_chunks(qset, tset, q_index, t_index, step, budget: int | None = None):
+def device_chunks(qset, tset, q_index, t_index, step):
     """Yield ``(slice, device sequences, local q_index, local t_index)`` chunks of at most
     ``step`` pairs: the whole sets on the device when they fit (local indices are then the
-    same object when ``q_index is t_index``), else each chunk's own gathered sequences.
-    ``budget``: :func:`batch_budget`, where the caller has asked for it already."""
+    same object when ``q_index is t_index``), else each chunk's own gathered sequences."""
     count = len(q_index)
     step = max(1, step)
-    budget = batch_budget() if budget is None else budget
+    budget = batch_budget()
     # A set already on the device (a search's database) costs nothing more.
     resident_bytes = sum(s.codes.nbytes + s.offsets.nbytes for s in (qset, tset)
                          if not s.on_device())

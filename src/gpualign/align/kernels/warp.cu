@@ -3,8 +3,8 @@
 // thread of align.cu would compute such a pair alone, long after the others are done).
 //
 // warp_fill: LANES threads per pair, one warp (LANES = 32) or a whole block (LANES = 128, 256
-// or 512: a pair whose rows would keep one warp long after the others are done; a warp's step
-// costs about its rows, so more lanes of fewer rows each shorten a long pair's fill). The
+// or 512: a pair whose rows would keep one warp long after the others are done; a step takes
+// longer the more rows a lane keeps, so more lanes of fewer rows can shorten its fill). The
 // query rows are cut into bands of LANES * ROWS; in a band, lane L owns rows L * ROWS + 1 ..
 // (L + 1) * ROWS and keeps their H and E in registers. The lanes run as a wavefront: at step
 // s lane L computes column s - L + 1, fed by the last row that lane L - 1 computed one step
