@@ -288,6 +288,15 @@ def sanitize(raw: bytes | str, rng: np.random.Generator) -> np.ndarray:
     return codes.astype(np.uint8)
 
 
+def header_lines(title: str, info: dict[str, str], commit: str, date: str,
+                 command: str) -> list[str]:
+    """The head of a results file: its title, then the device, CPU, commit, ``date`` (its
+    text), versions and command it was measured with."""
+    return [f"# {title}", "", f"- device: {info['gpu']}", f"- CPU: {info['cpu']}",
+            f"- commit: {commit}", f"- date: {date}", f"- versions: {versions()}",
+            f"- command: `{command}`"]
+
+
 def save_results(text: str, kind: str, info: dict[str, str], started: _dt.datetime,
                  results_dir: Path) -> Path:
     """Write ``text`` to ``results_dir/<kind>-<device>-<date>[-N].md`` (never overwriting)."""
@@ -361,15 +370,8 @@ def run_benchmark(kind: str, title: str, args: argparse.Namespace, argv: list[st
     t0 = time.perf_counter()
     bench.run()
     lines = [
-        f"# {title}",
-        "",
-        f"- device: {info['gpu']}",
-        f"- CPU: {info['cpu']}",
-        f"- commit: {commit}",
-        f"- date: {started.strftime('%Y-%m-%d %H:%M UTC')} "
-        f"(took {time.perf_counter() - t0:.0f} s)",
-        f"- versions: {versions()}",
-        f"- command: `{command}`",
+        *header_lines(title, info, commit, f"{started.strftime('%Y-%m-%d %H:%M UTC')} "
+                      f"(took {time.perf_counter() - t0:.0f} s)", command),
         "",
         table(bench.rows),
         "",

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import ROOT, device_info, git_commit, log, save_results, versions
+from _common import ROOT, device_info, git_commit, header_lines, log, save_results
 
 import gpualign
 from gpualign import config
@@ -98,11 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {lanes} | " + " | ".join(cells) + " |")
     command = shlex.join([Path(sys.executable).name, *(sys.argv if argv is None else argv)])
     text = "\n".join([
-        "# CUDA path fill: ns a step by lane shape", "",
-        f"- device: {info['gpu']}", f"- CPU: {info['cpu']}",
-        f"- commit: {git_commit(args.commit)}",
-        f"- date: {started.strftime('%Y-%m-%d %H:%M')} UTC", f"- versions: {versions()}",
-        f"- command: `{command}`", "",
+        *header_lines("CUDA path fill: ns a step by lane shape", info, git_commit(args.commit),
+                      started.strftime('%Y-%m-%d %H:%M UTC'), command), "",
         *lines, "",
         f"One pair of lanes x rows random protein residues (one band), local, BLOSUM62 11/1, "
         f"task path, alone on the GPU: (median call time with a {args.long}-residue subject - "

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import ROOT, device_info, git_commit, log, save_results, versions
+from _common import ROOT, device_info, git_commit, header_lines, log, save_results
 
 from gpualign import SequenceSet, config
 from gpualign.backend import cuda_status
@@ -235,14 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join([Path(sys.executable).name, *(sys.argv if argv is None else argv)])
     header = ("engine", "reads/s", "seconds", "correct", f"wrong, MAPQ >= {CONFIDENT}", "note")
     lines = [
-        "# Read mapping: gpualign beside minimap2",
-        "",
-        f"- device: {info['gpu']}",
-        f"- CPU: {info['cpu']}",
-        f"- commit: {git_commit(args.commit)}",
-        f"- date: {started.strftime('%Y-%m-%d %H:%M UTC')}",
-        f"- versions: {versions()}",
-        f"- command: `{command}`",
+        *header_lines("Read mapping: gpualign beside minimap2", info, git_commit(args.commit),
+                      started.strftime('%Y-%m-%d %H:%M UTC'), command),
         f"- reads: {args.pairs:,} pairs of {READ_LENGTH} bp from {args.reference.name}, inserts "
         f"{INSERT} +- {SPREAD}, {SUBSTITUTIONS:.0%} substitutions, no indels (seed {args.seed})",
         "",

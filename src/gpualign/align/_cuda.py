@@ -308,42 +308,23 @@ _FILL_STEP_NS = {
 def _step_ns(lanes: int, rows: np.ndarray) -> np.ndarray:
     """:data:`_FILL_STEP_NS` at ``rows`` (a lane count's measured heights, interpolated and
     extrapolated linearly)."""
+    return np.interp(rows, *_step_points(lanes))
+
+
+@functools.cache
+def _step_points(lanes: int) -> tuple[np.ndarray, np.ndarray]:
+    """:data:`_FILL_STEP_NS` of ``lanes`` with one more point, far past any lane's rows, along
+    its last segment: one interpolation then also extrapolates."""
     heights, times = _FILL_STEP_NS[lanes]
-    rows = np.asarray(rows, dtype=np.float64)
+    far = 1 << 20
     slope = (times[-1] - times[-2]) / (heights[-1] - heights[-2])
-    return np.where(rows > heights[-1], times[-1] + (rows - heights[-1]) * slope,
-                    np.interp(rows, heights, times))
+    return (np.array([*heights, far], dtype=np.float64),
+            np.array([*times, times[-1] + (far - heights[-1]) * slope], dtype=np.float64))
 
 
 #: A pair's fill takes the fewest lanes whose cost is within this factor of its fastest (more
 #: lanes for less than that would only take warps from the other pairs).
 _LANE_SLACK = 1.25
-
-
-@functools.lru_cache(maxsize=16)
-def _lane_shapes(lanes: tuple, warp_rows: tuple, block_rows: tuple,
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The lane shapes ``_trace_plan`` chooses from (the settings ``ALIGN_TRACE_LANES``,
-    ``ALIGN_TRACE_LANE_ROWS`` and ``ALIGN_TRACE_BLOCK_LANE_ROWS``, checked): the lane counts
-    (k,), each count's heights (k, h; padded with more rows than any query has), the index of
-    each count's last height, and the ns of a step of each shape (:data:`_FILL_STEP_NS`)."""
-    allowed = sorted(set(lanes))
-    if not allowed or not set(allowed) <= {32, 128, 256, 512}:
-        raise ValueError(f"ALIGN_TRACE_LANES={list(lanes)}: some of 32, 128, 256 and 512")
-    of_count = [_checked_heights("ALIGN_TRACE_LANE_ROWS" if count == 32 else
-                                 "ALIGN_TRACE_BLOCK_LANE_ROWS",
-                                 warp_rows if count == 32 else block_rows, count)
-                for count in allowed]
-    width = max(len(these) for these in of_count)
-    heights = np.full((len(allowed), width), 1 << 40, dtype=np.int64)
-    steps = np.zeros((len(allowed), width))
-    for k, (count, these) in enumerate(zip(allowed, of_count, strict=True)):
-        heights[k, :len(these)] = these
-        steps[k, :len(these)] = _step_ns(count, these)
-    last = np.array([len(these) - 1 for these in of_count], dtype=np.int64)
-    for array in (heights, steps, last):
-        array.flags.writeable = False  # shared by every caller
-    return np.array(allowed, dtype=np.int64), heights, last, steps
 
 
 def _trace_plan(rows_end: np.ndarray, columns_end: np.ndarray, multiprocessors: int,
@@ -355,24 +336,20 @@ def _trace_plan(rows_end: np.ndarray, columns_end: np.ndarray, multiprocessors: 
     time at which they fit (a batch of many pairs: a warp each). With them, the rows a lane
     keeps and the words of the pair's codes (:func:`trace_layout`'s), and the fill's time
     (ns): everything a call of paths needs of its layout, computed once."""
-    counts, heights, last, steps = _lane_shapes(
-        tuple(config.ALIGN_TRACE_LANES), tuple(config.ALIGN_TRACE_LANE_ROWS),
-        tuple(config.ALIGN_TRACE_BLOCK_LANE_ROWS))
+    allowed = sorted(set(config.ALIGN_TRACE_LANES))
+    if not allowed or not set(allowed) <= {32, 128, 256, 512}:
+        raise ValueError(f"ALIGN_TRACE_LANES={config.ALIGN_TRACE_LANES}: some of 32, 128, 256 "
+                         "and 512")
+    counts = np.array(allowed, dtype=np.int64)
     rows_end = np.asarray(rows_end, dtype=np.int64)
     columns_end = np.asarray(columns_end, dtype=np.int64)
     if len(rows_end) == 0:
         return tuple(np.zeros(0, dtype=dtype) for dtype in (np.int64, np.int64, np.int64,
                                                             np.float64))
-    # Every pair with every lane count (what _lane_rows gives one count at a time): the fewest
-    # bands, then the lowest height that covers the rows, and the fill's time.
-    bands = np.maximum(1, -(-rows_end[:, None] // (counts * heights[np.arange(len(counts)),
-                                                                    last])))
-    need = -(-rows_end[:, None] // (counts * bands))
-    shape = np.empty(need.shape, dtype=np.int64)
-    for k in range(len(counts)):  # its index in the flattened tables
-        shape[:, k] = np.minimum(np.searchsorted(heights[k], need[:, k]), last[k]) + \
-            k * heights.shape[1]
-    rows, step = heights.ravel()[shape], steps.ravel()[shape]
+    # Every pair with every lane count: the rows a lane keeps, a step's time, the fill's time.
+    rows = np.stack([_lane_rows(rows_end, count) for count in allowed], axis=1)
+    step = np.stack([_step_ns(count, rows[:, k]) for k, count in enumerate(allowed)], axis=1)
+    bands = np.maximum(1, -(-rows_end[:, None] // (counts * rows)))
     cost = bands * (columns_end[:, None] + counts - 1) * step
     work = cost * (counts // 32)  # warp-time of each pair with each lane count
     capacity = multiprocessors * config.ALIGN_TRACE_WARPS_PER_SM

@@ -18,8 +18,8 @@ __all__ = ["HostBuffers", "PinnedStaging", "is_page_locked", "mapped", "maps_hos
            "pinned_copy", "pinned_empty", "thread_buffers", "upload_together"]
 
 
-#: Per thread: the page-locked memory of :func:`thread_buffers` and of :func:`upload_together`
-#: (by device, with the event that ends its last copy).
+#: Per thread: the page-locked memory of :func:`thread_buffers`, and the event that ends the
+#: last copy from each buffer of :func:`upload_together` (by name).
 _TOGETHER = threading.local()
 
 
@@ -184,19 +184,17 @@ def upload_together(arrays: list[np.ndarray], stream: Any = None) -> list[Any]:
     for array in arrays:  # each array starts 16-byte aligned
         starts.append(starts[-1] + -(-array.nbytes // 16) * 16)
     total = starts[-1]
-    device = cupy.cuda.Device().id
-    held = getattr(_TOGETHER, "held", None)
-    if held is None:
-        held = _TOGETHER.held = {}
-    buffer, copied = held.get(device, (None, None))
-    if copied is not None:
-        copied.synchronize()  # its last copy has read it
-    if buffer is None or len(buffer) < total:
-        buffer = pinned_empty(max(total, 4096), np.uint8)[0]
+    name = f"upload together {cupy.cuda.Device().id}"
+    copied = getattr(_TOGETHER, "copied", None)
+    if copied is None:
+        copied = _TOGETHER.copied = {}
+    if name in copied:
+        copied[name].synchronize()  # the buffer's last copy has read it
+    buffer = thread_buffers().get(name, total, np.uint8)
     for array, start in zip(arrays, starts, strict=False):
         buffer[start:start + array.nbytes] = array.reshape(-1).view(np.uint8)
     on_device = cupy.empty(total, dtype=cupy.uint8)
-    on_device.set(buffer[:total], stream=stream)
-    held[device] = (buffer, stream.record())
+    on_device.set(buffer, stream=stream)
+    copied[name] = stream.record()
     return [cupy.ndarray(array.shape, array.dtype, on_device.data + start)
             for array, start in zip(arrays, starts, strict=False)]
