@@ -466,6 +466,45 @@ def _check_cuda_paths(cases) -> None:
             assert isinstance(packed.cigar, PackedCigars) and packed.cigar == want.cigar, where
 
 
+@pytest.mark.parametrize("task", ["score", "end", "path"])
+def test_align_encoded_runs_the_callers_work_once(backend, task):
+    # The search builds its result while the GPU aligns its hits (`meanwhile`): every backend
+    # and task runs it exactly once before the alignments return, and they are the same.
+    sets = SequenceSet.from_sequences(["ACGTACGTTA", "TTACGAAC", "GATTACA", "CCGTA"])
+    pairs = (np.array([0, 1, 2, 3]), np.array([1, 2, 0, 0]))
+    calls = []
+    got = align_api.align_encoded(sets, sets, *pairs, Scoring(), "local", task, backend,
+                                  packed=True, meanwhile=lambda: calls.append("meanwhile"))
+    assert calls == ["meanwhile"]
+    want = align_api.align_encoded(sets, sets, *pairs, Scoring(), "local", task, backend,
+                                   packed=True)
+    assert got.score.tolist() == want.score.tolist()
+    assert got.target_end.tolist() == want.target_end.tolist()
+    assert (got.cigar is None) == (task != "path") and (task != "path" or
+                                                        got.cigar == want.cigar)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
+def test_cuda_paths_run_the_callers_work_before_waiting_for_the_gpu(monkeypatch):
+    # The caller's work overlaps the GPU's: it runs once the launches are queued, before the
+    # host first waits for a batch's results.
+    from gpualign.align import _cuda
+
+    events = []
+    fetch = _cuda._TraceResults.fetch_oldest
+
+    def recorded_fetch(self, in_thread=True):
+        events.append("fetch")
+        return fetch(self, in_thread)
+
+    monkeypatch.setattr(_cuda._TraceResults, "fetch_oldest", recorded_fetch)
+    sets = SequenceSet.from_sequences(["ACGTACGTTA" * 30, "TTACGAAC" * 40, "GATTACA"])
+    align_api.align_encoded(sets, sets, np.array([0, 1, 2]), np.array([1, 2, 0]), Scoring(),
+                            "local", "path", "cuda", meanwhile=lambda: events.append("meanwhile"))
+    assert events[0] == "meanwhile" and events.count("meanwhile") == 1 and "fetch" in events
+
+
 @pytest.mark.cuda
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
 @pytest.mark.parametrize("lanes, heights", [(32, (8,)), (128, (2,)), (512, (4,))])

@@ -23,6 +23,7 @@ come from those score passes too, which run a lone long pair on every core.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import numba
 import numpy as np
@@ -391,6 +392,7 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
                 table: np.ndarray, gap_open: int, gap_extend: int, mode: int, task: str,
                 progress: Progress | None = None, packed: bool = False,
                 known_scores: np.ndarray | None = None,
+                meanwhile: Callable[[], None] | None = None,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                            list[str | None] | PackedCigars | None, np.ndarray | None]:
     """Align index pairs on the CPU: the contract of every alignment backend.
@@ -419,6 +421,11 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
         hint that lets the CUDA fill of a local path stop early (a score below a pair's would
         end its path at the first cell that reaches it); the results are the same, and this
         backend does not need it.
+    meanwhile : callable, optional
+        The caller's own work, which a backend may run while the device computes (once at
+        most: the CUDA backend's paths call it once their launches are queued); this backend
+        never calls it, and the caller runs it after if no backend did
+        (:func:`gpualign.align.api.align_encoded`).
 
     Returns
     -------

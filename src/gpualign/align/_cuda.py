@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import codecs
 import functools
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -105,6 +106,7 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
                 table: np.ndarray, gap_open: int, gap_extend: int, mode: int, task: str,
                 progress: Progress | None = None, packed: bool = False,
                 known_scores: np.ndarray | None = None,
+                meanwhile: Callable[[], None] | None = None,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                            list[str | None] | PackedCigars | None, np.ndarray | None]:
     """Align index pairs on the current CUDA device, with the results and the contract of the
@@ -114,10 +116,12 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
     ``task="path"``); ``progress`` moves by the cells of the pairs done. ``known_scores``: the
     pairs' exact local scores where the caller has them (a search's hits), with which the fill
     of a local path stops once it has passed the first cell of that score; the results are the
-    same (a score below a pair's would end its path at the first cell that reaches it)."""
+    same (a score below a pair's would end its path at the first cell that reaches it).
+    ``meanwhile``: the caller's work, called once the paths' launches are queued, while the
+    GPU computes them (at most once; not at all by the other tasks)."""
     if task == "path":
         return _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, progress,
-                      packed, known_scores)
+                      packed, known_scores, meanwhile)
     score, q_end, t_end = _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend,
                                   mode, want_end=task == "end", progress=progress)
     if task == "score":
@@ -346,10 +350,15 @@ def _trace_plan(rows_end: np.ndarray, columns_end: np.ndarray, multiprocessors: 
     if len(rows_end) == 0:
         return tuple(np.zeros(0, dtype=dtype) for dtype in (np.int64, np.int64, np.int64,
                                                             np.float64))
-    # Every pair with every lane count: the rows a lane keeps, a step's time, the fill's time.
-    rows = np.stack([_lane_rows(rows_end, count) for count in allowed], axis=1)
-    step = np.stack([_step_ns(count, rows[:, k]) for k, count in enumerate(allowed)], axis=1)
-    bands = np.maximum(1, -(-rows_end[:, None] // (counts * rows)))
+    # Every pair with every lane count: the rows a lane keeps, its bands, a step's time (read
+    # from tables for all but very tall pairs: a call of a few hundred pairs then costs the
+    # host a few array operations), then the fill's time.
+    if int(rows_end.max()) < _PLAN_TABLE_ROWS:
+        rows, bands, step = (table[rows_end] for table in _plan_tables(
+            tuple(allowed), tuple(config.ALIGN_TRACE_LANE_ROWS),
+            tuple(config.ALIGN_TRACE_BLOCK_LANE_ROWS)))
+    else:
+        rows, bands, step = _plan_rows(rows_end, allowed)
     cost = bands * (columns_end[:, None] + counts - 1) * step
     work = cost * (counts // 32)  # warp-time of each pair with each lane count
     capacity = multiprocessors * config.ALIGN_TRACE_WARPS_PER_SM
@@ -380,6 +389,34 @@ def _trace_plan(rows_end: np.ndarray, columns_end: np.ndarray, multiprocessors: 
     lanes, lane_rows = counts[chosen], rows[pairs, chosen]
     return (lanes, lane_rows, _trace_words(rows_end, columns_end, lanes, lane_rows),
             cost[pairs, chosen])
+
+
+#: Pairs of fewer rows than this take their rows, bands and step times in :func:`_trace_plan`
+#: from tables made once per lane setting (:func:`_plan_tables`).
+_PLAN_TABLE_ROWS = 1 << 14
+
+
+def _plan_rows(rows_end: np.ndarray, allowed) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For pairs of ``rows_end`` rows with every lane count of ``allowed``: the rows a lane
+    keeps (:func:`_lane_rows`), the bands and the time of a step (:func:`_step_ns`), arrays
+    of shape ``(pairs, lane counts)``."""
+    counts = np.array(allowed, dtype=np.int64)
+    rows = np.stack([_lane_rows(rows_end, count) for count in allowed], axis=1)
+    step = np.stack([_step_ns(count, rows[:, k]) for k, count in enumerate(allowed)], axis=1)
+    bands = np.maximum(1, -(-rows_end[:, None] // (counts * rows)))
+    return rows, bands, step
+
+
+@functools.lru_cache(maxsize=8)
+def _plan_tables(allowed: tuple, lane_rows: tuple, block_lane_rows: tuple,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_plan_rows` of every row count below ``_PLAN_TABLE_ROWS``, by row count, for the
+    settings ``config.ALIGN_TRACE_LANES``, ``ALIGN_TRACE_LANE_ROWS`` and
+    ``ALIGN_TRACE_BLOCK_LANE_ROWS`` (the key: :func:`_lane_rows` reads the last two)."""
+    tables = _plan_rows(np.arange(_PLAN_TABLE_ROWS, dtype=np.int64), allowed)
+    for table in tables:
+        table.flags.writeable = False  # shared by every call
+    return tables
 
 
 def warp_fits(m: np.ndarray, n: np.ndarray, table: np.ndarray, gap_open: int,
@@ -512,7 +549,7 @@ def _long_pairs(engine, m, n, min_cells: int | None = None) -> np.ndarray:
 
 
 def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, progress=None,
-           packed=False, known_scores=None):
+           packed=False, known_scores=None, meanwhile=None):
     """Scores, coordinates and paths of index pairs: :func:`align_pairs` for
     ``task="path"``. Pairs of at least ``config.LONG_ALIGN_MIN_CELLS`` cells are aligned in
     linear space on the tiled engine (:func:`._cuda_long.pair_paths`), the others with a
@@ -527,7 +564,7 @@ def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, prog
         long = _long_pairs(engine, m, n)
     if not long.any():
         found = _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode,
-                              packed, known_scores)
+                              packed, known_scores, meanwhile)
         done(cells)
         return found
     count = len(q_index)
@@ -561,7 +598,7 @@ def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, prog
 
 
 def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode,
-                  packed=False, known_scores=None):
+                  packed=False, known_scores=None, meanwhile=None):
     """Scores, coordinates and paths of index pairs with a traceback each: one warp (or block)
     per pair on the GPU, the CPU backend for those that do not fit.
 
@@ -569,7 +606,9 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
     count and height (a fill launch each), the largest first. A batch's fills run side by
     side on ``config.ALIGN_TRACE_STREAMS`` streams, then one launch walks every pair back;
     its CIGARs (text, or a word a run when ``packed``) are then gathered into one buffer,
-    which comes to the host (:meth:`_TraceResults.fetch_oldest`) while the next batch runs."""
+    which comes to the host (:meth:`_TraceResults.fetch_oldest`) while the next batch runs.
+    ``meanwhile`` (the caller's work) runs once the first chunk's batches are queued, before
+    the host waits for them."""
     import cupy
 
     m = qset.lengths[q_index]
@@ -628,6 +667,9 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
                                            budget // 2):
                 # Halved if out of memory.
                 launch_split(chunk.run, np.arange(lo, hi), 1, budget)
+            if meanwhile is not None:  # the caller's work, while the GPU computes
+                meanwhile()
+                meanwhile = None
             # This chunk's sequences may go (the next chunk's reuse their memory on the current
             # stream) once every launch that reads them has finished.
             while results.queued:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,12 +190,15 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
 def align_encoded(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
                   t_index: np.ndarray, scoring: Scoring, mode: str, task: str, backend: str,
                   packed: bool = False, known_scores: np.ndarray | None = None,
-                  ) -> AlignResult:
+                  meanwhile: Callable[[], None] | None = None) -> AlignResult:
     """:func:`align` of the index pairs ``(q_index, t_index)`` of sets already encoded in one
     alphabet that ``scoring`` covers, with no copy and no check of them: for callers that
     checked them (the search aligns its hits in the database it searched, and on the GPU
     reads the copies it left there). ``known_scores``: the pairs' scores where the caller has
     them (a search's hits), which lets a GPU path stop early (the backends' ``align_pairs``).
+    ``meanwhile``: the caller's own work, called exactly once before this returns: while the
+    GPU computes the paths where the backend can (the search builds its result meanwhile),
+    else after the alignments.
 
     Examples
     --------
@@ -205,20 +208,29 @@ def align_encoded(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
     >>> int(r.score[0]), r.cigar
     (6, ['3='])
     """
-    return _aligned(_backend(backend), qset, tset, np.asarray(q_index, dtype=np.int64),
-                    np.asarray(t_index, dtype=np.int64), scoring, align_mode(mode), task, None,
-                    packed, known_scores)
+    pending = [] if meanwhile is None else [meanwhile]
+
+    def run_pending() -> None:  # the caller's work, once: by the backend, or after it
+        while pending:
+            pending.pop()()
+
+    result = _aligned(_backend(backend), qset, tset, np.asarray(q_index, dtype=np.int64),
+                      np.asarray(t_index, dtype=np.int64), scoring, align_mode(mode), task,
+                      None, packed, known_scores, run_pending)
+    run_pending()
+    return result
 
 
 def _aligned(engine, qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
              t_index: np.ndarray, scoring: Scoring, mode_code: int, task: str,
              counter: Progress | None, packed: bool = False,
-             known_scores: np.ndarray | None = None) -> AlignResult:
+             known_scores: np.ndarray | None = None,
+             meanwhile: Callable[[], None] | None = None) -> AlignResult:
     """:func:`align` of checked, encoded pairs on the backend module ``engine``."""
     table, _ = scoring.table(qset.alphabet)
     score, q_start, q_end, t_start, t_end, cigar, identity = engine.align_pairs(
         qset, tset, q_index, t_index, table, scoring.gap_open, scoring.gap_extend, mode_code,
-        task, counter, packed=packed, known_scores=known_scores)
+        task, counter, packed=packed, known_scores=known_scores, meanwhile=meanwhile)
     return AlignResult(score, q_start, q_end, t_start, t_end, cigar, identity,
                        ALIGN_MODE_NAMES[mode_code], task, scoring, q_index, t_index,
                        alphabet=qset.alphabet.name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 import pathlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -405,29 +405,37 @@ def search(queries: Any, database: Any, *, scoring: Scoring | None = None, n: in
     query_index = np.nonzero(keep)[0].astype(np.int64)
     score, subject, strand = top[keep], subject[keep], strand[keep]
     lengths = qset.lengths[query_index]
-    if params is None:
-        bits = np.full(len(score), np.nan)
-        expect = np.full(len(score), np.nan)
-    else:
-        bits = bit_scores(score, params)
+    expect = None
+    if evalue is not None:  # (which has parameters, checked above)
         expect = evalues(score, lengths, db.residues, len(db), params)
-    if evalue is not None:
         passed = expect <= evalue
-        query_index, score, subject, strand, lengths, bits, expect = (
-            values[passed] for values in (query_index, score, subject, strand, lengths, bits,
-                                          expect))
-    # A hit's rank: its position among its query's hits (those are consecutive, best first).
-    starts = np.searchsorted(query_index, query_index, side="left")
-    rank = np.arange(len(query_index), dtype=np.int64) - starts + 1
-    result = SearchResult(
-        query_index, db.order[subject], rank, score, bits, expect,
-        *(np.full(len(score), -1, dtype=np.int64) for _ in range(4)),
-        np.where(strand == 1, "-", "+"), None, None, None, None, None, task, scoring,
-        db.alphabet.name, params, cells)
-    if task != "score" and len(result):
-        _add_paths(result, searched, db, query_index + strand * len(qset), subject, lengths,
-                   backend)
-    elif task == "path":  # no hits: empty paths, not missing ones
+        query_index, score, subject, strand, lengths, expect = (
+            values[passed] for values in (query_index, score, subject, strand, lengths, expect))
+
+    def assembled() -> SearchResult:
+        """The result without locations and paths."""
+        if params is None:
+            bits = np.full(len(score), np.nan)
+            hit_evalues = np.full(len(score), np.nan)
+        else:
+            bits = bit_scores(score, params)
+            hit_evalues = (evalues(score, lengths, db.residues, len(db), params)
+                           if expect is None else expect)
+        # A hit's rank: its position among its query's hits (those are consecutive, best first).
+        starts = np.searchsorted(query_index, query_index, side="left")
+        rank = np.arange(len(query_index), dtype=np.int64) - starts + 1
+        return SearchResult(
+            query_index, db.order[subject], rank, score, bits, hit_evalues,
+            *(np.full(len(score), -1, dtype=np.int64) for _ in range(4)),
+            np.where(strand == 1, "-", "+"), None, None, None, None, None, task, scoring,
+            db.alphabet.name, params, cells)
+
+    if task != "score" and len(score):
+        # The result is assembled while the GPU aligns the hits.
+        return _with_paths(assembled, searched, db, query_index + strand * len(qset), subject,
+                           score, strand == 1, lengths, scoring, task, backend)
+    result = assembled()
+    if task == "path":  # no hits: empty paths, not missing ones
         result.cigar = PackedCigars.nones(0)
         result.identity = np.zeros(0)
         result.mismatches, result.gap_opens, result.alignment_length = (
@@ -435,12 +443,13 @@ def search(queries: Any, database: Any, *, scoring: Scoring | None = None, n: in
     return result
 
 
-def _add_paths(result: SearchResult, searched: SequenceSet, db: Database,
-               searched_index: np.ndarray, subject: np.ndarray, query_lengths: np.ndarray,
-               backend: str) -> None:
-    """Fill the locations (and, for ``task="path"``, the paths) of the hits: local alignments
-    of the searched queries (``searched_index``: the plus or minus strand) with the hit
-    subjects (sorted positions ``subject``)."""
+def _with_paths(assembled: Callable[[], SearchResult], searched: SequenceSet, db: Database,
+                searched_index: np.ndarray, subject: np.ndarray, score: np.ndarray,
+                minus: np.ndarray, query_lengths: np.ndarray, scoring: Scoring, task: str,
+                backend: str) -> SearchResult:
+    """The result (``assembled()``) with the locations (and, for ``task="path"``, the paths)
+    of its hits: local alignments of the searched queries (``searched_index``: the plus or
+    minus strand) with the hit subjects (sorted positions ``subject``) of scores ``score``."""
     from ..align.api import align_encoded
 
     # In the database itself where the GPU has it (the search left it there) or on the CPU:
@@ -449,24 +458,26 @@ def _add_paths(result: SearchResult, searched: SequenceSet, db: Database,
     subjects = db.sequences
     if resolve_backend(backend) == "cuda" and not subjects.on_device():
         subjects, subject = subjects.take(subject), np.arange(len(subject), dtype=np.int64)
+    made: list[SearchResult] = []
     # The hits' scores are known: a GPU fill stops once it is past the first cell of its score.
-    paths = align_encoded(searched, subjects, searched_index, subject, result.scoring,
-                          "local", "path", backend, packed=True, known_scores=result.score)
-    differ = np.flatnonzero(paths.score != result.score)
+    paths = align_encoded(searched, subjects, searched_index, subject, scoring, "local", "path",
+                          backend, packed=True, known_scores=score,
+                          meanwhile=lambda: made.append(assembled()))
+    result = made[0]
+    differ = np.flatnonzero(paths.score != score)
     if len(differ):  # the search and the alignment kernels disagree: a defect, never a result
         k = differ[0]
-        raise RuntimeError(f"internal error: hit {k} scored {result.score[k]} in the search but "
+        raise RuntimeError(f"internal error: hit {k} scored {score[k]} in the search but "
                            f"{paths.score[k]} aligned; please report it")
-    minus = result.strand == "-"
     # A minus-strand hit aligned the reverse complement: back to the query's plus strand.
     result.query_start = np.where(minus, query_lengths - paths.query_end, paths.query_start)
     result.query_end = np.where(minus, query_lengths - paths.query_start, paths.query_end)
     result.subject_start, result.subject_end = paths.target_start, paths.target_end
-    if result.task != "path":
-        return
-    result.cigar = paths.cigar
-    result.identity = paths.identity
-    columns, runs = op_counts(paths.cigar)  # in the order "=XID"
-    result.mismatches = columns[:, 1]
-    result.gap_opens = runs[:, 2] + runs[:, 3]
-    result.alignment_length = columns.sum(axis=1)
+    if task == "path":
+        result.cigar = paths.cigar
+        result.identity = paths.identity
+        columns, runs = op_counts(paths.cigar)  # in the order "=XID"
+        result.mismatches = columns[:, 1]
+        result.gap_opens = runs[:, 2] + runs[:, 3]
+        result.alignment_length = columns.sum(axis=1)
+    return result
