@@ -507,10 +507,11 @@ def test_cuda_paths_run_the_callers_work_before_waiting_for_the_gpu(monkeypatch)
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
-@pytest.mark.parametrize("lanes, heights", [(32, (8,)), (128, (2,)), (512, (4,))])
+@pytest.mark.parametrize("lanes, heights", [(32, (8,)), (32, (2,)), (128, (2,)), (512, (4,))])
 def test_cuda_local_paths_with_known_scores_equal_the_cpu(monkeypatch, lanes, heights):
     # A search knows its hits' scores, and a local fill given them stops once every lane is
-    # past the first cell of that score (bands below: up to its column). The paths stay the
+    # past the first cell of that score (bands below: up to its column; warps' pipelined
+    # bands: above too, and those below read where the row above ends). The paths stay the
     # CPU's: ends early in long targets (the fill stops long before the end), ends in a later
     # band, an end in the first of three bands with 500 columns after it (the bands below
     # must not compute past the columns the first one wrote: the memory behind them holds
@@ -567,11 +568,11 @@ def test_cuda_scores_with_a_very_negative_mismatch_stay_exact():
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
-@pytest.mark.parametrize("heights,streams", [((8,), 1), ((8, 16, 24, 32), 3)])
+@pytest.mark.parametrize("heights,streams", [((8,), 1), ((2,), 2), ((2, 4, 8, 16, 24, 32), 3)])
 def test_cuda_paths_bands_heights_and_launches_equal_the_cpu(monkeypatch, heights, streams):
-    # Lanes of 8 rows put queries over 256 symbols in several bands; all heights put each pair
-    # in the lowest lanes that cover it (8 to 32 rows); a 64 KiB budget splits the launches,
-    # which take one stream or three in turn.
+    # Lanes of 8 rows put queries over 256 symbols in several bands, of 2 rows those over 64
+    # (up to 15), a warp a band, pipelined; all heights let each pair take its own layout; a
+    # 64 KiB budget splits the launches, which take one, two or three streams in turn.
     # Paths, starts, ends and identities equal the CPU backend's, every mode, DNA (with N),
     # proteins and bytes (a 256 x 256 table in shared memory).
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANE_ROWS", heights)
@@ -632,49 +633,56 @@ def test_cuda_paths_filled_by_a_block_equal_the_cpu(monkeypatch, lanes, heights)
     _check_cuda_paths(cases)
 
 
-def test_trace_lanes_give_blocks_while_the_gpu_has_room(monkeypatch):
-    # While the call's warps fit the GPU (ALIGN_TRACE_WARPS_PER_SM warps an SM), each pair
-    # takes the fewest lanes within _LANE_SLACK of its fastest fill (the measured step times,
-    # _FILL_STEP_NS); a call too large for that takes the fewest lanes that finish by the least
-    # time at which it fits. A block's layout counts its lanes a band and lanes - 1 extra steps.
+def test_trace_plan_gives_each_pair_its_least_work_near_its_fastest():
+    # While the call's warps fit the GPU (ALIGN_TRACE_WARPS_PER_SM warps an SM), each pair takes
+    # the layout of least work (warp-time) whose fill is within _LANE_SLACK of its fastest (the
+    # measured step times, _FILL_STEP_NS): a warp of lanes of one height, its bands pipelined (a
+    # warp each; several only where they take at most _PIPELINE_GAIN of the time of the fastest
+    # single warp or block), or a block of 128, 256 or 512 lanes (its bands in turn). A call too
+    # large for that takes the least work that finishes by the least time at which it fits.
     from gpualign.align import _cuda
 
-    def lanes_of(m, n, sms):
-        return _cuda._trace_plan(m, n, sms)[0].tolist()
+    def layouts(m, n, sms):
+        lanes, rows, _, _ = _cuda._trace_plan(m, n, sms)
+        return list(zip(lanes.tolist(), rows.tolist(),
+                        _cuda._pair_bands(m, lanes, rows).tolist(), strict=True))
 
     m = np.array([400] * 20 + [1500, 200, 100, 500, 1024])
     n = np.array([450] * 20 + [1700, 12000, 9000, 1000, 3000])
-    costs = {}
-    for count in (32, 128, 256, 512):  # each pair's fill time in `count` lanes alone
-        with gpualign.config.override(ALIGN_TRACE_LANES=(count,)):
-            costs[count] = _cuda._trace_plan(m, n, 132)[3]
-    fastest = np.min(list(costs.values()), axis=0)
-    # 400 x 450: a warp is within the slack of the fastest; 1,500 x 1,700 and the short queries
-    # against long subjects: fastest in 128 lanes; 500 x 1,000: fastest in 256 lanes of 2 rows,
-    # within the slack in 128 of 4; 1,024 x 3,000: fastest in 512 lanes of 2 rows, within the
-    # slack in 256 of 4.
     lanes, rows, words, cost = _cuda._trace_plan(m, n, 132)
-    assert lanes.tolist() == [32] * 20 + [128, 128, 128, 128, 256]
-    assert cost.tolist() == [costs[count][k] for k, count in enumerate(lanes)]
-    assert costs[32][0] <= _cuda._LANE_SLACK * fastest[0]
-    assert (costs[128][20:23] == fastest[20:23]).all()
-    assert costs[256][23] < costs[128][23] <= _cuda._LANE_SLACK * costs[256][23] < costs[32][23]
-    assert costs[512][24] < costs[256][24] <= _cuda._LANE_SLACK * costs[512][24]
-    # The plan's layout is trace_layout's for those lanes.
-    layout_rows, layout_words = _cuda.trace_layout(m, n, lanes)
-    assert (rows == layout_rows).all() and (words == layout_words).all()
-    # One SM (12 warps) cannot hold every block at once: the call's work must fit by the time
-    # it takes, which here the few blocks of 128 lanes still do.
-    assert lanes_of(m[:21], n[:21], 1) == [32] * 20 + [128]
+    # 400 x 450: a warp of 16-row lanes (within the slack of 256 lanes of 2, and less work);
+    # 1,500 x 1,700 and 1,024 x 3,000: 12 and 8 pipelined warps of 4-row lanes (about half the
+    # time of any block); 200 x 12,000: a block of 128 lanes of 2 rows (2 warps would save too
+    # little); 100 x 9,000: a warp of 4-row lanes; 500 x 1,000: a block of 128 lanes of 4 rows
+    # (within the slack of 256 lanes of 2, and less work; 4 pipelined warps would save too
+    # little).
+    assert layouts(m, n, 132)[19:] == [(32, 16, 1), (32, 4, 12), (128, 2, 1), (32, 4, 1),
+                                       (128, 4, 1), (32, 4, 8)]
+
+    def step(lanes, rows):
+        return _cuda._step_ns(lanes, np.array([rows]))[0]
+
+    # A pipelined fill: one band's steps, then the lag of each band below; a block's bands one
+    # after another.
+    lag = _cuda._PIPELINE_LAG_STEPS
+    assert cost[20] == pytest.approx((1700 + 31 + 11 * lag) * step(32, 4))
+    assert cost[21] == pytest.approx((12000 + 127) * step(128, 2))
+    assert cost[24] == pytest.approx((3000 + 31 + 7 * lag) * step(32, 4))
+    assert cost[24] < _cuda._PIPELINE_GAIN * (3000 + 511) * step(512, 2)
+    assert (words == _cuda._trace_words(m, n, lanes, rows)).all()
+    # One SM (12 warps) cannot hold all that at once: the call's work must fit by the time it
+    # takes, which the tall pair's single block does. A batch of thousands of similar pairs
+    # fills the GPU a warp each, and so does a small GPU.
+    assert layouts(m[:21], n[:21], 1)[19:] == [(32, 16, 1), (128, 16, 1)]
+    many = np.full(20000, 400)
+    assert set(layouts(many, many, 132)) == {(32, 16, 1)}
+    assert set(layouts(m[:20], n[:20], 1)) == {(32, 16, 1)}
+    assert layouts(m[:0], n[:0], 132) == []
+    # trace_layout (the score fills' layout): the fewest bands, then the lowest height.
     rows, words = _cuda.trace_layout(m, n, np.array([32] * 20 + [512, 128, 128, 128, 256]))
     assert rows[19:].tolist() == [16, 4, 2, 2, 4, 4]
     assert words[20] == (1700 + 511) * 512 // 2  # 4 nibbles a lane and step: half a word
     assert words[21] == (12000 + 127) * 128 // 4  # 2 nibbles: a byte
-    # A batch of thousands of similar pairs fills the GPU a warp each; so does a small GPU.
-    many = np.full(20000, 400)
-    assert set(lanes_of(many, many, 132)) == {32}
-    assert set(lanes_of(m[:20], n[:20], 1)) == {32}
-    assert lanes_of(m[:0], n[:0], 132) == []
     assert _cuda._step_ns(32, np.array([48, 64]))[1] > _cuda._step_ns(32, np.array([48]))[0]
 
 

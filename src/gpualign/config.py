@@ -204,18 +204,19 @@ LONG_ALIGN_SCHEDULE = "auto"
 LONG_ALIGN_LEAF_CELLS = 1 << 16
 
 #: Query rows each lane of the CUDA path kernel (``task="path"``) may keep (2, 4 or multiples
-#: of 8): a warp fills a pair in bands of 32 lanes x rows, so a pair runs with the fewest bands
-#: and then the lowest height that covers its rows (16S: 2 bands of 24-row lanes).
-ALIGN_TRACE_LANE_ROWS: tuple[int, ...] = (8, 16, 24, 32)
+#: of 8) where a warp fills a pair: in bands of 32 lanes x rows, a warp a band, all bands at
+#: once (each a few columns behind the one above). Fewer rows make shorter steps and more
+#: bands (a tall pair's fill is faster), more rows less work a cell (a large batch's is).
+ALIGN_TRACE_LANE_ROWS: tuple[int, ...] = (2, 4, 8, 16, 24, 32)
 
-#: Lane counts the CUDA path fill may give a pair: 32 (a warp) and blocks of 128, 256 or 512
-#: threads. A step takes longer the more rows each lane keeps (the measured times of
-#: ``gpualign.align._cuda._FILL_STEP_NS``), so more lanes of fewer rows can shorten a long
-#: pair's fill. While the call's warps fit ``ALIGN_TRACE_WARPS_PER_SM`` a
-#: multiprocessor, each pair takes the fewest lanes within a quarter of its fastest fill; a
-#: call too large for that takes the fewest that finish by the least time at which its work
-#: fits. So the few long hits of a database search get blocks, and a batch of thousands of
-#: similar pairs a warp each.
+#: Lane counts the CUDA path fill may give a pair: 32 (warps, its bands pipelined) and blocks
+#: of 128, 256 or 512 threads (one band at a time). A step takes longer the more rows each lane
+#: keeps (the measured times of ``gpualign.align._cuda._FILL_STEP_NS``). While the call's
+#: warps fit ``ALIGN_TRACE_WARPS_PER_SM`` a multiprocessor, each pair takes the layout of least
+#: work whose fill is at most a quarter longer than its fastest; a call too large for that
+#: takes the least work that finishes by the least time at which its work fits. So the few
+#: long hits of a database search get about their fastest layouts, and a batch of thousands of
+#: similar pairs its most efficient ones.
 ALIGN_TRACE_LANES: tuple[int, ...] = (32, 128, 256, 512)
 
 #: Warps of path fills that a multiprocessor runs at full speed: a fill's warp issues an

@@ -18,17 +18,19 @@ Pairs of at least ``config.ALIGN_WARP_MIN_CELLS`` cells (global, semi-global and
 and ends) run one warp per pair instead, so that the longest pairs do not leave a launch
 waiting for a few threads.
 
-Paths (``task="path"``): one warp per pair fills the DP (global, semi-global and local: every
-cell, finding the end on the way; overlap: up to the end cell from the score kernels), keeping
-a 4-bit traceback code per cell, then one warp per pair walks back and writes the CIGAR (text,
+Paths (``task="path"``): warps fill the DP (global, semi-global and local: every cell, finding
+the end on the way; overlap: up to the end cell from the score kernels) in bands of 32 lanes,
+keeping a 4-bit traceback code per cell, a warp a band, all bands of a pair at once (each a few
+columns behind the one above); then one warp per pair walks back and writes the CIGAR (text,
 or a word a run for ``packed=True``), and a warp per pair gathers them into one buffer (in
 page-locked host memory, written by the GPU, where a batch's are small enough; else one copy to
-the host). Where the call's pairs leave the GPU room, a long pair is filled by a block of 128,
-256 or 512 lanes instead (:func:`_trace_plan`, ``config.ALIGN_TRACE_LANES``), so that its
-wavefront takes shorter steps. Pairs go in
-batches of half the memory budget, each batch a fill launch per lane count and height
-(``config.ALIGN_TRACE_LANE_ROWS``) side by side on a few streams, longest first, then one walk
-launch; a batch's results are fetched once the next one is queued.
+the host). :func:`_trace_plan` gives each pair its layout from the measured step times: the
+height of its lanes (``config.ALIGN_TRACE_LANE_ROWS``: fewer rows make shorter steps and more
+bands), or a block of 128, 256 or 512 lanes instead (``config.ALIGN_TRACE_LANES``), the
+least work near the pair's fastest while the call's pairs leave the GPU room. Pairs go in
+batches of half the memory budget, each batch a fill launch per lane count and height side by
+side on a few streams, longest first, then one walk launch; a batch's results are fetched once
+the next one is queued.
 
 Pairs of at least ``config.LONG_ALIGN_MIN_CELLS`` cells run on the whole GPU instead: a
 wavefront of DP tiles each, many pairs side by side (:mod:`._cuda_long`, every mode's scores and
@@ -280,6 +282,23 @@ def trace_layout(rows_end: np.ndarray, columns_end: np.ndarray,
     return rows, _trace_words(rows_end, columns_end, lanes, rows)
 
 
+def _pair_bands(rows_end: np.ndarray, lanes, rows) -> np.ndarray:
+    """The bands of pairs of ``rows_end`` rows filled by ``lanes`` lanes of ``rows`` rows (at
+    least one: a pipelined fill gives every pair a warp)."""
+    return np.maximum(1, -(-np.asarray(rows_end, dtype=np.int64) // (lanes * rows)))
+
+
+def _border_rows(lanes, bands) -> np.ndarray:
+    """The border rows of a pair's path fill: one a band where its bands are pipelined (a warp
+    of lanes each), else two that the bands use in turn (``warp.cu``)."""
+    return np.where(np.asarray(lanes) == 32, bands, 2)
+
+
+#: The byte that fills a batch's border rows: each cell then reads as not yet written
+#: (UNWRITTEN in warp.cu) until a pipelined band's warp writes it.
+_UNWRITTEN_BYTE = 0x80
+
+
 def _trace_words(rows_end: np.ndarray, columns_end: np.ndarray, lanes, rows) -> np.ndarray:
     """The 32-bit words of the traceback codes of pairs filled by ``lanes`` lanes of ``rows``
     rows (:func:`trace_layout`)."""
@@ -326,68 +345,93 @@ def _step_points(lanes: int) -> tuple[np.ndarray, np.ndarray]:
             np.array([*times, times[-1] + (far - heights[-1]) * slope], dtype=np.float64))
 
 
-#: A pair's fill takes the fewest lanes whose cost is within this factor of its fastest (more
-#: lanes for less than that would only take warps from the other pairs).
+#: A pair's fill takes the layout of least work (warp-time) whose time is within this factor of
+#: its fastest (a faster layout for less than that would only take warps from the other pairs).
 _LANE_SLACK = 1.25
+
+#: Pipelined bands (paths in warps): the steps by which a band's warp trails the one above: its
+#: first lane reads the row that the last lane of the band above writes 31 steps after its
+#: first, in chunks of 32 columns loaded a chunk ahead (warp.cu), so 63 to 95 steps. (On an H100,
+#: a 1,489 x 1,494 protein pair in 12 bands of 4-row lanes: a fill of about 0.5 ms.)
+_PIPELINE_LAG_STEPS = 80
+
+#: Pipelined bands: a pair takes several warps only where they would fill it in at most this
+#: fraction of the time of its fastest fill by one warp or block.
+_PIPELINE_GAIN = 0.6
 
 
 def _trace_plan(rows_end: np.ndarray, columns_end: np.ndarray, multiprocessors: int,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per pair, the lanes that fill its traceback codes (``config.ALIGN_TRACE_LANES``): the
-    fewest whose fill (:data:`_FILL_STEP_NS` a step) finishes within ``_LANE_SLACK`` of the
-    pair's fastest, while the call's warps fit the device's ``multiprocessors`` at
-    ``config.ALIGN_TRACE_WARPS_PER_SM`` warps each; else the fewest that finish by the least
-    time at which they fit (a batch of many pairs: a warp each). With them, the rows a lane
-    keeps and the words of the pair's codes (:func:`trace_layout`'s), and the fill's time
-    (ns): everything a call of paths needs of its layout, computed once."""
+    """Per pair, the layout that fills its traceback codes: a warp of lanes of each height of
+    ``config.ALIGN_TRACE_LANE_ROWS`` (its bands pipelined, a warp each), or a block of 128,
+    256 or 512 lanes (``config.ALIGN_TRACE_LANES``; the rows of :func:`trace_layout`). Of the
+    layouts whose fill (:data:`_FILL_STEP_NS` a step) finishes within ``_LANE_SLACK`` of the
+    pair's fastest, the one of least work (warp-time), while the call's work fits the device's
+    ``multiprocessors`` at ``config.ALIGN_TRACE_WARPS_PER_SM`` warps each; else the least work
+    that finishes by the least time at which the call fits (a batch of many pairs: the most
+    efficient layouts). (A pair's own time, not the call's: a local path that stops at its
+    known score may take far less than its model says.)
+    Returns the lanes, the rows a lane keeps, the words of the pair's codes
+    (:func:`_trace_words`) and the fill's time (ns): everything a call of paths needs of its
+    layout, computed once."""
     allowed = sorted(set(config.ALIGN_TRACE_LANES))
     if not allowed or not set(allowed) <= {32, 128, 256, 512}:
         raise ValueError(f"ALIGN_TRACE_LANES={config.ALIGN_TRACE_LANES}: some of 32, 128, 256 "
                          "and 512")
-    counts = np.array(allowed, dtype=np.int64)
     rows_end = np.asarray(rows_end, dtype=np.int64)
     columns_end = np.asarray(columns_end, dtype=np.int64)
     if len(rows_end) == 0:
         return tuple(np.zeros(0, dtype=dtype) for dtype in (np.int64, np.int64, np.int64,
                                                             np.float64))
-    # Every pair with every lane count: the rows a lane keeps, its bands, a step's time (read
-    # from tables for all but very tall pairs: a call of a few hundred pairs then costs the
-    # host a few array operations), then the fill's time.
+    setting = (tuple(allowed), tuple(config.ALIGN_TRACE_LANE_ROWS),
+               tuple(config.ALIGN_TRACE_BLOCK_LANE_ROWS))
+    lanes = _plan_lanes(*setting)
+    # Every pair with every layout: the rows a lane keeps, its bands, a step's time (read from
+    # tables for all but very tall pairs: a call of a few hundred pairs then costs the host a
+    # few array operations), then the fill's time and work.
     if int(rows_end.max()) < _PLAN_TABLE_ROWS:
-        rows, bands, step = (table[rows_end] for table in _plan_tables(
-            tuple(allowed), tuple(config.ALIGN_TRACE_LANE_ROWS),
-            tuple(config.ALIGN_TRACE_BLOCK_LANE_ROWS)))
+        rows, bands, step = (table[rows_end] for table in _plan_tables(*setting))
     else:
-        rows, bands, step = _plan_rows(rows_end, allowed)
-    cost = bands * (columns_end[:, None] + counts - 1) * step
-    work = cost * (counts // 32)  # warp-time of each pair with each lane count
+        rows, bands, step = _plan_rows(rows_end, lanes)
+    band_time = (columns_end[:, None] + lanes - 1) * step
+    pipelined = lanes == 32
+    cost = np.where(pipelined, band_time + (bands - 1) * (_PIPELINE_LAG_STEPS * step),
+                    bands * band_time)
+    work = np.where(pipelined, bands * band_time, cost * (lanes // 32))
+    # A pair takes several pipelined warps only where they fill it much faster than one warp
+    # or block can: their warps share the multiprocessors with the other pairs' (which the
+    # step times, measured alone, do not see).
+    several = pipelined & (bands > 1)
+    alone = np.where(several, np.inf, cost).min(axis=1)
+    cost = np.where(several & (cost > _PIPELINE_GAIN * alone[:, None]), np.inf, cost)
     capacity = multiprocessors * config.ALIGN_TRACE_WARPS_PER_SM
     pace = cost.min(axis=1) * _LANE_SLACK
     pairs = np.arange(len(cost))
 
-    def fewest_lanes(time: float) -> np.ndarray:  # the first lane count done by then
-        return np.argmax(cost <= np.maximum(pace, time)[:, None], axis=1)
+    def least_work(time: float) -> np.ndarray:  # the layout of least work done by then
+        return np.argmin(np.where(cost <= np.maximum(pace, time)[:, None], work, np.inf),
+                         axis=1)
 
     def fits(time: float, chosen: np.ndarray) -> bool:  # the call's work fits the device
         took = max(time, float(cost[pairs, chosen].max()))  # for as long as it takes
         return float(work[pairs, chosen].sum()) <= took * capacity
 
-    chosen = fewest_lanes(0.0)  # few pairs (a search's hits): each at about its fastest
+    chosen = least_work(0.0)  # few pairs (a search's hits): each at about its fastest
     if not fits(0.0, chosen):
-        # Too many for that: the least time that fits is one of the costs (fewer lanes do less
-        # work, so fitting can only become true as the time grows); at the largest, every pair
-        # takes its fewest lanes.
+        # Too many for that: the least time that fits is one of the costs (the work can only
+        # fall as the time grows, so fitting can only become true); at the largest, every pair
+        # takes its layout of least work.
         times = np.unique(cost)
         lo, hi = 0, len(times) - 1
         while lo < hi:
             mid = (lo + hi) // 2
-            if fits(float(times[mid]), fewest_lanes(float(times[mid]))):
+            if fits(float(times[mid]), least_work(float(times[mid]))):
                 hi = mid
             else:
                 lo = mid + 1
-        chosen = fewest_lanes(float(times[lo]))
-    lanes, lane_rows = counts[chosen], rows[pairs, chosen]
-    return (lanes, lane_rows, _trace_words(rows_end, columns_end, lanes, lane_rows),
+        chosen = least_work(float(times[lo]))
+    pair_lanes, pair_rows = lanes[chosen], rows[pairs, chosen]
+    return (pair_lanes, pair_rows, _trace_words(rows_end, columns_end, pair_lanes, pair_rows),
             cost[pairs, chosen])
 
 
@@ -396,14 +440,31 @@ def _trace_plan(rows_end: np.ndarray, columns_end: np.ndarray, multiprocessors: 
 _PLAN_TABLE_ROWS = 1 << 14
 
 
-def _plan_rows(rows_end: np.ndarray, allowed) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For pairs of ``rows_end`` rows with every lane count of ``allowed``: the rows a lane
-    keeps (:func:`_lane_rows`), the bands and the time of a step (:func:`_step_ns`), arrays
-    of shape ``(pairs, lane counts)``."""
-    counts = np.array(allowed, dtype=np.int64)
-    rows = np.stack([_lane_rows(rows_end, count) for count in allowed], axis=1)
-    step = np.stack([_step_ns(count, rows[:, k]) for k, count in enumerate(allowed)], axis=1)
-    bands = np.maximum(1, -(-rows_end[:, None] // (counts * rows)))
+@functools.lru_cache(maxsize=8)
+def _plan_lanes(allowed: tuple, lane_rows: tuple, block_lane_rows: tuple) -> np.ndarray:
+    """The lanes of each layout of :func:`_trace_plan` for the settings
+    ``config.ALIGN_TRACE_LANES``, ``ALIGN_TRACE_LANE_ROWS`` and ``ALIGN_TRACE_BLOCK_LANE_ROWS``:
+    32 once for each height of a warp's lanes (pipelined bands), then each block's."""
+    heights = len(_checked_heights("ALIGN_TRACE_LANE_ROWS", lane_rows, 32)) if 32 in allowed \
+        else 0
+    result = np.array([32] * heights + [count for count in allowed if count > 32],
+                      dtype=np.int64)
+    result.flags.writeable = False  # shared by every caller
+    return result
+
+
+def _plan_rows(rows_end: np.ndarray, lanes: np.ndarray,
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For pairs of ``rows_end`` rows with every layout of ``lanes`` (:func:`_plan_lanes`):
+    the rows a lane keeps (a warp's layouts: each height in turn; a block's:
+    :func:`_lane_rows`), the bands and the time of a step (:func:`_step_ns`), arrays of shape
+    ``(pairs, layouts)``."""
+    warp_heights = _lane_heights(32) if (lanes == 32).any() else np.zeros(0, dtype=np.int64)
+    columns = [np.full(len(rows_end), height, dtype=np.int64) for height in warp_heights]
+    columns += [_lane_rows(rows_end, int(count)) for count in lanes[len(warp_heights):]]
+    rows = np.stack(columns, axis=1)
+    step = np.stack([_step_ns(int(count), rows[:, k]) for k, count in enumerate(lanes)], axis=1)
+    bands = np.maximum(1, -(-rows_end[:, None] // (lanes * rows)))
     return rows, bands, step
 
 
@@ -411,9 +472,9 @@ def _plan_rows(rows_end: np.ndarray, allowed) -> tuple[np.ndarray, np.ndarray, n
 def _plan_tables(allowed: tuple, lane_rows: tuple, block_lane_rows: tuple,
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_plan_rows` of every row count below ``_PLAN_TABLE_ROWS``, by row count, for the
-    settings ``config.ALIGN_TRACE_LANES``, ``ALIGN_TRACE_LANE_ROWS`` and
-    ``ALIGN_TRACE_BLOCK_LANE_ROWS`` (the key: :func:`_lane_rows` reads the last two)."""
-    tables = _plan_rows(np.arange(_PLAN_TABLE_ROWS, dtype=np.int64), allowed)
+    settings of :func:`_plan_lanes` (the key: :func:`_lane_rows` reads the last two)."""
+    tables = _plan_rows(np.arange(_PLAN_TABLE_ROWS, dtype=np.int64),
+                        _plan_lanes(allowed, lane_rows, block_lane_rows))
     for table in tables:
         table.flags.writeable = False  # shared by every call
     return tables
@@ -512,11 +573,12 @@ def _warp_score_launch(kernel, sequences, q_local, t_local, m, n, where, scheme,
     index_dev, sizes_dev = upload_together([index, sizes])
     border = cupy.empty(2 * int(2 * (n + 1).sum()), dtype=cupy.int32)
     values = cupy.zeros((_SCORE_ROWS, size), dtype=cupy.int32)
-    unused = cupy.zeros(1, dtype=cupy.int32)  # the trace and last-row arguments
+    unused = cupy.zeros(4, dtype=cupy.int32)  # the arguments of paths only
     kernel(*_warp_grid(kernel, size),
            (*sequences, index_dev, sizes_dev, values, np.int32(size), np.int32(0),
             np.int32(size), shifted, np.int32(n_codes), np.int32(gap_open),
-            np.int32(gap_extend), unused.view(cupy.uint32), border, unused), shared_mem=shared)
+            np.int32(gap_extend), unused.view(cupy.uint32), border, unused, unused, unused,
+            unused, unused, unused), shared_mem=shared)
     got = values.get()
     score, q_end, t_end = (got[_TRACE_OUTPUTS.index(name)] for name in ("score", "q_end", "t_end"))
     results[0][where[members]] = score
@@ -633,10 +695,13 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
     identity = np.zeros(count, dtype=np.float64)
     lanes, rows, words, cost = _trace_plan(q_end, t_end,
                                            device_resources(cupy.cuda.Device().id).sms)
-    # Bytes of a pair on the device: codes, two border rows, its last row, its CIGAR (text: at
-    # most 2 bytes a column; runs: a word a run) and the gathered copy of it that waits to be
-    # fetched, and its rows of the batch's index, size and result arrays.
-    pair_bytes = 4 * words + 20 * (t_end + 1) + (8 if packed else 4) * (q_end + t_end) + 160
+    # Bytes of a pair on the device: codes, border rows (8 bytes a cell), its last row, its
+    # CIGAR (text: at most 2 bytes a column; runs: a word a run) and the gathered copy of it
+    # that waits to be fetched, its bands' warps and best cells, and its rows of the batch's
+    # index, size and result arrays.
+    bands = _pair_bands(q_end, lanes, rows)
+    pair_bytes = 4 * words + (8 * _border_rows(lanes, bands) + 4) * (t_end + 1) + \
+        (8 if packed else 4) * (q_end + t_end) + 20 * bands + 174
     n_codes = qset.alphabet.size
     on_gpu = (m > 0) & (n > 0) & (pair_bytes <= config.PATH_MAX_BYTES_PER_PAIR) & \
         warp_fits(np.maximum(q_end, 0), np.maximum(t_end, 0), table, gap_open, gap_extend,
@@ -821,7 +886,7 @@ class _TraceSetup:
 #: results of a path launch (int32: one copy back). ``written``: the pair's CIGAR text bytes, or
 #: its runs when packed; then the columns of ``=``, ``X`` and ``I`` and of all operations, and
 #: the runs of each of ``=XID``.
-_PATH_INDEX_ROWS = ("q_index", "t_index", "trace_base", "border_base", "last_base",
+_PATH_INDEX_ROWS = ("q_index", "t_index", "trace_base", "border_base", "band_base", "last_base",
                     "written_base", "order")
 _PATH_SIZE_ROWS = ("rows_end", "columns_end", "known", "pair_rows", "pair_lanes")
 _TRACE_OUTPUTS = ("score", "q_end", "t_end", "q_start", "t_start", "written", "matches",
@@ -959,23 +1024,29 @@ class _TraceChunk:
         size = len(members)
         rows_end = self.rows_end[members]
         columns_end = self.columns_end[members]
+        lanes = self.lanes[members]
+        bands = _pair_bands(rows_end, lanes, self.rows[members])
         index = np.empty((len(_PATH_INDEX_ROWS), size), dtype=np.int64)
         index[_Q_INDEX], index[_T_INDEX] = self.q_local[members], self.t_local[members]
-        # Each pair's space in the batch's buffers, summed at once: its codes, two border rows,
-        # its last row, and its CIGAR (text: at most 2 bytes a column; runs: a word each, 4-byte
+        # Each pair's space in the batch's buffers, summed at once: its codes, its border rows
+        # (:func:`_border_rows`), its bands (pipelined: a warp and a best cell each), its last
+        # row, and its CIGAR (text: at most 2 bytes a column; runs: a word each, 4-byte
         # aligned) of at most rows + columns operations.
-        spaces = np.stack([self.words[members], 2 * (columns_end + 1), columns_end + 1,
+        spaces = np.stack([self.words[members], _border_rows(lanes, bands) * (columns_end + 1),
+                           bands, columns_end + 1,
                            (4 if setup.packed else 2) * (rows_end + columns_end)])
         ends = np.cumsum(spaces, axis=1)
         index[_TRACE_BASE:_WRITTEN_BASE + 1] = ends - spaces
-        trace_words, border_pairs, last_cells, written_bytes = ends[:, -1].tolist()
+        trace_words, border_pairs, all_bands, last_cells, written_bytes = ends[:, -1].tolist()
         # The CIGARs are gathered in the order of the pairs' positions in the call, so that a
         # call of one batch needs no reordering of them on the host.
         order = np.argsort(self.positions[members], kind="stable")
         index[_ORDER] = order
         sizes = np.stack([rows_end, columns_end, self.known[members], self.rows[members],
-                          self.lanes[members]]).astype(np.int32)  # as _PATH_SIZE_ROWS
-        index_dev, sizes_dev = upload_together([index, sizes])
+                          lanes]).astype(np.int32)  # as _PATH_SIZE_ROWS
+        # The pair of each of the batch's bands, which a pipelined fill's warps take in turn.
+        warp_pair = np.repeat(np.arange(size, dtype=np.int32), bands)
+        index_dev, sizes_dev, warp_pair_dev = upload_together([index, sizes, warp_pair])
         # The batch's results go to page-locked memory of the thread (its CIGARs written there
         # by the GPU) where they fit config.ALIGN_PATH_STAGING_BYTES, else stay on the device
         # until fetched.
@@ -991,18 +1062,23 @@ class _TraceChunk:
             name = f"align paths gathered {slot}"
             host_gathered = buffers.get(name, gathered_bytes, np.uint8)
             direct = buffers.pinned(name) and maps_host_memory(cupy.cuda.Device().id)
+        launches = self._launches(members)
         # Every buffer sized by the batch comes from one allocation before the first launch,
         # so that running out of memory (launch_split then halves the batch) wastes none.
-        values, gathered_base, trace, border, last_row, written, *gathered = carved(
+        (values, gathered_base, tickets, finished, stops, trace, border, band_bests, last_row,
+         written, *gathered) = carved(
             ((len(_TRACE_OUTPUTS), size), np.int32), (size + 1, np.int64),
-            (trace_words + 4, np.uint32), (2 * border_pairs + 2, np.int32),
+            (len(launches), np.int32), (size, np.int32), (size, np.int32),
+            (trace_words + 4, np.uint32),
+            (2 * border_pairs + 2, np.int32), ((all_bands, 4), np.int32),
             (last_cells + 1, np.int32), (written_bytes + 4, np.uint8),
             *([] if direct else [(gathered_bytes, np.uint8)]))
         gathered = mapped(host_gathered) if direct else gathered[0]
         current = cupy.cuda.get_current_stream()
-        # The results and the gathering's offsets start at 0 (they lie side by side).
-        values.data.memset_async(0, gathered_base.data.ptr + gathered_base.nbytes -
-                                 values.data.ptr, current)
+        # The results, the gathering's offsets, each launch's tickets and each pair's finished
+        # bands and stop start at 0 (they lie side by side); the border rows as not yet written.
+        values.data.memset_async(0, stops.data.ptr + stops.nbytes - values.data.ptr, current)
+        border.data.memset_async(_UNWRITTEN_BYTE, border.nbytes, current)
         ready = current.record()  # the uploads above, and the sequences' before them
         find_end = "true" if setup.find_end else "false"
         runs = "true" if setup.packed else "false"
@@ -1012,7 +1088,8 @@ class _TraceChunk:
         # queued so far (a launch takes about its longest pair's fill).
         queued = [0.0] * len(setup.streams)
         launched = []
-        for lo, hi, longest in self._launches(members):
+        band_ends = np.cumsum(bands).tolist()
+        for launch_index, (lo, hi, longest) in enumerate(launches):
             lanes, height = int(self.lanes[members[lo]]), int(self.rows[members[lo]])
             least = queued.index(min(queued))
             queued[least] += longest
@@ -1021,14 +1098,20 @@ class _TraceChunk:
             fill = get_kernel(WARP_KERNEL_FILE, f"warp_fill<{height}, {setup.mode}, true, "
                                                 f"{find_end}, {lanes}>")
             launch.reserve_shared(fill, shared)
+            if lanes == 32:  # pipelined: a warp a band, a block each (spread over the SMs)
+                warps = band_ends[hi - 1] - (band_ends[lo - 1] if lo else 0)
+                shape = launch.grid(fill, warps, 1)[0], (32,)
+            else:  # a block a pair
+                shape = launch.grid(fill, hi - lo, 1)
             with stream:
                 # Pairs lo .. hi - 1 of the batch's arrays. A local fill writes each pair's
                 # score and end cell, where trace_back starts.
-                fill(*launch.grid(fill, hi - lo, launch.block_threads(fill) // lanes),
+                fill(*shape,
                      (*self.sequences, index_dev, sizes_dev, values, stride, np.int32(lo),
                       np.int32(hi), setup.table, np.int32(setup.n_codes),
                       np.int32(setup.gap_open), np.int32(setup.gap_extend), trace, border,
-                      last_row), shared_mem=shared)
+                      last_row, warp_pair_dev, tickets[launch_index:], finished, stops,
+                      band_bests), shared_mem=shared)
                 launched.append(stream.record())
         for event in launched:
             current.wait_event(event)
@@ -1055,7 +1138,8 @@ class _TraceChunk:
                                host_values if staged else values,
                                host_gathered.view(word) if direct else gathered.view(word),
                                current.record(),
-                               (index_dev, sizes_dev, trace, border, last_row, written)))
+                               (index_dev, sizes_dev, warp_pair_dev, trace, border, band_bests,
+                                last_row, written)))
 
     def _launches(self, members):
         """``(lo, hi, cost)`` of each fill launch of the batch ``members`` (consecutive

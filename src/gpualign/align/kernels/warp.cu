@@ -10,7 +10,11 @@
 // s lane L computes column s - L + 1, fed by the last row that lane L - 1 computed one step
 // earlier (a shuffle, or across warps of a block through shared memory and a barrier a step),
 // so a band takes n + LANES - 1 steps. The last lane hands the band's last row (t and F) to
-// the next band through memory (two alternating rows per pair). Values are int32; the host
+// the next band through memory (two alternating rows per pair). Paths in warps (LANES = 32)
+// pipeline their bands instead: a warp a band, all of a pair's bands at once, each a few
+// columns behind the band above, whose last row it reads as that band's last lane writes it
+// (a row a band, so a tall pair's fill takes about its columns, not its bands times its
+// columns). Values are int32; the host
 // sends only pairs whose DP values provably fit. H is kept as t = H - gap_open (what opening
 // a gap from it scores) and the substitution table holds s + gap_open, which saves an
 // instruction per cell.
@@ -64,7 +68,8 @@ enum IndexRow {       // int64
     Q_INDEX,          // the query, and the target, of the pair in the sets
     T_INDEX,
     TRACE_BASE,       // its traceback codes in `trace` (words)
-    BORDER_BASE,      // its two border rows in `border`
+    BORDER_BASE,      // its border rows in `border` (two; a warp's pipelined bands: one a band)
+    BAND_BASE,        // its first band among the batch's (pipelined bands: their warps)
     LAST_BASE,        // its last row in `last_row`
     WRITTEN_BASE,     // its CIGAR's space in `text`
     ORDER,            // (the host's) the pair gathered k-th
@@ -95,6 +100,57 @@ enum ResultRow {      // int32
 
 enum { FROM_DIAGONAL = 0, FROM_E = 1, FROM_F = 2, STOP = 3, E_OPENED = 4, F_OPENED = 8 };
 constexpr int NEG = -(1 << 30);  // "minus infinity", with room to subtract gap costs
+// Pipelined bands: a border cell's t before the band above has written it (the host fills the
+// rows with bytes 0x80); a cell past the last column that band wrote (it stopped at a known
+// score); and, in cell 0 of its row (no column), that band's end, the last column it wrote in
+// y. No real t comes near any of them (they stay above NEG minus a few gap costs).
+constexpr int UNWRITTEN = (int)0x80808080, PAST_THE_END = UNWRITTEN + 1,
+              BAND_ENDED = UNWRITTEN + 2;
+
+// Pipelined bands read the row of the band above in chunks of 32 columns, lane k column
+// first + k, each chunk loaded a chunk ahead of its use: a load from another warp's recent
+// writes takes longer than a step, so lane 0 reading its next cell a step ahead would wait
+// every step. A band's warp thus keeps 32 to 64 columns behind the one above. Cells past the
+// row (column n) read as past its end.
+__device__ __forceinline__ int2 row_cell(const int2* row, int column, int n) {
+    return column <= n ? __ldcv(row + column) : make_int2(PAST_THE_END, NEG);
+}
+
+// The warp's chunk (`cell`: lane k's of column `column`, as loaded a chunk ago) once written
+// (each cell is one 64-bit store, seen whole or not at all: no fence is needed). While some
+// are not, one lane waits for the last of them (the band above writes its row in order) or
+// for the end of that band (cell 0), loading two cells a wait, with growing pauses that
+// leave the memory and the issue slots to the warps that compute; then the others are
+// loaded again. Cells past the end of the band above read as past the end.
+__device__ __forceinline__ int2 settled_chunk(int2 cell, const int2* row, int column, int n) {
+    const int k = threadIdx.x & 31;
+    int pause = 64;
+    while (true) {
+        const u32 missing = __ballot_sync(FULL_WARP, cell.x == UNWRITTEN);
+        if (!missing) return cell;
+        const int last = 31 - __clz(missing);
+        int ended_at = 0x7fffffff;  // the last column of the band above, once it has ended
+        if (k == last) {
+            while (true) {
+                cell = row_cell(row, column, n);
+                if (cell.x != UNWRITTEN) break;
+                const int2 ended = __ldcv(row);
+                if (ended.x == BAND_ENDED) {
+                    ended_at = ended.y;
+                    break;
+                }
+                __nanosleep(pause);
+                pause = min(2 * pause, 1024);
+            }
+        }
+        ended_at = __shfl_sync(FULL_WARP, ended_at, last);
+        if (column > ended_at) {
+            cell = make_int2(PAST_THE_END, NEG);
+        } else if (cell.x == UNWRITTEN) {
+            cell = row_cell(row, column, n);
+        }
+    }
+}
 
 // H of border cell k (k >= 1) of row 0 (`pays`: global) or of column 0 (`pays`: global or
 // semi-global): a gap along the border, or free.
@@ -144,7 +200,10 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
            const i64* __restrict__ index, const int* __restrict__ sizes,
            int* __restrict__ results, int stride, int first, int count,
            const short* __restrict__ table, int n_codes, int gap_open, int gap_extend,
-           u32* __restrict__ trace, int2* __restrict__ border, int* __restrict__ last_row) {
+           u32* __restrict__ trace, int2* __restrict__ border, int* __restrict__ last_row,
+           const int* __restrict__ warp_pair, int* __restrict__ tickets,
+           int* __restrict__ finished, int* __restrict__ stops,
+           int4* __restrict__ band_bests) {
     static_assert(ROWS == 2 || ROWS == 4 || ROWS % 8 == 0,
                   "a lane's nibbles fill a byte, half a word or whole words");
     static_assert(LANES == 32 || LANES == 128 || LANES == 256 || LANES == 512,
@@ -165,10 +224,37 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     __syncthreads();
     const int lane = threadIdx.x % LANES;
     const int warp = lane >> 5;
-    // The same for the pair's LANES threads (LANES >= 128: the whole block, so that every
-    // thread that returns here or below returns with its block and no barrier waits for it).
-    const int p = first + (blockIdx.x * blockDim.x + threadIdx.x) / LANES;
-    if (p >= count) return;
+    // Pipelined bands (paths in warps): each warp fills one band of a pair, the bands of a pair
+    // side by side on as many warps, each a few columns behind the one above (it reads that
+    // band's last row as it is written). A warp takes the next ticket of the launch as it
+    // starts, and the tickets go to the launch's bands in order (`warp_pair`: the pair of each
+    // of the batch's bands), so every band starts after the one above it: a warp never waits
+    // for one that has not started. The others: LANES threads a pair, one pass over its bands.
+    constexpr bool PIPELINED = TRACE && LANES == 32;
+    int p, band_first, band_end;  // the pair, and its bands that these threads fill
+    i64 band_at = 0;  // PIPELINED: the band among the batch's
+    if (PIPELINED) {
+        int ticket = 0;
+        if ((threadIdx.x & 31) == 0) ticket = atomicAdd(tickets, 1);
+        ticket = __shfl_sync(FULL_WARP, ticket, 0);
+        const int last_pair = count - 1;
+        const i64 launch_base = index[BAND_BASE * stride + first];
+        const int last_rows = sizes[ROWS_END * stride + last_pair];
+        const i64 launch_bands = index[BAND_BASE * stride + last_pair] - launch_base +
+                                 max(1, (last_rows + BAND - 1) / BAND);
+        if (ticket >= launch_bands) return;
+        band_at = launch_base + ticket;
+        p = warp_pair[band_at];
+        band_first = (int)(band_at - index[BAND_BASE * stride + p]);
+        band_end = band_first + 1;
+    } else {
+        // The same for the pair's LANES threads (LANES >= 128: the whole block, so that every
+        // thread that returns here or below returns with its block and no barrier waits).
+        p = first + (blockIdx.x * blockDim.x + threadIdx.x) / LANES;
+        if (p >= count) return;
+        band_first = 0;
+        band_end = -1;  // all of them (below)
+    }
     const int m = sizes[ROWS_END * stride + p], n = sizes[COLUMNS_END * stride + p];
     if (m == 0 || n == 0) return;
     const u8* a = q_codes + q_offsets[index[Q_INDEX * stride + p]];
@@ -179,6 +265,7 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     u32* out = TRACE ? trace + index[TRACE_BASE * stride + p] : nullptr;
     int2* borders = border + index[BORDER_BASE * stride + p];
     const int bands = (m + BAND - 1) / BAND;
+    if (!PIPELINED) band_end = bands;
     int* last = TRACE && FIND_END && MODE != ALIGN_LOCAL
                     ? last_row + index[LAST_BASE * stride + p] : nullptr;
     // Local alignments whose end this fill finds: the best cell and its score.
@@ -194,7 +281,7 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
     int cell_best = 0, best_i = 0, best_j = 0;  // TRACKS_BEST: the lane's best cell
     const int r_last = (m - 1) % ROWS;  // row m is register r_last of lane lane_last
     const int lane_last = ((m - 1) % BAND) / ROWS;
-    for (int band = 0; band < bands; ++band) {
+    for (int band = band_first; band < band_end; ++band) {
         const int row0 = band * BAND + lane * ROWS;  // the lane's rows: row0 + 1 .. row0 + ROWS
         const bool owns_last = MODE != ALIGN_LOCAL && (FIND_END || !TRACE) &&
                                band == bands - 1 && lane == lane_last;
@@ -206,8 +293,9 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
             e[r] = NEG;
             sub_row[r] = (i <= m ? (int)a[i - 1] : n_codes) * n_codes;
         }
-        const int2* above = borders + (band & 1) * (n + 1);
-        int2* below = borders + ((band + 1) & 1) * (n + 1);
+        // Pipelined: band k writes row k (and reads row k - 1); else two rows in turn.
+        const int2* above = borders + (PIPELINED ? (i64)(band - 1) : (i64)(band & 1)) * (n + 1);
+        int2* below = borders + (PIPELINED ? (i64)band : (i64)((band + 1) & 1)) * (n + 1);
         int up_t = 0, up_f = NEG;  // t and F of the row above the lane's rows, this column
         int band_best = 0, band_r = 0, band_j = 0;  // TRACKS_BEST: the band's first best
         int diagonal_top = border_h(column0_pays, row0, gap_open, gap_extend) - gap_open;
@@ -215,7 +303,23 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
         // ahead, so that no step starts by waiting for memory (at step 0 only lane 0 has a
         // column: 1).
         int next_b = lane == 0 ? b[0] : 0;
-        int2 next_above = lane == 0 && band > 0 ? above[1] : make_int2(0, NEG);
+        int2 next_above = make_int2(0, NEG);
+        // PIPELINED: the chunks of the row above (columns chunk_base + lane, and the next
+        // chunk's), and whether lane 0 has met the end of that row's columns (the band above
+        // stopped at a known score): this band stops there too, as the bands below a stop do.
+        int chunk_base = 1;
+        int2 chunk = make_int2(0, NEG), next_chunk = make_int2(0, NEG);
+        bool above_ended = false;
+        if (PIPELINED && band > 0) {
+            chunk = settled_chunk(row_cell(above, 1 + lane, n), above, 1 + lane, n);
+            next_chunk = __shfl_sync(FULL_WARP, chunk.x, 31) == PAST_THE_END
+                             ? make_int2(PAST_THE_END, NEG)
+                             : row_cell(above, 33 + lane, n);
+            next_above = make_int2(__shfl_sync(FULL_WARP, chunk.x, 0),
+                                   __shfl_sync(FULL_WARP, chunk.y, 0));
+        } else if (lane == 0 && band > 0) {
+            next_above = above[1];
+        }
         // The band's columns: all, or (STOPS) those up to the column limit the bands above
         // left, past which they wrote no last row for this band to read.
         const int band_n = column_limit;
@@ -236,9 +340,36 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
             const int j = step - lane + 1;
             const int bj = next_b;
             const int2 from_above = next_above;
+            int2 above_cell = make_int2(0, NEG);  // PIPELINED: lane 0's cell of the next column
+            if (PIPELINED && band > 0) {
+                const int column = step + 2;
+                if (column >= chunk_base + 32) {  // the next chunk (and the one after it)
+                    chunk_base += 32;
+                    chunk = settled_chunk(next_chunk, above, chunk_base + (lane & 31), n);
+                    next_chunk = __shfl_sync(FULL_WARP, chunk.x, 31) == PAST_THE_END
+                                     ? make_int2(PAST_THE_END, NEG)
+                                     : row_cell(above, chunk_base + 32 + (lane & 31), n);
+                }
+                above_cell = make_int2(__shfl_sync(FULL_WARP, chunk.x, column - chunk_base),
+                                       __shfl_sync(FULL_WARP, chunk.y, column - chunk_base));
+            }
             if (j >= 0 && j < band_n) {
                 next_b = *b_at;
-                if (lane == 0 && band > 0) next_above = *above_at;
+                if (lane == 0 && band > 0) {
+                    if (PIPELINED) {
+                        // Past the end of the band above's columns (it ended at a known
+                        // score), lane 0 computes from an empty row (H 0, where local cells
+                        // start: its cells can only be lower than they are), and the band
+                        // ends at column j, as if it had found the score there.
+                        next_above = above_cell;
+                        if (above_ended || next_above.x == PAST_THE_END) {
+                            above_ended = true;
+                            next_above = make_int2(-gap_open, NEG);
+                        }
+                    } else {
+                        next_above = *above_at;
+                    }
+                }
             }
             int last_t = 0, last_f = NEG;
             if (j >= 1 && j <= band_n) {
@@ -308,7 +439,13 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                         }
                     }
                 }
-                if (lane == LANES - 1) *below_at = make_int2(vt, vf);
+                if (lane == LANES - 1) {
+                    if (PIPELINED) {
+                        __stcg(below_at, make_int2(vt, vf));  // read by another warp, in L2
+                    } else {
+                        *below_at = make_int2(vt, vf);
+                    }
+                }
                 if (owns_last) {
                     int v = t[0];
 #pragma unroll
@@ -343,7 +480,7 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                     up_f = from_f;
                 }
             } else {
-                if (STOPS) found = __any_sync(FULL_WARP, band_best >= known);
+                if (STOPS) found = __any_sync(FULL_WARP, band_best >= known || above_ended);
                 if (lane > 0) {
                     up_t = from_t;
                     up_f = from_f;
@@ -355,7 +492,23 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                 stopping = true;
                 band_steps = min(band_steps, step + LANES);
                 column_limit = min(column_limit, step + 1);
+                // Pipelined: the pair's other bands need no column past it either (the end
+                // cell lies at or before it, and so does every cell it depends on), those
+                // above too, which see it within 32 steps.
+                if (PIPELINED && lane == 0) atomicMax(stops + p, 0x7fffffff - (step + 1));
             }
+            if (PIPELINED && STOPS && (step & 31) == 31) {
+                int stop = 0;
+                if (lane == 0) stop = __ldcv(stops + p);
+                stop = __shfl_sync(FULL_WARP, stop, 0);
+                if (stop > 0) band_steps = min(band_steps, 0x7fffffff - stop + LANES - 1);
+            }
+        }
+        if (PIPELINED && lane == LANES - 1) {
+            // The band's end, and its last lane's last column (before n where it stopped at a
+            // known score: the band below, which would wait for the next one forever, stops
+            // there too).
+            __stcg(below, make_int2(BAND_ENDED, band_steps - LANES + 1));
         }
         if (TRACKS_BEST &&
             (band_best > cell_best || (band_best == cell_best && band_j < best_j))) {
@@ -389,6 +542,37 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                     cell_best = other.x;
                     best_i = other.y;
                     best_j = other.z;
+                }
+            }
+        }
+        if (PIPELINED && bands > 1) {
+            // One band of several: the last of the pair's warps to finish merges their bests.
+            bool merges = false;
+            if (lane == 0) {
+                __stcg(band_bests + band_at, make_int4(cell_best, best_i, best_j, 0));
+                __threadfence();  // the best before the count
+                merges = atomicAdd(finished + p, 1) == bands - 1;
+            }
+            if (!__shfl_sync(FULL_WARP, merges, 0)) return;
+            __threadfence();
+            const i64 first_band = band_at - band_first;
+            cell_best = best_i = best_j = 0;
+            for (int k = lane; k < bands; k += 32) {
+                const int4 other = __ldcg(band_bests + first_band + k);
+                if (better_cell(other.x, other.y, other.z, cell_best, best_i, best_j)) {
+                    cell_best = other.x;
+                    best_i = other.y;
+                    best_j = other.z;
+                }
+            }
+            for (int d = 16; d > 0; d /= 2) {
+                const int other = __shfl_xor_sync(FULL_WARP, cell_best, d);
+                const int other_i = __shfl_xor_sync(FULL_WARP, best_i, d);
+                const int other_j = __shfl_xor_sync(FULL_WARP, best_j, d);
+                if (better_cell(other, other_i, other_j, cell_best, best_i, best_j)) {
+                    cell_best = other;
+                    best_i = other_i;
+                    best_j = other_j;
                 }
             }
         }
