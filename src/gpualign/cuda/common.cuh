@@ -20,3 +20,17 @@ __device__ __forceinline__ bool better_cell(int score, int i, int j, int other_s
     return score > other_score ||
            (score == other_score && (j < other_j || (j == other_j && i < other_i)));
 }
+
+// The best of the warp's cells (score, i, j) by better_cell, in every lane.
+__device__ __forceinline__ void warp_best_cell(int& score, int& i, int& j) {
+    for (int d = 16; d > 0; d /= 2) {
+        const int other = __shfl_xor_sync(FULL_WARP, score, d);
+        const int other_i = __shfl_xor_sync(FULL_WARP, i, d);
+        const int other_j = __shfl_xor_sync(FULL_WARP, j, d);
+        if (better_cell(other, other_i, other_j, score, i, j)) {
+            score = other;
+            i = other_i;
+            j = other_j;
+        }
+    }
+}

@@ -145,16 +145,7 @@ __device__ __forceinline__ int byte_score(u32 low, u32 high, u32 selector) {
 // The best cell of the block into thread 0's (score, i, j); `shared` holds 3 ints per warp.
 template <int THREADS>
 __device__ void block_best(int& score, int& i, int& j, int* shared) {
-    for (int d = 16; d > 0; d /= 2) {
-        const int s2 = __shfl_down_sync(FULL_WARP, score, d);
-        const int i2 = __shfl_down_sync(FULL_WARP, i, d);
-        const int j2 = __shfl_down_sync(FULL_WARP, j, d);
-        if (better_cell(s2, i2, j2, score, i, j)) {
-            score = s2;
-            i = i2;
-            j = j2;
-        }
-    }
+    warp_best_cell(score, i, j);
     if constexpr (THREADS > 32) {
         const int warp = threadIdx.x / 32;
         if (threadIdx.x % 32 == 0) {

@@ -523,16 +523,7 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
         }
     }
     if (TRACKS_BEST) {
-        for (int d = 16; d > 0; d /= 2) {
-            const int other = __shfl_xor_sync(FULL_WARP, cell_best, d);
-            const int other_i = __shfl_xor_sync(FULL_WARP, best_i, d);
-            const int other_j = __shfl_xor_sync(FULL_WARP, best_j, d);
-            if (better_cell(other, other_i, other_j, cell_best, best_i, best_j)) {
-                cell_best = other;
-                best_i = other_i;
-                best_j = other_j;
-            }
-        }
+        warp_best_cell(cell_best, best_i, best_j);
         if (WARPS > 1) {  // then across the warps of the block
             if ((lane & 31) == 0) s_best[warp] = make_int3(cell_best, best_i, best_j);
             __syncthreads();
@@ -565,16 +556,7 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                     best_j = other.z;
                 }
             }
-            for (int d = 16; d > 0; d /= 2) {
-                const int other = __shfl_xor_sync(FULL_WARP, cell_best, d);
-                const int other_i = __shfl_xor_sync(FULL_WARP, best_i, d);
-                const int other_j = __shfl_xor_sync(FULL_WARP, best_j, d);
-                if (better_cell(other, other_i, other_j, cell_best, best_i, best_j)) {
-                    cell_best = other;
-                    best_i = other_i;
-                    best_j = other_j;
-                }
-            }
+            warp_best_cell(cell_best, best_i, best_j);
         }
         if (lane == 0) {
             results[SCORE * stride + p] = cell_best;
