@@ -486,11 +486,15 @@ def test_align_encoded_runs_the_callers_work_once(backend, task):
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
-def test_cuda_paths_run_the_callers_work_before_waiting_for_the_gpu(monkeypatch):
+@pytest.mark.parametrize("batch_bytes", [None, 1 << 16])
+def test_cuda_paths_run_the_callers_work_before_waiting_for_the_gpu(monkeypatch, batch_bytes):
     # The caller's work overlaps the GPU's: it runs once the launches are queued, before the
-    # host first waits for a batch's results.
+    # host first waits for a batch's results, in a call of one batch or of several (a 64 KiB
+    # budget: the third waits for the first).
     from gpualign.align import _cuda
 
+    if batch_bytes is not None:
+        monkeypatch.setattr(gpualign.config, "GPU_BATCH_BYTES", batch_bytes)
     events = []
     fetch = _cuda._TraceResults.fetch_oldest
 
@@ -499,10 +503,16 @@ def test_cuda_paths_run_the_callers_work_before_waiting_for_the_gpu(monkeypatch)
         return fetch(self, in_thread)
 
     monkeypatch.setattr(_cuda._TraceResults, "fetch_oldest", recorded_fetch)
-    sets = SequenceSet.from_sequences(["ACGTACGTTA" * 30, "TTACGAAC" * 40, "GATTACA"])
-    align_api.align_encoded(sets, sets, np.array([0, 1, 2]), np.array([1, 2, 0]), Scoring(),
-                            "local", "path", "cuda", meanwhile=lambda: events.append("meanwhile"))
-    assert events[0] == "meanwhile" and events.count("meanwhile") == 1 and "fetch" in events
+    rng = np.random.default_rng(43)
+    texts = [random_text(rng, int(k)) for k in rng.integers(200, 400, 40)]
+    sets = SequenceSet.from_sequences(texts)
+    pairs = np.arange(40), np.roll(np.arange(40), 1)
+    got = align_api.align_encoded(sets, sets, *pairs, Scoring(), "local", "path", "cuda",
+                                  meanwhile=lambda: events.append("meanwhile"))
+    assert events[0] == "meanwhile" and events.count("meanwhile") == 1
+    assert events.count("fetch") >= (3 if batch_bytes else 1)
+    want = align_api.align_encoded(sets, sets, *pairs, Scoring(), "local", "path", "cpu")
+    assert got.cigar == want.cigar
 
 
 @pytest.mark.cuda
@@ -525,14 +535,18 @@ def test_cuda_local_paths_with_known_scores_equal_the_cpu(monkeypatch, lanes, he
     from gpualign.align import _cpu, _cuda
 
     rng = np.random.default_rng(31)
-    core = [random_text(rng, int(k), "ACGT") for k in (40, 300, 700, 2200, 200)]
+    core = [random_text(rng, int(k), "ACGT") for k in (40, 300, 700, 2200, 200, 20)]
+    # The last pair ends in its first 20 columns: its first band stops before the band below
+    # has read a chunk of the row (32 columns) from it.
     queries = core[:4] + [core[1] * 3, core[0] + core[1],
-                          core[4] + random_text(rng, 400, "ACGT")]
+                          core[4] + random_text(rng, 400, "ACGT"),
+                          core[5] + random_text(rng, 600, "ACGT")]
     targets = [relative(rng, core[0], 0.1, "ACGT") + random_text(rng, 3000, "ACGT"),
                random_text(rng, 50, "ACGT") + core[1] + random_text(rng, 2000, "ACGT"),
                relative(rng, core[2], 0.2, "ACGT"), random_text(rng, 900, "ACGT") + core[3],
                core[1] + random_text(rng, 40, "ACGT") + core[1], core[1] + core[0],
-               random_text(rng, 50, "ACGT") + core[4] + random_text(rng, 500, "ACGT")]
+               random_text(rng, 50, "ACGT") + core[4] + random_text(rng, 500, "ACGT"),
+               core[5] + random_text(rng, 3000, "ACGT")]
     qset = SequenceSet.from_sequences(queries, "dna")
     tset = SequenceSet.from_sequences(targets, "dna")
     index = np.arange(len(queries), dtype=np.int64)
@@ -568,13 +582,17 @@ def test_cuda_scores_with_a_very_negative_mismatch_stay_exact():
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
-@pytest.mark.parametrize("heights,streams", [((8,), 1), ((2,), 2), ((2, 4, 8, 16, 24, 32), 3)])
-def test_cuda_paths_bands_heights_and_launches_equal_the_cpu(monkeypatch, heights, streams):
-    # Lanes of 8 rows put queries over 256 symbols in several bands, of 2 rows those over 64
-    # (up to 15), a warp a band, pipelined; all heights let each pair take its own layout; a
-    # 64 KiB budget splits the launches, which take one, two or three streams in turn.
+@pytest.mark.parametrize("lanes,heights,streams", [
+    ((32,), (8,), 1), ((32,), (2,), 2), ((32, 128, 256, 512), (2, 4, 8, 16, 24, 32), 3)])
+def test_cuda_paths_bands_heights_and_launches_equal_the_cpu(monkeypatch, lanes, heights,
+                                                             streams):
+    # Warps of 8-row lanes put queries over 256 symbols in several bands, of 2 rows those over
+    # 64 (up to 15), a warp a band, pipelined; all heights and lane counts let each pair take
+    # its own layout; a 64 KiB budget splits the launches, which take one, two or three streams
+    # in turn.
     # Paths, starts, ends and identities equal the CPU backend's, every mode, DNA (with N),
     # proteins and bytes (a 256 x 256 table in shared memory).
+    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANES", lanes)
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANE_ROWS", heights)
     monkeypatch.setattr(gpualign.config, "GPU_BATCH_BYTES", 1 << 16)
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_STREAMS", streams)
@@ -613,14 +631,18 @@ def test_cuda_path_batches_of_several_lane_shapes_equal_the_cpu(monkeypatch):
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
 @pytest.mark.parametrize("lanes, heights", [
     (128, (2,)), (128, (4,)), (128, (8,)), (128, (2, 4, 8, 16, 24, 32)), (256, (2,)),
-    (256, (2, 4, 8, 16, 24, 32)), (512, (4,)), (512, (2, 4, 8, 16, 24, 32))])
-def test_cuda_paths_filled_by_a_block_equal_the_cpu(monkeypatch, lanes, heights):
+    (256, (2, 4, 8, 16, 24, 32)), (512, (4,)), (512, (2, 4, 8, 16, 24, 32)), (32, (2,)),
+    (32, (8,))])
+def test_cuda_paths_filled_by_blocks_and_pipelined_warps_equal_the_cpu(monkeypatch, lanes,
+                                                                        heights):
     # Every pair is filled by a block of 128, 256 or 512 lanes (4 to 16 warps and a barrier a
-    # step); lanes of 2, 4 or 8 rows (a byte, half a word or a word of codes a step) put the
-    # longer queries in several bands of the block. Local ties: A+B against B+A puts two equal
-    # best cells in different warps' rows and different bands, the later one in the earlier
-    # column (it wins).
+    # step), or by warps of 2 or 8-row lanes, a warp a band, all at once; lanes of 2, 4 or 8
+    # rows (a byte, half a word or a word of codes a step) put the longer queries in several
+    # bands. Local ties: A+B against B+A puts two equal best cells in different warps' rows and
+    # different bands, the later one in the earlier column (it wins; pipelined bands: the last
+    # warp to finish merges the bands' best cells).
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANES", (lanes,))
+    monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANE_ROWS", heights)
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_BLOCK_LANE_ROWS", heights)
     from gpualign.align import _cuda
 
@@ -676,6 +698,11 @@ def test_trace_plan_gives_each_pair_its_least_work_near_its_fastest():
     assert layouts(m[:21], n[:21], 1)[19:] == [(32, 16, 1), (128, 16, 1)]
     many = np.full(20000, 400)
     assert set(layouts(many, many, 132)) == {(32, 16, 1)}
+    # Too many for the GPU, where several warps would otherwise be fastest: each pair takes an
+    # allowed layout of least work, at its finite time.
+    tall = np.full(2000, 2000)
+    _, _, _, cost = _cuda._trace_plan(tall, tall, 132)
+    assert np.isfinite(cost).all() and len(set(layouts(tall, tall, 132))) == 1
     assert set(layouts(m[:20], n[:20], 1)) == {(32, 16, 1)}
     assert layouts(m[:0], n[:0], 132) == []
     # trace_layout (the score fills' layout): the fewest bands, then the lowest height.
@@ -698,11 +725,12 @@ def test_trace_layout_keeps_large_blocks_to_few_rows():
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not gpualign.backend.cuda_status()[0], reason="needs a CUDA device")
-@pytest.mark.parametrize("heights", [(8,), (8, 16, 24, 32)])
+@pytest.mark.parametrize("heights", [(8,), (2,), (2, 4, 8, 16, 24, 32)])
 def test_cuda_warp_per_pair_scores_equal_the_cpu(monkeypatch, heights):
     # Every pair counts as long: global, semi-global and local scores and ends come from the
-    # warp kernel, overlap's from the thread kernels; lanes of 8 rows give queries over 256
-    # symbols several bands (a later band's tie in an earlier column) and padded rows.
+    # warp kernel (its bands in turn), overlap's from the thread kernels; lanes of 8 rows give
+    # queries over 256 symbols several bands (a later band's tie in an earlier column) and
+    # padded rows, lanes of 2 rows those over 64.
     monkeypatch.setattr(gpualign.config, "ALIGN_WARP_MIN_CELLS", 1)
     monkeypatch.setattr(gpualign.config, "ALIGN_WARP_MIN_RATIO", 0.0)
     monkeypatch.setattr(gpualign.config, "ALIGN_TRACE_LANE_ROWS", heights)

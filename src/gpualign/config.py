@@ -204,19 +204,23 @@ LONG_ALIGN_SCHEDULE = "auto"
 LONG_ALIGN_LEAF_CELLS = 1 << 16
 
 #: Query rows each lane of the CUDA path kernel (``task="path"``) may keep (2, 4 or multiples
-#: of 8) where a warp fills a pair: in bands of 32 lanes x rows, a warp a band, all bands at
-#: once (each a few columns behind the one above). Fewer rows make shorter steps and more
-#: bands (a tall pair's fill is faster), more rows less work a cell (a large batch's is).
+#: of 8) where warps fill a pair: in bands of 32 lanes x rows, a warp a band, all bands at once
+#: (each a few columns behind the one above). Fewer rows make shorter steps and more bands (a
+#: tall pair's fill is faster), more rows less work a cell (a large batch's is). The warp
+#: kernel's scores of long pairs (``ALIGN_WARP_MIN_CELLS``) take their bands in turn, in the
+#: fewest bands and then the lowest of these heights that covers the query.
 ALIGN_TRACE_LANE_ROWS: tuple[int, ...] = (2, 4, 8, 16, 24, 32)
 
 #: Lane counts the CUDA path fill may give a pair: 32 (warps, its bands pipelined) and blocks
 #: of 128, 256 or 512 threads (one band at a time). A step takes longer the more rows each lane
 #: keeps (the measured times of ``gpualign.align._cuda._FILL_STEP_NS``). While the call's
 #: warps fit ``ALIGN_TRACE_WARPS_PER_SM`` a multiprocessor, each pair takes the layout of least
-#: work whose fill is at most a quarter longer than its fastest; a call too large for that
-#: takes the least work that finishes by the least time at which its work fits. So the few
-#: long hits of a database search get about their fastest layouts, and a batch of thousands of
-#: similar pairs its most efficient ones.
+#: work whose fill is at most a quarter longer than its fastest (several warps only where they
+#: take at most 0.6 of the time of its fastest single warp or block: they share the
+#: multiprocessors with the other pairs'); a call too large for that takes the least work that
+#: finishes by the least time at which its work fits. So the few long hits of a database
+#: search get about their fastest layouts, and a batch of thousands of similar pairs its most
+#: efficient ones.
 ALIGN_TRACE_LANES: tuple[int, ...] = (32, 128, 256, 512)
 
 #: Warps of path fills that a multiprocessor runs at full speed: a fill's warp issues an
@@ -224,14 +228,15 @@ ALIGN_TRACE_LANES: tuple[int, ...] = (32, 128, 256, 512)
 #: multiprocessor issues four a cycle.
 ALIGN_TRACE_WARPS_PER_SM = 12
 
-#: Query rows each lane of a block may keep (2, 4 or multiples of 8), chosen as
-#: ``ALIGN_TRACE_LANE_ROWS`` are: a step of fewer rows is shorter, so a short query against a
-#: long subject runs in lanes of 2 rows (its steps are the subject's length either way).
-#: Blocks of 256 and 512 lanes keep at most 16 and 8 (their threads' share of the registers).
+#: Query rows each lane of a block may keep (2, 4 or multiples of 8): a block's pair takes the
+#: fewest bands, then the lowest of these heights that covers its query (a step of fewer rows
+#: is shorter, so a short query against a long subject runs in lanes of 2 rows: its steps are
+#: the subject's length either way). Blocks of 256 and 512 lanes keep at most 16 and 8 (their
+#: threads' share of the registers).
 ALIGN_TRACE_BLOCK_LANE_ROWS: tuple[int, ...] = (2, 4, 8, 16, 24, 32)
 
-#: CUDA streams the path launches (a warp or a block per pair) of a batch share: a launch's
-#: time is its longest pair's, one warp's or block's work, so the launches of different lane
+#: CUDA streams the path launches (warps or a block per pair) of a batch share: a launch's
+#: time is its longest pair's, its warps' or block's work, so the launches of different lane
 #: counts and heights run side by side rather than one after the other, the longest first, each
 #: on the stream with the least queued. At most 8: CUDA maps streams onto 8 hardware queues
 #: (``CUDA_DEVICE_MAX_CONNECTIONS``), and two streams on one queue wait for each other.

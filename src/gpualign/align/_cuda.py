@@ -1,5 +1,5 @@
 """CUDA backend of alignment: scores and end cells (``align/kernels/align.cu``), and paths and
-the scores of long pairs, one warp per pair (``align/kernels/warp.cu``).
+the scores of long pairs, warps or a block per pair (``align/kernels/warp.cu``).
 
 One thread aligns one pair, sweeping it in strips of ``config.ALIGN_STRIP_ROWS`` query rows.
 Pairs whose every DP value provably fits 16 bits run in the narrow kernel (two 16-bit lanes
@@ -118,7 +118,8 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
     ``task="path"``); ``progress`` moves by the cells of the pairs done. ``known_scores``: the
     pairs' exact local scores where the caller has them (a search's hits), with which the fill
     of a local path stops once it has passed the first cell of that score; the results are the
-    same (a score below a pair's would end its path at the first cell that reaches it).
+    same (they must be exact: the bands of a pair that stop early compute their last columns
+    from an empty row, whose cells could reach a lower score first).
     ``meanwhile``: the caller's work, called once the paths' launches are queued, while the
     GPU computes them (at most once; not at all by the other tasks)."""
     if task == "path":
@@ -351,8 +352,10 @@ _LANE_SLACK = 1.25
 
 #: Pipelined bands (paths in warps): the steps by which a band's warp trails the one above: its
 #: first lane reads the row that the last lane of the band above writes 31 steps after its
-#: first, in chunks of 32 columns loaded a chunk ahead (warp.cu), so 63 to 95 steps. (On an H100,
-#: a 1,489 x 1,494 protein pair in 12 bands of 4-row lanes: a fill of about 0.5 ms.)
+#: first, in chunks of 32 columns loaded a chunk ahead (warp.cu), so 63 to 95 steps. The bands
+#: below the first also do a little more a step (the chunks' loads and shuffles), which the
+#: step times (:data:`_FILL_STEP_NS`, one band) do not see: this lag is fitted to a measured
+#: fill (on an H100, a 1,489 x 1,494 protein pair in 12 bands of 4-row lanes: about 0.5 ms).
 _PIPELINE_LAG_STEPS = 80
 
 #: Pipelined bands: a pair takes several warps only where they would fill it in at most this
@@ -402,14 +405,15 @@ def _trace_plan(rows_end: np.ndarray, columns_end: np.ndarray, multiprocessors: 
     # or block can: their warps share the multiprocessors with the other pairs' (which the
     # step times, measured alone, do not see).
     several = pipelined & (bands > 1)
-    alone = np.where(several, np.inf, cost).min(axis=1)
-    cost = np.where(several & (cost > _PIPELINE_GAIN * alone[:, None]), np.inf, cost)
+    alone = np.where(several, np.inf, cost).min(axis=1)  # (inf: no single warp or block fits)
+    allowed = ~several | (cost <= _PIPELINE_GAIN * alone[:, None])
+    reachable = np.where(allowed, cost, np.inf)
     capacity = multiprocessors * config.ALIGN_TRACE_WARPS_PER_SM
-    pace = cost.min(axis=1) * _LANE_SLACK
+    pace = reachable.min(axis=1) * _LANE_SLACK
     pairs = np.arange(len(cost))
 
-    def least_work(time: float) -> np.ndarray:  # the layout of least work done by then
-        return np.argmin(np.where(cost <= np.maximum(pace, time)[:, None], work, np.inf),
+    def least_work(time: float) -> np.ndarray:  # the allowed layout of least work done by then
+        return np.argmin(np.where(reachable <= np.maximum(pace, time)[:, None], work, np.inf),
                          axis=1)
 
     def fits(time: float, chosen: np.ndarray) -> bool:  # the call's work fits the device
@@ -421,7 +425,7 @@ def _trace_plan(rows_end: np.ndarray, columns_end: np.ndarray, multiprocessors: 
         # Too many for that: the least time that fits is one of the costs (the work can only
         # fall as the time grows, so fitting can only become true); at the largest, every pair
         # takes its layout of least work.
-        times = np.unique(cost)
+        times = np.unique(cost[allowed])
         lo, hi = 0, len(times) - 1
         while lo < hi:
             mid = (lo + hi) // 2
@@ -516,6 +520,21 @@ def _shared_per_block() -> int:
     import cupy
 
     return launch.device_limits(cupy.cuda.Device().id).shared_per_block_optin
+
+
+def _pipelined_warps_per_block(kernel, shared: int) -> int:
+    """Warps a block of a pipelined path fill (``warp_fill`` with 32 lanes, a warp a band):
+    one, so that the bands of a pair spread over the multiprocessors (the warps of one slow
+    each other down), unless each block's copy of the substitution table (``shared`` bytes)
+    would then let a multiprocessor hold fewer blocks than it could (the bytes alphabet's
+    table takes 131 KB); then as many as the kernel's block holds."""
+    import cupy
+
+    resources = device_resources(cupy.cuda.Device().id)
+    per_block = shared + _WARP_STATIC_SHARED + resources.reserved_shared_per_block
+    if resources.shared_per_sm // per_block >= resources.max_blocks_per_sm:
+        return 1
+    return launch.block_threads(kernel) // 32
 
 
 def _warp_grid(kernel, pairs: int):
@@ -661,16 +680,16 @@ def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, prog
 
 def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode,
                   packed=False, known_scores=None, meanwhile=None):
-    """Scores, coordinates and paths of index pairs with a traceback each: one warp (or block)
-    per pair on the GPU, the CPU backend for those that do not fit.
+    """Scores, coordinates and paths of index pairs with a traceback each: warps (a warp a
+    band) or a block per pair on the GPU, the CPU backend for those that do not fit.
 
     The pairs go in batches of at most half the memory budget, in the order of their lane
     count and height (a fill launch each), the largest first. A batch's fills run side by
     side on ``config.ALIGN_TRACE_STREAMS`` streams, then one launch walks every pair back;
     its CIGARs (text, or a word a run when ``packed``) are then gathered into one buffer,
     which comes to the host (:meth:`_TraceResults.fetch_oldest`) while the next batch runs.
-    ``meanwhile`` (the caller's work) runs once the first chunk's batches are queued, before
-    the host waits for them."""
+    ``meanwhile`` (the caller's work) runs when the host would first wait for the GPU: once the
+    first batches are queued."""
     import cupy
 
     m = qset.lengths[q_index]
@@ -715,7 +734,7 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
                         gap_extend, packed,
                         launch.side_streams("align paths", config.ALIGN_TRACE_STREAMS))
     results = _TraceResults(score if find_end else None, q_end, t_end, q_start, t_start,
-                            identity, packed)
+                            identity, packed, meanwhile)
     try:
         for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index[chosen],
                                                                t_index[chosen],
@@ -732,11 +751,9 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
                                            budget // 2):
                 # Halved if out of memory.
                 launch_split(chunk.run, np.arange(lo, hi), 1, budget)
-            if meanwhile is not None:  # the caller's work, while the GPU computes
-                meanwhile()
-                meanwhile = None
             # This chunk's sequences may go (the next chunk's reuse their memory on the current
             # stream) once every launch that reads them has finished.
+            results.before_waiting()
             while results.queued:
                 results.fetch_oldest(in_thread=False)
     finally:
@@ -905,10 +922,12 @@ class _TraceResults:
     query and target ends, starts, identities; the CIGARs as ``pieces`` (positions, CIGARs);
     and the batches queued on the device whose results are not fetched yet."""
 
-    def __init__(self, score, q_end, t_end, q_start, t_start, identity, packed):
+    def __init__(self, score, q_end, t_end, q_start, t_start, identity, packed,
+                 meanwhile=None):
         self.score, self.q_end, self.t_end = score, q_end, t_end
         self.q_start, self.t_start, self.identity = q_start, t_start, identity
         self.packed = packed
+        self.meanwhile = meanwhile  # the caller's work, run before the host first waits
         self.pieces: list = []
         # A thread stores the batches fetched while later ones are queued (made on first use:
         # a call of one batch stores it here).
@@ -920,6 +939,13 @@ class _TraceResults:
         # batch until its results are fetched.
         self.queued: list = []
         self.batches = 0  # queued so far: the page-locked buffers alternate
+
+    def before_waiting(self) -> None:
+        """Run the caller's work (once) before the host waits for the GPU: the launches queued
+        so far keep the GPU busy meanwhile."""
+        work, self.meanwhile = self.meanwhile, None
+        if work is not None:
+            work()
 
     def fetch_oldest(self, in_thread: bool = True) -> None:
         """Wait for the oldest queued batch's results (in page-locked memory, the gathered
@@ -1010,6 +1036,7 @@ class _TraceChunk:
             self._queue(members)
         except cupy.cuda.memory.OutOfMemoryError:
             # The batches still queued hold memory: fetch them before the batch is halved.
+            self.results.before_waiting()
             while self.results.queued:
                 self.results.fetch_oldest(in_thread=False)
             raise
@@ -1019,6 +1046,8 @@ class _TraceChunk:
         import cupy
 
         setup, results = self.setup, self.results
+        if len(results.queued) >= 2:
+            results.before_waiting()
         while len(results.queued) >= 2:
             results.fetch_oldest()
         size = len(members)
@@ -1098,9 +1127,10 @@ class _TraceChunk:
             fill = get_kernel(WARP_KERNEL_FILE, f"warp_fill<{height}, {setup.mode}, true, "
                                                 f"{find_end}, {lanes}>")
             launch.reserve_shared(fill, shared)
-            if lanes == 32:  # pipelined: a warp a band, a block each (spread over the SMs)
+            if lanes == 32:  # pipelined: a warp a band
                 warps = band_ends[hi - 1] - (band_ends[lo - 1] if lo else 0)
-                shape = launch.grid(fill, warps, 1)[0], (32,)
+                per_block = _pipelined_warps_per_block(fill, shared)
+                shape = launch.grid(fill, warps, per_block)[0], (32 * per_block,)
             else:  # a block a pair
                 shape = launch.grid(fill, hi - lo, 1)
             with stream:

@@ -1,10 +1,11 @@
-// One warp per pair: alignment paths (task="path": the DP up to the end cell with one traceback
+// Warps for a pair: alignment paths (task="path": the DP up to the end cell with one traceback
 // nibble per cell, then a walk back that writes the CIGAR) and the scores of long pairs (a
 // thread of align.cu would compute such a pair alone, long after the others are done).
 //
-// warp_fill: LANES threads per pair, one warp (LANES = 32) or a whole block (LANES = 128, 256
-// or 512: a pair whose rows would keep one warp long after the others are done; a step takes
-// longer the more rows a lane keeps, so more lanes of fewer rows can shorten its fill). The
+// warp_fill: LANES threads a band, a warp (LANES = 32: paths give each band of a pair its own
+// warp, below; scores take the bands in turn) or a whole block (LANES = 128, 256 or 512, the
+// bands in turn: a pair whose rows would keep one warp long after the others are done; a step
+// takes longer the more rows a lane keeps, so more lanes of fewer rows can shorten its fill). The
 // query rows are cut into bands of LANES * ROWS; in a band, lane L owns rows L * ROWS + 1 ..
 // (L + 1) * ROWS and keeps their H and E in registers. The lanes run as a wavefront: at step
 // s lane L computes column s - L + 1, fed by the last row that lane L - 1 computed one step
@@ -107,17 +108,31 @@ constexpr int NEG = -(1 << 30);  // "minus infinity", with room to subtract gap 
 constexpr int UNWRITTEN = (int)0x80808080, PAST_THE_END = UNWRITTEN + 1,
               BAND_ENDED = UNWRITTEN + 2;
 
+// Pipelined bands: a border cell (t, F) goes through memory as one naturally aligned 64-bit
+// word (t low), stored and loaded in one access each (in L2: another warp reads it), so the
+// band below sees it whole or not at all (an int2 access is two 32-bit ones).
+__device__ __forceinline__ void put_cell(int2* slot, int t, int f) {
+    __stcg(reinterpret_cast<unsigned long long*>(slot), ((u64)(u32)f << 32) | (u32)t);
+}
+
+__device__ __forceinline__ int2 read_cell(const int2* slot) {
+    const u64 word = __ldcv(reinterpret_cast<const unsigned long long*>(slot));
+    return make_int2((int)(u32)word, (int)(u32)(word >> 32));
+}
+
 // Pipelined bands read the row of the band above in chunks of 32 columns, lane k column
 // first + k, each chunk loaded a chunk ahead of its use: a load from another warp's recent
 // writes takes longer than a step, so lane 0 reading its next cell a step ahead would wait
 // every step. A band's warp thus keeps 32 to 64 columns behind the one above. Cells past the
 // row (column n) read as past its end.
 __device__ __forceinline__ int2 row_cell(const int2* row, int column, int n) {
-    return column <= n ? __ldcv(row + column) : make_int2(PAST_THE_END, NEG);
+    return column <= n ? read_cell(row + column) : make_int2(PAST_THE_END, NEG);
 }
 
 // The warp's chunk (`cell`: lane k's of column `column`, as loaded a chunk ago) once written
-// (each cell is one 64-bit store, seen whole or not at all: no fence is needed). While some
+// (each cell is seen whole or not at all, and only its own word tells: no fence is needed;
+// the band above writes cell 0 after its others, but they are read again until written, as
+// the order in which another warp sees two stores is not guaranteed). While some
 // are not, one lane waits for the last of them (the band above writes its row in order) or
 // for the end of that band (cell 0), loading two cells a wait, with growing pauses that
 // leave the memory and the issue slots to the warps that compute; then the others are
@@ -134,7 +149,7 @@ __device__ __forceinline__ int2 settled_chunk(int2 cell, const int2* row, int co
             while (true) {
                 cell = row_cell(row, column, n);
                 if (cell.x != UNWRITTEN) break;
-                const int2 ended = __ldcv(row);
+                const int2 ended = read_cell(row);
                 if (ended.x == BAND_ENDED) {
                     ended_at = ended.y;
                     break;
@@ -270,10 +285,14 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                     ? last_row + index[LAST_BASE * stride + p] : nullptr;
     // Local alignments whose end this fill finds: the best cell and its score.
     constexpr bool TRACKS_BEST = MODE == ALIGN_LOCAL && (!TRACE || FIND_END);
-    // Local paths whose score the caller knows (a search's hits; INT_MAX: unknown): the first
-    // cell of that score ends the alignment, so once a lane reaches it in column j a band
-    // needs only the steps that bring every lane to column j, and the bands below only
-    // columns up to j (a later band's cell wins a tie only in an earlier column).
+    // Local paths whose exact score the caller knows (a search's hits; INT_MAX: unknown): the
+    // first cell of that score ends the alignment, so once a lane reaches it in column j a
+    // band needs only the steps that bring every lane to column j, and the bands below only
+    // columns up to j (a later band's cell wins a tie only in an earlier column). Pipelined
+    // bands: the pair's other bands too, which see it within 32 steps and compute at most 31
+    // columns past it, the band below a stop from an empty row (which can only lower its
+    // cells, and never reach the score before column j; a known score below the pair's could
+    // end the path in such a cell: the score must be exact).
     constexpr bool STOPS = TRACKS_BEST && TRACE;
     const int known = STOPS ? sizes[KNOWN * stride + p] : 0;
     int column_limit = n;
@@ -441,7 +460,7 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
                 }
                 if (lane == LANES - 1) {
                     if (PIPELINED) {
-                        __stcg(below_at, make_int2(vt, vf));  // read by another warp, in L2
+                        put_cell(below_at, vt, vf);
                     } else {
                         *below_at = make_int2(vt, vf);
                     }
@@ -508,7 +527,7 @@ warp_fill(const u8* __restrict__ q_codes, const i64* __restrict__ q_offsets,
             // The band's end, and its last lane's last column (before n where it stopped at a
             // known score: the band below, which would wait for the next one forever, stops
             // there too).
-            __stcg(below, make_int2(BAND_ENDED, band_steps - LANES + 1));
+            put_cell(below, BAND_ENDED, band_steps - LANES + 1);
         }
         if (TRACKS_BEST &&
             (band_best > cell_best || (band_best == cell_best && band_j < best_j))) {
