@@ -311,6 +311,15 @@ def save_results(text: str, kind: str, info: dict[str, str], started: _dt.dateti
     return path
 
 
+def publish(text: str, kind: str, info: dict[str, str], started: _dt.datetime,
+            args: argparse.Namespace) -> None:
+    """Print a benchmark's results and, unless ``args.no_save``, write them to
+    ``args.results_dir`` (:func:`save_results`)."""
+    print(text, flush=True)
+    if not args.no_save:
+        log(f"wrote {save_results(text, kind, info, started, args.results_dir)}")
+
+
 def base_parser(doc: str, workloads: tuple[str, ...], engines: tuple[str, ...]
                 ) -> argparse.ArgumentParser:
     """The options every benchmark has; a script adds its own, then calls :func:`parse`."""
@@ -386,9 +395,7 @@ def run_benchmark(kind: str, title: str, args: argparse.Namespace, argv: list[st
         lines += ["", f"{provenance.name} (file, Debian package, version, path in package):", ""]
         lines += [f"    {line}" for line in provenance.read_text().splitlines() if line.strip()]
     text = "\n".join(lines) + "\n"
-    print(text, flush=True)
-    if not args.no_save:
-        log(f"wrote {save_results(text, kind, info, started, args.results_dir)}")
+    publish(text, kind, info, started, args)
     failed = any("FAIL" in row.check for row in bench.rows)
     if failed:
         log("FAIL: some results disagree with the reference (see the check column)")

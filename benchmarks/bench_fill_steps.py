@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import ROOT, device_info, git_commit, header_lines, log, save_results
+from _common import ROOT, device_info, git_commit, header_lines, log, publish
 
 import gpualign
 from gpualign import config
@@ -105,9 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         f"task path, alone on the GPU: (median call time with a {args.long}-residue subject - "
         f"with its first {args.short}) / {args.long - args.short} columns, medians of "
         f"{args.repeats} calls after a warm-up.", ""])
-    print(text)
-    if not args.no_save:
-        log(f"wrote {save_results(text, 'fill-steps', info, started, args.results_dir)}")
+    publish(text, 'fill-steps', info, started, args)
     return 0
 
 

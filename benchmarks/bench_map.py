@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import ROOT, device_info, git_commit, header_lines, log, save_results
+from _common import ROOT, device_info, git_commit, header_lines, log, publish
 
 from gpualign import SequenceSet, config
 from gpualign.backend import cuda_status
@@ -247,9 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Correct: within {SLACK} bp of the true leftmost position, on the true strand.",
     ]
     text = "\n".join(lines) + "\n"
-    print(text)
-    if not args.no_save:
-        log(f"wrote {save_results(text, 'map', info, started, args.results_dir)}")
+    publish(text, 'map', info, started, args)
     return 0
 
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from _common import ROOT, device_info, git_commit, log, save_results, versions
+from _common import ROOT, device_info, git_commit, log, publish, versions
 
 from gpualign import config
 from gpualign.backend import resolve_backend
@@ -320,9 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         lines += ["", f"## Disagreeing reads (the first {args.show} of each workload and "
                   "setting)", "", *shown]
     text = "\n".join(lines) + "\n"
-    print(text)
-    if not args.no_save:
-        log(f"wrote {save_results(text, 'map-real', info, started, args.results_dir)}")
+    publish(text, 'map-real', info, started, args)
     return 1 if failed else 0
 
 

@@ -468,8 +468,7 @@ def _plan_rows(rows_end: np.ndarray, lanes: np.ndarray,
     columns += [_lane_rows(rows_end, int(count)) for count in lanes[len(warp_heights):]]
     rows = np.stack(columns, axis=1)
     step = np.stack([_step_ns(int(count), rows[:, k]) for k, count in enumerate(lanes)], axis=1)
-    bands = np.maximum(1, -(-rows_end[:, None] // (lanes * rows)))
-    return rows, bands, step
+    return rows, _pair_bands(rows_end[:, None], lanes, rows), step
 
 
 @functools.lru_cache(maxsize=8)
