@@ -332,8 +332,7 @@ class EmulatedEngine(CudaEngine):
                 if not first_j <= j <= last_j:
                     continue
                 if t == 0:
-                    h_above, f_above = above[step * cols + k]
-                    up_h[0][k], up_f[0][k] = h_above - go, f_above
+                    up_h[0][k], up_f[0][k] = above[step * cols + k][0] - go, above[step * cols + k][1]
                 bj = codes[(j - code_base) & code_mask]
                 vh, vf, d = up_h[t][k], up_f[t][k], diagonal[t]
                 bottom_hf = (0, NEG)
