@@ -14,7 +14,6 @@ tiles are hit, on every schedule, against the same references, the CPU backend a
 
 from __future__ import annotations
 
-import itertools
 import re
 
 import numpy as np
@@ -40,12 +39,10 @@ SCHEMES = {
 #: ... and on the GPU, DNA scores too wide for the kernel's bytes (it falls back to the table).
 GPU_SCHEMES = {**SCHEMES,
                "dna-wide": (Scoring(match=100, mismatch=-150, gap_open=200, gap_extend=30), "dna")}
-#: (LONG_ALIGN_THREADS, LONG_ALIGN_ROWS_PER_THREAD, LONG_ALIGN_TILE_COLUMNS,
-#: LONG_ALIGN_COLUMNS_PER_STEP): tiles of 64 rows x 64 columns (borders at 63/64/65), bands a
-#: column a step; of 32 rows x 5 columns (many tiles, several per launch), bands 3 columns a
-#: step (a band's chunk rounded up to 9 columns, its last step cut short); of 64 rows x 1
-#: column, bands 2 columns a step (two warps hand several columns over).
-SHAPES = [(32, 2, 64, 1), (32, 1, 5, 3), (64, 1, 1, 2)]
+#: (LONG_ALIGN_THREADS, LONG_ALIGN_ROWS_PER_THREAD, LONG_ALIGN_TILE_COLUMNS): tiles of 64 rows x
+#: 64 columns (borders at 63/64/65), of 32 rows x 5 columns (many tiles, several per launch),
+#: of 64 rows x 1 column.
+SHAPES = [(32, 2, 64), (32, 1, 5), (64, 1, 1)]
 SIZES = [(1, 1), (1, 70), (70, 1), (63, 64), (64, 65), (65, 63), (130, 97)]
 
 
@@ -295,8 +292,8 @@ class EmulatedEngine(CudaEngine):
                 diagonal.append(columns[column_base + row0][0] - go)
         corners[slot] = above[width - 1][0]
         found = [(NEG, 0, 0)] * threads
-        state = (diagonal, [[0] for _ in range(threads)], [[NEG] for _ in range(threads)])
-        window = (width + threads - 1, c0 + 1, c0 + width, c0 + 1, -1, 1)
+        state = (diagonal, [0] * threads, [NEG] * threads)
+        window = (width + threads - 1, c0 + 1, c0 + width, c0 + 1, -1)
         self._sweep(q, b, above, h, e, state, (c0, r0, bottom), window, shape, floor_zero,
                     rows[row_base:], found)
         for t in range(threads):
@@ -308,33 +305,30 @@ class EmulatedEngine(CudaEngine):
             best[slot] = block
 
     def _sweep(self, q, codes, above, h, e, state, place, window, shape, floor_zero, rows,
-               found, links=None):
+               found):
         """long.cu's sweep_tile at ``place`` = (c0, r0, bottom) over ``window`` = (steps,
-        first_j, last_j, code_base, code_mask, columns a thread computes a step): its threads'
-        query codes ``q``, the target code of column j at
-        ``codes[(j - code_base) & code_mask]``, the top row ``above`` of the chunk's columns;
-        ``h`` (shifted) and ``e`` of each thread's rows, ``state`` (each thread's diagonal, t
-        and F of the row above at each column of its step) and its best cell ``found`` are
-        updated, the bottom row written to ``rows`` (the problem's, from column 0; None: not
-        written) and ``links`` (``(links, tag)``: the link words of long_bands, as
-        ``(H, F', tag)``)."""
+        first_j, last_j, code_base, code_mask): its threads' query codes ``q``, the target
+        code of column j at ``codes[(j - code_base) & code_mask]``, the top row ``above`` of
+        the chunk's columns; ``h`` (shifted) and ``e`` of each thread's rows, ``state`` (each
+        thread's diagonal, t and F of the row above) and its best cell ``found`` are updated,
+        the bottom row written to ``rows`` (the problem's, from column 0)."""
         c0, r0, bottom = place
-        steps, first_j, last_j, code_base, code_mask, cols = window
+        steps, first_j, last_j, code_base, code_mask = window
         diagonal, up_h, up_f = state
         threads, rows_per_thread, _ = shape
         last = bottom < r0 + threads * rows_per_thread
         go, ge = self.gap_open, self.gap_extend
         owner, owner_r = divmod(bottom - 1 - r0, rows_per_thread)
         for step in range(steps):
-            out = [[(0, NEG)] * cols for _ in range(threads)]
-            for t, k in itertools.product(range(threads), range(cols)):
-                j = c0 + 1 + (step - t) * cols + k
+            out = [(0, NEG)] * threads
+            for t in range(threads):
+                j = c0 + 1 + step - t
                 if not first_j <= j <= last_j:
                     continue
                 if t == 0:
-                    up_h[0][k], up_f[0][k] = above[step * cols + k][0] - go, above[step * cols + k][1]
+                    up_h[0], up_f[0] = above[step][0] - go, above[step][1]
                 bj = codes[(j - code_base) & code_mask]
-                vh, vf, d = up_h[t][k], up_f[t][k], diagonal[t]
+                vh, vf, d = up_h[t], up_f[t], diagonal[t]
                 bottom_hf = (0, NEG)
                 for r in range(rows_per_thread):
                     e[t][r] = max(e[t][r] - ge, h[t][r])
@@ -353,40 +347,35 @@ class EmulatedEngine(CudaEngine):
                     vh, vf = h[t][r], f
                 if not last:
                     bottom_hf = (vh + go, vf)
-                if t == owner and rows is not None:
+                if t == owner:
                     rows[j] = bottom_hf
-                if t == owner and links is not None:
-                    words, tag = links
-                    h_bottom, f_bottom = bottom_hf
-                    words[j] = (h_bottom, max(f_bottom, h_bottom - (go - ge)), tag)
-                diagonal[t] = up_h[t][k]
-                out[t][k] = (vh, vf)
-            for t, k in itertools.product(range(1, threads), range(cols)):
-                up_h[t][k], up_f[t][k] = out[t - 1][k]
+                diagonal[t] = up_h[t]
+                out[t] = (vh, vf)
+            for t in range(1, threads):
+                up_h[t], up_f[t] = out[t - 1]
 
     def _bands(self, a_codes, b_codes, plan: BatchPlan, floor_zero, borders):
         """long_bands: every band of the batch side by side (a generator each, stopped before
-        each chunk at the link words it waits for), started in ticket order; each round every
-        band whose link words bear the tile row above it computes a chunk."""
-        links = [(0, 0, 0xFFFF)] * plan.layout.rows  # (H, F', tag): all ones, no band's tag
+        each chunk at the progress counter it waits for), started in ticket order; each round
+        every band whose counter is ready computes a chunk."""
+        progress = np.zeros(max(plan.layout.slots, 1), dtype=np.int64)
         band_problem, band_row = _cuda_long.band_order(plan.tile_rows)
         running = [self._band(a_codes, b_codes, plan.packed[p], row, plan.shape, floor_zero,
-                              links, borders)
+                              progress, borders)
                    for p, row in zip(band_problem.tolist(), band_row.tolist(), strict=True)]
         waits = [next(band) for band in running]
         while any(wait is not None for wait in waits):
-            ready = [k for k, wait in enumerate(waits) if wait is not None
-                     and all(links[j][2] == wait[2] for j in range(wait[0], wait[1]))]
+            ready = [k for k, wait in enumerate(waits)
+                     if wait is not None and progress[wait[0]] >= wait[1]]
             assert ready  # some band can always go on
             for k in ready:
                 waits[k] = next(running[k], None)
 
-    def _band(self, a_codes, b_codes, fields, tile_row, shape, floor_zero, links, borders):
-        """Block (band) ``tile_row`` of long_bands: before each chunk it yields ``(first, stop,
-        tag)``, the link words it waits for (``links[first:stop]``, tagged with the tile row
-        above); its rows' H and E, the diagonals and the rows above stay from chunk to chunk as
-        in the block's registers, the wavefront running on (the last chunk drains it), the
-        target codes in the ring. The problem's last band writes row m to ``rows``. Yields
+    def _band(self, a_codes, b_codes, fields, tile_row, shape, floor_zero, progress, borders):
+        """Block (band) ``tile_row`` of long_bands: before each chunk it yields ``(slot,
+        column)``, the progress counter and the column it waits for; its rows' H and E, the
+        diagonals and the rows above stay from chunk to chunk as in the block's registers, the
+        wavefront running on (the last chunk drains it), the target codes in the ring. Yields
         None when done."""
         rows, columns, best = borders
         threads, rows_per_thread, tile_width = shape
@@ -397,8 +386,8 @@ class EmulatedEngine(CudaEngine):
         slot = slot_base + tile_row
         r0 = tile_row * height
         bottom = min(r0 + height, m)
-        cols = _cuda_long.step_columns()
-        ring = [None] * _cuda_long.band_ring(threads, tile_width, cols)  # None: never loaded
+        owner = (bottom - 1 - r0) // rows_per_thread
+        ring = [None] * _cuda_long.band_ring(threads, tile_width)  # None: never loaded
 
         def left(i):
             return 0 if free_left else -(top_excess + i * ge)
@@ -412,44 +401,25 @@ class EmulatedEngine(CudaEngine):
         e = [[NEG] * rows_per_thread for _ in range(threads)]
         state = ([(0 if row0 == 0 else left(row0)) - go
                   for row0 in range(r0, r0 + height, rows_per_thread)],
-                 [[0] * cols for _ in range(threads)], [[NEG] * cols for _ in range(threads)])
+                 [0] * threads, [NEG] * threads)
         found = [(NEG, 0, 0)] * threads
-        words = _Offset(links, row_base)
         for c0 in range(0, n, tile_width):
             width = min(tile_width, n - c0)
             end = c0 + width
-            if tile_row > 0:
-                yield row_base + c0 + 1, row_base + end + 1, (tile_row - 1) & 0xFFFF
-            else:
-                yield row_base, row_base, 0  # nothing to wait for
+            yield (slot - 1, end) if tile_row > 0 else (slot, 0)
             above = [(0 if free_top else -(go + (j - 1) * ge), NEG) if tile_row == 0
-                     else words[j][:2] for j in range(c0 + 1, end + 1)]
+                     else tuple(rows[row_base + j]) for j in range(c0 + 1, end + 1)]
             for j in range(c0 + 1, end + 1):
                 ring[j & (len(ring) - 1)] = b_codes[b_base + (n - j if reverse else j - 1)]
-            window = (-(-width // cols) + (threads - 1 if end == n else 0), 1, n, 0, len(ring) - 1,
-                      cols)
+            window = (width + (threads - 1 if end == n else 0), 1, n, 0, len(ring) - 1)
             self._sweep(q, ring, above, h, e, state, (c0, r0, bottom), window, shape,
-                        floor_zero, rows[row_base:] if bottom == m else None, found,
-                        (words, tile_row & 0xFFFF))
+                        floor_zero, rows[row_base:], found)
+            progress[slot] = n if end == n else max(0, end - owner)
         for t in range(threads):
             for r in range(rows_per_thread):
                 columns[column_base + r0 + t * rows_per_thread + r + 1] = h[t][r] + go, e[t][r]
         best[slot] = min(found, key=lambda c: (-c[0], c[2], c[1]))
         yield None
-
-
-class _Offset:
-    """A list seen from ``base`` on: ``view[j]`` is ``items[base + j]`` (as long.cu indexes a
-    problem's link words from its row base)."""
-
-    def __init__(self, items: list, base: int) -> None:
-        self.items, self.base = items, base
-
-    def __getitem__(self, j: int):
-        return self.items[self.base + j]
-
-    def __setitem__(self, j: int, value) -> None:
-        self.items[self.base + j] = value
 
 
 def _engine(scheme, engine_class=EmulatedEngine):
@@ -464,9 +434,8 @@ def _engine(scheme, engine_class=EmulatedEngine):
 @pytest.fixture(params=SHAPES, ids=lambda shape: "x".join(map(str, shape)))
 def tiny_tiles(request, monkeypatch):
     """Tiny tiles of each shape in SHAPES, and every pair on the long-alignment engine."""
-    threads, rows, columns, columns_per_step = request.param
+    threads, rows, columns = request.param
     monkeypatch.setattr(config, "LONG_ALIGN_THREADS", threads)
-    monkeypatch.setattr(config, "LONG_ALIGN_COLUMNS_PER_STEP", columns_per_step)
     monkeypatch.setattr(config, "LONG_ALIGN_ROWS_PER_THREAD", rows)
     monkeypatch.setattr(config, "LONG_ALIGN_TILE_COLUMNS", columns)
     # A band's chunk narrower or wider than a tile, as the defaults have it (128 and 512).

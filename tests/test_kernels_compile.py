@@ -42,8 +42,7 @@ KERNELS = {
         align_long.kernel_name(128, 8, False, True, True, "launches"),  # four warps, local
         align_long.kernel_name(64, 1, True, False, True, "tickets"),
         align_long.kernel_name(32, 4, True, False, False, "bands"),  # one warp a band, DNA
-        # Two warps, a table, local, three columns a step; one column a step.
-        "long_bands<64, 2, 3, false, true, true>", "long_bands<32, 8, 1, true, false, false>",
+        align_long.kernel_name(64, 2, False, True, True, "bands"),  # two warps, a table, local
         "leaf_paths", "split_columns",
     ],
     edit_cuda.KERNEL_FILE: [

@@ -180,13 +180,6 @@ LONG_ALIGN_THREADS = 32
 #: Query rows each thread of a long-alignment tile keeps in registers (H and E of each).
 LONG_ALIGN_ROWS_PER_THREAD = 8
 
-#: Target columns each thread of a band (the "bands" schedule) computes a step (1 to 16): the
-#: cells of neighbouring columns wait on each other along a diagonal only, so a step of several
-#: columns gives a warp independent instructions while it waits on the chain down its rows (a
-#: batch in bands has few warps an SM), but a band's wavefront then lags this many columns a
-#: thread, and the band below waits that much longer. Tiles compute a column a step.
-LONG_ALIGN_COLUMNS_PER_STEP = 2
-
 #: Target columns of a long-alignment tile in the "tickets" and "launches" schedules (the
 #: tiles of a batch run along their anti-diagonals: a pair of m x n symbols has at most
 #: min(m / tile rows, n / columns) tiles side by side; a tile's wavefront fills and drains
@@ -195,7 +188,7 @@ LONG_ALIGN_TILE_COLUMNS = 512
 
 #: Target columns that a band of the "bands" schedule sweeps at a time: the band below waits
 #: for them, so narrow chunks keep the bands close behind each other.
-LONG_ALIGN_BAND_COLUMNS = 32
+LONG_ALIGN_BAND_COLUMNS = 128
 
 #: How the tiles of a long-alignment batch are scheduled: "tickets" (one launch; each block
 #: takes the next tile in anti-diagonal order and waits until the tiles above and to the left

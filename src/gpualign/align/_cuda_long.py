@@ -68,23 +68,23 @@ SCHEDULES = ("launches", "tickets", "bands", "auto")
 def kernel_name(threads: int, rows_per_thread: int, dna: bool, floor_zero: bool,
                 track_best: bool, schedule: str) -> str:
     """The name expression of the kernel of one of :data:`SCHEDULES`: a specialization of
-    ``long_tiles``, or of ``long_bands`` (whose threads compute :func:`step_columns` columns a
-    step).
+    ``long_tiles``, or of ``long_bands``.
 
     Examples
     --------
     >>> kernel_name(64, 8, True, False, False, "tickets")
     'long_tiles<64, 8, true, false, false, true>'
-    >>> kernel_name(32, 4, True, True, True, "bands")  # the default: 2 columns a step
-    'long_bands<32, 4, 2, true, true, true>'
+    >>> kernel_name(32, 4, True, True, True, "bands")
+    'long_bands<32, 4, true, true, true>'
     """
     def flag(value: bool) -> str:
         return "true" if value else "false"
 
-    shape = f"{flag(dna)}, {flag(floor_zero)}, {flag(track_best)}"
+    shape = (f"{threads}, {rows_per_thread}, {flag(dna)}, {flag(floor_zero)}, "
+             f"{flag(track_best)}")
     if schedule == "bands":
-        return f"long_bands<{threads}, {rows_per_thread}, {step_columns(schedule)}, {shape}>"
-    return f"long_tiles<{threads}, {rows_per_thread}, {shape}, {flag(schedule == 'tickets')}>"
+        return f"long_bands<{shape}>"
+    return f"long_tiles<{shape}, {flag(schedule == 'tickets')}>"
 
 
 def long_schedule() -> str:
@@ -99,12 +99,6 @@ def long_schedule() -> str:
 #: scheduler of current GPUs): below that the GPU waits on each warp's latency, and a band
 #: fills and drains its wavefront once rather than once a tile.
 AUTO_BANDS_PER_SM = 4
-
-
-#: The most tile rows a problem may have in the "bands" schedule (long.cu's link words tag a
-#: tile row with 16 bits, and all ones marks a word no band has written); problems with more
-#: run in "tickets".
-MAX_BAND_ROWS = (1 << 16) - 2
 
 
 def auto_schedule(bands: int, multiprocessors: int) -> str:
@@ -155,26 +149,12 @@ def tile_shape() -> tuple[int, int, int]:
     return threads, rows, columns
 
 
-def step_columns(schedule: str = "bands") -> int:
-    """The columns a thread computes a step in ``schedule`` (one of :data:`SCHEDULES` but
-    "auto"): ``config.LONG_ALIGN_COLUMNS_PER_STEP`` in bands, checked to be 1 to 16; 1 in
-    tiles."""
-    if schedule != "bands":
-        return 1
-    columns = int(config.LONG_ALIGN_COLUMNS_PER_STEP)
-    if not 1 <= columns <= 16:
-        raise ValueError(f"LONG_ALIGN_COLUMNS_PER_STEP={columns}: a number from 1 to 16")
-    return columns
-
-
 def band_columns() -> int:
-    """``config.LONG_ALIGN_BAND_COLUMNS``, checked to be positive, rounded up to a multiple of
-    :func:`step_columns` (a band's threads run on from chunk to chunk a step at a time)."""
+    """``config.LONG_ALIGN_BAND_COLUMNS``, checked to be positive."""
     columns = int(config.LONG_ALIGN_BAND_COLUMNS)
     if columns < 1:
         raise ValueError(f"LONG_ALIGN_BAND_COLUMNS={columns}: a positive number")
-    step = step_columns()
-    return -(-columns // step) * step
+    return columns
 
 
 @dataclass(frozen=True)
@@ -277,14 +257,13 @@ def border_layout(m: np.ndarray, n: np.ndarray, tile_height: int) -> BorderLayou
 
 
 def problem_bytes(m: np.ndarray, n: np.ndarray, tile_height: int, tile_width: int) -> np.ndarray:
-    """Device bytes of each problem in a batch: borders (the bottom row twice: values and the
-    links of the "bands" schedule), corners, best cells, its fields and its share of the
-    schedule."""
+    """Device bytes of each problem in a batch: borders, corners, best cells, its fields and
+    its share of the schedule."""
     m = np.asarray(m, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
     tile_rows = -(-m // tile_height)
     tile_columns = -(-n // tile_width)
-    return (16 * (n + 1) + 8 * (tile_rows * tile_height + 1) + 16 * tile_rows
+    return (8 * (n + 1) + 8 * (tile_rows * tile_height + 1) + 16 * tile_rows
             + 8 * len(PROBLEM_FIELDS) + 8 * (tile_rows + tile_columns) + 16)
 
 
@@ -368,13 +347,11 @@ class TileEngine:
 
     def fits(self, m: np.ndarray, n: np.ndarray, top_excess: np.ndarray) -> np.ndarray:
         """Per problem, whether it may run here: non-empty, values that fit int32, a
-        substitution table that fits int16 with ``gap_open`` added (long.cu's shifted scores),
-        ``gap_open - gap_extend`` that fits int16 (long.cu's link words)."""
+        substitution table that fits int16 with ``gap_open`` added (long.cu's shifted scores)."""
         threads, rows, _ = tile_shape()
         m = np.asarray(m, dtype=np.int64)
         n = np.asarray(n, dtype=np.int64)
-        table_ok = (-32768 <= self.table.min() and self.table.max() + self.gap_open <= 32767
-                    and abs(self.gap_open - self.gap_extend) < 1 << 15)
+        table_ok = -32768 <= self.table.min() and self.table.max() + self.gap_open <= 32767
         return (m > 0) & (n > 0) & table_ok & fits_int32(
             m, n, top_excess, self.table, self.gap_open, self.gap_extend, threads * rows)
 
@@ -410,11 +387,9 @@ class TileEngine:
             fit = int(np.searchsorted(np.cumsum(sizes[lo:]), budget, side="right"))
             hi = lo + max(1, fit)
             schedule = long_schedule()
-            tile_rows = -(-m[lo:hi] // height)
             if schedule == "auto":
-                schedule = auto_schedule(int(tile_rows.sum()), self._multiprocessors())
-            if schedule == "bands" and tile_rows.max() > MAX_BAND_ROWS:
-                schedule = "tickets"  # the bands' link words tag tile rows with 16 bits
+                bands = int((-(-m[lo:hi] // height)).sum())
+                schedule = auto_schedule(bands, self._multiprocessors())
             columns = band_columns() if schedule == "bands" else width
             yield lo, BatchPlan.of(fields[lo:hi], threads, rows_per_thread, columns, schedule)
             lo = hi
@@ -473,18 +448,16 @@ class TileEngine:
             raise launch.KernelResourceError(
                 f"{name} runs {launch.block_threads(kernel)} threads a block, not {threads}: "
                 "lower LONG_ALIGN_ROWS_PER_THREAD or LONG_ALIGN_THREADS")
-        shared = launch.reserve_shared(kernel, shared_bytes(
-            threads, width, step_columns(schedule_name), self.n_codes, self.dna,
-            schedule_name == "bands"))
+        shared = launch.reserve_shared(kernel, shared_bytes(threads, width, self.n_codes,
+                                                            self.dna, schedule_name == "bands"))
         scoring = (table, np.int32(self.n_codes), np.int32(self.match), np.int32(self.mismatch),
                    np.int32(self.match_codes), np.int32(self.gap_open),
                    np.int32(self.gap_extend), np.int32(width))
         if schedule_name == "bands":
             bands = cupy.asarray(np.concatenate(band_order(plan.tile_rows)))  # one copy
             count = len(bands) // 2
-            links = cupy.full(layout.rows, -1, dtype=cupy.int64)  # all ones: no band's tag
             kernel(*launch.grid(kernel, count, items_per_block=1),
-                   (a_codes, b_codes, problems, bands[:count], bands[count:], counter, links,
+                   (a_codes, b_codes, problems, bands[:count], bands[count:], counter, done,
                     *scoring, rows, columns, best), shared_mem=shared)
             return rows, columns, best
         schedule = plan.schedule
@@ -511,34 +484,31 @@ class TileEngine:
         return rows, columns, best
 
 
-def band_ring(threads: int, tile_columns: int, columns_per_step: int) -> int:
+def band_ring(threads: int, tile_columns: int) -> int:
     """Bytes of ``long_bands``' ring of target codes: the smallest power of two that holds a
-    chunk's columns and the ``(threads - 1) * columns_per_step`` before it (as long.cu
-    computes it).
+    chunk's columns and the ``threads - 1`` before it (as long.cu computes it).
 
     Examples
     --------
-    >>> band_ring(32, 64, 1), band_ring(32, 96, 1), band_ring(32, 128, 4)
-    (128, 128, 256)
+    >>> band_ring(32, 64), band_ring(32, 96)
+    (128, 128)
     """
-    return 1 << (tile_columns + threads * columns_per_step - 1).bit_length()
+    return 1 << (tile_columns + threads - 1).bit_length()
 
 
-def shared_bytes(threads: int, tile_columns: int, columns_per_step: int, n_codes: int,
-                 dna: bool, bands: bool = False) -> int:
+def shared_bytes(threads: int, tile_columns: int, n_codes: int, dna: bool,
+                 bands: bool = False) -> int:
     """Dynamic shared memory of ``long_tiles`` (or, ``bands``, ``long_bands``): the tile's
-    top row (int2 a column), the exchange between warps (two int2 a warp and column of a
-    step), the substitution table (int16, unless DNA), the tile's target codes (a band: their
-    ring, :func:`band_ring`).
+    top row (int2 a column), the exchange between warps (two int2 a warp), the substitution
+    table (int16, unless DNA), the tile's target codes (a band: their ring, :func:`band_ring`).
 
     Examples
     --------
-    >>> shared_bytes(64, 512, 1, 5, True), shared_bytes(64, 512, 1, 5, True, bands=True)
+    >>> shared_bytes(64, 512, 5, True), shared_bytes(64, 512, 5, True, bands=True)
     (4640, 5152)
     """
-    codes = band_ring(threads, tile_columns, columns_per_step) if bands else tile_columns
-    return (8 * tile_columns + 16 * (threads // 32) * columns_per_step
-            + (0 if dna else 2 * n_codes ** 2) + codes)
+    codes = band_ring(threads, tile_columns) if bands else tile_columns
+    return 8 * tile_columns + 16 * (threads // 32) + (0 if dna else 2 * n_codes ** 2) + codes
 
 
 @dataclass(frozen=True)

@@ -200,7 +200,6 @@ def _fixed(*values: Any) -> Callable[[Any], tuple[Any, ...]]:
 #: Every tunable family, by name. The ``LONG_*`` settings are those of the long-pair kernels.
 FAMILIES: dict[str, Family] = {family.name: family for family in (
     Family("long-align", {"LONG_ALIGN_BAND_COLUMNS": powers_of_two_around,
-                          "LONG_ALIGN_COLUMNS_PER_STEP": _fixed(1, 2, 4),
                           "LONG_ALIGN_ROWS_PER_THREAD": powers_of_two_around,
                           "LONG_ALIGN_THREADS": _threads}, _long_align_workload),
     Family("long-align-tiles", {"LONG_ALIGN_TILE_COLUMNS": powers_of_two_around},

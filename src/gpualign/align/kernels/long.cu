@@ -15,9 +15,8 @@
 //
 // A tile is THREADS * RPT query rows by `tile_columns` target columns. Thread t owns rows
 // t * RPT + 1 .. (t + 1) * RPT of the tile and keeps their H and E in registers; the threads
-// run as a wavefront inside the tile: at step s thread t computes the COLS columns (s - t) *
-// COLS + 1 .. (s - t + 1) * COLS, fed with the last row (H and F) of those columns that thread
-// t - 1 computed one step earlier (a shuffle inside a warp, a
+// run as a wavefront inside the tile: at step s thread t computes column s - t, fed with the
+// last row (H and F) that thread t - 1 computed one step earlier (a shuffle inside a warp, a
 // slot of shared memory between warps, with a barrier per step).
 //
 // Tile borders live in global memory, O(m + n) per problem:
@@ -72,9 +71,8 @@ enum Field {
 };
 
 constexpr int NEG = -(1 << 30);  // "minus infinity", with room to subtract gap costs
-// Columns of sweep_tile's steps unrolled together where no thread's column needs a bounds
-// check.
-constexpr int SWEEP_COLUMNS = 8;
+// Steps of sweep_tile unrolled together where no thread's column needs a bounds check.
+constexpr int SWEEP_UNROLL = 8;
 // How long a block waiting for its neighbours sleeps between two polls.
 constexpr unsigned WAIT_NANOSECONDS = 100;
 
@@ -144,32 +142,6 @@ __device__ __forceinline__ int byte_score(u32 low, u32 high, u32 selector) {
     return (int)out;
 }
 
-// The links of long_bands: a band hands its bottom row to the band below one 64-bit word a
-// column, stored and loaded whole, so that the word itself says whether it is there yet and no
-// fence or flag is needed: H in the low half; above it the 16 bits of H - F', where F' =
-// max(F, H - (gap_open - gap_extend)), and the 16 low bits of the writer's tile row. F' serves
-// the row below as F does (max(F' - extend, H - open) = max(F - extend, H - open)), and the
-// host holds |gap_open - gap_extend| below 2^15, so the difference fits. The words start as all
-// ones: a tag that no band writes before the band below reads (the host holds a problem's tile
-// rows under 65,535).
-__device__ __forceinline__ u64 link_word(int h, int f, u32 tag, int open_excess) {
-    const int clipped = max(f, h - open_excess);
-    return (u64)(u32)h | ((u64)((u32)(h - clipped) & 0xffffu) << 32) |
-           ((u64)(tag & 0xffffu) << 48);
-}
-
-// H and F' of the link word at `link`, once the band of tile row `tag` (its 16 low bits) has
-// written it.
-__device__ __forceinline__ int2 await_link(const u64* link, u32 tag) {
-    u64 word = __ldcv(link);
-    while ((u32)(word >> 48) != (tag & 0xffffu)) {
-        __nanosleep(WAIT_NANOSECONDS);
-        word = __ldcv(link);
-    }
-    const int h = (int)(u32)word;
-    return make_int2(h, h - (int)(short)(u16)(word >> 32));
-}
-
 // The best cell of the block into thread 0's (score, i, j); `shared` holds 3 ints per warp.
 template <int THREADS>
 __device__ void block_best(int& score, int& i, int& j, int* shared) {
@@ -215,31 +187,22 @@ struct Tile {
 // `diagonal` (t of row row0 at column c0) and the values handed between threads (t and F of
 // a thread's last row) are shifted too; borders in memory hold H itself.
 //
-// A step computes COLS columns of the thread's rows: cell (r, k) waits for (r - 1, k) and (r,
-// k - 1) only, so the chains of neighbouring columns overlap, a step's chain is RPT + COLS - 1
-// cells long for RPT * COLS cells, and a warp alone on its scheduler keeps it busier (one
-// column a step: RPT cells a chain of RPT). The thread hands the COLS cells of its last row
-// to the next thread at once.
-//
 // The same function sweeps a chunk of a band (long_bands), whose wavefront runs on from chunk
-// to chunk: at step s (of `steps`) thread t computes columns j = c0 + 1 + (s - t) * COLS + k,
-// k < COLS, those with first_j <= j <= last_j (a tile: its columns, steps = ceil(width / COLS)
-// + THREADS - 1; a band: 1..n, steps = width / COLS, the last chunk THREADS - 1 more), the
-// target code of column j at b_codes[(j - code_base) & code_mask] (a tile: its codes from c0
-// + 1; a band: a ring of them), and `diagonal`, up_t and up_f (t and F of row row0 at this
-// thread's columns) go on to the next chunk. Thread 0 uses above[s * COLS + k] (columns of
-// the tile); every thread reads it, as a broadcast.
-template <int THREADS, int RPT, int COLS, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST, bool LAST>
+// to chunk: at step s (of `steps`) thread t computes column j = c0 + 1 + s - t when first_j
+// <= j <= last_j (a tile: its columns, steps = width + THREADS - 1; a band: 1..n, steps =
+// width, the last chunk THREADS - 1 more), the target code of column j at b_codes[(j -
+// code_base) & code_mask] (a tile: its codes from c0 + 1; a band: a ring of them), and
+// `diagonal`, up_t and up_f (t and F of row row0 at this thread's column) go on to the next
+// chunk. Thread 0 uses above[s] (s < width); every thread reads it, as a broadcast.
+template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST, bool LAST>
 __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, const int first_j,
                                            const int last_j, const int code_base,
-                                           const int code_mask, int& diagonal,
-                                           int (&up_t)[COLS], int (&up_f)[COLS], int (&t)[RPT],
-                                           int (&e)[RPT], const int (&q)[RPT],
-                                           const int2* above, const u8* b_codes,
-                                           const short* table, int2* exchange,
-                                           int2* __restrict__ rows, u64* __restrict__ links,
-                                           const u32 link_tag, int& best, int& best_i,
-                                           int& best_j) {
+                                           const int code_mask, int& diagonal, int& up_t,
+                                           int& up_f, int (&t)[RPT], int (&e)[RPT],
+                                           const int (&q)[RPT], const int2* above,
+                                           const u8* b_codes, const short* table,
+                                           int2* exchange, int2* __restrict__ rows, int& best,
+                                           int& best_i, int& best_j) {
     const int thread = threadIdx.x, lane = thread % 32, warp = thread / 32;
     const int row0 = tile.tile_row0 + thread * RPT;
     // The thread and register that hold the tile's last real row (the bottom row).
@@ -247,50 +210,38 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
     const int bottom_r = (tile.bottom - 1 - tile.tile_row0) % RPT;
     const int go = tile.gap_open, neg_open = -tile.gap_open, neg_extend = -tile.gap_extend;
     // What step s reads from shared memory, loaded a step ahead so that the loads are not on
-    // the path from step to step: the target codes of this thread's columns, and the row
-    // above (every thread reads it, thread 0 uses it: a broadcast, not a branch).
-    int next_bj[COLS];
-    int2 next_above[COLS];
+    // the path from step to step: the target code of this thread's column, and the row above
+    // (every thread reads it, thread 0 uses it: a broadcast, not a branch).
+    int next_bj = 0;
+    int2 next_above = make_int2(0, NEG);
     auto preload = [&](const int s, const bool checked) {
-        const int j0 = tile.c0 + 1 + (s - thread) * COLS;
-#pragma unroll
-        for (int k = 0; k < COLS; ++k) {
-            if (!checked || (j0 + k >= first_j && j0 + k <= last_j))
-                next_bj[k] = b_codes[(j0 + k - code_base) & code_mask];
-            next_above[k] = above[min(s * COLS + k, tile.width - 1)];
-        }
+        const int j = tile.c0 + 1 + s - thread;
+        if (!checked || (j >= first_j && j <= last_j))
+            next_bj = b_codes[(j - code_base) & code_mask];
+        next_above = above[min(s, tile.width - 1)];
     };
-    // Step s: thread t computes columns c0 + 1 + (s - t) * COLS + k (CHECKED: only those in
-    // first_j .. last_j), then hands its last row to thread t + 1; the preload for step s + 1
-    // checks its columns when CHECK_NEXT.
+    // Step s: thread t computes column j = c0 + 1 + s - t (CHECKED: only if first_j <= j <=
+    // last_j), then hands its last row to thread t + 1; the preload for step s + 1 checks its
+    // column when CHECK_NEXT.
     auto step = [&](const int s, const bool checked, const bool check_next) {
-        const int j0 = tile.c0 + 1 + (s - thread) * COLS;
-        int bj[COLS], out_t[COLS], out_f[COLS], bottom_h[COLS], bottom_f[COLS];
-#pragma unroll
-        for (int k = 0; k < COLS; ++k) {
-            bj[k] = next_bj[k];
-            if (thread == 0) {
-                up_t[k] = next_above[k].x - go;
-                up_f[k] = next_above[k].y;
-            }
-        }
-        if (s + 1 < steps) preload(s + 1, check_next);
-#pragma unroll
-        for (int k = 0; k < COLS; ++k) {
-            const int j = j0 + k;
-            out_t[k] = 0;
-            out_f[k] = NEG;
-            bottom_h[k] = 0;
-            bottom_f[k] = NEG;
-            if (checked && (j < first_j || j > last_j)) continue;
+        const int j = tile.c0 + 1 + s - thread;
+        int out_t = 0, out_f = NEG;
+        if (!checked || (j >= first_j && j <= last_j)) {
+            const int bj = next_bj;
             // DNA: the byte permute's selector of this column's code (see byte_score).
-            const u32 selector = DNA ? ((u32)bj[k] * 0x1111u) | 0x8880u : 0u;
-            int vt = up_t[k], vf = up_f[k], d = diagonal;
+            const u32 selector = DNA ? ((u32)bj * 0x1111u) | 0x8880u : 0u;
+            if (thread == 0) {
+                up_t = next_above.x - go;
+                up_f = next_above.y;
+            }
+            if (s + 1 < steps) preload(s + 1, check_next);
+            int vt = up_t, vf = up_f, d = diagonal;
+            int bottom_h = 0, bottom_f = NEG;
 #pragma unroll
             for (int r = 0; r < RPT; ++r) {
                 e[r] = __viaddmax_s32(e[r], neg_extend, t[r]);
                 const int sub = DNA ? byte_score((u32)q[r], tile.mismatch_bytes, selector)
-                                    : table[q[r] + bj[k]];
+                                    : table[q[r] + bj];
                 // What does not wait for the row above: the diagonal and E (and 0), shifted.
                 const int x = (FLOOR_ZERO ? __viaddmax_s32_relu(d, sub, e[r])
                                           : __viaddmax_s32(d, sub, e[r])) - go;
@@ -304,71 +255,51 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
                     best_j = j;
                 }
                 if (LAST && r == bottom_r) {
-                    bottom_h[k] = t[r] + go;
-                    bottom_f[k] = f;
+                    bottom_h = t[r] + go;
+                    bottom_f = f;
                 }
                 vt = t[r];
                 vf = f;
             }
             if (!LAST) {
-                bottom_h[k] = vt + go;
-                bottom_f[k] = vf;
+                bottom_h = vt + go;
+                bottom_f = vf;
             }
-            diagonal = up_t[k];  // row row0 at this column: the next column's diagonal
-            out_t[k] = vt;
-            out_f[k] = vf;
-        }
-        // The bottom row's cells, once a step: a branch inside the columns' loop would keep
-        // the compiler from overlapping their chains.
-        if (thread == bottom_owner) {
-#pragma unroll
-            for (int k = 0; k < COLS; ++k) {
-                const int j = j0 + k;
-                if (checked && (j < first_j || j > last_j)) continue;
-                if (rows != nullptr) rows[j] = make_int2(bottom_h[k], bottom_f[k]);
-                if (links != nullptr)
-                    __stcg(links + j, link_word(bottom_h[k], bottom_f[k], link_tag,
-                                                go - tile.gap_extend));
-            }
+            if (thread == bottom_owner) rows[j] = make_int2(bottom_h, bottom_f);
+            diagonal = up_t;  // row row0 at this column: the next column's diagonal
+            out_t = vt;
+            out_f = vf;
+        } else if (s + 1 < steps) {
+            preload(s + 1, true);
         }
         // Hand this thread's last row to the next thread for its next step.
-#pragma unroll
-        for (int k = 0; k < COLS; ++k) {
-            const int from_t = __shfl_up_sync(FULL_WARP, out_t[k], 1);
-            const int from_f = __shfl_up_sync(FULL_WARP, out_f[k], 1);
-            if (lane > 0) {
-                up_t[k] = from_t;
-                up_f[k] = from_f;
-            }
+        const int from_t = __shfl_up_sync(FULL_WARP, out_t, 1);
+        const int from_f = __shfl_up_sync(FULL_WARP, out_f, 1);
+        if (lane > 0) {
+            up_t = from_t;
+            up_f = from_f;
         }
         if constexpr (THREADS > 32) {
-            int2* slot = exchange + (s & 1) * (THREADS / 32) * COLS;
-            if (lane == 31) {
-#pragma unroll
-                for (int k = 0; k < COLS; ++k) slot[warp * COLS + k] = make_int2(out_t[k], out_f[k]);
-            }
+            int2* slot = exchange + (s & 1) * (THREADS / 32);
+            if (lane == 31) slot[warp] = make_int2(out_t, out_f);
             __syncthreads();
             if (lane == 0 && warp > 0) {
-#pragma unroll
-                for (int k = 0; k < COLS; ++k) {
-                    const int2 v = slot[(warp - 1) * COLS + k];
-                    up_t[k] = v.x;
-                    up_f[k] = v.y;
-                }
+                const int2 v = slot[warp - 1];
+                up_t = v.x;
+                up_f = v.y;
             }
         }
     };
-    // Blocks of steps (about SWEEP_COLUMNS columns); in those where every column of every
-    // thread is in first_j .. last_j the steps are unrolled without checks.
-    constexpr int UNROLL = COLS >= SWEEP_COLUMNS ? 1 : SWEEP_COLUMNS / COLS;
+    // Blocks of SWEEP_UNROLL steps; in those where every thread's column is in first_j ..
+    // last_j the steps are unrolled without checks.
     preload(0, true);
-    for (int s0 = 0; s0 < steps; s0 += UNROLL) {
-        if (s0 + UNROLL <= steps && tile.c0 + 1 + (s0 - (THREADS - 1)) * COLS >= first_j &&
-            tile.c0 + (s0 + UNROLL) * COLS <= last_j) {
+    for (int s0 = 0; s0 < steps; s0 += SWEEP_UNROLL) {
+        if (s0 + SWEEP_UNROLL <= steps && tile.c0 + 1 + s0 - (THREADS - 1) >= first_j &&
+            tile.c0 + s0 + SWEEP_UNROLL <= last_j) {
 #pragma unroll
-            for (int k = 0; k < UNROLL; ++k) step(s0 + k, false, k == UNROLL - 1);
+            for (int k = 0; k < SWEEP_UNROLL; ++k) step(s0 + k, false, k == SWEEP_UNROLL - 1);
         } else {
-            for (int s = s0; s < min(s0 + UNROLL, steps); ++s) step(s, true, true);
+            for (int s = s0; s < min(s0 + SWEEP_UNROLL, steps); ++s) step(s, true, true);
         }
     }
 }
@@ -389,15 +320,12 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
            const int match, const int mismatch, const int match_codes, const int gap_open,
            const int gap_extend, const int tile_columns, int2* __restrict__ rows,
            int2* __restrict__ columns, int* __restrict__ corners, int* __restrict__ best_cells) {
-    // A column a step: a batch in tiles has warps enough to hide the chain down a thread's
-    // rows, and a step of several columns would lengthen each tile's fill and drain.
-    constexpr int COLS = 1;
     static_assert(THREADS % 32 == 0, "whole warps");
     constexpr int TILE_ROWS = THREADS * RPT;
     extern __shared__ int2 shared[];
     int2* above = shared;
     int2* exchange = above + tile_columns;
-    short* s_table = reinterpret_cast<short*>(exchange + 2 * (THREADS / 32) * COLS);
+    short* s_table = reinterpret_cast<short*>(exchange + 2 * (THREADS / 32));
     u8* s_b = reinterpret_cast<u8*>(s_table + (DNA ? 0 : n_codes * n_codes));
     __shared__ int reduce[3 * (THREADS / 32)];
     __shared__ int s_ticket;
@@ -498,22 +426,17 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     if (t == 0) corners[slot] = above[tile.width - 1].x;  // for tile (I, J + 1)
 
     int best = NEG, best_i = 0, best_j = 0;
-    int corner = diagonal_h - gap_open, up_t[COLS], up_f[COLS];
-#pragma unroll
-    for (int k = 0; k < COLS; ++k) {
-        up_t[k] = 0;
-        up_f[k] = NEG;
-    }
-    const int steps = (tile.width + COLS - 1) / COLS + THREADS - 1, first_j = tile.c0 + 1;
+    int corner = diagonal_h - gap_open, up_t = 0, up_f = NEG;
+    const int steps = tile.width + THREADS - 1, first_j = tile.c0 + 1;
     const int last_j = tile.c0 + tile.width;
     if (tile.bottom < tile.tile_row0 + TILE_ROWS) {
-        sweep_tile<THREADS, RPT, COLS, DNA, FLOOR_ZERO, TRACK_BEST, true>(
+        sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, true>(
             tile, steps, first_j, last_j, first_j, -1, corner, up_t, up_f, t_h, e, q, above,
-            s_b, s_table, exchange, p_rows, nullptr, 0, best, best_i, best_j);
+            s_b, s_table, exchange, p_rows, best, best_i, best_j);
     } else {
-        sweep_tile<THREADS, RPT, COLS, DNA, FLOOR_ZERO, TRACK_BEST, false>(
+        sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, false>(
             tile, steps, first_j, last_j, first_j, -1, corner, up_t, up_f, t_h, e, q, above,
-            s_b, s_table, exchange, p_rows, nullptr, 0, best, best_i, best_j);
+            s_b, s_table, exchange, p_rows, best, best_i, best_j);
     }
 #pragma unroll
     for (int r = 0; r < RPT; ++r) p_columns[row0 + r + 1] = make_int2(t_h[r] + gap_open, e[r]);
@@ -537,37 +460,34 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
 }
 
 // The "bands" schedule: one launch per batch, a block per band (tile row I of a problem,
-// THREADS * RPT query rows) that sweeps all the problem's columns, tile_columns at a time (the
-// host's LONG_ALIGN_BAND_COLUMNS; chunk J: columns J * tile_columns + 1 ..). Block b takes the
-// next ticket k (an atomic counter) and runs tile row band_row[k] of problem band_problem[k];
-// the host orders the bands by tile row, so a band waits only for the band above it, which
-// took a smaller ticket and so already runs: no deadlock whatever the number of resident
-// blocks.
+// THREADS * RPT query rows) that sweeps all the problem's columns, tile_columns at a time
+// (the host's LONG_ALIGN_BAND_COLUMNS; chunk J: columns J * tile_columns + 1 ..). Block b takes the next ticket k (an atomic counter)
+// and runs tile row band_row[k] of problem band_problem[k]; the host orders the bands by tile
+// row, so a band waits only for the band above it, which took a smaller ticket and so already
+// runs: no deadlock whatever the number of resident blocks.
 //
 // The band's wavefront runs on across chunks (sweep_tile with first_j = 1, last_j = n): it
 // fills and drains once per band, not once per chunk, and a thread keeps its rows' H and E,
-// its diagonal and the row above in registers from chunk to chunk (no border column). The
-// thread holding the band's bottom row (bottom_owner) writes it a column at a time to the
-// problem's link words (link_word: one row a problem, at `links[row_base + j]`, tagged with
-// the tile row) as it computes it. Before chunk J each thread waits for the link words of its
-// columns of the chunk that the band above has tagged (await_link) and puts them in shared
-// memory: the band follows the one above a chunk and its wavefront's lag (a chunk's width is a
-// multiple of COLS, but the last one's) behind, with no flags and no fences. A band overwrites
-// a link word only after reading it, and the band below reads it only after that, so one row
-// serves every band. The problem's last band also writes its bottom row (row m) to `rows`.
-// The target codes lie in a ring of `ring` bytes (a power of two >= tile_columns + THREADS *
-// COLS: the chunk's columns and the (THREADS - 1) * COLS before it, which the lagging threads
-// still read). At the end the band writes its right column to `columns` (column n, for the
-// last-column end cells) and, TRACK_BEST, its best cell to best_cells[3 * slot]: a thread
-// meets its cells by column, then row, as in a tile, so the ties are those of long_tiles.
-// Dynamic shared memory as long_tiles with COLS times the exchange and `ring` bytes of target
-// codes instead of tile_columns (band_ring in _cuda_long.py).
-template <int THREADS, int RPT, int COLS, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST>
+// its diagonal and the row above in registers from chunk to chunk (no border column). Its
+// threads lag: after chunk J the thread holding the bottom row (bottom_owner) has computed
+// it up to column c0 + width - bottom_owner (all of it after the last chunk, which runs
+// THREADS - 1 more steps); the band then raises progress[slot] to that column (its `rows`
+// stores fenced first). Before chunk J it waits until the band above's progress covers the
+// chunk (progress[slot - 1] >= c0 + width, read volatile) and reads the chunk's top row into
+// shared memory; it overwrites a column of `rows` only after reading it, and the band below
+// reads it only after that, so one row a problem serves every band. The target codes lie in
+// a ring of `ring` bytes (a power of two >= tile_columns + THREADS: the chunk's columns and
+// the THREADS - 1 before it, which the lagging threads still read). At the end the band
+// writes its right column to `columns` (column n, for the last-column end cells) and,
+// TRACK_BEST, its best cell to best_cells[3 * slot]: a thread meets its cells by column, then
+// row, as in a tile, so the ties are those of long_tiles. Dynamic shared memory as long_tiles
+// with `ring` bytes of target codes instead of tile_columns (band_ring in _cuda_long.py).
+template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST>
 __global__ void __launch_bounds__(THREADS)
 long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
            const i64* __restrict__ problems, const int* __restrict__ band_problem,
            const int* __restrict__ band_row, int* __restrict__ tickets,
-           u64* __restrict__ links, const short* __restrict__ table, const int n_codes,
+           int* __restrict__ progress, const short* __restrict__ table, const int n_codes,
            const int match, const int mismatch, const int match_codes, const int gap_open,
            const int gap_extend, const int tile_columns, int2* __restrict__ rows,
            int2* __restrict__ columns, int* __restrict__ best_cells) {
@@ -576,12 +496,12 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     extern __shared__ int2 shared[];
     int2* above = shared;
     int2* exchange = above + tile_columns;
-    short* s_table = reinterpret_cast<short*>(exchange + 2 * (THREADS / 32) * COLS);
+    short* s_table = reinterpret_cast<short*>(exchange + 2 * (THREADS / 32));
     u8* ring = reinterpret_cast<u8*>(s_table + (DNA ? 0 : n_codes * n_codes));
     __shared__ int reduce[3 * (THREADS / 32)];
     __shared__ int s_ticket;
     int ring_size = 1;
-    while (ring_size < tile_columns + THREADS * COLS) ring_size *= 2;
+    while (ring_size < tile_columns + THREADS) ring_size *= 2;
 
     if (threadIdx.x == 0) s_ticket = atomicAdd(tickets, 1);
     __syncthreads();
@@ -601,11 +521,7 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     tile.mismatch = mismatch + gap_open;
     tile.mismatch_bytes = (u32)(tile.mismatch & 0xff) * 0x01010101u;
     const bool last = tile.bottom < tile.tile_row0 + TILE_ROWS;
-    // The problem's last band writes its bottom row (row m) to `rows`; every band hands its
-    // bottom row to the band below through `links`, tagged with its tile row.
-    const bool last_band = tile.bottom == p.m;
-    u64* p_links = links + fields[ROW_BASE];
-    const u32 link_tag = (u32)I;
+    const int bottom_owner = (tile.bottom - 1 - tile.tile_row0) / RPT;
 
     if (!DNA) {
         for (int k = threadIdx.x; k < n_codes * n_codes; k += THREADS)
@@ -624,35 +540,39 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     // H(row0, 0), shifted: the diagonal of this thread's first cell; t and F of row row0 come
     // from above (thread 0) or the thread before.
     int diagonal = (row0 == 0 ? 0 : p.left(row0, gap_extend)) - gap_open;
-    int up_t[COLS], up_f[COLS];
-#pragma unroll
-    for (int k = 0; k < COLS; ++k) {
-        up_t[k] = 0;
-        up_f[k] = NEG;
-    }
+    int up_t = 0, up_f = NEG;
     int best = NEG, best_i = 0, best_j = 0;
+    int ready = 0;  // thread 0: the band above's progress seen so far
     for (tile.c0 = 0; tile.c0 < p.n; tile.c0 += tile_columns) {
         tile.width = min(tile_columns, p.n - tile.c0);
         const int end = tile.c0 + tile.width;
-        __syncthreads();  // every thread is done with the previous chunk's shared memory
+        if (I > 0 && t == 0) {  // wait for the band above's bottom row over this chunk
+            const volatile int* finished = progress;
+            while ((ready = finished[slot - 1]) < end) __nanosleep(WAIT_NANOSECONDS);
+            __threadfence();
+        }
+        __syncthreads();  // and every thread is done with the previous chunk's shared memory
         for (int k = t; k < tile.width; k += THREADS) {
             const int j = tile.c0 + 1 + k;
             ring[j & (ring_size - 1)] = target_code<DNA>(p, j);
             above[k] = I == 0 ? make_int2(p.top(j, gap_open, gap_extend), NEG)
-                              : await_link(p_links + j, link_tag - 1);
+                              : __ldcg(p_rows + j);
         }
         __syncthreads();
-        const int steps = (tile.width + COLS - 1) / COLS + (end == p.n ? THREADS - 1 : 0);
+        const int steps = tile.width + (end == p.n ? THREADS - 1 : 0);
         if (last) {
-            sweep_tile<THREADS, RPT, COLS, DNA, FLOOR_ZERO, TRACK_BEST, true>(
+            sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, true>(
                 tile, steps, 1, p.n, 0, ring_size - 1, diagonal, up_t, up_f, t_h, e, q, above,
-                ring, s_table, exchange, last_band ? p_rows : nullptr, p_links, link_tag, best,
-                best_i, best_j);
+                ring, s_table, exchange, p_rows, best, best_i, best_j);
         } else {
-            sweep_tile<THREADS, RPT, COLS, DNA, FLOOR_ZERO, TRACK_BEST, false>(
+            sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, false>(
                 tile, steps, 1, p.n, 0, ring_size - 1, diagonal, up_t, up_f, t_h, e, q, above,
-                ring, s_table, exchange, last_band ? p_rows : nullptr, p_links, link_tag, best,
-                best_i, best_j);
+                ring, s_table, exchange, p_rows, best, best_i, best_j);
+        }
+        __threadfence();  // this thread's part of the bottom row is visible before the flag
+        __syncthreads();
+        if (t == 0) {
+            atomicExch(progress + slot, end == p.n ? p.n : max(0, end - bottom_owner));
         }
     }
     int2* p_columns = columns + fields[COLUMN_BASE];
