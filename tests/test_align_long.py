@@ -25,7 +25,7 @@ import gpualign
 from gpualign import Scoring, SequenceSet, config
 from gpualign.align import _cpu, _cpu_linear, _linear
 from gpualign.align._cpu import CpuEngine
-from gpualign.align._linear import PairCodes, Problems
+from gpualign.align._linear import SCOPE_LAST_ROW, PairCodes, Problems
 from gpualign.cigar import count_ops
 from gpualign.sequences import get_alphabet
 
@@ -281,6 +281,7 @@ def test_last_rows_and_best_cells(monkeypatch, alone, tile_columns, value_type):
     # (forward and reversed, top excess 0 or not), best cells the batch DP's end cells in
     # every mode.
     monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 1 if alone else 1 << 62)
+    monkeypatch.setattr(_cpu_linear, "_CORE_SHARE", 0.0)  # alone whatever the thread count
     monkeypatch.setattr(_cpu_linear, "_TILE_COLUMNS", tile_columns)
     monkeypatch.setattr(_cpu_linear, "_value_type", lambda *args: value_type)
     rng = np.random.default_rng(25)
@@ -313,6 +314,35 @@ def test_last_rows_and_best_cells(monkeypatch, alone, tile_columns, value_type):
                                 gpualign.codes.ALIGN_MODE_NAMES[mode], 4)
             assert (int(score[0]), int(q_end[0]), int(t_end[0])) == \
                 (naive.score, naive.query_end, naive.target_end)
+
+
+@pytest.mark.parametrize("core_share", [0.0, 1.5, 1e9])
+def test_a_pass_of_unequal_subproblems_equals_them_one_by_one(monkeypatch, core_share):
+    # Subproblems of many sizes in one pass (the larger alone on every core or none, the others
+    # one per core, largest first): each one's last rows and best cell are those of a pass of
+    # it alone.
+    monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 64)
+    monkeypatch.setattr(_cpu_linear, "_CORE_SHARE", core_share)
+    rng = np.random.default_rng(7)
+    scoring = SCHEMES[0]
+    table, _ = scoring.table("dna")
+    go, ge = scoring.gap_open, scoring.gap_extend
+    lengths = [(int(rng.integers(1, 90)), int(rng.integers(1, 90))) for _ in range(9)]
+    codes = PairCodes.from_lists([rng.integers(0, 5, m).astype(np.uint8) for m, _ in lengths],
+                                 [rng.integers(0, 5, n).astype(np.uint8) for _, n in lengths])
+    problems = Problems.of(pair=np.arange(9), a_start=0, a_end=[m for m, _ in lengths],
+                           b_start=0, b_end=[n for _, n in lengths], reverse=rng.integers(0, 2, 9),
+                           top_excess=go - ge, bottom_excess=go - ge)
+    together = _cpu_linear.score_pass(codes, problems, table, go, ge, True, False, False,
+                                      SCOPE_LAST_ROW)
+    offsets = problems.row_offsets()
+    for k in range(9):
+        alone = _cpu_linear.score_pass(codes, problems.take(np.array([k])), table, go, ge, True,
+                                       False, False, SCOPE_LAST_ROW)
+        rows = slice(offsets[k], offsets[k + 1])
+        assert together[0][rows].tolist() == alone[0].tolist()
+        assert together[1][rows].tolist() == alone[1].tolist()
+        assert [int(x[k]) for x in together[2:]] == [int(x[0]) for x in alone[2:]]
 
 
 def test_work_rows_are_int64_where_int32_could_overflow():

@@ -135,8 +135,10 @@ ALIGN_CPU_SCORES = "parasail"
 ALIGN_LINEAR_MIN_CELLS = 1 << 26
 
 #: Largest subproblem (DP cells) that the linear-space alignment solves with a full traceback
-#: (its leaves; a traceback byte per cell, one leaf per thread at a time).
-ALIGN_LINEAR_LEAF_CELLS = 1 << 20
+#: (its leaves; a traceback byte per cell, one leaf per thread at a time). The leaves' scalar
+#: DP is far slower a cell than the score passes' SIMD tiles, so small leaves are faster: a
+#: level more of passes costs less than the cells it takes off the leaves.
+ALIGN_LINEAR_LEAF_CELLS = 1 << 16
 
 #: Score passes of the CPU backend over subproblems of at least this many cells (long pairs'
 #: scores and ends, the linear-space alignment's levels) run one subproblem at a time on every

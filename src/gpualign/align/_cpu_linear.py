@@ -2,13 +2,14 @@
 that the Myers-Miller driver (:mod:`._linear`) asks for.
 
 A pass keeps one row of H and F (``n + 1`` values) and one column of H and E per strip of rows:
-``O(m + n)`` memory whatever the size. Many subproblems run side by side, one per core; a
-large one (``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS`` cells or more, while the call has fewer
-of them than threads) runs alone on every core, cut into tiles of rows x columns that are
-computed a diagonal of tiles at a time: tile (s, t) needs the bottom row of (s-1, t) (from the
-row buffer) and the right column of (s, t-1) (from its strip's column buffer), both of the
-previous diagonal. Inside a tile, the cells of a row are computed 16 at a time in SIMD
-registers (Farrar's striped layout, :func:`_tile`).
+``O(m + n)`` memory whatever the size. Many subproblems run side by side, one per core, the
+largest first, each to the next free core; the large ones (``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS``
+cells or more, and more than one core's share of the pass could finish in step with the
+others) run together on every core, each cut into tiles of rows x columns that are computed a
+diagonal of tiles at a time (the diagonals of all of them side by side): tile (s, t) needs the
+bottom row of (s-1, t) (from the row buffer) and the right column of (s, t-1) (from its
+strip's column buffer), both of the previous diagonal. Inside a tile, the cells of a row are
+computed 16 at a time in SIMD registers (Farrar's striped layout, :func:`_tile`).
 
 Recurrences and ties are those of ``_cpu._fill``: E is a horizontal gap (``D``), F a vertical
 one (``I``); the best cells of the ``SCOPE_*`` of :mod:`._linear`.
@@ -42,6 +43,9 @@ _TILES_PER_THREAD = 8
 _TILE_COLUMNS = 2048
 #: Lanes of the striped vectors of the tiles (:func:`_tile`): one AVX-512 register of int32.
 _LANES = 16
+#: A subproblem of a score pass runs alone on every core when it holds more than this many
+#: times a core's share of the pass (:func:`_alone_on_every_core`).
+_CORE_SHARE = 1.5
 
 
 class _Lanes(types.Type):
@@ -356,11 +360,11 @@ def _finish(h, f, col_h, m, strip_rows, scope, gap_extend, top_excess, free_left
 @njit(cache=True, parallel=True)
 def _many(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start, a_end,
           b_start, b_end, reverse, top_excess, skip, table, gap_open, gap_extend, free_top,
-          free_left, floor_zero, scope, tile_columns, value_type, row_offsets, out_h, out_f,
-          score, i_end, j_end):
+          free_left, floor_zero, scope, tile_columns, value_type, row_start, row_stop, out_h,
+          out_f, place, score, i_end, j_end):
     """Subproblem ``k`` of ``pair`` .. ``top_excess`` on one core, for every ``k`` side by
-    side but those to ``skip``: its last rows into ``out_h``/``out_f`` at ``row_offsets[k]``,
-    its best cell into ``score``, ``i_end``, ``j_end``."""
+    side but those to ``skip``: its last rows into ``out_h``/``out_f`` from ``row_start[k]``
+    to ``row_stop[k]``, its best cell into ``score``, ``i_end``, ``j_end`` at ``place[k]``."""
     for k in prange(len(pair)):
         if skip[k]:
             continue
@@ -368,8 +372,8 @@ def _many(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_star
         a = _oriented(q_codes, q_offsets, q_index[p], a_start[k], a_end[k], reverse[k])
         b = _oriented(t_codes, t_offsets, t_index[p], b_start[k], b_end[k], reverse[k])
         m, n = len(a), len(b)
-        h = out_h[row_offsets[k]:row_offsets[k + 1]]
-        f = out_f[row_offsets[k]:row_offsets[k + 1]]
+        h = out_h[row_start[k]:row_stop[k]]
+        f = out_f[row_start[k]:row_stop[k]]
         col_h = np.empty(m + 1, dtype=np.int64)
         col_e = np.empty(m + 1, dtype=np.int64)
         best = np.zeros((1, 3), dtype=np.int64)
@@ -378,24 +382,34 @@ def _many(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_star
         for c0 in range(0, n, tile_columns):
             _tile(a, b, table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, 0, m, c0,
                   min(n, c0 + tile_columns), 0, h, f, col_h, col_e, best[0], value_type)
-        score[k], i_end[k], j_end[k] = _finish(h, f, col_h, m, m, scope, gap_extend,
-                                               top_excess[k], free_left, best)
+        score[place[k]], i_end[place[k]], j_end[place[k]] = _finish(
+            h, f, col_h, m, m, scope, gap_extend, top_excess[k], free_left, best)
 
 
 @njit(cache=True, parallel=True)
-def _wavefront(a, b, table, gap_open, gap_extend, floor_zero, track, strip_rows, tile_columns,
-               h, f, col_h, col_e, best, value_type):
-    """One subproblem on every core: the tiles of each anti-diagonal side by side."""
-    m, n = len(a), len(b)
-    strips = (m + strip_rows - 1) // strip_rows
-    tiles = (n + tile_columns - 1) // tile_columns
-    for d in range(strips + tiles - 1):
-        low, high = max(0, d - tiles + 1), min(strips - 1, d)
-        for s in prange(low, high + 1):
-            t = d - s
-            _tile(a, b, table, gap_open, gap_extend, floor_zero, track, s * strip_rows,
-                  min(m, (s + 1) * strip_rows), t * tile_columns,
-                  min(n, (t + 1) * tile_columns), s, h, f, col_h, col_e, best[s], value_type)
+def _wavefronts(a_codes, a_offsets, b_codes, b_offsets, table, gap_open, gap_extend,
+                floor_zero, track, strip_rows, tile_columns, row_start, row_stop, column_start,
+                best_start, h, f, col_h, col_e, best, value_type, tile_problem, tile_strip,
+                tile_column, diagonal_start):
+    """Subproblems on every core together: the tiles of each anti-diagonal of all of them side
+    by side (tile ``x`` is strip ``tile_strip[x]``, tile column ``tile_column[x]`` of
+    subproblem ``tile_problem[x]``; diagonal d's tiles are ``diagonal_start[d] ..
+    diagonal_start[d + 1]``). Subproblem k: its codes ``a_codes[a_offsets[k]:a_offsets[k +
+    1]]`` (already oriented) and likewise b, its row buffers ``h``, ``f`` from
+    ``row_start[k]`` to ``row_stop[k]``, its strips' column buffers from ``column_start[k]``,
+    their best cells from row ``best_start[k]`` of ``best``."""
+    for d in range(len(diagonal_start) - 1):
+        for x in prange(diagonal_start[d], diagonal_start[d + 1]):
+            k, s, t = tile_problem[x], tile_strip[x], tile_column[x]
+            a = a_codes[a_offsets[k]:a_offsets[k + 1]]
+            b = b_codes[b_offsets[k]:b_offsets[k + 1]]
+            rows, columns = strip_rows[k], tile_columns[k]
+            _tile(a, b, table, gap_open, gap_extend, floor_zero, track, s * rows,
+                  min(len(a), (s + 1) * rows), t * columns, min(len(b), (t + 1) * columns), s,
+                  h[row_start[k]:row_stop[k]], f[row_start[k]:row_stop[k]],
+                  col_h[column_start[k]:column_start[k + 1]],
+                  col_e[column_start[k]:column_start[k + 1]], best[best_start[k] + s],
+                  value_type)
 
 
 def _value_type(problems: Problems, table: np.ndarray, gap_open: int, gap_extend: int,
@@ -412,30 +426,68 @@ def _value_type(problems: Problems, table: np.ndarray, gap_open: int, gap_extend
     return np.int32 if cost * (steps + _TILE_COLUMNS + 4) < 1 << 30 else np.int64
 
 
-def _alone(sequences: PairCodes, problems: Problems, k: int, table: np.ndarray, gap_open: int,
-           gap_extend: int, free_top: bool, free_left: bool, floor_zero: bool, scope: int,
-           h: np.ndarray, f: np.ndarray, value_type: type) -> tuple[int, int, int]:
-    """Subproblem ``k`` on every core (:func:`_wavefront`): its last rows into ``h``, ``f``;
-    its best cell."""
-    p = problems.pair[k]
-    a = _oriented(sequences.q_codes, sequences.q_offsets, sequences.q_index[p],
-                  problems.a_start[k], problems.a_end[k], problems.reverse[k])
-    b = _oriented(sequences.t_codes, sequences.t_offsets, sequences.t_index[p],
-                  problems.b_start[k], problems.b_end[k], problems.reverse[k])
-    m, n = len(a), len(b)
-    side = _TILES_PER_THREAD * numba.get_num_threads()
-    strip_rows = max(1, -(-m // side))
-    tile_columns = min(_TILE_COLUMNS, max(1, -(-n // side)))
-    strips = -(-m // strip_rows)
-    col_h = np.empty(m + strips, dtype=np.int64)
-    col_e = np.empty(m + strips, dtype=np.int64)
-    best = np.zeros((strips, 3), dtype=np.int64)
-    _borders(h, f, col_h, col_e, m, strip_rows, gap_open, gap_extend, problems.top_excess[k],
-             free_top, free_left)
-    _wavefront(a, b, table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, strip_rows,
-               tile_columns, h, f, col_h, col_e, best, value_type)
-    return _finish(h, f, col_h, m, strip_rows, scope, gap_extend, problems.top_excess[k],
-                   free_left, best)
+def _together(sequences: PairCodes, problems: Problems, alone: np.ndarray, table: np.ndarray,
+              gap_open: int, gap_extend: int, free_top: bool, free_left: bool,
+              floor_zero: bool, scope: int, h: np.ndarray, f: np.ndarray, value_type: type,
+              score: np.ndarray, i_end: np.ndarray, j_end: np.ndarray) -> None:
+    """The subproblems ``alone`` (indices) on every core together (:func:`_wavefronts`): their
+    last rows into ``h``, ``f`` (at ``problems.row_offsets()``), their best cells into
+    ``score``, ``i_end``, ``j_end``. Each is cut into about ``_TILES_PER_THREAD * threads /
+    len(alone)`` strips and as many tile columns (at most ``_TILE_COLUMNS`` wide), so that the
+    diagonals of all of them keep every thread busy but the first and last few."""
+    offsets = problems.row_offsets()
+    a = [_oriented(sequences.q_codes, sequences.q_offsets, sequences.q_index[problems.pair[k]],
+                   problems.a_start[k], problems.a_end[k], problems.reverse[k])
+         for k in alone.tolist()]
+    b = [_oriented(sequences.t_codes, sequences.t_offsets, sequences.t_index[problems.pair[k]],
+                   problems.b_start[k], problems.b_end[k], problems.reverse[k])
+         for k in alone.tolist()]
+    m = np.array([len(x) for x in a], dtype=np.int64)
+    n = np.array([len(x) for x in b], dtype=np.int64)
+    side = max(1, _TILES_PER_THREAD * numba.get_num_threads() // len(alone))
+    strip_rows = np.maximum(1, -(-m // side))
+    tile_columns = np.minimum(_TILE_COLUMNS, np.maximum(1, -(-n // side)))
+    strips, tiles = -(-m // strip_rows), -(-n // tile_columns)
+    column_start = np.zeros(len(alone) + 1, dtype=np.int64)
+    np.cumsum(m + strips, out=column_start[1:])
+    best_start = np.zeros(len(alone) + 1, dtype=np.int64)
+    np.cumsum(strips, out=best_start[1:])
+    col_h = np.empty(int(column_start[-1]), dtype=np.int64)
+    col_e = np.empty_like(col_h)
+    best = np.zeros((int(best_start[-1]), 3), dtype=np.int64)
+    row_start, row_stop = offsets[alone], offsets[alone + 1]
+    for k in range(len(alone)):
+        _borders(h[row_start[k]:row_stop[k]], f[row_start[k]:row_stop[k]],
+                 col_h[column_start[k]:column_start[k + 1]],
+                 col_e[column_start[k]:column_start[k + 1]], m[k], strip_rows[k], gap_open,
+                 gap_extend, problems.top_excess[alone[k]], free_top, free_left)
+    # Every tile (problem, strip, tile column), by anti-diagonal.
+    tile_problem = np.repeat(np.arange(len(alone)), strips * tiles)
+    first = np.repeat(np.cumsum(strips * tiles) - strips * tiles, strips * tiles)
+    place = np.arange(len(tile_problem)) - first
+    tile_strip, tile_column = place // tiles[tile_problem], place % tiles[tile_problem]
+    by_diagonal = np.argsort(tile_strip + tile_column, kind="stable")
+    diagonal_start = np.zeros(int((strips + tiles).max()), dtype=np.int64)
+    np.cumsum(np.bincount(tile_strip + tile_column, minlength=len(diagonal_start) - 1),
+              out=diagonal_start[1:])
+    _wavefronts(np.concatenate(a), _starts(m), np.concatenate(b), _starts(n), table, gap_open,
+                gap_extend, floor_zero, scope == SCOPE_ANY, strip_rows, tile_columns, row_start,
+                row_stop, column_start, best_start, h, f, col_h, col_e, best, value_type,
+                tile_problem[by_diagonal], tile_strip[by_diagonal], tile_column[by_diagonal],
+                diagonal_start)
+    for k in range(len(alone)):
+        place = alone[k]
+        score[place], i_end[place], j_end[place] = _finish(
+            h[row_start[k]:row_stop[k]], f[row_start[k]:row_stop[k]],
+            col_h[column_start[k]:column_start[k + 1]], m[k], strip_rows[k], scope, gap_extend,
+            problems.top_excess[place], free_left, best[best_start[k]:best_start[k + 1]])
+
+
+def _starts(lengths: np.ndarray) -> np.ndarray:
+    """Offsets of consecutive runs of ``lengths``: ``len(lengths) + 1`` values from 0."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
 
 
 def score_pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_open: int,
@@ -489,19 +541,42 @@ def score_pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_
     j_end = np.empty(count, dtype=np.int64)
     cells = problems.cells()
     value_type = _value_type(problems, table, gap_open, gap_extend)
-    large = np.flatnonzero(cells >= config.ALIGN_CPU_WAVEFRONT_MIN_CELLS)
-    if len(large) >= numba.get_num_threads():
-        large = large[:0]
-    for k in large.tolist():
-        score[k], i_end[k], j_end[k] = _alone(
-            sequences, problems, k, table, gap_open, gap_extend, free_top, free_left,
-            floor_zero, scope, h[offsets[k]:offsets[k + 1]], f[offsets[k]:offsets[k + 1]],
-            value_type)
+    large = np.flatnonzero(_alone_on_every_core(cells, numba.get_num_threads()))
+    if len(large):
+        _together(sequences, problems, large, table, gap_open, gap_extend, free_top, free_left,
+                  floor_zero, scope, h, f, value_type, score, i_end, j_end)
     alone = np.zeros(count, dtype=np.bool_)
     alone[large] = True
-    _many(sequences.q_codes, sequences.q_offsets, sequences.t_codes, sequences.t_offsets,
-          sequences.q_index, sequences.t_index, problems.pair, problems.a_start,
-          problems.a_end, problems.b_start, problems.b_end, problems.reverse,
-          problems.top_excess, alone, table, gap_open, gap_extend, free_top, free_left,
-          floor_zero, scope, _TILE_COLUMNS, value_type, offsets, h, f, score, i_end, j_end)
+    # The others one per core, the largest first, each to the next free core: their sizes
+    # differ (a level's splits cut the columns wherever the path crosses), and an equal share
+    # of them per core, fixed in advance, leaves cores idle behind the one with the largest.
+    order = np.argsort(-cells, kind="stable")
+    with numba.parallel_chunksize(1):
+        _many(sequences.q_codes, sequences.q_offsets, sequences.t_codes, sequences.t_offsets,
+              sequences.q_index, sequences.t_index, problems.pair[order],
+              problems.a_start[order], problems.a_end[order], problems.b_start[order],
+              problems.b_end[order], problems.reverse[order], problems.top_excess[order],
+              alone[order], table, gap_open, gap_extend, free_top, free_left, floor_zero, scope,
+              _TILE_COLUMNS, value_type, offsets[:-1][order], offsets[1:][order], h, f, order,
+              score, i_end, j_end)
     return h, f, score, i_end, j_end
+
+
+def _alone_on_every_core(cells: np.ndarray, threads: int) -> np.ndarray:
+    """Which subproblems of a pass run on every core (:func:`_wavefronts`) rather than one
+    per core beside the others: those of at least ``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS``
+    cells that hold more than ``_CORE_SHARE`` of a core's fair share of the pass (one per core,
+    a core would still compute one after the others are done).
+
+    Examples
+    --------
+    >>> _alone_on_every_core(np.array([1 << 30, 1 << 30]), 16).tolist()  # two halves
+    [True, True]
+    >>> _alone_on_every_core(np.full(16, 1 << 30), 16).tolist() == [False] * 16
+    True
+    >>> _alone_on_every_core(np.array([3 << 30] + [1 << 30] * 15), 16).tolist()[:2]
+    [True, False]
+    """
+    cells = np.asarray(cells, dtype=np.int64)
+    share = cells.sum() / max(threads, 1)
+    return (cells >= config.ALIGN_CPU_WAVEFRONT_MIN_CELLS) & (cells > _CORE_SHARE * share)
