@@ -5,10 +5,12 @@
     python benchmarks/bench_map.py --pairs 1000000 --engines cuda,minimap2
     python benchmarks/bench_map.py --pairs 20000 --engines cpu --primary-cigar edit
 
-Reads: ``--pairs`` pairs of 150 bp reads from both strands of ``--reference`` (E. coli
-K-12 MG1655 from ``scripts/fetch-data.sh``), facing each other across inserts of 400 +- 30 bp,
-with 1% substitutions (no indels: this simulator is vectorised so that a million pairs take
-seconds; the tests' simulator adds indels). Rows (``--engines``):
+Reads (``--simulator``): ``builtin``, ``--pairs`` pairs of 150 bp reads from both strands of
+``--reference`` (E. coli K-12 MG1655 from ``scripts/fetch-data.sh``), facing each other across
+inserts of 400 +- 30 bp, with 1% substitutions (no indels: this simulator is vectorised so
+that a million pairs take seconds); or ``dwgsim``, the issue's accuracy check: dwgsim's pairs
+of 150 bp (``-d 400 -s 30``, its default errors, mutations with indels and 5% random reads),
+their truth read from their names. Rows (``--engines``):
 
 - ``cuda``, ``cpu``: ``gpualign.map_reads`` on an index built beforehand (its build timed
   apart), reads given as encoded sets (no FASTQ parsing, no SAM text: the stages the issue's
@@ -22,7 +24,9 @@ seconds; the tests' simulator adds indels). Rows (``--engines``):
   Numba's cache (shipped default ``config.MAP_PRIMARY_CIGAR``).
 
 Checks: the fraction of reads placed within 5 bp of their true leftmost position on the true
-strand, and the reads placed elsewhere with MAPQ >= 30 (wrong and confident). Writes the table
+strand (with dwgsim's reads, the leftmost aligned base less a leading soft clip, for every
+engine; its reads of random DNA are correct when left unmapped), and the reads placed
+elsewhere with MAPQ >= 30 (wrong and confident). Writes the table
 to ``benchmarks/results/map-<device>-<date>.md``.
 """
 
@@ -30,7 +34,9 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import gzip
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -93,12 +99,19 @@ def write_fastq(path: Path, codes: np.ndarray) -> None:
             out.write(b"@p%d\n%s\n+\n%s\n" % (i, row.tobytes(), quality))
 
 
-def score(position, reverse, mapq, truth_position, truth_reverse):
-    """(fraction correct, wrong with MAPQ >= CONFIDENT) of placements against the truth."""
-    correct = (np.abs(position - truth_position) <= SLACK) & (reverse == truth_reverse)
+def score(position, reverse, mapq, truth_position, truth_reverse) -> tuple[str, str, str]:
+    """The table's checks of placements (position -1: unmapped) against the truth (position -1:
+    a read of random DNA, correct only when left unmapped): the fraction correct, the reads
+    wrong with MAPQ >= CONFIDENT, and the correct of the reads placed with MAPQ >= 1 (the
+    others, MAPQ 0, have equal places elsewhere: which one is taken is a tie)."""
     placed = position >= 0
+    correct = np.where(truth_position < 0, ~placed,
+                       placed & (np.abs(position - truth_position) <= SLACK)
+                       & (reverse == truth_reverse))
     wrong_confident = placed & ~correct & (mapq >= CONFIDENT)
-    return float(correct.mean()), int(wrong_confident.sum())
+    unique = placed & (mapq >= 1)
+    return (f"{correct.mean():.4f}", str(int(wrong_confident.sum())),
+            f"{int((correct & unique).sum()):,} of {int(unique.sum()):,}")
 
 
 def run_gpualign(index, reads, mates, backend):
@@ -114,40 +127,132 @@ def run_gpualign(index, reads, mates, backend):
         result.mate[primary], result.stage_seconds
 
 
-def sam_placements(sam: Path, count: int):
+def sam_placements(sam: Path, count: int, pair_of: dict[str, int] | None = None):
     """Leftmost positions (-1 unmapped), strands and MAPQs of the primary records of ``count``
-    pairs named ``p<i>`` in ``sam``, in read order (first, second, first, ...)."""
+    pairs in ``sam``, in read order (first, second, first, ...): pairs named ``p<i>``, their
+    leftmost aligned base; or, with ``pair_of`` (the pair index of each name, less /1 and /2),
+    that base less a leading soft clip (where the read itself starts)."""
     position = np.full(2 * count, -1, dtype=np.int64)
     reverse = np.zeros(2 * count, dtype=bool)
     mapq = np.zeros(2 * count, dtype=np.int64)
     for line in open(sam):
         if line.startswith("@"):
             continue
-        name, flag, _, pos, quality = line.split("\t", 5)[:5]
+        name, flag, _, pos, quality, cigar = line.split("\t", 6)[:6]
         flag = int(flag)
         if flag & 0x900:
             continue
-        slot = 2 * int(name[1:]) + (1 if flag & 128 else 0)
+        pair = int(name[1:]) if pair_of is None else pair_of[_pair_name(name)]
+        slot = 2 * pair + (1 if flag & 128 else 0)
         if not flag & 4:
-            position[slot] = int(pos) - 1
+            clipped = re.match(r"([0-9]+)S", cigar) if pair_of is not None else None
+            position[slot] = int(pos) - 1 - (int(clipped.group(1)) if clipped else 0)
             reverse[slot] = bool(flag & 16)
             mapq[slot] = int(quality)
     return position, reverse, mapq
+
+
+def _pair_name(name: str) -> str:
+    """A read's name less its /1 or /2."""
+    return name[:-2] if name.endswith(("/1", "/2")) else name
+
+
+def dwgsim_pairs(reference: Path, pairs: int, seed: int, work: Path):
+    """dwgsim's ``pairs`` pairs of ``reference``, made in ``work``: their two FASTQ files, the
+    pair index of each pair's name (less /1 and /2) and the truth of every read (first,
+    second, first, ...): its 0-based leftmost position and strand (True: reverse), from its
+    name (``<contig>_<start1>_<start2>_<strand1>_<strand2>_<random1>_<random2>_...``; a read of
+    random DNA, ``rand_0_0_...``, has position -1)."""
+    plain = work / "reference.fa"
+    opener = gzip.open if reference.suffix == ".gz" else open
+    with opener(reference, "rb") as source:
+        plain.write_bytes(source.read())
+    subprocess.run(["dwgsim", "-z", str(seed), "-N", str(pairs), "-1", str(READ_LENGTH),
+                    "-2", str(READ_LENGTH), "-d", str(INSERT), "-s", str(SPREAD), str(plain),
+                    str(work / "sim")], check=True, capture_output=True)
+    first, second = (work / f"sim.bwa.read{n}.fastq.gz" for n in (1, 2))
+    names = [_pair_name(name) for name in SequenceSet.from_file(first, "dna",
+                                                                  invalid="wildcard").names]
+    fields = [name.split("_") for name in names]
+    truth_pos = np.array([[int(f[-9]) - 1, int(f[-8]) - 1] for f in fields]).ravel()
+    truth_rev = np.array([[f[-7] == "1", f[-6] == "1"] for f in fields]).ravel()
+    return first, second, {name: k for k, name in enumerate(names)}, truth_pos, truth_rev
 
 
 def run_command(command: list[str], reads: np.ndarray, mates: np.ndarray):
     """Seconds of ``command`` + ``[R1.fq, R2.fq]`` writing SAM to its standard output (FASTQ of
     ``reads`` and ``mates`` written beforehand), and its placements."""
     with tempfile.TemporaryDirectory() as work:
-        first, second, sam = Path(work, "r1.fq"), Path(work, "r2.fq"), Path(work, "out.sam")
+        first, second = Path(work, "r1.fq"), Path(work, "r2.fq")
         write_fastq(first, reads)
         write_fastq(second, mates)
-        began = time.perf_counter()
-        with open(sam, "wb") as out:
-            subprocess.run([*command, str(first), str(second)], stdout=out,
-                           stderr=subprocess.DEVNULL, check=True)
-        seconds = time.perf_counter() - began
+        seconds, sam = timed_sam(command, first, second, Path(work))
         return (seconds, *sam_placements(sam, len(reads)))
+
+
+def timed_sam(command: list[str], first: Path, second: Path, work: Path) -> tuple[float, Path]:
+    """Seconds of ``command`` + ``[first, second]`` writing its SAM (standard output) into
+    ``work``, and the SAM's path."""
+    sam = work / "out.sam"
+    began = time.perf_counter()
+    with open(sam, "wb") as out:
+        subprocess.run([*command, str(first), str(second)], stdout=out,
+                       stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - began, sam
+
+
+def dwgsim_rows(args: argparse.Namespace, engines: list[str], index: MapIndex,
+                build: float) -> list[tuple[str, ...]]:
+    """The table's rows on dwgsim's pairs (:func:`dwgsim_pairs`): every engine's placements
+    read back from its SAM, so that all are counted alike."""
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        first, second, pair_of, truth_pos, truth_rev = dwgsim_pairs(args.reference, args.pairs,
+                                                                    args.seed, work)
+        reads, mates = (SequenceSet.from_file(path, "dna", invalid="wildcard")
+                        for path in (first, second))
+
+        def row(name: str, seconds: float, sam: Path, note: str) -> tuple[str, ...]:
+            checks = score(*sam_placements(sam, args.pairs, pair_of), truth_pos, truth_rev)
+            return (name, f"{2 * args.pairs / seconds:,.0f}", f"{seconds:.2f}", *checks, note)
+
+        for engine in engines:
+            if engine.startswith("cuda") and not cuda_status()[0]:
+                rows.append((engine, "-", "-", "-", "-", "-", "skipped: no CUDA"))
+            elif engine in ("cuda", "cpu"):
+                with config.override(MAP_PRIMARY_CIGAR=args.primary_cigar):
+                    map_reads(index, reads.take(np.arange(min(2000, len(reads)))),
+                              mates.take(np.arange(min(2000, len(mates)))),
+                              backend=engine)  # warm-up
+                    began = time.perf_counter()
+                    result = map_reads(index, reads, mates, backend=engine)
+                    seconds = time.perf_counter() - began
+                result.write_sam(work / "out.sam", reads, mates)
+                rows.append(row(f"gpualign {engine} ({args.primary_cigar} CIGAR)", seconds,
+                                work / "out.sam", f"index built apart in {build:.2f} s; stages: "
+                                + ", ".join(f"{k} {v:.2f} s"
+                                            for k, v in result.stage_seconds.items())))
+            elif engine == "minimap2":
+                if shutil.which("minimap2") is None:
+                    rows.append(("minimap2", "-", "-", "-", "-", "-", "skipped: not on PATH"))
+                    continue
+                seconds, sam = timed_sam(["minimap2", "-ax", "sr", "-t", str(args.threads),
+                                          str(args.reference)], first, second, work)
+                rows.append(row(f"minimap2 -ax sr -t {args.threads}", seconds, sam,
+                                "FASTQ to SAM, its index included"))
+            elif engine in ("cuda-cli", "cpu-cli"):
+                backend = engine.split("-")[0]
+                command = gpualign_command(args.reference, backend)
+                run_command(command, np.zeros((20, READ_LENGTH), dtype=np.uint8),
+                            np.zeros((20, READ_LENGTH), dtype=np.uint8))  # Numba's cache
+                seconds, sam = timed_sam(command, first, second, work)
+                rows.append(row(f"gpualign map --backend {backend} ({config.MAP_PRIMARY_CIGAR} "
+                                "CIGAR)", seconds, sam,
+                                "the command, FASTQ to SAM, its index included (as minimap2's "
+                                "row)"))
+            log(f"  {' | '.join(rows[-1])}")
+    return rows
 
 
 def gpualign_command(reference: Path, backend: str) -> list[str]:
@@ -162,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", type=Path, default=ROOT / "data/ecoli_MG1655.fasta.gz")
     parser.add_argument("--pairs", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--simulator", choices=("builtin", "dwgsim"), default="builtin",
+                        help="the reads: this script's vectorised simulator (default) or "
+                             "dwgsim's (on PATH)")
     parser.add_argument("--engines", default="cuda,cpu,minimap2")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                         help="minimap2's threads (default: every core)")
@@ -176,22 +284,62 @@ def main(argv: list[str] | None = None) -> int:
     if not args.reference.is_file():
         log(f"{args.reference} missing: run scripts/fetch-data.sh")
         return 2
+    if args.simulator == "dwgsim" and shutil.which("dwgsim") is None:
+        log("dwgsim missing: apt install dwgsim")
+        return 2
     engines = args.engines.split(",")
     started = _dt.datetime.now(_dt.timezone.utc)
     genome = SequenceSet.from_file(args.reference, "dna", invalid="wildcard")
-    codes = genome.codes_of(0)
-    reads, mates, read_pos, mate_pos, read_rev, mate_rev = simulate(codes, args.pairs,
-                                                                    args.seed)
-    truth_pos = np.column_stack([read_pos, mate_pos]).ravel()
-    truth_rev = np.column_stack([read_rev, mate_rev]).ravel()
     began = time.perf_counter()
     index = MapIndex.build(genome)
     build = time.perf_counter() - began
+    if args.simulator == "dwgsim":
+        rows = dwgsim_rows(args, engines, index, build)
+        reads_line = (f"- reads: {args.pairs:,} pairs of {READ_LENGTH} bp from "
+                      f"{args.reference.name} by dwgsim (-z {args.seed} -1 {READ_LENGTH} -2 "
+                      f"{READ_LENGTH} -d {INSERT} -s {SPREAD}: its default errors, mutations "
+                      "with indels, 5% random reads)")
+    else:
+        rows = builtin_rows(args, engines, genome, index, build)
+        reads_line = (f"- reads: {args.pairs:,} pairs of {READ_LENGTH} bp from "
+                      f"{args.reference.name}, inserts {INSERT} +- {SPREAD}, "
+                      f"{SUBSTITUTIONS:.0%} substitutions, no indels (seed {args.seed})")
+    info = device_info()
+    command = " ".join([Path(sys.executable).name, *(sys.argv if argv is None else argv)])
+    header = ("engine", "reads/s", "seconds", "correct", f"wrong, MAPQ >= {CONFIDENT}",
+              "correct of placed at MAPQ >= 1", "note")
+    clip = (" (less a leading soft clip; dwgsim's reads of random DNA are correct when left "
+            "unmapped)") if args.simulator == "dwgsim" else ""
+    lines = [
+        *header_lines("Read mapping: gpualign beside minimap2", info, git_commit(args.commit),
+                      started.strftime('%Y-%m-%d %H:%M UTC'), command),
+        reads_line,
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *("| " + " | ".join(row) + " |" for row in rows),
+        "",
+        f"Correct: within {SLACK} bp of the true leftmost position{clip}, on the true strand. "
+        "Reads placed with MAPQ 0 have equal places elsewhere (repeats): which one each engine "
+        "takes is a tie, so the last column compares the placements that are not.",
+    ]
+    text = "\n".join(lines) + "\n"
+    publish(text, 'map', info, started, args)
+    return 0
+
+
+def builtin_rows(args: argparse.Namespace, engines: list[str], genome: SequenceSet,
+                 index: MapIndex, build: float) -> list[tuple[str, ...]]:
+    """The table's rows on this script's simulated pairs (:func:`simulate`)."""
+    reads, mates, read_pos, mate_pos, read_rev, mate_rev = simulate(genome.codes_of(0),
+                                                                    args.pairs, args.seed)
+    truth_pos = np.column_stack([read_pos, mate_pos]).ravel()
+    truth_rev = np.column_stack([read_rev, mate_rev]).ravel()
     rows = []
     for engine in engines:
         if engine in ("cuda", "cpu"):
             if engine == "cuda" and not cuda_status()[0]:
-                rows.append((engine, "-", "-", "-", "-", "skipped: no CUDA"))
+                rows.append((engine, "-", "-", "-", "-", "-", "skipped: no CUDA"))
                 continue
             with config.override(MAP_PRIMARY_CIGAR=args.primary_cigar):
                 seconds, position, reverse, mapq, read, mate, stages = run_gpualign(
@@ -200,55 +348,38 @@ def main(argv: list[str] | None = None) -> int:
             ordered = [np.empty_like(a) for a in (position, reverse, mapq)]
             for whole, part in zip(ordered, (position, reverse, mapq), strict=True):
                 whole[slot] = part
-            correct, wrong = score(*ordered, truth_pos, truth_rev)
+            checks = score(*ordered, truth_pos, truth_rev)
             note = (f"index built apart in {build:.2f} s; stages: "
                     + ", ".join(f"{k} {v:.2f} s" for k, v in stages.items()))
             rows.append((f"gpualign {engine} ({args.primary_cigar} CIGAR)",
                          f"{2 * args.pairs / seconds:,.0f}", f"{seconds:.2f}",
-                         f"{correct:.4f}", str(wrong), note))
+                         *checks, note))
         elif engine == "minimap2":
             if shutil.which("minimap2") is None:
-                rows.append(("minimap2", "-", "-", "-", "-", "skipped: not on PATH"))
+                rows.append(("minimap2", "-", "-", "-", "-", "-", "skipped: not on PATH"))
                 continue
             seconds, position, reverse, mapq = run_command(
                 ["minimap2", "-ax", "sr", "-t", str(args.threads), str(args.reference)], reads,
                 mates)
-            correct, wrong = score(position, reverse, mapq, truth_pos, truth_rev)
+            checks = score(position, reverse, mapq, truth_pos, truth_rev)
             rows.append((f"minimap2 -ax sr -t {args.threads}",
                          f"{2 * args.pairs / seconds:,.0f}", f"{seconds:.2f}",
-                         f"{correct:.4f}", str(wrong), "FASTQ to SAM, its index included"))
+                         *checks, "FASTQ to SAM, its index included"))
         elif engine in ("cuda-cli", "cpu-cli"):
             backend = engine.split("-")[0]
             if backend == "cuda" and not cuda_status()[0]:
-                rows.append((engine, "-", "-", "-", "-", "skipped: no CUDA"))
+                rows.append((engine, "-", "-", "-", "-", "-", "skipped: no CUDA"))
                 continue
             command = gpualign_command(args.reference, backend)
             run_command(command, reads[:2000], mates[:2000])  # warm-up: Numba's cache filled
             seconds, position, reverse, mapq = run_command(command, reads, mates)
-            correct, wrong = score(position, reverse, mapq, truth_pos, truth_rev)
+            checks = score(position, reverse, mapq, truth_pos, truth_rev)
             rows.append((f"gpualign map --backend {backend} ({config.MAP_PRIMARY_CIGAR} CIGAR)",
                          f"{2 * args.pairs / seconds:,.0f}", f"{seconds:.2f}",
-                         f"{correct:.4f}", str(wrong),
+                         *checks,
                          "the command, FASTQ to SAM, its index included (as minimap2's row)"))
         log(f"  {' | '.join(rows[-1])}")
-    info = device_info()
-    command = " ".join([Path(sys.executable).name, *(sys.argv if argv is None else argv)])
-    header = ("engine", "reads/s", "seconds", "correct", f"wrong, MAPQ >= {CONFIDENT}", "note")
-    lines = [
-        *header_lines("Read mapping: gpualign beside minimap2", info, git_commit(args.commit),
-                      started.strftime('%Y-%m-%d %H:%M UTC'), command),
-        f"- reads: {args.pairs:,} pairs of {READ_LENGTH} bp from {args.reference.name}, inserts "
-        f"{INSERT} +- {SPREAD}, {SUBSTITUTIONS:.0%} substitutions, no indels (seed {args.seed})",
-        "",
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
-        *("| " + " | ".join(row) + " |" for row in rows),
-        "",
-        f"Correct: within {SLACK} bp of the true leftmost position, on the true strand.",
-    ]
-    text = "\n".join(lines) + "\n"
-    publish(text, 'map', info, started, args)
-    return 0
+    return rows
 
 
 if __name__ == "__main__":
