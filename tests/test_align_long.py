@@ -25,7 +25,16 @@ import gpualign
 from gpualign import Scoring, SequenceSet, config
 from gpualign.align import _cpu, _cpu_linear, _linear
 from gpualign.align._cpu import CpuEngine
-from gpualign.align._linear import SCOPE_LAST_ROW, PairCodes, Problems
+from gpualign.align._linear import (
+    SCOPE_ANY,
+    SCOPE_CORNER,
+    SCOPE_LAST_ROW,
+    SCOPE_LAST_ROW_OR_COLUMN,
+    SCOPE_START_EDGE,
+    SCOPE_START_ROW,
+    PairCodes,
+    Problems,
+)
 from gpualign.cigar import count_ops
 from gpualign.sequences import get_alphabet
 
@@ -280,8 +289,8 @@ def test_last_rows_and_best_cells(monkeypatch, alone, tile_columns, value_type):
     # few columns or of all, in int32 and int64 work rows: last rows equal the full matrices'
     # (forward and reversed, top excess 0 or not), best cells the batch DP's end cells in
     # every mode.
-    monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 1 if alone else 1 << 62)
-    monkeypatch.setattr(_cpu_linear, "_CORE_SHARE", 0.0)  # alone whatever the thread count
+    monkeypatch.setattr(_cpu_linear, "_on_every_core",
+                        lambda cells, threads: np.full(len(cells), alone))
     monkeypatch.setattr(_cpu_linear, "_TILE_COLUMNS", tile_columns)
     monkeypatch.setattr(_cpu_linear, "_value_type", lambda *args: value_type)
     rng = np.random.default_rng(25)
@@ -316,33 +325,49 @@ def test_last_rows_and_best_cells(monkeypatch, alone, tile_columns, value_type):
                 (naive.score, naive.query_end, naive.target_end)
 
 
-@pytest.mark.parametrize("core_share", [0.0, 1.5, 1e9])
-def test_a_pass_of_unequal_subproblems_equals_them_one_by_one(monkeypatch, core_share):
-    # Subproblems of many sizes in one pass (the larger alone on every core or none, the others
-    # one per core, largest first): each one's last rows and best cell are those of a pass of
-    # it alone.
-    monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 64)
-    monkeypatch.setattr(_cpu_linear, "_CORE_SHARE", core_share)
+@pytest.mark.parametrize("scope", [SCOPE_CORNER, SCOPE_LAST_ROW, SCOPE_LAST_ROW_OR_COLUMN,
+                                   SCOPE_ANY, SCOPE_START_ROW, SCOPE_START_EDGE])
+def test_a_pass_of_many_subproblems_on_every_core_or_one_per_core(monkeypatch, scope):
+    # Subproblems of many sizes, directions and top excesses in one pass: every other one on
+    # every core together (tiles of a few rows and columns, many a diagonal, the subproblems'
+    # tiles interleaved) and the others dealt one per core, against all of them one per core:
+    # the same last rows and best cells, each in its place.
+    monkeypatch.setattr(_cpu_linear, "_TILES_PER_THREAD", 64)
+    monkeypatch.setattr(_cpu_linear, "_TILE_COLUMNS", 3)
     rng = np.random.default_rng(7)
     scoring = SCHEMES[0]
     table, _ = scoring.table("dna")
     go, ge = scoring.gap_open, scoring.gap_extend
-    lengths = [(int(rng.integers(1, 90)), int(rng.integers(1, 90))) for _ in range(9)]
+    count = 9
+    lengths = [(int(rng.integers(1, 90)), int(rng.integers(1, 90))) for _ in range(count)]
     codes = PairCodes.from_lists([rng.integers(0, 5, m).astype(np.uint8) for m, _ in lengths],
                                  [rng.integers(0, 5, n).astype(np.uint8) for _, n in lengths])
-    problems = Problems.of(pair=np.arange(9), a_start=0, a_end=[m for m, _ in lengths],
-                           b_start=0, b_end=[n for _, n in lengths], reverse=rng.integers(0, 2, 9),
-                           top_excess=go - ge, bottom_excess=go - ge)
-    together = _cpu_linear.score_pass(codes, problems, table, go, ge, True, False, False,
-                                      SCOPE_LAST_ROW)
-    offsets = problems.row_offsets()
-    for k in range(9):
-        alone = _cpu_linear.score_pass(codes, problems.take(np.array([k])), table, go, ge, True,
-                                       False, False, SCOPE_LAST_ROW)
-        rows = slice(offsets[k], offsets[k + 1])
-        assert together[0][rows].tolist() == alone[0].tolist()
-        assert together[1][rows].tolist() == alone[1].tolist()
-        assert [int(x[k]) for x in together[2:]] == [int(x[0]) for x in alone[2:]]
+    problems = Problems.of(pair=np.arange(count), a_start=0, a_end=[m for m, _ in lengths],
+                           b_start=0, b_end=[n for _, n in lengths],
+                           reverse=rng.integers(0, 2, count),
+                           top_excess=rng.choice([0, go - ge], count), bottom_excess=go - ge)
+    every_other = np.arange(count) % 2 == 1
+    free_top = scope != SCOPE_CORNER
+    free_left = scope in (SCOPE_LAST_ROW_OR_COLUMN, SCOPE_ANY, SCOPE_START_EDGE)
+    floor_zero = scope == SCOPE_ANY
+    results = []
+    for together in (every_other, np.zeros(count, dtype=bool)):
+        monkeypatch.setattr(_cpu_linear, "_on_every_core",
+                            lambda cells, threads, chosen=together: chosen)
+        results.append(_cpu_linear.score_pass(codes, problems, table, go, ge, free_top,
+                                              free_left, floor_zero, scope))
+    for mixed, apart in zip(*results, strict=True):
+        assert mixed.tolist() == apart.tolist()
+
+
+def test_deal_gives_each_core_its_share():
+    # The largest first, each to the core with the least work: no core ends far behind.
+    cells = np.random.default_rng(3).integers(1, 1000, 200)
+    start, dealt = _cpu_linear._deal(cells, 16)
+    assert sorted(dealt.tolist()) == list(range(200))
+    loads = [int(cells[dealt[start[w]:start[w + 1]]].sum()) for w in range(16)]
+    assert max(loads) <= cells.sum() / 16 + cells.max()
+    assert max(loads) - min(loads) <= cells.max()
 
 
 def test_work_rows_are_int64_where_int32_could_overflow():

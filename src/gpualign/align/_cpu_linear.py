@@ -2,20 +2,24 @@
 that the Myers-Miller driver (:mod:`._linear`) asks for.
 
 A pass keeps one row of H and F (``n + 1`` values) and one column of H and E per strip of rows:
-``O(m + n)`` memory whatever the size. Many subproblems run side by side, one per core, the
-largest first, each to the next free core; the large ones (``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS``
-cells or more, and more than one core's share of the pass could finish in step with the
-others) run together on every core, each cut into tiles of rows x columns that are computed a
-diagonal of tiles at a time (the diagonals of all of them side by side): tile (s, t) needs the
-bottom row of (s-1, t) (from the row buffer) and the right column of (s, t-1) (from its
-strip's column buffer), both of the previous diagonal. Inside a tile, the cells of a row are
-computed 16 at a time in SIMD registers (Farrar's striped layout, :func:`_tile`).
+``O(m + n)`` memory whatever the size. The large subproblems of a pass (those of
+``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS`` cells or more that one core would still compute after
+the others had shared out the rest: :func:`_on_every_core`) run together on every core, each
+cut into tiles of rows x columns (about equal in cells) that are computed a diagonal of tiles
+at a time, the diagonals of all of them side by side: tile (s, t) needs the bottom row of
+(s-1, t) (from the row buffer) and the right column of (s, t-1) (from its strip's column
+buffer), both of the previous diagonal. The others then run one per core, dealt out before
+they start, the largest first, each to the core with the least work (:func:`_deal`). Inside a
+tile, the cells of a row are computed 16 at a time in SIMD registers (Farrar's striped
+layout, :func:`_tile`).
 
 Recurrences and ties are those of ``_cpu._fill``: E is a horizontal gap (``D``), F a vertical
 one (``I``); the best cells of the ``SCOPE_*`` of :mod:`._linear`.
 """
 
 from __future__ import annotations
+
+import heapq
 
 import numba
 import numpy as np
@@ -35,17 +39,19 @@ from ._linear import (
 )
 
 _NEG = -(1 << 60)
-#: Tiles per side of one large subproblem, per thread: enough that the diagonals of tiles
-#: keep every thread busy but the first and last few.
+#: Tiles side by side on the longest diagonal of the subproblems that run on every core
+#: together, per thread: enough that the diagonals of tiles keep every thread busy but the first
+#: and last few.
 _TILES_PER_THREAD = 8
 #: Most columns of one tile: its stretch of the row buffers (16 bytes a column) stays in the
 #: L1 cache while the tile's rows pass over it.
 _TILE_COLUMNS = 2048
 #: Lanes of the striped vectors of the tiles (:func:`_tile`): one AVX-512 register of int32.
 _LANES = 16
-#: A subproblem of a score pass runs alone on every core when it holds more than this many
-#: times a core's share of the pass (:func:`_alone_on_every_core`).
-_CORE_SHARE = 1.5
+#: The time of cells on every core in tiles (:func:`_together`) against the same cells one
+#: subproblem per core, where those keep every core busy: the first and last diagonals leave
+#: cores idle (on 16 Xeon cores, 36-38 GCUPS against 40-44 in a 100 kb pair's CIGAR).
+_WAVEFRONT_COST = 1.25
 
 
 class _Lanes(types.Type):
@@ -359,31 +365,44 @@ def _finish(h, f, col_h, m, strip_rows, scope, gap_extend, top_excess, free_left
 
 @njit(cache=True, parallel=True)
 def _many(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start, a_end,
-          b_start, b_end, reverse, top_excess, skip, table, gap_open, gap_extend, free_top,
-          free_left, floor_zero, scope, tile_columns, value_type, row_start, row_stop, out_h,
-          out_f, place, score, i_end, j_end):
-    """Subproblem ``k`` of ``pair`` .. ``top_excess`` on one core, for every ``k`` side by
-    side but those to ``skip``: its last rows into ``out_h``/``out_f`` from ``row_start[k]``
-    to ``row_stop[k]``, its best cell into ``score``, ``i_end``, ``j_end`` at ``place[k]``."""
-    for k in prange(len(pair)):
-        if skip[k]:
-            continue
-        p = pair[k]
-        a = _oriented(q_codes, q_offsets, q_index[p], a_start[k], a_end[k], reverse[k])
-        b = _oriented(t_codes, t_offsets, t_index[p], b_start[k], b_end[k], reverse[k])
-        m, n = len(a), len(b)
-        h = out_h[row_start[k]:row_stop[k]]
-        f = out_f[row_start[k]:row_stop[k]]
-        col_h = np.empty(m + 1, dtype=np.int64)
-        col_e = np.empty(m + 1, dtype=np.int64)
-        best = np.zeros((1, 3), dtype=np.int64)
-        _borders(h, f, col_h, col_e, m, m, gap_open, gap_extend, top_excess[k], free_top,
-                 free_left)
-        for c0 in range(0, n, tile_columns):
-            _tile(a, b, table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, 0, m, c0,
-                  min(n, c0 + tile_columns), 0, h, f, col_h, col_e, best[0], value_type)
-        score[place[k]], i_end[place[k]], j_end[place[k]] = _finish(
-            h, f, col_h, m, m, scope, gap_extend, top_excess[k], free_left, best)
+          b_start, b_end, reverse, top_excess, table, gap_open, gap_extend, free_top, free_left,
+          floor_zero, scope, tile_columns, value_type, row_offsets, out_h, out_f, thread_start,
+          dealt, score, i_end, j_end):
+    """Subproblems of ``pair`` .. ``top_excess`` on one core each: thread w computes
+    ``dealt[thread_start[w]:thread_start[w + 1]]`` (indices), one after the other (one
+    iteration of the loop a thread, whatever Numba's threading layer), subproblem k's last
+    rows into ``out_h``/``out_f`` at ``row_offsets[k]``, its best cell into ``score``,
+    ``i_end``, ``j_end``."""
+    for w in prange(len(thread_start) - 1):
+        for x in range(thread_start[w], thread_start[w + 1]):
+            _one(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start,
+                 a_end, b_start, b_end, reverse, top_excess, table, gap_open, gap_extend,
+                 free_top, free_left, floor_zero, scope, tile_columns, value_type, row_offsets,
+                 out_h, out_f, dealt[x], score, i_end, j_end)
+
+
+@njit(cache=True, nogil=True)
+def _one(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start, a_end,
+         b_start, b_end, reverse, top_excess, table, gap_open, gap_extend, free_top, free_left,
+         floor_zero, scope, tile_columns, value_type, row_offsets, out_h, out_f, k, score,
+         i_end, j_end):
+    """Subproblem ``k`` of :func:`_many` on this core."""
+    p = pair[k]
+    a = _oriented(q_codes, q_offsets, q_index[p], a_start[k], a_end[k], reverse[k])
+    b = _oriented(t_codes, t_offsets, t_index[p], b_start[k], b_end[k], reverse[k])
+    m, n = len(a), len(b)
+    h = out_h[row_offsets[k]:row_offsets[k + 1]]
+    f = out_f[row_offsets[k]:row_offsets[k + 1]]
+    col_h = np.empty(m + 1, dtype=np.int64)
+    col_e = np.empty(m + 1, dtype=np.int64)
+    best = np.zeros((1, 3), dtype=np.int64)
+    _borders(h, f, col_h, col_e, m, m, gap_open, gap_extend, top_excess[k], free_top,
+             free_left)
+    for c0 in range(0, n, tile_columns):
+        _tile(a, b, table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, 0, m, c0,
+              min(n, c0 + tile_columns), 0, h, f, col_h, col_e, best[0], value_type)
+    score[k], i_end[k], j_end[k] = _finish(h, f, col_h, m, m, scope, gap_extend,
+                                           top_excess[k], free_left, best)
 
 
 @njit(cache=True, parallel=True)
@@ -432,9 +451,11 @@ def _together(sequences: PairCodes, problems: Problems, alone: np.ndarray, table
               score: np.ndarray, i_end: np.ndarray, j_end: np.ndarray) -> None:
     """The subproblems ``alone`` (indices) on every core together (:func:`_wavefronts`): their
     last rows into ``h``, ``f`` (at ``problems.row_offsets()``), their best cells into
-    ``score``, ``i_end``, ``j_end``. Each is cut into about ``_TILES_PER_THREAD * threads /
-    len(alone)`` strips and as many tile columns (at most ``_TILE_COLUMNS`` wide), so that the
-    diagonals of all of them keep every thread busy but the first and last few."""
+    ``score``, ``i_end``, ``j_end``. Subproblem k is cut into ``side[k]`` strips and as many
+    tile columns (at most ``_TILE_COLUMNS`` wide), ``side`` in proportion to the square root of
+    its cells, so that its tiles hold about as many cells as the others' and their longest
+    diagonals together hold ``_TILES_PER_THREAD`` tiles a thread; a diagonal's tiles are dealt
+    to the threads strip by strip, the subproblems' tiles interleaved."""
     offsets = problems.row_offsets()
     a = [_oriented(sequences.q_codes, sequences.q_offsets, sequences.q_index[problems.pair[k]],
                    problems.a_start[k], problems.a_end[k], problems.reverse[k])
@@ -444,7 +465,9 @@ def _together(sequences: PairCodes, problems: Problems, alone: np.ndarray, table
          for k in alone.tolist()]
     m = np.array([len(x) for x in a], dtype=np.int64)
     n = np.array([len(x) for x in b], dtype=np.int64)
-    side = max(1, _TILES_PER_THREAD * numba.get_num_threads() // len(alone))
+    root = np.sqrt((m * n).astype(np.float64))
+    side = np.maximum(1, np.round(_TILES_PER_THREAD * numba.get_num_threads() * root
+                                  / root.sum())).astype(np.int64)
     strip_rows = np.maximum(1, -(-m // side))
     tile_columns = np.minimum(_TILE_COLUMNS, np.maximum(1, -(-n // side)))
     strips, tiles = -(-m // strip_rows), -(-n // tile_columns)
@@ -466,7 +489,7 @@ def _together(sequences: PairCodes, problems: Problems, alone: np.ndarray, table
     first = np.repeat(np.cumsum(strips * tiles) - strips * tiles, strips * tiles)
     place = np.arange(len(tile_problem)) - first
     tile_strip, tile_column = place // tiles[tile_problem], place % tiles[tile_problem]
-    by_diagonal = np.argsort(tile_strip + tile_column, kind="stable")
+    by_diagonal = np.lexsort((tile_problem, tile_strip, tile_strip + tile_column))
     diagonal_start = np.zeros(int((strips + tiles).max()), dtype=np.int64)
     np.cumsum(np.bincount(tile_strip + tile_column, minlength=len(diagonal_start) - 1),
               out=diagonal_start[1:])
@@ -541,42 +564,75 @@ def score_pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_
     j_end = np.empty(count, dtype=np.int64)
     cells = problems.cells()
     value_type = _value_type(problems, table, gap_open, gap_extend)
-    large = np.flatnonzero(_alone_on_every_core(cells, numba.get_num_threads()))
-    if len(large):
-        _together(sequences, problems, large, table, gap_open, gap_extend, free_top, free_left,
-                  floor_zero, scope, h, f, value_type, score, i_end, j_end)
-    alone = np.zeros(count, dtype=np.bool_)
-    alone[large] = True
-    # The others one per core, the largest first, each to the next free core: their sizes
-    # differ (a level's splits cut the columns wherever the path crosses), and an equal share
-    # of them per core, fixed in advance, leaves cores idle behind the one with the largest.
-    order = np.argsort(-cells, kind="stable")
-    with numba.parallel_chunksize(1):
+    threads = numba.get_num_threads()
+    large = _on_every_core(cells, threads)
+    if large.any():
+        _together(sequences, problems, np.flatnonzero(large), table, gap_open, gap_extend,
+                  free_top, free_left, floor_zero, scope, h, f, value_type, score, i_end, j_end)
+    # The others one per core, dealt out beforehand (their sizes differ: a level's splits cut
+    # the columns wherever the path crosses, and an even count a core, as the loop's own
+    # schedule gives, leaves cores idle behind the one with the largest).
+    others = np.flatnonzero(~large)
+    if len(others):
+        thread_start, dealt = _deal(cells[others], threads)
         _many(sequences.q_codes, sequences.q_offsets, sequences.t_codes, sequences.t_offsets,
-              sequences.q_index, sequences.t_index, problems.pair[order],
-              problems.a_start[order], problems.a_end[order], problems.b_start[order],
-              problems.b_end[order], problems.reverse[order], problems.top_excess[order],
-              alone[order], table, gap_open, gap_extend, free_top, free_left, floor_zero, scope,
-              _TILE_COLUMNS, value_type, offsets[:-1][order], offsets[1:][order], h, f, order,
-              score, i_end, j_end)
+              sequences.q_index, sequences.t_index, problems.pair, problems.a_start,
+              problems.a_end, problems.b_start, problems.b_end, problems.reverse,
+              problems.top_excess, table, gap_open, gap_extend, free_top, free_left,
+              floor_zero, scope, _TILE_COLUMNS, value_type, offsets, h, f, thread_start,
+              others[dealt], score, i_end, j_end)
     return h, f, score, i_end, j_end
 
 
-def _alone_on_every_core(cells: np.ndarray, threads: int) -> np.ndarray:
-    """Which subproblems of a pass run on every core (:func:`_wavefronts`) rather than one
-    per core beside the others: those of at least ``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS``
-    cells that hold more than ``_CORE_SHARE`` of a core's fair share of the pass (one per core,
-    a core would still compute one after the others are done).
+def _on_every_core(cells: np.ndarray, threads: int) -> np.ndarray:
+    """Which subproblems of a pass run together on every core (:func:`_together`) before the
+    others run one per core (:func:`_deal`): the largest, one by one, while the next has at
+    least ``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS`` cells and more than ``_WAVEFRONT_COST``
+    times an even share of it and the smaller ones (on one core it would still be computing
+    when the other cores were done, longer than the wavefront would take).
 
     Examples
     --------
-    >>> _alone_on_every_core(np.array([1 << 30, 1 << 30]), 16).tolist()  # two halves
-    [True, True]
-    >>> _alone_on_every_core(np.full(16, 1 << 30), 16).tolist() == [False] * 16
+    >>> _on_every_core(np.array([1 << 30, 1 << 30]), 2).tolist()  # two halves, a core each
+    [False, False]
+    >>> _on_every_core(np.array([1 << 30]), 2).tolist()  # one, on both cores
+    [True]
+    >>> _on_every_core(np.array([1 << 30] * 15 + [3 << 30]), 16).tolist()[-2:]
+    [False, True]
+    >>> bool(_on_every_core(np.array([1 << 30] * 11), 16).all())  # else 5 cores idle
     True
-    >>> _alone_on_every_core(np.array([3 << 30] + [1 << 30] * 15), 16).tolist()[:2]
-    [True, False]
+    >>> _on_every_core(np.array([10 ** 10, 36 * 10 ** 8, 9 * 10 ** 8]), 16).tolist()
+    [True, True, True]
     """
     cells = np.asarray(cells, dtype=np.int64)
-    share = cells.sum() / max(threads, 1)
-    return (cells >= config.ALIGN_CPU_WAVEFRONT_MIN_CELLS) & (cells > _CORE_SHARE * share)
+    order = np.argsort(-cells, kind="stable")
+    rest = np.cumsum(cells[order][::-1])[::-1]  # each one's cells and the smaller ones'
+    big = (cells[order] >= config.ALIGN_CPU_WAVEFRONT_MIN_CELLS) & \
+        (cells[order] * max(threads, 1) > _WAVEFRONT_COST * rest)
+    chosen = np.zeros(len(cells), dtype=bool)
+    chosen[order[:int(np.argmin(big)) if not big.all() else len(big)]] = True
+    return chosen
+
+
+def _deal(cells: np.ndarray, threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(thread_start, dealt)``: subproblems of ``cells`` (indices into it) dealt to
+    ``threads`` threads before they start, the largest first, each to the thread with the
+    least cells so far; thread w takes ``dealt[thread_start[w]:thread_start[w + 1]]``.
+
+    Examples
+    --------
+    >>> start, dealt = _deal(np.array([5, 1, 4, 4]), 2)
+    >>> [dealt[start[w]:start[w + 1]].tolist() for w in range(2)]
+    [[0, 1], [2, 3]]
+    """
+    threads = max(1, min(threads, len(cells)))
+    load = [(0, w) for w in range(threads)]
+    owner = np.empty(len(cells), dtype=np.int64)
+    for k in np.argsort(-np.asarray(cells), kind="stable").tolist():
+        total, w = heapq.heappop(load)
+        owner[k] = w
+        heapq.heappush(load, (total + int(cells[k]), w))
+    dealt = np.argsort(owner, kind="stable")
+    thread_start = np.zeros(threads + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=threads), out=thread_start[1:])
+    return thread_start, dealt
