@@ -140,10 +140,10 @@ ALIGN_LINEAR_MIN_CELLS = 1 << 26
 #: level more of passes costs less than the cells it takes off the leaves.
 ALIGN_LINEAR_LEAF_CELLS = 1 << 16
 
-#: Score passes of the CPU backend over subproblems of at least this many cells (long pairs'
-#: scores and ends, the linear-space alignment's levels) run one subproblem at a time on every
-#: core, in tiles along anti-diagonals, while a call has fewer of them than threads; smaller
-#: ones run side by side, one per core.
+#: Score passes of the CPU backend (long pairs' scores and ends, the linear-space alignment's
+#: levels) run subproblems of at least this many cells on every core, in tiles along
+#: anti-diagonals, where one core alone would still be computing one after the others had
+#: shared out the rest (``align/_cpu_linear.py``); the others run side by side, one per core.
 ALIGN_CPU_WAVEFRONT_MIN_CELLS = 1 << 24
 
 #: Query rows per strip of the CUDA alignment kernels (even): a thread keeps a strip's cells in

@@ -17,7 +17,8 @@ found in linear space (Myers-Miller, :mod:`._linear`, with :class:`CpuEngine`: t
 of :mod:`._cpu_linear` and leaves through :func:`_fill` and :func:`_traceback`), with the same
 score and end cell; its start and path are optimal, and differ from the traceback's only where
 several are. Scores and ends of pairs of ``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS`` cells or more
-come from those score passes too, which run a lone long pair on every core.
+come from those score passes too, which run the long pairs on every core (those that one
+core alone would still be computing after the others) and the rest one per core.
 """
 
 from __future__ import annotations
@@ -379,7 +380,8 @@ def _linear_results(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
 def _linear_pairs(q_length: np.ndarray, t_length: np.ndarray, task: str) -> np.ndarray:
     """Which pairs run in linear space: with ``task="path"``, those whose traceback would
     exceed ``config.ALIGN_LINEAR_MIN_CELLS`` bytes; for scores and ends, those of at least
-    ``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS`` cells (a long pair then runs on every core)."""
+    ``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS`` cells (the score passes of :mod:`._cpu_linear`,
+    which run long pairs on every core)."""
     cells = q_length * t_length
     if task == "path":
         large = (q_length + 1) * (t_length + 1) > config.ALIGN_LINEAR_MIN_CELLS
@@ -444,15 +446,15 @@ def align_pairs(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_ind
     Paths whose traceback would exceed ``config.ALIGN_LINEAR_MIN_CELLS`` bytes are found in
     linear space (:mod:`._linear`, same scores and ends; a ValueError before any work when
     even their linear work arrays do not fit in memory); scores and ends of pairs of
-    ``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS`` cells or more come from score passes that run a
-    long pair on every core.
+    ``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS`` cells or more come from score passes that run
+    long pairs on every core.
     """
     q_length, t_length = qset.lengths[q_index], tset.lengths[t_index]
     linear = _linear_pairs(q_length, t_length, task)
     if task == "score" and config.ALIGN_CPU_SCORES == "parasail" and \
             _parasail.available(qset.alphabet.name):
         # parasail scores a pair on one core; the long ones go to the score passes, which
-        # run a pair on every core (and faster per core).
+        # run long pairs on every core (and faster per core).
         score = np.empty(len(q_index), dtype=np.int64)
         short = np.flatnonzero(~linear)
         score[short] = _parasail.scores(qset, tset, q_index[short], t_index[short], table,
