@@ -445,11 +445,11 @@ def _value_type(problems: Problems, table: np.ndarray, gap_open: int, gap_extend
     return np.int32 if cost * (steps + _TILE_COLUMNS + 4) < 1 << 30 else np.int64
 
 
-def _together(sequences: PairCodes, problems: Problems, alone: np.ndarray, table: np.ndarray,
+def _together(sequences: PairCodes, problems: Problems, chosen: np.ndarray, table: np.ndarray,
               gap_open: int, gap_extend: int, free_top: bool, free_left: bool,
               floor_zero: bool, scope: int, h: np.ndarray, f: np.ndarray, value_type: type,
               score: np.ndarray, i_end: np.ndarray, j_end: np.ndarray) -> None:
-    """The subproblems ``alone`` (indices) on every core together (:func:`_wavefronts`): their
+    """The subproblems ``chosen`` (indices) on every core together (:func:`_wavefronts`): their
     last rows into ``h``, ``f`` (at ``problems.row_offsets()``), their best cells into
     ``score``, ``i_end``, ``j_end``. Subproblem k is cut into ``side[k]`` strips and as many
     tile columns (at most ``_TILE_COLUMNS`` wide), ``side`` in proportion to the square root of
@@ -459,10 +459,10 @@ def _together(sequences: PairCodes, problems: Problems, alone: np.ndarray, table
     offsets = problems.row_offsets()
     a = [_oriented(sequences.q_codes, sequences.q_offsets, sequences.q_index[problems.pair[k]],
                    problems.a_start[k], problems.a_end[k], problems.reverse[k])
-         for k in alone.tolist()]
+         for k in chosen.tolist()]
     b = [_oriented(sequences.t_codes, sequences.t_offsets, sequences.t_index[problems.pair[k]],
                    problems.b_start[k], problems.b_end[k], problems.reverse[k])
-         for k in alone.tolist()]
+         for k in chosen.tolist()]
     m = np.array([len(x) for x in a], dtype=np.int64)
     n = np.array([len(x) for x in b], dtype=np.int64)
     root = np.sqrt((m * n).astype(np.float64))
@@ -471,21 +471,21 @@ def _together(sequences: PairCodes, problems: Problems, alone: np.ndarray, table
     strip_rows = np.maximum(1, -(-m // side))
     tile_columns = np.minimum(_TILE_COLUMNS, np.maximum(1, -(-n // side)))
     strips, tiles = -(-m // strip_rows), -(-n // tile_columns)
-    column_start = np.zeros(len(alone) + 1, dtype=np.int64)
+    column_start = np.zeros(len(chosen) + 1, dtype=np.int64)
     np.cumsum(m + strips, out=column_start[1:])
-    best_start = np.zeros(len(alone) + 1, dtype=np.int64)
+    best_start = np.zeros(len(chosen) + 1, dtype=np.int64)
     np.cumsum(strips, out=best_start[1:])
     col_h = np.empty(int(column_start[-1]), dtype=np.int64)
     col_e = np.empty_like(col_h)
     best = np.zeros((int(best_start[-1]), 3), dtype=np.int64)
-    row_start, row_stop = offsets[alone], offsets[alone + 1]
-    for k in range(len(alone)):
+    row_start, row_stop = offsets[chosen], offsets[chosen + 1]
+    for k in range(len(chosen)):
         _borders(h[row_start[k]:row_stop[k]], f[row_start[k]:row_stop[k]],
                  col_h[column_start[k]:column_start[k + 1]],
                  col_e[column_start[k]:column_start[k + 1]], m[k], strip_rows[k], gap_open,
-                 gap_extend, problems.top_excess[alone[k]], free_top, free_left)
+                 gap_extend, problems.top_excess[chosen[k]], free_top, free_left)
     # Every tile (problem, strip, tile column), by anti-diagonal.
-    tile_problem = np.repeat(np.arange(len(alone)), strips * tiles)
+    tile_problem = np.repeat(np.arange(len(chosen)), strips * tiles)
     first = np.repeat(np.cumsum(strips * tiles) - strips * tiles, strips * tiles)
     place = np.arange(len(tile_problem)) - first
     tile_strip, tile_column = place // tiles[tile_problem], place % tiles[tile_problem]
@@ -498,8 +498,8 @@ def _together(sequences: PairCodes, problems: Problems, alone: np.ndarray, table
                 row_stop, column_start, best_start, h, f, col_h, col_e, best, value_type,
                 tile_problem[by_diagonal], tile_strip[by_diagonal], tile_column[by_diagonal],
                 diagonal_start)
-    for k in range(len(alone)):
-        place = alone[k]
+    for k in range(len(chosen)):
+        place = chosen[k]
         score[place], i_end[place], j_end[place] = _finish(
             h[row_start[k]:row_stop[k]], f[row_start[k]:row_stop[k]],
             col_h[column_start[k]:column_start[k + 1]], m[k], strip_rows[k], scope, gap_extend,
