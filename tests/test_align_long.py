@@ -25,16 +25,7 @@ import gpualign
 from gpualign import Scoring, SequenceSet, config
 from gpualign.align import _cpu, _cpu_linear, _linear
 from gpualign.align._cpu import CpuEngine
-from gpualign.align._linear import (
-    SCOPE_ANY,
-    SCOPE_CORNER,
-    SCOPE_LAST_ROW,
-    SCOPE_LAST_ROW_OR_COLUMN,
-    SCOPE_START_EDGE,
-    SCOPE_START_ROW,
-    PairCodes,
-    Problems,
-)
+from gpualign.align._linear import PairCodes, Problems
 from gpualign.cigar import count_ops
 from gpualign.sequences import get_alphabet
 
@@ -325,8 +316,9 @@ def test_last_rows_and_best_cells(monkeypatch, alone, tile_columns, value_type):
                 (naive.score, naive.query_end, naive.target_end)
 
 
-@pytest.mark.parametrize("scope", [SCOPE_CORNER, SCOPE_LAST_ROW, SCOPE_LAST_ROW_OR_COLUMN,
-                                   SCOPE_ANY, SCOPE_START_ROW, SCOPE_START_EDGE])
+@pytest.mark.parametrize("scope", [_linear.SCOPE_CORNER, _linear.SCOPE_LAST_ROW,
+                                   _linear.SCOPE_LAST_ROW_OR_COLUMN, _linear.SCOPE_ANY,
+                                   _linear.SCOPE_START_ROW, _linear.SCOPE_START_EDGE])
 def test_a_pass_of_many_subproblems_on_every_core_or_one_per_core(monkeypatch, scope):
     # Subproblems of many sizes, directions and top excesses in one pass: every other one on
     # every core together (tiles of a few rows and columns, many a diagonal, the subproblems'
@@ -347,9 +339,10 @@ def test_a_pass_of_many_subproblems_on_every_core_or_one_per_core(monkeypatch, s
                            reverse=rng.integers(0, 2, count),
                            top_excess=rng.choice([0, go - ge], count), bottom_excess=go - ge)
     every_other = np.arange(count) % 2 == 1
-    free_top = scope != SCOPE_CORNER
-    free_left = scope in (SCOPE_LAST_ROW_OR_COLUMN, SCOPE_ANY, SCOPE_START_EDGE)
-    floor_zero = scope == SCOPE_ANY
+    free_top = scope != _linear.SCOPE_CORNER
+    free_left = scope in (_linear.SCOPE_LAST_ROW_OR_COLUMN, _linear.SCOPE_ANY,
+                          _linear.SCOPE_START_EDGE)
+    floor_zero = scope == _linear.SCOPE_ANY
     results = []
     for together in (every_other, np.zeros(count, dtype=bool)):
         monkeypatch.setattr(_cpu_linear, "_on_every_core",

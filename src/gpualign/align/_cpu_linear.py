@@ -28,6 +28,7 @@ from numba import njit, prange, types
 from numba.extending import intrinsic, models, register_model
 
 from .. import config
+from ..cigar import offsets_of_counts
 from ._linear import (
     SCOPE_ANY,
     SCOPE_CORNER,
@@ -471,10 +472,7 @@ def _together(sequences: PairCodes, problems: Problems, chosen: np.ndarray, tabl
     strip_rows = np.maximum(1, -(-m // side))
     tile_columns = np.minimum(_TILE_COLUMNS, np.maximum(1, -(-n // side)))
     strips, tiles = -(-m // strip_rows), -(-n // tile_columns)
-    column_start = np.zeros(len(chosen) + 1, dtype=np.int64)
-    np.cumsum(m + strips, out=column_start[1:])
-    best_start = np.zeros(len(chosen) + 1, dtype=np.int64)
-    np.cumsum(strips, out=best_start[1:])
+    column_start, best_start = offsets_of_counts(m + strips), offsets_of_counts(strips)
     col_h = np.empty(int(column_start[-1]), dtype=np.int64)
     col_e = np.empty_like(col_h)
     best = np.zeros((int(best_start[-1]), 3), dtype=np.int64)
@@ -486,31 +484,23 @@ def _together(sequences: PairCodes, problems: Problems, chosen: np.ndarray, tabl
                  gap_extend, problems.top_excess[chosen[k]], free_top, free_left)
     # Every tile (problem, strip, tile column), by anti-diagonal.
     tile_problem = np.repeat(np.arange(len(chosen)), strips * tiles)
-    first = np.repeat(np.cumsum(strips * tiles) - strips * tiles, strips * tiles)
+    first = np.repeat(offsets_of_counts(strips * tiles)[:-1], strips * tiles)
     place = np.arange(len(tile_problem)) - first
     tile_strip, tile_column = place // tiles[tile_problem], place % tiles[tile_problem]
     by_diagonal = np.lexsort((tile_problem, tile_strip, tile_strip + tile_column))
-    diagonal_start = np.zeros(int((strips + tiles).max()), dtype=np.int64)
-    np.cumsum(np.bincount(tile_strip + tile_column, minlength=len(diagonal_start) - 1),
-              out=diagonal_start[1:])
-    _wavefronts(np.concatenate(a), _starts(m), np.concatenate(b), _starts(n), table, gap_open,
-                gap_extend, floor_zero, scope == SCOPE_ANY, strip_rows, tile_columns, row_start,
-                row_stop, column_start, best_start, h, f, col_h, col_e, best, value_type,
-                tile_problem[by_diagonal], tile_strip[by_diagonal], tile_column[by_diagonal],
-                diagonal_start)
+    diagonal_start = offsets_of_counts(np.bincount(tile_strip + tile_column,
+                                                   minlength=int((strips + tiles).max()) - 1))
+    _wavefronts(np.concatenate(a), offsets_of_counts(m), np.concatenate(b), offsets_of_counts(n),
+                table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, strip_rows,
+                tile_columns, row_start, row_stop, column_start, best_start, h, f, col_h, col_e,
+                best, value_type, tile_problem[by_diagonal], tile_strip[by_diagonal],
+                tile_column[by_diagonal], diagonal_start)
     for k in range(len(chosen)):
         place = chosen[k]
         score[place], i_end[place], j_end[place] = _finish(
             h[row_start[k]:row_stop[k]], f[row_start[k]:row_stop[k]],
             col_h[column_start[k]:column_start[k + 1]], m[k], strip_rows[k], scope, gap_extend,
             problems.top_excess[place], free_left, best[best_start[k]:best_start[k + 1]])
-
-
-def _starts(lengths: np.ndarray) -> np.ndarray:
-    """Offsets of consecutive runs of ``lengths``: ``len(lengths) + 1`` values from 0."""
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return offsets
 
 
 def score_pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_open: int,
@@ -632,7 +622,5 @@ def _deal(cells: np.ndarray, threads: int) -> tuple[np.ndarray, np.ndarray]:
         total, w = heapq.heappop(load)
         owner[k] = w
         heapq.heappush(load, (total + int(cells[k]), w))
-    dealt = np.argsort(owner, kind="stable")
-    thread_start = np.zeros(threads + 1, dtype=np.int64)
-    np.cumsum(np.bincount(owner, minlength=threads), out=thread_start[1:])
-    return thread_start, dealt
+    return offsets_of_counts(np.bincount(owner, minlength=threads)), \
+        np.argsort(owner, kind="stable")
