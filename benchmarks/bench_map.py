@@ -84,13 +84,6 @@ def simulate(genome: np.ndarray, pairs: int, seed: int):
     return reads, mates, read_pos, mate_pos, swap, ~swap
 
 
-def as_set(codes: np.ndarray, mate: int) -> SequenceSet:
-    """The reads (``mate`` 1) or mates (2) as a set, named as paired FASTQ names them."""
-    offsets = np.arange(len(codes) + 1, dtype=np.int64) * codes.shape[1]
-    return SequenceSet(codes.ravel(), offsets, [f"p{i}/{mate}" for i in range(len(codes))],
-                       "dna")
-
-
 def write_fastq(path: Path, codes: np.ndarray) -> None:
     letters = np.frombuffer(b"ACGTN", dtype=np.uint8)[codes]
     quality = b"I" * codes.shape[1]
@@ -114,27 +107,14 @@ def score(position, reverse, mapq, truth_position, truth_reverse) -> tuple[str, 
             f"{int((correct & unique).sum()):,} of {int(unique.sum()):,}")
 
 
-def run_gpualign(index, reads, mates, backend):
-    map_reads(index, reads.take(np.arange(min(2000, len(reads)))),
-              mates.take(np.arange(min(2000, len(mates)))), backend=backend)  # warm-up
-    began = time.perf_counter()
-    result = map_reads(index, reads, mates, backend=backend)
-    seconds = time.perf_counter() - began
-    primary = result.primary  # a split read's supplementary record left out, as minimap2's
-    reverse = (result.flag[primary] & 16) != 0
-    position = np.where((result.flag[primary] & 4) == 0, result.pos[primary], -1)  # unmapped
-    return seconds, position, reverse, result.mapq[primary], result.read[primary], \
-        result.mate[primary], result.stage_seconds
-
-
-def sam_placements(sam: Path, count: int, pair_of: dict[str, int] | None = None):
-    """Leftmost positions (-1 unmapped), strands and MAPQs of the primary records of ``count``
-    pairs in ``sam``, in read order (first, second, first, ...): pairs named ``p<i>``, their
-    leftmost aligned base; or, with ``pair_of`` (the pair index of each name, less /1 and /2),
-    that base less a leading soft clip (where the read itself starts)."""
-    position = np.full(2 * count, -1, dtype=np.int64)
-    reverse = np.zeros(2 * count, dtype=bool)
-    mapq = np.zeros(2 * count, dtype=np.int64)
+def sam_placements(sam: Path, pair_of: dict[str, int], clipped: bool):
+    """Leftmost positions (-1 unmapped), strands and MAPQs of the primary records in ``sam`` of
+    the pairs ``pair_of`` (the pair index of each name, less /1 and /2), in read order (first,
+    second, first, ...): the leftmost aligned base, less a leading soft clip when ``clipped``
+    (where the read itself starts)."""
+    position = np.full(2 * len(pair_of), -1, dtype=np.int64)
+    reverse = np.zeros(2 * len(pair_of), dtype=bool)
+    mapq = np.zeros(2 * len(pair_of), dtype=np.int64)
     for line in open(sam):
         if line.startswith("@"):
             continue
@@ -142,11 +122,10 @@ def sam_placements(sam: Path, count: int, pair_of: dict[str, int] | None = None)
         flag = int(flag)
         if flag & 0x900:
             continue
-        pair = int(name[1:]) if pair_of is None else pair_of[_pair_name(name)]
-        slot = 2 * pair + (1 if flag & 128 else 0)
+        slot = 2 * pair_of[_pair_name(name)] + (1 if flag & 128 else 0)
         if not flag & 4:
-            clipped = re.match(r"([0-9]+)S", cigar) if pair_of is not None else None
-            position[slot] = int(pos) - 1 - (int(clipped.group(1)) if clipped else 0)
+            clip = re.match(r"([0-9]+)S", cigar) if clipped else None
+            position[slot] = int(pos) - 1 - (int(clip.group(1)) if clip else 0)
             reverse[slot] = bool(flag & 16)
             mapq[slot] = int(quality)
     return position, reverse, mapq
@@ -155,6 +134,19 @@ def sam_placements(sam: Path, count: int, pair_of: dict[str, int] | None = None)
 def _pair_name(name: str) -> str:
     """A read's name less its /1 or /2."""
     return name[:-2] if name.endswith(("/1", "/2")) else name
+
+
+def builtin_pairs(genome: SequenceSet, pairs: int, seed: int, work: Path):
+    """This script's ``pairs`` pairs (:func:`simulate`) of ``genome``, written as FASTQ in
+    ``work``: as :func:`dwgsim_pairs` returns them (pair ``i`` named ``p<i>``)."""
+    reads, mates, read_pos, mate_pos, read_rev, mate_rev = simulate(genome.codes_of(0), pairs,
+                                                                    seed)
+    first, second = work / "r1.fq", work / "r2.fq"
+    write_fastq(first, reads)
+    write_fastq(second, mates)
+    return (first, second, {f"p{i}": i for i in range(pairs)},
+            np.column_stack([read_pos, mate_pos]).ravel(),
+            np.column_stack([read_rev, mate_rev]).ravel())
 
 
 def dwgsim_pairs(reference: Path, pairs: int, seed: int, work: Path):
@@ -179,17 +171,6 @@ def dwgsim_pairs(reference: Path, pairs: int, seed: int, work: Path):
     return first, second, {name: k for k, name in enumerate(names)}, truth_pos, truth_rev
 
 
-def run_command(command: list[str], reads: np.ndarray, mates: np.ndarray):
-    """Seconds of ``command`` + ``[R1.fq, R2.fq]`` writing SAM to its standard output (FASTQ of
-    ``reads`` and ``mates`` written beforehand), and its placements."""
-    with tempfile.TemporaryDirectory() as work:
-        first, second = Path(work, "r1.fq"), Path(work, "r2.fq")
-        write_fastq(first, reads)
-        write_fastq(second, mates)
-        seconds, sam = timed_sam(command, first, second, Path(work))
-        return (seconds, *sam_placements(sam, len(reads)))
-
-
 def timed_sam(command: list[str], first: Path, second: Path, work: Path) -> tuple[float, Path]:
     """Seconds of ``command`` + ``[first, second]`` writing its SAM (standard output) into
     ``work``, and the SAM's path."""
@@ -201,20 +182,25 @@ def timed_sam(command: list[str], first: Path, second: Path, work: Path) -> tupl
     return time.perf_counter() - began, sam
 
 
-def dwgsim_rows(args: argparse.Namespace, engines: list[str], index: MapIndex,
-                build: float) -> list[tuple[str, ...]]:
-    """The table's rows on dwgsim's pairs (:func:`dwgsim_pairs`): every engine's placements
-    read back from its SAM, so that all are counted alike."""
+def engine_rows(args: argparse.Namespace, engines: list[str], index: MapIndex, build: float,
+                genome: SequenceSet) -> list[tuple[str, ...]]:
+    """The table's rows on ``args.simulator``'s pairs (:func:`builtin_pairs`,
+    :func:`dwgsim_pairs`): every engine's placements read back from its SAM, so that all are
+    counted alike (dwgsim's positions less a leading soft clip)."""
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
-        first, second, pair_of, truth_pos, truth_rev = dwgsim_pairs(args.reference, args.pairs,
-                                                                    args.seed, work)
+        if args.simulator == "dwgsim":
+            simulated = dwgsim_pairs(args.reference, args.pairs, args.seed, work)
+        else:
+            simulated = builtin_pairs(genome, args.pairs, args.seed, work)
+        first, second, pair_of, truth_pos, truth_rev = simulated
         reads, mates = (SequenceSet.from_file(path, "dna", invalid="wildcard")
                         for path in (first, second))
 
         def row(name: str, seconds: float, sam: Path, note: str) -> tuple[str, ...]:
-            checks = score(*sam_placements(sam, args.pairs, pair_of), truth_pos, truth_rev)
+            checks = score(*sam_placements(sam, pair_of, args.simulator == "dwgsim"),
+                           truth_pos, truth_rev)
             return (name, f"{2 * args.pairs / seconds:,.0f}", f"{seconds:.2f}", *checks, note)
 
         for engine in engines:
@@ -242,13 +228,14 @@ def dwgsim_rows(args: argparse.Namespace, engines: list[str], index: MapIndex,
                 rows.append(row(f"minimap2 -ax sr -t {args.threads}", seconds, sam,
                                 "FASTQ to SAM, its index included"))
             elif engine in ("cuda-cli", "cpu-cli"):
-                backend = engine.split("-")[0]
-                command = gpualign_command(args.reference, backend)
-                run_command(command, np.zeros((20, READ_LENGTH), dtype=np.uint8),
-                            np.zeros((20, READ_LENGTH), dtype=np.uint8))  # Numba's cache
+                command = gpualign_command(args.reference, engine.split("-")[0])
+                warm = [work / "warm1.fq", work / "warm2.fq"]
+                for path in warm:
+                    write_fastq(path, np.zeros((20, READ_LENGTH), dtype=np.uint8))
+                timed_sam(command, *warm, work)  # warm-up: Numba's cache filled
                 seconds, sam = timed_sam(command, first, second, work)
-                rows.append(row(f"gpualign map --backend {backend} ({config.MAP_PRIMARY_CIGAR} "
-                                "CIGAR)", seconds, sam,
+                rows.append(row(f"gpualign map --backend {engine.split('-')[0]} "
+                                f"({config.MAP_PRIMARY_CIGAR} CIGAR)", seconds, sam,
                                 "the command, FASTQ to SAM, its index included (as minimap2's "
                                 "row)"))
             log(f"  {' | '.join(rows[-1])}")
@@ -293,14 +280,13 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     index = MapIndex.build(genome)
     build = time.perf_counter() - began
+    rows = engine_rows(args, engines, index, build, genome)
     if args.simulator == "dwgsim":
-        rows = dwgsim_rows(args, engines, index, build)
         reads_line = (f"- reads: {args.pairs:,} pairs of {READ_LENGTH} bp from "
                       f"{args.reference.name} by dwgsim (-z {args.seed} -1 {READ_LENGTH} -2 "
                       f"{READ_LENGTH} -d {INSERT} -s {SPREAD}: its default errors, mutations "
                       "with indels, 5% random reads)")
     else:
-        rows = builtin_rows(args, engines, genome, index, build)
         reads_line = (f"- reads: {args.pairs:,} pairs of {READ_LENGTH} bp from "
                       f"{args.reference.name}, inserts {INSERT} +- {SPREAD}, "
                       f"{SUBSTITUTIONS:.0%} substitutions, no indels (seed {args.seed})")
@@ -326,60 +312,6 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines) + "\n"
     publish(text, 'map', info, started, args)
     return 0
-
-
-def builtin_rows(args: argparse.Namespace, engines: list[str], genome: SequenceSet,
-                 index: MapIndex, build: float) -> list[tuple[str, ...]]:
-    """The table's rows on this script's simulated pairs (:func:`simulate`)."""
-    reads, mates, read_pos, mate_pos, read_rev, mate_rev = simulate(genome.codes_of(0),
-                                                                    args.pairs, args.seed)
-    truth_pos = np.column_stack([read_pos, mate_pos]).ravel()
-    truth_rev = np.column_stack([read_rev, mate_rev]).ravel()
-    rows = []
-    for engine in engines:
-        if engine in ("cuda", "cpu"):
-            if engine == "cuda" and not cuda_status()[0]:
-                rows.append((engine, "-", "-", "-", "-", "-", "skipped: no CUDA"))
-                continue
-            with config.override(MAP_PRIMARY_CIGAR=args.primary_cigar):
-                seconds, position, reverse, mapq, read, mate, stages = run_gpualign(
-                    index, as_set(reads, 1), as_set(mates, 2), engine)
-            slot = 2 * read + mate - 1  # mate: 1 or 2
-            ordered = [np.empty_like(a) for a in (position, reverse, mapq)]
-            for whole, part in zip(ordered, (position, reverse, mapq), strict=True):
-                whole[slot] = part
-            checks = score(*ordered, truth_pos, truth_rev)
-            note = (f"index built apart in {build:.2f} s; stages: "
-                    + ", ".join(f"{k} {v:.2f} s" for k, v in stages.items()))
-            rows.append((f"gpualign {engine} ({args.primary_cigar} CIGAR)",
-                         f"{2 * args.pairs / seconds:,.0f}", f"{seconds:.2f}",
-                         *checks, note))
-        elif engine == "minimap2":
-            if shutil.which("minimap2") is None:
-                rows.append(("minimap2", "-", "-", "-", "-", "-", "skipped: not on PATH"))
-                continue
-            seconds, position, reverse, mapq = run_command(
-                ["minimap2", "-ax", "sr", "-t", str(args.threads), str(args.reference)], reads,
-                mates)
-            checks = score(position, reverse, mapq, truth_pos, truth_rev)
-            rows.append((f"minimap2 -ax sr -t {args.threads}",
-                         f"{2 * args.pairs / seconds:,.0f}", f"{seconds:.2f}",
-                         *checks, "FASTQ to SAM, its index included"))
-        elif engine in ("cuda-cli", "cpu-cli"):
-            backend = engine.split("-")[0]
-            if backend == "cuda" and not cuda_status()[0]:
-                rows.append((engine, "-", "-", "-", "-", "-", "skipped: no CUDA"))
-                continue
-            command = gpualign_command(args.reference, backend)
-            run_command(command, reads[:2000], mates[:2000])  # warm-up: Numba's cache filled
-            seconds, position, reverse, mapq = run_command(command, reads, mates)
-            checks = score(position, reverse, mapq, truth_pos, truth_rev)
-            rows.append((f"gpualign map --backend {backend} ({config.MAP_PRIMARY_CIGAR} CIGAR)",
-                         f"{2 * args.pairs / seconds:,.0f}", f"{seconds:.2f}",
-                         *checks,
-                         "the command, FASTQ to SAM, its index included (as minimap2's row)"))
-        log(f"  {' | '.join(rows[-1])}")
-    return rows
 
 
 if __name__ == "__main__":
