@@ -37,6 +37,7 @@ KERNELS = {
         "warp_fill<16, 1, true, true, 256>", "warp_fill<8, 0, true, true, 512>",  # larger blocks
         "trace_back<0, true, false>",
     ],
+    align_cuda.BAND_KERNEL_FILE: ["band_fill<true>", "band_fill<false>", "band_runs"],
     align_long.KERNEL_FILE: [
         align_long.kernel_name(32, 16, True, False, False, "tickets"),  # one warp a tile, DNA
         align_long.kernel_name(128, 8, False, True, True, "launches"),  # four warps, local

@@ -16,6 +16,7 @@ from naive import align_naive
 
 import gpualign
 from gpualign import config
+from gpualign.map import api as map_api
 from gpualign.map.sam import merged_cigars
 from gpualign.map.segments import AFFINE_ENDS, AFFINE_SCORING, clip_ends
 from gpualign.sequences import SequenceSet
@@ -173,6 +174,26 @@ def test_backends_agree_on_affine_cigars(genome, backend):
     assert other.cigar == cpu.cigar
     for name in ("pos", "flag", "nm", "score", "mapq", "xs"):
         assert getattr(other, name).tolist() == getattr(cpu, name).tolist(), name
+
+
+def test_realignments_in_bands_equal_the_full_ones(genome, backend, monkeypatch):
+    # The reads realigned in bands (align's band: most of them settled there) and in their
+    # whole windows give the same records; the planted reads' long indels are aligned in full.
+    rng = np.random.default_rng(9)
+    reads = [read for read, _ in _planted(genome).values()]
+    for _ in range(200):
+        start = int(rng.integers(0, len(genome) - 200))
+        read = list(genome[start:start + 150])
+        for _ in range(int(rng.integers(0, 6))):
+            at = int(rng.integers(0, len(read)))
+            read[at:at + int(rng.integers(0, 3))] = _random(rng, int(rng.integers(0, 3)))
+        reads.append("".join(read))
+    banded = gpualign.map_reads([genome], reads, backend=backend)
+    monkeypatch.setattr(map_api, "band_for_edits", lambda *args: None)
+    whole = gpualign.map_reads([genome], reads, backend=backend)
+    assert banded.cigar == whole.cigar
+    for name in ("read", "pos", "flag", "nm", "score", "mapq", "xs"):
+        assert getattr(banded, name).tolist() == getattr(whole, name).tolist(), name
 
 
 @pytest.mark.parametrize("read", ["placed", "unplaced"])

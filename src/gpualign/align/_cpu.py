@@ -248,6 +248,147 @@ def align_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, table,
 
 
 @njit(cache=True, parallel=True)
+def band_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, low, width, table,
+               match_codes, gap_open, gap_extend, mode, path_room, path_ops):
+    """Global or semi-global paths of the pairs ``p`` = (``q_index[p]``, ``t_index[p]``) in
+    bands of diagonals (:mod:`._band`): only the cells ``(i, j)`` with ``low[p] <= j - i <
+    low[p] + width[p]`` are computed, the others count as minus infinity. Recurrences, end
+    cell, ties and traceback are :func:`_fill`'s and :func:`_traceback`'s; one traceback byte
+    a cell of the band. Returns int64 arrays ``score, query_start, target_start, target_end,
+    matches, columns``; pair ``p``'s ``columns[p]`` operations are written, last first, into
+    ``path_ops[path_room[p]:]``, and ``columns[p]`` is -1 where its traceback would leave the
+    band (no optimum lies in it)."""
+    pairs = len(q_index)
+    score = np.empty(pairs, dtype=np.int64)
+    q_start = np.zeros(pairs, dtype=np.int64)
+    t_start = np.zeros(pairs, dtype=np.int64)
+    t_end = np.empty(pairs, dtype=np.int64)
+    matches = np.zeros(pairs, dtype=np.int64)
+    columns = np.full(pairs, -1, dtype=np.int64)
+    top_excess = gap_open - gap_extend
+    for p in prange(pairs):
+        qi, ti = q_index[p], t_index[p]
+        a = q_codes[q_offsets[qi]:q_offsets[qi + 1]]
+        b = t_codes[t_offsets[ti]:t_offsets[ti + 1]]
+        m, n, lo, w = len(a), len(b), low[p], width[p]
+        # h[c], f[c]: H and F of the previous row's cell on diagonal lo + c, then this row's;
+        # h[w] and f[w] stay minus infinity (the diagonal past the band).
+        h = np.full(w + 1, _NEG, dtype=np.int64)
+        f = np.full(w + 1, _NEG, dtype=np.int64)
+        trace = np.empty(m * w, dtype=np.uint8)  # rows 1..m
+        for c in range(w):
+            j = lo + c
+            if 0 <= j <= n:
+                h[c] = 0 if mode == ALIGN_SEMI_GLOBAL or j == 0 else \
+                    -(gap_open + (j - 1) * gap_extend)
+        for i in range(1, m + 1):
+            row = table[a[i - 1]]
+            e = _NEG
+            left = _NEG
+            for c in range(w):
+                j = i + lo + c
+                code = 0
+                if j < 0 or j > n:
+                    value, fj, e = _NEG, _NEG, _NEG
+                elif j == 0:
+                    value, fj, e = -(top_excess + i * gap_extend), _NEG, _NEG
+                else:
+                    e_open = left - gap_open
+                    e_extend = e - gap_extend
+                    e = e_open if e_open >= e_extend else e_extend
+                    f_open = h[c + 1] - gap_open
+                    f_extend = f[c + 1] - gap_extend
+                    fj = f_open if f_open >= f_extend else f_extend
+                    d = h[c] + row[b[j - 1]]
+                    value = d
+                    if e > value:
+                        value = e
+                    if fj > value:
+                        value = fj
+                    code = _FROM_DIAGONAL if value == d else _FROM_E if value == e else _FROM_F
+                    if e_open >= e_extend:
+                        code |= _E_OPENED
+                    if f_open >= f_extend:
+                        code |= _F_OPENED
+                trace[(i - 1) * w + c] = code
+                h[c] = value
+                f[c] = fj
+                left = value
+        end_j = n
+        if mode == ALIGN_SEMI_GLOBAL:  # the best of the last row, the smallest column on ties
+            best = _NEG
+            for c in range(w):
+                j = m + lo + c
+                if 1 <= j <= n and h[c] > best:
+                    best, end_j = h[c], j
+        score[p], t_end[p] = h[end_j - m - lo], end_j
+        # The traceback of _traceback, in the band's cells.
+        ops = path_ops[path_room[p]:path_room[p + 1]]
+        i, j, count, matched, state = m, end_j, 0, 0, 0
+        inside = True
+        while i > 0:
+            if j == 0:
+                for _ in range(i):
+                    ops[count] = OP_INSERTION
+                    count += 1
+                i = 0
+                break
+            c = j - i - lo
+            if c < 0 or c >= w:
+                inside = False
+                break
+            code = trace[(i - 1) * w + c]
+            if state == 0:
+                source = code & 3
+                if source == _FROM_DIAGONAL:
+                    equal = a[i - 1] == b[j - 1] and a[i - 1] < match_codes
+                    ops[count] = OP_MATCH if equal else OP_MISMATCH
+                    matched += equal
+                    count += 1
+                    i -= 1
+                    j -= 1
+                else:
+                    state = 1 if source == _FROM_E else 2
+            elif state == 1:
+                ops[count] = OP_DELETION
+                count += 1
+                if code & _E_OPENED:
+                    state = 0
+                j -= 1
+            else:
+                ops[count] = OP_INSERTION
+                count += 1
+                if code & _F_OPENED:
+                    state = 0
+                i -= 1
+        if mode == ALIGN_GLOBAL:  # the rest is one gap along row 0
+            for _ in range(j):
+                ops[count] = OP_DELETION
+                count += 1
+            j = 0
+        if inside:
+            q_start[p], t_start[p], matches[p], columns[p] = i, j, matched, count
+    return score, q_start, t_start, t_end, matches, columns
+
+
+def band_paths(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: np.ndarray,
+               table: np.ndarray, gap_open: int, gap_extend: int, mode: int, low: np.ndarray,
+               width: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Global or semi-global paths of index pairs in bands of diagonals (:func:`band_batch`),
+    the contract of every backend's ``band_paths`` (:mod:`._band` checks and completes them):
+    int64 arrays ``score, query_start, target_start, target_end, matches, columns`` (-1 where
+    the traceback left the band) and the CIGARs (:class:`~gpualign.cigar.PackedCigars`; empty
+    where the traceback left the band)."""
+    room = offsets_of_counts(qset.lengths[q_index].astype(np.int64) + tset.lengths[t_index])
+    ops = np.empty(int(room[-1]), dtype=np.uint8)
+    found = band_batch(qset.codes, qset.offsets, tset.codes, tset.offsets, q_index, t_index,
+                       np.asarray(low, dtype=np.int64), np.asarray(width, dtype=np.int64),
+                       table.astype(np.int64), qset.alphabet.match_codes, gap_open, gap_extend,
+                       mode, room, ops)
+    return (*found, path_runs(ops, room[:-1], np.maximum(found[-1], 0)))
+
+
+@njit(cache=True, parallel=True)
 def _leaf_paths(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start, a_end,
                 b_start, b_end, top_excess, bottom_excess, table, match_codes, gap_open,
                 gap_extend, room, ops, count):

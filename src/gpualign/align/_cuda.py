@@ -52,7 +52,7 @@ import numpy as np
 from .. import config
 from .._progress import Progress
 from ..cigar import PackedCigars, offsets_of_counts, placed_cigars
-from ..codes import ALIGN_LOCAL, ALIGN_OVERLAP
+from ..codes import ALIGN_GLOBAL, ALIGN_LOCAL, ALIGN_OVERLAP
 from ..cuda import launch
 from ..cuda.host import mapped, maps_host_memory, thread_buffers, upload_together
 from ..cuda.loader import get_kernel
@@ -65,6 +65,7 @@ from ._linear import cigar_text
 
 KERNEL_FILE = "align/kernels/align.cu"
 WARP_KERNEL_FILE = "align/kernels/warp.cu"
+BAND_KERNEL_FILE = "align/kernels/band.cu"
 _NARROW_NEG = -32768 + 1024  # Narrow::NEG in align.cu
 _PROFILE_PADDING = -128  # profile rows past a query's end (SUB_PROFILE in align.cu)
 _NARROW_LIMIT = 32767 - 256  # below the int16 maximum of Narrow's lanes in align.cu, a margin
@@ -769,6 +770,90 @@ def _traced_paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mod
         identity[rest] = ident
         pieces.append((rest, cigars))
     return score, q_start, q_end, t_start, t_end, placed_cigars(pieces, count, packed), identity
+
+
+#: Rows of band.cu's results (its enum BandResult).
+BAND_OUTPUTS = ("score", "query_start", "target_start", "target_end", "matches", "columns",
+                "runs")
+#: Reachable values of a band stay within this, far above band.cu's minus infinity (-2^29).
+_BAND_LIMIT = 1 << 28
+
+
+def band_paths(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_index: np.ndarray,
+               table: np.ndarray, gap_open: int, gap_extend: int, mode: int, low: np.ndarray,
+               width: np.ndarray) -> tuple:
+    """Global or semi-global paths of index pairs in bands of diagonals on the GPU (a thread a
+    pair, ``band.cu``): the contract of the CPU backend's
+    :func:`gpualign.align._cpu.band_paths`. The pairs go in the order of their widths (a
+    warp's lanes then sweep bands of about one width), in launches that fit the memory budget;
+    pairs whose values might not fit the kernel's int32 report columns -1, as those whose
+    traceback leaves the band (the caller aligns them in full)."""
+    import cupy
+
+    count = len(q_index)
+    results = np.zeros((len(BAND_OUTPUTS), count), dtype=np.int64)
+    results[BAND_OUTPUTS.index("columns")] = -1
+    m = qset.lengths[q_index].astype(np.int64)
+    n = tset.lengths[t_index].astype(np.int64)
+    width = np.asarray(width, dtype=np.int64)
+    worst = max(-int(table.min()), 0) + gap_open + gap_extend  # the most a column loses
+    high = max(int(table.max()), 0) * np.minimum(m, n)
+    fits = (high < _BAND_LIMIT) & ((m + n + width) * worst < _BAND_LIMIT)
+    chosen = np.flatnonzero(fits)
+    chosen = chosen[np.argsort(width[chosen], kind="stable")]
+    # Bytes of a pair on the device: its traceback bytes, two rows, its operations and runs,
+    # its rows of the index and result arrays.
+    pair_bytes = m * width + 8 * (width + 1) + 5 * (m + n) + 80
+    table32 = np.ascontiguousarray(table, dtype=np.int32)
+    pieces: list[tuple[np.ndarray, PackedCigars]] = []
+
+    def run(members: np.ndarray, sequences: tuple, start: int, q_local: np.ndarray,
+            t_local: np.ndarray) -> None:  # the pairs chosen[members] of a chunk from start
+        pairs = chosen[members]
+        size = len(pairs)
+        warp_first = np.arange(0, size, 32)
+        wide = np.maximum.reduceat(width[pairs], warp_first).astype(np.int32)
+        rows = np.maximum.reduceat(m[pairs], warp_first)
+        warp_cells = offsets_of_counts(2 * 32 * (wide.astype(np.int64) + 1))
+        warp_trace = offsets_of_counts(32 * rows * wide)
+        room = offsets_of_counts(m[pairs] + n[pairs])
+        (q_dev, t_dev, low_dev, width_dev, wide_dev, cells_at, trace_at, room_dev,
+         table_dev) = upload_together([
+            q_local[members - start], t_local[members - start],
+            np.asarray(low, dtype=np.int32)[pairs], width[pairs].astype(np.int32), wide,
+            warp_cells[:-1], warp_trace[:-1], room[:-1], table32])
+        cells, trace, ops, found = carved(
+            (int(warp_cells[-1]), np.int32), (int(warp_trace[-1]), np.uint8),
+            (int(room[-1]), np.uint8), ((len(BAND_OUTPUTS), size), np.int32))
+        fill = get_kernel(BAND_KERNEL_FILE,
+                          f"band_fill<{'true' if mode == ALIGN_GLOBAL else 'false'}>")
+        fill(*launch.grid(fill, size),
+             (*sequences, q_dev, t_dev, low_dev, width_dev, wide_dev, cells_at, trace_at,
+              room_dev, table_dev, np.int32(len(table32)), np.int32(qset.alphabet.match_codes),
+              np.int32(gap_open), np.int32(gap_extend), np.int32(size), cells, trace, ops,
+              found))
+        first = cupy.zeros(size + 1, dtype=cupy.int64)
+        cupy.cumsum(found[BAND_OUTPUTS.index("runs")], out=first[1:])
+        words = cupy.empty(int(first[-1]), dtype=cupy.uint32)
+        write = get_kernel(BAND_KERNEL_FILE, "band_runs")
+        write(*launch.grid(write, size), (ops, room_dev, found, first, np.int32(size), words))
+        results[:, pairs] = found.get()
+        pieces.append((pairs, PackedCigars.from_words(
+            words.get(), results[BAND_OUTPUTS.index("runs"), pairs])))
+
+    for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index[chosen],
+                                                           t_index[chosen],
+                                                           config.ALIGN_GPU_CHUNK_PAIRS):
+        budget = batch_budget()
+        positions = np.arange(part.start, part.stop)
+        for lo, hi in partition_bounds(offsets_of_counts(pair_bytes[chosen[part]]), budget // 2):
+            launch_split(functools.partial(run, sequences=sequences, start=part.start,
+                                           q_local=q_local, t_local=t_local),
+                         positions[lo:hi], 1, budget)
+    rest = np.setdiff1d(np.arange(count), chosen)
+    pieces.append((rest, PackedCigars.from_words(np.zeros(0, np.uint32),
+                                                 np.zeros(len(rest), np.int64))))
+    return (*results[:BAND_OUTPUTS.index("runs")], placed_cigars(pieces, count, True))
 
 
 def _is_match_mismatch(table: np.ndarray, match_codes: int) -> bool:

@@ -15,13 +15,22 @@ from .._progress import Progress, ProgressArg
 from .._tables import alignment_table
 from ..backend import resolve_backend
 from ..cigar import PackedCigars
-from ..codes import ALIGN_LOCAL, ALIGN_MODE_NAMES, ALIGN_TASKS, align_mode, check_task
+from ..codes import (
+    ALIGN_GLOBAL,
+    ALIGN_LOCAL,
+    ALIGN_MODE_NAMES,
+    ALIGN_SEMI_GLOBAL,
+    ALIGN_TASKS,
+    align_mode,
+    check_task,
+)
 from ..pairs import pair_indices, pair_sets
 from ..scoring import Scoring
 from ..search.database import Database
 from ..search.engine import top_scores_for
 from ..sequences import Alphabet, SequenceSet, as_sequence_set, resolve_alphabet
 from ..streaming import Batch, iter_batches
+from ._band import band_results
 
 __all__ = ["AlignResult", "align", "align_one_to_many"]
 
@@ -124,7 +133,8 @@ def _scoring(scoring: Scoring | None) -> Scoring:
 def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring | None = None,
           task: str = "score", alphabet: str | Alphabet = "auto", invalid: str = "error",
           backend: str = "auto", pairs: tuple[Any, Any] | None = None,
-          progress: ProgressArg = False, packed: bool = False) -> AlignResult:
+          progress: ProgressArg = False, packed: bool = False, band: Any = None,
+          ) -> AlignResult:
     """Align ``queries[i]`` with ``targets[i]`` for every ``i`` (or the index ``pairs``).
 
     Parameters
@@ -159,6 +169,15 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
         instead of a list of strings, for many pairs whose CIGARs are processed as numbers
         (no string is made per pair; :func:`gpualign.cigar.op_counts` and
         :func:`gpualign.cigar.cigar_runs` read the arrays).
+    band : int or array of int, optional
+        ``task="path"``, modes "global" and "semi-global": compute each pair's DP only in a
+        band of diagonals, ``band`` (one for all, or one a pair) wider on each side than the
+        diagonals that end-to-end placements use (semi-global: target start 0 to
+        ``n - m``; global: between 0 and ``n - m``). The answer is the full DP's: a pair whose
+        band does not prove that no path outside it scores as well (its optimum against the
+        best a path with ``band + 1`` gaps can score) is aligned in full. Much faster for
+        pairs that align near those diagonals, such as reads in windows around their
+        placements.
 
     Returns
     -------
@@ -181,10 +200,25 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
     q_index, t_index = pair_indices(qset, tset, pairs, "align", "align_one_to_many")
     scoring.check_covered(qset, "queries")
     scoring.check_covered(tset, "targets")
+    band = _band_widths(band, len(q_index), mode_code, task)
     cells = qset.lengths[q_index].astype(np.int64) * tset.lengths[t_index]
     with Progress(int(cells.sum()), progress, "align", "cell") as counter:
         return _aligned(engine, qset, tset, q_index, t_index, scoring, mode_code, task, counter,
-                        packed=bool(packed))
+                        packed=bool(packed), band=band)
+
+
+def _band_widths(band: Any, count: int, mode_code: int, task: str) -> np.ndarray | None:
+    """:func:`align`'s ``band`` as one int64 a pair (None without), checked."""
+    if band is None:
+        return None
+    if task != "path" or mode_code not in (ALIGN_GLOBAL, ALIGN_SEMI_GLOBAL):
+        raise ValueError(f"band: for task='path' in the modes 'global' and 'semi-global', got "
+                         f"task={task!r}, mode={ALIGN_MODE_NAMES[mode_code]!r}")
+    values = np.asarray(band)
+    if values.ndim > 1 or (values.ndim == 1 and len(values) != count) or \
+            not np.issubdtype(values.dtype, np.integer) or (values < 0).any():
+        raise ValueError(f"band: a non-negative int or one for each of the {count} pairs")
+    return np.broadcast_to(values.astype(np.int64), (count,))
 
 
 def align_encoded(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
@@ -225,12 +259,19 @@ def _aligned(engine, qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
              t_index: np.ndarray, scoring: Scoring, mode_code: int, task: str,
              counter: Progress | None, packed: bool = False,
              known_scores: np.ndarray | None = None,
-             meanwhile: Callable[[], None] | None = None) -> AlignResult:
-    """:func:`align` of checked, encoded pairs on the backend module ``engine``."""
+             meanwhile: Callable[[], None] | None = None,
+             band: np.ndarray | None = None) -> AlignResult:
+    """:func:`align` of checked, encoded pairs on the backend module ``engine`` (in bands of
+    ``band`` diagonals where given: :mod:`._band`)."""
     table, _ = scoring.table(qset.alphabet)
-    score, q_start, q_end, t_start, t_end, cigar, identity = engine.align_pairs(
-        qset, tset, q_index, t_index, table, scoring.gap_open, scoring.gap_extend, mode_code,
-        task, counter, packed=packed, known_scores=known_scores, meanwhile=meanwhile)
+    if band is not None:
+        found = band_results(engine, qset, tset, q_index, t_index, table, scoring.gap_open,
+                             scoring.gap_extend, mode_code, band, counter, packed)
+    else:
+        found = engine.align_pairs(qset, tset, q_index, t_index, table, scoring.gap_open,
+                                   scoring.gap_extend, mode_code, task, counter, packed=packed,
+                                   known_scores=known_scores, meanwhile=meanwhile)
+    score, q_start, q_end, t_start, t_end, cigar, identity = found
     return AlignResult(score, q_start, q_end, t_start, t_end, cigar, identity,
                        ALIGN_MODE_NAMES[mode_code], task, scoring, q_index, t_index,
                        alphabet=qset.alphabet.name)

@@ -33,6 +33,7 @@ from .. import config
 from .._checks import integer
 from .._progress import progress_bar
 from ..align import align
+from ..align._band import band_for_edits
 from ..backend import BACKENDS, resolve_backend
 from ..cigar import PackedCigars, offsets_of_counts
 from ..codes import OP_INSERTION
@@ -760,9 +761,13 @@ def _affine_paths(reference: SequenceSet, strands: SequenceSet, hits: _Hits, cho
     contig = hits.contig[chosen]
     start = np.maximum(0, hits.pos[chosen] - pad)
     end = np.minimum(reference.lengths[contig], hits.end[chosen] + pad)
+    # In a band that such a path proves (the DP's answer either way: align's ``band``).
+    table, _ = AFFINE_SCORING.table(strands.alphabet)
+    band = band_for_edits(strands.lengths[query], distance, table, AFFINE_SCORING.gap_open,
+                          AFFINE_SCORING.gap_extend)
     found = align(strands, _windows(reference, contig, start, end), mode="semi-global",
                   scoring=AFFINE_SCORING, task="path", backend=backend,
-                  pairs=(query, np.arange(len(chosen))), packed=True)
+                  pairs=(query, np.arange(len(chosen))), packed=True, band=band)
     return start, found
 
 
