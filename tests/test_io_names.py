@@ -360,6 +360,47 @@ def test_sam_never_has_duplicate_sq_lines(tmp_path, capsys):
     assert captured.err.count("gpualign: warning:") == 2  # one line per file
 
 
+@pytest.mark.parametrize("block", [23, 1000, 1 << 25])
+@pytest.mark.parametrize("variant", ["plain", "plus names", "crlf", "no last newline",
+                                     "tabs and spaces"])
+def test_fastq_batches_of_the_compiled_parser_equal_dnaio(tmp_path, monkeypatch, block,
+                                                          variant):
+    # Blocks that end inside records; the records the compiled parser leaves to dnaio (a
+    # name after "+", a carriage return, white space in a sequence) from the first one on.
+    from gpualign.formats import _cpu as formats
+
+    monkeypatch.setattr(io, "_BLOCK", block)
+    rng = np.random.default_rng(4)
+    lines = []
+    for k in range(60):
+        sequence = "".join(rng.choice(list("ACGTNacgtRY"), int(rng.integers(0, 40))))
+        quality = "".join(chr(c) for c in rng.integers(33, 127, len(sequence)))
+        plus = f"+r{k} note {k}" if variant == "plus names" and k == 37 else "+"
+        if variant == "tabs and spaces" and k == 41:
+            sequence, quality = sequence + " A", quality + "II"
+        lines.append(f"@r{k} note {k}\n{sequence}\n{plus}\n{quality}\n")
+    text = "".join(lines)
+    if variant == "crlf":
+        text = text.replace("\n", "\r\n")
+    if variant == "no last newline":
+        text = text[:-1]
+    path = tmp_path / "reads.fq"
+    path.write_bytes(text.encode())
+    parsed = []
+    parse = formats.parse_fastq_block
+    monkeypatch.setattr(formats, "parse_fastq_block",
+                        lambda raw, final: parsed.append(parse(raw, final)) or parsed[-1])
+    want = list(io.read_records(path, qualities=True))
+    got = [(name, sequences[offsets[k]:offsets[k + 1]].decode(), quality)
+           for names, sequences, offsets, qualities in io.read_record_batches(path, 16)
+           for k, (name, quality) in enumerate(zip(names, qualities, strict=True))]
+    assert got == want
+    compiled = sum(len(found[0]) for found in parsed)
+    left = variant in ("plus names", "crlf", "tabs and spaces")
+    assert compiled == ({"plus names": 37, "crlf": 0, "tabs and spaces": 41}[variant] if left
+                        else 60)
+
+
 @pytest.mark.parametrize("size", [1, 3, 5000])
 def test_record_batches_equal_the_records_one_by_one(tmp_path, monkeypatch, size):
     # The batch reader of the mapper's reads gives read_records' names (empty, tabbed and
@@ -378,8 +419,11 @@ def test_record_batches_equal_the_records_one_by_one(tmp_path, monkeypatch, size
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", io.DuplicateNameWarning)
             got = list(io.read_record_batches(path, size, duplicates="rename"))
-        assert all(len(names) == min(size, len(headers)) for names, _, _ in got[:-1])
-        assert [tuple(field) for batch in got for field in zip(*batch, strict=True)] == want
+        assert all(len(names) == min(size, len(headers)) for names, *_ in got[:-1])
+        records = [(name, sequences[offsets[k]:offsets[k + 1]].decode(), quality)
+                   for names, sequences, offsets, qualities in got
+                   for k, (name, quality) in enumerate(zip(names, qualities, strict=True))]
+        assert records == want
     broken = tmp_path / "broken.fq"
     broken.write_text("@a\nAC\n+\nII\n@b\nAC\n+\nI\n")
     with pytest.raises(io.SequenceFileError) as one_by_one:

@@ -16,7 +16,7 @@ from typing import IO, Any
 import dnaio
 import numpy as np
 
-from .cigar import count_ops
+from .cigar import count_ops, offsets_of_counts
 from .formats import name_hashes
 
 __all__ = ["DuplicateNameError", "DuplicateNameWarning", "SequenceFileError", "joined_utf8",
@@ -193,7 +193,7 @@ def _records(path: str, qualities: bool = False) -> Iterator[tuple[Any, ...]]:
             yield (*fields, record.qualities) if qualities else fields
 
 
-#: Records that :func:`read_record_batches` takes from dnaio at once.
+#: Records that :func:`_fastq_blocks` takes from dnaio at once.
 _CHUNK_RECORDS = 4096
 
 
@@ -224,40 +224,114 @@ def _dnaio_chunks(path: str, size: int) -> Iterator[list[Any]]:
 
 
 def read_record_batches(path: str | os.PathLike, size: int, *, duplicates: str | None = None,
-                        ) -> Iterator[tuple[list[str], list[str], list[str | None]]]:
-    r"""``(names, sequences, qualities)`` of every ``size`` records of a FASTA or FASTQ file in
-    turn (fewer at the end), the names and sequences as :func:`read_records` gives them and the
-    FASTQ quality strings (None in FASTA): read records batch by batch, with no Python work
-    per record beyond taking dnaio's fields (many short reads).
+                        ) -> Iterator[tuple[list[str], bytes, np.ndarray, list[str | None]]]:
+    r"""``(names, sequences, offsets, qualities)`` of every ``size`` records of a FASTA or
+    FASTQ file in turn (fewer at the end): the names as :func:`read_records` gives them, the
+    sequences' bytes concatenated (``offsets`` delimit them, as :func:`read_packed`'s) and
+    the FASTQ quality strings (None in FASTA). The compiled parsers read the records block by
+    block (:func:`_fastq_blocks`, :func:`_blocks`), with no Python work per record (many short
+    reads), dnaio the records they leave (from the first one on).
 
     Examples
     --------
     >>> import tempfile, pathlib
     >>> reads = pathlib.Path(tempfile.mkdtemp(), "r.fq")
     >>> _ = reads.write_text("@a/1 x\nACGT\n+\nIIII\n@\nGG\n+\nII\n")
-    >>> next(read_record_batches(reads, 10))
-    (['a/1', '1'], ['ACGT', 'GG'], ['IIII', 'II'])
+    >>> names, sequences, offsets, qualities = next(read_record_batches(reads, 10))
+    >>> names, sequences, offsets.tolist(), qualities
+    (['a/1', '1'], b'ACGTGG', [0, 4, 6], ['IIII', 'II'])
     """
     path = _checked(path)
     names = _Names(path, duplicates)
-    batch: tuple[list[str], list[str], list[str | None]] = ([], [], [])
-    # Small chunks of dnaio's records, their fields taken at once: a batch's worth of records
-    # alive together would cost more (the collector scans them).
-    for chunk in _dnaio_chunks(path, min(size, _CHUNK_RECORDS)):
-        ids = [record.id for record in chunk]
-        if "" in ids or not all(map(str.isprintable, ids)):  # split as _records does
-            ids = [name if name and name.isprintable() else _split_header(record.name)[0]
-                   for name, record in zip(ids, chunk, strict=True)]
-        batch[0].extend(names.batch(ids))
-        batch[1].extend([record.sequence for record in chunk])
-        batch[2].extend([record.qualities for record in chunk])
-        if len(batch[0]) >= size:
-            yield tuple(part[:size] for part in batch)
-            batch = tuple(part[size:] for part in batch)
-    if batch[0]:
-        yield batch
+    blocks = _fastq_blocks(path) if _first_symbol(path) == ord("@") else \
+        ((block[0], block[2], block[3], [None] * len(block[0]), block[4])
+         for block in _blocks(path, "cpu", hash_names=True))
+    pending: list[_ReadBlock] = []  # records read, not yet handed out
+    count = 0
+    for block_names, sequences, lengths, qualities, hashes in blocks:
+        pending.append((names.batch(block_names, hashes), sequences, lengths, qualities))
+        count += len(block_names)
+        while count >= size:
+            batch, rest = _split_records(pending, size)
+            pending, count = [rest], count - size
+            yield batch
+    if count:
+        yield _split_records(pending, count)[0]
 
 
+#: Records of a FASTQ file: names, sequences (bytes, concatenated), lengths, qualities.
+_ReadBlock = tuple[list[str], bytes, np.ndarray, list[str | None]]
+
+
+def _split_records(blocks: list[_ReadBlock], size: int,
+                   ) -> tuple[tuple[list[str], bytes, np.ndarray, list[str | None]], _ReadBlock]:
+    """The first ``size`` records of ``blocks`` as a batch of :func:`read_record_batches`,
+    and the rest as a block."""
+    names = list(itertools.chain.from_iterable(block[0] for block in blocks))
+    sequences = b"".join(block[1] for block in blocks)
+    lengths = np.concatenate([block[2] for block in blocks])
+    qualities = list(itertools.chain.from_iterable(block[3] for block in blocks))
+    offsets = offsets_of_counts(lengths[:size])
+    cut = int(offsets[-1])
+    return ((names[:size], sequences[:cut], offsets, qualities[:size]),
+            (names[size:], sequences[cut:], lengths[size:], qualities[size:]))
+
+
+def _first_symbol(path: str) -> int | None:
+    """The first byte of the (decompressed) file that is not white space, or None."""
+    import xopen
+
+    try:
+        with xopen.xopen(path, "rb", threads=0) as handle:
+            head = handle.read(4096)
+    except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError, *DECOMPRESSION_ERRORS):
+        return None  # dnaio reports it
+    head = head.lstrip()
+    return head[0] if head else None
+
+
+def _fastq_blocks(path: str) -> Iterator[tuple[list[str], bytes, np.ndarray,
+                                               list[str | None], np.ndarray | None]]:
+    """Blocks of consecutive records of a FASTQ file: names (not settled), sequences,
+    lengths, qualities and the names' hashes sorted (None from dnaio); from the compiled
+    FASTQ parser, then, from the first record it leaves (or a block that does not read), from
+    dnaio, a few thousand records at a time."""
+    import xopen
+
+    from .formats import _cpu as formats
+
+    parsed = 0
+    try:
+        handle = xopen.xopen(path, "rb", threads=0)
+    except (OSError, ValueError, *DECOMPRESSION_ERRORS):
+        handle = None
+    if handle is not None:
+        with handle:
+            carry, final = b"", False
+            while not final:
+                try:
+                    block = handle.read(_BLOCK)
+                except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError,
+                        *DECOMPRESSION_ERRORS):
+                    break  # dnaio says what is wrong, naming the record
+                final = not block
+                joined = carry + block
+                names, sequences, lengths, qualities, consumed, unusual, hashes = \
+                    formats.parse_fastq_block(joined, final)
+                if names:
+                    parsed += len(names)
+                    yield names, sequences, lengths, qualities, hashes
+                if unusual:
+                    break
+                carry = joined[consumed:]
+            else:
+                return
+    records = itertools.islice(_records(path, qualities=True), parsed, None)
+    for chunk in iter(lambda: list(itertools.islice(records, _CHUNK_RECORDS)), []):
+        names, _, sequences, qualities = (list(column) for column in zip(*chunk, strict=True))
+        yield (names, "".join(sequences).encode("latin-1", errors="replace"),
+               np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences)),
+               qualities, None)
 def _reason(exc: Exception) -> str:
     """Why reading failed, in words: an OSError's text repeats the path the message starts with,
     a decoding error's gives an offset into a buffer of dnaio's."""

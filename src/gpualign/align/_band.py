@@ -133,7 +133,9 @@ def band_results(engine: ModuleType, qset: SequenceSet, tset: SequenceSet, q_ind
     pieces = [(done, cigars if packed else cigars.to_text())]
     if progress is not None:
         progress.pairs_done(m[done] * n[done])
-    rest = np.setdiff1d(np.arange(count), done)
+    settled = np.zeros(count, dtype=bool)
+    settled[done] = True
+    rest = np.flatnonzero(~settled)
     if len(rest):
         *values, rest_cigars, rest_identity = engine.align_pairs(
             qset, tset, q_index[rest], t_index[rest], table, gap_open, gap_extend, mode, "path",

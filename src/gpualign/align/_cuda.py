@@ -850,7 +850,7 @@ def band_paths(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
             launch_split(functools.partial(run, sequences=sequences, start=part.start,
                                            q_local=q_local, t_local=t_local),
                          positions[lo:hi], 1, budget)
-    rest = np.setdiff1d(np.arange(count), chosen)
+    rest = np.flatnonzero(~fits)
     pieces.append((rest, PackedCigars.from_words(np.zeros(0, np.uint32),
                                                  np.zeros(len(rest), np.int64))))
     return (*results[:BAND_OUTPUTS.index("runs")], placed_cigars(pieces, count, True))

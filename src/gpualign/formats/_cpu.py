@@ -1,5 +1,6 @@
-"""The CPU side of the file formats: the FASTA parser and the MUMmer text writer, compiled
-with Numba (``formats/_cuda.py`` does the same on the GPU, with the same results).
+"""The CPU side of the file formats: the FASTA and FASTQ parsers and the MUMmer text writer,
+compiled with Numba (``formats/_cuda.py`` parses FASTA and writes MUMmer text on the GPU, with
+the same results).
 
 Imported only when used, so that a CUDA run does not load Numba.
 """
@@ -17,8 +18,8 @@ from . import NAME_HASH_FACTOR, NAME_HASH_SEED
 
 #: Bytes of a block that one thread parses (blocks are cut at record starts).
 CHUNK = 1 << 20
-# What the compiled FASTA parser reports: every complete record of the block parsed, or a
-# record it leaves to dnaio (FASTQ, non-ASCII, white space inside a sequence line).
+# What the compiled parsers report: every complete record of the block parsed, or a record
+# they leave to dnaio (for FASTA: FASTQ, non-ASCII, white space inside a sequence line).
 _PARSED, _UNUSUAL = 0, 1
 
 
@@ -79,6 +80,27 @@ def parse_block(raw: bytes, final: bool, hash_names: bool = False,
             np.sort(np.concatenate(record_hashes)) if hash_names else None)
 
 
+def parse_fastq_block(raw: bytes, final: bool,
+                      ) -> tuple[list[str], bytes, np.ndarray, list[str], int, bool, np.ndarray]:
+    """The complete FASTQ records of ``raw`` (all of them when ``final``) as ``names,
+    sequences, lengths, qualities``, the bytes they take, whether parsing stopped at a record
+    left to dnaio (:func:`_parse_fastq`), and the hashes of the names, sorted (see
+    :data:`gpualign.formats.NAME_HASH_SEED`): one compiled pass over the block (it releases
+    the GIL, so a reading thread leaves the others to work)."""
+    data = np.frombuffer(raw, dtype=np.uint8)
+    sequences = np.empty(len(data), dtype=np.uint8)
+    qualities = np.empty(len(data), dtype=np.uint8)
+    lengths = np.empty(len(data) // 4 + 1, dtype=np.int64)
+    hashes = np.empty(len(lengths), dtype=np.uint64)
+    name_bytes = np.empty(len(data) + 1, dtype=np.uint8)
+    status, records, consumed, used, name_used = _parse_fastq(
+        data, final, sequences, qualities, lengths, hashes, name_bytes,
+        np.uint64(NAME_HASH_SEED), np.uint64(NAME_HASH_FACTOR))
+    return (_lines([name_bytes[:name_used]]), sequences[:used].tobytes(), lengths[:records],
+            _lines([qualities[:used + records]]), consumed, status == _UNUSUAL,
+            np.sort(hashes[:records]))
+
+
 def _lines(parts: list[np.ndarray]) -> list[str]:
     """The lines of ASCII text in ``parts``, each ended by a newline."""
     return b"".join(part.data for part in parts).decode("ascii").split("\n")[:-1]
@@ -95,6 +117,73 @@ def _parsers() -> ThreadPoolExecutor:
 def _blank(byte):
     """Space, tab or carriage return: the white space a FASTA line of the parser may hold."""
     return byte == 32 or byte == 9 or byte == 13
+
+
+@njit(cache=True, nogil=True)
+def _line_end(data, at):
+    """Where the line from ``at`` ends: its newline, or the end of ``data``."""
+    while at < len(data) and data[at] != 10:
+        at += 1
+    return at
+
+
+@njit(cache=True, nogil=True)
+def _parse_fastq(data, final, sequences, qualities, lengths, hashes, name_bytes, seed, factor):
+    """Parse the complete FASTQ records of ``data`` (all of them when ``final``): four lines
+    each, ``@`` and a header, the sequence, ``+`` alone, the qualities (as many, ``!`` to
+    ``~``). Returns ``status, records, consumed bytes, sequence bytes, name bytes``:
+    sequences concatenated into ``sequences``, lengths into ``lengths``, names (the header up
+    to its first white space) into ``name_bytes`` and their hashes into ``hashes``, the
+    qualities into ``qualities``, each followed by a newline. A record of any other shape, a
+    carriage return, a byte outside printable ASCII (a tab in a header aside) or white space in
+    a sequence is left to dnaio (status ``_UNUSUAL``): it reads the rest, or says what is
+    wrong."""
+    n = len(data)
+    at = records = used = name_used = 0
+    quality_used = 0
+    while at < n:
+        start, start_used, start_name = at, used, name_used
+        header_end = _line_end(data, at)
+        sequence_end = _line_end(data, header_end + 1)
+        plus_end = _line_end(data, sequence_end + 1)
+        quality_end = _line_end(data, plus_end + 1)
+        if quality_end >= n and not final:  # the block may end inside this record
+            return _PARSED, records, start, start_used, start_name
+        if data[at] != 64 or plus_end >= n or data[sequence_end + 1] != 43 or \
+                plus_end != sequence_end + 2 or \
+                quality_end - plus_end != sequence_end - header_end:
+            return _UNUSUAL, records, start, start_used, start_name
+        for position in range(at + 1, header_end):
+            byte = data[position]
+            if (byte < 32 and byte != 9) or byte >= 127:
+                return _UNUSUAL, records, start, start_used, start_name
+        name = at + 1
+        while name < header_end and (data[name] == 32 or data[name] == 9):
+            name += 1
+        name_hash = seed
+        while name < header_end and data[name] != 32 and data[name] != 9:
+            name_bytes[name_used] = data[name]
+            name_hash = name_hash * factor + data[name]
+            name_used += 1
+            name += 1
+        name_bytes[name_used] = 10
+        name_used += 1
+        for k in range(sequence_end - header_end - 1):
+            byte = data[header_end + 1 + k]
+            quality = data[plus_end + 1 + k]
+            if byte <= 32 or byte >= 127 or quality <= 32 or quality >= 127:
+                return _UNUSUAL, records, start, start_used, start_name
+            sequences[used] = byte
+            qualities[quality_used] = quality
+            used += 1
+            quality_used += 1
+        qualities[quality_used] = 10
+        quality_used += 1
+        lengths[records] = used - start_used
+        hashes[records] = name_hash
+        records += 1
+        at = quality_end + 1
+    return _PARSED, records, min(at, n), used, name_used
 
 
 @njit(cache=True, nogil=True)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..mems.index import nucleotides
-from ..sequences import SequenceSet, as_sequence_set, encode_many
+from ..sequences import SequenceSet, as_sequence_set, encode_packed
 
 #: A read's symbols outside ACGT (IUPAC codes) are N, which matches nothing: as every mapper.
 READ_INVALID = "wildcard"
@@ -41,9 +41,9 @@ def read_batches(reads: Any, batch_reads: int, role: str = "reads") -> Iterator[
         from ..io import read_record_batches  # dnaio loads once a file is read
 
         start = 0
-        for names, sequences, qualities in read_record_batches(reads, batch_reads):
-            codes, offsets = encode_many(sequences, "dna", names=names, first_index=start,
-                                         invalid=READ_INVALID)
+        for names, sequences, offsets, qualities in read_record_batches(reads, batch_reads):
+            codes = encode_packed(sequences, offsets, "dna", names=names, first_index=start,
+                                  invalid=READ_INVALID)
             yield ReadBatch(start, SequenceSet(codes, offsets, names, "dna"),
                             None if qualities[0] is None else qualities)
             start += len(names)
