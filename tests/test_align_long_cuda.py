@@ -438,7 +438,7 @@ def tiny_tiles(request, monkeypatch):
     monkeypatch.setattr(config, "LONG_ALIGN_THREADS", threads)
     monkeypatch.setattr(config, "LONG_ALIGN_ROWS_PER_THREAD", rows)
     monkeypatch.setattr(config, "LONG_ALIGN_TILE_COLUMNS", columns)
-    # A band's chunk narrower or wider than a tile, as the defaults have it (128 and 512).
+    # A band's chunk narrower or wider than a tile, as the defaults have it (64 and 512).
     monkeypatch.setattr(config, "LONG_ALIGN_BAND_COLUMNS", columns + 3 if columns < 64 else 48)
     monkeypatch.setattr(config, "LONG_ALIGN_MIN_CELLS", 1)
     return request.param

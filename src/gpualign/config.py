@@ -190,7 +190,7 @@ LONG_ALIGN_TILE_COLUMNS = 512
 
 #: Target columns that a band of the "bands" schedule sweeps at a time: the band below waits
 #: for them, so narrow chunks keep the bands close behind each other.
-LONG_ALIGN_BAND_COLUMNS = 128
+LONG_ALIGN_BAND_COLUMNS = 64
 
 #: How the tiles of a long-alignment batch are scheduled: "tickets" (one launch; each block
 #: takes the next tile in anti-diagonal order and waits until the tiles above and to the left
