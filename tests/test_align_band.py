@@ -161,6 +161,20 @@ def _scored(a, b, start, moves, table, scoring) -> int:
     return score
 
 
+def test_bands_whose_traceback_would_be_too_large_are_aligned_in_full(backend, monkeypatch):
+    # Bands of more cells than a traceback may take go to the full DP (in linear space when
+    # the pair is that large too): the same answers, none of them from a band.
+    queries, targets, band = _pairs(6, 60)
+    monkeypatch.setattr(config, "ALIGN_LINEAR_MIN_CELLS", 40)
+    full = gpualign.align(queries, targets, mode="semi-global", scoring=AFFINE_SCORING,
+                          task="path", backend=backend)
+    engine = align_api._backend(backend)
+    monkeypatch.setattr(engine, "band_paths", None)  # never called: every band is too large
+    banded = gpualign.align(queries, targets, mode="semi-global", scoring=AFFINE_SCORING,
+                            task="path", backend=backend, band=band + 10)
+    assert banded.cigar == full.cigar and banded.score.tolist() == full.score.tolist()
+
+
 def test_the_cuda_fill_leaves_pairs_out_of_its_values_to_the_full_dp(backend, monkeypatch):
     # Bounds the GPU's int32 cannot take (forced tiny here) and budgets that split the pairs
     # into many launches: the answer is the same.

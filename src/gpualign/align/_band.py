@@ -21,6 +21,7 @@ from types import ModuleType
 
 import numpy as np
 
+from .. import config
 from .._progress import Progress
 from ..cigar import PackedCigars, placed_cigars
 from ..codes import ALIGN_GLOBAL
@@ -34,8 +35,9 @@ def band_diagonals(m: np.ndarray, n: np.ndarray, band: np.ndarray, mode: int,
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The band of each pair of ``m`` x ``n`` symbols: its lowest diagonal ``j - i``, its
     width in diagonals (those of the matrix only), and whether it is worth computing: it holds
-    the pair's end cells and is narrower than the pair's columns (else the pair is aligned in
-    full at the same cost).
+    the pair's end cells, is narrower than the pair's columns (else the pair is aligned in
+    full at the same cost) and its traceback, a byte a cell, stays within
+    ``config.ALIGN_LINEAR_MIN_CELLS`` (a larger one is aligned in full, in linear space).
 
     Examples
     --------
@@ -52,7 +54,8 @@ def band_diagonals(m: np.ndarray, n: np.ndarray, band: np.ndarray, mode: int,
         low, high = -band, n - m + band
     low, high = np.maximum(low, -m), np.minimum(high, n)
     width = np.maximum(high - low + 1, 0)
-    usable = (m > 0) & (n > 0) & (low <= n - m) & (high >= n - m) & (width <= n)
+    usable = (m > 0) & (n > 0) & (low <= n - m) & (high >= n - m) & (width <= n) & \
+        (m * width <= config.ALIGN_LINEAR_MIN_CELLS)
     return low, width, usable
 
 
@@ -117,22 +120,26 @@ def band_results(engine: ModuleType, qset: SequenceSet, tset: SequenceSet, q_ind
     band = np.broadcast_to(np.asarray(band, dtype=np.int64), (count,))
     low, width, usable = band_diagonals(m, n, band, mode)
     chosen = np.flatnonzero(usable)
-    score, q_start, t_start, t_end, matches, columns, band_cigars = engine.band_paths(
-        qset, tset, q_index[chosen], t_index[chosen], table, gap_open, gap_extend, mode,
-        low[chosen], width[chosen])
-    exact = (columns >= 0) & (score > best_outside(m[chosen], n[chosen], band[chosen], mode,
-                                                   table, gap_open, gap_extend))
-    done = chosen[exact]
     results = [np.zeros(count, dtype=np.int64) for _ in range(5)]
-    for values, part in zip(results, (score, q_start, m[chosen], t_start, t_end), strict=True):
-        values[done] = part[exact]
     identity = np.zeros(count, dtype=np.float64)
-    identity[done] = np.divide(matches[exact], columns[exact],
-                               out=np.zeros(len(done)), where=columns[exact] > 0)
-    cigars: PackedCigars | list[str | None] = band_cigars.take(np.flatnonzero(exact))
-    pieces = [(done, cigars if packed else cigars.to_text())]
-    if progress is not None:
-        progress.pairs_done(m[done] * n[done])
+    pieces: list[tuple[np.ndarray, PackedCigars | list[str | None]]] = []
+    done = chosen[:0]
+    if len(chosen):
+        score, q_start, t_start, t_end, matches, columns, band_cigars = engine.band_paths(
+            qset, tset, q_index[chosen], t_index[chosen], table, gap_open, gap_extend, mode,
+            low[chosen], width[chosen])
+        exact = (columns >= 0) & (score > best_outside(m[chosen], n[chosen], band[chosen],
+                                                       mode, table, gap_open, gap_extend))
+        done = chosen[exact]
+        for values, part in zip(results, (score, q_start, m[chosen], t_start, t_end),
+                                strict=True):
+            values[done] = part[exact]
+        identity[done] = np.divide(matches[exact], columns[exact],
+                                   out=np.zeros(len(done)), where=columns[exact] > 0)
+        cigars = band_cigars.take(np.flatnonzero(exact))
+        pieces.append((done, cigars if packed else cigars.to_text()))
+        if progress is not None:
+            progress.pairs_done(m[done] * n[done])
     settled = np.zeros(count, dtype=bool)
     settled[done] = True
     rest = np.flatnonzero(~settled)

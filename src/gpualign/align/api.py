@@ -173,11 +173,13 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
         ``task="path"``, modes "global" and "semi-global": compute each pair's DP only in a
         band of diagonals, ``band`` (one for all, or one a pair) wider on each side than the
         diagonals that end-to-end placements use (semi-global: target start 0 to
-        ``n - m``; global: between 0 and ``n - m``). The answer is the full DP's: a pair whose
-        band does not prove that no path outside it scores as well (its optimum against the
-        best a path with ``band + 1`` gaps can score) is aligned in full. Much faster for
-        pairs that align near those diagonals, such as reads in windows around their
-        placements.
+        ``n - m``; global: between 0 and ``n - m``). The answer is the full DP's (the same
+        score, ends and path; pairs so large that the full DP finds their path in linear
+        space get an optimal path as it does, which may differ from its among equal ones): a
+        pair whose band does not prove that no path outside it scores as well (its optimum
+        against the best a path with ``band + 1`` gaps can score) is aligned in full. Much
+        faster for pairs that align near those diagonals, such as reads in windows around
+        their placements.
 
     Returns
     -------
