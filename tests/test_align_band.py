@@ -23,6 +23,7 @@ from gpualign.map.segments import AFFINE_SCORING
 SCORINGS = [AFFINE_SCORING,
             Scoring(match=2, mismatch=-3, gap_open=5, gap_extend=2),
             Scoring(match=1, mismatch=-1, gap_open=2, gap_extend=2),  # linear gaps
+            Scoring(match=1, mismatch=-1, gap_open=3, gap_extend=0),  # bounds met exactly
             Scoring(match=1, mismatch=0, gap_open=0, gap_extend=0)]   # all ties
 
 
@@ -92,6 +93,21 @@ def test_band_paths_equal_the_full_dp(backend, mode, scoring, monkeypatch):
     if scoring.gap_open + scoring.gap_extend > 0:
         assert settled > len(queries) // 4, settled
     assert in_full[0] > len(queries) // 10, in_full
+
+
+def test_a_band_whose_optimum_ties_the_bound_is_aligned_in_full(backend):
+    # A path outside the band scores as much as the band's best: the full DP's path is the
+    # one outside (settling on a tie would give another).
+    scoring = Scoring(match=1, mismatch=-1, gap_open=3, gap_extend=0)
+    full = gpualign.align(["CCCAAAC"], ["CAACCACAA"], mode="semi-global", scoring=scoring,
+                          task="path", backend=backend)
+    banded = gpualign.align(["CCCAAAC"], ["CAACCACAA"], mode="semi-global", scoring=scoring,
+                            task="path", backend=backend, band=2)
+    table, _ = scoring.table("dna")
+    bound = _band.best_outside(np.array([7]), np.array([9]), np.array([2]), ALIGN_SEMI_GLOBAL,
+                               table, scoring.gap_open, scoring.gap_extend)
+    assert full.score.tolist() == bound.tolist()
+    assert banded.cigar == full.cigar == ["1=3I3="]
 
 
 def test_band_paths_of_the_smallest_pairs_and_widest_bands(backend):

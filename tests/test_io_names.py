@@ -378,7 +378,8 @@ def test_fastq_batches_of_the_compiled_parser_equal_dnaio(tmp_path, monkeypatch,
         plus = f"+r{k} note {k}" if variant == "plus names" and k == 37 else "+"
         if variant == "tabs and spaces" and k == 41:
             sequence, quality = sequence + " A", quality + "II"
-        lines.append(f"@r{k} note {k}\n{sequence}\n{plus}\n{quality}\n")
+        header = f"  r{k} note {k}" if k == 2 else f"r{k} note {k}"  # white space first
+        lines.append(f"@{header}\n{sequence}\n{plus}\n{quality}\n")
     text = "".join(lines)
     if variant == "crlf":
         text = text.replace("\n", "\r\n")
@@ -399,6 +400,35 @@ def test_fastq_batches_of_the_compiled_parser_equal_dnaio(tmp_path, monkeypatch,
     left = variant in ("plus names", "crlf", "tabs and spaces")
     assert compiled == ({"plus names": 37, "crlf": 0, "tabs and spaces": 41}[variant] if left
                         else 60)
+
+
+@pytest.mark.parametrize("text, name", [
+    ("@a\nAC\n+\nII\n@b\nAC\n+\nIII\n", "reads.fq"),  # a quality too long
+    ("@a\nAC\n+\nII\n@b\n\n+\n", "reads.fq"),  # cut short after "+"
+    ("@a\nAC\n+\nII\n@b\n\n+\n\n", "reads.fq"),  # an empty read: read
+    ("@a\nAC\n+\nII\n@b\nAC\n+\nII\n", "reads.fa"),  # FASTQ named as FASTA: refused
+    (">a\nAC\n>b\nGT\n", "reads.fq"),  # FASTA named as FASTQ: read
+])
+def test_record_batches_read_and_refuse_what_dnaio_does(tmp_path, text, name):
+    # The compiled parser takes no record that dnaio would not (dnaio picks the format by
+    # the file's name first, as read_records does): the same records, or the same error
+    # naming the same record.
+    path = tmp_path / name
+    path.write_text(text)
+
+    def outcome(read):
+        try:
+            return read()
+        except io.SequenceFileError as error:
+            return str(error)
+
+    want = outcome(lambda: list(io.read_records(path, qualities=True)))
+    got = outcome(lambda: [(name, sequences[offsets[k]:offsets[k + 1]].decode(), quality)
+                           for names, sequences, offsets, qualities
+                           in io.read_record_batches(path, 1)
+                           for k, (name, quality) in enumerate(zip(names, qualities,
+                                                                   strict=True))])
+    assert got == want
 
 
 @pytest.mark.parametrize("size", [1, 3, 5000])

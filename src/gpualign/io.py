@@ -1,4 +1,5 @@
-"""Sequence files in (FASTA/FASTQ through dnaio, compressed or not) and result tables out."""
+"""Sequence files in (FASTA/FASTQ, compressed or not: compiled parsers where the records are
+plain, dnaio for the rest) and result tables out."""
 
 from __future__ import annotations
 
@@ -193,7 +194,8 @@ def _records(path: str, qualities: bool = False) -> Iterator[tuple[Any, ...]]:
             yield (*fields, record.qualities) if qualities else fields
 
 
-#: Records that :func:`_fastq_blocks` takes from dnaio at once.
+#: Records that the readers take from dnaio at once, after the compiled parsers'
+#: (:func:`_dnaio_chunks_after`).
 _CHUNK_RECORDS = 4096
 
 
@@ -223,6 +225,10 @@ def _dnaio_chunks(path: str, size: int) -> Iterator[list[Any]]:
         raise SequenceFileError(f"{path}: cannot read {where}: {_reason(exc)}") from exc
 
 
+#: Records of a FASTQ file: names, sequences (bytes, concatenated), lengths, qualities.
+_ReadBlock = tuple[list[str], bytes, np.ndarray, list[str | None]]
+
+
 def read_record_batches(path: str | os.PathLike, size: int, *, duplicates: str | None = None,
                         ) -> Iterator[tuple[list[str], bytes, np.ndarray, list[str | None]]]:
     r"""``(names, sequences, offsets, qualities)`` of every ``size`` records of a FASTA or
@@ -243,59 +249,54 @@ def read_record_batches(path: str | os.PathLike, size: int, *, duplicates: str |
     """
     path = _checked(path)
     names = _Names(path, duplicates)
-    blocks = _fastq_blocks(path) if _first_symbol(path) == ord("@") else \
+    blocks = _fastq_blocks(path, names.checks) if _is_fastq(path) else \
         ((block[0], block[2], block[3], [None] * len(block[0]), block[4])
-         for block in _blocks(path, "cpu", hash_names=True))
-    pending: list[_ReadBlock] = []  # records read, not yet handed out
-    count = 0
+         for block in _blocks(path, "cpu", hash_names=names.checks))
+    pending: _ReadBlock | None = None  # records read, not yet handed out
     for block_names, sequences, lengths, qualities, hashes in blocks:
-        pending.append((names.batch(block_names, hashes), sequences, lengths, qualities))
-        count += len(block_names)
-        while count >= size:
-            batch, rest = _split_records(pending, size)
-            pending, count = [rest], count - size
-            yield batch
-    if count:
-        yield _split_records(pending, count)[0]
+        block = (names.batch(block_names, hashes), sequences, lengths, qualities)
+        pending = block if pending is None else _joined_blocks(pending, block)
+        count = len(pending[0])
+        offsets = offsets_of_counts(pending[2])
+        lo = 0
+        while count - lo >= size:  # each batch a slice: linear in the records
+            hi = lo + size
+            yield (pending[0][lo:hi], pending[1][offsets[lo]:offsets[hi]],
+                   offsets[lo:hi + 1] - offsets[lo], pending[3][lo:hi])
+            lo = hi
+        pending = None if lo == count else \
+            (pending[0][lo:], pending[1][offsets[lo]:], pending[2][lo:], pending[3][lo:])
+    if pending is not None:
+        yield pending[0], pending[1], offsets_of_counts(pending[2]), pending[3]
 
 
-#: Records of a FASTQ file: names, sequences (bytes, concatenated), lengths, qualities.
-_ReadBlock = tuple[list[str], bytes, np.ndarray, list[str | None]]
+def _joined_blocks(first: _ReadBlock, second: _ReadBlock) -> _ReadBlock:
+    """The records of ``first``, then those of ``second``, as one block."""
+    return (first[0] + second[0], first[1] + second[1], np.concatenate((first[2], second[2])),
+            first[3] + second[3])
 
 
-def _split_records(blocks: list[_ReadBlock], size: int,
-                   ) -> tuple[tuple[list[str], bytes, np.ndarray, list[str | None]], _ReadBlock]:
-    """The first ``size`` records of ``blocks`` as a batch of :func:`read_record_batches`,
-    and the rest as a block."""
-    names = list(itertools.chain.from_iterable(block[0] for block in blocks))
-    sequences = b"".join(block[1] for block in blocks)
-    lengths = np.concatenate([block[2] for block in blocks])
-    qualities = list(itertools.chain.from_iterable(block[3] for block in blocks))
-    offsets = offsets_of_counts(lengths[:size])
-    cut = int(offsets[-1])
-    return ((names[:size], sequences[:cut], offsets, qualities[:size]),
-            (names[size:], sequences[cut:], lengths[size:], qualities[size:]))
-
-
-def _first_symbol(path: str) -> int | None:
-    """The first byte of the (decompressed) file that is not white space, or None."""
-    import xopen
-
+def _is_fastq(path: str) -> bool:
+    """Whether dnaio reads ``path`` as FASTQ (by its name, else by its first record), so that
+    the compiled parser reads what dnaio would; False where dnaio cannot open it (it then
+    says why, as :func:`read_records` does)."""
     try:
-        with xopen.xopen(path, "rb", threads=0) as handle:
-            head = handle.read(4096)
-    except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError, *DECOMPRESSION_ERRORS):
-        return None  # dnaio reports it
-    head = head.lstrip()
-    return head[0] if head else None
+        with dnaio.open(path) as reader:
+            return isinstance(reader, dnaio.FastqReader)
+    except dnaio.exceptions.FastqFormatError:
+        return True  # a FASTQ reader that met a bad first record
+    except (dnaio.UnknownFileFormat, dnaio.FileFormatError, EOFError, OSError, ValueError,
+            zlib.error, lzma.LZMAError, *DECOMPRESSION_ERRORS):
+        return False
 
 
-def _fastq_blocks(path: str) -> Iterator[tuple[list[str], bytes, np.ndarray,
-                                               list[str | None], np.ndarray | None]]:
+def _fastq_blocks(path: str, hash_names: bool,
+                  ) -> Iterator[tuple[list[str], bytes, np.ndarray, list[str | None],
+                                      np.ndarray | None]]:
     """Blocks of consecutive records of a FASTQ file: names (not settled), sequences,
-    lengths, qualities and the names' hashes sorted (None from dnaio); from the compiled
-    FASTQ parser, then, from the first record it leaves (or a block that does not read), from
-    dnaio, a few thousand records at a time."""
+    lengths, qualities and, with ``hash_names``, the names' hashes sorted (else None); from the
+    compiled FASTQ parser, then, from the first record it leaves (or a block that does not
+    read), from dnaio, a few thousand records at a time."""
     import xopen
 
     from .formats import _cpu as formats
@@ -326,12 +327,22 @@ def _fastq_blocks(path: str) -> Iterator[tuple[list[str], bytes, np.ndarray,
                 carry = joined[consumed:]
             else:
                 return
-    records = itertools.islice(_records(path, qualities=True), parsed, None)
+    for columns, sequences, lengths in _dnaio_chunks_after(path, parsed, qualities=True):
+        yield (columns[0], sequences, lengths, columns[3],
+               np.sort(name_hashes(*joined_utf8(columns[0]))) if hash_names else None)
+
+
+def _dnaio_chunks_after(path: str, parsed: int, qualities: bool = False,
+                        ) -> Iterator[tuple[list[list[Any]], bytes, np.ndarray]]:
+    """The records of ``path`` after its first ``parsed`` (those a compiled parser took), as
+    dnaio reads them (:func:`_records`), ``_CHUNK_RECORDS`` at a time: their fields as
+    columns, and the sequences joined into bytes with their lengths."""
+    records = itertools.islice(_records(path, qualities), parsed, None)
     for chunk in iter(lambda: list(itertools.islice(records, _CHUNK_RECORDS)), []):
-        names, _, sequences, qualities = (list(column) for column in zip(*chunk, strict=True))
-        yield (names, "".join(sequences).encode("latin-1", errors="replace"),
-               np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences)),
-               qualities, None)
+        columns = [list(column) for column in zip(*chunk, strict=True)]
+        sequences = columns[2]
+        yield (columns, "".join(sequences).encode("latin-1", errors="replace"),
+               np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences)))
 def _reason(exc: Exception) -> str:
     """Why reading failed, in words: an OSError's text repeats the path the message starts with,
     a decoding error's gives an offset into a buffer of dnaio's."""
@@ -499,12 +510,9 @@ def _blocks(path: str | os.PathLike, backend: str, hash_names: bool = False,
     parsed: list[int] = []
     if (yield from _fasta_blocks(path, parsed, backend, hash_names)):
         return
-    records = itertools.islice(_records(path), sum(parsed), None)
-    for chunk in iter(lambda: list(itertools.islice(records, 4096)), []):
-        names, notes, sequences = (list(column) for column in zip(*chunk, strict=True))
-        yield (names, notes, "".join(sequences).encode("latin-1", errors="replace"),
-               np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences)),
-               np.sort(name_hashes(*joined_utf8(names))) if hash_names else None)
+    for columns, sequences, lengths in _dnaio_chunks_after(path, sum(parsed)):
+        yield (columns[0], columns[1], sequences, lengths,
+               np.sort(name_hashes(*joined_utf8(columns[0]))) if hash_names else None)
 
 
 def _fasta_blocks(path: str | os.PathLike, parsed: list[int], backend: str = "cpu",

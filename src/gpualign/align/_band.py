@@ -4,10 +4,13 @@ A pair of ``m`` query and ``n`` target symbols, aligned globally or semi-globall
 of ``B``, has only the cells ``(i, j)`` of the diagonals ``k = j - i`` that every end-to-end
 placement uses, widened by ``B`` on each side, computed: ``-B .. n - m + B`` (semi-global: the
 query end to end, anywhere in the target), ``min(0, n - m) - B .. max(0, n - m) + B``
-(global). A path that leaves that band has at least ``B + 1`` insertions (semi-global: it
-starts at a diagonal of at least 0 and ends at one of at most ``n - m``), or, globally, ``B +
-1`` deletions. It therefore scores at most :func:`best_outside`: at most ``min(m - B - 1, n)``
-(or ``min(m, n - B - 1)``) aligned pairs at the table's best score, less a gap of ``B + 1``.
+(global). A path that leaves that band scores at most :func:`best_outside`:
+- semi-global: it starts at a diagonal of at least 0 and ends at one of at most ``n - m``, so
+  it has at least ``B + 1`` insertions: at most ``min(m - B - 1, n)`` aligned pairs at the
+  table's best score, less a gap of ``B + 1``;
+- global: it starts at diagonal 0 and ends at ``n - m``, so it has at least ``max(0, m - n) +
+  B + 1`` insertions and ``max(0, n - m) + B + 1`` deletions: at most ``min(m, n) - B - 1``
+  aligned pairs, less two gaps of ``|n - m| + 2B + 2`` symbols in all.
 Where the band's optimum scores more than that, every optimal path lies in the band, so do
 the cells on them (equal to the full DP's) and every predecessor that reaches their values:
 the band's end cell, ties and traceback are the full DP's, and so is the answer. The backends'
@@ -74,15 +77,14 @@ def best_outside(m: np.ndarray, n: np.ndarray, band: np.ndarray, mode: int, tabl
     """
     m, n, band = (np.asarray(v, dtype=np.int64) for v in (m, n, band))
     top = max(int(table.max()), 0)
-    gap = gap_open + band * gap_extend  # a gap of band + 1 symbols
-    best = np.full(len(m), _NONE_OUTSIDE, dtype=np.int64)
-    routes = [(m - band - 1, np.minimum(m - band - 1, n))]  # band + 1 insertions
     if mode == ALIGN_GLOBAL:
-        routes.append((n - band - 1, np.minimum(m, n - band - 1)))  # or deletions
-    for room, aligned in routes:
-        possible = room >= 0
-        best[possible] = np.maximum(best[possible], top * aligned[possible] - gap[possible])
-    return best
+        aligned = np.minimum(m, n) - band - 1
+        gaps = 2 * gap_open + (np.abs(n - m) + 2 * band) * gap_extend
+    else:
+        aligned = np.minimum(m - band - 1, n)
+        gaps = gap_open + band * gap_extend  # a gap of band + 1 symbols
+    # Fewer than band + 1 symbols to leave the band with: no path leaves it.
+    return np.where(aligned >= 0, top * aligned - gaps, _NONE_OUTSIDE)
 
 
 def band_for_edits(m: np.ndarray, edits: np.ndarray, table: np.ndarray, gap_open: int,

@@ -784,8 +784,9 @@ def band_paths(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
                width: np.ndarray) -> tuple:
     """Global or semi-global paths of index pairs in bands of diagonals on the GPU (a thread a
     pair, ``band.cu``): the contract of the CPU backend's
-    :func:`gpualign.align._cpu.band_paths`. The pairs go in the order of their widths (a
-    warp's lanes then sweep bands of about one width), in launches that fit the memory budget;
+    :func:`gpualign.align._cpu.band_paths`. The pairs go in the order of their widths, then
+    query lengths (a warp's lanes then sweep bands of about one shape), in launches that fit
+    the memory budget;
     pairs whose values might not fit the kernel's int32 report columns -1, as those whose
     traceback leaves the band (the caller aligns them in full)."""
     import cupy
@@ -800,7 +801,9 @@ def band_paths(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
     high = max(int(table.max()), 0) * np.minimum(m, n)
     fits = (high < _BAND_LIMIT) & ((m + n + width) * worst < _BAND_LIMIT)
     chosen = np.flatnonzero(fits)
-    chosen = chosen[np.argsort(width[chosen], kind="stable")]
+    # A warp's lanes take its widest band and longest query: pairs alike share warps.
+    chosen = chosen[np.lexsort((m[chosen], width[chosen]))]
+    low = np.asarray(low, dtype=np.int32)
     # Bytes of a pair on the device: its traceback bytes, two rows, its operations and runs,
     # its rows of the index and result arrays.
     pair_bytes = m * width + 8 * (width + 1) + 5 * (m + n) + 80
@@ -820,7 +823,7 @@ def band_paths(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
         (q_dev, t_dev, low_dev, width_dev, wide_dev, cells_at, trace_at, room_dev,
          table_dev) = upload_together([
             q_local[members - start], t_local[members - start],
-            np.asarray(low, dtype=np.int32)[pairs], width[pairs].astype(np.int32), wide,
+            low[pairs], width[pairs].astype(np.int32), wide,
             warp_cells[:-1], warp_trace[:-1], room[:-1], table32])
         cells, trace, ops, found = carved(
             (int(warp_cells[-1]), np.int32), (int(warp_trace[-1]), np.uint8),
@@ -846,6 +849,8 @@ def band_paths(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
                                                            config.ALIGN_GPU_CHUNK_PAIRS):
         budget = batch_budget()
         positions = np.arange(part.start, part.stop)
+        # Launches of half the budget (the warps' padding aside); one that still runs out of
+        # memory is halved (launch_split).
         for lo, hi in partition_bounds(offsets_of_counts(pair_bytes[chosen[part]]), budget // 2):
             launch_split(functools.partial(run, sequences=sequences, start=part.start,
                                            q_local=q_local, t_local=t_local),

@@ -149,7 +149,9 @@ def _parse_fastq(data, final, sequences, qualities, lengths, hashes, name_bytes,
         quality_end = _line_end(data, plus_end + 1)
         if quality_end >= n and not final:  # the block may end inside this record
             return _PARSED, records, start, start_used, start_name
-        if data[at] != 64 or plus_end >= n or data[sequence_end + 1] != 43 or \
+        # (At the end of the data, a record needs its quality line, empty or not: dnaio
+        # reports a file that stops after "+" as cut short.)
+        if data[at] != 64 or plus_end + 1 >= n or data[sequence_end + 1] != 43 or \
                 plus_end != sequence_end + 2 or \
                 quality_end - plus_end != sequence_end - header_end:
             return _UNUSUAL, records, start, start_used, start_name
