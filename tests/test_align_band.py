@@ -110,6 +110,20 @@ def test_a_band_whose_optimum_ties_the_bound_is_aligned_in_full(backend):
     assert banded.cigar == full.cigar == ["1=3I3="]
 
 
+def test_band_paths_of_bytes(backend):
+    # 256 codes: on the GPU the substitution table is read from global memory, not shared.
+    rng = np.random.default_rng(12)
+    targets = [bytes(rng.integers(0, 256, int(rng.integers(20, 60))).tolist())
+               for _ in range(80)]
+    queries = [target[3:-3] for target in targets]
+    scoring = SCORINGS[1]
+    banded = gpualign.align(queries, targets, mode="semi-global", scoring=scoring, task="path",
+                            alphabet="bytes", backend=backend, band=2)
+    full = gpualign.align(queries, targets, mode="semi-global", scoring=scoring, task="path",
+                          alphabet="bytes", backend=backend)
+    assert banded.cigar == full.cigar and banded.score.tolist() == full.score.tolist()
+
+
 def test_band_paths_of_the_smallest_pairs_and_widest_bands(backend):
     # Queries longer than their targets, one symbol each side, bands of 0 and wider than
     # either sequence; N against N, which scores a mismatch.
