@@ -181,17 +181,16 @@ def _records(path: str, qualities: bool = False) -> Iterator[tuple[Any, ...]]:
     (checked by :func:`_checked`), as dnaio reads it (names not settled: see :class:`_Names`);
     with ``qualities``, the record's FASTQ quality string last (None in FASTA). One record at
     a time: each is handed over before the next is read."""
-    for chunk in _dnaio_chunks(path, 1):
-        for record in chunk:
-            # dnaio's id ends at a space or tab; printable, it has no other white space
-            # either, so it and the comment are the split below, at a fraction of the cost.
-            name = record.id
-            if name and name.isprintable():
-                comment = record.comment
-                fields = (name, comment.strip() if comment else "", record.sequence)
-            else:
-                fields = (*_split_header(record.name), record.sequence)
-            yield (*fields, record.qualities) if qualities else fields
+    for record in _dnaio_records(path):
+        # dnaio's id ends at a space or tab; printable, it has no other white space either,
+        # so it and the comment are the split below, at a fraction of the cost.
+        name = record.id
+        if name and name.isprintable():
+            comment = record.comment
+            fields = (name, comment.strip() if comment else "", record.sequence)
+        else:
+            fields = (*_split_header(record.name), record.sequence)
+        yield (*fields, record.qualities) if qualities else fields
 
 
 #: Records that the readers take from dnaio at once, after the compiled parsers'
@@ -199,29 +198,21 @@ def _records(path: str, qualities: bool = False) -> Iterator[tuple[Any, ...]]:
 _CHUNK_RECORDS = 4096
 
 
-def _dnaio_chunks(path: str, size: int) -> Iterator[list[Any]]:
-    """Lists of ``size`` dnaio records (fewer at the end) of the FASTA or FASTQ file ``path``
-    (checked by :func:`_checked`); what goes wrong reading it is a :class:`SequenceFileError`
-    naming the last record read."""
-    chunk: list[Any] = []
-    done = 0  # records in the chunks handed over
+def _dnaio_records(path: str) -> Iterator[Any]:
+    """dnaio's records of the FASTA or FASTQ file ``path`` (checked by :func:`_checked`);
+    what goes wrong reading it is a :class:`SequenceFileError` naming the last record read."""
+    done = 0  # records handed over
     try:
         with dnaio.open(path) as reader:
             for record in reader:
-                chunk.append(record)
-                if len(chunk) == size:
-                    yield chunk
-                    done += size
-                    chunk = []
-        if chunk:
-            yield chunk
+                yield record
+                done += 1
     except dnaio.UnknownFileFormat:
         raise SequenceFileError(f"{path}: not a FASTA/FASTQ file (a FASTA record starts with "
                                 "'>', a FASTQ record with '@')") from None
     except (dnaio.FileFormatError, EOFError, OSError, gzip.BadGzipFile, zlib.error,
             lzma.LZMAError, UnicodeDecodeError, *DECOMPRESSION_ERRORS) as exc:
-        index = done + len(chunk) - 1
-        where = f"after record #{index}" if index >= 0 else "before the first record"
+        where = f"after record #{done - 1}" if done else "before the first record"
         raise SequenceFileError(f"{path}: cannot read {where}: {_reason(exc)}") from exc
 
 
