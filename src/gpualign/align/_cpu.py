@@ -152,11 +152,15 @@ def _fill(a, b, table, gap_open, gap_extend, mode, top_excess, bottom_excess, tr
 
 
 @njit(cache=True, nogil=True)
-def _traceback(a, b, trace, mode, end_i, end_j, match_codes, ops):
+def _traceback(a, b, trace, mode, end_i, end_j, match_codes, ops, low=0, band=0):
     """Walk the traceback bytes back from ``(end_i, end_j)``; write the operations (diagonal
     steps as ``=`` for equal codes that can match, else ``X``: N against N is ``X``) reversed
-    into ``ops``; return ``(query_start, target_start, count, matches)``."""
-    width = len(b) + 1
+    into ``ops``; return ``(query_start, target_start, count, matches)``. ``trace`` holds a
+    byte a cell, row after row of the whole DP, or with ``band`` (global and semi-global) the
+    cells ``(i, j)`` of rows 1..m with ``low <= j - i < low + band`` (:func:`band_batch`):
+    count is -1 where the walk would leave them."""
+    # Cell (i, j) is trace[i * row_step + j + shift].
+    row_step, shift = (len(b) + 1, 0) if band == 0 else (band - 1, -band - low)
     i, j, count, matched, state = end_i, end_j, 0, 0, 0  # state 0: H, 1: E (D run), 2: F (I)
     while True:
         if mode == ALIGN_GLOBAL:
@@ -181,7 +185,9 @@ def _traceback(a, b, trace, mode, end_i, end_j, match_codes, ops):
                 break
         elif i == 0 or j == 0:  # overlap: free ends; local: the border scores 0
             break
-        code = trace[i * width + j]
+        if band and not 0 <= j - i - low < band:
+            return i, j, -1, matched
+        code = trace[i * row_step + j + shift]
         if state == 0:
             source = code & 3
             if source == _STOP:
@@ -322,51 +328,9 @@ def band_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, low, wi
                 if 1 <= j <= n and h[c] > best:
                     best, end_j = h[c], j
         score[p], t_end[p] = h[end_j - m - lo], end_j
-        # The traceback of _traceback, in the band's cells.
-        ops = path_ops[path_room[p]:path_room[p + 1]]
-        i, j, count, matched, state = m, end_j, 0, 0, 0
-        inside = True
-        while i > 0:
-            if j == 0:
-                for _ in range(i):
-                    ops[count] = OP_INSERTION
-                    count += 1
-                i = 0
-                break
-            c = j - i - lo
-            if c < 0 or c >= w:
-                inside = False
-                break
-            code = trace[(i - 1) * w + c]
-            if state == 0:
-                source = code & 3
-                if source == _FROM_DIAGONAL:
-                    equal = a[i - 1] == b[j - 1] and a[i - 1] < match_codes
-                    ops[count] = OP_MATCH if equal else OP_MISMATCH
-                    matched += equal
-                    count += 1
-                    i -= 1
-                    j -= 1
-                else:
-                    state = 1 if source == _FROM_E else 2
-            elif state == 1:
-                ops[count] = OP_DELETION
-                count += 1
-                if code & _E_OPENED:
-                    state = 0
-                j -= 1
-            else:
-                ops[count] = OP_INSERTION
-                count += 1
-                if code & _F_OPENED:
-                    state = 0
-                i -= 1
-        if mode == ALIGN_GLOBAL:  # the rest is one gap along row 0
-            for _ in range(j):
-                ops[count] = OP_DELETION
-                count += 1
-            j = 0
-        if inside:
+        i, j, count, matched = _traceback(a, b, trace, mode, m, end_j, match_codes,
+                                          path_ops[path_room[p]:path_room[p + 1]], lo, w)
+        if count >= 0:
             q_start[p], t_start[p], matches[p], columns[p] = i, j, matched, count
     return score, q_start, t_start, t_end, matches, columns
 

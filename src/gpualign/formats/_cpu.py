@@ -120,6 +120,24 @@ def _blank(byte):
 
 
 @njit(cache=True, nogil=True)
+def _copy_name(data, at, end, name_bytes, name_used, seed, factor):
+    """Copy the name of the header ``data[at:end]`` (from its first byte that is not
+    :func:`_blank` to the next that is) into ``name_bytes`` from ``name_used``, a newline
+    after it. Returns the bytes of ``name_bytes`` used, the name's hash (``seed``,
+    ``factor``: see :data:`gpualign.formats.NAME_HASH_SEED`) and where the name ends."""
+    while at < end and _blank(data[at]):
+        at += 1
+    name_hash = seed
+    while at < end and not _blank(data[at]):
+        name_bytes[name_used] = data[at]
+        name_hash = name_hash * factor + data[at]
+        name_used += 1
+        at += 1
+    name_bytes[name_used] = 10
+    return name_used + 1, name_hash, at
+
+
+@njit(cache=True, nogil=True)
 def _line_end(data, at):
     """Where the line from ``at`` ends: its newline, or the end of ``data``."""
     while at < len(data) and data[at] != 10:
@@ -159,17 +177,8 @@ def _parse_fastq(data, final, sequences, qualities, lengths, hashes, name_bytes,
             byte = data[position]
             if (byte < 32 and byte != 9) or byte >= 127:
                 return _UNUSUAL, records, start, start_used, start_name
-        name = at + 1
-        while name < header_end and (data[name] == 32 or data[name] == 9):
-            name += 1
-        name_hash = seed
-        while name < header_end and data[name] != 32 and data[name] != 9:
-            name_bytes[name_used] = data[name]
-            name_hash = name_hash * factor + data[name]
-            name_used += 1
-            name += 1
-        name_bytes[name_used] = 10
-        name_used += 1
+        name_used, name_hash, _ = _copy_name(data, at + 1, header_end, name_bytes, name_used,
+                                             seed, factor)
         for k in range(sequence_end - header_end - 1):
             byte = data[header_end + 1 + k]
             quality = data[plus_end + 1 + k]
@@ -217,17 +226,8 @@ def _parse_fasta(data, final, sequences, lengths, hashes, name_bytes, note_bytes
             if (byte >= 128 or byte == 11 or byte == 12 or 28 <= byte <= 31 or
                     (byte == 13 and position < end - 1)):
                 return _UNUSUAL, records, start, start_used, start_name, start_note
-        name = at + 1
-        while name < end and _blank(data[name]):
-            name += 1
-        name_hash = seed
-        while name < end and not _blank(data[name]):
-            name_bytes[name_used] = data[name]
-            name_hash = name_hash * factor + data[name]
-            name_used += 1
-            name += 1
-        name_bytes[name_used] = 10
-        name_used += 1
+        name_used, name_hash, name = _copy_name(data, at + 1, end, name_bytes, name_used, seed,
+                                                factor)
         while name < end and _blank(data[name]):
             name += 1
         last = end
