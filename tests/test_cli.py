@@ -660,6 +660,24 @@ def test_align_sam(tmp_path):
     assert third[1:6] == ["4", "*", "0", "255", "*"]  # an empty read aligns nowhere
 
 
+def test_align_band_writes_the_full_dps_table(tmp_path, backend):
+    # Reads with a few substitutions in windows around them: --band gives every row of the
+    # full DP's table.
+    genes = _genes(6)
+    reads = [(f"r{k}", seq[100:400].replace("A", "C", 2)) for k, (_, seq) in enumerate(genes)]
+    windows = [(f"w{k}", seq[90:410]) for k, (_, seq) in enumerate(genes)]
+    queries = write_fasta(tmp_path / "q.fa", reads)
+    targets = write_fasta(tmp_path / "t.fa", windows)
+    tables = []
+    for extra in ([], ["--band", "3"]):
+        out = tmp_path / f"aln{len(extra)}.tsv"
+        assert main(["align", str(queries), str(targets), "--mode", "semi-global", "--task",
+                     "path", "--invalid", "wildcard", "--backend", backend, "-o", str(out),
+                     "-q", *extra]) == 0
+        tables.append(out.read_text())
+    assert tables[0] == tables[1] and len(tables[0].splitlines()) == 7
+
+
 def test_align_path_summary_names_the_backend(pair_files, tmp_path, capsys, backend):
     # Paths (and so SAM) are computed on the backend asked for; the summary names it.
     queries, targets = pair_files
@@ -677,7 +695,9 @@ def test_align_errors(tmp_path, capsys):
             (["--all-vs-all", "--gap-open", "1", "--gap-extend", "2"], "at least as much"),
             (["--all-vs-all", "--matrix", "BLOSUM63"], "unknown matrix"),
             (["--all-vs-all", "--matrix", str(queries)], "must list distinct"),
-            (["--all-vs-all", "--backend", "cuda"], "cuda")):
+            (["--all-vs-all", "--backend", "cuda"], "cuda"),
+            (["--all-vs-all", "--band", "3"], "band: for task='path'"),
+            (["--all-vs-all", "--task", "path", "--band", "-1"], "non-negative")):
         assert main(["align", str(queries), str(targets), *extra]) == 2, extra
         assert message in capsys.readouterr().err, extra
 

@@ -60,6 +60,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                         default=api_default(align, "task"),
                         help="score only; end adds where the alignment ends; path adds where "
                              "it starts, the CIGAR and the identity (default: %(default)s)")
+    parser.add_argument("--band", type=int, default=None, metavar="B",
+                        help="task path, modes global and semi-global: compute only the "
+                             "diagonals of end-to-end placements widened by B on each side; "
+                             "the answer is the full DP's (pairs the band cannot settle are "
+                             "aligned in full), faster where pairs align near those diagonals "
+                             "(default: the full DP)")
     add_scoring_options(parser)
     parser.add_argument("--format", choices=("tsv", "sam"), default=None,
                         help="output format (default: sam when -o ends in .sam, else tsv)")
@@ -80,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
     queries, targets = read_pair_inputs(args)
     q_index, t_index, shape = record_pairs(args, len(queries), len(targets))
     result = align(queries, targets, mode=args.mode, scoring=scheme, task=task,
-                   backend=args.backend, pairs=(q_index, t_index), progress=not args.quiet)
+                   backend=args.backend, pairs=(q_index, t_index), progress=not args.quiet,
+                   band=args.band)
     with open_output(args.output) as out:
         if sam:
             write_sam(out, queries, targets, q_index, t_index, result,
