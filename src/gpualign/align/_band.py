@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import config
 from .._progress import Progress
-from ..cigar import PackedCigars, placed_cigars
+from ..cigar import PackedCigars
 from ..codes import ALIGN_GLOBAL
 from ..sequences import SequenceSet
 
@@ -124,7 +124,9 @@ def band_results(engine: ModuleType, qset: SequenceSet, tset: SequenceSet, q_ind
     chosen = np.flatnonzero(usable)
     results = [np.zeros(count, dtype=np.int64) for _ in range(5)]
     identity = np.zeros(count, dtype=np.float64)
-    pieces: list[tuple[np.ndarray, PackedCigars | list[str | None]]] = []
+    # The CIGARs of every pair: the bands' (in place when every pair has one), then those
+    # aligned in full replacing theirs (a copy of the batch, no gather).
+    cigars = PackedCigars.nones(count)
     done = chosen[:0]
     if len(chosen):
         score, q_start, t_start, t_end, matches, columns, band_cigars = engine.band_paths(
@@ -138,8 +140,7 @@ def band_results(engine: ModuleType, qset: SequenceSet, tset: SequenceSet, q_ind
             values[done] = part[exact]
         identity[done] = np.divide(matches[exact], columns[exact],
                                    out=np.zeros(len(done)), where=columns[exact] > 0)
-        cigars = band_cigars.take(np.flatnonzero(exact))
-        pieces.append((done, cigars if packed else cigars.to_text()))
+        cigars = band_cigars if len(chosen) == count else cigars.replaced(chosen, band_cigars)
         if progress is not None:
             progress.pairs_done(m[done] * n[done])
     settled = np.zeros(count, dtype=bool)
@@ -148,9 +149,9 @@ def band_results(engine: ModuleType, qset: SequenceSet, tset: SequenceSet, q_ind
     if len(rest):
         *values, rest_cigars, rest_identity = engine.align_pairs(
             qset, tset, q_index[rest], t_index[rest], table, gap_open, gap_extend, mode, "path",
-            progress, packed=packed)
+            progress, packed=True)
         for whole, part in zip(results, values, strict=True):
             whole[rest] = part
         identity[rest] = rest_identity
-        pieces.append((rest, rest_cigars))
-    return (*results, placed_cigars(pieces, count, packed), identity)
+        cigars = cigars.replaced(rest, rest_cigars)
+    return (*results, cigars if packed else cigars.to_text(), identity)

@@ -808,7 +808,7 @@ def band_paths(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
     # its rows of the index and result arrays.
     pair_bytes = m * width + 8 * (width + 1) + 5 * (m + n) + 80
     table32 = np.ascontiguousarray(table, dtype=np.int32)
-    pieces: list[tuple[np.ndarray, PackedCigars]] = []
+    launched: list[tuple[np.ndarray, np.ndarray]] = []  # each launch's pairs and run words
 
     def run(members: np.ndarray, sequences: tuple, start: int, q_local: np.ndarray,
             t_local: np.ndarray) -> None:  # the pairs chosen[members] of a chunk from start
@@ -841,8 +841,7 @@ def band_paths(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
         write = get_kernel(BAND_KERNEL_FILE, "band_runs")
         write(*launch.grid(write, size), (ops, room_dev, found, first, np.int32(size), words))
         results[:, pairs] = found.get()
-        pieces.append((pairs, PackedCigars.from_words(
-            words.get(), results[BAND_OUTPUTS.index("runs"), pairs])))
+        launched.append((pairs, words.get()))
 
     for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index[chosen],
                                                            t_index[chosen],
@@ -855,10 +854,16 @@ def band_paths(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
             launch_split(functools.partial(run, sequences=sequences, start=part.start,
                                            q_local=q_local, t_local=t_local),
                          positions[lo:hi], 1, budget)
-    rest = np.flatnonzero(~fits)
-    pieces.append((rest, PackedCigars.from_words(np.zeros(0, np.uint32),
-                                                 np.zeros(len(rest), np.int64))))
-    return (*results[:BAND_OUTPUTS.index("runs")], placed_cigars(pieces, count, True))
+    # Every launch's words moved to their pairs' places, in the pairs' order: the CIGARs in
+    # one pass (the pairs left out have no runs).
+    runs = results[BAND_OUTPUTS.index("runs")]
+    first = offsets_of_counts(runs)
+    words = np.empty(int(first[-1]), dtype=np.uint32)
+    for pairs, launch_words in launched:
+        pair_runs = runs[pairs]
+        words[np.repeat(first[pairs] - offsets_of_counts(pair_runs)[:-1], pair_runs)
+              + np.arange(len(launch_words))] = launch_words
+    return (*results[:BAND_OUTPUTS.index("runs")], PackedCigars.from_words(words, runs))
 
 
 def _is_match_mismatch(table: np.ndarray, match_codes: int) -> bool:
