@@ -17,6 +17,7 @@ import gpualign
 from gpualign import Scoring, config
 from gpualign.align import _band, _cpu
 from gpualign.align import api as align_api
+from gpualign.cigar import PackedCigars
 from gpualign.codes import ALIGN_GLOBAL, ALIGN_SEMI_GLOBAL
 from gpualign.map.segments import AFFINE_SCORING
 
@@ -88,6 +89,7 @@ def test_band_paths_equal_the_full_dp(backend, mode, scoring, monkeypatch):
                      "identity"):
             assert getattr(banded, name).tolist() == getattr(full, name).tolist(), name
         assert list(banded.cigar) == full.cigar
+        assert isinstance(banded.cigar, PackedCigars) == packed
     # Both ways were taken: the bands settled many pairs, and the rest was aligned in full.
     settled = len(queries) - in_full[0]
     if scoring.gap_open + scoring.gap_extend > 0:
@@ -219,6 +221,17 @@ def test_the_cuda_fill_leaves_pairs_out_of_its_values_to_the_full_dp(backend, mo
     full = gpualign.align(queries, targets, mode="semi-global", scoring=AFFINE_SCORING,
                           task="path", backend=backend)
     assert banded.cigar == full.cigar and banded.score.tolist() == full.score.tolist()
+
+
+def test_cpu_band_batch_walks_the_band_to_its_edges():
+    # A path on the band's only diagonal is inside it; one that must step off it by one
+    # column (into the diagonal just past the band) is reported as leaving it.
+    table, _ = SCORINGS[1].table("dna")
+    qset = gpualign.SequenceSet.from_sequences(["ACGTACGT", "ACGTACGT"], "dna")
+    tset = gpualign.SequenceSet.from_sequences(["ACGTACGT", "ACGTACGTT"], "dna")
+    found = _cpu.band_paths(qset, tset, np.array([0, 1]), np.array([0, 1]), table, 5, 2,
+                            ALIGN_GLOBAL, np.array([0, 0]), np.array([1, 1]))
+    assert found[5].tolist() == [8, -1] and found[6].tolist() == ["8=", ""]
 
 
 def test_cpu_band_batch_reports_a_traceback_that_leaves_its_band():

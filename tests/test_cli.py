@@ -20,6 +20,7 @@ from naive import rescore_alignment
 from rapidfuzz.distance import LCSseq
 
 import gpualign
+from gpualign.align import api as align_api
 from gpualign.allpairs import cluster
 from gpualign.backend import cuda_status
 from gpualign.cigar import cigar_lengths, count_ops, parse_cigar
@@ -660,7 +661,7 @@ def test_align_sam(tmp_path):
     assert third[1:6] == ["4", "*", "0", "255", "*"]  # an empty read aligns nowhere
 
 
-def test_align_band_writes_the_full_dps_table(tmp_path, backend):
+def test_align_band_writes_the_full_dps_table(tmp_path, backend, monkeypatch):
     # Reads with a few substitutions in windows around them: --band gives every row of the
     # full DP's table.
     genes = _genes(6)
@@ -668,6 +669,10 @@ def test_align_band_writes_the_full_dps_table(tmp_path, backend):
     windows = [(f"w{k}", seq[90:410]) for k, (_, seq) in enumerate(genes)]
     queries = write_fasta(tmp_path / "q.fa", reads)
     targets = write_fasta(tmp_path / "t.fa", windows)
+    banded = []  # the calls that went through the bands
+    band_results = align_api.band_results
+    monkeypatch.setattr(align_api, "band_results",
+                        lambda *args: banded.append(1) or band_results(*args))
     tables = []
     for extra in ([], ["--band", "3"]):
         out = tmp_path / f"aln{len(extra)}.tsv"
@@ -675,7 +680,7 @@ def test_align_band_writes_the_full_dps_table(tmp_path, backend):
                      "path", "--invalid", "wildcard", "--backend", backend, "-o", str(out),
                      "-q", *extra]) == 0
         tables.append(out.read_text())
-    assert tables[0] == tables[1] and len(tables[0].splitlines()) == 7
+    assert tables[0] == tables[1] and len(tables[0].splitlines()) == 7 and banded == [1]
 
 
 def test_align_path_summary_names_the_backend(pair_files, tmp_path, capsys, backend):
@@ -696,8 +701,12 @@ def test_align_errors(tmp_path, capsys):
             (["--all-vs-all", "--matrix", "BLOSUM63"], "unknown matrix"),
             (["--all-vs-all", "--matrix", str(queries)], "must list distinct"),
             (["--all-vs-all", "--backend", "cuda"], "cuda"),
-            (["--all-vs-all", "--band", "3"], "band: for task='path'"),
-            (["--all-vs-all", "--task", "path", "--band", "-1"], "non-negative")):
+            (["--all-vs-all", "--band", "3"], "--band 3: for --task path (or SAM) in --mode "
+                                             "global or semi-global, not --task score in "
+                                             "--mode global"),
+            (["--all-vs-all", "--task", "path", "--mode", "local", "--band", "3"],
+             "not --task path in --mode local"),
+            (["--all-vs-all", "--task", "path", "--band", "-1"], "--band -1: a band of 0")):
         assert main(["align", str(queries), str(targets), *extra]) == 2, extra
         assert message in capsys.readouterr().err, extra
 

@@ -153,5 +153,6 @@ def band_results(engine: ModuleType, qset: SequenceSet, tset: SequenceSet, q_ind
         for whole, part in zip(results, values, strict=True):
             whole[rest] = part
         identity[rest] = rest_identity
-        cigars = cigars.replaced(rest, rest_cigars)
+        # (All of them aligned in full: their CIGARs as they come, with what they count.)
+        cigars = rest_cigars if len(rest) == count else cigars.replaced(rest, rest_cigars)
     return (*results, cigars if packed else cigars.to_text(), identity)

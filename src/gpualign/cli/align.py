@@ -82,6 +82,12 @@ def run(args: argparse.Namespace) -> int:
     backend = resolve_backend(args.backend)
     sam = args.format == "sam" or (args.format is None and str(args.output).endswith(".sam"))
     task = "path" if sam else args.task
+    # A bad band is refused before any reading, in the options' words.
+    if args.band is not None and args.band < 0:
+        raise ValueError(f"--band {args.band}: a band of 0 or more diagonals")
+    if args.band is not None and (task != "path" or args.mode not in ("global", "semi-global")):
+        raise ValueError(f"--band {args.band}: for --task path (or SAM) in --mode global or "
+                         f"semi-global, not --task {task} in --mode {args.mode}")
     check_output(args.output, [args.queries, args.targets, args.matrix])
     queries, targets = read_pair_inputs(args)
     q_index, t_index, shape = record_pairs(args, len(queries), len(targets))
