@@ -20,8 +20,9 @@ their truth read from their names. Rows (``--engines``):
 - ``minimap2``: ``minimap2 -ax sr -t THREADS`` from FASTQ to SAM (index built in the same
   call), when ``minimap2`` is on PATH.
 - ``cuda-cli``, ``cpu-cli``: the command ``gpualign map REF R1.fq R2.fq`` the same way, end to
-  end (Python's start, the index, FASTQ parsing, SAM text), after one small run that fills
-  Numba's cache (shipped default ``config.MAP_PRIMARY_CIGAR``).
+  end (Python's start, the index, FASTQ parsing, SAM text), after a run on the first 5,000
+  pairs that fills Numba's cache (shipped default ``config.MAP_PRIMARY_CIGAR``). The rows in
+  memory warm up on the first 10,000 pairs.
 
 Checks: the fraction of reads placed within 5 bp of their true leftmost position on the true
 strand (with dwgsim's reads, the leftmost aligned base less a leading soft clip, for every
