@@ -192,6 +192,9 @@ def align(queries: Any, targets: Any, *, mode: str = "global", scoring: Scoring 
     ...           scoring=Scoring(match=2, mismatch=-3, gap_open=5, gap_extend=2))
     >>> int(r.score[0]), int(r.target_start[0]), int(r.target_end[0]), r.cigar[0]
     (11, 2, 10, '3=1X4=')
+    >>> align(["ACGTACGT"], ["TTACGAACGTTT"], mode="semi-global", task="path", band=1,
+    ...       scoring=Scoring(match=2, mismatch=-3, gap_open=5, gap_extend=2)).cigar
+    ['3=1X4=']
     """
     mode_code = align_mode(mode)
     check_task(task, ALIGN_TASKS)
