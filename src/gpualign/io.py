@@ -11,7 +11,7 @@ import os
 import sys
 import warnings
 import zlib
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import IO, Any
 
 import dnaio
@@ -286,39 +286,15 @@ def _fastq_blocks(path: str, hash_names: bool,
                                       np.ndarray | None]]:
     """Blocks of consecutive records of a FASTQ file: names (not settled), sequences,
     lengths, qualities and, with ``hash_names``, the names' hashes sorted (else None); from the
-    compiled FASTQ parser, then, from the first record it leaves (or a block that does not
-    read), from dnaio, a few thousand records at a time."""
-    import xopen
-
+    compiled FASTQ parser (:func:`_parsed_blocks`), then, from the first record it leaves (or a
+    block that does not read), from dnaio, a few thousand records at a time."""
     from .formats import _cpu as formats
 
-    parsed = 0
-    try:
-        handle = xopen.xopen(path, "rb", threads=0)
-    except (OSError, ValueError, *DECOMPRESSION_ERRORS):
-        handle = None
-    if handle is not None:
-        with handle:
-            carry, final = b"", False
-            while not final:
-                try:
-                    block = handle.read(_BLOCK)
-                except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError,
-                        *DECOMPRESSION_ERRORS):
-                    break  # dnaio says what is wrong, naming the record
-                final = not block
-                joined = carry + block
-                names, sequences, lengths, qualities, consumed, unusual, hashes = \
-                    formats.parse_fastq_block(joined, final)
-                if names:
-                    parsed += len(names)
-                    yield names, sequences, lengths, qualities, hashes
-                if unusual:
-                    break
-                carry = joined[consumed:]
-            else:
-                return
-    for columns, sequences, lengths in _dnaio_chunks_after(path, parsed, qualities=True):
+    parsed: list[int] = []
+    if (yield from _parsed_blocks(
+            path, parsed, lambda data, final: formats.parse_fastq_block(data, final, hash_names))):
+        return
+    for columns, sequences, lengths in _dnaio_chunks_after(path, sum(parsed), qualities=True):
         yield (columns[0], sequences, lengths, columns[3],
                np.sort(name_hashes(*joined_utf8(columns[0]))) if hash_names else None)
 
@@ -334,6 +310,8 @@ def _dnaio_chunks_after(path: str, parsed: int, qualities: bool = False,
         sequences = columns[2]
         yield (columns, "".join(sequences).encode("latin-1", errors="replace"),
                np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences)))
+
+
 def _reason(exc: Exception) -> str:
     """Why reading failed, in words: an OSError's text repeats the path the message starts with,
     a decoding error's gives an offset into a buffer of dnaio's."""
@@ -512,6 +490,25 @@ def _fasta_blocks(path: str | os.PathLike, parsed: list[int], backend: str = "cp
     names with ``hash_names``), their counts appended to ``parsed``, up to the end (returns
     True) or to the first record it leaves to dnaio (False). Nothing for a file that is
     missing, not FASTA, or unreadable (dnaio then reports why)."""
+    def looks_fasta(data: bytes, block: bytes) -> bool:  # and not of genome-sized records
+        return _starts_fasta(data) and block.count(b">") * _LONG_RECORD >= len(block)
+
+    return (yield from _parsed_blocks(
+        path, parsed,
+        lambda data, final: _formats(backend).parse_block(data, final, hash_names), looks_fasta))
+
+
+def _parsed_blocks(path: str | os.PathLike, parsed: list[int],
+                   parse: Callable[[bytes, bool], tuple],
+                   accept: Callable[[bytes, bytes], bool] | None = None,
+                   ) -> Generator[tuple, None, bool]:
+    """The blocks of records that a compiled parser takes from the file, :data:`_BLOCK` bytes
+    read at a time (a record cut by a block's end carried to the next): ``parse(data,
+    final)`` returns four columns of the records (names first), the bytes they take, whether
+    it stopped at a record it leaves to dnaio, and the names' hashes; each block's columns and
+    hashes are yielded, their counts appended to ``parsed``. Returns True at the end of the
+    file, False at the first record left to dnaio, where ``accept(data, first block)`` refuses
+    the file, or where it is missing or does not open or read (dnaio then reports why)."""
     import xopen
 
     if not os.path.isfile(path):
@@ -528,20 +525,16 @@ def _fasta_blocks(path: str | os.PathLike, parsed: list[int], backend: str = "cp
                 block = handle.read(_BLOCK)
             except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError,
                     *DECOMPRESSION_ERRORS):
-                return False  # read_records reports it
+                return False
             final = not block
             joined = carry + block
-            if first and joined and (not _starts_fasta(joined) or
-                                     block.count(b">") * _LONG_RECORD < len(block)):
+            if first and joined and accept is not None and not accept(joined, block):
                 return False
-            if first:
-                parse_block = _formats(backend).parse_block
             first = False
-            names, notes, sequences, lengths, consumed, unusual, hashes = parse_block(
-                joined, final, hash_names)
-            if len(names):
-                parsed.append(len(names))
-                yield names, notes, sequences, lengths, hashes
+            *columns, consumed, unusual, hashes = parse(joined, final)
+            if len(columns[0]):
+                parsed.append(len(columns[0]))
+                yield (*columns, hashes)
             if unusual:
                 return False
             carry = joined[consumed:]

@@ -80,13 +80,15 @@ def parse_block(raw: bytes, final: bool, hash_names: bool = False,
             np.sort(np.concatenate(record_hashes)) if hash_names else None)
 
 
-def parse_fastq_block(raw: bytes, final: bool,
-                      ) -> tuple[list[str], bytes, np.ndarray, list[str], int, bool, np.ndarray]:
+def parse_fastq_block(raw: bytes, final: bool, hash_names: bool = False,
+                      ) -> tuple[list[str], bytes, np.ndarray, list[str], int, bool,
+                                 np.ndarray | None]:
     """The complete FASTQ records of ``raw`` (all of them when ``final``) as ``names,
     sequences, lengths, qualities``, the bytes they take, whether parsing stopped at a record
-    left to dnaio (:func:`_parse_fastq`), and the hashes of the names, sorted (see
-    :data:`gpualign.formats.NAME_HASH_SEED`): one compiled pass over the block (it releases
-    the GIL, so a reading thread leaves the others to work)."""
+    left to dnaio (:func:`_parse_fastq`), and with ``hash_names`` the hashes of the names,
+    sorted (see :data:`gpualign.formats.NAME_HASH_SEED`; else None), as :func:`parse_block`
+    gives FASTA's: one compiled pass over the block (it releases the GIL, so a reading thread
+    leaves the others to work)."""
     data = np.frombuffer(raw, dtype=np.uint8)
     sequences = np.empty(len(data), dtype=np.uint8)
     qualities = np.empty(len(data), dtype=np.uint8)
@@ -98,7 +100,7 @@ def parse_fastq_block(raw: bytes, final: bool,
         np.uint64(NAME_HASH_SEED), np.uint64(NAME_HASH_FACTOR))
     return (_lines([name_bytes[:name_used]]), sequences[:used].tobytes(), lengths[:records],
             _lines([qualities[:used + records]]), consumed, status == _UNUSUAL,
-            np.sort(hashes[:records]))
+            np.sort(hashes[:records]) if hash_names else None)
 
 
 def _lines(parts: list[np.ndarray]) -> list[str]:
