@@ -55,6 +55,45 @@ _E_OPENED, _F_OPENED = 4, 8
 _NEG = -(1 << 60)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _cell(left, e, up, f_up, diagonal, substitution, gap_open, gap_extend, floor_zero, traced):
+    """One cell of Gotoh's recurrences, from H and E of the cell on its left, H and F of the
+    one above and H of the diagonal one: ``(H, E, F, traceback byte)``. E is a gap in the
+    query ending here (D), F one in the target (I); ``floor_zero`` (Smith-Waterman) raises H
+    to 0, where the traceback stops. The byte says where H came from (the diagonal, then E,
+    then F, on ties) and whether E and F open here (opening before extending on ties); 0
+    unless ``traced``."""
+    e_open = left - gap_open
+    e_extend = e - gap_extend
+    e = e_open if e_open >= e_extend else e_extend
+    f_open = up - gap_open
+    f_extend = f_up - gap_extend
+    f = f_open if f_open >= f_extend else f_extend
+    d = diagonal + substitution
+    score = d
+    if e > score:
+        score = e
+    if f > score:
+        score = f
+    if floor_zero and score <= 0:
+        score = 0
+    if not traced:
+        return score, e, f, 0
+    if floor_zero and score == 0:
+        code = _STOP
+    elif score == d:
+        code = _FROM_DIAGONAL
+    elif score == e:
+        code = _FROM_E
+    else:
+        code = _FROM_F
+    if e_open >= e_extend:
+        code |= _E_OPENED
+    if f_open >= f_extend:
+        code |= _F_OPENED
+    return score, e, f, code
+
+
 @njit(cache=True, nogil=True)
 def _fill(a, b, table, gap_open, gap_extend, mode, top_excess, bottom_excess, trace):
     """Fill the DP of one pair; return ``(score, query_end, target_end)``. ``trace`` (uint8,
@@ -85,37 +124,11 @@ def _fill(a, b, table, gap_open, gap_extend, mode, top_excess, bottom_excess, tr
         e = _NEG
         row = table[a[i - 1]]
         for j in range(1, width):
-            # E: a gap in the query ending here (D); F: a gap in the target (I).
-            e_open = h[j - 1] - gap_open
-            e_extend = e - gap_extend
-            e = e_open if e_open >= e_extend else e_extend
-            f_open = h[j] - gap_open
-            f_extend = f[j] - gap_extend
-            fj = f_open if f_open >= f_extend else f_extend
-            f[j] = fj
-            d = diagonal + row[b[j - 1]]
-            score = d
-            if e > score:
-                score = e
-            if fj > score:
-                score = fj
-            if mode == ALIGN_LOCAL and score <= 0:
-                score = 0
+            score, e, f[j], code = _cell(h[j - 1], e, h[j], f[j], diagonal, row[b[j - 1]],
+                                         gap_open, gap_extend, mode == ALIGN_LOCAL, keep)
             diagonal = h[j]
             h[j] = score
             if keep:
-                if mode == ALIGN_LOCAL and score == 0:
-                    code = _STOP
-                elif score == d:
-                    code = _FROM_DIAGONAL
-                elif score == e:
-                    code = _FROM_E
-                else:
-                    code = _FROM_F
-                if e_open >= e_extend:
-                    code |= _E_OPENED
-                if f_open >= f_extend:
-                    code |= _F_OPENED
                 trace[i * width + j] = code
             if mode == ALIGN_LOCAL:
                 if score > best or (score == best and j < best_j):
@@ -299,23 +312,8 @@ def band_batch(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, low, wi
                 elif j == 0:
                     value, fj, e = -(top_excess + i * gap_extend), _NEG, _NEG
                 else:
-                    e_open = left - gap_open
-                    e_extend = e - gap_extend
-                    e = e_open if e_open >= e_extend else e_extend
-                    f_open = h[c + 1] - gap_open
-                    f_extend = f[c + 1] - gap_extend
-                    fj = f_open if f_open >= f_extend else f_extend
-                    d = h[c] + row[b[j - 1]]
-                    value = d
-                    if e > value:
-                        value = e
-                    if fj > value:
-                        value = fj
-                    code = _FROM_DIAGONAL if value == d else _FROM_E if value == e else _FROM_F
-                    if e_open >= e_extend:
-                        code |= _E_OPENED
-                    if f_open >= f_extend:
-                        code |= _F_OPENED
+                    value, e, fj, code = _cell(left, e, h[c + 1], f[c + 1], h[c],
+                                               row[b[j - 1]], gap_open, gap_extend, False, True)
                 trace[(i - 1) * w + c] = code
                 h[c] = value
                 f[c] = fj
