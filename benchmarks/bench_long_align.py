@@ -257,9 +257,6 @@ def main() -> None:
                      f"{config.LONG_ALIGN_TILE_COLUMNS}")
     parser.add_argument("--shapes", nargs="+", default=[default_shape],
                         help="tile shapes THREADSxROWSxCOLUMNS to compare (default: config's)")
-    parser.add_argument("--band-columns", type=int, default=config.LONG_ALIGN_BAND_COLUMNS,
-                        help="config.LONG_ALIGN_BAND_COLUMNS: columns a band sweeps at a time in "
-                             "the bands schedule (default: config's)")
     parser.add_argument("--schedules", nargs="+", default=[config.LONG_ALIGN_SCHEDULE],
                         choices=list(SCHEDULES))
     parser.add_argument("--leaf-cells", type=int, default=config.LONG_ALIGN_LEAF_CELLS,
@@ -273,7 +270,6 @@ def main() -> None:
     args = parser.parse_args()
     config.LONG_ALIGN_MIN_CELLS = 1
     config.LONG_ALIGN_LEAF_CELLS = args.leaf_cells
-    config.LONG_ALIGN_BAND_COLUMNS = args.band_columns
     import cupy
 
     device = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
@@ -314,9 +310,8 @@ def main() -> None:
                                        f"{task} (score {score}, {cells / seconds / 1e9:.1f} "
                                        "GCUPS)", seconds)
                         continue
-                    # The tile columns, and the band columns a bands run sweeps at a time.
-                    print(f"| {name} | {len(query)} x {len(target)} | {shape}, bands "
-                          f"{config.LONG_ALIGN_BAND_COLUMNS} | {schedule} | {task} | "
+                    print(f"| {name} | {len(query)} x {len(target)} | {shape} | {schedule} | "
+                          f"{task} | "
                           f"{seconds:.3f} | {cells / seconds / 1e9:.1f} | {score} | "
                           f"{len(cigar)} | {expected} |", flush=True)
 

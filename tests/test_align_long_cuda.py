@@ -4,9 +4,9 @@ a wavefront of DP tiles with borders in memory, and the leaves of linear-space p
 Without a GPU, the host's part runs against references: the tile order covers every tile once
 after its neighbours above and to the left, and an emulation of the kernels (each tile thread
 by thread and step by step as sweep_tile runs it, through the border arrays and ready flags of
-long.cu; each band of long_bands likewise, the bands side by side through their progress
-counters; each leaf as leaf_paths computes it) gives the last rows of a full NumPy DP, the best
-cells of every scope, the oracle's end cells for every mode, the CPU engine's leaves and,
+long.cu; each band of long_bands likewise, the bands side by side through their tagged
+hand-over words; each leaf as leaf_paths computes it) gives the last rows of a full NumPy DP,
+the best cells of every scope, the oracle's end cells for every mode, the CPU engine's leaves and,
 driving align/_linear.py, optimal paths. With a GPU (marked ``cuda``), the kernels themselves
 run with tiny tiles, so that tile borders at 1, 63/64/65 rows and columns and the last partial
 tiles are hit, on every schedule, against the same references, the CPU backend and parasail.
@@ -294,8 +294,11 @@ class EmulatedEngine(CudaEngine):
         found = [(NEG, 0, 0)] * threads
         state = (diagonal, [0] * threads, [NEG] * threads)
         window = (width + threads - 1, c0 + 1, c0 + width, c0 + 1, -1)
+        def store(j, hv, fv):
+            rows[row_base + j] = hv, fv
+
         self._sweep(q, b, above, h, e, state, (c0, r0, bottom), window, shape, floor_zero,
-                    rows[row_base:], found)
+                    store, found)
         for t in range(threads):
             for r in range(rows_per_thread):
                 columns[column_base + r0 + t * rows_per_thread + r + 1] = h[t][r] + go, e[t][r]
@@ -304,14 +307,14 @@ class EmulatedEngine(CudaEngine):
         if (-block[0], block[2], block[1]) < (-kept[0], kept[2], kept[1]):
             best[slot] = block
 
-    def _sweep(self, q, codes, above, h, e, state, place, window, shape, floor_zero, rows,
+    def _sweep(self, q, codes, above, h, e, state, place, window, shape, floor_zero, store,
                found):
         """long.cu's sweep_tile at ``place`` = (c0, r0, bottom) over ``window`` = (steps,
         first_j, last_j, code_base, code_mask): its threads' query codes ``q``, the target
         code of column j at ``codes[(j - code_base) & code_mask]``, the top row ``above`` of
         the chunk's columns; ``h`` (shifted) and ``e`` of each thread's rows, ``state`` (each
         thread's diagonal, t and F of the row above) and its best cell ``found`` are updated,
-        the bottom row written to ``rows`` (the problem's, from column 0)."""
+        the bottom row handed to ``store(j, H, F)``."""
         c0, r0, bottom = place
         steps, first_j, last_j, code_base, code_mask = window
         diagonal, up_h, up_f = state
@@ -348,7 +351,7 @@ class EmulatedEngine(CudaEngine):
                 if not last:
                     bottom_hf = (vh + go, vf)
                 if t == owner:
-                    rows[j] = bottom_hf
+                    store(j, *bottom_hf)
                 diagonal[t] = up_h[t]
                 out[t] = (vh, vf)
             for t in range(1, threads):
@@ -356,29 +359,31 @@ class EmulatedEngine(CudaEngine):
 
     def _bands(self, a_codes, b_codes, plan: BatchPlan, floor_zero, borders):
         """long_bands: every band of the batch side by side (a generator each, stopped before
-        each chunk at the progress counter it waits for), started in ticket order; each round
-        every band whose counter is ready computes a chunk."""
-        progress = np.zeros(max(plan.layout.slots, 1), dtype=np.int64)
+        each group of hand-over columns at the words it waits for), started in ticket order;
+        each round every band whose words carry the tag it awaits computes a group. ``tags``
+        stands for the words' tag bits (0: the zeroed rows; -1: a last band's plain int2)."""
+        tags = np.zeros(plan.layout.rows, dtype=np.int64)
         band_problem, band_row = _cuda_long.band_order(plan.tile_rows)
         running = [self._band(a_codes, b_codes, plan.packed[p], row, plan.shape, floor_zero,
-                              progress, borders)
+                              tags, borders)
                    for p, row in zip(band_problem.tolist(), band_row.tolist(), strict=True)]
         waits = [next(band) for band in running]
         while any(wait is not None for wait in waits):
             ready = [k for k, wait in enumerate(waits)
-                     if wait is not None and progress[wait[0]] >= wait[1]]
+                     if wait is not None and np.all(tags[wait[0]] == wait[1])]
             assert ready  # some band can always go on
             for k in ready:
                 waits[k] = next(running[k], None)
 
-    def _band(self, a_codes, b_codes, fields, tile_row, shape, floor_zero, progress, borders):
-        """Block (band) ``tile_row`` of long_bands: before each chunk it yields ``(slot,
-        column)``, the progress counter and the column it waits for; its rows' H and E, the
-        diagonals and the rows above stay from chunk to chunk as in the block's registers, the
-        wavefront running on (the last chunk drains it), the target codes in the ring. Yields
-        None when done."""
+    def _band(self, a_codes, b_codes, fields, tile_row, shape, floor_zero, tags, borders):
+        """Block (band) ``tile_row`` of long_bands: before each group of LINK_GROUP steps it
+        yields ``(indices, tag)``, the words of the group's columns (thread 0's) and the tag
+        they must carry; its rows' H and E, the diagonals and the rows above stay from group to
+        group as in the block's registers, the wavefront running on (the last groups drain
+        it), the target codes in the ring. Its bottom row goes out as tagged words (F as the
+        clamped D leaves it) or, the problem's last band, plain. Yields None when done."""
         rows, columns, best = borders
-        threads, rows_per_thread, tile_width = shape
+        threads, rows_per_thread, _ = shape
         height = threads * rows_per_thread
         a_base, b_base, m, n, reverse, top_excess, free_top, free_left, row_base, \
             column_base, slot_base = (int(x) for x in fields)
@@ -386,8 +391,16 @@ class EmulatedEngine(CudaEngine):
         slot = slot_base + tile_row
         r0 = tile_row * height
         bottom = min(r0 + height, m)
-        owner = (bottom - 1 - r0) // rows_per_thread
-        ring = [None] * _cuda_long.band_ring(threads, tile_width)  # None: never loaded
+        ring = [None] * _cuda_long.band_ring(threads)  # None: never loaded
+        group = _cuda_long.LINK_GROUP
+        awaited, tag = 0x8000 | (tile_row & 0x7FFF), 0x8000 | ((tile_row + 1) & 0x7FFF)
+        final, clamp = r0 + height >= m, go - ge + 1
+
+        def store(j, hv, fv):
+            if final:
+                rows[row_base + j], tags[row_base + j] = (hv, fv), -1
+            else:
+                rows[row_base + j], tags[row_base + j] = (hv, max(fv, hv - clamp)), tag
 
         def left(i):
             return 0 if free_left else -(top_excess + i * ge)
@@ -403,18 +416,25 @@ class EmulatedEngine(CudaEngine):
                   for row0 in range(r0, r0 + height, rows_per_thread)],
                  [0] * threads, [NEG] * threads)
         found = [(NEG, 0, 0)] * threads
-        for c0 in range(0, n, tile_width):
-            width = min(tile_width, n - c0)
-            end = c0 + width
-            yield (slot - 1, end) if tile_row > 0 else (slot, 0)
-            above = [(0 if free_top else -(go + (j - 1) * ge), NEG) if tile_row == 0
-                     else tuple(rows[row_base + j]) for j in range(c0 + 1, end + 1)]
-            for j in range(c0 + 1, end + 1):
+        steps = n + threads - 1
+
+        def load_codes(first_column):  # a group's target codes into the ring, as long.cu
+            for j in range(first_column, min(first_column + group - 1, n) + 1):
                 ring[j & (len(ring) - 1)] = b_codes[b_base + (n - j if reverse else j - 1)]
-            window = (width + (threads - 1 if end == n else 0), 1, n, 0, len(ring) - 1)
-            self._sweep(q, ring, above, h, e, state, (c0, r0, bottom), window, shape,
-                        floor_zero, rows[row_base:], found)
-            progress[slot] = n if end == n else max(0, end - owner)
+
+        load_codes(1)
+        for s0 in range(0, steps, group):
+            group_columns = range(s0 + 1, min(s0 + group, n) + 1)
+            # Band 0 waits for nothing: row 0 lies above it.
+            yield (row_base + np.array(group_columns if tile_row > 0 else [], dtype=np.int64),
+                   awaited)
+            above = [(0 if free_top else -(go + (j - 1) * ge), NEG) if tile_row == 0
+                     else tuple(rows[row_base + j]) for j in group_columns]
+            above += [(0, NEG)] * (group - len(above))  # past column n: never used
+            load_codes(s0 + group + 1)  # the next group's, a group ahead
+            window = (min(group, steps - s0), 1, n, 0, len(ring) - 1)
+            self._sweep(q, ring, above, h, e, state, (s0, r0, bottom), window, shape,
+                        floor_zero, store, found)
         for t in range(threads):
             for r in range(rows_per_thread):
                 columns[column_base + r0 + t * rows_per_thread + r + 1] = h[t][r] + go, e[t][r]
@@ -438,8 +458,6 @@ def tiny_tiles(request, monkeypatch):
     monkeypatch.setattr(config, "LONG_ALIGN_THREADS", threads)
     monkeypatch.setattr(config, "LONG_ALIGN_ROWS_PER_THREAD", rows)
     monkeypatch.setattr(config, "LONG_ALIGN_TILE_COLUMNS", columns)
-    # A band's chunk narrower or wider than a tile, as the defaults have it (64 and 512).
-    monkeypatch.setattr(config, "LONG_ALIGN_BAND_COLUMNS", columns + 3 if columns < 64 else 48)
     monkeypatch.setattr(config, "LONG_ALIGN_MIN_CELLS", 1)
     return request.param
 

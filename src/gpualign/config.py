@@ -188,16 +188,12 @@ LONG_ALIGN_ROWS_PER_THREAD = 8
 #: over its columns, so wide tiles waste less where the batch has tiles enough).
 LONG_ALIGN_TILE_COLUMNS = 512
 
-#: Target columns that a band of the "bands" schedule sweeps at a time: the band below waits
-#: for them, so narrow chunks keep the bands close behind each other.
-LONG_ALIGN_BAND_COLUMNS = 64
-
 #: How the tiles of a long-alignment batch are scheduled: "tickets" (one launch; each block
 #: takes the next tile in anti-diagonal order and waits until the tiles above and to the left
 #: are done), "launches" (one launch per anti-diagonal of tiles) or "bands" (one launch; each
-#: block takes the next tile row and sweeps all its columns, LONG_ALIGN_BAND_COLUMNS at a
-#: time, each chunk once the row above has finished it: no per-tile scheduling and no border
-#: column), or "auto": bands for a batch of at most 4 bands an SM, else tickets.
+#: block takes the next tile row and sweeps all its columns, each once the row above has
+#: handed it over: no per-tile scheduling and no border column), or "auto": bands for a batch
+#: of at most 4 bands an SM, else tickets.
 LONG_ALIGN_SCHEDULE = "auto"
 
 #: Largest subproblem (DP cells) that a CUDA linear-space alignment (the paths of pairs of at

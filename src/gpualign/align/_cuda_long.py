@@ -7,7 +7,7 @@ rows by ``config.LONG_ALIGN_TILE_COLUMNS`` target columns, computed anti-diagona
 after anti-diagonal, a block per tile, the tiles of every problem side by side: one launch per
 batch whose blocks take tiles in that order and wait for their neighbours' ready flags, one
 launch per anti-diagonal, or one launch per batch whose blocks each sweep a band (a tile row)
-over all its columns, a chunk of tile columns after the band above has published it
+over all its columns, each column once the band above has handed it over
 (``config.LONG_ALIGN_SCHEDULE``). Tile borders pass through global
 memory, ``O(m + n)`` per problem. The host plans the order (:func:`tile_schedule`), lays the
 borders out (:func:`border_layout`), and reads the results from the borders: the last row
@@ -147,14 +147,6 @@ def tile_shape() -> tuple[int, int, int]:
         raise ValueError(f"LONG_ALIGN_ROWS_PER_THREAD={rows}, LONG_ALIGN_TILE_COLUMNS="
                          f"{columns}: positive numbers")
     return threads, rows, columns
-
-
-def band_columns() -> int:
-    """``config.LONG_ALIGN_BAND_COLUMNS``, checked to be positive."""
-    columns = int(config.LONG_ALIGN_BAND_COLUMNS)
-    if columns < 1:
-        raise ValueError(f"LONG_ALIGN_BAND_COLUMNS={columns}: a positive number")
-    return columns
 
 
 @dataclass(frozen=True)
@@ -351,7 +343,9 @@ class TileEngine:
         threads, rows, _ = tile_shape()
         m = np.asarray(m, dtype=np.int64)
         n = np.asarray(n, dtype=np.int64)
-        table_ok = -32768 <= self.table.min() and self.table.max() + self.gap_open <= 32767
+        # and a band's hand-over keeps gap_open - gap_extend + 1 in 16 bits (long.cu's Links)
+        table_ok = (-32768 <= self.table.min() and self.table.max() + self.gap_open <= 32767
+                    and self.gap_open - self.gap_extend < 0xffff)
         return (m > 0) & (n > 0) & table_ok & fits_int32(
             m, n, top_excess, self.table, self.gap_open, self.gap_extend, threads * rows)
 
@@ -390,8 +384,7 @@ class TileEngine:
             if schedule == "auto":
                 bands = int((-(-m[lo:hi] // height)).sum())
                 schedule = auto_schedule(bands, self._multiprocessors())
-            columns = band_columns() if schedule == "bands" else width
-            yield lo, BatchPlan.of(fields[lo:hi], threads, rows_per_thread, columns, schedule)
+            yield lo, BatchPlan.of(fields[lo:hi], threads, rows_per_thread, width, schedule)
             lo = hi
 
     def _multiprocessors(self) -> int:
@@ -431,10 +424,12 @@ class TileEngine:
         layout = plan.layout
         schedule_name = plan.schedule_name
         problems = cupy.asarray(plan.packed)
-        # The ticket counter, then the tile rows' counters (tiles or chunks done): one memset.
+        # The ticket counter, then the tile rows' counters (tiles done): one memset.
         flags = cupy.zeros(1 + max(layout.slots, 1), dtype=cupy.int32)
         counter, done = flags[:1], flags[1:]
-        rows = cupy.empty((layout.rows, 2), dtype=cupy.int32)
+        # Bands hand their bottom rows over through `rows` as tagged words: none before.
+        rows = (cupy.zeros if schedule_name == "bands" else cupy.empty)((layout.rows, 2),
+                                                                       dtype=cupy.int32)
         columns = cupy.empty((layout.columns, 2), dtype=cupy.int32)
         best = cupy.empty((max(layout.slots, 1), 3), dtype=cupy.int32)
         if track_best and schedule_name != "bands":  # a band writes its best cell outright
@@ -452,12 +447,12 @@ class TileEngine:
                                                             self.dna, schedule_name == "bands"))
         scoring = (table, np.int32(self.n_codes), np.int32(self.match), np.int32(self.mismatch),
                    np.int32(self.match_codes), np.int32(self.gap_open),
-                   np.int32(self.gap_extend), np.int32(width))
+                   np.int32(self.gap_extend))
         if schedule_name == "bands":
             bands = cupy.asarray(np.concatenate(band_order(plan.tile_rows)))  # one copy
             count = len(bands) // 2
             kernel(*launch.grid(kernel, count, items_per_block=1),
-                   (a_codes, b_codes, problems, bands[:count], bands[count:], counter, done,
+                   (a_codes, b_codes, problems, bands[:count], bands[count:], counter,
                     *scoring, rows, columns, best), shared_mem=shared)
             return rows, columns, best
         schedule = plan.schedule
@@ -474,7 +469,8 @@ class TileEngine:
             kernel(*launch.grid(kernel, blocks, items_per_block=1),
                    (a_codes, b_codes, problems, order, first_block, offset, active,
                     ticket_starts, np.int32(len(schedule.blocks)), np.int32(diagonal), counter,
-                    done, *scoring, rows, columns, corners, best), shared_mem=shared)
+                    done, *scoring, np.int32(width), rows, columns, corners, best),
+                   shared_mem=shared)
 
         if schedule_name == "tickets":
             run(int(first_ticket[-1]), 0)
@@ -484,31 +480,40 @@ class TileEngine:
         return rows, columns, best
 
 
-def band_ring(threads: int, tile_columns: int) -> int:
-    """Bytes of ``long_bands``' ring of target codes: the smallest power of two that holds a
-    chunk's columns and the ``threads - 1`` before it (as long.cu computes it).
+#: Columns of a group of a band's hand-over (long.cu's LINK_GROUP).
+LINK_GROUP = 16
+
+
+def band_ring(threads: int) -> int:
+    """Bytes of ``long_bands``' ring of target codes: the smallest power of two that holds two
+    groups of :data:`LINK_GROUP` columns and the ``threads`` before them (long.cu's band_ring:
+    a group's start writes the next group's codes while the last threads still read columns
+    ``threads - 2`` before it).
 
     Examples
     --------
-    >>> band_ring(32, 64), band_ring(32, 96)
-    (128, 128)
+    >>> band_ring(32), band_ring(64), band_ring(128)
+    (64, 128, 256)
     """
-    return 1 << (tile_columns + threads - 1).bit_length()
+    return 1 << (threads + 2 * LINK_GROUP - 1).bit_length()
 
 
 def shared_bytes(threads: int, tile_columns: int, n_codes: int, dna: bool,
                  bands: bool = False) -> int:
     """Dynamic shared memory of ``long_tiles`` (or, ``bands``, ``long_bands``): the tile's
-    top row (int2 a column), the exchange between warps (two int2 a warp), the substitution
-    table (int16, unless DNA), the tile's target codes (a band: their ring, :func:`band_ring`).
+    top row (int2 a column; not a band's), the exchange between warps (two int2 a warp), the
+    substitution table (int16, unless DNA), the tile's target codes (a band: their ring,
+    :func:`band_ring`).
 
     Examples
     --------
     >>> shared_bytes(64, 512, 5, True), shared_bytes(64, 512, 5, True, bands=True)
-    (4640, 5152)
+    (4640, 160)
     """
-    codes = band_ring(threads, tile_columns) if bands else tile_columns
-    return 8 * tile_columns + 16 * (threads // 32) + (0 if dna else 2 * n_codes ** 2) + codes
+    table = 0 if dna else 2 * n_codes ** 2
+    if bands:
+        return 16 * (threads // 32) + table + band_ring(threads)
+    return 8 * tile_columns + 16 * (threads // 32) + table + tile_columns
 
 
 @dataclass(frozen=True)
@@ -517,8 +522,8 @@ class BatchPlan:
     border bases (``packed``, the rows of ``enum Field`` in long.cu), the border layout, the
     tile rows of each problem, the tile shape ``(threads, rows_per_thread, tile_columns)``,
     and (planned when a tile schedule asks for it) the launches; ``schedule_name``, one of
-    :data:`SCHEDULES` but "auto", and the tile columns of the shape are those of a band's
-    chunk in the "bands" schedule."""
+    :data:`SCHEDULES` but "auto" (a band sweeps all its columns: the tile columns serve the
+    tile schedules only)."""
 
     fields: np.ndarray
     packed: np.ndarray

@@ -145,7 +145,7 @@ def _edit_workload(count: int, length: int, description: str) -> Workload:
 
 def _long_align_workload() -> Workload:
     """One global affine score of a 100 kb pair (6% substitutions, 2% deletions), above
-    ``LONG_ALIGN_MIN_CELLS`` (in bands under "auto": ``LONG_ALIGN_BAND_COLUMNS``)."""
+    ``LONG_ALIGN_MIN_CELLS`` (in bands under "auto")."""
     side = _long_side("LONG_ALIGN_MIN_CELLS", 100_000)
     # The config's schedule, as a run would take it: "auto" runs this pair in bands, unless a
     # candidate tile height makes more than 4 bands an SM (then tickets, as a run would).
@@ -199,8 +199,7 @@ def _fixed(*values: Any) -> Callable[[Any], tuple[Any, ...]]:
 
 #: Every tunable family, by name. The ``LONG_*`` settings are those of the long-pair kernels.
 FAMILIES: dict[str, Family] = {family.name: family for family in (
-    Family("long-align", {"LONG_ALIGN_BAND_COLUMNS": powers_of_two_around,
-                          "LONG_ALIGN_ROWS_PER_THREAD": powers_of_two_around,
+    Family("long-align", {"LONG_ALIGN_ROWS_PER_THREAD": powers_of_two_around,
                           "LONG_ALIGN_THREADS": _threads}, _long_align_workload),
     Family("long-align-tiles", {"LONG_ALIGN_TILE_COLUMNS": powers_of_two_around},
            _long_tiles_workload),

@@ -174,6 +174,110 @@ struct Tile {
     u32 mismatch_bytes;     // DNA: the shifted mismatch in every byte (see byte_score)
 };
 
+// How long_bands hands a band's bottom row to the band below, column by column, without flags
+// or fences: the bottom row's cell (H, F) of column j is one 64-bit word at rows[j] (the
+// problem's row, which every band of the problem reuses), written and read as a single relaxed
+// access (single-copy atomic), so the word itself says whose it is. Bits 0-31 hold H, bits
+// 32-47 D = H - F clamped to gap_open - gap_extend + 1, bits 48-63 a tag: band I writes
+// TAG_BIT | ((I + 1) & TAG_MASK), and band I + 1 reads the column once it carries that tag
+// (rows starts zeroed, so no tag matches before its band wrote). The clamp keeps what the band
+// below computes from F: max(F - extend, H - open) is the same with D and with its clamp (a
+// clamped F' = H - D' has F' - extend < H - open), and the host never reads these words: the
+// problem's last band writes its row as plain (H, F) int2 for it.
+//
+// Band I's thread 0 takes the cell above column j at step j - 1. The lanes 0 .. LINK_GROUP - 1
+// of warp 0 hold a group of LINK_GROUP such cells and hand them to thread 0 by shuffles; at the
+// start of each group they check the words they loaded one group earlier (polling again those
+// whose band has not written them yet), load the next group's words, put the group's target
+// codes (also loaded a group ahead) into the ring of target codes, and decode the cells. So a
+// band runs about LINK_GROUP + THREADS + LINK_GROUP columns behind the band above, and waits
+// only when that band is behind.
+constexpr int LINK_GROUP = 16;
+constexpr u32 TAG_BIT = 0x8000u, TAG_MASK = 0x7fffu;
+
+// Volatile 64-bit accesses: strong system-scope accesses in SASS (LDG/STG.E.64.STRONG.SYS),
+// single-copy atomic when aligned, which the compiler may predicate (inline PTX cost a branch
+// around every store).
+__device__ __forceinline__ u64 load_link(const u64* address) {
+    return *reinterpret_cast<const volatile u64*>(address);
+}
+
+__device__ __forceinline__ void store_link(u64* address, u64 word) {
+    *reinterpret_cast<volatile u64*>(address) = word;
+}
+
+// A band's side of the hand-over (see above). Lane l < LINK_GROUP of warp 0 holds column
+// group + 1 + l: its cell above (h, f) and, one group ahead, the word and target code of
+// column group + LINK_GROUP + 1 + l.
+template <bool DNA>
+struct Links {
+    Problem p;
+    u64* words;          // the problem's rows, column 0 at words[0]
+    u8* ring;            // the band's ring of target codes (ring_mask + 1 bytes)
+    int ring_mask, gap_open, gap_extend, clamp;  // clamp: D's, gap_open - gap_extend + 1
+    u32 awaited, tag;    // the tag of the band above's words, the tag of this band's
+    bool first, final;   // band 0 (row 0 above it); the problem's last band (plain int2)
+    int h, f;
+    u64 next_word;
+    u8 next_code;
+
+    // Before the sweep: the target codes of group 0 (columns 1 .. LINK_GROUP) into the ring,
+    // group 1's codes and group 0's words loaded. Every thread calls it.
+    __device__ __forceinline__ void start() {
+        const int n = p.n;
+        if (threadIdx.x < LINK_GROUP) {
+            const int j = 1 + threadIdx.x;
+            if (j <= n) ring[j & ring_mask] = target_code<DNA>(p, j);
+            next_code = j + LINK_GROUP <= n ? target_code<DNA>(p, j + LINK_GROUP) : 0;
+            next_word = !first && j <= n ? load_link(words + j) : 0;
+        }
+    }
+
+    // The group whose thread 0 steps start at `step` (columns step + 1 ..): its cells decoded
+    // (waiting for the band above where needed), the next group's words loaded; the next
+    // group's codes into the ring (the group's last step preloads the next group's first
+    // code), those of the group after it loaded. Every thread of the block calls it.
+    __device__ __forceinline__ void advance(int step) {
+        const int n = p.n;
+        if (threadIdx.x < LINK_GROUP) {
+            const int j = step + 1 + threadIdx.x, next = j + LINK_GROUP;
+            if (next <= n) ring[next & ring_mask] = next_code;
+            next_code = next + LINK_GROUP <= n ? target_code<DNA>(p, next + LINK_GROUP) : 0;
+            if (first) {
+                h = j <= n ? p.top(j, gap_open, gap_extend) : 0;
+                f = NEG;
+            } else {
+                u64 word = next_word;
+                if (j <= n) {
+                    while ((u32)(word >> 48) != awaited) {
+                        __nanosleep(WAIT_NANOSECONDS);
+                        word = load_link(words + j);
+                    }
+                }
+                h = (int)(u32)word;
+                f = h - (int)((word >> 32) & 0xffffu);
+                next_word = next <= n ? load_link(words + next) : 0;
+            }
+        }
+        __syncwarp();
+    }
+
+    // The cell above thread 0's column at `step` of the current group (all lanes of a warp
+    // call it: shuffles).
+    __device__ __forceinline__ int2 above(int step) const {
+        const int lane = step & (LINK_GROUP - 1);
+        return make_int2(__shfl_sync(FULL_WARP, h, lane), __shfl_sync(FULL_WARP, f, lane));
+    }
+
+    // The band's bottom row at column j: a tagged word, or plain (H, F) (as int2) from the
+    // last band; one store either way, without a branch.
+    __device__ __forceinline__ void store(int j, int bottom_h, int bottom_f) const {
+        const u32 d = (u32)(bottom_h - max(bottom_f, bottom_h - clamp));
+        const u32 high = final ? (u32)bottom_f : d | tag << 16;
+        store_link(words + j, (u64)(u32)bottom_h | (u64)high << 32);
+    }
+};
+
 // One tile, after its top row (above[k] = H, F of column c0 + 1 + k) and target codes are in
 // shared memory. LAST: the problem's last tile row, whose rows past m
 // are padding (computed, never reported). A thread keeps its rows as t = H - gap_open (what
@@ -193,8 +297,11 @@ struct Tile {
 // width, the last chunk THREADS - 1 more), the target code of column j at b_codes[(j -
 // code_base) & code_mask] (a tile: its codes from c0 + 1; a band: a ring of them), and
 // `diagonal`, up_t and up_f (t and F of row row0 at this thread's column) go on to the next
-// chunk. Thread 0 uses above[s] (s < width); every thread reads it, as a broadcast.
-template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST, bool LAST>
+// chunk. Thread 0 uses above[s] (s < width); every thread reads it, as a broadcast. With
+// LINKS (a band, the sweep of all its columns) thread 0 takes it from `links` instead, and
+// the bottom row goes through them (see Links).
+template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST, bool LAST,
+          bool LINKS>
 __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, const int first_j,
                                            const int last_j, const int code_base,
                                            const int code_mask, int& diagonal, int& up_t,
@@ -202,7 +309,7 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
                                            const int (&q)[RPT], const int2* above,
                                            const u8* b_codes, const short* table,
                                            int2* exchange, int2* __restrict__ rows, int& best,
-                                           int& best_i, int& best_j) {
+                                           int& best_i, int& best_j, Links<DNA>* links) {
     const int thread = threadIdx.x, lane = thread % 32, warp = thread / 32;
     const int row0 = tile.tile_row0 + thread * RPT;
     // The thread and register that hold the tile's last real row (the bottom row).
@@ -218,21 +325,24 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
         const int j = tile.c0 + 1 + s - thread;
         if (!checked || (j >= first_j && j <= last_j))
             next_bj = b_codes[(j - code_base) & code_mask];
-        next_above = above[min(s, tile.width - 1)];
+        if (!LINKS) next_above = above[min(s, tile.width - 1)];
     };
     // Step s: thread t computes column j = c0 + 1 + s - t (CHECKED: only if first_j <= j <=
     // last_j), then hands its last row to thread t + 1; the preload for step s + 1 checks its
     // column when CHECK_NEXT.
-    auto step = [&](const int s, const bool checked, const bool check_next) {
+    // With LINKS thread 0 takes the cell above from `link_above`.
+    auto step = [&](const int s, const bool checked, const bool check_next,
+                    const int2 link_above) {
         const int j = tile.c0 + 1 + s - thread;
         int out_t = 0, out_f = NEG;
+        const int2 above_s = LINKS ? link_above : next_above;
         if (!checked || (j >= first_j && j <= last_j)) {
             const int bj = next_bj;
             // DNA: the byte permute's selector of this column's code (see byte_score).
             const u32 selector = DNA ? ((u32)bj * 0x1111u) | 0x8880u : 0u;
             if (thread == 0) {
-                up_t = next_above.x - go;
-                up_f = next_above.y;
+                up_t = above_s.x - go;
+                up_f = above_s.y;
             }
             if (s + 1 < steps) preload(s + 1, check_next);
             int vt = up_t, vf = up_f, d = diagonal;
@@ -265,7 +375,10 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
                 bottom_h = vt + go;
                 bottom_f = vf;
             }
-            if (thread == bottom_owner) rows[j] = make_int2(bottom_h, bottom_f);
+            if (thread == bottom_owner) {
+                if (LINKS) links->store(j, bottom_h, bottom_f);
+                else rows[j] = make_int2(bottom_h, bottom_f);
+            }
             diagonal = up_t;  // row row0 at this column: the next column's diagonal
             out_t = vt;
             out_f = vf;
@@ -291,15 +404,28 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
         }
     };
     // Blocks of SWEEP_UNROLL steps; in those where every thread's column is in first_j ..
-    // last_j the steps are unrolled without checks.
+    // last_j the steps are unrolled without checks. LINKS: a block starts with the hand-over
+    // (a new group every LINK_GROUP steps) and takes thread 0's cells above for all its steps
+    // at once, so that nothing of it breaks the steps' straight line.
+    static_assert(LINK_GROUP % SWEEP_UNROLL == 0, "link groups of whole blocks");
     preload(0, true);
     for (int s0 = 0; s0 < steps; s0 += SWEEP_UNROLL) {
+        int2 block_above[SWEEP_UNROLL];
+        if constexpr (LINKS) {  // every warp shuffles (only warp 0's thread 0 uses them)
+            if ((s0 & (LINK_GROUP - 1)) == 0) links->advance(s0);
+#pragma unroll
+            for (int k = 0; k < SWEEP_UNROLL; ++k) block_above[k] = links->above(s0 + k);
+        }
         if (s0 + SWEEP_UNROLL <= steps && tile.c0 + 1 + s0 - (THREADS - 1) >= first_j &&
             tile.c0 + s0 + SWEEP_UNROLL <= last_j) {
 #pragma unroll
-            for (int k = 0; k < SWEEP_UNROLL; ++k) step(s0 + k, false, k == SWEEP_UNROLL - 1);
+            for (int k = 0; k < SWEEP_UNROLL; ++k)
+                step(s0 + k, false, k == SWEEP_UNROLL - 1, block_above[k]);
         } else {
-            for (int s = s0; s < min(s0 + SWEEP_UNROLL, steps); ++s) step(s, true, true);
+#pragma unroll
+            for (int k = 0; k < SWEEP_UNROLL; ++k) {
+                if (s0 + k < steps) step(s0 + k, true, true, block_above[k]);
+            }
         }
     }
 }
@@ -430,13 +556,13 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     const int steps = tile.width + THREADS - 1, first_j = tile.c0 + 1;
     const int last_j = tile.c0 + tile.width;
     if (tile.bottom < tile.tile_row0 + TILE_ROWS) {
-        sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, true>(
+        sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, true, false>(
             tile, steps, first_j, last_j, first_j, -1, corner, up_t, up_f, t_h, e, q, above,
-            s_b, s_table, exchange, p_rows, best, best_i, best_j);
+            s_b, s_table, exchange, p_rows, best, best_i, best_j, nullptr);
     } else {
-        sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, false>(
+        sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, false, false>(
             tile, steps, first_j, last_j, first_j, -1, corner, up_t, up_f, t_h, e, q, above,
-            s_b, s_table, exchange, p_rows, best, best_i, best_j);
+            s_b, s_table, exchange, p_rows, best, best_i, best_j, nullptr);
     }
 #pragma unroll
     for (int r = 0; r < RPT; ++r) p_columns[row0 + r + 1] = make_int2(t_h[r] + gap_open, e[r]);
@@ -460,48 +586,43 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
 }
 
 // The "bands" schedule: one launch per batch, a block per band (tile row I of a problem,
-// THREADS * RPT query rows) that sweeps all the problem's columns, tile_columns at a time
-// (the host's LONG_ALIGN_BAND_COLUMNS; chunk J: columns J * tile_columns + 1 ..). Block b takes the next ticket k (an atomic counter)
-// and runs tile row band_row[k] of problem band_problem[k]; the host orders the bands by tile
-// row, so a band waits only for the band above it, which took a smaller ticket and so already
-// runs: no deadlock whatever the number of resident blocks.
-//
-// The band's wavefront runs on across chunks (sweep_tile with first_j = 1, last_j = n): it
-// fills and drains once per band, not once per chunk, and a thread keeps its rows' H and E,
-// its diagonal and the row above in registers from chunk to chunk (no border column). Its
-// threads lag: after chunk J the thread holding the bottom row (bottom_owner) has computed
-// it up to column c0 + width - bottom_owner (all of it after the last chunk, which runs
-// THREADS - 1 more steps); the band then raises progress[slot] to that column (its `rows`
-// stores fenced first). Before chunk J it waits until the band above's progress covers the
-// chunk (progress[slot - 1] >= c0 + width, read volatile) and reads the chunk's top row into
-// shared memory; it overwrites a column of `rows` only after reading it, and the band below
-// reads it only after that, so one row a problem serves every band. The target codes lie in
-// a ring of `ring` bytes (a power of two >= tile_columns + THREADS: the chunk's columns and
-// the THREADS - 1 before it, which the lagging threads still read). At the end the band
-// writes its right column to `columns` (column n, for the last-column end cells) and,
-// TRACK_BEST, its best cell to best_cells[3 * slot]: a thread meets its cells by column, then
-// row, as in a tile, so the ties are those of long_tiles. Dynamic shared memory as long_tiles
-// with `ring` bytes of target codes instead of tile_columns (band_ring in _cuda_long.py).
+// THREADS * RPT query rows) that sweeps all the problem's columns in one wavefront (sweep_tile
+// with first_j = 1, last_j = n, n + THREADS - 1 steps): it fills and drains once per band, and
+// a thread keeps its rows' H and E, its diagonal and the row above in registers throughout.
+// Block b takes the next ticket k (an atomic counter) and runs tile row band_row[k] of problem
+// band_problem[k]; the host orders the bands by tile row, so a band waits only for the band
+// above it, which took a smaller ticket and so already runs: no deadlock whatever the number of
+// resident blocks. The band above's bottom row comes column by column through `rows` (Links:
+// tagged words, `rows` zeroed by the host), the target codes through a ring of band_ring
+// bytes. At the end the band writes its right column to `columns` (column n, for the
+// last-column end cells) and, TRACK_BEST, its best cell to best_cells[3 * slot]: a thread
+// meets its cells by column, then row, as in a tile, so the ties are those of long_tiles.
+// Dynamic shared memory: the exchange between warps (2 * THREADS / 32 int2), n_codes^2 shorts
+// unless DNA, the ring (band_ring in _cuda_long.py).
+template <int THREADS>
+__host__ __device__ constexpr int band_ring() {
+    int size = 1;
+    while (size < THREADS + 2 * LINK_GROUP) size *= 2;  // see Links::advance
+    return size;
+}
+
 template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST>
 __global__ void __launch_bounds__(THREADS)
 long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
            const i64* __restrict__ problems, const int* __restrict__ band_problem,
            const int* __restrict__ band_row, int* __restrict__ tickets,
-           int* __restrict__ progress, const short* __restrict__ table, const int n_codes,
-           const int match, const int mismatch, const int match_codes, const int gap_open,
-           const int gap_extend, const int tile_columns, int2* __restrict__ rows,
-           int2* __restrict__ columns, int* __restrict__ best_cells) {
+           const short* __restrict__ table, const int n_codes, const int match,
+           const int mismatch, const int match_codes, const int gap_open, const int gap_extend,
+           int2* __restrict__ rows, int2* __restrict__ columns, int* __restrict__ best_cells) {
     static_assert(THREADS % 32 == 0, "whole warps");
     constexpr int TILE_ROWS = THREADS * RPT;
+    constexpr int RING = band_ring<THREADS>();
     extern __shared__ int2 shared[];
-    int2* above = shared;
-    int2* exchange = above + tile_columns;
+    int2* exchange = shared;
     short* s_table = reinterpret_cast<short*>(exchange + 2 * (THREADS / 32));
     u8* ring = reinterpret_cast<u8*>(s_table + (DNA ? 0 : n_codes * n_codes));
     __shared__ int reduce[3 * (THREADS / 32)];
     __shared__ int s_ticket;
-    int ring_size = 1;
-    while (ring_size < tile_columns + THREADS) ring_size *= 2;
 
     if (threadIdx.x == 0) s_ticket = atomicAdd(tickets, 1);
     __syncthreads();
@@ -513,6 +634,8 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     const i64 slot = fields[SLOT_BASE] + I;
 
     Tile tile;
+    tile.c0 = 0;
+    tile.width = p.n;
     tile.tile_row0 = I * TILE_ROWS;
     tile.bottom = min(tile.tile_row0 + TILE_ROWS, p.m);
     tile.gap_open = gap_open;
@@ -520,8 +643,22 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     tile.match = match + gap_open;  // shifted as the table (see sweep_tile)
     tile.mismatch = mismatch + gap_open;
     tile.mismatch_bytes = (u32)(tile.mismatch & 0xff) * 0x01010101u;
-    const bool last = tile.bottom < tile.tile_row0 + TILE_ROWS;
-    const int bottom_owner = (tile.bottom - 1 - tile.tile_row0) / RPT;
+
+    Links<DNA> links;
+    links.p = p;
+    links.words = reinterpret_cast<u64*>(p_rows);
+    links.ring = ring;
+    links.ring_mask = RING - 1;
+    links.gap_open = gap_open;
+    links.gap_extend = gap_extend;
+    links.clamp = gap_open - gap_extend + 1;
+    links.awaited = TAG_BIT | ((u32)I & TAG_MASK);
+    links.tag = TAG_BIT | ((u32)(I + 1) & TAG_MASK);
+    links.first = I == 0;
+    links.final = tile.tile_row0 + TILE_ROWS >= p.m;
+    links.h = 0;
+    links.f = NEG;
+    links.start();
 
     if (!DNA) {
         for (int k = threadIdx.x; k < n_codes * n_codes; k += THREADS)
@@ -537,43 +674,21 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
         t_h[r] = p.left(i, gap_extend) - gap_open;
         e[r] = NEG;
     }
+    __syncthreads();  // the table
     // H(row0, 0), shifted: the diagonal of this thread's first cell; t and F of row row0 come
     // from above (thread 0) or the thread before.
     int diagonal = (row0 == 0 ? 0 : p.left(row0, gap_extend)) - gap_open;
     int up_t = 0, up_f = NEG;
     int best = NEG, best_i = 0, best_j = 0;
-    int ready = 0;  // thread 0: the band above's progress seen so far
-    for (tile.c0 = 0; tile.c0 < p.n; tile.c0 += tile_columns) {
-        tile.width = min(tile_columns, p.n - tile.c0);
-        const int end = tile.c0 + tile.width;
-        if (I > 0 && t == 0) {  // wait for the band above's bottom row over this chunk
-            const volatile int* finished = progress;
-            while ((ready = finished[slot - 1]) < end) __nanosleep(WAIT_NANOSECONDS);
-            __threadfence();
-        }
-        __syncthreads();  // and every thread is done with the previous chunk's shared memory
-        for (int k = t; k < tile.width; k += THREADS) {
-            const int j = tile.c0 + 1 + k;
-            ring[j & (ring_size - 1)] = target_code<DNA>(p, j);
-            above[k] = I == 0 ? make_int2(p.top(j, gap_open, gap_extend), NEG)
-                              : __ldcg(p_rows + j);
-        }
-        __syncthreads();
-        const int steps = tile.width + (end == p.n ? THREADS - 1 : 0);
-        if (last) {
-            sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, true>(
-                tile, steps, 1, p.n, 0, ring_size - 1, diagonal, up_t, up_f, t_h, e, q, above,
-                ring, s_table, exchange, p_rows, best, best_i, best_j);
-        } else {
-            sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, false>(
-                tile, steps, 1, p.n, 0, ring_size - 1, diagonal, up_t, up_f, t_h, e, q, above,
-                ring, s_table, exchange, p_rows, best, best_i, best_j);
-        }
-        __threadfence();  // this thread's part of the bottom row is visible before the flag
-        __syncthreads();
-        if (t == 0) {
-            atomicExch(progress + slot, end == p.n ? p.n : max(0, end - bottom_owner));
-        }
+    const int steps = p.n + THREADS - 1;
+    if (tile.bottom < tile.tile_row0 + TILE_ROWS) {
+        sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, true, true>(
+            tile, steps, 1, p.n, 0, RING - 1, diagonal, up_t, up_f, t_h, e, q, nullptr, ring,
+            s_table, exchange, p_rows, best, best_i, best_j, &links);
+    } else {
+        sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, false, true>(
+            tile, steps, 1, p.n, 0, RING - 1, diagonal, up_t, up_f, t_h, e, q, nullptr, ring,
+            s_table, exchange, p_rows, best, best_i, best_j, &links);
     }
     int2* p_columns = columns + fields[COLUMN_BASE];
 #pragma unroll
