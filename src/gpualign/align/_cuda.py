@@ -194,24 +194,28 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
     substitution = _SUB_DNA if dna else _SUB_PROFILE if profile else _SUB_TABLE
     setup = _Setup(mode, gap_open != gap_extend, substitution, find_end, half,
                    shifted.astype(np.int16), qset.alphabet.size, gap_open, gap_extend)
-    # Lanes: 0 narrow, 1 wide, 2 not on the thread kernels.
-    lanes = np.where(on_gpu & ~long & ~tiled, np.where(narrow, 0, 1), 2).astype(np.uint8)
-    for part, sequences, q_local, t_local in device_chunks(qset, tset, q_index, t_index,
+    # The thread kernels' pairs (none, for a batch of long pairs: then nothing goes to the
+    # device here) in lanes: 0 narrow, 1 wide.
+    thread = np.flatnonzero(on_gpu & ~long & ~tiled)
+    lanes = np.where(narrow[thread], 0, 1).astype(np.uint8)
+    thread_q = q_index[thread]
+    thread_t = thread_q if t_index is q_index else t_index[thread]
+    for part, sequences, q_local, t_local in device_chunks(qset, tset, thread_q, thread_t,
                                                            config.ALIGN_GPU_CHUNK_PAIRS):
+        pairs = thread[part]
         profiles = setup.profiles(sequences)
         chunk = _Chunk(sequences, profiles, cupy.asarray(q_local), cupy.asarray(t_local),
-                       cupy.asarray(n[part]))
+                       cupy.asarray(n[pairs]))
         chunk_lanes = cupy.asarray(lanes[part])
         order = _kernel_order(chunk, chunk_lanes, half)
-        bounds = np.cumsum(cupy.bincount(chunk_lanes, minlength=3).get()[:2])
+        bounds = np.cumsum(cupy.bincount(chunk_lanes, minlength=2).get()[:2])
         for wide, first, last in ((False, 0, bounds[0]), (True, bounds[0], bounds[1])):
             if last > first:
                 launch_split(functools.partial(setup.run, wide, chunk), order[first:last],
-                             (8 if wide else 4) * (int(n[part].mean()) + 2) + 32)
-        inside = lanes[part] < 2
+                             (8 if wide else 4) * (int(n[pairs].mean()) + 2) + 32)
         for host, device in zip((score, q_end, t_end), chunk.results, strict=True):
-            np.copyto(host[part], device.get(), where=inside)
-        done(cells[part][inside])
+            host[pairs] = device.get()
+        done(cells[pairs])
     rest = np.flatnonzero(~on_gpu & ~tiled)
     if len(rest):
         # The CPU's DP (task "end": never parasail, whose 32-bit scores could clip the pairs
@@ -231,7 +235,7 @@ def _ignore(_cells) -> None:
 
 def _kernel_order(chunk, lanes, half: int):
     """The chunk's pairs in the thread kernels' order (on the device): by ``lanes`` (narrow,
-    wide, the rest), then strips and target length, both descending. A warp's threads wait for
+    wide), then strips and target length, both descending. A warp's threads wait for
     each other after every strip, so they need equal strips and similar targets; a thread
     computes its pair alone, so the longest pairs must start first."""
     q_offsets = chunk.sequences[1]
