@@ -191,9 +191,9 @@ def test_vertical_gap_crossing_the_middle_row(linear, monkeypatch):
     split = _linear._split_columns
 
     def recording(*args):
-        column, through_gap = split(*args)
+        column, through_gap, score = split(*args)
         joins.extend(through_gap.tolist())
-        return column, through_gap
+        return column, through_gap, score
 
     monkeypatch.setattr(_linear, "_split_columns", recording)
     rng = np.random.default_rng(23)

@@ -191,7 +191,7 @@ class EmulatedEngine(CudaEngine):
 
     def _split_launch(self, rows, splits, excess):
         """long.cu's split_columns, a block's columns in order (the first best join wins)."""
-        column, through_gap = [], []
+        column, through_gap, score = [], [], []
         for top, bottom, n, top_left, bottom_left in splits.tolist():
             found = (None, 0, 0)
             for j in range(n + 1):
@@ -203,7 +203,9 @@ class EmulatedEngine(CudaEngine):
                     found = (value, j, cell < value)
             column.append(found[1])
             through_gap.append(found[2])
-        return np.array(column, dtype=np.int64), np.array(through_gap, dtype=bool)
+            score.append(found[0])
+        return (np.array(column, dtype=np.int64), np.array(through_gap, dtype=bool),
+                np.array(score, dtype=np.int64))
 
     def _launches(self, a_codes, b_codes, plan: BatchPlan, floor_zero, track_best):
         rows, _, best = self._wavefront(a_codes, b_codes, plan, floor_zero, track_best)
@@ -635,19 +637,14 @@ def _check_splits(scheme, engine_class, budget=None):
         engine.budget = budget
     sizes = [size for size in SIZES if size[0] > 1] + [(2, 2), (9, 7)]
     codes, split = _problems(scheme, np.random.default_rng(5), sizes)
-    middle = split.a_start + split.a_length() // 2
-    top = Problems(split.pair, split.a_start, middle, split.b_start, split.b_end,
-                   np.zeros_like(middle), split.top_excess, split.bottom_excess)
-    bottom = Problems(split.pair, middle, split.a_end, split.b_start, split.b_end,
-                      np.ones_like(middle), split.bottom_excess, split.bottom_excess)
-    both = Problems.concat([top, bottom])
+    _, both = _linear._halves(split)
     excess = engine.gap_open - engine.gap_extend
     cpu = CpuEngine(engine.table, engine.gap_open, engine.gap_extend, engine.match_codes)
     h, f = cpu.last_rows(codes, both)
     want = _linear._split_columns(h, f, both.row_offsets(), len(split), excess)
-    column, through_gap = engine.split_columns(codes, both, excess)
-    assert column.tolist() == want[0].tolist()
-    assert through_gap.tolist() == want[1].tolist()
+    found = engine.split_columns(codes, both, excess)
+    for got, expected in zip(found, want, strict=True):  # column, through gap, score
+        assert got.tolist() == expected.tolist()
 
 
 @pytest.mark.parametrize("budget", [EmulatedEngine.budget, 1 << 40])  # a split a group, one group

@@ -665,13 +665,14 @@ class CudaEngine(TileEngine):
         return done.h, done.f
 
     def split_columns(self, sequences: PairCodes, problems: Problems, excess: int,
-                      ) -> tuple[np.ndarray, np.ndarray]:
-        """``(column, through_gap)`` of each split of a level of :func:`._linear.global_paths`
-        (``problems``: the forward top halves, then the reverse bottom halves, as it would
-        send them to :meth:`last_rows`): what ``_linear._split_columns`` finds in their last
-        rows, searched where the rows lie (``split_columns`` of long.cu), so that only two
-        numbers a split come back to the host. The rows of a group of splits stay on the
-        device together: groups of at most a quarter of the memory budget."""
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(column, through_gap, score)`` of each split of a level of
+        :func:`._linear.global_paths` (``problems``: the forward top halves, then the reverse
+        bottom halves, as it would send them to :meth:`last_rows`): what
+        ``_linear._split_columns`` finds in their last rows, searched where the rows lie
+        (``split_columns`` of long.cu), so that only three numbers a split come back to the
+        host. The rows of a group of splits stay on the device together: groups of at most a
+        quarter of the memory budget."""
         count = len(problems) // 2
         fields = problem_fields(sequences, problems, False, False)
         m, n = fields[:, 2], fields[:, 3]
@@ -680,6 +681,7 @@ class CudaEngine(TileEngine):
         sizes = 16 * (n[:count] + 1)  # both halves' rows, an int2 a cell
         column = np.empty(count, dtype=np.int64)
         through_gap = np.empty(count, dtype=bool)
+        score = np.empty(count, dtype=np.int64)
         lo = 0
         while lo < count:
             fit = int(np.searchsorted(np.cumsum(sizes[lo:]), self._budget() // 4, side="right"))
@@ -689,23 +691,25 @@ class CudaEngine(TileEngine):
             size = hi - lo
             splits = np.stack((row_base[:size], row_base[size:], n[lo:hi], left[lo:hi],
                                left[count + lo:count + hi]), axis=1)
-            column[lo:hi], through_gap[lo:hi] = self._split_launch(rows, splits, excess)
+            column[lo:hi], through_gap[lo:hi], score[lo:hi] = self._split_launch(rows, splits,
+                                                                                 excess)
             lo = hi
-        return column, through_gap
+        return column, through_gap, score
 
     def _split_launch(self, rows, splits: np.ndarray, excess: int,
-                      ) -> tuple[np.ndarray, np.ndarray]:
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One launch of ``split_columns`` (long.cu) over the device ``rows``, a block per row
-        of ``splits`` (its ``SplitField`` columns): the columns and through-gap flags."""
+        of ``splits`` (its ``SplitField`` columns): the columns, through-gap flags and scores
+        (one copy back)."""
         import cupy
 
         count = len(splits)
         kernel = get_kernel(KERNEL_FILE, "split_columns")
-        column = cupy.empty(count, dtype=cupy.int64)
-        through_gap = cupy.empty(count, dtype=cupy.int32)
+        found = cupy.empty((3, count), dtype=cupy.int64)
         kernel(*launch.grid(kernel, count, items_per_block=1),
-               (rows, cupy.asarray(splits), np.int32(excess), column, through_gap))
-        return column.get(), through_gap.get().astype(bool)
+               (rows, cupy.asarray(splits), np.int32(excess), found))
+        column, through_gap, score = found.get()
+        return column, through_gap.astype(bool), score
 
     def _device_rows(self, a_codes, b_codes, fields: np.ndarray):
         """``(rows, row_base)``: the last row of every problem of ``fields`` (global, the first

@@ -214,9 +214,9 @@ class Engine(Protocol):
         (``floor_zero``: Smith-Waterman), with the ties the scope states.
 
         An engine may also offer ``split_columns(sequences, problems, excess) -> (column,
-        through_gap)``: for the top halves then bottom halves of a level's splits, what the
-        driver would find in their ``last_rows`` (``_split_columns``), without returning the
-        rows (the CUDA engine keeps them on the device)."""
+        through_gap, score)``: for the top halves then bottom halves of a level's splits, what
+        the driver would find in their ``last_rows`` (``_split_columns``), without returning
+        the rows (the CUDA engine keeps them on the device)."""
 
 
 def _gap_ops(op: int, count: int) -> np.ndarray:
@@ -224,14 +224,15 @@ def _gap_ops(op: int, count: int) -> np.ndarray:
 
 
 def _split_columns(h: np.ndarray, f: np.ndarray, offsets: np.ndarray, count: int,
-                   excess: int) -> tuple[np.ndarray, np.ndarray]:
+                   excess: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Where the optimal paths of ``count`` split subproblems cross their middle row.
 
     ``h``, ``f``: the forward last rows of the ``count`` top halves, then the reverse last rows
     of their bottom halves (``offsets`` over both). Column j joins the top half's row ending at
     j with the bottom half's reversed row ending at ``n - j``: through a cell (type 1) or
     through one vertical gap crossing the middle (type 2, its open charged once). Returns the
-    first best column of each subproblem and whether it joins through a vertical gap."""
+    first best column of each subproblem, whether it joins through a vertical gap, and the
+    join's score (the subproblem's optimum: its paths all cross the middle row)."""
     h = h.astype(np.int64, copy=False)
     f = f.astype(np.int64, copy=False)
     top_start, top_end = offsets[:count], offsets[1:count + 1]
@@ -247,11 +248,23 @@ def _split_columns(h: np.ndarray, f: np.ndarray, offsets: np.ndarray, count: int
     hits = np.flatnonzero(best == segment_best[segment])
     _, first = np.unique(segment[hits], return_index=True)
     chosen = hits[first]
-    return position[chosen], through_cell[chosen] < best[chosen]
+    return position[chosen], through_cell[chosen] < best[chosen], best[chosen]
+
+
+def _halves(split: Problems) -> tuple[np.ndarray, Problems]:
+    """``(middle, halves)``: the middle row of each subproblem of ``split`` (two rows or more)
+    and its halves as :func:`_search_splits` takes them: the forward top halves (rows to the
+    middle), then the reverse bottom halves."""
+    middle = split.a_start + split.a_length() // 2
+    top = Problems(split.pair, split.a_start, middle, split.b_start, split.b_end,
+                   np.zeros_like(middle), split.top_excess, split.bottom_excess)
+    bottom = Problems(split.pair, middle, split.a_end, split.b_start, split.b_end,
+                      np.ones_like(middle), split.bottom_excess, split.bottom_excess)
+    return middle, Problems.concat([top, bottom])
 
 
 def _search_splits(sequences: PairCodes, both: Problems, engine: Engine, excess: int,
-                   ) -> tuple[np.ndarray, np.ndarray]:
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_split_columns` of the splits whose top halves, then bottom halves, are
     ``both``: by the engine itself when it offers ``split_columns`` (a GPU engine searches the
     rows where it computed them), else in the rows that ``last_rows`` returns."""
@@ -264,7 +277,8 @@ def _search_splits(sequences: PairCodes, both: Problems, engine: Engine, excess:
 
 def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_extend: int,
                  engine: Engine, leaf_cells: int, progress: Callable[[int], object] | None = None,
-                 share: int | None = None) -> list[np.ndarray]:
+                 share: int | None = None, scores: np.ndarray | None = None,
+                 ) -> list[np.ndarray]:
     """Optimal global paths of the subproblems ``roots`` in linear space (Myers-Miller).
 
     Each level splits every open subproblem at its middle row: ``engine.last_rows`` gives the
@@ -292,6 +306,10 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
         the cells the levels computed (about twice the roots' cells).
     share : int, optional
         What ``progress`` receives in all (default: the roots' cells).
+    scores : np.ndarray of int64, optional
+        Filled with the optimal score of each root that the first level splits (its best join
+        at the middle row); the entries of roots solved at once (leaves, gaps) are left as
+        they are.
 
     Returns
     -------
@@ -351,13 +369,10 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
         if not len(index):
             break
         split, root = open_.take(index), root[index]
-        middle = split.a_start + split.a_length() // 2
-        top = Problems(split.pair, split.a_start, middle, split.b_start, split.b_end,
-                       np.zeros_like(middle), split.top_excess, split.bottom_excess)
-        bottom = Problems(split.pair, middle, split.a_end, split.b_start, split.b_end,
-                          np.ones_like(middle), split.bottom_excess, split.bottom_excess)
-        column, through_gap = _search_splits(sequences, Problems.concat([top, bottom]),
-                                             engine, excess)
+        middle, halves = _halves(split)
+        column, through_gap, score = _search_splits(sequences, halves, engine, excess)
+        if scores is not None and open_ is roots:
+            scores[root] = score
         column += split.b_start
         # Through a vertical gap: rows middle-1 and middle are two I's of a gap that the top
         # piece may end and the bottom piece may start without opening it again.
@@ -410,6 +425,9 @@ _FORWARD = {
     ALIGN_OVERLAP: (True, True, False, SCOPE_LAST_ROW_OR_COLUMN),
     ALIGN_LOCAL: (True, True, True, SCOPE_ANY),
 }
+#: The score of a pair that :func:`global_paths` did not split (it then comes from the path).
+_UNSCORED = np.iinfo(np.int64).min
+
 _REVERSE = {ALIGN_GLOBAL: None, ALIGN_SEMI_GLOBAL: SCOPE_START_ROW,
             ALIGN_OVERLAP: SCOPE_START_EDGE, ALIGN_LOCAL: SCOPE_ANY}
 
@@ -458,10 +476,30 @@ def mode_ends(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, e
     """
     _check_non_empty(sequences)
     whole = _whole(sequences, gap_open - gap_extend)
-    found = engine.best_cells(sequences, whole, *_FORWARD[mode])
+    if mode == ALIGN_GLOBAL and hasattr(engine, "split_columns"):
+        found = _global_ends(sequences, whole, engine, gap_open - gap_extend)
+    else:
+        found = engine.best_cells(sequences, whole, *_FORWARD[mode])
     if progress is not None:
         progress(int(whole.cells().sum()))
     return found
+
+
+def _global_ends(sequences: PairCodes, whole: Problems, engine: Engine, excess: int,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`mode_ends` of global alignments on an engine that searches splits itself: each
+    pair of two rows or more is split at its middle row, its forward top half and reverse
+    bottom half computed side by side (wavefronts half as deep as the pair's), and the best
+    join is its score; pairs of one row take ``best_cells``. The ends are the last cells."""
+    score = np.empty(len(whole), dtype=np.int64)
+    tall = np.flatnonzero(whole.a_length() >= 2)
+    if len(tall):
+        score[tall] = _search_splits(sequences, _halves(whole.take(tall))[1], engine, excess)[2]
+    flat = np.flatnonzero(whole.a_length() < 2)
+    if len(flat):
+        score[flat] = engine.best_cells(sequences, whole.take(flat),
+                                        *_FORWARD[ALIGN_GLOBAL])[0]
+    return score, whole.a_end.copy(), whole.b_end.copy()
 
 
 def _check_non_empty(sequences: PairCodes) -> None:
@@ -543,11 +581,13 @@ def mode_paths(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, 
             progress(quarter)
     cores = Problems(pair, q_start, q_end, t_start, t_end, zeros.copy(), whole.top_excess,
                      whole.bottom_excess)
+    split_score = np.full(count, _UNSCORED, dtype=np.int64)
     ops = global_paths(sequences, cores, gap_open, gap_extend, engine, leaf_cells, progress,
-                       cells - 2 * quarter)
-    if score is None:
-        score = np.array([path_score(sequences, p, ops[p], engine.table, gap_open, gap_extend)
-                          for p in range(count)], dtype=np.int64)
+                       cells - 2 * quarter, split_score)
+    if score is None:  # global: the first split's join, or (pairs solved at once) the path's
+        score = split_score
+        for p in np.flatnonzero(score == _UNSCORED).tolist():
+            score[p] = path_score(sequences, p, ops[p], engine.table, gap_open, gap_extend)
     return LinearPaths(score, q_start, q_end, t_start, t_end, ops)
 
 

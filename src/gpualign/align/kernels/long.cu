@@ -851,16 +851,18 @@ leaf_paths(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
 // rows[splits[SPLIT_BOTTOM]], n + 1 cells each (cell 0 unset there: column 0's gap down to the
 // last row, SPLIT_TOP_LEFT and SPLIT_BOTTOM_LEFT, is its H and F). Column j joins the top's
 // cell j with the bottom's cell n - j through a cell (H + H) or through one vertical gap
-// (F + F + excess, its opening charged once); the first column with the best join wins, and
-// through_gap says whether that join is strictly better through the gap. Sums in 64 bits: two
-// NEG sentinels would overflow int32.
+// (F + F + excess, its opening charged once); the first column with the best join wins. Split
+// b (of count, the grid's blocks) writes its column to found[b], whether that join is strictly
+// better through the gap to found[count + b], and the join (the best score of a path through
+// the middle row: the subproblem's optimum) to found[2 * count + b]. Sums in 64 bits: two NEG
+// sentinels would overflow int32.
 enum SplitField { SPLIT_TOP, SPLIT_BOTTOM, SPLIT_N, SPLIT_TOP_LEFT, SPLIT_BOTTOM_LEFT,
                   SPLIT_FIELDS };
 constexpr int SPLIT_THREADS = 256;
 
 extern "C" __global__ void __launch_bounds__(SPLIT_THREADS)
 split_columns(const int2* __restrict__ rows, const i64* __restrict__ splits, const int excess,
-              i64* __restrict__ column, int* __restrict__ through_gap) {
+              i64* __restrict__ found) {
     const i64* fields = splits + (i64)blockIdx.x * SPLIT_FIELDS;
     const int2* top = rows + fields[SPLIT_TOP];
     const int2* bottom = rows + fields[SPLIT_BOTTOM];
@@ -908,8 +910,9 @@ split_columns(const int2* __restrict__ rows, const i64* __restrict__ splits, con
                 gap = warp_gap[w];
             }
         }
-        column[blockIdx.x] = best_j;
-        through_gap[blockIdx.x] = gap;
+        found[blockIdx.x] = best_j;
+        found[gridDim.x + blockIdx.x] = gap;
+        found[2 * gridDim.x + blockIdx.x] = best;
     }
 }
 
