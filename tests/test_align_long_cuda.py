@@ -294,7 +294,7 @@ class EmulatedEngine(CudaEngine):
                 diagonal.append(columns[column_base + row0][0] - go)
         corners[slot] = above[width - 1][0]
         found = [(NEG, 0, 0)] * threads
-        state = (diagonal, [0] * threads, [NEG] * threads)
+        state = (diagonal, [0] * threads, [NEG] * threads, [])
         window = (width + threads - 1, c0 + 1, c0 + width, c0 + 1, -1)
         def store(j, hv, fv):
             rows[row_base + j] = hv, fv
@@ -314,13 +314,23 @@ class EmulatedEngine(CudaEngine):
         """long.cu's sweep_tile at ``place`` = (c0, r0, bottom) over ``window`` = (steps,
         first_j, last_j, code_base, code_mask): its threads' query codes ``q``, the target
         code of column j at ``codes[(j - code_base) & code_mask]``, the top row ``above`` of
-        the chunk's columns; ``h`` (shifted) and ``e`` of each thread's rows, ``state`` (each
-        thread's diagonal, t and F of the row above) and its best cell ``found`` are updated,
-        the bottom row handed to ``store(j, H, F)``."""
+        the window's columns; ``h`` (shifted) and ``e`` of each thread's rows, ``state`` (each
+        thread's diagonal, t and F of the row above, and the target code it read a step ahead,
+        as long.cu's preload: ``[]`` before the first window) and its best cell ``found`` are
+        updated, the bottom row handed to ``store(j, H, F)``."""
         c0, r0, bottom = place
         steps, first_j, last_j, code_base, code_mask = window
-        diagonal, up_h, up_f = state
+        diagonal, up_h, up_f, ahead = state
         threads, rows_per_thread, _ = shape
+
+        def preload(step):  # each thread's code for `step`, read during the step before
+            for t in range(threads):
+                if first_j <= c0 + 1 + step - t <= last_j:
+                    ahead[t] = codes[(c0 + 1 + step - t - code_base) & code_mask]
+
+        if not ahead:
+            ahead.extend([None] * threads)  # None: never read
+            preload(0)
         last = bottom < r0 + threads * rows_per_thread
         go, ge = self.gap_open, self.gap_extend
         owner, owner_r = divmod(bottom - 1 - r0, rows_per_thread)
@@ -332,7 +342,7 @@ class EmulatedEngine(CudaEngine):
                     continue
                 if t == 0:
                     up_h[0], up_f[0] = above[step][0] - go, above[step][1]
-                bj = codes[(j - code_base) & code_mask]
+                bj = ahead[t]
                 vh, vf, d = up_h[t], up_f[t], diagonal[t]
                 bottom_hf = (0, NEG)
                 for r in range(rows_per_thread):
@@ -358,6 +368,7 @@ class EmulatedEngine(CudaEngine):
                 out[t] = (vh, vf)
             for t in range(1, threads):
                 up_h[t], up_f[t] = out[t - 1]
+            preload(step + 1)  # (a band's next window goes on from here)
 
     def _bands(self, a_codes, b_codes, plan: BatchPlan, floor_zero, borders):
         """long_bands: every band of the batch side by side (a generator each, stopped before
@@ -416,7 +427,7 @@ class EmulatedEngine(CudaEngine):
         e = [[NEG] * rows_per_thread for _ in range(threads)]
         state = ([(0 if row0 == 0 else left(row0)) - go
                   for row0 in range(r0, r0 + height, rows_per_thread)],
-                 [0] * threads, [NEG] * threads)
+                 [0] * threads, [NEG] * threads, [])
         found = [(NEG, 0, 0)] * threads
         steps = n + threads - 1
 
@@ -520,6 +531,31 @@ def test_band_order_puts_every_band_after_the_one_above(seed):
     for (p, r), k in ticket.items():
         assert 0 <= r < tile_rows[p]
         assert r == 0 or ticket[(p, r - 1)] < k
+
+
+def test_problems_of_more_bands_than_the_tags_tell_apart_run_in_tiles(monkeypatch):
+    """"bands" takes tickets for a batch with a problem of more than BAND_LIMIT bands (the
+    hand-over's tags would repeat), and the results stay the oracle's."""
+    monkeypatch.setattr(config, "LONG_ALIGN_SCHEDULE", "bands")
+    monkeypatch.setattr(config, "LONG_ALIGN_THREADS", 32)
+    monkeypatch.setattr(config, "LONG_ALIGN_ROWS_PER_THREAD", 1)
+    monkeypatch.setattr(_cuda_long, "BAND_LIMIT", 2)
+    engine, alphabet = _engine("dna-affine")
+    engine.budget = 1 << 40  # one batch
+    for rows, schedule in ((64, "bands"), (65, "tickets")):  # 2 and 3 bands of 32 rows
+        codes, problems = _problems("dna-affine", np.random.default_rng(rows), [(rows, 40)])
+        fields = _cuda_long.problem_fields(codes, problems, False, False)
+        assert [plan.schedule_name for _, plan in engine._batches(fields)] == [schedule]
+        texts = [_random_pair(np.random.default_rng(rows), rows, 40, alphabet)]
+        pairs = PairCodes.from_lists([_codes(a, alphabet) for a, _ in texts],
+                                     [_codes(b, alphabet) for _, b in texts])
+        score = _linear.mode_ends(pairs, engine.gap_open, engine.gap_extend,
+                                  align_mode("semi-global"), engine)[0]
+        scoring, _ = SCHEMES["dna-affine"]
+        want = align_naive(_codes(texts[0][0], alphabet), _codes(texts[0][1], alphabet),
+                           engine.table, scoring.gap_open, scoring.gap_extend, "semi-global",
+                           get_alphabet(alphabet).match_codes)
+        assert score[0] == want.score
 
 
 def first_max(values, starts, stops):

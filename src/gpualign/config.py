@@ -192,8 +192,9 @@ LONG_ALIGN_TILE_COLUMNS = 512
 #: takes the next tile in anti-diagonal order and waits until the tiles above and to the left
 #: are done), "launches" (one launch per anti-diagonal of tiles) or "bands" (one launch; each
 #: block takes the next tile row and sweeps all its columns, each once the row above has
-#: handed it over: no per-tile scheduling and no border column), or "auto": bands for a batch
-#: of at most 4 bands an SM, else tickets.
+#: handed it over: no per-tile scheduling and no border column; a batch with a problem of more
+#: than 32,767 bands runs in tickets), or "auto": bands for a batch of at most 4 bands an SM,
+#: else tickets.
 LONG_ALIGN_SCHEDULE = "auto"
 
 #: Largest subproblem (DP cells) that a CUDA linear-space alignment (the paths of pairs of at

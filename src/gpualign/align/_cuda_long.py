@@ -384,6 +384,8 @@ class TileEngine:
             if schedule == "auto":
                 bands = int((-(-m[lo:hi] // height)).sum())
                 schedule = auto_schedule(bands, self._multiprocessors())
+            if schedule == "bands" and int(m[lo:hi].max()) > BAND_LIMIT * height:
+                schedule = "tickets"  # more bands than the hand-over's tags tell apart
             yield lo, BatchPlan.of(fields[lo:hi], threads, rows_per_thread, width, schedule)
             lo = hi
 
@@ -482,6 +484,10 @@ class TileEngine:
 
 #: Columns of a group of a band's hand-over (long.cu's LINK_GROUP).
 LINK_GROUP = 16
+
+#: Most bands a problem of the "bands" schedule may have: the hand-over's tags (long.cu's
+#: TAG_MASK) tell that many apart; a batch with a taller problem runs in tiles ("tickets").
+BAND_LIMIT = 0x7FFF
 
 
 def band_ring(threads: int) -> int:

@@ -21,7 +21,8 @@
 //
 // Tile borders live in global memory, O(m + n) per problem:
 //   rows[row_base + j], j = 1..n         H and F of the bottom row of the last tile row that
-//                                        passed column j (at the end: row m, the last row)
+//                                        passed column j (at the end: row m, the last row;
+//                                        during long_bands, tagged words: see Links)
 //   columns[column_base + i], i = 1..   H and E of the right column of the last tile that
 //                                        passed row i (at the end: column n); rows padded to
 //                                        whole tiles
@@ -188,10 +189,16 @@ struct Tile {
 // Band I's thread 0 takes the cell above column j at step j - 1. The lanes 0 .. LINK_GROUP - 1
 // of warp 0 hold a group of LINK_GROUP such cells and hand them to thread 0 by shuffles; at the
 // start of each group they check the words they loaded one group earlier (polling again those
-// whose band has not written them yet), load the next group's words, put the group's target
-// codes (also loaded a group ahead) into the ring of target codes, and decode the cells. So a
-// band runs about LINK_GROUP + THREADS + LINK_GROUP columns behind the band above, and waits
-// only when that band is behind.
+// whose band has not written them yet), load the next group's words, put the next group's
+// target codes (loaded a group earlier) into the ring of target codes, and decode the cells.
+// So a band runs about LINK_GROUP + THREADS + LINK_GROUP columns behind the band above, and
+// waits only when that band is behind.
+//
+// Tags repeat every TAG_MASK + 1 bands, so a word of band I - TAG_MASK - 1 would pass band
+// I + 1's check; it cannot be there when band I + 1 looks: band I + 1 reaches column j only
+// after band I has taken the words of band I - 1 up to beyond j, which overwrote the older
+// ones. The host runs no more bands a problem than that in this schedule anyway
+// (_cuda_long.BAND_LIMIT).
 constexpr int LINK_GROUP = 16;
 constexpr u32 TAG_BIT = 0x8000u, TAG_MASK = 0x7fffu;
 
@@ -291,15 +298,13 @@ struct Links {
 // `diagonal` (t of row row0 at column c0) and the values handed between threads (t and F of
 // a thread's last row) are shifted too; borders in memory hold H itself.
 //
-// The same function sweeps a chunk of a band (long_bands), whose wavefront runs on from chunk
-// to chunk: at step s (of `steps`) thread t computes column j = c0 + 1 + s - t when first_j
-// <= j <= last_j (a tile: its columns, steps = width + THREADS - 1; a band: 1..n, steps =
-// width, the last chunk THREADS - 1 more), the target code of column j at b_codes[(j -
-// code_base) & code_mask] (a tile: its codes from c0 + 1; a band: a ring of them), and
-// `diagonal`, up_t and up_f (t and F of row row0 at this thread's column) go on to the next
-// chunk. Thread 0 uses above[s] (s < width); every thread reads it, as a broadcast. With
-// LINKS (a band, the sweep of all its columns) thread 0 takes it from `links` instead, and
-// the bottom row goes through them (see Links).
+// The same function sweeps a whole band (long_bands, LINKS): at step s (of `steps`) thread t
+// computes column j = c0 + 1 + s - t when first_j <= j <= last_j (a tile: its columns, steps =
+// width + THREADS - 1; a band: 1..n, steps = n + THREADS - 1), the target code of column j
+// at b_codes[(j - code_base) & code_mask] (a tile: its codes from c0 + 1; a band: a ring of
+// them, read a step ahead). Thread 0 of a tile uses above[s] (s < width; every thread reads
+// it, as a broadcast); that of a band takes the cell above from `links`, and the band's
+// bottom row goes out through them (see Links).
 template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST, bool LAST,
           bool LINKS>
 __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, const int first_j,
