@@ -444,7 +444,8 @@ def mode_ends(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, e
               progress: Callable[[int], object] | None = None,
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Score and end cell of every pair in ``mode``, as the batch kernels report them, from
-    one forward score pass (``engine.best_cells``).
+    one forward score pass (``engine.best_cells``; global pairs on an engine that searches
+    splits: from their two halves, :func:`_global_ends`).
 
     Parameters
     ----------
