@@ -200,9 +200,8 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
     lanes = np.where(narrow[thread], 0, 1).astype(np.uint8)
     thread_q = q_index[thread]
     thread_t = thread_q if t_index is q_index else t_index[thread]
-    chunks = device_chunks(qset, tset, thread_q, thread_t, config.ALIGN_GPU_CHUNK_PAIRS) \
-        if len(thread) else ()  # (device_chunks uploads the sets first)
-    for part, sequences, q_local, t_local in chunks:
+    for part, sequences, q_local, t_local in device_chunks(qset, tset, thread_q, thread_t,
+                                                           config.ALIGN_GPU_CHUNK_PAIRS):
         pairs = thread[part]
         profiles = setup.profiles(sequences)
         chunk = _Chunk(sequences, profiles, cupy.asarray(q_local), cupy.asarray(t_local),

@@ -426,15 +426,15 @@ class TileEngine:
         layout = plan.layout
         schedule_name = plan.schedule_name
         problems = cupy.asarray(plan.packed)
-        # The ticket counter, then the tile rows' counters (tiles done): one memset.
-        flags = cupy.zeros(1 + max(layout.slots, 1), dtype=cupy.int32)
+        # The ticket counter, then (tiles) the tile rows' counters of tiles done: one memset.
+        bands = schedule_name == "bands"
+        flags = cupy.zeros(1 + (0 if bands else max(layout.slots, 1)), dtype=cupy.int32)
         counter, done = flags[:1], flags[1:]
         # Bands hand their bottom rows over through `rows` as tagged words: none before.
-        rows = (cupy.zeros if schedule_name == "bands" else cupy.empty)((layout.rows, 2),
-                                                                       dtype=cupy.int32)
+        rows = (cupy.zeros if bands else cupy.empty)((layout.rows, 2), dtype=cupy.int32)
         columns = cupy.empty((layout.columns, 2), dtype=cupy.int32)
         best = cupy.empty((max(layout.slots, 1), 3), dtype=cupy.int32)
-        if track_best and schedule_name != "bands":  # a band writes its best cell outright
+        if track_best and not bands:  # a band writes its best cell outright
             best[:, 0] = NEG
             best[:, 1:] = 0
         table = self._device_table()
@@ -446,15 +446,15 @@ class TileEngine:
                 f"{name} runs {launch.block_threads(kernel)} threads a block, not {threads}: "
                 "lower LONG_ALIGN_ROWS_PER_THREAD or LONG_ALIGN_THREADS")
         shared = launch.reserve_shared(kernel, shared_bytes(threads, width, self.n_codes,
-                                                            self.dna, schedule_name == "bands"))
+                                                            self.dna, bands))
         scoring = (table, np.int32(self.n_codes), np.int32(self.match), np.int32(self.mismatch),
                    np.int32(self.match_codes), np.int32(self.gap_open),
                    np.int32(self.gap_extend))
-        if schedule_name == "bands":
-            bands = cupy.asarray(np.concatenate(band_order(plan.tile_rows)))  # one copy
-            count = len(bands) // 2
+        if bands:
+            tickets = cupy.asarray(np.concatenate(band_order(plan.tile_rows)))  # one copy
+            count = len(tickets) // 2
             kernel(*launch.grid(kernel, count, items_per_block=1),
-                   (a_codes, b_codes, problems, bands[:count], bands[count:], counter,
+                   (a_codes, b_codes, problems, tickets[:count], tickets[count:], counter,
                     *scoring, rows, columns, best), shared_mem=shared)
             return rows, columns, best
         schedule = plan.schedule

@@ -40,8 +40,11 @@ def fits_resident(nbytes: int) -> bool:
 def device_chunks(qset, tset, q_index, t_index, step):
     """Yield ``(slice, device sequences, local q_index, local t_index)`` chunks of at most
     ``step`` pairs: the whole sets on the device when they fit (local indices are then the
-    same object when ``q_index is t_index``), else each chunk's own gathered sequences."""
+    same object when ``q_index is t_index``), else each chunk's own gathered sequences; nothing
+    (and nothing copied) for no pairs."""
     count = len(q_index)
+    if count == 0:
+        return
     step = max(1, step)
     budget = batch_budget()
     # A set already on the device (a search's database) costs nothing more.
