@@ -43,6 +43,9 @@ GPU_SCHEMES = {**SCHEMES,
 #: 64 columns (borders at 63/64/65), of 32 rows x 5 columns (many tiles, several per launch),
 #: of 64 rows x 1 column.
 SHAPES = [(32, 2, 64), (32, 1, 5), (64, 1, 1)]
+#: LONG_ALIGN_BAND_ROWS_PER_THREAD with them: "auto" runs bands of 1 or 3 rows a thread where
+#: they are few enough, others in the tiles' rows.
+BAND_ROWS = (1, 3)
 SIZES = [(1, 1), (1, 70), (70, 1), (63, 64), (64, 65), (65, 63), (130, 97)]
 
 
@@ -219,7 +222,7 @@ class EmulatedEngine(CudaEngine):
         """long_tiles (either schedule) or long_bands over one batch, on the host: the
         borders ``rows``, ``columns`` and the best cells of the tile rows."""
         threads, rows_per_thread, width = plan.shape
-        layout, schedule = plan.layout, plan.schedule
+        layout, schedule = plan.layout, plan.schedule()
         rows = np.full((layout.rows, 2), 12345, dtype=np.int64)  # garbage until written
         columns = np.full((layout.columns, 2), 12345, dtype=np.int64)
         corners = np.full(max(layout.slots, 1), 12345, dtype=np.int64)
@@ -471,6 +474,7 @@ def tiny_tiles(request, monkeypatch):
     monkeypatch.setattr(config, "LONG_ALIGN_THREADS", threads)
     monkeypatch.setattr(config, "LONG_ALIGN_ROWS_PER_THREAD", rows)
     monkeypatch.setattr(config, "LONG_ALIGN_TILE_COLUMNS", columns)
+    monkeypatch.setattr(config, "LONG_ALIGN_BAND_ROWS_PER_THREAD", BAND_ROWS)
     monkeypatch.setattr(config, "LONG_ALIGN_MIN_CELLS", 1)
     return request.param
 
@@ -521,6 +525,19 @@ def test_schedule_runs_every_tile_once_after_its_neighbours(seed):
         assert column == 0 or when[(p, row, column - 1)] < d
 
 
+@pytest.mark.cuda
+def test_gpu_tile_schedule_is_the_hosts():
+    cupy = pytest.importorskip("cupy")
+    rng = np.random.default_rng(7)
+    tile_rows, tile_columns = rng.integers(1, 40, 300), rng.integers(1, 40, 300)
+    host = tile_schedule(tile_rows, tile_columns)
+    device = tile_schedule(tile_rows, tile_columns, cupy)
+    assert isinstance(device.first_block, cupy.ndarray)
+    for name in ("order", "offset", "active", "blocks"):
+        assert np.array_equal(getattr(device, name), getattr(host, name)), name
+    assert np.array_equal(device.first_block.get(), host.first_block)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_band_order_puts_every_band_after_the_one_above(seed):
     rng = np.random.default_rng(seed)
@@ -531,6 +548,31 @@ def test_band_order_puts_every_band_after_the_one_above(seed):
     for (p, r), k in ticket.items():
         assert 0 <= r < tile_rows[p]
         assert r == 0 or ticket[(p, r - 1)] < k
+
+
+@pytest.mark.parametrize(("configured", "m", "expected"), [
+    ("auto", [100], ("bands", 1)),  # 2 tiles of 64 rows; 4 bands of 32
+    ("auto", [300], ("bands", 3)),  # 5 tiles; 10 bands of 32, 4 of 96
+    ("auto", [150, 150], ("bands", 3)),  # the batch counts: 6 tiles, 10 and 4 bands
+    ("auto", [600], ("tickets", 2)),  # 10 tiles: more than 4 an SM of 2 SMs
+    ("bands", [100], ("bands", 2)),  # only "auto" picks the bands' rows
+    ("tickets", [100], ("tickets", 2)),
+])
+def test_auto_bands_take_the_fewest_rows_that_keep_them_few(monkeypatch, configured, m,
+                                                             expected):
+    monkeypatch.setattr(config, "LONG_ALIGN_SCHEDULE", configured)
+    monkeypatch.setattr(config, "LONG_ALIGN_THREADS", 32)
+    monkeypatch.setattr(config, "LONG_ALIGN_ROWS_PER_THREAD", 2)
+    monkeypatch.setattr(config, "LONG_ALIGN_BAND_ROWS_PER_THREAD", BAND_ROWS)
+    assert _cuda_long.batch_schedule(np.array(m), multiprocessors=2) == expected
+
+
+@pytest.mark.parametrize("choices", [(), (0, 3)])
+def test_band_rows_must_be_positive(monkeypatch, choices):
+    monkeypatch.setattr(config, "LONG_ALIGN_SCHEDULE", "auto")
+    monkeypatch.setattr(config, "LONG_ALIGN_BAND_ROWS_PER_THREAD", choices)
+    with pytest.raises(ValueError, match="LONG_ALIGN_BAND_ROWS_PER_THREAD"):
+        _cuda_long.batch_schedule(np.array([100]), multiprocessors=2)
 
 
 def test_problems_of_more_bands_than_the_tags_tell_apart_run_in_tiles(monkeypatch):

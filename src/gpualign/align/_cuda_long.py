@@ -8,7 +8,8 @@ after anti-diagonal, a block per tile, the tiles of every problem side by side: 
 batch whose blocks take tiles in that order and wait for their neighbours' ready flags, one
 launch per anti-diagonal, or one launch per batch whose blocks each sweep a band (a tile row)
 over all its columns, each column once the band above has handed it over
-(``config.LONG_ALIGN_SCHEDULE``). Tile borders pass through global
+(``config.LONG_ALIGN_SCHEDULE``; bands that "auto" picks may be shorter:
+:func:`batch_schedule`). Tile borders pass through global
 memory, ``O(m + n)`` per problem. The host plans the order (:func:`tile_schedule`), lays the
 borders out (:func:`border_layout`), and reads the results from the borders: the last row
 (``last_rows``), the end cells in the last row or column (searched on the device:
@@ -26,12 +27,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
 from .. import config
 from ..cuda import launch
+from ..cuda.host import upload_together
 from ..cuda.loader import get_kernel
 from ..cuda.memory import batch_budget
 from ..sequences import SequenceSet
@@ -115,6 +116,48 @@ def auto_schedule(bands: int, multiprocessors: int) -> str:
     return "bands" if bands <= AUTO_BANDS_PER_SM * multiprocessors else "tickets"
 
 
+def band_rows_choices() -> tuple[int, ...]:
+    """``config.LONG_ALIGN_BAND_ROWS_PER_THREAD``, checked: positive numbers."""
+    choices = tuple(int(rows) for rows in config.LONG_ALIGN_BAND_ROWS_PER_THREAD)
+    if not choices or min(choices) < 1:
+        raise ValueError(f"LONG_ALIGN_BAND_ROWS_PER_THREAD={choices}: positive numbers")
+    return choices
+
+
+def _band_count(m: np.ndarray, height: int) -> int:
+    """Tile rows of ``height`` query rows over problems of ``m`` rows."""
+    return int((-(-np.asarray(m, dtype=np.int64) // height)).sum())
+
+
+def batch_schedule(m: np.ndarray, multiprocessors: int) -> tuple[str, int]:
+    """``(schedule, rows_per_thread)`` of a batch of problems of ``m`` query rows on a GPU of
+    ``multiprocessors`` SMs: the configured schedule, "auto" resolved by :func:`auto_schedule`
+    over tiles of ``LONG_ALIGN_ROWS_PER_THREAD``; bands that "auto" picks take the first of
+    ``LONG_ALIGN_BAND_ROWS_PER_THREAD`` that keeps them at most :data:`AUTO_BANDS_PER_SM` an
+    SM. A batch with a problem of more than :data:`BAND_LIMIT` bands runs in "tickets".
+
+    Examples
+    --------
+    >>> batch_schedule(np.array([50_000, 50_000]), 132)  # a 100 kb pair's halves: 522 bands
+    ('bands', 6)
+    >>> batch_schedule(np.array([8_300, 8_300]), 132)  # the MT pair's
+    ('bands', 4)
+    >>> batch_schedule(np.array([4_640_000]), 132)  # a genome: 18,125 tile rows
+    ('tickets', 8)
+    """
+    threads, rows, _ = tile_shape()
+    schedule = long_schedule()
+    if schedule == "auto":
+        limit = AUTO_BANDS_PER_SM * multiprocessors
+        schedule = auto_schedule(_band_count(m, threads * rows), multiprocessors)
+        if schedule == "bands":
+            rows = next((choice for choice in band_rows_choices()
+                         if _band_count(m, threads * choice) <= limit), rows)
+    if schedule == "bands" and int(np.max(m)) > BAND_LIMIT * threads * rows:
+        return "tickets", tile_shape()[1]  # more bands than the hand-over's tags tell apart
+    return schedule, rows
+
+
 def band_order(tile_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(band_problem, band_row)``, int32: the bands of the "bands" schedule in ticket order,
     band ``k`` being tile row ``band_row[k]`` of problem ``band_problem[k]`` (problem ``p``
@@ -173,11 +216,13 @@ class TileSchedule:
     blocks: np.ndarray
 
 
-def tile_schedule(tile_rows: np.ndarray, tile_columns: np.ndarray) -> TileSchedule:
+def tile_schedule(tile_rows: np.ndarray, tile_columns: np.ndarray, xp=np) -> TileSchedule:
     """Plan the launches of a batch whose problem ``p`` has ``tile_rows[p]`` x
     ``tile_columns[p]`` tiles (at least 1 x 1): launch ``d`` computes every tile ``(I, J)``
     with ``I + J = d``, block ``b`` of problem ``order[k]`` the tile of row ``I = max(0, d -
-    tile_columns + 1) + b - first_block[k]``.
+    tile_columns + 1) + b - first_block[k]``. ``first_block``, an entry per launch and
+    problem (hundreds of thousands for thousands of reads), is computed by the array module
+    ``xp``: NumPy, or CuPy where it goes to the device anyway; the rest is NumPy.
 
     Examples
     --------
@@ -196,17 +241,19 @@ def tile_schedule(tile_rows: np.ndarray, tile_columns: np.ndarray) -> TileSchedu
     active = len(order) - np.searchsorted(np.sort(diagonals), np.arange(launches), side="right")
     starts = np.zeros(launches + 1, dtype=np.int64)
     np.cumsum(active, out=starts[1:])
-    d = np.repeat(np.arange(launches, dtype=np.int64), active)
-    k = np.arange(int(starts[-1]), dtype=np.int64) - starts[:-1][d]
-    rows, columns = tile_rows[order][k], tile_columns[order][k]
-    counts = np.minimum(d, rows - 1) - np.maximum(0, d - columns + 1) + 1
-    cumulative = np.cumsum(counts)
-    before = np.concatenate(([0], cumulative))[starts[:-1]]  # total of the launches before d
-    within = cumulative - before[d]
     offset = starts[:-1] + np.arange(launches)  # each launch's counts start with its 0
-    first_block = np.zeros(int(starts[-1]) + launches, dtype=np.int64)
-    first_block[np.arange(len(k)) + d + 1] = within
-    blocks = first_block[offset + active]
+    # An entry per launch d and problem k of it: the tiles of k on anti-diagonal d.
+    entry = xp.arange(int(starts[-1]), dtype=xp.int64)
+    launch_starts = xp.asarray(starts)
+    d = xp.searchsorted(launch_starts[1:], entry, side="right")
+    k = entry - launch_starts[d]
+    rows, columns = xp.asarray(tile_rows[order])[k], xp.asarray(tile_columns[order])[k]
+    counts = xp.minimum(d, rows - 1) - xp.maximum(0, d - columns + 1) + 1
+    cumulative = xp.cumsum(counts)
+    within = cumulative - (cumulative - counts)[launch_starts[:-1]][d]  # minus launches before
+    first_block = xp.zeros(int(starts[-1]) + launches, dtype=xp.int64)
+    first_block[entry + d + 1] = within
+    blocks = getattr(xp, "asnumpy", np.asarray)(first_block[xp.asarray(offset + active)])
     return TileSchedule(order.astype(np.int32), first_block, offset, active, blocks)
 
 
@@ -341,6 +388,7 @@ class TileEngine:
         """Per problem, whether it may run here: non-empty, values that fit int32, a
         substitution table that fits int16 with ``gap_open`` added (long.cu's shifted scores)."""
         threads, rows, _ = tile_shape()
+        rows = max(rows, *band_rows_choices())  # the tallest tiles pad the most rows
         m = np.asarray(m, dtype=np.int64)
         n = np.asarray(n, dtype=np.int64)
         # and a band's hand-over keeps gap_open - gap_extend + 1 in 16 bits (long.cu's Links)
@@ -373,20 +421,17 @@ class TileEngine:
         the memory budget."""
         threads, rows_per_thread, width = tile_shape()
         m, n = fields[:, 2], fields[:, 3]
-        height = threads * rows_per_thread
-        sizes = problem_bytes(m, n, height, width)
+        # Sized for the shortest tiles, which have the most tile rows.
+        shortest = threads * min(rows_per_thread, *band_rows_choices())
+        sizes = problem_bytes(m, n, shortest, width)
         budget = self._budget()
+        multiprocessors = self._multiprocessors() if long_schedule() == "auto" else 0
         lo = 0
         while lo < len(m):
             fit = int(np.searchsorted(np.cumsum(sizes[lo:]), budget, side="right"))
             hi = lo + max(1, fit)
-            schedule = long_schedule()
-            if schedule == "auto":
-                bands = int((-(-m[lo:hi] // height)).sum())
-                schedule = auto_schedule(bands, self._multiprocessors())
-            if schedule == "bands" and int(m[lo:hi].max()) > BAND_LIMIT * height:
-                schedule = "tickets"  # more bands than the hand-over's tags tell apart
-            yield lo, BatchPlan.of(fields[lo:hi], threads, rows_per_thread, width, schedule)
+            schedule, rows = batch_schedule(m[lo:hi], multiprocessors)
+            yield lo, BatchPlan.of(fields[lo:hi], threads, rows, width, schedule)
             lo = hi
 
     def _multiprocessors(self) -> int:
@@ -425,7 +470,6 @@ class TileEngine:
         threads, rows_per_thread, width = plan.shape
         layout = plan.layout
         schedule_name = plan.schedule_name
-        problems = cupy.asarray(plan.packed)
         # The ticket counter, then (tiles) the tile rows' counters of tiles done: one memset.
         bands = schedule_name == "bands"
         flags = cupy.zeros(1 + (0 if bands else max(layout.slots, 1)), dtype=cupy.int32)
@@ -451,21 +495,21 @@ class TileEngine:
                    np.int32(self.match_codes), np.int32(self.gap_open),
                    np.int32(self.gap_extend))
         if bands:
-            tickets = cupy.asarray(np.concatenate(band_order(plan.tile_rows)))  # one copy
-            count = len(tickets) // 2
-            kernel(*launch.grid(kernel, count, items_per_block=1),
-                   (a_codes, b_codes, problems, tickets[:count], tickets[count:], counter,
+            band_problem, band_row = band_order(plan.tile_rows)
+            problems, band_problem, band_row = upload_together([plan.packed, band_problem,
+                                                                band_row])
+            kernel(*launch.grid(kernel, len(band_row), items_per_block=1),
+                   (a_codes, b_codes, problems, band_problem, band_row, counter,
                     *scoring, rows, columns, best), shared_mem=shared)
             return rows, columns, best
-        schedule = plan.schedule
+        schedule = plan.schedule(cupy)
+        first_block = schedule.first_block
         corners = cupy.empty(max(layout.slots, 1), dtype=cupy.int32)
-        order = cupy.asarray(schedule.order)
-        first_block = cupy.asarray(schedule.first_block)
-        offset = cupy.asarray(schedule.offset)
-        active = cupy.asarray(schedule.active.astype(np.int32))
         first_ticket = np.zeros(len(schedule.blocks) + 1, dtype=np.int64)
         np.cumsum(schedule.blocks, out=first_ticket[1:])
-        ticket_starts = cupy.asarray(first_ticket)
+        problems, order, offset, active, ticket_starts = upload_together([
+            plan.packed, schedule.order, schedule.offset, schedule.active.astype(np.int32),
+            first_ticket])
 
         def run(blocks: int, diagonal: int) -> None:
             kernel(*launch.grid(kernel, blocks, items_per_block=1),
@@ -538,11 +582,10 @@ class BatchPlan:
     shape: tuple[int, int, int]
     schedule_name: str
 
-    @cached_property
-    def schedule(self) -> TileSchedule:
-        """The launches of the tiles (:func:`tile_schedule`); the "bands" schedule needs only
-        :func:`band_order`."""
-        return tile_schedule(self.tile_rows, -(-self.fields[:, 3] // self.shape[2]))
+    def schedule(self, xp=np) -> TileSchedule:
+        """The launches of the tiles (:func:`tile_schedule` with ``xp``); the "bands" schedule
+        needs only :func:`band_order`."""
+        return tile_schedule(self.tile_rows, -(-self.fields[:, 3] // self.shape[2]), xp)
 
     @classmethod
     def of(cls, fields: np.ndarray, threads: int, rows_per_thread: int, tile_columns: int,
@@ -688,9 +731,10 @@ class CudaEngine(TileEngine):
         column = np.empty(count, dtype=np.int64)
         through_gap = np.empty(count, dtype=bool)
         score = np.empty(count, dtype=np.int64)
+        budget = self._budget() // 4
         lo = 0
         while lo < count:
-            fit = int(np.searchsorted(np.cumsum(sizes[lo:]), self._budget() // 4, side="right"))
+            fit = int(np.searchsorted(np.cumsum(sizes[lo:]), budget, side="right"))
             hi = lo + max(1, fit)
             group = np.r_[lo:hi, count + lo:count + hi]  # the group's top halves, then bottoms
             rows, row_base = self._device_rows(*codes, fields[group])
@@ -713,7 +757,7 @@ class CudaEngine(TileEngine):
         kernel = get_kernel(KERNEL_FILE, "split_columns")
         found = cupy.empty((3, count), dtype=cupy.int64)
         kernel(*launch.grid(kernel, count, items_per_block=1),
-               (rows, cupy.asarray(splits), np.int32(excess), found))
+               (rows, *upload_together([splits]), np.int32(excess), found))
         column, through_gap, score = found.get()
         return column, through_gap.astype(bool), score
 
@@ -723,14 +767,17 @@ class CudaEngine(TileEngine):
         ``n + 1`` cells from ``row_base[p]``, cell 0 unset."""
         import cupy
 
-        threads, rows_per_thread, _ = tile_shape()
-        layout = border_layout(fields[:, 2], fields[:, 3], threads * rows_per_thread)
-        rows = cupy.empty((layout.rows, 2), dtype=cupy.int32)
-        for first, plan in self._batches(fields):
+        batches = list(self._batches(fields))
+        if len(batches) == 1:  # the batch's rows are all of them
+            plan = batches[0][1]
+            return self._wavefront(a_codes, b_codes, plan, False, False)[0], plan.layout.row_base
+        row_base, cells = _starts(fields[:, 3] + 1)  # as border_layout lays rows out
+        rows = cupy.empty((cells, 2), dtype=cupy.int32)
+        for first, plan in batches:
             batch_rows, _, _ = self._wavefront(a_codes, b_codes, plan, False, False)
-            at = int(layout.row_base[first])
+            at = int(row_base[first])
             rows[at:at + plan.layout.rows] = batch_rows
-        return rows, layout.row_base
+        return rows, row_base
 
     def leaf_paths(self, sequences: PairCodes, problems: Problems,
                    ) -> tuple[np.ndarray, np.ndarray]:
@@ -774,13 +821,15 @@ class CudaEngine(TileEngine):
         kernel = get_kernel(KERNEL_FILE, "leaf_paths")
         ops = cupy.empty(room, dtype=cupy.uint8)
         counts = cupy.empty(len(m), dtype=cupy.int32)
+        leaves_dev, row_base_dev, trace_base_dev, ops_base_dev = upload_together(
+            [leaves, row_base, trace_base, ops_base])
         kernel(*launch.grid(kernel, 32 * len(m)),  # a warp a leaf
-               (*codes, cupy.asarray(leaves), np.int32(len(m)),
+               (*codes, leaves_dev, np.int32(len(m)),
                 self._device_table(), np.int32(self.n_codes),
                 np.int32(self.match_codes), np.int32(self.gap_open), np.int32(self.gap_extend),
-                cupy.empty((rows, 2), dtype=cupy.int32), cupy.asarray(row_base),
-                cupy.empty(traces, dtype=cupy.uint8), cupy.asarray(trace_base), ops,
-                cupy.asarray(ops_base), counts))
+                cupy.empty((rows, 2), dtype=cupy.int32), row_base_dev,
+                cupy.empty(traces, dtype=cupy.uint8), trace_base_dev, ops, ops_base_dev,
+                counts))
         counts = counts.get().astype(np.int64)
         written = np.arange(int(counts.sum())) + np.repeat(ops_base - (np.cumsum(counts) - counts),
                                                            counts)
@@ -864,7 +913,7 @@ class CudaEngine(TileEngine):
         kernel = get_kernel(KERNEL_FILE, "segment_first_max")
         best = cupy.empty(count, dtype=cupy.int32)
         at = cupy.empty(count, dtype=cupy.int64)
-        segments = cupy.asarray(np.stack((starts, stops), axis=1).astype(np.int64))
+        (segments,) = upload_together([np.stack((starts, stops), axis=1).astype(np.int64)])
         kernel(*launch.grid(kernel, count, items_per_block=1), (values, segments, best, at))
         return best.get().astype(np.int64), at.get()
 

@@ -168,19 +168,24 @@ class Problems:
 
     def take(self, index: np.ndarray) -> Problems:
         """The subproblems at ``index``."""
-        return Problems(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
+        return Problems(*(getattr(self, name)[index] for name in _PROBLEM_COLUMNS))
 
     @staticmethod
     def concat(parts: list[Problems]) -> Problems:
         """The subproblems of ``parts``, in order."""
-        return Problems(**{f.name: np.concatenate([getattr(p, f.name) for p in parts])
-                           for f in fields(Problems)})
+        return Problems(*(np.concatenate([getattr(p, name) for p in parts])
+                          for name in _PROBLEM_COLUMNS))
 
     def row_offsets(self) -> np.ndarray:
         """Offsets of each subproblem's row in ``last_rows``' output (``b_length + 1`` each)."""
         offsets = np.zeros(len(self) + 1, dtype=np.int64)
         np.cumsum(self.b_length() + 1, out=offsets[1:])
         return offsets
+
+
+#: The columns of :class:`Problems`, in order (looked up once: the driver takes and joins
+#: problems on every level).
+_PROBLEM_COLUMNS = tuple(f.name for f in fields(Problems))
 
 
 class Engine(Protocol):

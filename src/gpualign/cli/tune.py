@@ -147,8 +147,9 @@ def _long_align_workload() -> Workload:
     """One global affine score of a 100 kb pair (6% substitutions, 2% deletions), above
     ``LONG_ALIGN_MIN_CELLS`` (in bands under "auto")."""
     side = _long_side("LONG_ALIGN_MIN_CELLS", 100_000)
-    # The config's schedule, as a run would take it: "auto" runs this pair in bands, unless a
-    # candidate tile height makes more than 4 bands an SM (then tickets, as a run would).
+    # The config's schedule, as a run would take it: "auto" runs this pair in bands, of the
+    # candidate's rows a thread unless they make more than 4 bands an SM (then of
+    # LONG_ALIGN_ROWS_PER_THREAD, as a run would).
     return _align_workload(1, side, f"1 pair of {side:,} bp, global affine score")
 
 
@@ -199,9 +200,10 @@ def _fixed(*values: Any) -> Callable[[Any], tuple[Any, ...]]:
 
 #: Every tunable family, by name. The ``LONG_*`` settings are those of the long-pair kernels.
 FAMILIES: dict[str, Family] = {family.name: family for family in (
-    Family("long-align", {"LONG_ALIGN_ROWS_PER_THREAD": powers_of_two_around,
+    Family("long-align", {"LONG_ALIGN_BAND_ROWS_PER_THREAD": _fixed((4,), (6,), (8,)),
                           "LONG_ALIGN_THREADS": _threads}, _long_align_workload),
-    Family("long-align-tiles", {"LONG_ALIGN_TILE_COLUMNS": powers_of_two_around},
+    Family("long-align-tiles", {"LONG_ALIGN_TILE_COLUMNS": powers_of_two_around,
+                                "LONG_ALIGN_ROWS_PER_THREAD": powers_of_two_around},
            _long_tiles_workload),
     Family("long-edit", {"LONG_EDIT_WORDS_PER_LANE": _fixed(1, 2, 4),
                          "LONG_EDIT_THREADS": _fixed(32, 16, 8)}, _long_edit_workload),
