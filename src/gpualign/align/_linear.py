@@ -291,7 +291,8 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
     all subproblems of the level; or the engine's ``split_columns`` searches them itself), the
     best column splits it in two (or three pieces around a vertical gap that crosses the
     middle row). Subproblems of at most ``leaf_cells`` cells, or of one row, are solved by
-    ``engine.leaf_paths`` (one call per level); those with an empty side are one gap.
+    ``engine.leaf_paths`` (one call for the leaves of every level, at the end); those with an
+    empty side are one gap.
 
     Parameters
     ----------
@@ -353,10 +354,12 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
     portion = Portion(progress, root_cells if share is None else share, 2 * root_cells)
     open_ = roots
     root = np.arange(len(roots), dtype=np.int64)
+    # Leaves of every level, solved together at the end: one engine call, not one a level.
+    leaves: list[Problems] = []
+    leaf_roots: list[np.ndarray] = []
     level_cells = 0
     while len(open_):
-        portion.advance(level_cells)  # the level before this one is done (the last: finish)
-        level_cells = int(open_.cells().sum())
+        portion.advance(level_cells)  # the level before this one is done
         rows, columns = open_.a_length(), open_.b_length()
         empty = (rows == 0) | (columns == 0)
         index = np.flatnonzero(empty & (rows + columns > 0))
@@ -365,14 +368,12 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
              for r, c in zip(rows[index].tolist(), columns[index].tolist(), strict=True)])
         leaf = ~empty & ((rows <= 1) | (rows * columns <= leaf_cells))
         index = np.flatnonzero(leaf)
-        if len(index):
-            ops, offsets = engine.leaf_paths(sequences, open_.take(index))
-            bounds = offsets.tolist()
-            add(root[index], open_.a_start[index], open_.b_start[index],
-                [ops[bounds[k]:bounds[k + 1]] for k in range(len(index))])
+        leaves.append(open_.take(index))
+        leaf_roots.append(root[index])
         index = np.flatnonzero(~empty & ~leaf)
         if not len(index):
             break
+        level_cells = int(open_.cells()[index].sum())
         split, root = open_.take(index), root[index]
         middle, halves = _halves(split)
         column, through_gap, score = _search_splits(sequences, halves, engine, excess)
@@ -392,6 +393,13 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
                          np.zeros_like(middle), joined, split.bottom_excess)
         open_ = Problems.concat([upper, lower])
         root = np.concatenate([root, root])
+    leaf = Problems.concat(leaves) if leaves else None
+    if leaf is not None and len(leaf):
+        root = np.concatenate(leaf_roots)
+        ops, offsets = engine.leaf_paths(sequences, leaf)
+        bounds = offsets.tolist()
+        add(root, leaf.a_start, leaf.b_start,
+            [ops[bounds[k]:bounds[k + 1]] for k in range(len(root))])
     portion.finish()
     paths: list[list[np.ndarray]] = [[] for _ in range(len(roots))]
     if piece_root:
