@@ -469,13 +469,15 @@ def _engine(scheme, engine_class=EmulatedEngine):
 
 @pytest.fixture(params=SHAPES, ids=lambda shape: "x".join(map(str, shape)))
 def tiny_tiles(request, monkeypatch):
-    """Tiny tiles of each shape in SHAPES, and every pair on the long-alignment engine."""
+    """Tiny tiles of each shape in SHAPES, tiny leaves, and every pair on the long-alignment
+    engine."""
     threads, rows, columns = request.param
     monkeypatch.setattr(config, "LONG_ALIGN_THREADS", threads)
     monkeypatch.setattr(config, "LONG_ALIGN_ROWS_PER_THREAD", rows)
     monkeypatch.setattr(config, "LONG_ALIGN_TILE_COLUMNS", columns)
     monkeypatch.setattr(config, "LONG_ALIGN_BAND_ROWS_PER_THREAD", BAND_ROWS)
     monkeypatch.setattr(config, "LONG_ALIGN_MIN_CELLS", 1)
+    monkeypatch.setattr(config, "LONG_ALIGN_LEAF_CELLS", 256)  # paths of several levels
     return request.param
 
 
