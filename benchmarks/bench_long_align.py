@@ -26,8 +26,9 @@ compiled the kernels; GCUPS count query length x target length. Prints a Markdow
 nothing is written.
 
 ``--profile`` times the second call of each row stage by stage instead (:class:`Profile`):
-every call of the CUDA engine (``best_cells``, ``last_rows`` and ``leaf_paths`` per level of
-the linear-space driver: ``split_columns`` where the engine searches the splits itself) and
+every call of the CUDA engine (``best_cells``, ``last_rows`` per level of the linear-space
+driver, ``split_columns`` where the engine searches the splits itself, and ``leaf_paths``
+once for the leaves of every level) and
 inside them the host's planning, the launches, the collection of the results and the split
 search, with the kernels' time from CUDA events around each launch; the device is
 synchronized around each stage, so the total is a little above the plain run's.
@@ -154,7 +155,7 @@ class Profile:
         self._wrap(engine, "best_cells", "best_cells")
         self._wrap(engine, "last_rows", "last_rows L{level}")
         self._wrap(engine, "split_columns", "split_columns L{level}")
-        self._wrap(engine, "leaf_paths", "leaf_paths L{level}")
+        self._wrap(engine, "leaf_paths", "leaf_paths (the leaves of every level)")
         self._wrap(engine, "_launches", "  tiles: launches + results to host")
         self._wrap(engine, "_wavefront", "  tiles: launches")
         self._wrap(engine, "_split_launch", "  split search (device) + to host")

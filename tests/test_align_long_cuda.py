@@ -527,19 +527,6 @@ def test_schedule_runs_every_tile_once_after_its_neighbours(seed):
         assert column == 0 or when[(p, row, column - 1)] < d
 
 
-@pytest.mark.cuda
-def test_gpu_tile_schedule_is_the_hosts():
-    cupy = pytest.importorskip("cupy")
-    rng = np.random.default_rng(7)
-    tile_rows, tile_columns = rng.integers(1, 40, 300), rng.integers(1, 40, 300)
-    host = tile_schedule(tile_rows, tile_columns)
-    device = tile_schedule(tile_rows, tile_columns, cupy)
-    assert isinstance(device.first_block, cupy.ndarray)
-    for name in ("order", "offset", "active", "blocks"):
-        assert np.array_equal(getattr(device, name), getattr(host, name)), name
-    assert np.array_equal(device.first_block.get(), host.first_block)
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_band_order_puts_every_band_after_the_one_above(seed):
     rng = np.random.default_rng(seed)
@@ -890,6 +877,72 @@ def test_gpu_tiles_give_the_last_rows_and_best_cells(tiny_tiles, schedule, schem
 @pytest.mark.parametrize("scheme", list(SCHEMES))
 def test_gpu_split_search_is_the_drivers(tiny_tiles, schedule, scheme):
     _check_splits(scheme, CudaEngine)
+
+
+@cuda
+@needs_gpu
+def test_gpu_tile_schedule_is_the_hosts():
+    import cupy
+
+    rng = np.random.default_rng(7)
+    tile_rows, tile_columns = rng.integers(1, 40, 300), rng.integers(1, 40, 300)
+    host = tile_schedule(tile_rows, tile_columns)
+    device = tile_schedule(tile_rows, tile_columns, cupy)
+    assert isinstance(device.first_block, cupy.ndarray)
+    for name in ("order", "offset", "active", "blocks"):
+        assert np.array_equal(getattr(device, name), getattr(host, name)), name
+    assert np.array_equal(device.first_block.get(), host.first_block)
+
+
+class SmallGpu(CudaEngine):
+    """The CUDA engine as if on a GPU of 2 SMs ("auto": bands for batches of at most 8) with
+    a tiny memory budget (batches of a problem or two)."""
+
+    budget = 3000
+
+    def _budget(self):
+        return self.budget
+
+    def _multiprocessors(self):
+        return 2
+
+
+#: Halves of these splits: batches of bands of 1 row a thread, of 3, and tickets.
+SMALL_GPU_SPLITS = [(300, 10), (520, 12), (40, 9), (200, 30), (1100, 10)]
+
+
+@pytest.mark.parametrize("engine_class", [
+    EmulatedEngine, pytest.param(SmallGpu, marks=[cuda, needs_gpu])])
+@pytest.mark.parametrize("scheme", ["dna-affine", "blosum62"])
+def test_auto_bands_of_every_height_give_the_last_rows_and_splits(monkeypatch, engine_class,
+                                                                  scheme):
+    monkeypatch.setattr(config, "LONG_ALIGN_SCHEDULE", "auto")
+    monkeypatch.setattr(config, "LONG_ALIGN_THREADS", 32)
+    monkeypatch.setattr(config, "LONG_ALIGN_ROWS_PER_THREAD", 2)
+    monkeypatch.setattr(config, "LONG_ALIGN_TILE_COLUMNS", 64)
+    monkeypatch.setattr(config, "LONG_ALIGN_BAND_ROWS_PER_THREAD", BAND_ROWS)
+    engine, _ = _engine(scheme, engine_class)
+    codes, split = _problems(scheme, np.random.default_rng(3), SMALL_GPU_SPLITS)
+    _, both = _linear._halves(split)
+    fields = _cuda_long.problem_fields(codes, both, False, False)
+    shapes = {(plan.schedule_name, plan.shape[1]) for _, plan in engine._batches(fields)}
+    assert shapes == {("bands", 1), ("bands", 3), ("tickets", 2)}
+    h, f = engine.last_rows(codes, both)
+    _check_last_rows(engine, codes, both, h, f)
+    if engine_class is SmallGpu:  # the rows of several batches in one device array
+        rows, row_base = engine._device_rows(*engine.device_codes(codes), fields)
+        rows = rows.get()
+        offsets = both.row_offsets()
+        assert row_base.tolist() == offsets[:-1].tolist()
+        for k in range(len(both)):
+            got = rows[offsets[k] + 1:offsets[k + 1]]
+            assert got[:, 0].tolist() == h[offsets[k] + 1:offsets[k + 1]].tolist()
+            assert got[:, 1].tolist() == f[offsets[k] + 1:offsets[k + 1]].tolist()
+    excess = engine.gap_open - engine.gap_extend
+    want = _linear._split_columns(h, f, both.row_offsets(), len(split), excess)
+    found = engine.split_columns(codes, both, excess)
+    for got, expected in zip(found, want, strict=True):  # column, through gap, score
+        assert got.tolist() == expected.tolist()
 
 
 @cuda

@@ -201,10 +201,11 @@ class TileSchedule:
     order : np.ndarray of int32
         The problems by decreasing number of tile anti-diagonals (stable): launch ``d`` takes
         the first ``active[d]`` of them, those that have tiles on anti-diagonal ``d``.
-    first_block : np.ndarray of int64
-        For launch ``d``, at ``offset[d]``: ``active[d] + 1`` cumulative tile counts (0
-        first), so that block ``b`` computes a tile of problem ``order[k]`` for the ``k``
-        with ``first_block[offset[d] + k] <= b < first_block[offset[d] + k + 1]``.
+    first_block : np.ndarray or cupy.ndarray of int64
+        Where :func:`tile_schedule`'s ``xp`` built it. For launch ``d``, at ``offset[d]``:
+        ``active[d] + 1`` cumulative tile counts (0 first), so that block ``b`` computes a
+        tile of problem ``order[k]`` for the ``k`` with ``first_block[offset[d] + k] <= b <
+        first_block[offset[d] + k + 1]``.
     offset, active, blocks : np.ndarray of int64
         Per launch: where its counts start, its problems, its blocks (tiles).
     """
@@ -297,13 +298,14 @@ def border_layout(m: np.ndarray, n: np.ndarray, tile_height: int) -> BorderLayou
 
 def problem_bytes(m: np.ndarray, n: np.ndarray, tile_height: int, tile_width: int) -> np.ndarray:
     """Device bytes of each problem in a batch: borders, corners, best cells, its fields and
-    its share of the schedule."""
+    its share of the schedule (an entry a tile anti-diagonal, built on the device from about
+    ten int64 arrays of that length: :func:`tile_schedule`)."""
     m = np.asarray(m, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
     tile_rows = -(-m // tile_height)
     tile_columns = -(-n // tile_width)
     return (8 * (n + 1) + 8 * (tile_rows * tile_height + 1) + 16 * tile_rows
-            + 8 * len(PROBLEM_FIELDS) + 8 * (tile_rows + tile_columns) + 16)
+            + 8 * len(PROBLEM_FIELDS) + 80 * (tile_rows + tile_columns) + 16)
 
 
 def fits_int32(m: np.ndarray, n: np.ndarray, top_excess: np.ndarray, table: np.ndarray,
@@ -388,7 +390,8 @@ class TileEngine:
         """Per problem, whether it may run here: non-empty, values that fit int32, a
         substitution table that fits int16 with ``gap_open`` added (long.cu's shifted scores)."""
         threads, rows, _ = tile_shape()
-        rows = max(rows, *band_rows_choices())  # the tallest tiles pad the most rows
+        if long_schedule() == "auto":  # its bands may be taller; they pad the most rows
+            rows = max(rows, *band_rows_choices())
         m = np.asarray(m, dtype=np.int64)
         n = np.asarray(n, dtype=np.int64)
         # and a band's hand-over keeps gap_open - gap_extend + 1 in 16 bits (long.cu's Links)
@@ -421,11 +424,13 @@ class TileEngine:
         the memory budget."""
         threads, rows_per_thread, width = tile_shape()
         m, n = fields[:, 2], fields[:, 3]
-        # Sized for the shortest tiles, which have the most tile rows.
-        shortest = threads * min(rows_per_thread, *band_rows_choices())
-        sizes = problem_bytes(m, n, shortest, width)
+        auto = long_schedule() == "auto"
+        # Sized for whichever height the batch takes (taller tiles pad more rows, shorter
+        # ones have more tile rows).
+        sizes = np.max([problem_bytes(m, n, threads * rows, width) for rows in
+                        (rows_per_thread, *(band_rows_choices() if auto else ()))], axis=0)
         budget = self._budget()
-        multiprocessors = self._multiprocessors() if long_schedule() == "auto" else 0
+        multiprocessors = self._multiprocessors() if auto else 0
         lo = 0
         while lo < len(m):
             fit = int(np.searchsorted(np.cumsum(sizes[lo:]), budget, side="right"))
@@ -488,7 +493,8 @@ class TileEngine:
         if launch.block_threads(kernel) != threads:  # the kernel's wavefront needs them all
             raise launch.KernelResourceError(
                 f"{name} runs {launch.block_threads(kernel)} threads a block, not {threads}: "
-                "lower LONG_ALIGN_ROWS_PER_THREAD or LONG_ALIGN_THREADS")
+                "lower LONG_ALIGN_ROWS_PER_THREAD (LONG_ALIGN_BAND_ROWS_PER_THREAD for bands "
+                "under \"auto\") or LONG_ALIGN_THREADS")
         shared = launch.reserve_shared(kernel, shared_bytes(threads, width, self.n_codes,
                                                             self.dna, bands))
         scoring = (table, np.int32(self.n_codes), np.int32(self.match), np.int32(self.mismatch),
@@ -571,7 +577,7 @@ class BatchPlan:
     """What the host prepares for one batch of consecutive problems: their ``fields`` with the
     border bases (``packed``, the rows of ``enum Field`` in long.cu), the border layout, the
     tile rows of each problem, the tile shape ``(threads, rows_per_thread, tile_columns)``,
-    and (planned when a tile schedule asks for it) the launches; ``schedule_name``, one of
+    and the launches (:meth:`schedule`, planned on each call); ``schedule_name``, one of
     :data:`SCHEDULES` but "auto" (a band sweeps all its columns: the tile columns serve the
     tile schedules only)."""
 

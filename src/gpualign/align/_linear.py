@@ -393,12 +393,12 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
                          np.zeros_like(middle), joined, split.bottom_excess)
         open_ = Problems.concat([upper, lower])
         root = np.concatenate([root, root])
-    leaf = Problems.concat(leaves) if leaves else None
-    if leaf is not None and len(leaf):
+    every_leaf = Problems.concat(leaves) if leaves else None
+    if every_leaf is not None and len(every_leaf):
         root = np.concatenate(leaf_roots)
-        ops, offsets = engine.leaf_paths(sequences, leaf)
+        ops, offsets = engine.leaf_paths(sequences, every_leaf)
         bounds = offsets.tolist()
-        add(root, leaf.a_start, leaf.b_start,
+        add(root, every_leaf.a_start, every_leaf.b_start,
             [ops[bounds[k]:bounds[k + 1]] for k in range(len(root))])
     portion.finish()
     paths: list[list[np.ndarray]] = [[] for _ in range(len(roots))]
