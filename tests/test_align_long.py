@@ -188,14 +188,14 @@ def test_vertical_gap_crossing_the_middle_row(linear, monkeypatch):
     # vertical gap (a type-2 join), whose open is charged once.
     linear(4)
     joins = []
-    split = _linear._split_columns
+    split = _linear._joins  # the split search of every engine that returns rows
 
     def recording(*args):
         column, through_gap, score = split(*args)
         joins.extend(through_gap.tolist())
         return column, through_gap, score
 
-    monkeypatch.setattr(_linear, "_split_columns", recording)
+    monkeypatch.setattr(_linear, "_joins", recording)
     rng = np.random.default_rng(23)
     left, right = random_text(rng, 25), random_text(rng, 25)
     for scoring in SCHEMES[:3]:
@@ -264,6 +264,62 @@ def test_borders_of_subproblems(scoring):
             assert np.count_nonzero(path != 3) == len(a) and np.count_nonzero(path != 2) == len(b)
             assert _border_score(path, a, b, table, go, ge, top, bottom) == best, \
                 (a.tolist(), b.tolist(), top, bottom, leaf_cells)
+
+
+class _BothHalves:
+    """The CPU engine without ``last_rows_kept``: the driver computes both halves of every
+    split."""
+
+    def __init__(self, engine):
+        self.engine, self.table = engine, engine.table
+
+    def last_rows(self, sequences, problems):
+        return self.engine.last_rows(sequences, problems)
+
+    def leaf_paths(self, sequences, problems):
+        return self.engine.leaf_paths(sequences, problems)
+
+
+def test_kept_rows_spare_passes_and_paths_stay_optimal(monkeypatch):
+    # Each half's pass keeps the row its child splits at, so the child computes only its
+    # other half: about a quarter fewer cells in all, with the same optimal scores (the full
+    # matrices' best) and paths that score them.
+    scoring = SCHEMES[0]
+    table, _ = scoring.table("dna")
+    go, ge = scoring.gap_open, scoring.gap_extend
+    engine = CpuEngine(table, go, ge, get_alphabet("dna").match_codes)
+    cells = {"last_rows": 0, "last_rows_kept": 0}
+    for name in cells:
+        method = getattr(CpuEngine, name)
+
+        def counted(self, sequences, problems, *rest, method=method, name=name):
+            cells[name] += int(problems.cells().sum())
+            return method(self, sequences, problems, *rest)
+
+        monkeypatch.setattr(CpuEngine, name, counted)
+    rng = np.random.default_rng(41)
+    queries = [rng.integers(0, 4, int(rng.integers(150, 260))).astype(np.uint8)
+               for _ in range(4)]
+    targets = []
+    for a in queries:  # 10% substitutions, 5% deletions
+        b = np.where(rng.random(len(a)) < 0.1, rng.integers(0, 4, len(a)), a)
+        targets.append(b[rng.random(len(a)) >= 0.05].astype(np.uint8))
+    codes = PairCodes.from_lists(queries, targets)
+    excess = go - ge
+    roots = Problems.of(pair=np.arange(4), a_start=0, a_end=[len(a) for a in queries],
+                        b_start=0, b_end=[len(b) for b in targets], reverse=0,
+                        top_excess=excess, bottom_excess=excess)
+    kept_scores, plain_scores = np.zeros(4, np.int64), np.zeros(4, np.int64)
+    kept = _linear.global_paths(codes, roots, go, ge, engine, 64, scores=kept_scores)
+    plain = _linear.global_paths(codes, roots, go, ge, _BothHalves(engine), 64,
+                                 scores=plain_scores)
+    assert cells["last_rows_kept"] < 0.85 * cells["last_rows"]
+    assert kept_scores.tolist() == plain_scores.tolist()
+    for k, (a, b) in enumerate(zip(queries, targets, strict=True)):
+        _, _, best = _border_oracle(a, b, table, go, ge, excess, excess)
+        assert kept_scores[k] == best
+        for path in (kept[k], plain[k]):
+            assert _border_score(path, a, b, table, go, ge, excess, excess) == best
 
 
 def _reversed_problem(codes, problem, k):

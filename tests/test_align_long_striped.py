@@ -111,6 +111,54 @@ def test_score_pass_equals_full_matrices(monkeypatch, alone, tile_columns, value
                        int(rng.integers(0, 2)))
 
 
+@pytest.mark.parametrize("alone", [False, True])
+@pytest.mark.parametrize("tile_columns", [1, 17, 2048])
+def test_kept_rows_equal_full_matrices(monkeypatch, alone, tile_columns):
+    # A pass of several subproblems, each asked for a row (some none, some past the end):
+    # the last rows as score_pass gives them, and each kept row (strictly inside, near the
+    # one asked for: the one asked for when a subproblem has a core to itself, else a strip
+    # boundary of its tiles) as in the full matrices, its column 0 the gap down to it.
+    monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 1 if alone else 1 << 62)
+    monkeypatch.setattr(_cpu_linear, "_TILE_COLUMNS", tile_columns)
+    rng = np.random.default_rng(37)
+    for scoring in SCHEMES:
+        table, _ = scoring.table("dna")
+        go, ge = scoring.gap_open, scoring.gap_extend
+        count = 5
+        queries = [rng.integers(0, 4, rng.integers(2, 120)).astype(np.uint8)
+                   for _ in range(count)]
+        targets = [rng.integers(0, 4, rng.integers(1, 90)).astype(np.uint8)
+                   for _ in range(count)]
+        codes = PairCodes.from_lists(queries, targets)
+        m = np.array([len(a) for a in queries])
+        reverse = rng.integers(0, 2, count)
+        top_excess = rng.choice([0, go - ge], count)
+        problems = Problems.of(pair=np.arange(count), a_start=0, a_end=m, b_start=0,
+                               b_end=[len(b) for b in targets], reverse=reverse,
+                               top_excess=top_excess, bottom_excess=top_excess)
+        near = np.array([0, 1, *(m[2:4] // 2), m[4] + 3])
+        h, f, kept_h, kept_f, kept_at = _cpu_linear.last_rows_kept(codes, problems, table, go,
+                                                                   ge, near)
+        want_h, want_f, _, _, _ = _cpu_linear.score_pass(codes, problems, table, go, ge,
+                                                         False, False, False, SCOPE_CORNER)
+        assert h.tolist() == want_h.tolist() and f.tolist() == want_f.tolist()
+        assert kept_at[0] == 0 and kept_at[4] == 0  # none asked for; none inside
+        offsets = problems.row_offsets()
+        for k in np.flatnonzero(kept_at).tolist():
+            assert 0 < kept_at[k] < m[k]
+            if not alone:
+                assert kept_at[k] == near[k]
+            a, b = queries[k], targets[k]
+            x, y = (a[::-1], b[::-1]) if reverse[k] else (a, b)
+            full_h, full_f = _matrices(x, y, table, go, ge, int(top_excess[k]), False, False,
+                                       False)
+            row = slice(offsets[k], offsets[k + 1])
+            assert kept_h[row].tolist() == full_h[kept_at[k]]
+            assert kept_f[row][1:].tolist() == full_f[kept_at[k]][1:]
+            assert kept_f[row][0] == kept_h[row][0]
+        assert np.count_nonzero(kept_at[1:4]) >= (2 if not alone else 1)
+
+
 def test_scores_too_large_for_int32():
     # Costs that _value_type sends to int64 work rows give the exact values.
     table = np.where(np.eye(5, dtype=bool), 3 << 24, -(5 << 24)).astype(np.int64)

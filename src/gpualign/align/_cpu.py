@@ -46,7 +46,7 @@ from ..codes import (
 )
 from ..sequences import SequenceSet
 from . import _parasail
-from ._cpu_linear import score_pass
+from ._cpu_linear import last_rows_kept, score_pass
 from ._linear import SCOPE_CORNER, PairCodes, Problems, cigar_text, mode_ends, mode_paths
 
 # Traceback byte: bits 0-1 where H came from, bit 2 E opened here, bit 3 F opened here.
@@ -396,6 +396,14 @@ class CpuEngine:
         h, f, _, _, _ = score_pass(sequences, problems, self.table, self.gap_open,
                                    self.gap_extend, False, False, False, SCOPE_CORNER)
         return h, f
+
+    def last_rows_kept(self, sequences: PairCodes, problems: Problems, near: np.ndarray,
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`last_rows`, and a row of each subproblem near row ``near[k]`` (where it is
+        positive), which the driver splits the next level at: ``(h, f, kept_h, kept_f,
+        kept_at)`` (:func:`._cpu_linear.last_rows_kept`)."""
+        return last_rows_kept(sequences, problems, self.table, self.gap_open, self.gap_extend,
+                              near)
 
     def leaf_paths(self, sequences: PairCodes, problems: Problems,
                    ) -> tuple[np.ndarray, np.ndarray]:

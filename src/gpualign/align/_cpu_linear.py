@@ -20,6 +20,7 @@ one (``I``); the best cells of the ``SCOPE_*`` of :mod:`._linear`.
 from __future__ import annotations
 
 import heapq
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -368,41 +369,52 @@ def _finish(h, f, col_h, m, strip_rows, scope, gap_extend, top_excess, free_left
 def _many(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start, a_end,
           b_start, b_end, reverse, top_excess, table, gap_open, gap_extend, free_top, free_left,
           floor_zero, scope, tile_columns, value_type, row_offsets, out_h, out_f, thread_start,
-          dealt, score, i_end, j_end):
+          dealt, score, i_end, j_end, keep, kept_h, kept_f):
     """Subproblems of ``pair`` .. ``top_excess`` on one core each: thread w computes
     ``dealt[thread_start[w]:thread_start[w + 1]]`` (indices), one after the other (one
     iteration of the loop a thread, whatever Numba's threading layer), subproblem k's last
     rows into ``out_h``/``out_f`` at ``row_offsets[k]``, its best cell into ``score``,
-    ``i_end``, ``j_end``."""
+    ``i_end``, ``j_end``, and where ``keep[k] > 0`` its row ``keep[k]`` into ``kept_h``,
+    ``kept_f`` (same offsets)."""
     for w in prange(len(thread_start) - 1):
         for x in range(thread_start[w], thread_start[w + 1]):
             _one(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start,
                  a_end, b_start, b_end, reverse, top_excess, table, gap_open, gap_extend,
                  free_top, free_left, floor_zero, scope, tile_columns, value_type, row_offsets,
-                 out_h, out_f, dealt[x], score, i_end, j_end)
+                 out_h, out_f, dealt[x], score, i_end, j_end, keep, kept_h, kept_f)
 
 
 @njit(cache=True, nogil=True)
 def _one(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start, a_end,
          b_start, b_end, reverse, top_excess, table, gap_open, gap_extend, free_top, free_left,
          floor_zero, scope, tile_columns, value_type, row_offsets, out_h, out_f, k, score,
-         i_end, j_end):
-    """Subproblem ``k`` of :func:`_many` on this core."""
+         i_end, j_end, keep, kept_h, kept_f):
+    """Subproblem ``k`` of :func:`_many` on this core: one strip of all its rows, or (row
+    ``keep[k]`` kept) strips of ``keep[k]`` rows, the first one's last row copied out."""
     p = pair[k]
     a = _oriented(q_codes, q_offsets, q_index[p], a_start[k], a_end[k], reverse[k])
     b = _oriented(t_codes, t_offsets, t_index[p], b_start[k], b_end[k], reverse[k])
     m, n = len(a), len(b)
-    h = out_h[row_offsets[k]:row_offsets[k + 1]]
-    f = out_f[row_offsets[k]:row_offsets[k + 1]]
-    col_h = np.empty(m + 1, dtype=np.int64)
-    col_e = np.empty(m + 1, dtype=np.int64)
+    lo, hi = row_offsets[k], row_offsets[k + 1]
+    h, f = out_h[lo:hi], out_f[lo:hi]
+    rows = keep[k] if keep[k] > 0 else m
+    strips = (m + rows - 1) // rows
+    col_h = np.empty(m + strips, dtype=np.int64)
+    col_e = np.empty(m + strips, dtype=np.int64)
     best = np.zeros((1, 3), dtype=np.int64)
-    _borders(h, f, col_h, col_e, m, m, gap_open, gap_extend, top_excess[k], free_top,
+    _borders(h, f, col_h, col_e, m, rows, gap_open, gap_extend, top_excess[k], free_top,
              free_left)
     for c0 in range(0, n, tile_columns):
-        _tile(a, b, table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, 0, m, c0,
-              min(n, c0 + tile_columns), 0, h, f, col_h, col_e, best[0], value_type)
-    score[k], i_end[k], j_end[k] = _finish(h, f, col_h, m, m, scope, gap_extend,
+        c1 = min(n, c0 + tile_columns)
+        for s in range(strips):
+            _tile(a, b, table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, s * rows,
+                  min(m, (s + 1) * rows), c0, c1, s, h, f, col_h, col_e, best[0], value_type)
+            if s == 0 and keep[k] > 0:
+                kept_h[lo + c0 + 1:lo + c1 + 1] = h[c0 + 1:c1 + 1]
+                kept_f[lo + c0 + 1:lo + c1 + 1] = f[c0 + 1:c1 + 1]
+    if keep[k] > 0:  # column 0 of the kept row: the gap down to it (F[0] = H[0])
+        kept_h[lo] = kept_f[lo] = -(top_excess[k] + keep[k] * gap_extend)
+    score[k], i_end[k], j_end[k] = _finish(h, f, col_h, m, rows, scope, gap_extend,
                                            top_excess[k], free_left, best)
 
 
@@ -410,26 +422,33 @@ def _one(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start
 def _wavefronts(a_codes, a_offsets, b_codes, b_offsets, table, gap_open, gap_extend,
                 floor_zero, track, strip_rows, tile_columns, row_start, row_stop, column_start,
                 best_start, h, f, col_h, col_e, best, value_type, tile_problem, tile_strip,
-                tile_column, diagonal_start):
+                tile_column, diagonal_start, keep_strip, kept_h, kept_f):
     """Subproblems on every core together: the tiles of each anti-diagonal of all of them side
     by side (tile ``x`` is strip ``tile_strip[x]``, tile column ``tile_column[x]`` of
     subproblem ``tile_problem[x]``; diagonal d's tiles are ``diagonal_start[d] ..
     diagonal_start[d + 1]``). Subproblem k: its codes ``a_codes[a_offsets[k]:a_offsets[k +
     1]]`` (already oriented) and likewise b, its row buffers ``h``, ``f`` from
     ``row_start[k]`` to ``row_stop[k]``, its strips' column buffers from ``column_start[k]``,
-    their best cells from row ``best_start[k]`` of ``best``."""
+    their best cells from row ``best_start[k]`` of ``best``; where ``keep_strip[k] >= 0`` the
+    last row of that strip goes to ``kept_h``, ``kept_f`` (at ``row_start[k]``) as its tiles
+    end, before the strip below overwrites the row buffers."""
     for d in range(len(diagonal_start) - 1):
         for x in prange(diagonal_start[d], diagonal_start[d + 1]):
             k, s, t = tile_problem[x], tile_strip[x], tile_column[x]
             a = a_codes[a_offsets[k]:a_offsets[k + 1]]
             b = b_codes[b_offsets[k]:b_offsets[k + 1]]
             rows, columns = strip_rows[k], tile_columns[k]
+            c0, c1 = t * columns, min(len(b), (t + 1) * columns)
             _tile(a, b, table, gap_open, gap_extend, floor_zero, track, s * rows,
-                  min(len(a), (s + 1) * rows), t * columns, min(len(b), (t + 1) * columns), s,
+                  min(len(a), (s + 1) * rows), c0, c1, s,
                   h[row_start[k]:row_stop[k]], f[row_start[k]:row_stop[k]],
                   col_h[column_start[k]:column_start[k + 1]],
                   col_e[column_start[k]:column_start[k + 1]], best[best_start[k] + s],
                   value_type)
+            if s == keep_strip[k]:
+                lo, hi = row_start[k] + c0 + 1, row_start[k] + c1 + 1
+                kept_h[lo:hi] = h[lo:hi]
+                kept_f[lo:hi] = f[lo:hi]
 
 
 def _value_type(problems: Problems, table: np.ndarray, gap_open: int, gap_extend: int,
@@ -449,14 +468,16 @@ def _value_type(problems: Problems, table: np.ndarray, gap_open: int, gap_extend
 def _together(sequences: PairCodes, problems: Problems, chosen: np.ndarray, table: np.ndarray,
               gap_open: int, gap_extend: int, free_top: bool, free_left: bool,
               floor_zero: bool, scope: int, h: np.ndarray, f: np.ndarray, value_type: type,
-              score: np.ndarray, i_end: np.ndarray, j_end: np.ndarray) -> None:
+              score: np.ndarray, i_end: np.ndarray, j_end: np.ndarray, kept: _Kept) -> None:
     """The subproblems ``chosen`` (indices) on every core together (:func:`_wavefronts`): their
     last rows into ``h``, ``f`` (at ``problems.row_offsets()``), their best cells into
-    ``score``, ``i_end``, ``j_end``. Subproblem k is cut into ``side[k]`` strips and as many
-    tile columns (at most ``_TILE_COLUMNS`` wide), ``side`` in proportion to the square root of
-    its cells, so that its tiles hold about as many cells as the others' and their longest
-    diagonals together hold ``_TILES_PER_THREAD`` tiles a thread; a diagonal's tiles are dealt
-    to the threads strip by strip, the subproblems' tiles interleaved."""
+    ``score``, ``i_end``, ``j_end``, the rows that ``kept`` asks for into it. Subproblem k is
+    cut into ``side[k]`` strips and as many tile columns (at most ``_TILE_COLUMNS`` wide),
+    ``side`` in proportion to the square root of its cells, so that its tiles hold about as
+    many cells as the others' and their longest diagonals together hold ``_TILES_PER_THREAD``
+    tiles a thread; a diagonal's tiles are dealt to the threads strip by strip, the
+    subproblems' tiles interleaved. A kept row is the strip boundary nearest the one asked
+    for."""
     offsets = problems.row_offsets()
     a = [_oriented(sequences.q_codes, sequences.q_offsets, sequences.q_index[problems.pair[k]],
                    problems.a_start[k], problems.a_end[k], problems.reverse[k])
@@ -472,6 +493,13 @@ def _together(sequences: PairCodes, problems: Problems, chosen: np.ndarray, tabl
     strip_rows = np.maximum(1, -(-m // side))
     tile_columns = np.minimum(_TILE_COLUMNS, np.maximum(1, -(-n // side)))
     strips, tiles = -(-m // strip_rows), -(-n // tile_columns)
+    keep_strip = np.full(len(chosen), -1, dtype=np.int64)
+    if kept.near is not None:
+        wanted = kept.near[chosen]
+        boundary = np.clip(np.round(wanted / strip_rows), 1, np.maximum(strips - 1, 1))
+        held = (wanted > 0) & (strips > 1)
+        keep_strip[held] = boundary[held].astype(np.int64) - 1
+        kept.at[chosen[held]] = (keep_strip[held] + 1) * strip_rows[held]
     column_start, best_start = offsets_of_counts(m + strips), offsets_of_counts(strips)
     col_h = np.empty(int(column_start[-1]), dtype=np.int64)
     col_e = np.empty_like(col_h)
@@ -494,13 +522,34 @@ def _together(sequences: PairCodes, problems: Problems, chosen: np.ndarray, tabl
                 table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, strip_rows,
                 tile_columns, row_start, row_stop, column_start, best_start, h, f, col_h, col_e,
                 best, value_type, tile_problem[by_diagonal], tile_strip[by_diagonal],
-                tile_column[by_diagonal], diagonal_start)
+                tile_column[by_diagonal], diagonal_start, keep_strip, kept.h, kept.f)
     for k in range(len(chosen)):
         place = chosen[k]
+        if keep_strip[k] >= 0:  # column 0 of the kept row: the gap down to it (F[0] = H[0])
+            kept.h[row_start[k]] = kept.f[row_start[k]] = -(problems.top_excess[place]
+                                                            + kept.at[place] * gap_extend)
         score[place], i_end[place], j_end[place] = _finish(
             h[row_start[k]:row_stop[k]], f[row_start[k]:row_stop[k]],
             col_h[column_start[k]:column_start[k + 1]], m[k], strip_rows[k], scope, gap_extend,
             problems.top_excess[place], free_left, best[best_start[k]:best_start[k + 1]])
+
+
+@dataclass
+class _Kept:
+    """Rows kept besides the last ones: ``near[k]`` is the row of subproblem k asked for (0:
+    none; None: none at all), ``at[k]`` the row kept (0: none), ``h``, ``f`` its H and F at
+    ``problems.row_offsets()`` (empty when none is asked for)."""
+
+    near: np.ndarray | None
+    at: np.ndarray
+    h: np.ndarray
+    f: np.ndarray
+
+    @classmethod
+    def asked(cls, near: np.ndarray | None, cells: int, count: int) -> _Kept:
+        size = cells if near is not None else 0
+        return cls(near, np.zeros(count, dtype=np.int64), np.empty(size, dtype=np.int64),
+                   np.empty(size, dtype=np.int64))
 
 
 def score_pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_open: int,
@@ -544,11 +593,43 @@ def score_pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_
     >>> h.tolist(), (int(score[0]), int(i[0]), int(j[0]))
     ([-11, -7, -7, -3, 1, 3], (3, 4, 5))
     """
+    return _pass(sequences, problems, table, gap_open, gap_extend, free_top, free_left,
+                 floor_zero, scope, None)[:5]
+
+
+def last_rows_kept(sequences: PairCodes, problems: Problems, table: np.ndarray,
+                   gap_open: int, gap_extend: int, near: np.ndarray,
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(h, f, kept_h, kept_f, kept_at)``: the last rows of global alignments of
+    ``problems`` (as ``score_pass`` gives them) and, where ``near[k] > 0``, one more row of
+    subproblem k near row ``near[k]`` (a strip boundary of its pass; ``kept_at[k]``, 0 where
+    none is kept), at the same offsets, ``F[0] = H[0]``.
+
+    Examples
+    --------
+    >>> pair = PairCodes.from_lists([np.arange(4, dtype=np.uint8)],
+    ...                             [np.array([3, 0, 1, 2, 2], np.uint8)])
+    >>> both = Problems.of(pair=[0], a_start=0, a_end=4, b_start=0, b_end=5, reverse=[0],
+    ...                    top_excess=3, bottom_excess=3)
+    >>> found = last_rows_kept(pair, both, np.where(np.eye(5, dtype=bool), 2, -3), 5, 2, [2])
+    >>> int(found[4][0]), found[2].tolist()  # row 2 kept: H
+    (2, [-7, -8, -6, -1, -6, -8])
+    """
+    h, f, _, _, _, kept = _pass(sequences, problems, table, gap_open, gap_extend, False, False,
+                                False, SCOPE_CORNER, np.asarray(near, dtype=np.int64))
+    return h, f, kept.h, kept.f, kept.at
+
+
+def _pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_open: int,
+          gap_extend: int, free_top: bool, free_left: bool, floor_zero: bool, scope: int,
+          near: np.ndarray | None):
+    """:func:`score_pass`, and the rows ``near`` asks for (see :func:`last_rows_kept`)."""
     table = np.ascontiguousarray(table, dtype=np.int64)
     offsets = problems.row_offsets()
     h = np.empty(int(offsets[-1]), dtype=np.int64)
     f = np.empty_like(h)
     count = len(problems)
+    kept = _Kept.asked(near, int(offsets[-1]), count)
     score = np.empty(count, dtype=np.int64)
     i_end = np.empty(count, dtype=np.int64)
     j_end = np.empty(count, dtype=np.int64)
@@ -558,20 +639,26 @@ def score_pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_
     large = _on_every_core(cells, threads)
     if large.any():
         _together(sequences, problems, np.flatnonzero(large), table, gap_open, gap_extend,
-                  free_top, free_left, floor_zero, scope, h, f, value_type, score, i_end, j_end)
+                  free_top, free_left, floor_zero, scope, h, f, value_type, score, i_end, j_end,
+                  kept)
     # The others one per core, dealt out beforehand (their sizes differ: a level's splits cut
     # the columns wherever the path crosses, and an even count a core, as the loop's own
     # schedule gives, leaves cores idle behind the one with the largest).
     others = np.flatnonzero(~large)
     if len(others):
         thread_start, dealt = _deal(cells[others], threads)
+        keep = np.zeros(count, dtype=np.int64)
+        if near is not None:  # kept where the row asked for lies inside
+            rows = problems.a_length()
+            inside = others[(near[others] > 0) & (near[others] < rows[others])]
+            keep[inside] = kept.at[inside] = near[inside]
         _many(sequences.q_codes, sequences.q_offsets, sequences.t_codes, sequences.t_offsets,
               sequences.q_index, sequences.t_index, problems.pair, problems.a_start,
               problems.a_end, problems.b_start, problems.b_end, problems.reverse,
               problems.top_excess, table, gap_open, gap_extend, free_top, free_left,
               floor_zero, scope, _TILE_COLUMNS, value_type, offsets, h, f, thread_start,
-              others[dealt], score, i_end, j_end)
-    return h, f, score, i_end, j_end
+              others[dealt], score, i_end, j_end, keep, kept.h, kept.f)
+    return h, f, score, i_end, j_end, kept
 
 
 def _on_every_core(cells: np.ndarray, threads: int) -> np.ndarray:

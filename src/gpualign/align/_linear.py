@@ -221,7 +221,80 @@ class Engine(Protocol):
         An engine may also offer ``split_columns(sequences, problems, excess) -> (column,
         through_gap, score)``: for the top halves then bottom halves of a level's splits, what
         the driver would find in their ``last_rows`` (``_split_columns``), without returning
-        the rows (the CUDA engine keeps them on the device)."""
+        the rows (the CUDA engine keeps them on the device).
+
+        Or it may offer ``last_rows_kept(sequences, problems, near) -> (h, f, kept_h, kept_f,
+        kept_at)``: ``last_rows`` and, where ``near[k] > 0``, one more row of subproblem k,
+        ``kept_at[k]`` (near ``near[k]``, strictly inside it; 0 where none is kept), at the same
+        offsets. :func:`global_paths` then splits each half's child at that row, whose pass
+        it has already computed, and computes only the child's other half (about a quarter
+        fewer cells in all)."""
+
+
+@dataclass
+class _Given:
+    """Rows that a level's passes kept for the next level's splits, one entry per open
+    subproblem: the row ``middle`` to split it at (-1: none), whether that row is its top
+    half's forward last row (``side`` 0) or its bottom half's reverse one (1), and where that
+    row starts in ``h``, ``f`` (the kept rows of the last call: a subproblem's row is a prefix of
+    its parent half's)."""
+
+    middle: np.ndarray
+    side: np.ndarray
+    at: np.ndarray
+    h: np.ndarray
+    f: np.ndarray
+
+    @classmethod
+    def none(cls, count: int) -> _Given:
+        empty = np.zeros(0, dtype=np.int64)
+        return cls(np.full(count, -1, dtype=np.int64), np.zeros(count, dtype=np.int64),
+                   np.zeros(count, dtype=np.int64), empty, empty)
+
+    def take(self, index: np.ndarray) -> _Given:
+        return _Given(self.middle[index], self.side[index], self.at[index], self.h, self.f)
+
+
+def _search_keeping(sequences: PairCodes, split: Problems, given: _Given, engine: Engine,
+                    excess: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                          _Given]:
+    """``(middle, column, through_gap, score, kept)``: :func:`_halves` and
+    :func:`_split_columns` of the subproblems ``split`` through ``engine.last_rows_kept``: a
+    subproblem whose ``given`` row lies inside it splits there and takes that half's row as
+    given; every half computed keeps the row its child will split at (half its rows from its
+    start, the top half's from the top, the bottom half's from the bottom). ``kept``: the
+    children's given rows, the upper children first, as :func:`global_paths` lists them."""
+    count = len(split)
+    usable = (given.middle > split.a_start) & (given.middle < split.a_end)
+    middle = np.where(usable, given.middle, split.a_start + split.a_length() // 2)
+    zeros = np.zeros(count, dtype=np.int64)
+    both = Problems.concat([
+        Problems(split.pair, split.a_start, middle, split.b_start, split.b_end, zeros,
+                 split.top_excess, split.bottom_excess),
+        Problems(split.pair, middle, split.a_end, split.b_start, split.b_end, zeros + 1,
+                 split.bottom_excess, split.bottom_excess)])
+    given_half = np.concatenate((usable & (given.side == 0), usable & (given.side == 1)))
+    computed = np.flatnonzero(~given_half)
+    todo = both.take(computed)
+    h, f, kept_h, kept_f, kept_at = engine.last_rows_kept(sequences, todo,
+                                                          todo.a_length() // 2)
+    # Where each half's row starts: the computed in h and f, the given in their pool (joined
+    # after them); a given row is a prefix of the one kept.
+    source = np.empty(2 * count, dtype=np.int64)
+    todo_starts = todo.row_offsets()[:-1]
+    source[computed] = todo_starts
+    source[given_half] = len(h) + np.concatenate((given.at, given.at))[given_half]
+    column, through_gap, score = _joins(np.concatenate((h, given.h)),
+                                        np.concatenate((f, given.f)), source[:count],
+                                        source[count:], split.b_length() + 1, excess)
+    at_row = np.zeros(2 * count, dtype=np.int64)
+    at_row[computed] = kept_at
+    at_pool = np.zeros(2 * count, dtype=np.int64)
+    at_pool[computed] = todo_starts
+    child_middle = np.concatenate((np.where(at_row[:count] > 0, split.a_start + at_row[:count], -1),
+                                   np.where(at_row[count:] > 0, split.a_end - at_row[count:], -1)))
+    kept = _Given(child_middle, np.concatenate((zeros, zeros + 1)), at_pool, kept_h, kept_f)
+    return middle, column, through_gap, score, kept
 
 
 def _gap_ops(op: int, count: int) -> np.ndarray:
@@ -238,18 +311,28 @@ def _split_columns(h: np.ndarray, f: np.ndarray, offsets: np.ndarray, count: int
     through one vertical gap crossing the middle (type 2, its open charged once). Returns the
     first best column of each subproblem, whether it joins through a vertical gap, and the
     join's score (the subproblem's optimum: its paths all cross the middle row)."""
+    top_start = offsets[:count]
+    return _joins(h, f, top_start, offsets[count:-1], offsets[1:count + 1] - top_start,
+                  excess)
+
+
+def _joins(h: np.ndarray, f: np.ndarray, top_start: np.ndarray, bottom_start: np.ndarray,
+           length: np.ndarray, excess: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_split_columns` of splits whose top halves' rows start at ``top_start`` and
+    bottom halves' at ``bottom_start`` in ``h``, ``f``, ``length`` cells each (wherever they
+    lie)."""
     h = h.astype(np.int64, copy=False)
     f = f.astype(np.int64, copy=False)
-    top_start, top_end = offsets[:count], offsets[1:count + 1]
-    length = top_end - top_start
+    count = len(top_start)
     segment = np.repeat(np.arange(count), length)
-    position = np.arange(int(length.sum())) - np.repeat(top_start, length)
-    top = np.repeat(top_start, length) + position
-    bottom = np.repeat(offsets[count:-1] + length - 1, length) - position
+    starts = np.repeat(top_start, length)
+    position = np.arange(int(length.sum())) - (np.repeat(np.cumsum(length) - length, length))
+    top = starts + position
+    bottom = np.repeat(bottom_start + length - 1, length) - position
     through_cell = h[top] + h[bottom]
     through_gap = f[top] + f[bottom] + excess
     best = np.maximum(through_cell, through_gap)
-    segment_best = np.maximum.reduceat(best, top_start)
+    segment_best = np.maximum.reduceat(best, np.cumsum(length) - length)
     hits = np.flatnonzero(best == segment_best[segment])
     _, first = np.unique(segment[hits], return_index=True)
     chosen = hits[first]
@@ -292,7 +375,9 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
     best column splits it in two (or three pieces around a vertical gap that crosses the
     middle row). Subproblems of at most ``leaf_cells`` cells, or of one row, are solved by
     ``engine.leaf_paths`` (one call for the leaves of every level, at the end); those with an
-    empty side are one gap.
+    empty side are one gap. With an engine that keeps rows (``last_rows_kept``, the CPU
+    engine's), each half's pass also keeps the row its child will split at: a child then
+    splits there (not exactly at its middle) and computes only its other half.
 
     Parameters
     ----------
@@ -354,6 +439,8 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
     portion = Portion(progress, root_cells if share is None else share, 2 * root_cells)
     open_ = roots
     root = np.arange(len(roots), dtype=np.int64)
+    keeping = hasattr(engine, "last_rows_kept") and not hasattr(engine, "split_columns")
+    given = _Given.none(len(roots))
     # Leaves of every level, solved together at the end: one engine call, not one a level.
     leaves: list[Problems] = []
     leaf_roots: list[np.ndarray] = []
@@ -375,8 +462,12 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
             break
         level_cells = int(open_.cells()[index].sum())
         split, root = open_.take(index), root[index]
-        middle, halves = _halves(split)
-        column, through_gap, score = _search_splits(sequences, halves, engine, excess)
+        if keeping:
+            middle, column, through_gap, score, given = _search_keeping(
+                sequences, split, given.take(index), engine, excess)
+        else:
+            middle, halves = _halves(split)
+            column, through_gap, score = _search_splits(sequences, halves, engine, excess)
         if scores is not None and open_ is roots:
             scores[root] = score
         column += split.b_start
