@@ -256,13 +256,14 @@ class _Given:
 
 
 def _search_keeping(sequences: PairCodes, split: Problems, given: _Given, engine: Engine,
-                    excess: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                          _Given]:
+                    excess: int, leaf_cells: int,
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, _Given]:
     """``(middle, column, through_gap, score, kept)``: :func:`_halves` and
     :func:`_split_columns` of the subproblems ``split`` through ``engine.last_rows_kept``: a
     subproblem whose ``given`` row lies inside it splits there and takes that half's row as
     given; every half computed keeps the row its child will split at (half its rows from its
-    start, the top half's from the top, the bottom half's from the bottom). ``kept``: the
+    start, the top half's from the top, the bottom half's from the bottom), unless the child
+    will likely be a leaf (the half has at most twice ``leaf_cells`` cells). ``kept``: the
     children's given rows, the upper children first, as :func:`global_paths` lists them."""
     count = len(split)
     usable = (given.middle > split.a_start) & (given.middle < split.a_end)
@@ -276,8 +277,8 @@ def _search_keeping(sequences: PairCodes, split: Problems, given: _Given, engine
     given_half = np.concatenate((usable & (given.side == 0), usable & (given.side == 1)))
     computed = np.flatnonzero(~given_half)
     todo = both.take(computed)
-    h, f, kept_h, kept_f, kept_at = engine.last_rows_kept(sequences, todo,
-                                                          todo.a_length() // 2)
+    near = np.where(todo.cells() > 2 * leaf_cells, todo.a_length() // 2, 0)
+    h, f, kept_h, kept_f, kept_at = engine.last_rows_kept(sequences, todo, near)
     # Where each half's row starts: the computed in h and f, the given in their pool (joined
     # after them); a given row is a prefix of the one kept.
     source = np.empty(2 * count, dtype=np.int64)
@@ -464,7 +465,7 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
         split, root = open_.take(index), root[index]
         if keeping:
             middle, column, through_gap, score, given = _search_keeping(
-                sequences, split, given.take(index), engine, excess)
+                sequences, split, given.take(index), engine, excess, leaf_cells)
         else:
             middle, halves = _halves(split)
             column, through_gap, score = _search_splits(sequences, halves, engine, excess)
