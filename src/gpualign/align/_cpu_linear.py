@@ -1,8 +1,9 @@
 """Score passes in linear space for the CPU backend (Numba): the last DP rows and best cells
 that the Myers-Miller driver (:mod:`._linear`) asks for.
 
-A pass keeps one row of H and F (``n + 1`` values) and one column of H and E per strip of rows:
-``O(m + n)`` memory whatever the size. The large subproblems of a pass (those of
+A pass keeps one row of H and F (``n + 1`` values), one more where the linear-space driver asks
+for a row it will split at (:func:`last_rows_kept`), and one column of H and E per strip of
+rows: ``O(m + n)`` memory whatever the size. The large subproblems of a pass (those of
 ``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS`` cells or more that one core would still compute after
 the others had shared out the rest: :func:`_on_every_core`) run together on every core, each
 cut into tiles of rows x columns (about equal in cells) that are computed a diagonal of tiles
@@ -497,7 +498,7 @@ def _together(sequences: PairCodes, problems: Problems, chosen: np.ndarray, tabl
     if kept.near is not None:
         wanted = kept.near[chosen]
         boundary = np.clip(np.round(wanted / strip_rows), 1, np.maximum(strips - 1, 1))
-        held = (wanted > 0) & (strips > 1)
+        held = (wanted > 0) & (wanted < m) & (strips > 1)  # as _one: rows inside only
         keep_strip[held] = boundary[held].astype(np.int64) - 1
         kept.at[chosen[held]] = (keep_strip[held] + 1) * strip_rows[held]
     column_start, best_start = offsets_of_counts(m + strips), offsets_of_counts(strips)
@@ -629,6 +630,8 @@ def _pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_open:
     h = np.empty(int(offsets[-1]), dtype=np.int64)
     f = np.empty_like(h)
     count = len(problems)
+    if near is not None and not near.any():
+        near = None  # no row asked for: no kept rows allocated
     kept = _Kept.asked(near, int(offsets[-1]), count)
     score = np.empty(count, dtype=np.int64)
     i_end = np.empty(count, dtype=np.int64)
