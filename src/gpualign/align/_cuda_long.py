@@ -124,6 +124,13 @@ def band_rows_choices() -> tuple[int, ...]:
     return choices
 
 
+def possible_rows_per_thread() -> tuple[int, ...]:
+    """The rows a thread that a batch's tiles may have: ``LONG_ALIGN_ROWS_PER_THREAD``, and
+    under "auto" those its bands may take (:func:`batch_schedule`)."""
+    rows = tile_shape()[1]
+    return (rows, *band_rows_choices()) if long_schedule() == "auto" else (rows,)
+
+
 def _band_count(m: np.ndarray, height: int) -> int:
     """Tile rows of ``height`` query rows over problems of ``m`` rows."""
     return int((-(-np.asarray(m, dtype=np.int64) // height)).sum())
@@ -145,8 +152,8 @@ def batch_schedule(m: np.ndarray, multiprocessors: int) -> tuple[str, int]:
     >>> batch_schedule(np.array([4_640_000]), 132)  # a genome: 18,125 tile rows
     ('tickets', 8)
     """
-    threads, rows, _ = tile_shape()
-    schedule = long_schedule()
+    threads, tile_rows, _ = tile_shape()
+    rows, schedule = tile_rows, long_schedule()
     if schedule == "auto":
         limit = AUTO_BANDS_PER_SM * multiprocessors
         schedule = auto_schedule(_band_count(m, threads * rows), multiprocessors)
@@ -154,7 +161,7 @@ def batch_schedule(m: np.ndarray, multiprocessors: int) -> tuple[str, int]:
             rows = next((choice for choice in band_rows_choices()
                          if _band_count(m, threads * choice) <= limit), rows)
     if schedule == "bands" and int(np.max(m)) > BAND_LIMIT * threads * rows:
-        return "tickets", tile_shape()[1]  # more bands than the hand-over's tags tell apart
+        return "tickets", tile_rows  # more bands than the hand-over's tags tell apart
     return schedule, rows
 
 
@@ -389,9 +396,8 @@ class TileEngine:
     def fits(self, m: np.ndarray, n: np.ndarray, top_excess: np.ndarray) -> np.ndarray:
         """Per problem, whether it may run here: non-empty, values that fit int32, a
         substitution table that fits int16 with ``gap_open`` added (long.cu's shifted scores)."""
-        threads, rows, _ = tile_shape()
-        if long_schedule() == "auto":  # its bands may be taller; they pad the most rows
-            rows = max(rows, *band_rows_choices())
+        threads = tile_shape()[0]
+        rows = max(possible_rows_per_thread())  # the tallest tiles pad the most rows
         m = np.asarray(m, dtype=np.int64)
         n = np.asarray(n, dtype=np.int64)
         # and a band's hand-over keeps gap_open - gap_extend + 1 in 16 bits (long.cu's Links)
@@ -422,15 +428,14 @@ class TileEngine:
     def _batches(self, fields: np.ndarray):
         """Yield ``(first problem, BatchPlan)`` of consecutive problems of ``fields`` cut to
         the memory budget."""
-        threads, rows_per_thread, width = tile_shape()
+        threads, _, width = tile_shape()
         m, n = fields[:, 2], fields[:, 3]
-        auto = long_schedule() == "auto"
         # Sized for whichever height the batch takes (taller tiles pad more rows, shorter
         # ones have more tile rows).
-        sizes = np.max([problem_bytes(m, n, threads * rows, width) for rows in
-                        (rows_per_thread, *(band_rows_choices() if auto else ()))], axis=0)
+        sizes = np.max([problem_bytes(m, n, threads * rows, width)
+                        for rows in possible_rows_per_thread()], axis=0)
         budget = self._budget()
-        multiprocessors = self._multiprocessors() if auto else 0
+        multiprocessors = self._multiprocessors() if long_schedule() == "auto" else 0
         lo = 0
         while lo < len(m):
             fit = int(np.searchsorted(np.cumsum(sizes[lo:]), budget, side="right"))
@@ -509,7 +514,6 @@ class TileEngine:
                     *scoring, rows, columns, best), shared_mem=shared)
             return rows, columns, best
         schedule = plan.schedule(cupy)
-        first_block = schedule.first_block
         corners = cupy.empty(max(layout.slots, 1), dtype=cupy.int32)
         first_ticket = np.zeros(len(schedule.blocks) + 1, dtype=np.int64)
         np.cumsum(schedule.blocks, out=first_ticket[1:])
@@ -519,7 +523,7 @@ class TileEngine:
 
         def run(blocks: int, diagonal: int) -> None:
             kernel(*launch.grid(kernel, blocks, items_per_block=1),
-                   (a_codes, b_codes, problems, order, first_block, offset, active,
+                   (a_codes, b_codes, problems, order, schedule.first_block, offset, active,
                     ticket_starts, np.int32(len(schedule.blocks)), np.int32(diagonal), counter,
                     done, *scoring, np.int32(width), rows, columns, corners, best),
                    shared_mem=shared)

@@ -267,13 +267,8 @@ def _search_keeping(sequences: PairCodes, split: Problems, given: _Given, engine
     children's given rows, the upper children first, as :func:`global_paths` lists them."""
     count = len(split)
     usable = (given.middle > split.a_start) & (given.middle < split.a_end)
-    middle = np.where(usable, given.middle, split.a_start + split.a_length() // 2)
-    zeros = np.zeros(count, dtype=np.int64)
-    both = Problems.concat([
-        Problems(split.pair, split.a_start, middle, split.b_start, split.b_end, zeros,
-                 split.top_excess, split.bottom_excess),
-        Problems(split.pair, middle, split.a_end, split.b_start, split.b_end, zeros + 1,
-                 split.bottom_excess, split.bottom_excess)])
+    middle, both = _halves(split, np.where(usable, given.middle,
+                                           split.a_start + split.a_length() // 2))
     given_half = np.concatenate((usable & (given.side == 0), usable & (given.side == 1)))
     computed = np.flatnonzero(~given_half)
     todo = both.take(computed)
@@ -294,7 +289,7 @@ def _search_keeping(sequences: PairCodes, split: Problems, given: _Given, engine
     at_pool[computed] = todo_starts
     child_middle = np.concatenate((np.where(at_row[:count] > 0, split.a_start + at_row[:count], -1),
                                    np.where(at_row[count:] > 0, split.a_end - at_row[count:], -1)))
-    kept = _Given(child_middle, np.concatenate((zeros, zeros + 1)), at_pool, kept_h, kept_f)
+    kept = _Given(child_middle, np.repeat([0, 1], count), at_pool, kept_h, kept_f)
     return middle, column, through_gap, score, kept
 
 
@@ -340,11 +335,13 @@ def _joins(h: np.ndarray, f: np.ndarray, top_start: np.ndarray, bottom_start: np
     return position[chosen], through_cell[chosen] < best[chosen], best[chosen]
 
 
-def _halves(split: Problems) -> tuple[np.ndarray, Problems]:
-    """``(middle, halves)``: the middle row of each subproblem of ``split`` (two rows or more)
-    and its halves as :func:`_search_splits` takes them: the forward top halves (rows to the
-    middle), then the reverse bottom halves."""
-    middle = split.a_start + split.a_length() // 2
+def _halves(split: Problems, middle: np.ndarray | None = None) -> tuple[np.ndarray, Problems]:
+    """``(middle, halves)``: the row each subproblem of ``split`` (two rows or more) splits at
+    (``middle``, strictly inside; default its middle row) and its halves as
+    :func:`_search_splits` takes them: the forward top halves (rows to that row), then the
+    reverse bottom halves."""
+    if middle is None:
+        middle = split.a_start + split.a_length() // 2
     top = Problems(split.pair, split.a_start, middle, split.b_start, split.b_end,
                    np.zeros_like(middle), split.top_excess, split.bottom_excess)
     bottom = Problems(split.pair, middle, split.a_end, split.b_start, split.b_end,
