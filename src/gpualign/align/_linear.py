@@ -49,6 +49,7 @@ from dataclasses import dataclass, fields
 from typing import Protocol
 
 import numpy as np
+from numba import njit, prange
 
 from .._progress import Portion
 from ..cigar import PackedCigars
@@ -274,15 +275,14 @@ def _search_keeping(sequences: PairCodes, split: Problems, given: _Given, engine
     todo = both.take(computed)
     near = np.where(todo.cells() > 2 * leaf_cells, todo.a_length() // 2, 0)
     h, f, kept_h, kept_f, kept_at = engine.last_rows_kept(sequences, todo, near)
-    # Where each half's row starts: the computed in h and f, the given in their pool (joined
-    # after them); a given row is a prefix of the one kept.
+    # Where each half's row starts: the computed in h and f, the given in the kept rows of the
+    # last call, numbered on past h's end; a given row is a prefix of the one kept.
     source = np.empty(2 * count, dtype=np.int64)
     todo_starts = todo.row_offsets()[:-1]
     source[computed] = todo_starts
     source[given_half] = len(h) + np.concatenate((given.at, given.at))[given_half]
-    column, through_gap, score = _joins(np.concatenate((h, given.h)),
-                                        np.concatenate((f, given.f)), source[:count],
-                                        source[count:], split.b_length() + 1, excess)
+    column, through_gap, score = _joins(h, f, source[:count], source[count:],
+                                        split.b_length() + 1, excess, given.h, given.f)
     at_row = np.zeros(2 * count, dtype=np.int64)
     at_row[computed] = kept_at
     at_pool = np.zeros(2 * count, dtype=np.int64)
@@ -313,26 +313,48 @@ def _split_columns(h: np.ndarray, f: np.ndarray, offsets: np.ndarray, count: int
 
 
 def _joins(h: np.ndarray, f: np.ndarray, top_start: np.ndarray, bottom_start: np.ndarray,
-           length: np.ndarray, excess: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+           length: np.ndarray, excess: int, given_h: np.ndarray | None = None,
+           given_f: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_split_columns` of splits whose top halves' rows start at ``top_start`` and
-    bottom halves' at ``bottom_start`` in ``h``, ``f``, ``length`` cells each (wherever they
-    lie)."""
-    h = h.astype(np.int64, copy=False)
-    f = f.astype(np.int64, copy=False)
+    bottom halves' at ``bottom_start``, ``length`` cells each, wherever they lie: in ``h``,
+    ``f``, or past their end in ``given_h``, ``given_f`` (a start of ``len(h) + x`` is
+    ``given_h[x]``), so that rows computed and rows given need no copy into one array."""
+    h = np.asarray(h, dtype=np.int64)
+    f = np.asarray(f, dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int64)
+    given_h = empty if given_h is None else np.asarray(given_h, dtype=np.int64)
+    given_f = empty if given_f is None else np.asarray(given_f, dtype=np.int64)
     count = len(top_start)
-    segment = np.repeat(np.arange(count), length)
-    starts = np.repeat(top_start, length)
-    position = np.arange(int(length.sum())) - (np.repeat(np.cumsum(length) - length, length))
-    top = starts + position
-    bottom = np.repeat(bottom_start + length - 1, length) - position
-    through_cell = h[top] + h[bottom]
-    through_gap = f[top] + f[bottom] + excess
-    best = np.maximum(through_cell, through_gap)
-    segment_best = np.maximum.reduceat(best, np.cumsum(length) - length)
-    hits = np.flatnonzero(best == segment_best[segment])
-    _, first = np.unique(segment[hits], return_index=True)
-    chosen = hits[first]
-    return position[chosen], through_cell[chosen] < best[chosen], best[chosen]
+    column = np.empty(count, dtype=np.int64)
+    through_gap = np.empty(count, dtype=np.bool_)
+    score = np.empty(count, dtype=np.int64)
+    _best_joins(h, f, given_h, given_f, np.asarray(top_start, dtype=np.int64),
+                np.asarray(bottom_start, dtype=np.int64), np.asarray(length, dtype=np.int64),
+                excess, column, through_gap, score)
+    return column, through_gap, score
+
+
+@njit(cache=True, parallel=True)
+def _best_joins(h, f, given_h, given_f, top_start, bottom_start, length, excess, column,
+                through_gap, score):
+    """:func:`_joins`' search, one split a thread: the first column of the best join."""
+    computed = len(h)
+    for k in prange(len(top_start)):
+        top, bottom = top_start[k], bottom_start[k] + length[k] - 1
+        top_h, top_f = (h, f) if top < computed else (given_h, given_f)
+        bottom_h, bottom_f = (h, f) if bottom < computed else (given_h, given_f)
+        if top >= computed:
+            top -= computed
+        if bottom >= computed:
+            bottom -= computed
+        best, best_column, best_gap = -(1 << 62), 0, False
+        for j in range(length[k]):
+            cell = top_h[top + j] + bottom_h[bottom - j]
+            gap = top_f[top + j] + bottom_f[bottom - j] + excess
+            value = cell if cell >= gap else gap
+            if value > best:
+                best, best_column, best_gap = value, j, cell < gap
+        column[k], through_gap[k], score[k] = best_column, best_gap, best
 
 
 def _halves(split: Problems, middle: np.ndarray | None = None) -> tuple[np.ndarray, Problems]:
