@@ -114,10 +114,11 @@ def test_score_pass_equals_full_matrices(monkeypatch, alone, tile_columns, value
 @pytest.mark.parametrize("alone", [False, True])
 @pytest.mark.parametrize("tile_columns", [1, 17, 2048])
 def test_kept_rows_equal_full_matrices(monkeypatch, alone, tile_columns):
-    # A pass of several subproblems, each asked for a row (some none, some past the end):
-    # the last rows as score_pass gives them, and each kept row (strictly inside, near the
-    # one asked for: the one asked for when a subproblem has a core to itself, else a strip
-    # boundary of its tiles) as in the full matrices, its column 0 the gap down to it.
+    # A pass of several subproblems, each asked for up to three rows (some none, some past
+    # the end): the last rows as score_pass gives them, and each kept row (strictly inside,
+    # near the one asked for: a multiple of the smallest asked for when a subproblem has a
+    # core to itself, else a strip boundary of its tiles) as in the full matrices, its
+    # column 0 the gap down to it.
     monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 1 if alone else 1 << 62)
     monkeypatch.setattr(_cpu_linear, "_TILE_COLUMNS", tile_columns)
     rng = np.random.default_rng(37)
@@ -136,27 +137,28 @@ def test_kept_rows_equal_full_matrices(monkeypatch, alone, tile_columns):
         problems = Problems.of(pair=np.arange(count), a_start=0, a_end=m, b_start=0,
                                b_end=[len(b) for b in targets], reverse=reverse,
                                top_excess=top_excess, bottom_excess=top_excess)
-        near = np.array([0, 1, *(m[2:4] // 2), m[4] + 3])
+        near = np.array([[0, 0, 0], [1, 0, 0], [m[2] // 2, m[2] // 4, m[2] // 8],
+                         [m[3] // 2, m[3] // 4, 0], [m[4] + 3, m[4] // 2, 0]])
         h, f, kept_h, kept_f, kept_at = _cpu_linear.last_rows_kept(codes, problems, table, go,
                                                                    ge, near)
         want_h, want_f, _, _, _ = _cpu_linear.score_pass(codes, problems, table, go, ge,
                                                          False, False, False, SCOPE_CORNER)
         assert h.tolist() == want_h.tolist() and f.tolist() == want_f.tolist()
-        assert kept_at[0] == 0 and kept_at[4] == 0  # none asked for; none inside
+        assert not kept_at[0].any() and kept_at[4, 0] == 0  # none asked for; none inside
+        if not alone:
+            assert kept_at.tolist() == _cpu_linear._strip_multiples(near, m).tolist()
         offsets = problems.row_offsets()
-        for k in np.flatnonzero(kept_at).tolist():
-            assert 0 < kept_at[k] < m[k]
-            if not alone:
-                assert kept_at[k] == near[k]
+        for k, d in zip(*np.nonzero(kept_at), strict=True):
+            assert 0 < kept_at[k, d] < m[k]
             a, b = queries[k], targets[k]
             x, y = (a[::-1], b[::-1]) if reverse[k] else (a, b)
             full_h, full_f = _matrices(x, y, table, go, ge, int(top_excess[k]), False, False,
                                        False)
             row = slice(offsets[k], offsets[k + 1])
-            assert kept_h[row].tolist() == full_h[kept_at[k]]
-            assert kept_f[row][1:].tolist() == full_f[kept_at[k]][1:]
-            assert kept_f[row][0] == kept_h[row][0]
-        assert np.count_nonzero(kept_at[1:4]) >= (2 if not alone else 1)
+            assert kept_h[d, row].tolist() == full_h[kept_at[k, d]]
+            assert kept_f[d, row][1:].tolist() == full_f[kept_at[k, d]][1:]
+            assert kept_f[d, row][0] == kept_h[d, row][0]
+        assert np.count_nonzero(kept_at[1:]) >= (5 if not alone else 2)
 
 
 def test_scores_too_large_for_int32():

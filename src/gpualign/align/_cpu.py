@@ -432,8 +432,11 @@ class CpuEngine:
 
 #: Bytes of work arrays per symbol of a pair aligned in linear space (rows of H and F of both
 #: halves and the split's temporaries, column buffers, oriented copies, operations, CIGAR
-#: text), with room to spare: the check that runs before any work.
+#: text), with room to spare: the check that runs before any work ...
 _LINEAR_BYTES_PER_SYMBOL = 160
+#: ... and per row that a pass keeps (``config.ALIGN_LINEAR_KEPT_ROWS``): the pass's kept rows
+#: and the pool the next level takes its given rows from (about 24 measured on a 100 kb pair).
+_KEPT_ROW_BYTES_PER_SYMBOL = 32
 
 
 def _available_memory() -> int:
@@ -448,7 +451,9 @@ def _check_linear_memory(q_length: np.ndarray, t_length: np.ndarray,
                          index: np.ndarray) -> None:
     """Raise ValueError before any work when the linear-space work arrays of the pairs
     ``index`` (all levels run together) and one leaf per thread do not fit in memory."""
-    need = _LINEAR_BYTES_PER_SYMBOL * (q_length[index] + t_length[index] + 1)
+    per_symbol = _LINEAR_BYTES_PER_SYMBOL + \
+        _KEPT_ROW_BYTES_PER_SYMBOL * config.ALIGN_LINEAR_KEPT_ROWS
+    need = per_symbol * (q_length[index] + t_length[index] + 1)
     total = int(need.sum()) + numba.get_num_threads() * 2 * config.ALIGN_LINEAR_LEAF_CELLS
     available = _available_memory()
     if total > available:

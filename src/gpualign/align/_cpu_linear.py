@@ -375,8 +375,8 @@ def _many(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_star
     ``dealt[thread_start[w]:thread_start[w + 1]]`` (indices), one after the other (one
     iteration of the loop a thread, whatever Numba's threading layer), subproblem k's last
     rows into ``out_h``/``out_f`` at ``row_offsets[k]``, its best cell into ``score``,
-    ``i_end``, ``j_end``, and where ``keep[k] > 0`` its row ``keep[k]`` into ``kept_h``,
-    ``kept_f`` (same offsets)."""
+    ``i_end``, ``j_end``, and where ``keep[k, d] > 0`` its row ``keep[k, d]`` into
+    ``kept_h[d]``, ``kept_f[d]`` (same offsets; each such row a multiple of the smallest)."""
     for w in prange(len(thread_start) - 1):
         for x in range(thread_start[w], thread_start[w + 1]):
             _one(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start,
@@ -390,15 +390,19 @@ def _one(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start
          b_start, b_end, reverse, top_excess, table, gap_open, gap_extend, free_top, free_left,
          floor_zero, scope, tile_columns, value_type, row_offsets, out_h, out_f, k, score,
          i_end, j_end, keep, kept_h, kept_f):
-    """Subproblem ``k`` of :func:`_many` on this core: one strip of all its rows, or (row
-    ``keep[k]`` kept) strips of ``keep[k]`` rows, the first one's last row copied out."""
+    """Subproblem ``k`` of :func:`_many` on this core: one strip of all its rows, or (rows
+    ``keep[k]`` kept) strips as high as the smallest row kept, the last rows of those that end
+    on a kept row copied out."""
     p = pair[k]
     a = _oriented(q_codes, q_offsets, q_index[p], a_start[k], a_end[k], reverse[k])
     b = _oriented(t_codes, t_offsets, t_index[p], b_start[k], b_end[k], reverse[k])
     m, n = len(a), len(b)
     lo, hi = row_offsets[k], row_offsets[k + 1]
     h, f = out_h[lo:hi], out_f[lo:hi]
-    rows = keep[k] if keep[k] > 0 else m
+    rows = m
+    for d in range(keep.shape[1]):
+        if 0 < keep[k, d] < rows:
+            rows = keep[k, d]
     strips = (m + rows - 1) // rows
     col_h = np.empty(m + strips, dtype=np.int64)
     col_e = np.empty(m + strips, dtype=np.int64)
@@ -410,11 +414,13 @@ def _one(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start
         for s in range(strips):
             _tile(a, b, table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, s * rows,
                   min(m, (s + 1) * rows), c0, c1, s, h, f, col_h, col_e, best[0], value_type)
-            if s == 0 and keep[k] > 0:
-                kept_h[lo + c0 + 1:lo + c1 + 1] = h[c0 + 1:c1 + 1]
-                kept_f[lo + c0 + 1:lo + c1 + 1] = f[c0 + 1:c1 + 1]
-    if keep[k] > 0:  # column 0 of the kept row: the gap down to it (F[0] = H[0])
-        kept_h[lo] = kept_f[lo] = -(top_excess[k] + keep[k] * gap_extend)
+            for d in range(keep.shape[1]):
+                if keep[k, d] == (s + 1) * rows and keep[k, d] < m:
+                    kept_h[d, lo + c0 + 1:lo + c1 + 1] = h[c0 + 1:c1 + 1]
+                    kept_f[d, lo + c0 + 1:lo + c1 + 1] = f[c0 + 1:c1 + 1]
+    for d in range(keep.shape[1]):
+        if 0 < keep[k, d] < m:  # column 0 of a kept row: the gap down to it (F[0] = H[0])
+            kept_h[d, lo] = kept_f[d, lo] = -(top_excess[k] + keep[k, d] * gap_extend)
     score[k], i_end[k], j_end[k] = _finish(h, f, col_h, m, rows, scope, gap_extend,
                                            top_excess[k], free_left, best)
 
@@ -430,9 +436,9 @@ def _wavefronts(a_codes, a_offsets, b_codes, b_offsets, table, gap_open, gap_ext
     diagonal_start[d + 1]``). Subproblem k: its codes ``a_codes[a_offsets[k]:a_offsets[k +
     1]]`` (already oriented) and likewise b, its row buffers ``h``, ``f`` from
     ``row_start[k]`` to ``row_stop[k]``, its strips' column buffers from ``column_start[k]``,
-    their best cells from row ``best_start[k]`` of ``best``; where ``keep_strip[k] >= 0`` the
-    last row of that strip goes to ``kept_h``, ``kept_f`` (at ``row_start[k]``) as its tiles
-    end, before the strip below overwrites the row buffers."""
+    their best cells from row ``best_start[k]`` of ``best``; where ``keep_strip[k, d] >= 0``
+    the last row of that strip goes to ``kept_h[d]``, ``kept_f[d]`` (at ``row_start[k]``) as
+    its tiles end, before the strip below overwrites the row buffers."""
     for d in range(len(diagonal_start) - 1):
         for x in prange(diagonal_start[d], diagonal_start[d + 1]):
             k, s, t = tile_problem[x], tile_strip[x], tile_column[x]
@@ -446,10 +452,11 @@ def _wavefronts(a_codes, a_offsets, b_codes, b_offsets, table, gap_open, gap_ext
                   col_h[column_start[k]:column_start[k + 1]],
                   col_e[column_start[k]:column_start[k + 1]], best[best_start[k] + s],
                   value_type)
-            if s == keep_strip[k]:
-                lo, hi = row_start[k] + c0 + 1, row_start[k] + c1 + 1
-                kept_h[lo:hi] = h[lo:hi]
-                kept_f[lo:hi] = f[lo:hi]
+            for d in range(keep_strip.shape[1]):
+                if s == keep_strip[k, d]:
+                    lo, hi = row_start[k] + c0 + 1, row_start[k] + c1 + 1
+                    kept_h[d, lo:hi] = h[lo:hi]
+                    kept_f[d, lo:hi] = f[lo:hi]
 
 
 def _value_type(problems: Problems, table: np.ndarray, gap_open: int, gap_extend: int,
@@ -494,13 +501,15 @@ def _together(sequences: PairCodes, problems: Problems, chosen: np.ndarray, tabl
     strip_rows = np.maximum(1, -(-m // side))
     tile_columns = np.minimum(_TILE_COLUMNS, np.maximum(1, -(-n // side)))
     strips, tiles = -(-m // strip_rows), -(-n // tile_columns)
-    keep_strip = np.full(len(chosen), -1, dtype=np.int64)
+    keep_strip = np.full((len(chosen), kept.at.shape[1]), -1, dtype=np.int64)
     if kept.near is not None:
         wanted = kept.near[chosen]
-        boundary = np.clip(np.round(wanted / strip_rows), 1, np.maximum(strips - 1, 1))
-        held = (wanted > 0) & (wanted < m) & (strips > 1)  # as _one: rows inside only
+        boundary = np.clip(np.round(wanted / strip_rows[:, None]), 1,
+                           np.maximum(strips - 1, 1)[:, None])
+        # As _one: rows inside only.
+        held = (wanted > 0) & (wanted < m[:, None]) & (strips > 1)[:, None]
         keep_strip[held] = boundary[held].astype(np.int64) - 1
-        kept.at[chosen[held]] = (keep_strip[held] + 1) * strip_rows[held]
+        kept.at[chosen] = np.where(held, (keep_strip + 1) * strip_rows[:, None], 0)
     column_start, best_start = offsets_of_counts(m + strips), offsets_of_counts(strips)
     col_h = np.empty(int(column_start[-1]), dtype=np.int64)
     col_e = np.empty_like(col_h)
@@ -526,9 +535,10 @@ def _together(sequences: PairCodes, problems: Problems, chosen: np.ndarray, tabl
                 tile_column[by_diagonal], diagonal_start, keep_strip, kept.h, kept.f)
     for k in range(len(chosen)):
         place = chosen[k]
-        if keep_strip[k] >= 0:  # column 0 of the kept row: the gap down to it (F[0] = H[0])
-            kept.h[row_start[k]] = kept.f[row_start[k]] = -(problems.top_excess[place]
-                                                            + kept.at[place] * gap_extend)
+        for d in np.flatnonzero(keep_strip[k] >= 0).tolist():
+            # Column 0 of a kept row: the gap down to it (F[0] = H[0]).
+            kept.h[d, row_start[k]] = kept.f[d, row_start[k]] = -(
+                problems.top_excess[place] + kept.at[place, d] * gap_extend)
         score[place], i_end[place], j_end[place] = _finish(
             h[row_start[k]:row_stop[k]], f[row_start[k]:row_stop[k]],
             col_h[column_start[k]:column_start[k + 1]], m[k], strip_rows[k], scope, gap_extend,
@@ -537,9 +547,9 @@ def _together(sequences: PairCodes, problems: Problems, chosen: np.ndarray, tabl
 
 @dataclass
 class _Kept:
-    """Rows kept besides the last ones: ``near[k]`` is the row of subproblem k asked for (0:
-    none; None: none at all), ``at[k]`` the row kept (0: none), ``h``, ``f`` its H and F at
-    ``problems.row_offsets()`` (empty when none is asked for)."""
+    """Rows kept besides the last ones: ``near[k, d]`` is a row of subproblem k asked for (0:
+    none; None: none at all), ``at[k, d]`` the row kept for it (0: none), ``h[d]``, ``f[d]``
+    its H and F at ``problems.row_offsets()`` (empty when none is asked for)."""
 
     near: np.ndarray | None
     at: np.ndarray
@@ -547,10 +557,10 @@ class _Kept:
     f: np.ndarray
 
     @classmethod
-    def asked(cls, near: np.ndarray | None, cells: int, count: int) -> _Kept:
+    def asked(cls, near: np.ndarray | None, cells: int, count: int, rows: int) -> _Kept:
         size = cells if near is not None else 0
-        return cls(near, np.zeros(count, dtype=np.int64), np.empty(size, dtype=np.int64),
-                   np.empty(size, dtype=np.int64))
+        return cls(near, np.zeros((count, rows), dtype=np.int64),
+                   np.empty((rows, size), dtype=np.int64), np.empty((rows, size), dtype=np.int64))
 
 
 def score_pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_open: int,
@@ -602,9 +612,12 @@ def last_rows_kept(sequences: PairCodes, problems: Problems, table: np.ndarray,
                    gap_open: int, gap_extend: int, near: np.ndarray,
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(h, f, kept_h, kept_f, kept_at)``: the last rows of global alignments of
-    ``problems`` (as ``score_pass`` gives them) and, where ``near[k] > 0``, one more row of
-    subproblem k near row ``near[k]`` (a strip boundary of its pass; ``kept_at[k]``, 0 where
-    none is kept), at the same offsets, ``F[0] = H[0]``.
+    ``problems`` (as ``score_pass`` gives them) and, where ``near[k, d] > 0`` (``near`` of
+    shape ``(len(problems), rows)``, or one row each), one more row of subproblem k near row
+    ``near[k, d]`` (a strip boundary of its pass; ``kept_at[k, d]``, 0 where none is kept),
+    in ``kept_h[d]``, ``kept_f[d]`` at the same offsets, ``F[0] = H[0]``. The rows asked for
+    one subproblem are best halves of one another (``L/2, L/4, ...``): a pass on one core runs
+    in strips as high as the smallest and keeps multiples of it.
 
     Examples
     --------
@@ -613,11 +626,12 @@ def last_rows_kept(sequences: PairCodes, problems: Problems, table: np.ndarray,
     >>> both = Problems.of(pair=[0], a_start=0, a_end=4, b_start=0, b_end=5, reverse=[0],
     ...                    top_excess=3, bottom_excess=3)
     >>> found = last_rows_kept(pair, both, np.where(np.eye(5, dtype=bool), 2, -3), 5, 2, [2])
-    >>> int(found[4][0]), found[2].tolist()  # row 2 kept: H
+    >>> int(found[4][0, 0]), found[2][0].tolist()  # row 2 kept: H
     (2, [-7, -8, -6, -1, -6, -8])
     """
+    near = np.asarray(near, dtype=np.int64).reshape(len(problems), -1)
     h, f, _, _, _, kept = _pass(sequences, problems, table, gap_open, gap_extend, False, False,
-                                False, SCOPE_CORNER, np.asarray(near, dtype=np.int64))
+                                False, SCOPE_CORNER, near)
     return h, f, kept.h, kept.f, kept.at
 
 
@@ -630,9 +644,10 @@ def _pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_open:
     h = np.empty(int(offsets[-1]), dtype=np.int64)
     f = np.empty_like(h)
     count = len(problems)
+    rows_asked = 1 if near is None else near.shape[1]
     if near is not None and not near.any():
         near = None  # no row asked for: no kept rows allocated
-    kept = _Kept.asked(near, int(offsets[-1]), count)
+    kept = _Kept.asked(near, int(offsets[-1]), count, rows_asked)
     score = np.empty(count, dtype=np.int64)
     i_end = np.empty(count, dtype=np.int64)
     j_end = np.empty(count, dtype=np.int64)
@@ -650,11 +665,10 @@ def _pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_open:
     others = np.flatnonzero(~large)
     if len(others):
         thread_start, dealt = _deal(cells[others], threads)
-        keep = np.zeros(count, dtype=np.int64)
+        keep = np.zeros(kept.at.shape, dtype=np.int64)
         if near is not None:  # kept where the row asked for lies inside
-            rows = problems.a_length()
-            inside = others[(near[others] > 0) & (near[others] < rows[others])]
-            keep[inside] = kept.at[inside] = near[inside]
+            keep[others] = kept.at[others] = _strip_multiples(near[others],
+                                                              problems.a_length()[others])
         _many(sequences.q_codes, sequences.q_offsets, sequences.t_codes, sequences.t_offsets,
               sequences.q_index, sequences.t_index, problems.pair, problems.a_start,
               problems.a_end, problems.b_start, problems.b_end, problems.reverse,
@@ -662,6 +676,24 @@ def _pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_open:
               floor_zero, scope, _TILE_COLUMNS, value_type, offsets, h, f, thread_start,
               others[dealt], score, i_end, j_end, keep, kept.h, kept.f)
     return h, f, score, i_end, j_end, kept
+
+
+def _strip_multiples(near: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The rows that a pass on one core keeps for the rows ``near`` asked for (one line a
+    subproblem of ``rows`` rows): in strips as high as the smallest row asked for inside it,
+    the multiple of that height nearest each row asked for inside (0 for the others).
+
+    Examples
+    --------
+    >>> _strip_multiples(np.array([[50, 25, 12], [7, 0, 0], [0, 0, 0], [40, 9, 0]]),
+    ...                  np.array([100, 10, 10, 20])).tolist()
+    [[48, 24, 12], [7, 0, 0], [0, 0, 0], [0, 9, 0]]
+    """
+    inside = (near > 0) & (near < rows[:, None])
+    height = np.where(inside, near, np.iinfo(np.int64).max).min(axis=1, keepdims=True)
+    height = np.where(height == np.iinfo(np.int64).max, 1, height)
+    multiple = np.maximum(np.round(near / height), 1).astype(np.int64) * height
+    return np.where(inside & (multiple < rows[:, None]), multiple, 0)
 
 
 def _on_every_core(cells: np.ndarray, threads: int) -> np.ndarray:

@@ -49,10 +49,10 @@ from dataclasses import dataclass, fields
 from typing import Protocol
 
 import numpy as np
-from numba import njit, prange
 
+from .. import config
 from .._progress import Portion
-from ..cigar import PackedCigars
+from ..cigar import PackedCigars, offsets_of_counts
 from ..codes import (
     ALIGN_GLOBAL,
     ALIGN_LOCAL,
@@ -225,72 +225,125 @@ class Engine(Protocol):
         the rows (the CUDA engine keeps them on the device).
 
         Or it may offer ``last_rows_kept(sequences, problems, near) -> (h, f, kept_h, kept_f,
-        kept_at)``: ``last_rows`` and, where ``near[k] > 0``, one more row of subproblem k,
-        ``kept_at[k]`` (near ``near[k]``, strictly inside it; 0 where none is kept), at the same
-        offsets. :func:`global_paths` then splits each half's child at that row, whose pass
-        it has already computed, and computes only the child's other half (about a quarter
-        fewer cells in all)."""
+        kept_at)``: ``last_rows`` and, where ``near[k, d] > 0``, more rows of subproblem k,
+        ``kept_at[k, d]`` (near ``near[k, d]``, strictly inside it; 0 where none is kept), in
+        ``kept_h[d]``, ``kept_f[d]`` at the same offsets. :func:`global_paths` asks each half
+        for the rows where its descendants that share its start corner will split (half its
+        rows from that corner, a quarter, ...), splits them there and computes only their
+        other halves (about a quarter fewer cells in all)."""
 
 
 @dataclass
 class _Given:
-    """Rows that a level's passes kept for the next level's splits, one entry per open
-    subproblem: the row ``middle`` to split it at (-1: none), whether that row is its top
-    half's forward last row (``side`` 0) or its bottom half's reverse one (1), and where that
-    row starts in ``h``, ``f`` (the kept rows of the last call: a subproblem's row is a prefix of
-    its parent half's)."""
+    """Rows that earlier passes kept for the splits to come, one line per open subproblem: the
+    rows where it and its descendants that share one of its corners will split (``rows[k, 0]``
+    its own, then its child's, ...; -1: none), whether they are rows of a forward pass from
+    its top-left corner (``side`` 0) or of a reverse pass from its bottom-right one (1), and
+    where each starts in ``h``, ``f`` (``at``; the row's prefix as long as the subproblem's
+    columns and one more)."""
 
-    middle: np.ndarray
+    rows: np.ndarray
     side: np.ndarray
     at: np.ndarray
     h: np.ndarray
     f: np.ndarray
 
     @classmethod
-    def none(cls, count: int) -> _Given:
+    def none(cls, count: int, depth: int) -> _Given:
         empty = np.zeros(0, dtype=np.int64)
-        return cls(np.full(count, -1, dtype=np.int64), np.zeros(count, dtype=np.int64),
-                   np.zeros(count, dtype=np.int64), empty, empty)
+        return cls(np.full((count, depth), -1, dtype=np.int64), np.zeros(count, dtype=np.int64),
+                   np.zeros((count, depth), dtype=np.int64), empty, empty)
 
     def take(self, index: np.ndarray) -> _Given:
-        return _Given(self.middle[index], self.side[index], self.at[index], self.h, self.f)
+        return _Given(self.rows[index], self.side[index], self.at[index], self.h, self.f)
+
+
+def _rows_asked(halves: Problems, depth: int, leaf_cells: int) -> np.ndarray:
+    """The rows each half's pass keeps, ``(len(halves), depth)``: half its rows from its
+    start, a quarter, ... (where its descendant that splits there, about a half, an eighth,
+    ... of its cells, will likely be split: more than ``leaf_cells``), else 0.
+
+    Examples
+    --------
+    >>> half = Problems.of(pair=[0], a_start=0, a_end=400, b_start=0, b_end=400, reverse=0,
+    ...                    top_excess=3, bottom_excess=3)
+    >>> _rows_asked(half, 4, 2000).tolist()
+    [[200, 100, 50, 0]]
+    """
+    level = np.arange(depth)
+    likely_split = (halves.cells()[:, None] >> (2 * level)) > 2 * leaf_cells
+    return np.where(likely_split, halves.a_length()[:, None] >> (level + 1), 0)
 
 
 def _search_keeping(sequences: PairCodes, split: Problems, given: _Given, engine: Engine,
-                    excess: int, leaf_cells: int,
+                    excess: int, leaf_cells: int, depth: int,
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, _Given]:
     """``(middle, column, through_gap, score, kept)``: :func:`_halves` and
     :func:`_split_columns` of the subproblems ``split`` through ``engine.last_rows_kept``: a
-    subproblem whose ``given`` row lies inside it splits there and takes that half's row as
-    given; every half computed keeps the row its child will split at (half its rows from its
-    start, the top half's from the top, the bottom half's from the bottom), unless the child
-    will likely be a leaf (the half has at most twice ``leaf_cells`` cells). ``kept``: the
-    children's given rows, the upper children first, as :func:`global_paths` lists them."""
+    subproblem whose first ``given`` row lies inside it splits there and takes that half's
+    row as given; every half computed keeps ``depth`` rows for the descendants that share its
+    start corner (:func:`_rows_asked`). ``kept``: the children's given rows, the upper
+    children first, as :func:`global_paths` lists them (an upper child takes the rows of its
+    parent's top half: the rest of those given, or those its pass kept; a lower child those
+    of the bottom half), each cut to the child's columns in a new pool."""
     count = len(split)
-    usable = (given.middle > split.a_start) & (given.middle < split.a_end)
-    middle, both = _halves(split, np.where(usable, given.middle,
+    first = given.rows[:, 0]
+    usable = (first > split.a_start) & (first < split.a_end)
+    middle, both = _halves(split, np.where(usable, first,
                                            split.a_start + split.a_length() // 2))
     given_half = np.concatenate((usable & (given.side == 0), usable & (given.side == 1)))
     computed = np.flatnonzero(~given_half)
     todo = both.take(computed)
-    near = np.where(todo.cells() > 2 * leaf_cells, todo.a_length() // 2, 0)
-    h, f, kept_h, kept_f, kept_at = engine.last_rows_kept(sequences, todo, near)
-    # Where each half's row starts: the computed in h and f, the given in the kept rows of the
-    # last call, numbered on past h's end; a given row is a prefix of the one kept.
+    h, f, kept_h, kept_f, kept_at = engine.last_rows_kept(sequences, todo,
+                                                          _rows_asked(todo, depth, leaf_cells))
+    # Where each half's row starts: the computed in h and f, the given in their pool,
+    # numbered on past h's end; a given row is a prefix of the one kept.
     source = np.empty(2 * count, dtype=np.int64)
     todo_starts = todo.row_offsets()[:-1]
     source[computed] = todo_starts
-    source[given_half] = len(h) + np.concatenate((given.at, given.at))[given_half]
+    source[given_half] = len(h) + np.concatenate((given.at[:, 0], given.at[:, 0]))[given_half]
     column, through_gap, score = _joins(h, f, source[:count], source[count:],
                                         split.b_length() + 1, excess, given.h, given.f)
-    at_row = np.zeros(2 * count, dtype=np.int64)
-    at_row[computed] = kept_at
-    at_pool = np.zeros(2 * count, dtype=np.int64)
-    at_pool[computed] = todo_starts
-    child_middle = np.concatenate((np.where(at_row[:count] > 0, split.a_start + at_row[:count], -1),
-                                   np.where(at_row[count:] > 0, split.a_end - at_row[count:], -1)))
-    kept = _Given(child_middle, np.repeat([0, 1], count), at_pool, kept_h, kept_f)
+    # The children's rows (upper, then lower): a half computed passes on the rows its pass
+    # kept (numbered in kept_h flattened), a half given the rest of its rows (numbered in the
+    # old pool past kept_h's end).
+    rows = np.full((2 * count, depth), -1, dtype=np.int64)
+    at = np.zeros((2 * count, depth), dtype=np.int64)
+    corner = np.concatenate((split.a_start, split.a_end))
+    sign = np.repeat([1, -1], count)
+    row_kept = kept_at > 0
+    rows[computed] = np.where(row_kept, corner[computed, None] + sign[computed, None] * kept_at,
+                              -1)
+    at[computed] = np.arange(depth) * kept_h.shape[1] + todo_starts[:, None]
+    passed = np.flatnonzero(given_half)
+    rest = np.concatenate((given.rows, given.rows))[passed, 1:]
+    rows[passed, :-1] = rest
+    at[passed, :-1] = kept_h.size + np.concatenate((given.at, given.at))[passed, 1:]
+    length = np.concatenate((column + 1, split.b_length() - column + 1))
+    held = rows >= 0
+    pool_at = np.zeros_like(at)
+    pool_at[held] = offsets_of_counts(np.broadcast_to(length[:, None], held.shape)[held])[:-1]
+    pool_h, pool_f = _gather(kept_h.reshape(-1), kept_f.reshape(-1), given.h, given.f,
+                             at[held], np.broadcast_to(length[:, None], held.shape)[held],
+                             pool_at[held])
+    kept = _Given(rows, np.repeat([0, 1], count), pool_at, pool_h, pool_f)
     return middle, column, through_gap, score, kept
+
+
+def _gather(h: np.ndarray, f: np.ndarray, more_h: np.ndarray, more_f: np.ndarray,
+            start: np.ndarray, length: np.ndarray, to: np.ndarray,
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """New arrays holding ``length[k]`` entries of ``h``, ``f`` from ``start[k]`` (past their
+    end: of ``more_h``, ``more_f``) at ``to[k]``, for every k."""
+    from ._cpu_joins import copy_rows  # Numba: only for engines that keep rows (CPU)
+
+    size = int((to + length).max()) if len(to) else 0
+    out_h = np.empty(size, dtype=np.int64)
+    out_f = np.empty(size, dtype=np.int64)
+    copy_rows(np.asarray(h, dtype=np.int64), np.asarray(f, dtype=np.int64),
+               np.asarray(more_h, dtype=np.int64), np.asarray(more_f, dtype=np.int64),
+               start, length, to, out_h, out_f)
+    return out_h, out_f
 
 
 def _gap_ops(op: int, count: int) -> np.ndarray:
@@ -324,37 +377,16 @@ def _joins(h: np.ndarray, f: np.ndarray, top_start: np.ndarray, bottom_start: np
     empty = np.zeros(0, dtype=np.int64)
     given_h = empty if given_h is None else np.asarray(given_h, dtype=np.int64)
     given_f = empty if given_f is None else np.asarray(given_f, dtype=np.int64)
+    from ._cpu_joins import best_joins  # Numba: only for engines that return rows (CPU)
+
     count = len(top_start)
     column = np.empty(count, dtype=np.int64)
     through_gap = np.empty(count, dtype=np.bool_)
     score = np.empty(count, dtype=np.int64)
-    _best_joins(h, f, given_h, given_f, np.asarray(top_start, dtype=np.int64),
+    best_joins(h, f, given_h, given_f, np.asarray(top_start, dtype=np.int64),
                 np.asarray(bottom_start, dtype=np.int64), np.asarray(length, dtype=np.int64),
                 excess, column, through_gap, score)
     return column, through_gap, score
-
-
-@njit(cache=True, parallel=True)
-def _best_joins(h, f, given_h, given_f, top_start, bottom_start, length, excess, column,
-                through_gap, score):
-    """:func:`_joins`' search, one split a thread: the first column of the best join."""
-    computed = len(h)
-    for k in prange(len(top_start)):
-        top, bottom = top_start[k], bottom_start[k] + length[k] - 1
-        top_h, top_f = (h, f) if top < computed else (given_h, given_f)
-        bottom_h, bottom_f = (h, f) if bottom < computed else (given_h, given_f)
-        if top >= computed:
-            top -= computed
-        if bottom >= computed:
-            bottom -= computed
-        best, best_column, best_gap = -(1 << 62), 0, False
-        for j in range(length[k]):
-            cell = top_h[top + j] + bottom_h[bottom - j]
-            gap = top_f[top + j] + bottom_f[bottom - j] + excess
-            value = cell if cell >= gap else gap
-            if value > best:
-                best, best_column, best_gap = value, j, cell < gap
-        column[k], through_gap[k], score[k] = best_column, best_gap, best
 
 
 def _halves(split: Problems, middle: np.ndarray | None = None) -> tuple[np.ndarray, Problems]:
@@ -461,7 +493,8 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
     open_ = roots
     root = np.arange(len(roots), dtype=np.int64)
     keeping = hasattr(engine, "last_rows_kept") and not hasattr(engine, "split_columns")
-    given = _Given.none(len(roots))
+    depth = config.ALIGN_LINEAR_KEPT_ROWS
+    given = _Given.none(len(roots), depth)
     # Leaves of every level, solved together at the end: one engine call, not one a level.
     leaves: list[Problems] = []
     leaf_roots: list[np.ndarray] = []
@@ -485,7 +518,7 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
         split, root = open_.take(index), root[index]
         if keeping:
             middle, column, through_gap, score, given = _search_keeping(
-                sequences, split, given.take(index), engine, excess, leaf_cells)
+                sequences, split, given.take(index), engine, excess, leaf_cells, depth)
         else:
             middle, halves = _halves(split)
             column, through_gap, score = _search_splits(sequences, halves, engine, excess)

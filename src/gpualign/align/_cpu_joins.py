@@ -1,0 +1,49 @@
+"""Numba kernels of the linear-space driver (``_linear.py``) for engines that return their
+rows to the host (the CPU engine's): the search of the best join of each split in its two
+halves' rows, and the gather of kept rows into the pool the next level takes them from.
+
+Apart from ``_linear.py`` so that the CUDA backend, whose engine searches its rows on the
+device, does not load Numba.
+"""
+
+from __future__ import annotations
+
+from numba import njit, prange
+
+__all__ = ["best_joins", "copy_rows"]
+
+
+@njit(cache=True, parallel=True)
+def best_joins(h, f, given_h, given_f, top_start, bottom_start, length, excess, column,
+               through_gap, score):
+    """The search of ``_linear._joins``, one split a thread: the first column of the best
+    join (its score, whether through a vertical gap)."""
+    computed = len(h)
+    for k in prange(len(top_start)):
+        top, bottom = top_start[k], bottom_start[k] + length[k] - 1
+        top_h, top_f = (h, f) if top < computed else (given_h, given_f)
+        bottom_h, bottom_f = (h, f) if bottom < computed else (given_h, given_f)
+        if top >= computed:
+            top -= computed
+        if bottom >= computed:
+            bottom -= computed
+        best, best_column, best_gap = -(1 << 62), 0, False
+        for j in range(length[k]):
+            cell = top_h[top + j] + bottom_h[bottom - j]
+            gap = top_f[top + j] + bottom_f[bottom - j] + excess
+            value = cell if cell >= gap else gap
+            if value > best:
+                best, best_column, best_gap = value, j, cell < gap
+        column[k], through_gap[k], score[k] = best_column, best_gap, best
+
+
+@njit(cache=True, parallel=True)
+def copy_rows(h, f, more_h, more_f, start, length, to, out_h, out_f):
+    """The copies of ``_linear._gather``, one row a thread."""
+    for k in prange(len(start)):
+        first = start[k]
+        from_h, from_f = (h, f) if first < len(h) else (more_h, more_f)
+        if first >= len(h):
+            first -= len(h)
+        out_h[to[k]:to[k] + length[k]] = from_h[first:first + length[k]]
+        out_f[to[k]:to[k] + length[k]] = from_f[first:first + length[k]]
