@@ -323,13 +323,13 @@ def test_kept_rows_spare_passes_and_paths_stay_optimal(monkeypatch):
             assert _border_score(path, a, b, table, go, ge, excess, excess) == best
 
 
-@pytest.mark.parametrize("alone", [False, True])
-def test_given_rows_are_the_halves_they_stand_for(monkeypatch, alone):
+@pytest.mark.parametrize("on_every_core", [False, True])
+def test_given_rows_are_the_halves_they_stand_for(monkeypatch, on_every_core):
     # Every row the driver takes as given, however many levels ago a pass kept it, equals
     # that half of the subproblem computed afresh (its prefix as long as the subproblem's
-    # columns and one more). Passes on one core (strips of the smallest row asked for) and on
-    # every core (strip boundaries of tiles) keep different rows.
-    monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 1 if alone else 1 << 62)
+    # columns and one more). Passes on one core (the rows asked for) and on every core (strip
+    # boundaries of tiles) keep different rows.
+    monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 1 if on_every_core else 1 << 62)
     scoring = SCHEMES[1]
     table, _ = scoring.table("dna")
     go, ge = scoring.gap_open, scoring.gap_extend
@@ -339,15 +339,17 @@ def test_given_rows_are_the_halves_they_stand_for(monkeypatch, alone):
 
     def checking(sequences, split, given, *rest):
         first = given.rows[:, 0]
-        usable = (first > split.a_start) & (first < split.a_end)
-        middle, both = _linear._halves(split, np.where(usable, first, split.a_start + 1))
-        for k in np.flatnonzero(usable).tolist():
-            half = both.take(np.array([k + len(split) * int(given.side[k])]))
-            h, f = engine.last_rows(sequences, half)
-            start = given.at[k, 0]
-            assert given.h[start:start + len(h)].tolist() == h.tolist()
-            assert given.f[start + 1:start + len(f)].tolist() == f[1:].tolist()
-        checked[-1] += int(usable.sum())
+        checked[-1] += int(((first > split.a_start) & (first < split.a_end)).sum())
+        for d in range(given.rows.shape[1]):  # the subproblem's row, then its descendants'
+            row = given.rows[:, d]
+            usable = (row > split.a_start) & (row < split.a_end)
+            _, both = _linear._halves(split, np.where(usable, row, split.a_start + 1))
+            for k in np.flatnonzero(usable).tolist():
+                half = both.take(np.array([k + len(split) * int(given.side[k])]))
+                h, f = engine.last_rows(sequences, half)
+                start = given.at[k, d]
+                assert given.h[start:start + len(h)].tolist() == h.tolist()
+                assert given.f[start:start + len(f)].tolist() == f.tolist()
         return search(sequences, split, given, *rest)
 
     monkeypatch.setattr(_linear, "_search_keeping", checking)

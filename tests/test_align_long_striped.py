@@ -85,13 +85,13 @@ def _check(a, b, table, gap_open, gap_extend, scope, top_excess, reverse=0):
     assert (int(score[0]), int(i_end[0]), int(j_end[0])) == _best(full_h, scope), where
 
 
-@pytest.mark.parametrize("alone", [False, True])
+@pytest.mark.parametrize("on_every_core", [False, True])
 @pytest.mark.parametrize("tile_columns", [1, 15, 16, 17, 2048])
 @pytest.mark.parametrize("value_type", [np.int32, np.int64])
-def test_score_pass_equals_full_matrices(monkeypatch, alone, tile_columns, value_type):
+def test_score_pass_equals_full_matrices(monkeypatch, on_every_core, tile_columns, value_type):
     # Widths from 1 to past 3 vectors of 16 lanes (a last vector of 1 to 16 real lanes), every
     # scope and scheme, similar pairs (long gaps across lanes) and unrelated ones.
-    monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 1 if alone else 1 << 62)
+    monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 1 if on_every_core else 1 << 62)
     monkeypatch.setattr(_cpu_linear, "_TILE_COLUMNS", tile_columns)
     monkeypatch.setattr(_cpu_linear, "_value_type", lambda *args: value_type)
     rng = np.random.default_rng(31)
@@ -111,15 +111,14 @@ def test_score_pass_equals_full_matrices(monkeypatch, alone, tile_columns, value
                        int(rng.integers(0, 2)))
 
 
-@pytest.mark.parametrize("alone", [False, True])
+@pytest.mark.parametrize("on_every_core", [False, True])
 @pytest.mark.parametrize("tile_columns", [1, 17, 2048])
-def test_kept_rows_equal_full_matrices(monkeypatch, alone, tile_columns):
+def test_kept_rows_equal_full_matrices(monkeypatch, on_every_core, tile_columns):
     # A pass of several subproblems, each asked for up to three rows (some none, some past
     # the end): the last rows as score_pass gives them, and each kept row (strictly inside,
-    # near the one asked for: a multiple of the smallest asked for when a subproblem has a
-    # core to itself, else a strip boundary of its tiles) as in the full matrices, its
-    # column 0 the gap down to it.
-    monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 1 if alone else 1 << 62)
+    # near the one asked for: that one when a subproblem has a core to itself, else a strip
+    # boundary of its tiles) as in the full matrices, its column 0 the gap down to it.
+    monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 1 if on_every_core else 1 << 62)
     monkeypatch.setattr(_cpu_linear, "_TILE_COLUMNS", tile_columns)
     rng = np.random.default_rng(37)
     for scoring in SCHEMES:
@@ -145,8 +144,9 @@ def test_kept_rows_equal_full_matrices(monkeypatch, alone, tile_columns):
                                                          False, False, False, SCOPE_CORNER)
         assert h.tolist() == want_h.tolist() and f.tolist() == want_f.tolist()
         assert not kept_at[0].any() and kept_at[4, 0] == 0  # none asked for; none inside
-        if not alone:
-            assert kept_at.tolist() == _cpu_linear._strip_multiples(near, m).tolist()
+        if not on_every_core:  # the rows asked for that lie inside
+            assert kept_at.tolist() == np.where((near > 0) & (near < m[:, None]), near,
+                                                0).tolist()
         offsets = problems.row_offsets()
         for k, d in zip(*np.nonzero(kept_at), strict=True):
             assert 0 < kept_at[k, d] < m[k]
@@ -158,7 +158,7 @@ def test_kept_rows_equal_full_matrices(monkeypatch, alone, tile_columns):
             assert kept_h[d, row].tolist() == full_h[kept_at[k, d]]
             assert kept_f[d, row][1:].tolist() == full_f[kept_at[k, d]][1:]
             assert kept_f[d, row][0] == kept_h[d, row][0]
-        assert np.count_nonzero(kept_at[1:]) >= (5 if not alone else 2)
+        assert np.count_nonzero(kept_at[1:]) >= (5 if not on_every_core else 2)
 
 
 def test_scores_too_large_for_int32():

@@ -141,9 +141,10 @@ ALIGN_LINEAR_MIN_CELLS = 1 << 26
 ALIGN_LINEAR_LEAF_CELLS = 1 << 16
 
 #: Rows that each score pass of the CPU backend's linear-space alignment keeps for the splits
-#: below it (the CUDA engine keeps none): half its rows from its start, a quarter, ... down to
-#: this many, where its descendants that share its start corner will split. Each descendant
-#: then computes only one of its halves; a row costs 16 bytes a column while it waits.
+#: below it (the CUDA engine keeps none): half its rows from its start, a quarter, ... (this
+#: many), where its descendants that share its start corner will split. Each descendant then
+#: computes only one of its halves; a row costs up to 48 bytes a column (0: none kept, every
+#: split computes both halves).
 ALIGN_LINEAR_KEPT_ROWS = 3
 
 #: Score passes of the CPU backend (long pairs' scores and ends, the linear-space alignment's

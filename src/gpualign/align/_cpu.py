@@ -399,8 +399,8 @@ class CpuEngine:
 
     def last_rows_kept(self, sequences: PairCodes, problems: Problems, near: np.ndarray,
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`last_rows`, and a row of each subproblem near row ``near[k]`` (where it is
-        positive), which the driver splits the next level at: ``(h, f, kept_h, kept_f,
+        """:meth:`last_rows`, and rows of each subproblem near rows ``near[k, d]`` (where
+        positive), which the driver splits the levels below at: ``(h, f, kept_h, kept_f,
         kept_at)`` (:func:`._cpu_linear.last_rows_kept`)."""
         return last_rows_kept(sequences, problems, self.table, self.gap_open, self.gap_extend,
                               near)
@@ -434,9 +434,10 @@ class CpuEngine:
 #: halves and the split's temporaries, column buffers, oriented copies, operations, CIGAR
 #: text), with room to spare: the check that runs before any work ...
 _LINEAR_BYTES_PER_SYMBOL = 160
-#: ... and per row that a pass keeps (``config.ALIGN_LINEAR_KEPT_ROWS``): the pass's kept rows
-#: and the pool the next level takes its given rows from (about 24 measured on a 100 kb pair).
-_KEPT_ROW_BYTES_PER_SYMBOL = 32
+#: ... and per column of the target and row that a pass keeps (``config.ALIGN_LINEAR_KEPT_ROWS``):
+#: the kept rows of both halves and the pool the next level takes its given rows from (about
+#: 48 measured at the peak).
+_KEPT_ROW_BYTES_PER_COLUMN = 64
 
 
 def _available_memory() -> int:
@@ -451,9 +452,8 @@ def _check_linear_memory(q_length: np.ndarray, t_length: np.ndarray,
                          index: np.ndarray) -> None:
     """Raise ValueError before any work when the linear-space work arrays of the pairs
     ``index`` (all levels run together) and one leaf per thread do not fit in memory."""
-    per_symbol = _LINEAR_BYTES_PER_SYMBOL + \
-        _KEPT_ROW_BYTES_PER_SYMBOL * config.ALIGN_LINEAR_KEPT_ROWS
-    need = per_symbol * (q_length[index] + t_length[index] + 1)
+    need = _LINEAR_BYTES_PER_SYMBOL * (q_length[index] + t_length[index] + 1) + \
+        _KEPT_ROW_BYTES_PER_COLUMN * max(config.ALIGN_LINEAR_KEPT_ROWS, 0) * (t_length[index] + 1)
     total = int(need.sum()) + numba.get_num_threads() * 2 * config.ALIGN_LINEAR_LEAF_CELLS
     available = _available_memory()
     if total > available:

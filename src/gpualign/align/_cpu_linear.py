@@ -209,13 +209,14 @@ def _keep_best(column_best, at, value, row):
 
 @njit(cache=True, nogil=True)
 def _tile(a, b, table, gap_open, gap_extend, floor_zero, track, r0, r1, c0, c1, strip, h, f,
-          col_h, col_e, best, value_type):
+          col_h, col_e, best, value_type, keep_rows, kept_h, kept_f):
     """Rows ``r0+1 .. r1`` x columns ``c0+1 .. c1``: the row buffers ``h``, ``f`` hold row r0
     on entry and row r1 on return; the strip's column buffers hold column c0 on entry and c1
     on return (row r0's entry too: the corner that the next tile starts from). With
     ``track``, ``best`` (score, row, column) keeps the best cell: the larger score, then the
     smaller column, then the smaller row. The work rows hold ``value_type`` (see
-    :func:`_value_type`).
+    :func:`_value_type`). Row ``keep_rows[d]``, where the tile computes it, is copied into
+    ``kept_h[d]``, ``kept_f[d]`` (columns ``c0+1 .. c1``, at the row buffers' offsets).
 
     Farrar's striped layout: column ``c0 + 1 + lane * segments + t`` of a row is lane ``lane``
     of vector ``t`` (a :class:`_Lanes`, one SIMD register), so that the lanes of a vector never
@@ -252,6 +253,7 @@ def _tile(a, b, table, gap_open, gap_extend, floor_zero, track, r0, r1, c0, c1, 
                 rows[at], rows[at + _LANES] = 0, low
     # Each column's best cell: score at 2t, row at 2t + 1.
     column_best = np.full(2 * _LANES * segments, low, dtype=value_type)
+    snapshot = np.empty(2 * _LANES * segments if len(keep_rows) else 0, dtype=value_type)
     lowest = _splat(value_type(low))
     go = _splat(value_type(gap_open))
     ge = _splat(value_type(gap_extend))
@@ -309,6 +311,16 @@ def _tile(a, b, table, gap_open, gap_extend, floor_zero, track, r0, r1, c0, c1, 
         col_e[i + strip] = max(_lane(e_last, last_lane), raise_last)
         col_h[i + strip] = max(rows[2 * _LANES * last_t + last_lane], raise_last)
         above_left = left
+        for d in range(len(keep_rows)):
+            if keep_rows[d] == i:  # row i as the next row's pass will read it
+                raised = entering
+                for t in range(segments):
+                    at = 2 * _LANES * t
+                    _store(snapshot, at, _max(_load(rows, at), raised))
+                    raised = _sub(raised, ge)
+                for k in range(1, width + 1):
+                    at = 2 * _LANES * ((k - 1) % segments) + (k - 1) // segments
+                    kept_h[d, c0 + k], kept_f[d, c0 + k] = snapshot[at], rows[at + _LANES]
     row_last = _splat(value_type(r1))
     for t in range(segments):
         at = 2 * _LANES * t
@@ -376,7 +388,7 @@ def _many(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_star
     iteration of the loop a thread, whatever Numba's threading layer), subproblem k's last
     rows into ``out_h``/``out_f`` at ``row_offsets[k]``, its best cell into ``score``,
     ``i_end``, ``j_end``, and where ``keep[k, d] > 0`` its row ``keep[k, d]`` into
-    ``kept_h[d]``, ``kept_f[d]`` (same offsets; each such row a multiple of the smallest)."""
+    ``kept_h[d]``, ``kept_f[d]`` (same offsets)."""
     for w in prange(len(thread_start) - 1):
         for x in range(thread_start[w], thread_start[w + 1]):
             _one(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start,
@@ -390,38 +402,28 @@ def _one(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start
          b_start, b_end, reverse, top_excess, table, gap_open, gap_extend, free_top, free_left,
          floor_zero, scope, tile_columns, value_type, row_offsets, out_h, out_f, k, score,
          i_end, j_end, keep, kept_h, kept_f):
-    """Subproblem ``k`` of :func:`_many` on this core: one strip of all its rows, or (rows
-    ``keep[k]`` kept) strips as high as the smallest row kept, the last rows of those that end
-    on a kept row copied out."""
+    """Subproblem ``k`` of :func:`_many` on this core: one strip of all its rows, its rows
+    ``keep[k]`` (those inside) copied out as the tiles compute them."""
     p = pair[k]
     a = _oriented(q_codes, q_offsets, q_index[p], a_start[k], a_end[k], reverse[k])
     b = _oriented(t_codes, t_offsets, t_index[p], b_start[k], b_end[k], reverse[k])
     m, n = len(a), len(b)
     lo, hi = row_offsets[k], row_offsets[k + 1]
     h, f = out_h[lo:hi], out_f[lo:hi]
-    rows = m
-    for d in range(keep.shape[1]):
-        if 0 < keep[k, d] < rows:
-            rows = keep[k, d]
-    strips = (m + rows - 1) // rows
-    col_h = np.empty(m + strips, dtype=np.int64)
-    col_e = np.empty(m + strips, dtype=np.int64)
+    col_h = np.empty(m + 1, dtype=np.int64)
+    col_e = np.empty(m + 1, dtype=np.int64)
     best = np.zeros((1, 3), dtype=np.int64)
-    _borders(h, f, col_h, col_e, m, rows, gap_open, gap_extend, top_excess[k], free_top,
+    _borders(h, f, col_h, col_e, m, m, gap_open, gap_extend, top_excess[k], free_top,
              free_left)
+    kept_rows_h, kept_rows_f = kept_h[:, lo:hi], kept_f[:, lo:hi]
     for c0 in range(0, n, tile_columns):
         c1 = min(n, c0 + tile_columns)
-        for s in range(strips):
-            _tile(a, b, table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, s * rows,
-                  min(m, (s + 1) * rows), c0, c1, s, h, f, col_h, col_e, best[0], value_type)
-            for d in range(keep.shape[1]):
-                if keep[k, d] == (s + 1) * rows and keep[k, d] < m:
-                    kept_h[d, lo + c0 + 1:lo + c1 + 1] = h[c0 + 1:c1 + 1]
-                    kept_f[d, lo + c0 + 1:lo + c1 + 1] = f[c0 + 1:c1 + 1]
+        _tile(a, b, table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, 0, m, c0, c1,
+              0, h, f, col_h, col_e, best[0], value_type, keep[k], kept_rows_h, kept_rows_f)
     for d in range(keep.shape[1]):
         if 0 < keep[k, d] < m:  # column 0 of a kept row: the gap down to it (F[0] = H[0])
             kept_h[d, lo] = kept_f[d, lo] = -(top_excess[k] + keep[k, d] * gap_extend)
-    score[k], i_end[k], j_end[k] = _finish(h, f, col_h, m, rows, scope, gap_extend,
+    score[k], i_end[k], j_end[k] = _finish(h, f, col_h, m, m, scope, gap_extend,
                                            top_excess[k], free_left, best)
 
 
@@ -439,6 +441,7 @@ def _wavefronts(a_codes, a_offsets, b_codes, b_offsets, table, gap_open, gap_ext
     their best cells from row ``best_start[k]`` of ``best``; where ``keep_strip[k, d] >= 0``
     the last row of that strip goes to ``kept_h[d]``, ``kept_f[d]`` (at ``row_start[k]``) as
     its tiles end, before the strip below overwrites the row buffers."""
+    no_rows = np.zeros(0, dtype=np.int64)  # kept at strip boundaries instead
     for d in range(len(diagonal_start) - 1):
         for x in prange(diagonal_start[d], diagonal_start[d + 1]):
             k, s, t = tile_problem[x], tile_strip[x], tile_column[x]
@@ -451,7 +454,7 @@ def _wavefronts(a_codes, a_offsets, b_codes, b_offsets, table, gap_open, gap_ext
                   h[row_start[k]:row_stop[k]], f[row_start[k]:row_stop[k]],
                   col_h[column_start[k]:column_start[k + 1]],
                   col_e[column_start[k]:column_start[k + 1]], best[best_start[k] + s],
-                  value_type)
+                  value_type, no_rows, kept_h, kept_f)
             for d in range(keep_strip.shape[1]):
                 if s == keep_strip[k, d]:
                     lo, hi = row_start[k] + c0 + 1, row_start[k] + c1 + 1
@@ -615,9 +618,9 @@ def last_rows_kept(sequences: PairCodes, problems: Problems, table: np.ndarray,
     ``problems`` (as ``score_pass`` gives them) and, where ``near[k, d] > 0`` (``near`` of
     shape ``(len(problems), rows)``, or one row each), one more row of subproblem k near row
     ``near[k, d]`` (a strip boundary of its pass; ``kept_at[k, d]``, 0 where none is kept),
-    in ``kept_h[d]``, ``kept_f[d]`` at the same offsets, ``F[0] = H[0]``. The rows asked for
-    one subproblem are best halves of one another (``L/2, L/4, ...``): a pass on one core runs
-    in strips as high as the smallest and keeps multiples of it.
+    in ``kept_h[d]``, ``kept_f[d]`` at the same offsets, ``F[0] = H[0]``: the row asked for
+    itself where the subproblem has a core to itself, else the nearest strip boundary of its
+    tiles.
 
     Examples
     --------
@@ -629,7 +632,9 @@ def last_rows_kept(sequences: PairCodes, problems: Problems, table: np.ndarray,
     >>> int(found[4][0, 0]), found[2][0].tolist()  # row 2 kept: H
     (2, [-7, -8, -6, -1, -6, -8])
     """
-    near = np.asarray(near, dtype=np.int64).reshape(len(problems), -1)
+    near = np.asarray(near, dtype=np.int64)
+    if near.ndim == 1:  # one row each
+        near = near[:, None]
     h, f, _, _, _, kept = _pass(sequences, problems, table, gap_open, gap_extend, False, False,
                                 False, SCOPE_CORNER, near)
     return h, f, kept.h, kept.f, kept.at
@@ -667,8 +672,9 @@ def _pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_open:
         thread_start, dealt = _deal(cells[others], threads)
         keep = np.zeros(kept.at.shape, dtype=np.int64)
         if near is not None:  # kept where the row asked for lies inside
-            keep[others] = kept.at[others] = _strip_multiples(near[others],
-                                                              problems.a_length()[others])
+            wanted = near[others]
+            inside = (wanted > 0) & (wanted < problems.a_length()[others, None])
+            keep[others] = kept.at[others] = np.where(inside, wanted, 0)
         _many(sequences.q_codes, sequences.q_offsets, sequences.t_codes, sequences.t_offsets,
               sequences.q_index, sequences.t_index, problems.pair, problems.a_start,
               problems.a_end, problems.b_start, problems.b_end, problems.reverse,
@@ -676,24 +682,6 @@ def _pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_open:
               floor_zero, scope, _TILE_COLUMNS, value_type, offsets, h, f, thread_start,
               others[dealt], score, i_end, j_end, keep, kept.h, kept.f)
     return h, f, score, i_end, j_end, kept
-
-
-def _strip_multiples(near: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The rows that a pass on one core keeps for the rows ``near`` asked for (one line a
-    subproblem of ``rows`` rows): in strips as high as the smallest row asked for inside it,
-    the multiple of that height nearest each row asked for inside (0 for the others).
-
-    Examples
-    --------
-    >>> _strip_multiples(np.array([[50, 25, 12], [7, 0, 0], [0, 0, 0], [40, 9, 0]]),
-    ...                  np.array([100, 10, 10, 20])).tolist()
-    [[48, 24, 12], [7, 0, 0], [0, 0, 0], [0, 9, 0]]
-    """
-    inside = (near > 0) & (near < rows[:, None])
-    height = np.where(inside, near, np.iinfo(np.int64).max).min(axis=1, keepdims=True)
-    height = np.where(height == np.iinfo(np.int64).max, 1, height)
-    multiple = np.maximum(np.round(near / height), 1).astype(np.int64) * height
-    return np.where(inside & (multiple < rows[:, None]), multiple, 0)
 
 
 def _on_every_core(cells: np.ndarray, threads: int) -> np.ndarray:

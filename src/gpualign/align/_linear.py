@@ -1,7 +1,8 @@
 """Alignments in linear space: Myers and Miller's divide and conquer ("Optimal alignments in
 linear space", CABIOS 1988) for every mode, driven level by level over a whole batch of pairs.
 
-Shared by the CPU and CUDA backends (NumPy only: no Numba, no CuPy). The driver never touches
+Shared by the CPU and CUDA backends (NumPy; no CuPy, and Numba only for engines that return
+their rows to the host: ``_cpu_joins``, imported when first needed). The driver never touches
 a DP cell itself: it describes subproblems (:class:`Problems`) and hands each recursion level
 of every pair to an *engine* (:class:`Engine`), so that a GPU engine gets many subproblems per
 launch. Memory is ``O(m + n)`` per pair plus the engine's leaves (at most ``leaf_cells`` cells
@@ -428,7 +429,8 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
     middle row). Subproblems of at most ``leaf_cells`` cells, or of one row, are solved by
     ``engine.leaf_paths`` (one call for the leaves of every level, at the end); those with an
     empty side are one gap. With an engine that keeps rows (``last_rows_kept``, the CPU
-    engine's), each half's pass also keeps the row its child will split at: a child then
+    engine's), each half's pass also keeps the rows where its descendants that share its
+    start corner will split (``config.ALIGN_LINEAR_KEPT_ROWS`` of them): each of them then
     splits there (not exactly at its middle) and computes only its other half.
 
     Parameters
@@ -492,9 +494,10 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
     portion = Portion(progress, root_cells if share is None else share, 2 * root_cells)
     open_ = roots
     root = np.arange(len(roots), dtype=np.int64)
-    keeping = hasattr(engine, "last_rows_kept") and not hasattr(engine, "split_columns")
     depth = config.ALIGN_LINEAR_KEPT_ROWS
-    given = _Given.none(len(roots), depth)
+    keeping = hasattr(engine, "last_rows_kept") and not hasattr(engine, "split_columns") \
+        and depth > 0
+    given = _Given.none(len(roots), max(depth, 1))
     # Leaves of every level, solved together at the end: one engine call, not one a level.
     leaves: list[Problems] = []
     leaf_roots: list[np.ndarray] = []
