@@ -22,7 +22,7 @@ from naive import ALIGN_MODES, align_naive, rescore_alignment
 from test_align import PARASAIL, parasail_matrix
 
 import gpualign
-from gpualign import Scoring, config
+from gpualign import Scoring, SequenceSet, config
 from gpualign.align import _cuda_long, _linear
 from gpualign.align._cuda_long import NEG, BatchPlan, CudaEngine, tile_schedule
 from gpualign.align._linear import PairCodes, Problems
@@ -102,6 +102,9 @@ class EmulatedEngine(CudaEngine):
     def _multiprocessors(self):
         # A GPU of 2 SMs: "auto" runs batches of up to 8 tile rows in bands, others in tickets.
         return 2
+
+    def adopt_codes(self, sequences, queries, targets):
+        pass  # the codes stay on the host
 
     def device_codes(self, sequences):
         return sequences.q_codes, sequences.t_codes
@@ -978,6 +981,34 @@ def test_gpu_long_pairs_equal_the_cpu_backend_and_parasail(tiny_tiles, schedule,
         if a and b:
             expected = PARASAIL[mode](a, b, scoring.gap_open, scoring.gap_extend, matrix).score
             assert got.score[k] == expected
+
+
+@cuda
+@needs_gpu
+@pytest.mark.parametrize("task", ["score", "path"])
+def test_gpu_long_pairs_keep_their_sets_on_the_device(task):
+    # The long engine takes the sets' own device copies (SequenceSet.to_device), made by the
+    # first call and found by the next, as the batch kernels do; pairs that use only some
+    # records copy those for the call. Same answers either way.
+    scoring, alphabet = SCHEMES["dna-affine"]
+    rng = np.random.default_rng(23)
+    texts = [_random_pair(rng, m, n, alphabet) for m, n in ((150, 140), (130, 160))]
+    queries = SequenceSet.from_sequences([a for a, _ in texts], alphabet=alphabet)
+    targets = SequenceSet.from_sequences([b for _, b in texts], alphabet=alphabet)
+    with config.override(LONG_ALIGN_MIN_CELLS=1000):
+        first = gpualign.align(queries, targets, mode="global", scoring=scoring, task=task,
+                               backend="cuda")
+        assert queries.on_device() and targets.on_device()
+        where = queries.to_device()[0].data.ptr
+        second = gpualign.align(queries, targets, mode="global", scoring=scoring, task=task,
+                                backend="cuda")
+        assert queries.to_device()[0].data.ptr == where
+        some = gpualign.align(queries.take(np.array([1])), targets.take(np.array([1])),
+                              mode="global", scoring=scoring, task=task, backend="cuda")
+    want = gpualign.align(queries, targets, mode="global", scoring=scoring, task=task,
+                          backend="cpu")
+    assert first.score.tolist() == second.score.tolist() == want.score.tolist()
+    assert some.score.tolist() == want.score.tolist()[1:]
 
 
 @cuda

@@ -706,6 +706,16 @@ class CudaEngine(TileEngine):
         super().__init__(table, gap_open, gap_extend, match_codes, dna)
         self._codes: tuple[PairCodes, object, object] | None = None
 
+    def adopt_codes(self, sequences: PairCodes, queries: SequenceSet,
+                    targets: SequenceSet) -> None:
+        """Take the device copies of the sets whose codes ``sequences`` holds
+        (:meth:`~gpualign.SequenceSet.to_device`: made once a set and kept with it, as the
+        batch kernels keep theirs) as :meth:`device_codes`' answer, where they exist or fit
+        in half the batch budget; else :meth:`device_codes` copies the codes for the call."""
+        copied = sum(s.codes.nbytes for s in (queries, targets) if not s.on_device())
+        if copied <= batch_budget() // 2:
+            self._codes = (sequences, queries.to_device()[0], targets.to_device()[0])
+
     def device_codes(self, sequences: PairCodes):
         """``(query codes, target codes)`` of ``sequences`` on the device."""
         import cupy
@@ -928,15 +938,18 @@ class CudaEngine(TileEngine):
         return best.get().astype(np.int64), at.get()
 
 
-def _pair_codes(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
+def _pair_codes(engine: CudaEngine, qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
                 t_index: np.ndarray) -> PairCodes:
     """The pairs as :class:`PairCodes` over the records they use (all that goes to the
-    device)."""
+    device: the sets' own device copies where the pairs use all their records,
+    :meth:`CudaEngine.adopt_codes`)."""
     q_unique, q_local = np.unique(q_index, return_inverse=True)
     t_unique, t_local = np.unique(t_index, return_inverse=True)
     queries, targets = qset.take_unique(q_unique), tset.take_unique(t_unique)
-    return PairCodes(queries.codes, queries.offsets, targets.codes, targets.offsets,
-                     q_local.astype(np.int64), t_local.astype(np.int64))
+    sequences = PairCodes(queries.codes, queries.offsets, targets.codes, targets.offsets,
+                          q_local.astype(np.int64), t_local.astype(np.int64))
+    engine.adopt_codes(sequences, queries, targets)
+    return sequences
 
 
 def pair_ends(engine: CudaEngine, qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
@@ -945,7 +958,7 @@ def pair_ends(engine: CudaEngine, qset: SequenceSet, tset: SequenceSet, q_index:
     """``(score, query_end, target_end)`` (int64) of whole pairs in ``mode``, as the batch
     kernels report them (every pair non-empty and :meth:`TileEngine.fits`); ``progress`` is
     called with the cells done."""
-    return mode_ends(_pair_codes(qset, tset, q_index, t_index), engine.gap_open,
+    return mode_ends(_pair_codes(engine, qset, tset, q_index, t_index), engine.gap_open,
                      engine.gap_extend, mode, engine, progress)
 
 
@@ -955,5 +968,5 @@ def pair_paths(engine: CudaEngine, qset: SequenceSet, tset: SequenceSet, q_index
     """Optimal alignments of whole pairs in ``mode`` in linear space (:func:`._linear.
     mode_paths` with this engine): scores and ends as the batch kernels report them;
     ``progress`` is called with the cells done, level by level."""
-    return mode_paths(_pair_codes(qset, tset, q_index, t_index), engine.gap_open,
+    return mode_paths(_pair_codes(engine, qset, tset, q_index, t_index), engine.gap_open,
                       engine.gap_extend, mode, engine, leaf_cells, progress)
