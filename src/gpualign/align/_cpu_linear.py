@@ -617,8 +617,8 @@ def last_rows_kept(sequences: PairCodes, problems: Problems, table: np.ndarray,
     """``(h, f, kept_h, kept_f, kept_at)``: the last rows of global alignments of
     ``problems`` (as ``score_pass`` gives them) and, where ``near[k, d] > 0`` (``near`` of
     shape ``(len(problems), rows)``, or one row each), one more row of subproblem k near row
-    ``near[k, d]`` (a strip boundary of its pass; ``kept_at[k, d]``, 0 where none is kept),
-    in ``kept_h[d]``, ``kept_f[d]`` at the same offsets, ``F[0] = H[0]``: the row asked for
+    ``near[k, d]`` (``kept_at[k, d]``, strictly inside; 0 where none is kept), in
+    ``kept_h[d]``, ``kept_f[d]`` at the same offsets, ``F[0] = H[0]``: the row asked for
     itself where the subproblem has a core to itself, else the nearest strip boundary of its
     tiles.
 
