@@ -327,8 +327,7 @@ def test_kept_rows_spare_passes_and_paths_stay_optimal(monkeypatch):
 def test_given_rows_are_the_halves_they_stand_for(monkeypatch, on_every_core):
     # Every row the driver takes as given, however many levels ago a pass kept it, equals
     # that half of the subproblem computed afresh (its prefix as long as the subproblem's
-    # columns and one more). Passes on one core (the rows asked for) and on every core (strip
-    # boundaries of tiles) keep different rows.
+    # columns and one more), from passes on one core and on every core alike.
     monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 1 if on_every_core else 1 << 62)
     scoring = SCHEMES[1]
     table, _ = scoring.table("dna")

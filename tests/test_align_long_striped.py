@@ -115,9 +115,8 @@ def test_score_pass_equals_full_matrices(monkeypatch, on_every_core, tile_column
 @pytest.mark.parametrize("tile_columns", [1, 17, 2048])
 def test_kept_rows_equal_full_matrices(monkeypatch, on_every_core, tile_columns):
     # A pass of several subproblems, each asked for up to three rows (some none, some past
-    # the end): the last rows as score_pass gives them, and each kept row (strictly inside,
-    # near the one asked for: that one when a subproblem has a core to itself, else a strip
-    # boundary of its tiles) as in the full matrices, its column 0 the gap down to it.
+    # the end): the last rows as score_pass gives them, and each kept row (the one asked for,
+    # where it lies strictly inside) as in the full matrices, its column 0 the gap down to it.
     monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 1 if on_every_core else 1 << 62)
     monkeypatch.setattr(_cpu_linear, "_TILE_COLUMNS", tile_columns)
     rng = np.random.default_rng(37)

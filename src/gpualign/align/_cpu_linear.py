@@ -1,8 +1,8 @@
 """Score passes in linear space for the CPU backend (Numba): the last DP rows and best cells
 that the Myers-Miller driver (:mod:`._linear`) asks for.
 
-A pass keeps one row of H and F (``n + 1`` values), one more where the linear-space driver asks
-for a row it will split at (:func:`last_rows_kept`), and one column of H and E per strip of
+A pass keeps one row of H and F (``n + 1`` values), one more for each row the linear-space
+driver will split at (:func:`last_rows_kept`), and one column of H and E per strip of
 rows: ``O(m + n)`` memory whatever the size. The large subproblems of a pass (those of
 ``config.ALIGN_CPU_WAVEFRONT_MIN_CELLS`` cells or more that one core would still compute after
 the others had shared out the rest: :func:`_on_every_core`) run together on every core, each
@@ -253,7 +253,7 @@ def _tile(a, b, table, gap_open, gap_extend, floor_zero, track, r0, r1, c0, c1, 
                 rows[at], rows[at + _LANES] = 0, low
     # Each column's best cell: score at 2t, row at 2t + 1.
     column_best = np.full(2 * _LANES * segments, low, dtype=value_type)
-    snapshot = np.empty(2 * _LANES * segments if len(keep_rows) else 0, dtype=value_type)
+    snapshot = np.empty(2 * _LANES * segments, dtype=value_type)  # a kept row, raised
     lowest = _splat(value_type(low))
     go = _splat(value_type(gap_open))
     ge = _splat(value_type(gap_extend))
@@ -403,7 +403,7 @@ def _one(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start
          floor_zero, scope, tile_columns, value_type, row_offsets, out_h, out_f, k, score,
          i_end, j_end, keep, kept_h, kept_f):
     """Subproblem ``k`` of :func:`_many` on this core: one strip of all its rows, its rows
-    ``keep[k]`` (those inside) copied out as the tiles compute them."""
+    ``keep[k]`` copied out as the tiles compute them."""
     p = pair[k]
     a = _oriented(q_codes, q_offsets, q_index[p], a_start[k], a_end[k], reverse[k])
     b = _oriented(t_codes, t_offsets, t_index[p], b_start[k], b_end[k], reverse[k])
@@ -420,9 +420,6 @@ def _one(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start
         c1 = min(n, c0 + tile_columns)
         _tile(a, b, table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, 0, m, c0, c1,
               0, h, f, col_h, col_e, best[0], value_type, keep[k], kept_rows_h, kept_rows_f)
-    for d in range(keep.shape[1]):
-        if 0 < keep[k, d] < m:  # column 0 of a kept row: the gap down to it (F[0] = H[0])
-            kept_h[d, lo] = kept_f[d, lo] = -(top_excess[k] + keep[k, d] * gap_extend)
     score[k], i_end[k], j_end[k] = _finish(h, f, col_h, m, m, scope, gap_extend,
                                            top_excess[k], free_left, best)
 
@@ -431,17 +428,15 @@ def _one(q_codes, q_offsets, t_codes, t_offsets, q_index, t_index, pair, a_start
 def _wavefronts(a_codes, a_offsets, b_codes, b_offsets, table, gap_open, gap_extend,
                 floor_zero, track, strip_rows, tile_columns, row_start, row_stop, column_start,
                 best_start, h, f, col_h, col_e, best, value_type, tile_problem, tile_strip,
-                tile_column, diagonal_start, keep_strip, kept_h, kept_f):
+                tile_column, diagonal_start, keep, kept_h, kept_f):
     """Subproblems on every core together: the tiles of each anti-diagonal of all of them side
     by side (tile ``x`` is strip ``tile_strip[x]``, tile column ``tile_column[x]`` of
     subproblem ``tile_problem[x]``; diagonal d's tiles are ``diagonal_start[d] ..
     diagonal_start[d + 1]``). Subproblem k: its codes ``a_codes[a_offsets[k]:a_offsets[k +
     1]]`` (already oriented) and likewise b, its row buffers ``h``, ``f`` from
     ``row_start[k]`` to ``row_stop[k]``, its strips' column buffers from ``column_start[k]``,
-    their best cells from row ``best_start[k]`` of ``best``; where ``keep_strip[k, d] >= 0``
-    the last row of that strip goes to ``kept_h[d]``, ``kept_f[d]`` (at ``row_start[k]``) as
-    its tiles end, before the strip below overwrites the row buffers."""
-    no_rows = np.zeros(0, dtype=np.int64)  # kept at strip boundaries instead
+    their best cells from row ``best_start[k]`` of ``best``, its rows ``keep[k]`` into
+    ``kept_h``, ``kept_f`` (at ``row_start[k]``) as the tiles compute them."""
     for d in range(len(diagonal_start) - 1):
         for x in prange(diagonal_start[d], diagonal_start[d + 1]):
             k, s, t = tile_problem[x], tile_strip[x], tile_column[x]
@@ -454,12 +449,8 @@ def _wavefronts(a_codes, a_offsets, b_codes, b_offsets, table, gap_open, gap_ext
                   h[row_start[k]:row_stop[k]], f[row_start[k]:row_stop[k]],
                   col_h[column_start[k]:column_start[k + 1]],
                   col_e[column_start[k]:column_start[k + 1]], best[best_start[k] + s],
-                  value_type, no_rows, kept_h, kept_f)
-            for d in range(keep_strip.shape[1]):
-                if s == keep_strip[k, d]:
-                    lo, hi = row_start[k] + c0 + 1, row_start[k] + c1 + 1
-                    kept_h[d, lo:hi] = h[lo:hi]
-                    kept_f[d, lo:hi] = f[lo:hi]
+                  value_type, keep[k], kept_h[:, row_start[k]:row_stop[k]],
+                  kept_f[:, row_start[k]:row_stop[k]])
 
 
 def _value_type(problems: Problems, table: np.ndarray, gap_open: int, gap_extend: int,
@@ -487,8 +478,7 @@ def _together(sequences: PairCodes, problems: Problems, chosen: np.ndarray, tabl
     ``side`` in proportion to the square root of its cells, so that its tiles hold about as
     many cells as the others' and their longest diagonals together hold ``_TILES_PER_THREAD``
     tiles a thread; a diagonal's tiles are dealt to the threads strip by strip, the
-    subproblems' tiles interleaved. A kept row is the strip boundary nearest the one asked
-    for."""
+    subproblems' tiles interleaved."""
     offsets = problems.row_offsets()
     a = [_oriented(sequences.q_codes, sequences.q_offsets, sequences.q_index[problems.pair[k]],
                    problems.a_start[k], problems.a_end[k], problems.reverse[k])
@@ -504,15 +494,6 @@ def _together(sequences: PairCodes, problems: Problems, chosen: np.ndarray, tabl
     strip_rows = np.maximum(1, -(-m // side))
     tile_columns = np.minimum(_TILE_COLUMNS, np.maximum(1, -(-n // side)))
     strips, tiles = -(-m // strip_rows), -(-n // tile_columns)
-    keep_strip = np.full((len(chosen), kept.at.shape[1]), -1, dtype=np.int64)
-    if kept.near is not None:
-        wanted = kept.near[chosen]
-        boundary = np.clip(np.round(wanted / strip_rows[:, None]), 1,
-                           np.maximum(strips - 1, 1)[:, None])
-        # As _one: rows inside only.
-        held = (wanted > 0) & (wanted < m[:, None]) & (strips > 1)[:, None]
-        keep_strip[held] = boundary[held].astype(np.int64) - 1
-        kept.at[chosen] = np.where(held, (keep_strip + 1) * strip_rows[:, None], 0)
     column_start, best_start = offsets_of_counts(m + strips), offsets_of_counts(strips)
     col_h = np.empty(int(column_start[-1]), dtype=np.int64)
     col_e = np.empty_like(col_h)
@@ -535,13 +516,9 @@ def _together(sequences: PairCodes, problems: Problems, chosen: np.ndarray, tabl
                 table, gap_open, gap_extend, floor_zero, scope == SCOPE_ANY, strip_rows,
                 tile_columns, row_start, row_stop, column_start, best_start, h, f, col_h, col_e,
                 best, value_type, tile_problem[by_diagonal], tile_strip[by_diagonal],
-                tile_column[by_diagonal], diagonal_start, keep_strip, kept.h, kept.f)
+                tile_column[by_diagonal], diagonal_start, kept.at[chosen], kept.h, kept.f)
     for k in range(len(chosen)):
         place = chosen[k]
-        for d in np.flatnonzero(keep_strip[k] >= 0).tolist():
-            # Column 0 of a kept row: the gap down to it (F[0] = H[0]).
-            kept.h[d, row_start[k]] = kept.f[d, row_start[k]] = -(
-                problems.top_excess[place] + kept.at[place, d] * gap_extend)
         score[place], i_end[place], j_end[place] = _finish(
             h[row_start[k]:row_stop[k]], f[row_start[k]:row_stop[k]],
             col_h[column_start[k]:column_start[k + 1]], m[k], strip_rows[k], scope, gap_extend,
@@ -550,20 +527,24 @@ def _together(sequences: PairCodes, problems: Problems, chosen: np.ndarray, tabl
 
 @dataclass
 class _Kept:
-    """Rows kept besides the last ones: ``near[k, d]`` is a row of subproblem k asked for (0:
-    none; None: none at all), ``at[k, d]`` the row kept for it (0: none), ``h[d]``, ``f[d]``
-    its H and F at ``problems.row_offsets()`` (empty when none is asked for)."""
+    """Rows kept besides the last ones: ``at[k, d]`` a row of subproblem k (strictly inside
+    it; 0: none), ``h[d]``, ``f[d]`` its H and F at ``problems.row_offsets()`` (empty when
+    none is kept)."""
 
-    near: np.ndarray | None
     at: np.ndarray
     h: np.ndarray
     f: np.ndarray
 
     @classmethod
-    def asked(cls, near: np.ndarray | None, cells: int, count: int, rows: int) -> _Kept:
-        size = cells if near is not None else 0
-        return cls(near, np.zeros((count, rows), dtype=np.int64),
-                   np.empty((rows, size), dtype=np.int64), np.empty((rows, size), dtype=np.int64))
+    def asked(cls, near: np.ndarray | None, rows: np.ndarray, cells: int) -> _Kept:
+        """The rows of ``near`` (``(len(rows), d)``, or None: none) that lie inside subproblems
+        of ``rows`` rows, with room for ``cells`` entries of each where any is kept."""
+        if near is None:
+            near = np.zeros((len(rows), 1), dtype=np.int64)
+        at = np.where((near > 0) & (near < rows[:, None]), near, 0)
+        size = cells if at.any() else 0  # no row kept: no kept rows allocated
+        return cls(at, np.empty((at.shape[1], size), dtype=np.int64),
+                   np.empty((at.shape[1], size), dtype=np.int64))
 
 
 def score_pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_open: int,
@@ -617,10 +598,8 @@ def last_rows_kept(sequences: PairCodes, problems: Problems, table: np.ndarray,
     """``(h, f, kept_h, kept_f, kept_at)``: the last rows of global alignments of
     ``problems`` (as ``score_pass`` gives them) and, where ``near[k, d] > 0`` (``near`` of
     shape ``(len(problems), rows)``, or one row each), one more row of subproblem k near row
-    ``near[k, d]`` (``kept_at[k, d]``, strictly inside; 0 where none is kept), in
-    ``kept_h[d]``, ``kept_f[d]`` at the same offsets, ``F[0] = H[0]``: the row asked for
-    itself where the subproblem has a core to itself, else the nearest strip boundary of its
-    tiles.
+    ``near[k, d]`` itself (``kept_at[k, d]``; 0 where it does not lie strictly inside), in
+    ``kept_h[d]``, ``kept_f[d]`` at the same offsets, ``F[0] = H[0]``.
 
     Examples
     --------
@@ -649,10 +628,7 @@ def _pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_open:
     h = np.empty(int(offsets[-1]), dtype=np.int64)
     f = np.empty_like(h)
     count = len(problems)
-    rows_asked = 1 if near is None else near.shape[1]
-    if near is not None and not near.any():
-        near = None  # no row asked for: no kept rows allocated
-    kept = _Kept.asked(near, int(offsets[-1]), count, rows_asked)
+    kept = _Kept.asked(near, problems.a_length(), int(offsets[-1]))
     score = np.empty(count, dtype=np.int64)
     i_end = np.empty(count, dtype=np.int64)
     j_end = np.empty(count, dtype=np.int64)
@@ -670,17 +646,16 @@ def _pass(sequences: PairCodes, problems: Problems, table: np.ndarray, gap_open:
     others = np.flatnonzero(~large)
     if len(others):
         thread_start, dealt = _deal(cells[others], threads)
-        keep = np.zeros(kept.at.shape, dtype=np.int64)
-        if near is not None:  # kept where the row asked for lies inside
-            wanted = near[others]
-            inside = (wanted > 0) & (wanted < problems.a_length()[others, None])
-            keep[others] = kept.at[others] = np.where(inside, wanted, 0)
         _many(sequences.q_codes, sequences.q_offsets, sequences.t_codes, sequences.t_offsets,
               sequences.q_index, sequences.t_index, problems.pair, problems.a_start,
               problems.a_end, problems.b_start, problems.b_end, problems.reverse,
               problems.top_excess, table, gap_open, gap_extend, free_top, free_left,
               floor_zero, scope, _TILE_COLUMNS, value_type, offsets, h, f, thread_start,
-              others[dealt], score, i_end, j_end, keep, kept.h, kept.f)
+              others[dealt], score, i_end, j_end, kept.at, kept.h, kept.f)
+    for d in range(kept.at.shape[1]):  # column 0 of a kept row: the gap down to it (F[0] = H[0])
+        held = np.flatnonzero(kept.at[:, d])
+        kept.h[d, offsets[held]] = kept.f[d, offsets[held]] = -(
+            problems.top_excess[held] + kept.at[held, d] * gap_extend)
     return h, f, score, i_end, j_end, kept
 
 

@@ -302,7 +302,10 @@ def _search_keeping(sequences: PairCodes, split: Problems, given: _Given, engine
     source = np.empty(2 * count, dtype=np.int64)
     todo_starts = todo.row_offsets()[:-1]
     source[computed] = todo_starts
-    source[given_half] = len(h) + np.concatenate((given.at[:, 0], given.at[:, 0]))[given_half]
+    # The given rows as the halves list them: the top halves', then the bottom halves'.
+    given_rows = np.concatenate((given.rows, given.rows))
+    given_at = np.concatenate((given.at, given.at))
+    source[given_half] = len(h) + given_at[given_half, 0]
     column, through_gap, score = _joins(h, f, source[:count], source[count:],
                                         split.b_length() + 1, excess, given.h, given.f)
     # The children's rows (upper, then lower): a half computed passes on the rows its pass
@@ -312,21 +315,19 @@ def _search_keeping(sequences: PairCodes, split: Problems, given: _Given, engine
     at = np.zeros((2 * count, depth), dtype=np.int64)
     corner = np.concatenate((split.a_start, split.a_end))
     sign = np.repeat([1, -1], count)
-    row_kept = kept_at > 0
-    rows[computed] = np.where(row_kept, corner[computed, None] + sign[computed, None] * kept_at,
+    rows[computed] = np.where(kept_at > 0, corner[computed, None] + sign[computed, None] * kept_at,
                               -1)
     at[computed] = np.arange(depth) * kept_h.shape[1] + todo_starts[:, None]
-    passed = np.flatnonzero(given_half)
-    rest = np.concatenate((given.rows, given.rows))[passed, 1:]
-    rows[passed, :-1] = rest
-    at[passed, :-1] = kept_h.size + np.concatenate((given.at, given.at))[passed, 1:]
+    rows[given_half, :-1] = given_rows[given_half, 1:]
+    at[given_half, :-1] = kept_h.size + given_at[given_half, 1:]
+    # Each row cut to its child's columns and one more.
     length = np.concatenate((column + 1, split.b_length() - column + 1))
     held = rows >= 0
+    held_length = np.broadcast_to(length[:, None], held.shape)[held]
     pool_at = np.zeros_like(at)
-    pool_at[held] = offsets_of_counts(np.broadcast_to(length[:, None], held.shape)[held])[:-1]
+    pool_at[held] = offsets_of_counts(held_length)[:-1]
     pool_h, pool_f = _gather(kept_h.reshape(-1), kept_f.reshape(-1), given.h, given.f,
-                             at[held], np.broadcast_to(length[:, None], held.shape)[held],
-                             pool_at[held])
+                             at[held], held_length, pool_at[held])
     kept = _Given(rows, np.repeat([0, 1], count), pool_at, pool_h, pool_f)
     return middle, column, through_gap, score, kept
 
