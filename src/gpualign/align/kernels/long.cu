@@ -128,11 +128,16 @@ __device__ __forceinline__ int query_code(const Problem& p, int i, int n_codes,
     return (int)word;
 }
 
-// What sweep_tile reads for target column j: DNA, its code clamped to TARGET_OTHER.
+// What sweep_tile reads for a target code: DNA, the code clamped to TARGET_OTHER.
+template <bool DNA>
+__device__ __forceinline__ u8 clamped_code(int code) {
+    return (u8)(DNA ? min(code, TARGET_OTHER) : code);
+}
+
+// What sweep_tile reads for target column j.
 template <bool DNA>
 __device__ __forceinline__ u8 target_code(const Problem& p, int j) {
-    const int code = p.b_code(j);
-    return (u8)(DNA ? min(code, TARGET_OTHER) : code);
+    return clamped_code<DNA>(p.b_code(j));
 }
 
 // The byte permute of DNA scores: byte `code` (0..7) of the words (low, high), sign-extended
@@ -226,7 +231,7 @@ struct Links {
     bool first, final;   // band 0 (row 0 above it); the problem's last band (plain int2)
     int h, f;
     u64 next_word;
-    u8 next_code;
+    u8 next_code;        // unclamped, so that nothing waits for its load before it is stored
 
     // Before the sweep: the target codes of group 0 (columns 1 .. LINK_GROUP) into the ring,
     // group 1's codes and group 0's words loaded. Every thread calls it.
@@ -235,7 +240,7 @@ struct Links {
         if (threadIdx.x < LINK_GROUP) {
             const int j = 1 + threadIdx.x;
             if (j <= n) ring[j & ring_mask] = target_code<DNA>(p, j);
-            next_code = j + LINK_GROUP <= n ? target_code<DNA>(p, j + LINK_GROUP) : 0;
+            next_code = j + LINK_GROUP <= n ? p.b_code(j + LINK_GROUP) : 0;
             next_word = !first && j <= n ? load_link(words + j) : 0;
         }
     }
@@ -248,8 +253,8 @@ struct Links {
         const int n = p.n;
         if (threadIdx.x < LINK_GROUP) {
             const int j = step + 1 + threadIdx.x, next = j + LINK_GROUP;
-            if (next <= n) ring[next & ring_mask] = next_code;
-            next_code = next + LINK_GROUP <= n ? target_code<DNA>(p, next + LINK_GROUP) : 0;
+            if (next <= n) ring[next & ring_mask] = clamped_code<DNA>(next_code);
+            next_code = next + LINK_GROUP <= n ? p.b_code(next + LINK_GROUP) : 0;
             if (first) {
                 h = j <= n ? p.top(j, gap_open, gap_extend) : 0;
                 f = NEG;
@@ -285,9 +290,15 @@ struct Links {
     }
 };
 
+// Which of a thread's registers holds a tile's bottom row (sweep_tile's BOTTOM_R): the last
+// one (FULL_TILE: every row of the tile is real), or the one a tile of the problem's last tile
+// row finds at run time (RUNTIME_BOTTOM), or, as 0 .. RPT - 1, that register itself (see
+// sweep_last_tile).
+constexpr int FULL_TILE = -1, RUNTIME_BOTTOM = -2;
+
 // One tile, after its top row (above[k] = H, F of column c0 + 1 + k) and target codes are in
-// shared memory. LAST: the problem's last tile row, whose rows past m
-// are padding (computed, never reported). A thread keeps its rows as t = H - gap_open (what
+// shared memory. Unless BOTTOM_R is FULL_TILE the tile is in the problem's last tile row,
+// whose rows past m are padding (computed, never reported). A thread keeps its rows as t = H - gap_open (what
 // opening a gap from them scores) and E; substitution scores come shifted by gap_open (the
 // shared table holds s + gap_open, match and mismatch likewise; DNA picks it with a byte
 // permute), so that a cell costs four add-max instructions (Hopper's DPX) and a subtraction,
@@ -305,7 +316,7 @@ struct Links {
 // them, read a step ahead). Thread 0 of a tile uses above[s] (s < width; every thread reads
 // it, as a broadcast); that of a band takes the cell above from `links`, and the band's
 // bottom row goes out through them (see Links).
-template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST, bool LAST,
+template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST, int BOTTOM_R,
           bool LINKS>
 __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, const int first_j,
                                            const int last_j, const int code_base,
@@ -318,8 +329,9 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
     const int thread = threadIdx.x, lane = thread % 32, warp = thread / 32;
     const int row0 = tile.tile_row0 + thread * RPT;
     // The thread and register that hold the tile's last real row (the bottom row).
+    constexpr bool LAST = BOTTOM_R != FULL_TILE;
     const int bottom_owner = (tile.bottom - 1 - tile.tile_row0) / RPT;
-    const int bottom_r = (tile.bottom - 1 - tile.tile_row0) % RPT;
+    const int bottom_r = BOTTOM_R >= 0 ? BOTTOM_R : (tile.bottom - 1 - tile.tile_row0) % RPT;
     const int go = tile.gap_open, neg_open = -tile.gap_open, neg_extend = -tile.gap_extend;
     // What step s reads from shared memory, loaded a step ahead so that the loads are not on
     // the path from step to step: the target code of this thread's column, and the row above
@@ -432,6 +444,23 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
                 if (s0 + k < steps) step(s0 + k, true, true, block_above[k]);
             }
         }
+    }
+}
+
+// sweep_tile of a problem's last tile row with its bottom row in register `bottom_r` (the
+// same for every thread) known at compile time: one copy of the sweep per register. Picking
+// the bottom row's cells out of a register known only at run time costs two selects a row,
+// which made a problem's last band a fifth slower than the others; being last in its wavefront,
+// it ends the launch.
+template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST, bool LINKS,
+          int R = 0, typename... Args>
+__device__ __forceinline__ void sweep_last_tile(const int bottom_r, Args&&... args) {
+    if constexpr (R < RPT) {
+        if (bottom_r == R)
+            sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, R, LINKS>(args...);
+        else
+            sweep_last_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, LINKS, R + 1>(bottom_r,
+                                                                                     args...);
     }
 }
 
@@ -561,11 +590,11 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     const int steps = tile.width + THREADS - 1, first_j = tile.c0 + 1;
     const int last_j = tile.c0 + tile.width;
     if (tile.bottom < tile.tile_row0 + TILE_ROWS) {
-        sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, true, false>(
+        sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, RUNTIME_BOTTOM, false>(
             tile, steps, first_j, last_j, first_j, -1, corner, up_t, up_f, t_h, e, q, above,
             s_b, s_table, exchange, p_rows, best, best_i, best_j, nullptr);
     } else {
-        sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, false, false>(
+        sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, FULL_TILE, false>(
             tile, steps, first_j, last_j, first_j, -1, corner, up_t, up_f, t_h, e, q, above,
             s_b, s_table, exchange, p_rows, best, best_i, best_j, nullptr);
     }
@@ -687,11 +716,12 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     int best = NEG, best_i = 0, best_j = 0;
     const int steps = p.n + THREADS - 1;
     if (tile.bottom < tile.tile_row0 + TILE_ROWS) {
-        sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, true, true>(
-            tile, steps, 1, p.n, 0, RING - 1, diagonal, up_t, up_f, t_h, e, q, nullptr, ring,
-            s_table, exchange, p_rows, best, best_i, best_j, &links);
+        sweep_last_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, true>(
+            (tile.bottom - 1 - tile.tile_row0) % RPT, tile, steps, 1, p.n, 0, RING - 1, diagonal,
+            up_t, up_f, t_h, e, q, nullptr, ring, s_table, exchange, p_rows, best, best_i, best_j,
+            &links);
     } else {
-        sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, false, true>(
+        sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, FULL_TILE, true>(
             tile, steps, 1, p.n, 0, RING - 1, diagonal, up_t, up_f, t_h, e, q, nullptr, ring,
             s_table, exchange, p_rows, best, best_i, best_j, &links);
     }
