@@ -344,64 +344,67 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
             next_bj = b_codes[(j - code_base) & code_mask];
         if (!LINKS) next_above = above[min(s, tile.width - 1)];
     };
-    // Step s: thread t computes column j = c0 + 1 + s - t (CHECKED: only if first_j <= j <=
-    // last_j), then hands its last row to thread t + 1; the preload for step s + 1 checks its
-    // column when CHECK_NEXT.
+    // Step s: thread t computes column j = c0 + 1 + s - t, then hands its last row to thread
+    // t + 1; the preload for step s + 1 checks its column when CHECK_NEXT. MASKED: some
+    // threads' columns may lie outside first_j .. last_j (before a thread's first column or
+    // after its last): those threads compute too, on the code they last read, but keep their
+    // rows, diagonal and best cell and store nothing; the row they hand on goes to a thread
+    // whose column lies outside too. So the warp never splits: a branch around the steps of
+    // the threads outside made the 31 steps at each end of a sweep take two and a half times
+    // as long.
     // With LINKS thread 0 takes the cell above from `link_above`.
-    auto step = [&](const int s, const bool checked, const bool check_next,
+    auto step = [&](const int s, const bool masked, const bool check_next,
                     const int2 link_above) {
         const int j = tile.c0 + 1 + s - thread;
-        int out_t = 0, out_f = NEG;
+        const bool outside = masked && (j < first_j || j > last_j);
         const int2 above_s = LINKS ? link_above : next_above;
-        if (!checked || (j >= first_j && j <= last_j)) {
-            const int bj = next_bj;
-            // DNA: the byte permute's selector of this column's code (see byte_score).
-            const u32 selector = DNA ? ((u32)bj * 0x1111u) | 0x8880u : 0u;
-            if (thread == 0) {
-                up_t = above_s.x - go;
-                up_f = above_s.y;
-            }
-            if (s + 1 < steps) preload(s + 1, check_next);
-            int vt = up_t, vf = up_f, d = diagonal;
-            int bottom_h = 0, bottom_f = NEG;
-#pragma unroll
-            for (int r = 0; r < RPT; ++r) {
-                e[r] = __viaddmax_s32(e[r], neg_extend, t[r]);
-                const int sub = DNA ? byte_score((u32)q[r], tile.mismatch_bytes, selector)
-                                    : table[q[r] + bj];
-                // What does not wait for the row above: the diagonal and E (and 0), shifted.
-                const int x = (FLOOR_ZERO ? __viaddmax_s32_relu(d, sub, e[r])
-                                          : __viaddmax_s32(d, sub, e[r])) - go;
-                // The chain down the rows is two instructions a row: F, then t = max(x, F - open).
-                const int f = __viaddmax_s32(vf, neg_extend, vt);
-                d = t[r];
-                t[r] = __viaddmax_s32(f, neg_open, x);
-                if (TRACK_BEST && t[r] + go > best && (!LAST || row0 + r < tile.bottom)) {
-                    best = t[r] + go;
-                    best_i = row0 + r + 1;
-                    best_j = j;
-                }
-                if (LAST && r == bottom_r) {
-                    bottom_h = t[r] + go;
-                    bottom_f = f;
-                }
-                vt = t[r];
-                vf = f;
-            }
-            if (!LAST) {
-                bottom_h = vt + go;
-                bottom_f = vf;
-            }
-            if (thread == bottom_owner) {
-                if (LINKS) links->store(j, bottom_h, bottom_f);
-                else rows[j] = make_int2(bottom_h, bottom_f);
-            }
-            diagonal = up_t;  // row row0 at this column: the next column's diagonal
-            out_t = vt;
-            out_f = vf;
-        } else if (s + 1 < steps) {
-            preload(s + 1, true);
+        const int bj = next_bj;
+        // DNA: the byte permute's selector of this column's code (see byte_score).
+        const u32 selector = DNA ? ((u32)bj * 0x1111u) | 0x8880u : 0u;
+        if (thread == 0) {
+            up_t = above_s.x - go;
+            up_f = above_s.y;
         }
+        if (s + 1 < steps) preload(s + 1, check_next);
+        int vt = up_t, vf = up_f, d = diagonal;
+        int bottom_h = 0, bottom_f = NEG;
+#pragma unroll
+        for (int r = 0; r < RPT; ++r) {
+            const int e_r = __viaddmax_s32(e[r], neg_extend, t[r]);
+            const int sub = DNA ? byte_score((u32)q[r], tile.mismatch_bytes, selector)
+                                : table[q[r] + bj];
+            // What does not wait for the row above: the diagonal and E (and 0), shifted.
+            const int x = (FLOOR_ZERO ? __viaddmax_s32_relu(d, sub, e_r)
+                                      : __viaddmax_s32(d, sub, e_r)) - go;
+            // The chain down the rows is two instructions a row: F, then t = max(x, F - open).
+            const int f = __viaddmax_s32(vf, neg_extend, vt);
+            d = t[r];
+            const int t_r = __viaddmax_s32(f, neg_open, x);
+            if (TRACK_BEST && !outside && t_r + go > best &&
+                (!LAST || row0 + r < tile.bottom)) {
+                best = t_r + go;
+                best_i = row0 + r + 1;
+                best_j = j;
+            }
+            if (LAST && r == bottom_r) {
+                bottom_h = t_r + go;
+                bottom_f = f;
+            }
+            e[r] = outside ? e[r] : e_r;
+            t[r] = outside ? t[r] : t_r;
+            vt = t_r;
+            vf = f;
+        }
+        if (!LAST) {
+            bottom_h = vt + go;
+            bottom_f = vf;
+        }
+        if (thread == bottom_owner && !outside) {
+            if (LINKS) links->store(j, bottom_h, bottom_f);
+            else rows[j] = make_int2(bottom_h, bottom_f);
+        }
+        diagonal = outside ? diagonal : up_t;  // row row0 at this column: the next diagonal
+        const int out_t = vt, out_f = vf;
         // Hand this thread's last row to the next thread for its next step.
         const int from_t = __shfl_up_sync(FULL_WARP, out_t, 1);
         const int from_f = __shfl_up_sync(FULL_WARP, out_f, 1);
@@ -420,8 +423,8 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
             }
         }
     };
-    // Blocks of SWEEP_UNROLL steps; in those where every thread's column is in first_j ..
-    // last_j the steps are unrolled without checks. LINKS: a block starts with the hand-over
+    // Blocks of SWEEP_UNROLL steps, unrolled; those where some thread's column lies outside
+    // first_j .. last_j are masked. LINKS: a block starts with the hand-over
     // (a new group every LINK_GROUP steps) and takes thread 0's cells above for all its steps
     // at once, so that nothing of it breaks the steps' straight line.
     static_assert(LINK_GROUP % SWEEP_UNROLL == 0, "link groups of whole blocks");
@@ -441,7 +444,7 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
         } else {
 #pragma unroll
             for (int k = 0; k < SWEEP_UNROLL; ++k) {
-                if (s0 + k < steps) step(s0 + k, true, true, block_above[k]);
+                if (s0 + k < steps) step(s0 + k, true, true, block_above[k]);  // a uniform branch
             }
         }
     }
