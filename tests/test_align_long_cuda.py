@@ -46,6 +46,8 @@ SHAPES = [(32, 2, 64), (32, 1, 5), (64, 1, 1)]
 #: LONG_ALIGN_BAND_ROWS_PER_THREAD with them: "auto" runs bands of 1 or 3 rows a thread where
 #: they are few enough, others in the tiles' rows.
 BAND_ROWS = (1, 3)
+#: Steps of a block of long.cu's sweep_tile (its SWEEP_UNROLL): some blocks run masked.
+SWEEP_UNROLL = 8
 SIZES = [(1, 1), (1, 70), (70, 1), (63, 64), (64, 65), (65, 63), (130, 97)]
 
 
@@ -95,6 +97,11 @@ class EmulatedEngine(CudaEngine):
     a tiny memory budget (a batch per few problems)."""
 
     budget = 3000
+    #: Whether the threads outside their columns in a masked block compute, as the kernel's
+    #: do (:class:`MaskedEmulation`), or are skipped: the same results while the kernel's
+    #: argument holds that nothing they compute reaches a thread inside, and far fewer steps
+    #: for tiles a few columns wide.
+    masked_threads_compute = False
 
     def _budget(self):
         return self.budget
@@ -323,58 +330,76 @@ class EmulatedEngine(CudaEngine):
         the window's columns; ``h`` (shifted) and ``e`` of each thread's rows, ``state`` (each
         thread's diagonal, t and F of the row above, and the target code it read a step ahead,
         as long.cu's preload: ``[]`` before the first window) and its best cell ``found`` are
-        updated, the bottom row handed to ``store(j, H, F)``."""
+        updated, the bottom row handed to ``store(j, H, F)``.
+
+        As the kernel, in blocks of :data:`SWEEP_UNROLL` steps, an unmasked block's preloads
+        unchecked (asserted in range). In a masked block (some thread's column outside
+        first_j .. last_j) the threads outside are skipped, or, with
+        :attr:`masked_threads_compute`, compute as the kernel's do: on the code they hold and
+        the row handed to them, handing their rows on but keeping their own state and storing
+        nothing. A row computed outside that reached a thread inside would then show in the
+        results."""
         c0, r0, bottom = place
         steps, first_j, last_j, code_base, code_mask = window
         diagonal, up_h, up_f, ahead = state
         threads, rows_per_thread, _ = shape
 
-        def preload(step):  # each thread's code for `step`, read during the step before
+        def preload(step, checked):  # each thread's code for `step`, read the step before
             for t in range(threads):
-                if first_j <= c0 + 1 + step - t <= last_j:
-                    ahead[t] = codes[(c0 + 1 + step - t - code_base) & code_mask]
+                j = c0 + 1 + step - t
+                if not checked or first_j <= j <= last_j:
+                    assert first_j <= j <= last_j  # an unchecked preload stays in range
+                    ahead[t] = codes[(j - code_base) & code_mask]
 
         if not ahead:
-            ahead.extend([None] * threads)  # None: never read
-            preload(0)
+            ahead.extend([0] * threads)  # the kernel's first code before any preload
+            preload(0, True)
         last = bottom < r0 + threads * rows_per_thread
         go, ge = self.gap_open, self.gap_extend
         owner, owner_r = divmod(bottom - 1 - r0, rows_per_thread)
-        for step in range(steps):
-            out = [(0, NEG)] * threads
-            for t in range(threads):
-                j = c0 + 1 + step - t
-                if not first_j <= j <= last_j:
-                    continue
-                if t == 0:
-                    up_h[0], up_f[0] = above[step][0] - go, above[step][1]
-                bj = ahead[t]
-                vh, vf, d = up_h[t], up_f[t], diagonal[t]
-                bottom_hf = (0, NEG)
-                for r in range(rows_per_thread):
-                    e[t][r] = max(e[t][r] - ge, h[t][r])
-                    x = max(d + self.table[q[t][r], bj] + go, e[t][r])
-                    if floor_zero:
-                        x = max(x, 0)
-                    x -= go
-                    f = max(vf - ge, vh)
-                    d, h[t][r] = h[t][r], max(f - go, x)
-                    score = h[t][r] + go
-                    row = r0 + t * rows_per_thread + r + 1
-                    if score > found[t][0] and (not last or row <= bottom):
-                        found[t] = (score, row, j)
-                    if last and r == owner_r:
-                        bottom_hf = (score, f)
-                    vh, vf = h[t][r], f
-                if not last:
-                    bottom_hf = (vh + go, vf)
-                if t == owner:
-                    store(j, *bottom_hf)
-                diagonal[t] = up_h[t]
-                out[t] = (vh, vf)
-            for t in range(1, threads):
-                up_h[t], up_f[t] = out[t - 1]
-            preload(step + 1)  # (a band's next window goes on from here)
+        for s0 in range(0, steps, SWEEP_UNROLL):
+            masked = not (s0 + SWEEP_UNROLL <= steps and c0 + 1 + s0 - (threads - 1) >= first_j
+                          and c0 + s0 + SWEEP_UNROLL <= last_j)
+            for step in range(s0, min(s0 + SWEEP_UNROLL, steps)):
+                codes_now = list(ahead)
+                cell_above = above[min(step, len(above) - 1)]
+                preload(step + 1, masked or step == s0 + SWEEP_UNROLL - 1)
+                out = [(0, NEG)] * threads
+                for t in range(threads):
+                    j = c0 + 1 + step - t
+                    outside = masked and not first_j <= j <= last_j
+                    if outside and not self.masked_threads_compute:
+                        continue
+                    if t == 0:
+                        up_h[0], up_f[0] = cell_above[0] - go, cell_above[1]
+                    vh, vf, d = up_h[t], up_f[t], diagonal[t]
+                    bottom_hf = (0, NEG)
+                    for r in range(rows_per_thread):
+                        e_r = max(e[t][r] - ge, h[t][r])
+                        x = max(d + self.table[q[t][r], codes_now[t]] + go, e_r)
+                        if floor_zero:
+                            x = max(x, 0)
+                        x -= go
+                        f = max(vf - ge, vh)
+                        d, t_r = h[t][r], max(f - go, x)
+                        row = r0 + t * rows_per_thread + r + 1
+                        if (not outside and t_r + go > found[t][0]
+                                and (not last or row <= bottom)):
+                            found[t] = (t_r + go, row, j)
+                        if last and r == owner_r:
+                            bottom_hf = (t_r + go, f)
+                        if not outside:
+                            e[t][r], h[t][r] = e_r, t_r
+                        vh, vf = t_r, f
+                    if not last:
+                        bottom_hf = (vh + go, vf)
+                    if t == owner and not outside:
+                        store(j, *bottom_hf)
+                    if not outside:
+                        diagonal[t] = up_h[t]
+                    out[t] = (vh, vf)
+                for t in range(1, threads):
+                    up_h[t], up_f[t] = out[t - 1]
 
     def _bands(self, a_codes, b_codes, plan: BatchPlan, floor_zero, borders):
         """long_bands: every band of the batch side by side (a generator each, stopped before
@@ -459,6 +484,12 @@ class EmulatedEngine(CudaEngine):
                 columns[column_base + r0 + t * rows_per_thread + r + 1] = h[t][r] + go, e[t][r]
         best[slot] = min(found, key=lambda c: (-c[0], c[2], c[1]))
         yield None
+
+
+class MaskedEmulation(EmulatedEngine):
+    """The emulation with the threads outside their columns computing, as in the kernel."""
+
+    masked_threads_compute = True
 
 
 def _engine(scheme, engine_class=EmulatedEngine):
@@ -732,6 +763,26 @@ PASSES = [(False, False, False, _linear.SCOPE_CORNER),
           (False, False, False, _linear.SCOPE_START_ROW),
           (False, False, False, _linear.SCOPE_START_EDGE),
           (False, False, False, _linear.SCOPE_ANY)]
+
+
+@pytest.mark.parametrize("scheme", ["dna-affine", "blosum62"])
+def test_threads_outside_their_columns_change_nothing(tiny_tiles, emulated_schedule, scheme):
+    """Last rows and best cells with the masked blocks' threads outside their columns
+    computing, as long.cu's do: nothing they compute reaches a thread inside or the borders.
+    The tiles' first and last THREADS - 1 steps are of such blocks, and tiles 1 or 5 columns
+    wide have little else."""
+    engine, _ = _engine(scheme, MaskedEmulation)
+    codes, problems = _problems(scheme, np.random.default_rng(13),
+                                [(1, 1), (1, 70), (70, 1), (65, 63), (130, 33)])
+    h, f = engine.last_rows(codes, problems)
+    _check_last_rows(engine, codes, problems, h, f)
+    got = engine.best_cells(codes, problems, True, True, True, _linear.SCOPE_ANY)
+    for k in range(len(problems)):
+        a, b = _oriented(codes, problems, k)
+        H, _, _ = full_dp(a, b, engine.table, engine.gap_open, engine.gap_extend,
+                          problems.top_excess[k], True, True, True)
+        want = reference_best(H, _linear.SCOPE_ANY, True, engine.gap_open, engine.gap_extend)
+        assert tuple(int(x[k]) for x in got) == tuple(int(x) for x in want), k
 
 
 @pytest.mark.parametrize("scheme", list(SCHEMES))

@@ -72,7 +72,8 @@ enum Field {
 };
 
 constexpr int NEG = -(1 << 30);  // "minus infinity", with room to subtract gap costs
-// Steps of sweep_tile unrolled together where no thread's column needs a bounds check.
+// Steps of sweep_tile unrolled together: a block, masked where some thread's column lies
+// outside the tile.
 constexpr int SWEEP_UNROLL = 8;
 // How long a block waiting for its neighbours sleeps between two polls.
 constexpr unsigned WAIT_NANOSECONDS = 100;
@@ -298,20 +299,21 @@ constexpr int FULL_TILE = -1, RUNTIME_BOTTOM = -2;
 
 // One tile, after its top row (above[k] = H, F of column c0 + 1 + k) and target codes are in
 // shared memory. Unless BOTTOM_R is FULL_TILE the tile is in the problem's last tile row,
-// whose rows past m are padding (computed, never reported). A thread keeps its rows as t = H - gap_open (what
-// opening a gap from them scores) and E; substitution scores come shifted by gap_open (the
-// shared table holds s + gap_open, match and mismatch likewise; DNA picks it with a byte
-// permute), so that a cell costs four add-max instructions (Hopper's DPX) and a subtraction,
-// of which only two wait for the row above (the chain that runs down a thread's rows at each
-// column):
+// whose rows past m are padding (computed, never reported). A thread keeps its rows as
+// t = H - gap_open (what opening a gap from them scores) and E; substitution scores come
+// shifted by gap_open (the shared table holds s + gap_open, match and mismatch likewise; DNA
+// picks it with a byte permute), so that a cell costs four add-max instructions (Hopper's
+// DPX) and a subtraction, of which only two wait for the row above (the chain that runs down
+// a thread's rows at each column):
 //   E = max(E - extend, t_left), x = max(t_diagonal + s + open, E) - open,
 //   F = max(F_up - extend, t_up), t = H - open = max(F - open, x).
 // `diagonal` (t of row row0 at column c0) and the values handed between threads (t and F of
 // a thread's last row) are shifted too; borders in memory hold H itself.
 //
 // The same function sweeps a whole band (long_bands, LINKS): at step s (of `steps`) thread t
-// computes column j = c0 + 1 + s - t when first_j <= j <= last_j (a tile: its columns, steps =
-// width + THREADS - 1; a band: 1..n, steps = n + THREADS - 1), the target code of column j
+// computes column j = c0 + 1 + s - t, its work where first_j <= j <= last_j (a tile: its
+// columns, steps = width + THREADS - 1; a band: 1..n, steps = n + THREADS - 1; see step's
+// MASKED for the others), the target code of column j
 // at b_codes[(j - code_base) & code_mask] (a tile: its codes from c0 + 1; a band: a ring of
 // them, read a step ahead). Thread 0 of a tile uses above[s] (s < width; every thread reads
 // it, as a broadcast); that of a band takes the cell above from `links`, and the band's
@@ -345,13 +347,13 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
         if (!LINKS) next_above = above[min(s, tile.width - 1)];
     };
     // Step s: thread t computes column j = c0 + 1 + s - t, then hands its last row to thread
-    // t + 1; the preload for step s + 1 checks its column when CHECK_NEXT. MASKED: some
+    // t + 1; the preload for step s + 1 checks its column when `check_next`. MASKED: some
     // threads' columns may lie outside first_j .. last_j (before a thread's first column or
-    // after its last): those threads compute too, on the code they last read, but keep their
-    // rows, diagonal and best cell and store nothing; the row they hand on goes to a thread
-    // whose column lies outside too. So the warp never splits: a branch around the steps of
-    // the threads outside made the 31 steps at each end of a sweep take two and a half times
-    // as long.
+    // after its last): those threads compute too, on the code they hold (the last they read,
+    // or 0 before their first), but keep their rows, diagonal and best cell and store nothing;
+    // the row they hand on goes to a thread whose column lies outside too. So the warp never
+    // splits: a branch around the steps of the threads outside made the THREADS - 1 steps at
+    // each end of a sweep (whole blocks of them) take two and a half times as long.
     // With LINKS thread 0 takes the cell above from `link_above`.
     auto step = [&](const int s, const bool masked, const bool check_next,
                     const int2 link_above) {
