@@ -195,7 +195,7 @@ class EmulatedEngine(CudaEngine):
         counts = np.array([len(p) for p in paths], dtype=np.int64)
         return np.array([op for p in paths for op in p], dtype=np.uint8), counts
 
-    def _device_rows(self, a_codes, b_codes, fields):
+    def _device_rows(self, a_codes, b_codes, fields, budget=None):
         """The last rows through the emulated wavefront, cell 0 garbage as on the device."""
         done = self.run(a_codes, b_codes, fields, False, False)
         rows = np.stack((done.h, done.f), axis=1)

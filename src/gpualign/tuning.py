@@ -168,9 +168,12 @@ def apply(model: str) -> dict[str, Any]:
     """
     if os.environ.get(ENV_VAR, "").lower() in ("off", "0"):
         return {}
+    stored = _read(store_path(model))
+    if not stored:  # every CUDA call comes here: nothing more to do for an untuned GPU
+        return {}
     defaults = config.defaults()
     applied = {}
-    for name, value in _read(store_path(model)).items():
+    for name, value in stored.items():
         if name in defaults and getattr(config, name) == defaults[name] != value:
             setattr(config, name, value)
             applied[name] = value

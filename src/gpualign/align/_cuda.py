@@ -54,7 +54,7 @@ from .._progress import Progress
 from ..cigar import PackedCigars, offsets_of_counts, placed_cigars
 from ..codes import ALIGN_GLOBAL, ALIGN_LOCAL, ALIGN_OVERLAP
 from ..cuda import launch
-from ..cuda.host import mapped, maps_host_memory, thread_buffers, upload_together
+from ..cuda.host import device_constant, mapped, maps_host_memory, thread_buffers, upload_together
 from ..cuda.loader import get_kernel
 from ..cuda.memory import batch_budget, carved, device_chunks, launch_split
 from ..cuda.report import device_resources
@@ -148,9 +148,24 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
     t_end = np.full(count, -1, dtype=np.int64)
     m = qset.lengths[q_index]
     n = tset.lengths[t_index]
-    high, low = value_bounds(m, n, table, gap_open, gap_extend)
-    engine = _long_engine(qset, table, gap_open, gap_extend)
     dna = _dna_scores(qset, table)
+    engine = _long_engine(qset, table, gap_open, gap_extend, dna)
+    cells = m.astype(np.int64) * n
+    # Pairs long enough for the whole GPU: a wavefront of tiles each (every mode and end).
+    # Pairs long for a warp join them: beside pairs that long they would be the tail of the
+    # thread kernels (a thread's pair of 5e7 cells takes about 0.3 s).
+    tiled = _long_pairs(engine, m, n, min(config.LONG_ALIGN_MIN_CELLS,
+                                          config.ALIGN_WARP_MIN_CELLS))
+    if not (tiled & (cells >= config.LONG_ALIGN_MIN_CELLS)).any():
+        tiled[:] = False
+    if tiled.any():
+        chosen = np.flatnonzero(tiled)
+        score[chosen], q_end[chosen], t_end[chosen] = _cuda_long.pair_ends(
+            engine, qset, tset, q_index[chosen], t_index[chosen], mode,
+            progress.cells_done if progress is not None else None)
+        if len(chosen) == count:  # one long pair, say: nothing more to sort out
+            return score, q_end, t_end
+    high, low = value_bounds(m, n, table, gap_open, gap_extend)
     shifted = table.astype(np.int64) + gap_open
     profile = not dna and shifted.min() >= -127 and shifted.max() <= 127
     # Substitution scores live in int16 tables (int8 bytes for DNA in the narrow kernel).
@@ -162,18 +177,7 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
     narrow = on_gpu & narrow_ok & (high < _NARROW_LIMIT) & \
         (low > _NARROW_NEG + max(256, -int(shifted.min())))
     find_end = want_end and mode == ALIGN_LOCAL
-    cells = m.astype(np.int64) * n
     done = progress.pairs_done if progress is not None else _ignore
-    # Pairs long enough for the whole GPU: a wavefront of tiles each (every mode and end).
-    tiled = _long_pairs(engine, m, n)
-    if tiled.any():
-        # Pairs long for a warp join them: beside pairs that long they would be the tail of
-        # the thread kernels (a thread's pair of 5e7 cells takes about 0.3 s).
-        tiled |= _long_pairs(engine, m, n, config.ALIGN_WARP_MIN_CELLS)
-        chosen = np.flatnonzero(tiled)
-        score[chosen], q_end[chosen], t_end[chosen] = _cuda_long.pair_ends(
-            engine, qset, tset, q_index[chosen], t_index[chosen], mode,
-            progress.cells_done if progress is not None else None)
     # Long for the batch: only pairs far above the mean would hold a launch up (a warp computes
     # a pair at a fraction of what 32 threads compute on 32 pairs).
     threshold = max(config.ALIGN_WARP_MIN_CELLS,
@@ -191,31 +195,32 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
     half = config.ALIGN_STRIP_ROWS // 2
     if config.ALIGN_STRIP_ROWS % 2 or half < 1:
         raise ValueError(f"ALIGN_STRIP_ROWS={config.ALIGN_STRIP_ROWS}: a positive even number")
-    substitution = _SUB_DNA if dna else _SUB_PROFILE if profile else _SUB_TABLE
-    setup = _Setup(mode, gap_open != gap_extend, substitution, find_end, half,
-                   shifted.astype(np.int16), qset.alphabet.size, gap_open, gap_extend)
     # The thread kernels' pairs (none, for a batch of long pairs: then nothing goes to the
     # device here) in lanes: 0 narrow, 1 wide.
     thread = np.flatnonzero(on_gpu & ~long & ~tiled)
-    lanes = np.where(narrow[thread], 0, 1).astype(np.uint8)
-    thread_q = q_index[thread]
-    thread_t = thread_q if t_index is q_index else t_index[thread]
-    for part, sequences, q_local, t_local in device_chunks(qset, tset, thread_q, thread_t,
-                                                           config.ALIGN_GPU_CHUNK_PAIRS):
-        pairs = thread[part]
-        profiles = setup.profiles(sequences)
-        chunk = _Chunk(sequences, profiles, cupy.asarray(q_local), cupy.asarray(t_local),
-                       cupy.asarray(n[pairs]))
-        chunk_lanes = cupy.asarray(lanes[part])
-        order = _kernel_order(chunk, chunk_lanes, half)
-        bounds = np.cumsum(cupy.bincount(chunk_lanes, minlength=2).get()[:2])
-        for wide, first, last in ((False, 0, bounds[0]), (True, bounds[0], bounds[1])):
-            if last > first:
-                launch_split(functools.partial(setup.run, wide, chunk), order[first:last],
-                             (8 if wide else 4) * (int(n[pairs].mean()) + 2) + 32)
-        for host, device in zip((score, q_end, t_end), chunk.results, strict=True):
-            host[pairs] = device.get()
-        done(cells[pairs])
+    if len(thread):
+        substitution = _SUB_DNA if dna else _SUB_PROFILE if profile else _SUB_TABLE
+        setup = _Setup(mode, gap_open != gap_extend, substitution, find_end, half,
+                       shifted.astype(np.int16), qset.alphabet.size, gap_open, gap_extend)
+        lanes = np.where(narrow[thread], 0, 1).astype(np.uint8)
+        thread_q = q_index[thread]
+        thread_t = thread_q if t_index is q_index else t_index[thread]
+        for part, sequences, q_local, t_local in device_chunks(qset, tset, thread_q, thread_t,
+                                                               config.ALIGN_GPU_CHUNK_PAIRS):
+            pairs = thread[part]
+            profiles = setup.profiles(sequences)
+            chunk = _Chunk(sequences, profiles, cupy.asarray(q_local), cupy.asarray(t_local),
+                           cupy.asarray(n[pairs]))
+            chunk_lanes = cupy.asarray(lanes[part])
+            order = _kernel_order(chunk, chunk_lanes, half)
+            bounds = np.cumsum(cupy.bincount(chunk_lanes, minlength=2).get()[:2])
+            for wide, first, last in ((False, 0, bounds[0]), (True, bounds[0], bounds[1])):
+                if last > first:
+                    launch_split(functools.partial(setup.run, wide, chunk), order[first:last],
+                                 (8 if wide else 4) * (int(n[pairs].mean()) + 2) + 32)
+            for host, device in zip((score, q_end, t_end), chunk.results, strict=True):
+                host[pairs] = device.get()
+            done(cells[pairs])
     rest = np.flatnonzero(~on_gpu & ~tiled)
     if len(rest):
         # The CPU's DP (task "end": never parasail, whose 32-bit scores could clip the pairs
@@ -612,13 +617,25 @@ def _warp_score_launch(kernel, sequences, q_local, t_local, m, n, where, scheme,
 
 def _dna_scores(qset, table) -> bool:
     """Whether ``table`` is DNA match/mismatch: the kernels then need no table."""
-    return qset.alphabet.name == "dna" and _is_match_mismatch(table, qset.alphabet.match_codes)
+    if qset.alphabet.name != "dna":
+        return False
+    table = np.ascontiguousarray(table)
+    return _match_mismatch_table(table.tobytes(), table.dtype.str, len(table),
+                                 qset.alphabet.match_codes)
 
 
-def _long_engine(qset, table, gap_open, gap_extend) -> _cuda_long.CudaEngine:
-    """The tiled engine of long pairs for this scoring (DNA match/mismatch without a table)."""
+@functools.lru_cache(maxsize=64)
+def _match_mismatch_table(data: bytes, dtype: str, size: int, match_codes: int) -> bool:
+    """:func:`_is_match_mismatch` of a table given by its bytes (kept: every call asks)."""
+    return _is_match_mismatch(np.frombuffer(data, dtype=dtype).reshape(size, size), match_codes)
+
+
+def _long_engine(qset, table, gap_open, gap_extend,
+                 dna: bool | None = None) -> _cuda_long.CudaEngine:
+    """The tiled engine of long pairs for this scoring (DNA match/mismatch without a table;
+    ``dna``: :func:`_dna_scores`, where the caller has it)."""
     return _cuda_long.CudaEngine(table, gap_open, gap_extend, qset.alphabet.match_codes,
-                                 _dna_scores(qset, table))
+                                 _dna_scores(qset, table) if dna is None else dna)
 
 
 def _long_pairs(engine, m, n, min_cells: int | None = None) -> np.ndarray:
@@ -966,32 +983,15 @@ class _Chunk:
         self.results = [cupy.zeros(len(q_index), dtype=cupy.int32) for _ in range(3)]
 
 
-@functools.lru_cache(maxsize=32)
-def _device_table(device: int, data: bytes, dtype: str):
-    """A substitution table on ``device`` (a read-only copy kept for the calls that use the
-    same table, so that a call does not upload it again)."""
-    import cupy
-
-    with cupy.cuda.Device(device):
-        table = cupy.asarray(np.frombuffer(data, dtype=dtype))
-        # Complete before any caller's stream may read it (the copy from pageable memory
-        # returns early, and the next caller may be another thread on another stream).
-        cupy.cuda.get_current_stream().synchronize()
-        return table
-
-
 class _TraceSetup:
     """The kernel arguments shared by every path launch of one :func:`_traced_paths` call, and
     the streams its launches take in turn."""
 
     def __init__(self, mode, find_end, table, n_codes, match_codes, gap_open, gap_extend,
                  packed, streams):
-        import cupy
-
         self.mode, self.find_end = mode, find_end
         self.n_codes, self.match_codes = n_codes, match_codes
-        self.table = _device_table(cupy.cuda.Device().id, table.ravel().tobytes(),
-                                   table.dtype.str)
+        self.table = device_constant(table)
         self.gap_open, self.gap_extend = gap_open, gap_extend
         self.packed, self.streams = packed, streams
 

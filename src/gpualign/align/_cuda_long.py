@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import config
 from ..cuda import launch
-from ..cuda.host import upload_together
+from ..cuda.host import device_constant, upload_together
 from ..cuda.loader import get_kernel
 from ..cuda.memory import batch_budget
 from ..sequences import SequenceSet
@@ -303,10 +303,12 @@ def border_layout(m: np.ndarray, n: np.ndarray, tile_height: int) -> BorderLayou
     return BorderLayout(row_base, column_base, slot_base, rows, columns, slots)
 
 
-def problem_bytes(m: np.ndarray, n: np.ndarray, tile_height: int, tile_width: int) -> np.ndarray:
+def problem_bytes(m: np.ndarray, n: np.ndarray, tile_height: int | np.ndarray,
+                  tile_width: int) -> np.ndarray:
     """Device bytes of each problem in a batch: borders, corners, best cells, its fields and
     its share of the schedule (an entry a tile anti-diagonal, built on the device from about
-    ten int64 arrays of that length: :func:`tile_schedule`)."""
+    ten int64 arrays of that length: :func:`tile_schedule`). ``tile_height`` may be an array
+    that broadcasts against ``m`` (a column of heights: a row of sizes each)."""
     m = np.asarray(m, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
     tile_rows = -(-m // tile_height)
@@ -386,12 +388,15 @@ class TileEngine:
         self.table = np.asarray(table, dtype=np.int64)
         self.gap_open, self.gap_extend = int(gap_open), int(gap_extend)
         self.match_codes = int(match_codes)
-        self.dna = bool(dna and -128 <= self.table.min() + self.gap_open
-                    and self.table.max() + self.gap_open <= 127)
+        lowest, highest = int(self.table.min()), int(self.table.max())
+        self.dna = bool(dna and -128 <= lowest + self.gap_open
+                        and highest + self.gap_open <= 127)
+        # and a band's hand-over keeps gap_open - gap_extend + 1 in 16 bits (long.cu's Links)
+        self._table_fits = (-32768 <= lowest and highest + self.gap_open <= 32767
+                            and self.gap_open - self.gap_extend < 0xffff)
         self.n_codes = len(self.table)
         self.match = int(self.table[0, 0])
         self.mismatch = int(self.table[0, 1]) if self.n_codes > 1 else self.match
-        self._table = None  # the table on the device (_device_table)
 
     def fits(self, m: np.ndarray, n: np.ndarray, top_excess: np.ndarray) -> np.ndarray:
         """Per problem, whether it may run here: non-empty, values that fit int32, a
@@ -400,10 +405,7 @@ class TileEngine:
         rows = max(possible_rows_per_thread())  # the tallest tiles pad the most rows
         m = np.asarray(m, dtype=np.int64)
         n = np.asarray(n, dtype=np.int64)
-        # and a band's hand-over keeps gap_open - gap_extend + 1 in 16 bits (long.cu's Links)
-        table_ok = (-32768 <= self.table.min() and self.table.max() + self.gap_open <= 32767
-                    and self.gap_open - self.gap_extend < 0xffff)
-        return (m > 0) & (n > 0) & table_ok & fits_int32(
+        return (m > 0) & (n > 0) & self._table_fits & fits_int32(
             m, n, top_excess, self.table, self.gap_open, self.gap_extend, threads * rows)
 
     def run(self, a_codes, b_codes, fields: np.ndarray, floor_zero: bool,
@@ -425,16 +427,16 @@ class TileEngine:
             plan.collect(borders, self.gap_extend, first, results)
         return results
 
-    def _batches(self, fields: np.ndarray):
+    def _batches(self, fields: np.ndarray, budget: int | None = None):
         """Yield ``(first problem, BatchPlan)`` of consecutive problems of ``fields`` cut to
-        the memory budget."""
+        the memory budget (``budget``, where the caller has just asked :meth:`_budget`)."""
         threads, _, width = tile_shape()
         m, n = fields[:, 2], fields[:, 3]
         # Sized for whichever height the batch takes (taller tiles pad more rows, shorter
         # ones have more tile rows).
-        sizes = np.max([problem_bytes(m, n, threads * rows, width)
-                        for rows in possible_rows_per_thread()], axis=0)
-        budget = self._budget()
+        heights = threads * np.array(possible_rows_per_thread())
+        sizes = problem_bytes(m, n, heights[:, None], width).max(axis=0)
+        budget = self._budget() if budget is None else budget
         multiprocessors = self._multiprocessors() if long_schedule() == "auto" else 0
         lo = 0
         while lo < len(m):
@@ -457,12 +459,8 @@ class TileEngine:
         return batch_budget()
 
     def _device_table(self):
-        """The substitution table on the device (int16), copied on the first call."""
-        import cupy
-
-        if self._table is None:
-            self._table = cupy.asarray(self.table.astype(np.int16).ravel())
-        return self._table
+        """The substitution table on the device (int16; kept for every engine of that table)."""
+        return device_constant(self.table.astype(np.int16))
 
     def _launches(self, a_codes, b_codes, plan: BatchPlan, floor_zero: bool, track_best: bool,
                   ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -713,7 +711,7 @@ class CudaEngine(TileEngine):
         batch kernels keep theirs) as :meth:`device_codes`' answer, where they exist or fit
         in half the batch budget; else :meth:`device_codes` copies the codes for the call."""
         copied = sum(s.codes.nbytes for s in (queries, targets) if not s.on_device())
-        if copied <= batch_budget() // 2:
+        if copied == 0 or copied <= batch_budget() // 2:
             self._codes = (sequences, queries.to_device()[0], targets.to_device()[0])
 
     def device_codes(self, sequences: PairCodes):
@@ -751,13 +749,15 @@ class CudaEngine(TileEngine):
         column = np.empty(count, dtype=np.int64)
         through_gap = np.empty(count, dtype=bool)
         score = np.empty(count, dtype=np.int64)
-        budget = self._budget() // 4
+        whole_budget = self._budget()
+        budget = whole_budget // 4
         lo = 0
         while lo < count:
             fit = int(np.searchsorted(np.cumsum(sizes[lo:]), budget, side="right"))
             hi = lo + max(1, fit)
-            group = np.r_[lo:hi, count + lo:count + hi]  # the group's top halves, then bottoms
-            rows, row_base = self._device_rows(*codes, fields[group])
+            # the group's top halves, then bottoms
+            group = np.concatenate((np.arange(lo, hi), np.arange(count + lo, count + hi)))
+            rows, row_base = self._device_rows(*codes, fields[group], whole_budget)
             size = hi - lo
             splits = np.stack((row_base[:size], row_base[size:], n[lo:hi], left[lo:hi],
                                left[count + lo:count + hi]), axis=1)
@@ -781,13 +781,14 @@ class CudaEngine(TileEngine):
         column, through_gap, score = found.get()
         return column, through_gap.astype(bool), score
 
-    def _device_rows(self, a_codes, b_codes, fields: np.ndarray):
+    def _device_rows(self, a_codes, b_codes, fields: np.ndarray, budget: int | None = None):
         """``(rows, row_base)``: the last row of every problem of ``fields`` (global, the first
         eight :data:`PROBLEM_FIELDS`) on the device, int32 ``(H, F)`` pairs, problem ``p``'s
-        ``n + 1`` cells from ``row_base[p]``, cell 0 unset."""
+        ``n + 1`` cells from ``row_base[p]``, cell 0 unset; batches cut to ``budget``
+        (:meth:`_batches`)."""
         import cupy
 
-        batches = list(self._batches(fields))
+        batches = list(self._batches(fields, budget))
         if len(batches) == 1:  # the batch's rows are all of them
             plan = batches[0][1]
             return self._wavefront(a_codes, b_codes, plan, False, False)[0], plan.layout.row_base
@@ -938,13 +939,28 @@ class CudaEngine(TileEngine):
         return best.get().astype(np.int64), at.get()
 
 
+def _records_used(index: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(index, return_inverse=True)`` of an index into ``size`` records; at once
+    when it is every record in order (pairs by position: a whole call's host work before its
+    launch is a millisecond of small steps like this one).
+
+    Examples
+    --------
+    >>> [a.tolist() for a in _records_used(np.array([2, 0, 2]), 3)]
+    [[0, 2], [1, 0, 1]]
+    """
+    if len(index) == size and (index == np.arange(size)).all():
+        return index, index
+    return np.unique(index, return_inverse=True)
+
+
 def _pair_codes(engine: CudaEngine, qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
                 t_index: np.ndarray) -> PairCodes:
     """The pairs as :class:`PairCodes` over the records they use (all that goes to the
     device: the sets' own device copies where the pairs use all their records,
     :meth:`CudaEngine.adopt_codes`)."""
-    q_unique, q_local = np.unique(q_index, return_inverse=True)
-    t_unique, t_local = np.unique(t_index, return_inverse=True)
+    q_unique, q_local = _records_used(q_index, len(qset))
+    t_unique, t_local = _records_used(t_index, len(tset))
     queries, targets = qset.take_unique(q_unique), tset.take_unique(t_unique)
     sequences = PairCodes(queries.codes, queries.offsets, targets.codes, targets.offsets,
                           q_local.astype(np.int64), t_local.astype(np.int64))

@@ -149,9 +149,13 @@ class Problems:
     @classmethod
     def of(cls, **columns) -> Problems:
         """Problems from sequences or scalars (scalars broadcast to the others' length)."""
-        length = max((np.size(v) for v in columns.values() if np.ndim(v) > 0), default=1)
-        return cls(**{name: np.broadcast_to(np.asarray(value, dtype=np.int64), (length,)).copy()
-                      for name, value in columns.items()})
+        arrays = {name: np.asarray(value, dtype=np.int64) for name, value in columns.items()}
+        length = max((array.size for array in arrays.values() if array.ndim), default=1)
+        made = {}
+        for name, array in arrays.items():  # each broadcast into its own column
+            made[name] = np.empty(length, dtype=np.int64)
+            made[name][:] = array
+        return cls(**made)
 
     def __len__(self) -> int:
         return len(self.pair)
@@ -657,7 +661,8 @@ def _global_ends(sequences: PairCodes, whole: Problems, engine: Engine, excess: 
     score = np.empty(len(whole), dtype=np.int64)
     tall = np.flatnonzero(whole.a_length() >= 2)
     if len(tall):
-        score[tall] = _search_splits(sequences, _halves(whole.take(tall))[1], engine, excess)[2]
+        split = whole if len(tall) == len(whole) else whole.take(tall)
+        score[tall] = _search_splits(sequences, _halves(split)[1], engine, excess)[2]
     flat = np.flatnonzero(whole.a_length() < 2)
     if len(flat):
         score[flat] = engine.best_cells(sequences, whole.take(flat),
@@ -666,7 +671,7 @@ def _global_ends(sequences: PairCodes, whole: Problems, engine: Engine, excess: 
 
 
 def _check_non_empty(sequences: PairCodes) -> None:
-    if np.any(sequences.a_lengths() == 0) or np.any(sequences.b_lengths() == 0):
+    if not (sequences.a_lengths().all() and sequences.b_lengths().all()):
         raise ValueError("linear-space alignment: every pair needs two non-empty sequences")
 
 

@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["HostBuffers", "PinnedStaging", "is_page_locked", "mapped", "maps_host_memory",
-           "pinned_copy", "pinned_empty", "thread_buffers", "upload_together"]
+__all__ = ["HostBuffers", "PinnedStaging", "device_constant", "is_page_locked", "mapped",
+           "maps_host_memory", "pinned_copy", "pinned_empty", "thread_buffers",
+           "upload_together"]
 
 
 #: Per thread: the page-locked memory of :func:`thread_buffers`, and the event that ends the
@@ -198,3 +199,33 @@ def upload_together(arrays: list[np.ndarray], stream: Any = None) -> list[Any]:
     copied[name] = stream.record()
     return [cupy.ndarray(array.shape, array.dtype, on_device.data + start)
             for array, start in zip(arrays, starts, strict=False)]
+
+
+def device_constant(array: np.ndarray) -> Any:
+    """A read-only copy of the small host ``array`` (a substitution table) on the current
+    device, flattened: made on the first call with those values and kept, so that calls with
+    the same table do not upload it again (about 0.15 ms a copy from ordinary memory).
+
+    Examples
+    --------
+    >>> table = device_constant(np.array([[2, -3], [-3, 2]], dtype=np.int16))  # doctest: +SKIP
+    >>> table.tolist()  # doctest: +SKIP
+    [2, -3, -3, 2]
+    """
+    import cupy
+
+    array = np.ascontiguousarray(array)
+    return _device_constant(cupy.cuda.Device().id, array.tobytes(), array.dtype.str)
+
+
+@functools.lru_cache(maxsize=32)
+def _device_constant(device: int, data: bytes, dtype: str) -> Any:
+    """:func:`device_constant` of these bytes on ``device``."""
+    import cupy
+
+    with cupy.cuda.Device(device):
+        copy = cupy.asarray(np.frombuffer(data, dtype=dtype))
+        # Complete before any caller's stream may read it (the copy from pageable memory
+        # returns early, and the next caller may be another thread on another stream).
+        cupy.cuda.get_current_stream().synchronize()
+        return copy
