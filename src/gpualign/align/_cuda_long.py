@@ -131,9 +131,10 @@ def possible_rows_per_thread() -> tuple[int, ...]:
     return (rows, *band_rows_choices()) if long_schedule() == "auto" else (rows,)
 
 
-def _band_count(m: np.ndarray, height: int) -> int:
-    """Tile rows of ``height`` query rows over problems of ``m`` rows."""
-    return int((-(-np.asarray(m, dtype=np.int64) // height)).sum())
+def _band_counts(m: np.ndarray, heights: list[int]) -> list[int]:
+    """Tile rows over problems of ``m`` rows, for tiles of each of ``heights`` query rows."""
+    m = np.asarray(m, dtype=np.int64)
+    return (-(-m // np.array(heights, dtype=np.int64)[:, None])).sum(axis=1).tolist()
 
 
 def batch_schedule(m: np.ndarray, multiprocessors: int) -> tuple[str, int]:
@@ -156,10 +157,12 @@ def batch_schedule(m: np.ndarray, multiprocessors: int) -> tuple[str, int]:
     rows, schedule = tile_rows, long_schedule()
     if schedule == "auto":
         limit = AUTO_BANDS_PER_SM * multiprocessors
-        schedule = auto_schedule(_band_count(m, threads * rows), multiprocessors)
+        choices = band_rows_choices()
+        tiles, *bands = _band_counts(m, [threads * choice for choice in (rows, *choices)])
+        schedule = auto_schedule(tiles, multiprocessors)
         if schedule == "bands":
-            rows = next((choice for choice in band_rows_choices()
-                         if _band_count(m, threads * choice) <= limit), rows)
+            rows = next((choice for choice, count in zip(choices, bands, strict=True)
+                         if count <= limit), rows)
     if schedule == "bands" and int(np.max(m)) > BAND_LIMIT * threads * rows:
         return "tickets", tile_rows  # more bands than the hand-over's tags tell apart
     return schedule, rows
@@ -478,12 +481,15 @@ class TileEngine:
         threads, rows_per_thread, width = plan.shape
         layout = plan.layout
         schedule_name = plan.schedule_name
-        # The ticket counter, then (tiles) the tile rows' counters of tiles done: one memset.
         bands = schedule_name == "bands"
-        flags = cupy.zeros(1 + (0 if bands else max(layout.slots, 1)), dtype=cupy.int32)
-        counter, done = flags[:1], flags[1:]
-        # Bands hand their bottom rows over through `rows` as tagged words: none before.
-        rows = (cupy.zeros if bands else cupy.empty)((layout.rows, 2), dtype=cupy.int32)
+        if bands:  # the ticket counter, then the rows (one memset)
+            # Bands hand their bottom rows over through `rows` as tagged words: none before.
+            flags = cupy.zeros(2 + 2 * layout.rows, dtype=cupy.int32)
+            counter, rows = flags[:1], flags[2:].reshape(layout.rows, 2)
+        else:  # the ticket counter, then the tile rows' counters of tiles done (one memset)
+            flags = cupy.zeros(1 + max(layout.slots, 1), dtype=cupy.int32)
+            counter, done = flags[:1], flags[1:]
+            rows = cupy.empty((layout.rows, 2), dtype=cupy.int32)
         columns = cupy.empty((layout.columns, 2), dtype=cupy.int32)
         best = cupy.empty((max(layout.slots, 1), 3), dtype=cupy.int32)
         if track_best and not bands:  # a band writes its best cell outright
