@@ -154,10 +154,12 @@ def _scores(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, wan
     # Pairs long enough for the whole GPU: a wavefront of tiles each (every mode and end).
     # Pairs long for a warp join them: beside pairs that long they would be the tail of the
     # thread kernels (a thread's pair of 5e7 cells takes about 0.3 s).
-    tiled = _long_pairs(engine, m, n, min(config.LONG_ALIGN_MIN_CELLS,
-                                          config.ALIGN_WARP_MIN_CELLS))
-    if not (tiled & (cells >= config.LONG_ALIGN_MIN_CELLS)).any():
-        tiled[:] = False
+    tiled = np.zeros(count, dtype=bool)
+    if (cells >= config.LONG_ALIGN_MIN_CELLS).any():  # the tile shape is checked only then
+        tiled = _long_pairs(engine, m, n, min(config.LONG_ALIGN_MIN_CELLS,
+                                              config.ALIGN_WARP_MIN_CELLS))
+        if not (tiled & (cells >= config.LONG_ALIGN_MIN_CELLS)).any():
+            tiled[:] = False
     if tiled.any():
         chosen = np.flatnonzero(tiled)
         score[chosen], q_end[chosen], t_end[chosen] = _cuda_long.pair_ends(

@@ -432,7 +432,8 @@ class TileEngine:
 
     def _batches(self, fields: np.ndarray, budget: int | None = None):
         """Yield ``(first problem, BatchPlan)`` of consecutive problems of ``fields`` cut to
-        the memory budget (``budget``, where the caller has just asked :meth:`_budget`)."""
+        the memory budget (``budget``: :meth:`_budget`'s answer, where the caller has just
+        asked it)."""
         threads, _, width = tile_shape()
         m, n = fields[:, 2], fields[:, 3]
         # Sized for whichever height the batch takes (taller tiles pad more rows, shorter
@@ -482,7 +483,7 @@ class TileEngine:
         layout = plan.layout
         schedule_name = plan.schedule_name
         bands = schedule_name == "bands"
-        if bands:  # the ticket counter, then the rows (one memset)
+        if bands:  # the ticket counter, a word that keeps the rows 8-byte aligned, the rows
             # Bands hand their bottom rows over through `rows` as tagged words: none before.
             flags = cupy.zeros(2 + 2 * layout.rows, dtype=cupy.int32)
             counter, rows = flags[:1], flags[2:].reshape(layout.rows, 2)
@@ -763,7 +764,10 @@ class CudaEngine(TileEngine):
             hi = lo + max(1, fit)
             # the group's top halves, then bottoms
             group = np.concatenate((np.arange(lo, hi), np.arange(count + lo, count + hi)))
-            rows, row_base = self._device_rows(*codes, fields[group], whole_budget)
+            # The budget asked above holds for the first group; later ones ask again (the
+            # group before still holds its rows).
+            rows, row_base = self._device_rows(*codes, fields[group],
+                                               whole_budget if lo == 0 else None)
             size = hi - lo
             splits = np.stack((row_base[:size], row_base[size:], n[lo:hi], left[lo:hi],
                                left[count + lo:count + hi]), axis=1)
