@@ -648,7 +648,7 @@ def _long_pairs(engine, m, n, min_cells: int | None = None) -> np.ndarray:
     least = config.LONG_ALIGN_MIN_CELLS if min_cells is None else min_cells
     long = m * n >= least
     if long.any():  # the bounds (and the tile shape they ask of the device) only where needed
-        long &= engine.fits(m, n, np.full(len(m), engine.gap_open - engine.gap_extend))
+        long &= engine.fits(m, n, engine.gap_open - engine.gap_extend)
     return long
 
 

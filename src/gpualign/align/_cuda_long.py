@@ -320,7 +320,7 @@ def problem_bytes(m: np.ndarray, n: np.ndarray, tile_height: int | np.ndarray,
             + 8 * len(PROBLEM_FIELDS) + 80 * (tile_rows + tile_columns) + 16)
 
 
-def fits_int32(m: np.ndarray, n: np.ndarray, top_excess: np.ndarray, table: np.ndarray,
+def fits_int32(m: np.ndarray, n: np.ndarray, top_excess: np.ndarray | int, table: np.ndarray,
                gap_open: int, gap_extend: int, tile_height: int) -> np.ndarray:
     """Per problem, whether every value of the tiled DP fits long.cu's int32 lanes with room
     below NEG: no alignment of prefixes scores above ``max(s, 0) * min(m, n)``, none of the
@@ -401,9 +401,10 @@ class TileEngine:
         self.match = int(self.table[0, 0])
         self.mismatch = int(self.table[0, 1]) if self.n_codes > 1 else self.match
 
-    def fits(self, m: np.ndarray, n: np.ndarray, top_excess: np.ndarray) -> np.ndarray:
+    def fits(self, m: np.ndarray, n: np.ndarray, top_excess: np.ndarray | int) -> np.ndarray:
         """Per problem, whether it may run here: non-empty, values that fit int32, a
-        substitution table that fits int16 with ``gap_open`` added (long.cu's shifted scores)."""
+        substitution table that fits int16 with ``gap_open`` added (long.cu's shifted scores).
+        ``top_excess``: one for every problem, or one each."""
         threads = tile_shape()[0]
         rows = max(possible_rows_per_thread())  # the tallest tiles pad the most rows
         m = np.asarray(m, dtype=np.int64)

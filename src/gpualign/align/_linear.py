@@ -599,11 +599,13 @@ _REVERSE = {ALIGN_GLOBAL: None, ALIGN_SEMI_GLOBAL: SCOPE_START_ROW,
 
 
 def _whole(sequences: PairCodes, excess: int) -> Problems:
-    """Each pair of ``sequences`` as one forward subproblem."""
-    count = len(sequences.q_index)
-    return Problems.of(pair=np.arange(count), a_start=0, a_end=sequences.a_lengths(), b_start=0,
-                       b_end=sequences.b_lengths(), reverse=0, top_excess=excess,
-                       bottom_excess=excess)
+    """Each pair of ``sequences`` as one forward subproblem; ValueError unless both sequences
+    of every pair are non-empty."""
+    a_lengths, b_lengths = sequences.a_lengths(), sequences.b_lengths()
+    if not (a_lengths.all() and b_lengths.all()):
+        raise ValueError("linear-space alignment: every pair needs two non-empty sequences")
+    return Problems.of(pair=np.arange(len(a_lengths)), a_start=0, a_end=a_lengths, b_start=0,
+                       b_end=b_lengths, reverse=0, top_excess=excess, bottom_excess=excess)
 
 
 def mode_ends(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, engine: Engine,
@@ -641,7 +643,6 @@ def mode_ends(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, e
     >>> int(score[0]), int(q_end[0]), int(t_end[0])
     (8, 4, 6)
     """
-    _check_non_empty(sequences)
     whole = _whole(sequences, gap_open - gap_extend)
     if mode == ALIGN_GLOBAL and hasattr(engine, "split_columns"):
         found = _global_ends(sequences, whole, engine, gap_open - gap_extend)
@@ -668,11 +669,6 @@ def _global_ends(sequences: PairCodes, whole: Problems, engine: Engine, excess: 
         score[flat] = engine.best_cells(sequences, whole.take(flat),
                                         *_FORWARD[ALIGN_GLOBAL])[0]
     return score, whole.a_end.copy(), whole.b_end.copy()
-
-
-def _check_non_empty(sequences: PairCodes) -> None:
-    if not (sequences.a_lengths().all() and sequences.b_lengths().all()):
-        raise ValueError("linear-space alignment: every pair needs two non-empty sequences")
 
 
 def mode_paths(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, engine: Engine,
@@ -718,7 +714,6 @@ def mode_paths(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, 
     >>> int(r.score[0]), int(r.target_start[0]), int(r.target_end[0]), r.ops[0].tolist()
     (8, 2, 6, [0, 0, 0, 0])
     """
-    _check_non_empty(sequences)
     whole = _whole(sequences, gap_open - gap_extend)
     count = len(whole)
     pair = np.arange(count, dtype=np.int64)
