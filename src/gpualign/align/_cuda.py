@@ -622,14 +622,8 @@ def _dna_scores(qset, table) -> bool:
     if qset.alphabet.name != "dna":
         return False
     table = np.ascontiguousarray(table)
-    return _match_mismatch_table(table.tobytes(), table.dtype.str, len(table),
-                                 qset.alphabet.match_codes)
-
-
-@functools.lru_cache(maxsize=64)
-def _match_mismatch_table(data: bytes, dtype: str, size: int, match_codes: int) -> bool:
-    """:func:`_is_match_mismatch` of a table given by its bytes (kept: every call asks)."""
-    return _is_match_mismatch(np.frombuffer(data, dtype=dtype).reshape(size, size), match_codes)
+    return _is_match_mismatch(table.tobytes(), table.dtype.str, len(table),
+                              qset.alphabet.match_codes)
 
 
 def _long_engine(qset, table, gap_open, gap_extend,
@@ -889,10 +883,13 @@ def band_paths(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray, t_inde
     return (*results[:BAND_OUTPUTS.index("runs")], PackedCigars.from_words(words, runs))
 
 
-def _is_match_mismatch(table: np.ndarray, match_codes: int) -> bool:
-    """Whether ``table`` scores one value on its diagonal (up to ``match_codes``) and another
-    everywhere else: then the DNA kernels compute substitutions without a table."""
-    diagonal = np.eye(len(table), dtype=bool)
+@functools.lru_cache(maxsize=64)
+def _is_match_mismatch(data: bytes, dtype: str, size: int, match_codes: int) -> bool:
+    """Whether the ``size`` x ``size`` table of these bytes scores one value on its diagonal
+    (up to ``match_codes``) and another everywhere else: then the DNA kernels compute
+    substitutions without a table (kept by table: every call asks)."""
+    table = np.frombuffer(data, dtype=dtype).reshape(size, size)
+    diagonal = np.eye(size, dtype=bool)
     diagonal[match_codes:, match_codes:] = False
     return len(np.unique(table[diagonal])) <= 1 and len(np.unique(table[~diagonal])) <= 1
 

@@ -35,6 +35,7 @@ from ..cuda import launch
 from ..cuda.host import device_constant, upload_together
 from ..cuda.loader import get_kernel
 from ..cuda.memory import batch_budget
+from ..pairs import positions
 from ..sequences import SequenceSet
 from ._linear import (
     SCOPE_ANY,
@@ -960,7 +961,7 @@ def _records_used(index: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]
     >>> [a.tolist() for a in _records_used(np.array([2, 0, 2]), 3)]
     [[0, 2], [1, 0, 1]]
     """
-    if len(index) == size and (index == np.arange(size)).all():
+    if len(index) == size and (index == positions(size)).all():
         return index, index
     return np.unique(index, return_inverse=True)
 
