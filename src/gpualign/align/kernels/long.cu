@@ -407,13 +407,11 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
         }
         diagonal = outside ? diagonal : up_t;  // row row0 at this column: the next diagonal
         const int out_t = vt, out_f = vf;
-        // Hand this thread's last row to the next thread for its next step.
-        const int from_t = __shfl_up_sync(FULL_WARP, out_t, 1);
-        const int from_f = __shfl_up_sync(FULL_WARP, out_f, 1);
-        if (lane > 0) {
-            up_t = from_t;
-            up_f = from_f;
-        }
+        // Hand this thread's last row to the next thread for its next step. Lane 0 gets its
+        // own back, without a select on the path from step to step: thread 0 takes the row
+        // above at its next step, lane 0 of a later warp the exchange's.
+        up_t = __shfl_up_sync(FULL_WARP, out_t, 1);
+        up_f = __shfl_up_sync(FULL_WARP, out_f, 1);
         if constexpr (THREADS > 32) {
             int2* slot = exchange + (s & 1) * (THREADS / 32);
             if (lane == 31) slot[warp] = make_int2(out_t, out_f);
