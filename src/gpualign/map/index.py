@@ -296,7 +296,13 @@ class MapIndex:
                 records, start, min(size, start + batch), k, w), cores))
         position, hashes, reverse = (np.concatenate(parts) for parts in zip(*found, strict=True))
         order = np.argsort(hashes, kind="stable")  # positions stay ascending within a hash
-        keys, first = np.unique(hashes[order], return_index=True)
+        ordered = hashes[order]
+        # Each run of equal hashes in sorted order: its key and where it starts (np.unique
+        # would sort them again).
+        run_starts = np.ones(len(ordered), dtype=bool)
+        run_starts[1:] = ordered[1:] != ordered[:-1]
+        first = np.flatnonzero(run_starts)
+        keys = ordered[first]
         key_starts = np.append(first, len(order)).astype(np.int64)
         return cls(records, k, w, keys, key_starts, position[order], reverse[order])
 
