@@ -99,6 +99,29 @@ def test_minimizers_match_the_naive_oracle(k, w):
     assert np.all(np.diff(position) > 0)
 
 
+@pytest.mark.parametrize(("k", "w"), [(3, 1), (4, 3), (11, 5)])
+def test_index_tables_group_the_naive_minimizers_by_hash(k, w):
+    # Short k-mers and repeats, so that many hashes have several entries; N's and contigs
+    # of every length, empty ones included.
+    rng = np.random.default_rng(k * 10 + w)
+    contigs = [_random_dna(rng, int(length), n_rate=0.02)
+               for length in rng.integers(0, 300, 12)] + ["", "ACGT" * 30, "A" * 50]
+    reference = SequenceSet.from_sequences(contigs, "dna",
+                                           names=[f"c{i}" for i in range(len(contigs))])
+    index = MapIndex.build(reference, k=k, w=w)
+    entries: dict[int, list[tuple[int, bool]]] = {}
+    for contig, at, key, reverse in minimizers_naive(
+            [reference.codes_of(i).tolist() for i in range(len(reference))], k, w):
+        entries.setdefault(key, []).append((int(reference.offsets[contig]) + at, reverse))
+    keys = sorted(entries)
+    assert index.keys.tolist() == keys
+    counts = [len(entries[key]) for key in keys]
+    assert index.key_starts.tolist() == np.cumsum([0, *counts]).tolist()
+    assert list(zip(index.positions.tolist(), index.reverse.tolist(), strict=True)) == [
+        entry for key in keys for entry in sorted(entries[key])]
+    assert max(len(group) for group in entries.values()) > 1
+
+
 @pytest.mark.parametrize(("k", "w"), [(3, 1), (5, 4), (15, 10), (7, 25)])
 def test_minimizers_of_a_read_at_a_time_equal_the_whole_set(k, w):
     # The compiled lookup of reads finds each read's minimizers itself: ties of low-complexity
