@@ -835,9 +835,10 @@ leaf_paths(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
                 // Row j's column was read before this step's shuffles (they order the lanes).
                 if (writes_row) row[j] = out;
             }
-            const int from_h = __shfl_up_sync(FULL_WARP, out.x, 1);
-            const int from_f = __shfl_up_sync(FULL_WARP, out.y, 1);
-            if (lane > 0) up = make_int2(from_h, from_f);
+            // Lane 0 gets its own cell back and never reads it: it takes the row above
+            // first at its next live step. No select on the path from step to step.
+            up.x = __shfl_up_sync(FULL_WARP, out.x, 1);
+            up.y = __shfl_up_sync(FULL_WARP, out.y, 1);
         }
         __syncwarp();  // the band's last row is in `row` for the next band's lane 0
     }
