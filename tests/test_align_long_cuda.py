@@ -656,6 +656,27 @@ def test_values_that_might_not_fit_int32_stay_off_the_gpu():
     assert fits.tolist() == [False, False, False, True]
 
 
+def test_pairs_address_the_records_they_index():
+    # _records_used: the set the long engine gets and the pairs' index into it address the
+    # same sequences as the caller's index. Pairs that use at least half of the residues keep
+    # the set itself (no copy; its device copy is kept with it), the others a copy of just
+    # their records.
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(1, 40, 30)
+    sequences = SequenceSet.from_sequences(
+        ["".join(rng.choice(list("ACGT"), n)) for n in lengths.tolist()])
+    in_order = np.arange(30)
+    shuffled = rng.permutation(np.repeat(np.arange(30), 2))
+    longest = np.argsort(lengths)[-20:]
+    few = np.array([3, 3, 7])
+    for index, whole in ((in_order, True), (shuffled, True), (longest, True), (few, False)):
+        records, local = _cuda_long._records_used(sequences, index)
+        assert (records is sequences) == whole
+        assert len(records) == (30 if whole else len(np.unique(index)))
+        assert all(records[a] == sequences[b]
+                   for a, b in zip(local.tolist(), index.tolist(), strict=True))
+
+
 def _problems(scheme, rng, sizes):
     """Random subproblems of ``sizes``: the codes of their pairs and the subproblems, some
     inside longer sequences, every third reversed, every second with top excess 0."""
@@ -1039,8 +1060,8 @@ def test_gpu_long_pairs_equal_the_cpu_backend_and_parasail(tiny_tiles, schedule,
 @pytest.mark.parametrize("task", ["score", "path"])
 def test_gpu_long_pairs_keep_their_sets_on_the_device(task):
     # The long engine takes the sets' own device copies (SequenceSet.to_device), made by the
-    # first call and found by the next, as the batch kernels do; pairs that use only some
-    # records copy those for the call. Same answers either way.
+    # first call and found by the next, as the batch kernels do; pairs that use less than half
+    # of a set's residues copy their records for the call. Same answers either way.
     scoring, alphabet = SCHEMES["dna-affine"]
     rng = np.random.default_rng(23)
     texts = [_random_pair(rng, m, n, alphabet) for m, n in ((150, 140), (130, 160))]

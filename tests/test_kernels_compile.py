@@ -44,7 +44,7 @@ KERNELS = {
         align_long.kernel_name(64, 1, True, False, True, "tickets"),
         align_long.kernel_name(32, 4, True, False, False, "bands"),  # one warp a band, DNA
         align_long.kernel_name(64, 2, False, True, True, "bands"),  # two warps, a table, local
-        "leaf_paths", "split_columns",
+        "leaf_paths", "pack_leaf_paths", "split_columns",
     ],
     edit_cuda.KERNEL_FILE: [
         "build_match_table", edit_cuda._kernel_name(1, 1, True, edit_cuda.TRACK_BEST),

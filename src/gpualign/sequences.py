@@ -560,20 +560,6 @@ class SequenceSet:
         return SequenceSet(codes, offsets, [self.names[i] for i in indices], self.alphabet,
                            [self.descriptions[i] for i in indices])
 
-    def take_unique(self, unique: np.ndarray) -> SequenceSet:
-        """:meth:`take` of sorted, distinct ``unique`` indices (as :func:`numpy.unique` gives
-        them), or this set itself (no copy) when they are all of its records.
-
-        Examples
-        --------
-        >>> s = SequenceSet.from_sequences(["ACGT", "GGA", "T"])
-        >>> s.take_unique(np.arange(3)) is s, len(s.take_unique(np.array([0, 2])))
-        (True, 2)
-        """
-        if len(unique) == len(self):
-            return self
-        return self.take(unique)
-
     def to_device(self, device: int | None = None) -> tuple[Any, Any]:
         """Return ``(codes, offsets)`` as CuPy arrays on ``device``; copied once, then cached.
 

@@ -47,7 +47,7 @@ from ..codes import (
 from ..sequences import SequenceSet
 from . import _parasail
 from ._cpu_linear import last_rows_kept, score_pass
-from ._linear import SCOPE_CORNER, PairCodes, Problems, cigar_text, mode_ends, mode_paths
+from ._linear import SCOPE_CORNER, PairCodes, Problems, mode_ends, mode_paths, path_cigars
 
 # Traceback byte: bits 0-1 where H came from, bit 2 E opened here, bit 3 F opened here.
 _FROM_DIAGONAL, _FROM_E, _FROM_F, _STOP = 0, 1, 2, 3
@@ -484,11 +484,7 @@ def _linear_results(qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
     matches, columns = found.matches(), found.columns()
     identity = np.zeros(len(q_index), dtype=np.float64)
     np.divide(matches, columns, out=identity, where=columns > 0)
-    if packed:
-        offsets = offsets_of_counts(columns)
-        cigar = PackedCigars.from_ops(np.concatenate(found.ops), offsets)
-    else:
-        cigar = [cigar_text(ops) for ops in found.ops]
+    cigar = path_cigars(found.ops, packed)
     return (found.score, found.query_start, found.query_end, found.target_start,
             found.target_end, cigar, identity)
 

@@ -61,7 +61,7 @@ from ..cuda.report import device_resources
 from ..search.database import partition_bounds
 from ..sequences import SequenceSet
 from . import _cuda_long
-from ._linear import cigar_text
+from ._linear import path_cigars
 
 KERNEL_FILE = "align/kernels/align.cu"
 WARP_KERNEL_FILE = "align/kernels/warp.cu"
@@ -677,11 +677,7 @@ def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, prog
         values[chosen] = computed
     matches, columns = found.matches(), found.columns()
     identity[chosen] = np.divide(matches, columns, out=np.zeros(len(chosen)), where=columns > 0)
-    if packed:
-        ops = np.concatenate(found.ops) if found.ops else np.zeros(0, dtype=np.uint8)
-        pieces = [(chosen, PackedCigars.from_ops(ops, offsets_of_counts(columns)))]
-    else:
-        pieces = [(chosen, [cigar_text(ops) for ops in found.ops])]
+    pieces = [(chosen, path_cigars(found.ops, packed))]
     short = np.flatnonzero(~long)
     if len(short):
         *values, cigars, short_identity = _traced_paths(

@@ -750,7 +750,8 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
 // beyond its symbols. leaves[LEAF_FIELDS * k ...]: where a and b start in the code arrays, m, n
 // (both >= 1), top_excess, bottom_excess; the leaf's scratch row (H and F, n + 1 each) at
 // row_base[k], its traceback bytes (leaf_trace_bytes) at trace_base[k], its path (first
-// operation first, at most m + n) at ops_base[k] and its length in op_count.
+// operation first, at most m + n) ending at ops_base[k] + m + n (the walk writes it backwards,
+// so nothing is reversed; pack_leaf_paths packs them) and its length in op_count.
 //
 // The warp runs the leaf in bands of 32 rows, lane r owning row band0 + r + 1, as a wavefront:
 // at step s lane r computes column s - r + 1, fed with the cell above that lane r - 1 computed
@@ -849,39 +850,53 @@ leaf_paths(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
         u8* code = trace + trace_index(m, n, n);
         *code = (u8)((*code & ~3) | FROM_F);
     }
-    // Walk back from (m, n); the operations come out last first.
-    u8* ops = ops_space + ops_base[k];
-    int i = m, j = n, written = 0, state = 0;  // state 0: H, 1: E (a run of D), 2: F (I)
+    // Walk back from (m, n); the operations come out last first, written from the end of
+    // the leaf's room backwards.
+    u8* const end = ops_space + ops_base[k] + m + n;
+    u8* ops = end;
+    int i = m, j = n, state = 0;  // state 0: H, 1: E (a run of D), 2: F (I)
     while (i > 0 && j > 0) {
         const int code = trace[trace_index(i, j, n)];
         if (state == 0) {
             const int source = code & 3;
             if (source == FROM_DIAGONAL) {
                 const int x = a[i - 1];
-                ops[written++] = (x == b[j - 1] && x < match_codes) ? OP_MATCH : OP_MISMATCH;
+                *--ops = (x == b[j - 1] && x < match_codes) ? OP_MATCH : OP_MISMATCH;
                 --i;
                 --j;
             } else {
                 state = source == FROM_E ? 1 : 2;
             }
         } else if (state == 1) {
-            ops[written++] = OP_DELETION;
+            *--ops = OP_DELETION;
             if (code & E_OPENED) state = 0;
             --j;
         } else {
-            ops[written++] = OP_INSERTION;
+            *--ops = OP_INSERTION;
             if (code & F_OPENED) state = 0;
             --i;
         }
     }
-    for (; j > 0; --j) ops[written++] = OP_DELETION;  // the rest is one gap along the border
-    for (; i > 0; --i) ops[written++] = OP_INSERTION;
-    for (int x = 0, y = written - 1; x < y; ++x, --y) {
-        const u8 swap = ops[x];
-        ops[x] = ops[y];
-        ops[y] = swap;
-    }
-    op_count[k] = written;
+    for (; j > 0; --j) *--ops = OP_DELETION;  // the rest is one gap along the border
+    for (; i > 0; --i) *--ops = OP_INSERTION;
+    op_count[k] = (int)(end - ops);
+}
+
+// The paths of leaf_paths packed one after the other, a warp a leaf: leaf k's op_count[k]
+// operations, which end at ops_base[k] + m + n (leaves as leaf_paths takes them), copied to
+// out[out_base[k] ..].
+extern "C" __global__ void __launch_bounds__(128)
+pack_leaf_paths(const u8* __restrict__ ops_space, const i64* __restrict__ ops_base,
+                const i64* __restrict__ leaves, const int* __restrict__ op_count,
+                const i64* __restrict__ out_base, const int count, u8* __restrict__ out) {
+    const int k = (int)(((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32);  // whole warps
+    const int lane = threadIdx.x % 32;
+    if (k >= count) return;
+    const i64* fields = leaves + (i64)k * LEAF_FIELDS;
+    const int length = op_count[k];
+    const u8* from = ops_space + ops_base[k] + fields[LEAF_M] + fields[LEAF_N] - length;
+    u8* to = out + out_base[k];
+    for (int x = lane; x < length; x += 32) to[x] = from[x];
 }
 
 // Where the optimal paths of split subproblems cross their middle row (align/_linear.py's
