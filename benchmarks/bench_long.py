@@ -21,9 +21,9 @@ Workloads (``--only``), from issue 21 (global affine: +2/-3, gaps 5 + 2 per extr
 - ``edit-1m``: edit distance of the first 1 Mbp of MG1655 x a copy with 6% substitutions and 2%
   deletions, distance and CIGAR.
 - ``reads``: 2,000 E. coli PacBio reads of 10-50 kb against their reference windows,
-  semi-global score. The windows come from mappy (minimap2) when it is installed, else from
-  gpualign's own MEMs: the strand and diagonal with the most bases in MEMs of 20 or more, the
-  window spanning those MEMs' diagonals and 2% of the read more on each side.
+  semi-global score and CIGAR. The windows come from mappy (minimap2) when it is installed,
+  else from gpualign's own MEMs: the strand and diagonal with the most bases in MEMs of 20 or
+  more, the window spanning those MEMs' diagonals and 2% of the read more on each side.
 - ``tiles``: the tile table (no peers).
 
 Every row runs in a process of its own, so that its peak host memory (the process's maximum
@@ -209,7 +209,7 @@ SETUPS = {"mt": ("align", "global", ("score", "path")),
           "ecoli-100k": ("align", "global", ("score", "path")),
           "ecoli-genomes": ("align", "global", ("score", "path")),
           "edit-1m": ("edit", "global", ("distance", "path")),
-          "reads": ("align", "semi-global", ("score",))}
+          "reads": ("align", "semi-global", ("score", "path"))}
 
 
 def cigar_score(query: np.ndarray, target: np.ndarray, cigar: str) -> int:
@@ -234,6 +234,20 @@ def cigar_score(query: np.ndarray, target: np.ndarray, cigar: str) -> int:
     return int(SCORING.match * (lengths[ops == "="].sum())
                + SCORING.mismatch * (lengths[ops == "X"].sum())
                - (SCORING.gap_open * len(gaps) + SCORING.gap_extend * (gaps - 1).sum()))
+
+
+def without_end_gaps(cigar: str, target_length: int) -> tuple[str, tuple[int, int]]:
+    """``cigar`` without its leading and trailing runs of D (parasail's semi-global CIGARs
+    spell the target's free ends out), and the part of the target it aligns.
+
+    >>> without_end_gaps("5D7=1X4D", 17)
+    ('7=1X', (5, 13))
+    """
+    runs = parse_cigar(cigar)
+    start = runs[0][0] if runs and runs[0][1] == "D" else 0
+    end = target_length - (runs[-1][0] if len(runs) > 1 and runs[-1][1] == "D" else 0)
+    kept = runs[1 if start else 0:len(runs) - (1 if end < target_length else 0)]
+    return "".join(f"{count}{op}" for count, op in kept), (start, end)
 
 
 def gpu_peak() -> int | None:
@@ -271,7 +285,7 @@ def child(spec: dict) -> dict:
         seconds = []
         for _ in range(max(1, spec["repeats"])):
             began = time.perf_counter()
-            answers, cigars = call(kind, mode, task, engine, queries, targets)
+            answers, cigars, spans = call(kind, mode, task, engine, queries, targets)
             seconds.append(time.perf_counter() - began)
         out["seconds"] = float(np.median(seconds))
     elif engine == "parasail":
@@ -288,6 +302,10 @@ def child(spec: dict) -> dict:
         answers = [int(r.score) for r in results]
         cigars = [r.cigar.decode.decode() if task == "path" else None for r in results]
         cigars = [c.replace("M", "=") if c else c for c in cigars]
+        spans = [None] * count
+        if task == "path" and mode != "global":  # its CIGARs have the free end gaps as D's
+            for n in range(count):
+                cigars[n], spans[n] = without_end_gaps(cigars[n], len(texts[n][1]))
     else:
         import edlib
 
@@ -299,11 +317,14 @@ def child(spec: dict) -> dict:
         out["seconds"] = time.perf_counter() - began
         answers = [int(r["editDistance"]) for r in results]
         cigars = [None] * count
+        spans = [None] * count
     out["answers"] = answers
     if task == "path" and cigars[0]:
         try:
-            if kind == "align":
-                rescored = [cigar_score(queries.codes_of(n), targets.codes_of(n), cigars[n])
+            if kind == "align":  # the target's aligned part where its ends are free
+                rescored = [cigar_score(queries.codes_of(n),
+                                        targets.codes_of(n)[slice(*(spans[n] or (None,)))],
+                                        cigars[n])
                             for n in range(count)]
             else:
                 rescored = [cigar_edit_cost(queries.codes_of(n), targets.codes_of(n), cigars[n])
@@ -317,13 +338,20 @@ def child(spec: dict) -> dict:
 
 
 def call(kind: str, mode: str, task: str, engine: str, queries: SequenceSet,
-         targets: SequenceSet) -> tuple[list[int], list[str | None]]:
+         targets: SequenceSet) -> tuple[list[int], list[str | None], list[tuple | None]]:
+    """The engine's answers, CIGARs (path) and, for alignments whose target ends are free,
+    the aligned part of each target (``(start, end)``; else None)."""
     if kind == "align":
         result = gpualign.align(queries, targets, mode=mode, scoring=SCORING, task=task,
                                 backend=engine)
-        return result.score.tolist(), list(result.cigar) if task == "path" else [None]
+        if task != "path":
+            return result.score.tolist(), [None], [None]
+        spans = list(zip(result.target_start.tolist(), result.target_end.tolist(), strict=True)) \
+            if mode != "global" else [None] * len(result.score)
+        return result.score.tolist(), list(result.cigar), spans
     result = gpualign.edit_distance(queries, targets, mode=mode, task=task, backend=engine)
-    return result.distance.tolist(), list(result.cigar) if task == "path" else [None]
+    return (result.distance.tolist(), list(result.cigar) if task == "path" else [None],
+            [None] * len(result.distance))
 
 
 def run_child(spec: dict, timeout: float) -> tuple[dict, int]:
