@@ -656,16 +656,17 @@ def leaf_trace_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 def leaf_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Device bytes of each leaf of ``leaf_paths``: its traceback bytes, scratch row, path
-    (as written, and packed), fields, length and where its packed path starts.
+    (as written, and packed), its six fields and three bases (scratch row, traceback, path),
+    its path's length, end and start in the packed paths.
 
     Examples
     --------
     >>> leaf_bytes(np.array([3]), np.array([4])).tolist()
-    [1234]
+    [1266]
     """
     m = np.asarray(m, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
-    return leaf_trace_bytes(m, n) + 8 * (n + 1) + 2 * (m + n) + 8 * 7 + 4
+    return leaf_trace_bytes(m, n) + 8 * (n + 1) + 2 * (m + n) + 8 * (6 + 3 + 2) + 4
 
 
 def problem_fields(sequences: PairCodes, problems: Problems, free_top: bool,
