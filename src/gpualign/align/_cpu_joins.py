@@ -1,16 +1,16 @@
-"""Numba kernels of the linear-space driver (``_linear.py``) for engines that return their
-rows to the host (the CPU engine's): the search of the best join of each split in its two
-halves' rows, and the gather of kept rows into the pool the next level takes them from.
+"""Numba kernels of the linear-space driver (``_linear.py``): for engines that return their
+rows to the host (the CPU engine's), the search of the best join of each split in its two
+halves' rows and the gather of kept rows into the pool the next level takes them from; for
+every engine, the paths written from their pieces.
 
-Apart from ``_linear.py`` so that the CUDA backend, whose engine searches its rows on the
-device, does not load Numba.
+Apart from ``_linear.py`` so that the driver loads Numba only where it runs these.
 """
 
 from __future__ import annotations
 
 from numba import njit, prange
 
-__all__ = ["best_joins", "copy_rows"]
+__all__ = ["best_joins", "copy_rows", "write_pieces"]
 
 
 @njit(cache=True, parallel=True)
@@ -47,3 +47,16 @@ def copy_rows(h, f, more_h, more_f, start, length, to, out_h, out_f):
             first -= len(h)
         out_h[to[k]:to[k] + length[k]] = from_h[first:first + length[k]]
         out_f[to[k]:to[k] + length[k]] = from_f[first:first + length[k]]
+
+
+@njit(cache=True)
+def write_pieces(paths, at, length, op, source, leaf_ops):
+    """The pieces of ``_linear._assemble`` in order: piece k's ``length[k]`` operations at
+    ``paths[at[k]]``, each ``op[k]`` (a gap) or, where ``op[k]`` is -1, ``leaf_ops`` from
+    ``source[k]`` on."""
+    for k in range(len(length)):
+        start, size = at[k], length[k]
+        if op[k] >= 0:
+            paths[start:start + size] = op[k]
+        else:
+            paths[start:start + size] = leaf_ops[source[k]:source[k] + size]
