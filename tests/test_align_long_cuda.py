@@ -879,7 +879,7 @@ def test_emulated_tiles_drive_linear_space_paths(tiny_tiles, emulated_schedule, 
             (want.score, want.query_end, want.target_end)
         rescored = rescore_alignment(_codes(a, alphabet), _codes(b, alphabet),
                                      found.query_start[k], found.target_start[k],
-                                     _linear.cigar_text(found.ops[k]), engine.table,
+                                     _linear.path_cigars([found.ops[k]])[0], engine.table,
                                      scoring.gap_open, scoring.gap_extend, match_codes)
         assert rescored == (want.score, want.query_end, want.target_end)
 

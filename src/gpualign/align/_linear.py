@@ -64,8 +64,8 @@ from ..codes import (
     OP_MATCH,
 )
 
-__all__ = ["Engine", "LinearPaths", "PairCodes", "Problems", "cigar_text", "global_paths",
-           "mode_ends", "mode_paths", "path_cigars", "path_score"]
+__all__ = ["Engine", "LinearPaths", "PairCodes", "Problems", "global_paths", "mode_ends",
+           "mode_paths", "path_cigars", "path_score"]
 
 #: ``best_cells`` scopes: where an alignment may end. The first four are the end cells of the
 #: modes, with the batch kernels' ties (``_cpu._fill``): the corner (global); the last row,
@@ -790,18 +790,6 @@ def path_score(sequences: PairCodes, pair: int, ops: np.ndarray, table: np.ndarr
     opens = gaps & np.concatenate(([True], ops[1:] != ops[:-1]))
     return int(table[a, b].sum() - gap_extend * np.count_nonzero(gaps)
                - (gap_open - gap_extend) * np.count_nonzero(opens))
-
-
-def cigar_text(ops: np.ndarray) -> str:
-    """Extended CIGAR of a path of ``OP_*`` codes, first operation first.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> cigar_text(np.array([0, 0, 2, 0, 1, 3, 3], np.uint8))
-    '2=1I1=1X2D'
-    """
-    return path_cigars([ops])[0]
 
 
 def path_cigars(paths: list[np.ndarray], packed: bool = False) -> list[str] | PackedCigars:
