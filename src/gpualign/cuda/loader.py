@@ -81,4 +81,11 @@ def get_kernel(path: str, name: str, options: tuple[str, ...] = ()) -> Any:
 
     device = cupy.cuda.Device().id
     REQUESTS[path, name, tuple(options)] += 1
-    return _module(path, name, tuple(options), device).get_function(name)
+    return _function(path, name, tuple(options), device)
+
+
+@functools.cache
+def _function(path: str, name: str, options: tuple[str, ...], device: int) -> Any:
+    """:func:`get_kernel`'s answer, kept: a module's ``get_function`` takes about 10 us, and
+    a long pair's CIGAR asks for its kernels a dozen times."""
+    return _module(path, name, options, device).get_function(name)
