@@ -1,16 +1,17 @@
 """Numba kernels of the linear-space driver (``_linear.py``): for engines that return their
 rows to the host (the CPU engine's), the search of the best join of each split in its two
 halves' rows and the gather of kept rows into the pool the next level takes them from; for
-every engine, the paths written from their pieces.
+every engine, the paths written from their pieces and their operations counted.
 
 Apart from ``_linear.py`` so that the driver loads Numba only where it runs these.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit, prange
 
-__all__ = ["best_joins", "copy_rows", "write_pieces"]
+__all__ = ["best_joins", "copy_rows", "count_op", "write_pieces"]
 
 
 @njit(cache=True, parallel=True)
@@ -49,14 +50,27 @@ def copy_rows(h, f, more_h, more_f, start, length, to, out_h, out_f):
         out_f[to[k]:to[k] + length[k]] = from_f[first:first + length[k]]
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def write_pieces(paths, at, length, op, source, leaf_ops):
-    """The pieces of ``_linear._assemble`` in order: piece k's ``length[k]`` operations at
-    ``paths[at[k]]``, each ``op[k]`` (a gap) or, where ``op[k]`` is -1, ``leaf_ops`` from
-    ``source[k]`` on."""
-    for k in range(len(length)):
+    """The pieces of ``_linear._assemble``, one a thread (they do not overlap): piece k's
+    ``length[k]`` operations at ``paths[at[k]]``, each ``op[k]`` (a gap) or, where ``op[k]``
+    is -1, ``leaf_ops`` from ``source[k]`` on."""
+    for k in prange(len(length)):
         start, size = at[k], length[k]
         if op[k] >= 0:
             paths[start:start + size] = op[k]
         else:
             paths[start:start + size] = leaf_ops[source[k]:source[k] + size]
+
+
+@njit(cache=True, parallel=True)
+def count_op(ops, offsets, op):
+    """How many operations of each path ``ops[offsets[k]:offsets[k + 1]]`` are ``op``, one
+    path a thread."""
+    counts = np.zeros(len(offsets) - 1, dtype=np.int64)
+    for k in prange(len(counts)):
+        count = 0
+        for at in range(offsets[k], offsets[k + 1]):
+            count += ops[at] == op
+        counts[k] = count
+    return counts

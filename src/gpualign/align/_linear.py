@@ -45,7 +45,7 @@ them, the anchored pass of a mode fewer).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Protocol
 
@@ -64,8 +64,8 @@ from ..codes import (
     OP_MATCH,
 )
 
-__all__ = ["Engine", "LinearPaths", "PairCodes", "Problems", "global_paths", "mode_ends",
-           "mode_paths", "path_cigars", "path_score"]
+__all__ = ["Engine", "JoinedPaths", "LinearPaths", "PairCodes", "Problems", "global_paths",
+           "mode_ends", "mode_paths", "path_cigars", "path_score"]
 
 #: ``best_cells`` scopes: where an alignment may end. The first four are the end cells of the
 #: modes, with the batch kernels' ties (``_cpu._fill``): the corner (global); the last row,
@@ -420,7 +420,7 @@ def _search_splits(sequences: PairCodes, both: Problems, engine: Engine, excess:
 def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_extend: int,
                  engine: Engine, leaf_cells: int, progress: Callable[[int], object] | None = None,
                  share: int | None = None, scores: np.ndarray | None = None,
-                 ) -> list[np.ndarray]:
+                 ) -> JoinedPaths:
     """Optimal global paths of the subproblems ``roots`` in linear space (Myers-Miller).
 
     Each level splits every open subproblem at its middle row: ``engine.last_rows`` gives the
@@ -459,8 +459,8 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
 
     Returns
     -------
-    list of np.ndarray of uint8
-        Per root, the ``OP_*`` codes of its path from the top-left corner.
+    JoinedPaths
+        Per root, the ``OP_*`` codes (uint8) of its path from the top-left corner.
 
     Examples
     --------
@@ -551,14 +551,14 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
 
 
 def _assemble(pieces: list[tuple[np.ndarray, ...]], count: int, leaf_ops: np.ndarray,
-              ) -> list[np.ndarray]:
+              ) -> JoinedPaths:
     """The paths of :func:`global_paths`' ``count`` roots from their pieces (its ``add``),
-    written one after the other into one array by a compiled loop; views of it, one a root.
+    written one after the other into one array by a compiled loop, on every core.
     (The driver's whole work for 2,000 pairs of 30 kb, with an engine that answers at once,
     took 218-272 ms on the 2-core machine when the pieces were slices joined a root at a time,
     111-134 ms so.)"""
     if not pieces:
-        return [np.zeros(0, dtype=np.uint8) for _ in range(count)]
+        return JoinedPaths(np.zeros(0, dtype=np.uint8), np.zeros(count + 1, dtype=np.int64))
     from ._cpu_joins import write_pieces  # Numba
 
     owner, row, column, length, op, source = (np.concatenate(part).astype(np.int64)
@@ -568,29 +568,69 @@ def _assemble(pieces: list[tuple[np.ndarray, ...]], count: int, leaf_ops: np.nda
     at = offsets_of_counts(length)
     paths = np.empty(int(at[-1]), dtype=np.uint8)
     write_pieces(paths, at, length, op, source, leaf_ops)
-    ends = offsets_of_counts(np.bincount(owner, weights=length, minlength=count)
-                             .astype(np.int64))
-    return [paths[ends[k]:ends[k + 1]] for k in range(count)]
+    return JoinedPaths(paths, offsets_of_counts(
+        np.bincount(owner, weights=length, minlength=count).astype(np.int64)))
+
+
+@dataclass(frozen=True)
+class JoinedPaths(Sequence):
+    """Paths of ``OP_*`` codes one after the other in one array: path ``k`` is
+    ``ops[offsets[k]:offsets[k + 1]]``, which indexing gives (a view), so that their counts
+    and CIGARs are taken from the one array (:func:`path_cigars`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> paths = JoinedPaths.of([np.array([0, 2], np.uint8), np.zeros(0, np.uint8)])
+    >>> len(paths), paths[0].tolist(), paths.offsets.tolist()
+    (2, [0, 2], [0, 2, 2])
+    """
+
+    ops: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def of(cls, paths: list[np.ndarray]) -> JoinedPaths:
+        """``paths`` joined (copied into one array)."""
+        ops = np.concatenate(paths).astype(np.uint8, copy=False) if len(paths) else \
+            np.zeros(0, dtype=np.uint8)
+        return cls(ops, offsets_of_counts(np.array([len(path) for path in paths],
+                                                    dtype=np.int64)))
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, k: int) -> np.ndarray:
+        if not -len(self) <= k < len(self):
+            raise IndexError(f"path {k} of {len(self)}")
+        k %= len(self)
+        return self.ops[self.offsets[k]:self.offsets[k + 1]]
+
+    def op_counts(self, op: int) -> np.ndarray:
+        """How many operations of each path are ``op`` (int64, a path each)."""
+        from ._cpu_joins import count_op  # Numba
+
+        return count_op(self.ops, self.offsets, op)
 
 
 @dataclass
 class LinearPaths:
-    """Results of :func:`mode_paths`, one entry per pair (int64 arrays; ``ops`` a list)."""
+    """Results of :func:`mode_paths`, one entry per pair (int64 arrays; ``ops`` the paths)."""
 
     score: np.ndarray
     query_start: np.ndarray
     query_end: np.ndarray
     target_start: np.ndarray
     target_end: np.ndarray
-    ops: list[np.ndarray]
+    ops: JoinedPaths
 
     def matches(self) -> np.ndarray:
         """``=`` operations of each path."""
-        return np.array([int(np.count_nonzero(p == OP_MATCH)) for p in self.ops], dtype=np.int64)
+        return self.ops.op_counts(OP_MATCH)
 
     def columns(self) -> np.ndarray:
         """Operations of each path."""
-        return np.array([len(p) for p in self.ops], dtype=np.int64)
+        return np.diff(self.ops.offsets)
 
 
 # Forward pass of each mode: (row 0 free, column 0 free, floor at 0, end scope), and the scope
@@ -792,11 +832,12 @@ def path_score(sequences: PairCodes, pair: int, ops: np.ndarray, table: np.ndarr
                - (gap_open - gap_extend) * np.count_nonzero(opens))
 
 
-def path_cigars(paths: list[np.ndarray], packed: bool = False) -> list[str] | PackedCigars:
+def path_cigars(paths: JoinedPaths | list[np.ndarray], packed: bool = False,
+                ) -> list[str] | PackedCigars:
     """The extended CIGARs of paths of ``OP_*`` codes (each first operation first), written
     by compiled loops over all of them at once (Numba, imported here; 2,000 PacBio reads'
     paths took 0.4-0.5 s a path at a time in NumPy): strings, or a :class:`PackedCigars`
-    when ``packed``.
+    when ``packed``. Paths given as a list are joined first (a copy).
 
     Examples
     --------
@@ -808,12 +849,13 @@ def path_cigars(paths: list[np.ndarray], packed: bool = False) -> list[str] | Pa
     """
     from .._cigar_text import path_runs, path_texts
 
-    counts = np.array([len(path) for path in paths], dtype=np.int64)
-    # The writers read each path last operation first from its start: all paths reversed
-    # in one buffer (the last path first).
-    ops = np.concatenate(paths) if len(paths) else np.zeros(0, dtype=np.uint8)
-    last_first = np.ascontiguousarray(ops[::-1], dtype=np.uint8)
-    room = len(last_first) - np.cumsum(counts)
+    if not isinstance(paths, JoinedPaths):
+        paths = JoinedPaths.of(paths)
+    counts = np.diff(paths.offsets)
+    # The writers read each path last operation first from its start: all paths reversed,
+    # the last path first, as a view (no copy of the operations).
+    last_first = paths.ops[::-1]
+    room = len(last_first) - paths.offsets[1:]
     if packed:
         return path_runs(last_first, room, counts)
     return path_texts(last_first, room, counts)
