@@ -494,6 +494,24 @@ def test_local_alignment_scoring_zero_is_empty(linear):
     assert result.cigar == [""] and result.query_end.tolist() == [0]
 
 
+def test_joined_paths_count_and_write_as_the_paths_apart():
+    # The driver's paths come joined in one array; their CIGARs (read reversed, as a view) and
+    # counts must be those of the same paths given one by one.
+    rng = np.random.default_rng(5)
+    paths = [rng.integers(0, 4, size, dtype=np.uint8) for size in (0, 1, 7, 0, 300, 2)]
+    joined = _linear.JoinedPaths.of(paths)
+    assert [path.tolist() for path in joined] == [path.tolist() for path in paths]
+    assert joined[-1].tolist() == paths[-1].tolist()
+    with pytest.raises(IndexError):
+        joined[len(paths)]
+    assert joined.op_counts(0).tolist() == [int((path == 0).sum()) for path in paths]
+    texts = [_linear.path_cigars([path])[0] for path in paths]
+    assert _linear.path_cigars(joined) == texts
+    assert _linear.path_cigars(joined, packed=True).tolist() == texts
+    assert texts[2] == "".join(f"{len(run)}{'=XID'[run[0]]}" for run in
+                               np.split(paths[2], np.flatnonzero(np.diff(paths[2])) + 1))
+
+
 # --- memory ------------------------------------------------------------------------------------
 
 
