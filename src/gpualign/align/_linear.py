@@ -556,7 +556,7 @@ def _assemble(pieces: list[tuple[np.ndarray, ...]], count: int, leaf_ops: np.nda
     written one after the other into one array by a compiled loop, on every core.
     (The driver's whole work for 2,000 pairs of 30 kb, with an engine that answers at once,
     took 218-272 ms on the 2-core machine when the pieces were slices joined a root at a time,
-    111-134 ms so.)"""
+    111-134 ms with the compiled loop on one core.)"""
     if not pieces:
         return JoinedPaths(np.zeros(0, dtype=np.uint8), np.zeros(count + 1, dtype=np.int64))
     from ._cpu_joins import write_pieces  # Numba
