@@ -502,8 +502,11 @@ def test_joined_paths_count_and_write_as_the_paths_apart():
     joined = _linear.JoinedPaths.of(paths)
     assert [path.tolist() for path in joined] == [path.tolist() for path in paths]
     assert joined[-1].tolist() == paths[-1].tolist()
+    assert joined[np.int64(4)].tolist() == paths[4].tolist()
     with pytest.raises(IndexError):
         joined[len(paths)]
+    nothing = _linear.JoinedPaths.of([])
+    assert len(nothing) == 0 and _linear.path_cigars(nothing) == []
     assert joined.op_counts(0).tolist() == [int((path == 0).sum()) for path in paths]
     texts = [_linear.path_cigars([path])[0] for path in paths]
     assert _linear.path_cigars(joined) == texts

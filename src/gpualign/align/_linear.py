@@ -572,7 +572,7 @@ def _assemble(pieces: list[tuple[np.ndarray, ...]], count: int, leaf_ops: np.nda
         np.bincount(owner, weights=length, minlength=count).astype(np.int64)))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # a generated __eq__ would compare arrays (ambiguous)
 class JoinedPaths(Sequence):
     """Paths of ``OP_*`` codes one after the other in one array: path ``k`` is
     ``ops[offsets[k]:offsets[k + 1]]``, which indexing gives (a view), so that their counts
