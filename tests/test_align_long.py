@@ -508,7 +508,7 @@ def test_joined_paths_count_and_write_as_the_paths_apart():
     nothing = _linear.JoinedPaths.of([])
     assert len(nothing) == 0 and _linear.path_cigars(nothing) == []
     assert joined.op_counts(0).tolist() == [int((path == 0).sum()) for path in paths]
-    texts = [_linear.path_cigars([path])[0] for path in paths]
+    texts = [_linear.path_cigars(_linear.JoinedPaths.of([path]))[0] for path in paths]
     assert _linear.path_cigars(joined) == texts
     assert _linear.path_cigars(joined, packed=True).tolist() == texts
     assert texts[2] == "".join(f"{len(run)}{'=XID'[run[0]]}" for run in

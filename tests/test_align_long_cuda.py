@@ -877,10 +877,11 @@ def test_emulated_tiles_drive_linear_space_paths(tiny_tiles, emulated_schedule, 
                            scoring.gap_open, scoring.gap_extend, mode, match_codes)
         assert (found.score[k], found.query_end[k], found.target_end[k]) == \
             (want.score, want.query_end, want.target_end)
+        cigar = _linear.path_cigars(_linear.JoinedPaths.of([found.ops[k]]))[0]
         rescored = rescore_alignment(_codes(a, alphabet), _codes(b, alphabet),
-                                     found.query_start[k], found.target_start[k],
-                                     _linear.path_cigars([found.ops[k]])[0], engine.table,
-                                     scoring.gap_open, scoring.gap_extend, match_codes)
+                                     found.query_start[k], found.target_start[k], cigar,
+                                     engine.table, scoring.gap_open, scoring.gap_extend,
+                                     match_codes)
         assert rescored == (want.score, want.query_end, want.target_end)
 
 

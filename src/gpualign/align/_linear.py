@@ -832,25 +832,22 @@ def path_score(sequences: PairCodes, pair: int, ops: np.ndarray, table: np.ndarr
                - (gap_open - gap_extend) * np.count_nonzero(opens))
 
 
-def path_cigars(paths: JoinedPaths | list[np.ndarray], packed: bool = False,
-                ) -> list[str] | PackedCigars:
+def path_cigars(paths: JoinedPaths, packed: bool = False) -> list[str] | PackedCigars:
     """The extended CIGARs of paths of ``OP_*`` codes (each first operation first), written
     by compiled loops over all of them at once (Numba, imported here; 2,000 PacBio reads'
     paths took 0.4-0.5 s a path at a time in NumPy): strings, or a :class:`PackedCigars`
-    when ``packed``. Paths given as a list are joined first (a copy).
+    when ``packed``.
 
     Examples
     --------
     >>> import numpy as np
-    >>> path_cigars([np.array([0, 0, 2], np.uint8), np.zeros(0, np.uint8)])
+    >>> path_cigars(JoinedPaths.of([np.array([0, 0, 2], np.uint8), np.zeros(0, np.uint8)]))
     ['2=1I', '']
-    >>> path_cigars([np.array([3, 1, 1], np.uint8)], packed=True).tolist()
+    >>> path_cigars(JoinedPaths.of([np.array([3, 1, 1], np.uint8)]), packed=True).tolist()
     ['1D2X']
     """
     from .._cigar_text import path_runs, path_texts
 
-    if not isinstance(paths, JoinedPaths):
-        paths = JoinedPaths.of(paths)
     counts = np.diff(paths.offsets)
     # The writers read each path last operation first from its start: all paths reversed,
     # the last path first, as a view (no copy of the operations).
