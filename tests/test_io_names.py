@@ -360,6 +360,15 @@ def test_sam_never_has_duplicate_sq_lines(tmp_path, capsys):
     assert captured.err.count("gpualign: warning:") == 2  # one line per file
 
 
+def _records_of(batches):
+    """``(name, sequence, quality)`` of every record of ``io.read_record_batches``' batches, as
+    ``io.read_records`` gives them (quality None in FASTA)."""
+    return [(name, sequences[offsets[k]:offsets[k + 1]].decode(),
+             None if qualities is None else qualities[offsets[k]:offsets[k + 1]].decode())
+            for names, sequences, offsets, qualities in batches
+            for k, name in enumerate(names)]
+
+
 @pytest.mark.parametrize("block", [23, 1000, 1 << 25])
 @pytest.mark.parametrize("variant", ["plain", "plus names", "crlf", "no last newline",
                                      "tabs and spaces"])
@@ -392,10 +401,7 @@ def test_fastq_batches_of_the_compiled_parser_equal_dnaio(tmp_path, monkeypatch,
     monkeypatch.setattr(formats, "parse_fastq_block",
                         lambda *args: parsed.append(parse(*args)) or parsed[-1])
     want = list(io.read_records(path, qualities=True))
-    got = [(name, sequences[offsets[k]:offsets[k + 1]].decode(), quality)
-           for names, sequences, offsets, qualities in io.read_record_batches(path, 16)
-           for k, (name, quality) in enumerate(zip(names, qualities, strict=True))]
-    assert got == want
+    assert _records_of(io.read_record_batches(path, 16)) == want
     compiled = sum(len(found[0]) for found in parsed)
     left = variant in ("plus names", "crlf", "tabs and spaces")
     assert compiled == ({"plus names": 37, "crlf": 0, "tabs and spaces": 41}[variant] if left
@@ -423,12 +429,7 @@ def test_record_batches_read_and_refuse_what_dnaio_does(tmp_path, text, name):
             return str(error)
 
     want = outcome(lambda: list(io.read_records(path, qualities=True)))
-    got = outcome(lambda: [(name, sequences[offsets[k]:offsets[k + 1]].decode(), quality)
-                           for names, sequences, offsets, qualities
-                           in io.read_record_batches(path, 1)
-                           for k, (name, quality) in enumerate(zip(names, qualities,
-                                                                   strict=True))])
-    assert got == want
+    assert outcome(lambda: _records_of(io.read_record_batches(path, 1))) == want
 
 
 @pytest.mark.parametrize("size", [1, 3, 5000])
@@ -450,10 +451,7 @@ def test_record_batches_equal_the_records_one_by_one(tmp_path, monkeypatch, size
             warnings.simplefilter("ignore", io.DuplicateNameWarning)
             got = list(io.read_record_batches(path, size, duplicates="rename"))
         assert all(len(names) == min(size, len(headers)) for names, *_ in got[:-1])
-        records = [(name, sequences[offsets[k]:offsets[k + 1]].decode(), quality)
-                   for names, sequences, offsets, qualities in got
-                   for k, (name, quality) in enumerate(zip(names, qualities, strict=True))]
-        assert records == want
+        assert _records_of(got) == want
     broken = tmp_path / "broken.fq"
     broken.write_text("@a\nAC\n+\nII\n@b\nAC\n+\nI\n")
     with pytest.raises(io.SequenceFileError) as one_by_one:

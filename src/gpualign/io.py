@@ -217,15 +217,16 @@ def _dnaio_records(path: str) -> Iterator[Any]:
 
 
 #: Records of a FASTQ file: names, sequences (bytes, concatenated), lengths, qualities.
-_ReadBlock = tuple[list[str], bytes, np.ndarray, list[str | None]]
+_ReadBlock = tuple[list[str], bytes, np.ndarray, bytes | None]
 
 
 def read_record_batches(path: str | os.PathLike, size: int, *, duplicates: str | None = None,
-                        ) -> Iterator[tuple[list[str], bytes, np.ndarray, list[str | None]]]:
+                        ) -> Iterator[tuple[list[str], bytes, np.ndarray, bytes | None]]:
     r"""``(names, sequences, offsets, qualities)`` of every ``size`` records of a FASTA or
     FASTQ file in turn (fewer at the end): the names as :func:`read_records` gives them, the
     sequences' bytes concatenated (``offsets`` delimit them, as :func:`read_packed`'s) and
-    the FASTQ quality strings (None in FASTA). The compiled parsers read the records block by
+    the FASTQ qualities likewise, at the same offsets (None in FASTA: as text, read by read,
+    they would cost more than the parsing). The compiled parsers read the records block by
     block (:func:`_fastq_blocks`, :func:`_blocks`), with no Python work per record (many short
     reads), dnaio the records they leave (from the first one on).
 
@@ -236,12 +237,12 @@ def read_record_batches(path: str | os.PathLike, size: int, *, duplicates: str |
     >>> _ = reads.write_text("@a/1 x\nACGT\n+\nIIII\n@\nGG\n+\nII\n")
     >>> names, sequences, offsets, qualities = next(read_record_batches(reads, 10))
     >>> names, sequences, offsets.tolist(), qualities
-    (['a/1', '1'], b'ACGTGG', [0, 4, 6], ['IIII', 'II'])
+    (['a/1', '1'], b'ACGTGG', [0, 4, 6], b'IIIIII')
     """
     path = _checked(path)
     names = _Names(path, duplicates)
     blocks = _fastq_blocks(path, names.checks) if _is_fastq(path) else \
-        ((block[0], block[2], block[3], [None] * len(block[0]), block[4])
+        ((block[0], block[2], block[3], None, block[4])
          for block in _blocks(path, "cpu", hash_names=names.checks))
     pending: _ReadBlock | None = None  # records read, not yet handed out
     for block_names, sequences, lengths, qualities, hashes in blocks:
@@ -253,10 +254,11 @@ def read_record_batches(path: str | os.PathLike, size: int, *, duplicates: str |
         while count - lo >= size:  # each batch a slice: linear in the records
             hi = lo + size
             yield (pending[0][lo:hi], pending[1][offsets[lo]:offsets[hi]],
-                   offsets[lo:hi + 1] - offsets[lo], pending[3][lo:hi])
+                   offsets[lo:hi + 1] - offsets[lo], _part(pending[3], offsets[lo], offsets[hi]))
             lo = hi
         pending = None if lo == count else \
-            (pending[0][lo:], pending[1][offsets[lo]:], pending[2][lo:], pending[3][lo:])
+            (pending[0][lo:], pending[1][offsets[lo]:], pending[2][lo:],
+             _part(pending[3], offsets[lo], None))
     if pending is not None:
         yield pending[0], pending[1], offsets_of_counts(pending[2]), pending[3]
 
@@ -264,7 +266,12 @@ def read_record_batches(path: str | os.PathLike, size: int, *, duplicates: str |
 def _joined_blocks(first: _ReadBlock, second: _ReadBlock) -> _ReadBlock:
     """The records of ``first``, then those of ``second``, as one block."""
     return (first[0] + second[0], first[1] + second[1], np.concatenate((first[2], second[2])),
-            first[3] + second[3])
+            None if first[3] is None else first[3] + second[3])
+
+
+def _part(qualities: bytes | None, lo: int, hi: int | None) -> bytes | None:
+    """``qualities[lo:hi]``, None for None (FASTA)."""
+    return None if qualities is None else qualities[lo:hi]
 
 
 def _is_fastq(path: str) -> bool:
@@ -282,12 +289,13 @@ def _is_fastq(path: str) -> bool:
 
 
 def _fastq_blocks(path: str, hash_names: bool,
-                  ) -> Iterator[tuple[list[str], bytes, np.ndarray, list[str | None],
+                  ) -> Iterator[tuple[list[str], bytes, np.ndarray, bytes,
                                       np.ndarray | None]]:
     """Blocks of consecutive records of a FASTQ file: names (not settled), sequences,
-    lengths, qualities and, with ``hash_names``, the names' hashes sorted (else None); from the
-    compiled FASTQ parser (:func:`_parsed_blocks`), then, from the first record it leaves (or a
-    block that does not read), from dnaio, a few thousand records at a time."""
+    lengths, qualities (joined as the sequences) and, with ``hash_names``, the names' hashes
+    sorted (else None); from the compiled FASTQ parser (:func:`_parsed_blocks`), then, from the
+    first record it leaves (or a block that does not read), from dnaio, a few thousand records
+    at a time."""
     from .formats import _cpu as formats
 
     parsed: list[int] = []
@@ -295,7 +303,8 @@ def _fastq_blocks(path: str, hash_names: bool,
             path, parsed, lambda data, final: formats.parse_fastq_block(data, final, hash_names))):
         return
     for columns, sequences, lengths in _dnaio_chunks_after(path, sum(parsed), qualities=True):
-        yield (columns[0], sequences, lengths, columns[3],
+        yield (columns[0], sequences, lengths,
+               "".join(columns[3]).encode("latin-1", errors="replace"),
                np.sort(name_hashes(*joined_utf8(columns[0]))) if hash_names else None)
 
 

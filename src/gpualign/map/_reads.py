@@ -19,11 +19,12 @@ READ_INVALID = "wildcard"
 @dataclass
 class ReadBatch:
     """Reads ``start .. start + len(sequences)`` of a file or set, with their FASTQ qualities
-    (None for FASTA and for reads given in memory)."""
+    joined as bytes, a read's at its offsets in ``sequences`` less the first (None for FASTA
+    and for reads given in memory)."""
 
     start: int
     sequences: SequenceSet
-    qualities: list[str | None] | None
+    qualities: bytes | None
 
     def __len__(self) -> int:
         return len(self.sequences)
@@ -44,8 +45,7 @@ def read_batches(reads: Any, batch_reads: int, role: str = "reads") -> Iterator[
         for names, sequences, offsets, qualities in read_record_batches(reads, batch_reads):
             codes = encode_packed(sequences, offsets, "dna", names=names, first_index=start,
                                   invalid=READ_INVALID)
-            yield ReadBatch(start, SequenceSet(codes, offsets, names, "dna"),
-                            None if qualities[0] is None else qualities)
+            yield ReadBatch(start, SequenceSet(codes, offsets, names, "dna"), qualities)
             start += len(names)
         return
     whole = as_sequence_set(reads, "dna", invalid=READ_INVALID, role=role)

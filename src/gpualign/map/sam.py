@@ -202,10 +202,8 @@ def _qualities(batch: ReadBatch) -> tuple[np.ndarray, np.ndarray]:
     empty (QUAL ``*``) where the batch has none. The one reader of ``ReadBatch.qualities``."""
     if batch.qualities is None:
         return np.zeros(0, dtype=np.uint8), np.zeros(len(batch) + 1, dtype=np.int64)
-    qualities = batch.qualities
-    if None in qualities:
-        qualities = [quality or "" for quality in qualities]
-    return _joined(qualities)
+    offsets = batch.sequences.offsets
+    return np.frombuffer(batch.qualities, dtype=np.uint8), offsets - offsets[0]
 
 
 #: The reference names last joined, as a list, and their :func:`_joined` texts: every batch of a
