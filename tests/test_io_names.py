@@ -363,8 +363,9 @@ def test_sam_never_has_duplicate_sq_lines(tmp_path, capsys):
 def _records_of(batches):
     """``(name, sequence, quality)`` of every record of ``io.read_record_batches``' batches, as
     ``io.read_records`` gives them (quality None in FASTA)."""
-    return [(name, sequences[offsets[k]:offsets[k + 1]].decode(),
-             None if qualities is None else qualities[offsets[k]:offsets[k + 1]].decode())
+    return [(name, sequences[offsets[k]:offsets[k + 1]].tobytes().decode(),
+             None if qualities is None else
+             qualities[offsets[k]:offsets[k + 1]].tobytes().decode())
             for names, sequences, offsets, qualities in batches
             for k, name in enumerate(names)]
 

@@ -61,7 +61,8 @@ def reference_write_records(out, result, records, reads, mates, reference_names)
             name = template_name(name)
         forward, backward, offsets = texts[id(batch)]
         lo, hi = offsets[number], offsets[number + 1]
-        quality = batch.qualities[lo:hi].decode() if batch.qualities is not None else None
+        quality = batch.qualities[lo:hi].tobytes().decode() if batch.qualities is not None \
+            else None
         if flags[slot] & REVERSE:
             sequence = backward[len(backward) - hi:len(backward) - lo]
             quality = quality[::-1] if quality else quality
@@ -115,7 +116,7 @@ def _batch(rng, start, count, mate, qualities, names_kind):
         name = {"plain": f"r{i}", "tagged": f"r{i}/{mate}", "odd": ["/1", "x/", "é/2", f"q{i}/3",
                                                                      f"r{i}/{mate}"][i % 5]}
         names.append(name[names_kind])
-    quals = rng.integers(33, 75, len(codes)).astype(np.uint8).tobytes() if qualities else None
+    quals = rng.integers(33, 75, len(codes)).astype(np.uint8) if qualities else None
     return ReadBatch(start, SequenceSet(codes, offsets, names, "dna"), quals)
 
 

@@ -12,6 +12,7 @@ import sys
 import warnings
 import zlib
 from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass
 from typing import IO, Any
 
 import dnaio
@@ -216,19 +217,17 @@ def _dnaio_records(path: str) -> Iterator[Any]:
         raise SequenceFileError(f"{path}: cannot read {where}: {_reason(exc)}") from exc
 
 
-#: Records of a FASTQ file: names, sequences (bytes, concatenated), lengths, qualities.
-_ReadBlock = tuple[list[str], bytes, np.ndarray, bytes | None]
-
-
 def read_record_batches(path: str | os.PathLike, size: int, *, duplicates: str | None = None,
-                        ) -> Iterator[tuple[list[str], bytes, np.ndarray, bytes | None]]:
+                        ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray, np.ndarray | None]]:
     r"""``(names, sequences, offsets, qualities)`` of every ``size`` records of a FASTA or
     FASTQ file in turn (fewer at the end): the names as :func:`read_records` gives them, the
-    sequences' bytes concatenated (``offsets`` delimit them, as :func:`read_packed`'s) and
-    the FASTQ qualities likewise, at the same offsets (None in FASTA: as text, read by read,
-    they would cost more than the parsing). The compiled parsers read the records block by
-    block (:func:`_fastq_blocks`, :func:`_blocks`), with no Python work per record (many short
-    reads), dnaio the records they leave (from the first one on).
+    sequences' bytes concatenated in a uint8 array (``offsets`` delimit them, as
+    :func:`read_packed`'s) and the FASTQ qualities likewise, at the same offsets (None in
+    FASTA). The compiled parsers read the records block by block (:func:`_fastq_blocks`,
+    :func:`_blocks`), with no Python work per record (many short reads), dnaio the records
+    they leave (from the first one on). A batch is a view of the block it lies in, or, across
+    blocks, one copy of its records: no Python strings a read and few copies, which a reading
+    thread would make while holding the GIL.
 
     Examples
     --------
@@ -236,7 +235,7 @@ def read_record_batches(path: str | os.PathLike, size: int, *, duplicates: str |
     >>> reads = pathlib.Path(tempfile.mkdtemp(), "r.fq")
     >>> _ = reads.write_text("@a/1 x\nACGT\n+\nIIII\n@\nGG\n+\nII\n")
     >>> names, sequences, offsets, qualities = next(read_record_batches(reads, 10))
-    >>> names, sequences, offsets.tolist(), qualities
+    >>> names, sequences.tobytes(), offsets.tolist(), qualities.tobytes()
     (['a/1', '1'], b'ACGTGG', [0, 4, 6], b'IIIIII')
     """
     path = _checked(path)
@@ -244,34 +243,69 @@ def read_record_batches(path: str | os.PathLike, size: int, *, duplicates: str |
     blocks = _fastq_blocks(path, names.checks) if _is_fastq(path) else \
         ((block[0], block[2], block[3], None, block[4])
          for block in _blocks(path, "cpu", hash_names=names.checks))
-    pending: _ReadBlock | None = None  # records read, not yet handed out
+    held: list[_ReadBlock] = []  # records read, not yet handed out, block by block
+    count = 0
     for block_names, sequences, lengths, qualities, hashes in blocks:
-        block = (names.batch(block_names, hashes), sequences, lengths, qualities)
-        pending = block if pending is None else _joined_blocks(pending, block)
-        count = len(pending[0])
-        offsets = offsets_of_counts(pending[2])
-        lo = 0
-        while count - lo >= size:  # each batch a slice: linear in the records
-            hi = lo + size
-            yield (pending[0][lo:hi], pending[1][offsets[lo]:offsets[hi]],
-                   offsets[lo:hi + 1] - offsets[lo], _part(pending[3], offsets[lo], offsets[hi]))
-            lo = hi
-        pending = None if lo == count else \
-            (pending[0][lo:], pending[1][offsets[lo]:], pending[2][lo:],
-             _part(pending[3], offsets[lo], None))
-    if pending is not None:
-        yield pending[0], pending[1], offsets_of_counts(pending[2]), pending[3]
+        held.append(_ReadBlock(names.batch(block_names, hashes), _byte_array(sequences),
+                               offsets_of_counts(lengths), _byte_array(qualities)))
+        count += len(block_names)
+        while count >= size:
+            yield _first_records(held, size)
+            count -= size
+    if count:
+        yield _first_records(held, count)
 
 
-def _joined_blocks(first: _ReadBlock, second: _ReadBlock) -> _ReadBlock:
-    """The records of ``first``, then those of ``second``, as one block."""
-    return (first[0] + second[0], first[1] + second[1], np.concatenate((first[2], second[2])),
-            None if first[3] is None else first[3] + second[3])
+@dataclass
+class _ReadBlock:
+    """Records read from a file: names, sequences joined (uint8), their offsets and the
+    qualities joined likewise (None in FASTA), of which those from ``first`` on are not yet
+    handed out."""
+
+    names: list[str]
+    sequences: np.ndarray
+    offsets: np.ndarray
+    qualities: np.ndarray | None
+    first: int = 0
+
+    def take(self, count: int) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray | None]:
+        """The next ``count`` records (views), offsets from 0; they are handed out."""
+        lo, hi = self.first, self.first + count
+        self.first = hi
+        a, b = self.offsets[lo], self.offsets[hi]
+        return (self.names[lo:hi], self.sequences[a:b], self.offsets[lo:hi + 1] - a,
+                None if self.qualities is None else self.qualities[a:b])
+
+    def __len__(self) -> int:
+        return len(self.names) - self.first
 
 
-def _part(qualities: bytes | None, lo: int, hi: int | None) -> bytes | None:
-    """``qualities[lo:hi]``, None for None (FASTA)."""
-    return None if qualities is None else qualities[lo:hi]
+def _first_records(held: list[_ReadBlock], count: int,
+                   ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray | None]:
+    """The first ``count`` records of the blocks ``held`` (which hold as many), taken from
+    them (emptied blocks dropped): views of one block, else the parts joined."""
+    parts = []
+    while count:
+        part = held[0].take(min(count, len(held[0])))
+        parts.append(part)
+        count -= len(part[0])
+        if not len(held[0]):
+            held.pop(0)
+    if len(parts) == 1:
+        return parts[0]
+    shifts = offsets_of_counts(np.array([len(part[1]) for part in parts]))
+    return ([name for part in parts for name in part[0]],
+            np.concatenate([part[1] for part in parts]),
+            np.concatenate([parts[0][2][:1]] + [part[2][1:] + shift for part, shift
+                                               in zip(parts, shifts[:-1], strict=True)]),
+            None if parts[0][3] is None else np.concatenate([part[3] for part in parts]))
+
+
+def _byte_array(data: bytes | np.ndarray | None) -> np.ndarray | None:
+    """``data`` as a uint8 array (bytes not copied); None for None."""
+    if data is None or isinstance(data, np.ndarray):
+        return data
+    return np.frombuffer(data, dtype=np.uint8)
 
 
 def _is_fastq(path: str) -> bool:
@@ -499,8 +533,8 @@ def _fasta_blocks(path: str | os.PathLike, parsed: list[int], backend: str = "cp
     names with ``hash_names``), their counts appended to ``parsed``, up to the end (returns
     True) or to the first record it leaves to dnaio (False). Nothing for a file that is
     missing, not FASTA, or unreadable (dnaio then reports why)."""
-    def looks_fasta(data: bytes, block: bytes) -> bool:  # and not of genome-sized records
-        return _starts_fasta(data) and block.count(b">") * _LONG_RECORD >= len(block)
+    def looks_fasta(data: bytearray) -> bool:  # and not of genome-sized records
+        return _starts_fasta(data) and data.count(b">") * _LONG_RECORD >= len(data)
 
     return (yield from _parsed_blocks(
         path, parsed,
@@ -508,16 +542,16 @@ def _fasta_blocks(path: str | os.PathLike, parsed: list[int], backend: str = "cp
 
 
 def _parsed_blocks(path: str | os.PathLike, parsed: list[int],
-                   parse: Callable[[bytes, bool], tuple],
-                   accept: Callable[[bytes, bytes], bool] | None = None,
+                   parse: Callable[[bytearray, bool], tuple],
+                   accept: Callable[[bytearray], bool] | None = None,
                    ) -> Generator[tuple, None, bool]:
     """The blocks of records that a compiled parser takes from the file, :data:`_BLOCK` bytes
     read at a time (a record cut by a block's end carried to the next): ``parse(data,
     final)`` returns four columns of the records (names first), the bytes they take, whether
     it stopped at a record it leaves to dnaio, and the names' hashes; each block's columns and
     hashes are yielded, their counts appended to ``parsed``. Returns True at the end of the
-    file, False at the first record left to dnaio, where ``accept(data, first block)`` refuses
-    the file, or where it is missing or does not open or read (dnaio then reports why)."""
+    file, False at the first record left to dnaio, where ``accept(first block)`` refuses the
+    file, or where it is missing or does not open or read (dnaio then reports why)."""
     import xopen
 
     if not os.path.isfile(path):
@@ -527,26 +561,36 @@ def _parsed_blocks(path: str | os.PathLike, parsed: list[int],
     except (OSError, ValueError, *DECOMPRESSION_ERRORS):
         return False
     with handle:
-        carry = b""
+        # One buffer for every block, read into after the record the last block cut (kept
+        # at its start): no block-sized copy and allocation a block (a reading thread
+        # holds the GIL while it copies).
+        # Its room to spare takes the carries of most records: they grow it without moving it.
+        data = bytearray(_BLOCK + _BLOCK // 8)
+        kept = 0
         first, final = True, False
         while not final:
+            want = kept + _BLOCK
+            if len(data) < want:
+                data.extend(bytes(want - len(data)))
             try:
-                block = handle.read(_BLOCK)
+                with memoryview(data)[kept:want] as view:
+                    got = handle.readinto(view)
             except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError,
                     *DECOMPRESSION_ERRORS):
                 return False
-            final = not block
-            joined = carry + block
-            if first and joined and accept is not None and not accept(joined, block):
+            final = not got
+            del data[kept + got:]
+            if first and data and accept is not None and not accept(data):
                 return False
             first = False
-            *columns, consumed, unusual, hashes = parse(joined, final)
+            *columns, consumed, unusual, hashes = parse(data, final)
             if len(columns[0]):
                 parsed.append(len(columns[0]))
                 yield (*columns, hashes)
             if unusual:
                 return False
-            carry = joined[consumed:]
+            data[:len(data) - consumed] = data[consumed:]
+            kept = len(data) - consumed
     return True
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "InvalidSymbolError",
     "SequenceSet",
     "as_sequence_set",
+    "code_table",
     "encode_many",
     "encode_packed",
     "get_alphabet",
@@ -369,23 +370,26 @@ def encode_many(sequences: Sequence[Any], alphabet: str | Alphabet = AUTO, *,
     return codes, offsets
 
 
-def encode_packed(raw: bytes, offsets: np.ndarray, alphabet: str | Alphabet = AUTO, *,
+def encode_packed(raw: bytes | np.ndarray, offsets: np.ndarray,
+                  alphabet: str | Alphabet = AUTO, *,
                   names: Sequence[str] | None = None, first_index: int = 0,
                   invalid: str = "error") -> np.ndarray:
-    """Encode the concatenated bytes ``raw`` of sequences that ``offsets`` delimit (as
-    :func:`gpualign.io.read_packed` gives them): the codes, with :func:`encode`'s errors
-    (``"auto"``: the alphabet of the first symbols, :func:`infer_alphabet`).
+    """Encode the concatenated bytes ``raw`` (bytes or a uint8 array) of sequences that
+    ``offsets`` delimit (as :func:`gpualign.io.read_packed` gives them): the codes, with
+    :func:`encode`'s errors (``"auto"``: the alphabet of the first symbols,
+    :func:`infer_alphabet`).
 
     Examples
     --------
     >>> encode_packed(b"ACGTGG", np.array([0, 4, 6])).tolist()
     [0, 1, 2, 3, 2, 2]
     """
-    alpha = infer_alphabet(raw[:_SAMPLE_SYMBOLS]) if _is_auto(alphabet) else \
+    alpha = infer_alphabet(bytes(raw[:_SAMPLE_SYMBOLS])) if _is_auto(alphabet) else \
         get_alphabet(alphabet)
     codes, position = _translate(raw, alpha, invalid)
     if position >= 0:
-        _raise_at(position, offsets, lambda number: raw[offsets[number]:offsets[number + 1]],
+        _raise_at(position, offsets,
+                  lambda number: bytes(raw[offsets[number]:offsets[number + 1]]),
                   alpha, names, first_index)
     return codes
 
@@ -403,22 +407,34 @@ def _raise_at(position: int, offsets: np.ndarray, record: Any, alphabet: Alphabe
 _INVALID_CODE = 255
 
 
-def _translate(raw: bytes, alphabet: Alphabet, invalid: str) -> tuple[np.ndarray, int]:
-    """The codes of ``raw`` (writable), symbols outside the alphabet made wildcards when
-    ``invalid="wildcard"``; and the position of the first one left (``-1`` for none)."""
+def code_table(alphabet: Alphabet, invalid: str) -> np.ndarray:
+    """Every byte's code in ``alphabet`` (256 uint8): a symbol outside it the wildcard where
+    ``invalid="wildcard"`` and the alphabet has one, else ``_INVALID_CODE``.
+
+    Examples
+    --------
+    >>> code_table(get_alphabet("dna"), "wildcard")[list(b"AcgTR")].tolist()
+    [0, 1, 2, 3, 4]
+    """
     if invalid not in ("error", "wildcard"):
         raise ValueError(f"invalid={invalid!r}: expected 'error' or 'wildcard'")
+    outside = alphabet.wildcard if invalid == "wildcard" and alphabet.wildcard is not None \
+        else _INVALID_CODE
+    return np.where(alphabet.lookup < 0, outside, alphabet.lookup).astype(np.uint8)
+
+
+def _translate(raw: bytes | np.ndarray, alphabet: Alphabet,
+               invalid: str) -> tuple[np.ndarray, int]:
+    """The codes of ``raw`` (writable), symbols outside the alphabet made wildcards when
+    ``invalid="wildcard"``; and the position of the first one left (``-1`` for none)."""
+    table = code_table(alphabet, invalid)
     if alphabet.name == "bytes":  # every byte is its own code
         return np.frombuffer(bytearray(raw), dtype=np.uint8), -1
-    table = np.where(alphabet.lookup < 0, _INVALID_CODE, alphabet.lookup).astype(np.uint8)
     codes = np.frombuffer(bytearray(raw).translate(table.tobytes()), dtype=np.uint8)
-    if _INVALID_CODE not in codes:
+    # _INVALID_CODE is the largest byte: a maximum finds it without a temporary array.
+    if not len(codes) or codes.max() != _INVALID_CODE:
         return codes, -1
-    bad = np.flatnonzero(codes == _INVALID_CODE)
-    if invalid == "wildcard" and alphabet.wildcard is not None:
-        codes[bad] = alphabet.wildcard
-        return codes, -1
-    return codes, int(bad[0])
+    return codes, int(np.argmax(codes == _INVALID_CODE))
 
 
 class SequenceSet:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..mems.index import nucleotides
-from ..sequences import SequenceSet, as_sequence_set, encode_packed
+from ..sequences import SequenceSet, as_sequence_set, code_table, get_alphabet
 
 #: A read's symbols outside ACGT (IUPAC codes) are N, which matches nothing: as every mapper.
 READ_INVALID = "wildcard"
@@ -19,12 +19,12 @@ READ_INVALID = "wildcard"
 @dataclass
 class ReadBatch:
     """Reads ``start .. start + len(sequences)`` of a file or set, with their FASTQ qualities
-    joined as bytes, a read's at its offsets in ``sequences`` less the first (None for FASTA
-    and for reads given in memory)."""
+    joined in a uint8 array, a read's at its offsets in ``sequences`` less the first (None for
+    FASTA and for reads given in memory)."""
 
     start: int
     sequences: SequenceSet
-    qualities: bytes | None
+    qualities: np.ndarray | None
 
     def __len__(self) -> int:
         return len(self.sequences)
@@ -39,12 +39,14 @@ def read_batches(reads: Any, batch_reads: int, role: str = "reads") -> Iterator[
     map as N."""
     reads = nucleotides(reads, role, "read mapping is")
     if isinstance(reads, os.PathLike):
+        from ..formats._cpu import translate  # compiled: without the GIL
         from ..io import read_record_batches  # dnaio loads once a file is read
 
+        # Every byte has a code (outside ACGT the wildcard): no read is refused for a symbol.
+        table = code_table(get_alphabet("dna"), READ_INVALID)
         start = 0
         for names, sequences, offsets, qualities in read_record_batches(reads, batch_reads):
-            codes = encode_packed(sequences, offsets, "dna", names=names, first_index=start,
-                                  invalid=READ_INVALID)
+            codes = translate(sequences, table)
             yield ReadBatch(start, SequenceSet(codes, offsets, names, "dna"), qualities)
             start += len(names)
         return

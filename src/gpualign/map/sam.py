@@ -203,7 +203,7 @@ def _qualities(batch: ReadBatch) -> tuple[np.ndarray, np.ndarray]:
     if batch.qualities is None:
         return np.zeros(0, dtype=np.uint8), np.zeros(len(batch) + 1, dtype=np.int64)
     offsets = batch.sequences.offsets
-    return np.frombuffer(batch.qualities, dtype=np.uint8), offsets - offsets[0]
+    return batch.qualities, offsets - offsets[0]
 
 
 #: The reference names last joined, as a list, and their :func:`_joined` texts: every batch of a
