@@ -184,7 +184,8 @@ def _line(record, source, flags, bits, places, scores, no_score, cigars, letters
     return _put_byte(out, at, _NEWLINE)
 
 
-@njit(parallel=True, cache=True)
+# Without the GIL: the thread reading the next batch goes on while the lines are written.
+@njit(parallel=True, cache=True, nogil=True)
 def sam_lines(records, sources, flags, bits, places, scores, no_score, cigars, letters, hard_clip,
               reads, template, tables, references, sa_slots, sa):
     """The SAM lines of ``records`` (indices into the per-record arrays), one after the other,
