@@ -98,8 +98,10 @@ def _encoded_batches(source: Any, alphabet: Alphabet, invalid: str, batch_residu
 
 
 def reading_ahead(batches: Iterator[Any], ahead: int) -> Iterator[Any]:
-    """Run ``batches`` on a daemon thread, ``ahead`` batches ahead; errors re-raise here,
-    in order. A consumer that stops early leaves at once: the thread stops at its next batch.
+    """Run ``batches`` on a daemon thread from this call on (so a caller may start the reading
+    before other work), ``ahead`` batches ahead; errors re-raise in the consumer, in order. A
+    consumer that stops early (it closes the iterator or drops it) leaves at once: the thread
+    stops at its next batch.
 
     Examples
     --------
@@ -107,7 +109,6 @@ def reading_ahead(batches: Iterator[Any], ahead: int) -> Iterator[Any]:
     [0, 1, 2]
     """
     ready: queue.Queue = queue.Queue(maxsize=max(1, ahead))
-    done = object()
     stop = threading.Event()
 
     def hand_over(item: Any) -> bool:
@@ -122,27 +123,50 @@ def reading_ahead(batches: Iterator[Any], ahead: int) -> Iterator[Any]:
                 continue
         return False
 
-    def produce() -> None:
+    def produce() -> None:  # holds no reference to the consumer, which may then be collected
         try:
             for batch in batches:
                 if not hand_over(batch):
                     return
-            hand_over(done)
+            hand_over(_DONE)
         except BaseException as exc:  # handed to the consumer, which re-raises it
             hand_over(exc)
 
-    thread = threading.Thread(target=produce, name="gpualign-reader", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = ready.get()
-            if item is done:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
+    threading.Thread(target=produce, name="gpualign-reader", daemon=True).start()
+    return _Ahead(ready, stop)
+
+
+#: What the reading thread hands over after the last batch.
+_DONE = object()
+
+
+class _Ahead:
+    """The consumer's side of :func:`reading_ahead`: the batches in order, an error re-raised;
+    once it has ended, is closed or is collected, the thread stops."""
+
+    def __init__(self, ready: queue.Queue, stop: threading.Event) -> None:
+        self._ready, self._stop = ready, stop
+
+    def __iter__(self) -> _Ahead:
+        return self
+
+    def __next__(self) -> Any:
+        if self._stop.is_set():
+            raise StopIteration
+        item = self._ready.get()
+        if item is _DONE or isinstance(item, BaseException):
+            self._stop.set()
+            if item is _DONE:
+                raise StopIteration
+            raise item
+        return item
+
+    def close(self) -> None:
+        """Stop the reading: the thread ends at its next batch."""
+        self._stop.set()
+
+    def __del__(self) -> None:
+        self._stop.set()
 
 
 def iter_batches(subjects: Any, alphabet: str | Alphabet = AUTO, *, invalid: str = "error",

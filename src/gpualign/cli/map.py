@@ -88,16 +88,19 @@ def _bytes_sink(out: IO[str]) -> IO[Any]:
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign map`` on the parsed ``args``; return the exit status (0; errors raise
     and :func:`gpualign.cli.main` turns them into status 2)."""
-    from ..map.api import iter_mappings
+    from ..map.api import ReadsAhead, iter_mappings
     from ..map.index import as_map_index
     from ..map.sam import sam_header, write_records
     began = time.perf_counter()
     backend = _index_backend(args)
     check_output(args.output, [args.reference, args.reads, args.mates])
+    mates = Path(args.mates) if args.mates is not None else None
+    # The reads are read from now on, while the index is built (their first batch waits for
+    # the compiled parsers to load).
+    reading = ReadsAhead(Path(args.reads), mates)
     built = time.perf_counter()
     index = as_map_index(Path(args.reference), backend=backend)
     index_seconds = time.perf_counter() - built
-    mates = Path(args.mates) if args.mates is not None else None
     reads = mapped = 0
     seconds: dict[str, float] = {}
     write_seconds = 0.0
@@ -108,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
                              " ".join([PROG, *sys.argv[1:]])))
         records = _bytes_sink(out)
         for chunk, mate_chunk, result in iter_mappings(
-                index, Path(args.reads), mates, k=args.k, max_candidates=args.max_candidates,
+                index, reading, k=args.k, max_candidates=args.max_candidates,
                 # On a cluster each worker resolves --backend for its batches (CUDA where it
                 # has a GPU); this process built the index with its own.
                 backend=backend if client is None else args.backend, progress=not args.quiet,

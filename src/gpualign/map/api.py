@@ -70,7 +70,7 @@ from .segments import (
     clip_ends,
 )
 
-__all__ = ["NO_SCORE", "MappingResult", "iter_mappings", "map_reads"]
+__all__ = ["NO_SCORE", "MappingResult", "ReadsAhead", "iter_mappings", "map_reads"]
 
 #: MAPQ of the surest placement (minimap2's and bwa's cap).
 MAX_MAPQ = 60
@@ -1133,13 +1133,35 @@ def _check_mates(first: tuple[Any, ReadBatch | None, Iterator[ReadBatch]],
                          "formed by record order, and their names must agree but for /1 and /2")
 
 
+class ReadsAhead:
+    """Reads, and their mates for pairs (as :func:`map_reads` takes them), read in batches on
+    a thread from the moment this is made, a batch ahead of the mapping: given to
+    :func:`iter_mappings` as its ``reads``, they are read while the caller builds the index (a
+    file's first batch waits for the compiled parsers to load, about a second), as
+    ``gpualign map`` does. Errors of the reads come out where the mapping takes them.
+
+    Examples
+    --------
+    >>> from gpualign.map.index import as_map_index
+    >>> genome = "".join(np.random.default_rng(7).choice(list("ACGT"), 5000))
+    >>> reads = ReadsAhead([genome[900:950]])
+    >>> [result.pos.tolist() for _, _, result in iter_mappings(as_map_index([genome]), reads,
+    ...                                                        backend="cpu")]
+    [[900]]
+    """
+
+    def __init__(self, reads: Any, mates: Any = None) -> None:
+        self.paired = mates is not None
+        self.batches = reading_ahead(
+            _read_pairs(reads, mates, max(1, int(config.MAP_BATCH_READS))), 1)
+
+
 def _map_here(index: Any, batches: Iterator[tuple[ReadBatch, ReadBatch | None, float]],
               insert: tuple[int, int] | None, backend: str, options: dict[str, Any],
               ) -> Iterator[tuple[ReadBatch, ReadBatch | None, MappingResult]]:
-    """The batches mapped one after the other in this process, the first pairs' insert sizes
-    kept for the next ones."""
-    # The next batch is read on a thread while this one maps.
-    for chunk, mate_chunk, read_seconds in reading_ahead(batches, 1):
+    """The batches (read ahead: :class:`ReadsAhead`) mapped one after the other in this
+    process, the first pairs' insert sizes kept for the next ones."""
+    for chunk, mate_chunk, read_seconds in batches:
         result = map_batch(index, chunk.sequences,
                            None if mate_chunk is None else mate_chunk.sequences, chunk.start,
                            insert, backend=backend, **options)
@@ -1156,8 +1178,10 @@ def iter_mappings(index: Any, reads: Any, mates: Any = None, *, k: int | None = 
     reads or pairs each): yield each batch of reads, of mates (None for single-end) and its
     :class:`MappingResult` (read indices counted from the start of the input), in input
     order, so that a caller can write SAM as it goes. Arguments as :func:`map_reads`,
-    ``index`` a :class:`~gpualign.map.index.MapIndex`; with a ``client``, the batches are
-    tasks on its Dask cluster (:func:`gpualign.map.distributed.cluster_mappings`).
+    ``index`` a :class:`~gpualign.map.index.MapIndex`, ``reads`` also a :class:`ReadsAhead`
+    (holding the mates: ``mates`` None); with a ``client``, the batches are tasks on its Dask
+    cluster (:func:`gpualign.map.distributed.cluster_mappings`). Without one, the next batch
+    is read on a thread while this one maps.
 
     Examples
     --------
@@ -1178,10 +1202,20 @@ def iter_mappings(index: Any, reads: Any, mates: Any = None, *, k: int | None = 
         raise ValueError(f"backend={backend!r}: expected one of {', '.join(BACKENDS)}")
     options = {"k": k, "max_candidates": max_candidates}
     insert_size = insert_bounds(insert_size)
-    batches = _read_pairs(reads, mates, max(1, int(config.MAP_BATCH_READS)))
-    mapped = _map_here(index, batches, insert_size, backend, options) if client is None else \
-        cluster_mappings(client, map_batch, index, batches, insert_size, backend, options,
-                         paired=mates is not None)
+    if isinstance(reads, ReadsAhead):
+        if mates is not None:
+            raise ValueError("iter_mappings: the mates of reads read ahead go to ReadsAhead")
+        ahead: ReadsAhead | None = reads
+    else:
+        ahead = ReadsAhead(reads, mates) if client is None else None
+    if client is None:
+        mapped = _map_here(index, ahead.batches, insert_size, backend, options)
+    else:
+        batches = ahead.batches if ahead is not None else \
+            _read_pairs(reads, mates, max(1, int(config.MAP_BATCH_READS)))
+        mapped = cluster_mappings(client, map_batch, index, batches, insert_size, backend,
+                                  options, paired=ahead.paired if ahead is not None
+                                  else mates is not None)
     with progress_bar(None, progress, "map", "read") as bar:
         for chunk, mate_chunk, result in mapped:
             bar.update(len(chunk))
