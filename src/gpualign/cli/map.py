@@ -6,6 +6,7 @@ import argparse
 import io
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
@@ -104,26 +105,38 @@ def run(args: argparse.Namespace) -> int:
     reads = mapped = 0
     seconds: dict[str, float] = {}
     write_seconds = 0.0
+    def write(result: Any, chunk: Any, mate_chunk: Any) -> float:
+        """Write a batch's SAM records; the seconds it took."""
+        written = time.perf_counter()
+        write_records(records, result, np.arange(len(result)), chunk, mate_chunk,
+                      index.reference.names)
+        return time.perf_counter() - written
+
     # The SAM goes to a new file that replaces -o only at the end: a READS or MATES file found
     # bad after the header was written leaves no header-only (or partial) output behind.
-    with dask_client(args) as client, open_output(args.output) as out:
+    # A batch's records are written on a thread while the next batch maps (the compiled writer
+    # releases the GIL), one batch at a time, in order.
+    with dask_client(args) as client, open_output(args.output) as out, \
+            ThreadPoolExecutor(1, thread_name_prefix="gpualign-writer") as writer:
         out.write(sam_header(list(index.reference.names), index.reference.lengths,
                              " ".join([PROG, *sys.argv[1:]])))
         records = _bytes_sink(out)
+        writing: Future[float] | None = None
         for chunk, mate_chunk, result in iter_mappings(
                 index, reading, k=args.k, max_candidates=args.max_candidates,
                 # On a cluster each worker resolves --backend for its batches (CUDA where it
                 # has a GPU); this process built the index with its own.
                 backend=backend if client is None else args.backend, progress=not args.quiet,
                 client=client):
-            written = time.perf_counter()
-            write_records(records, result, np.arange(len(result)), chunk, mate_chunk,
-                          index.reference.names)
-            write_seconds += time.perf_counter() - written
+            if writing is not None:
+                write_seconds += writing.result()
+            writing = writer.submit(write, result, chunk, mate_chunk)
             reads += int(result.primary.sum())  # one a read; a split read has two records
             mapped += int((result.mapped & result.primary).sum())
             for stage, value in result.stage_seconds.items():
                 seconds[stage] = seconds.get(stage, 0.0) + value
+        if writing is not None:
+            write_seconds += writing.result()
     seconds["write"] = write_seconds
     rates = ", ".join(f"{stage} {reads / max(value, 1e-9):,.0f}"
                       for stage, value in seconds.items())
