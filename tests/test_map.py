@@ -6,9 +6,11 @@ fields and rescue, and the SAM passes samtools.
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -439,6 +441,37 @@ def test_mates_of_another_count_are_refused(tmp_path, capsys):
     with config.override(MAP_BATCH_READS=2), pytest.raises(
             ValueError, match=r"differ in number: the reads holds 3, the mates 5"):
         gpualign.map_reads(REFERENCE, first[:3], second, backend="cpu")
+
+
+@pytest.mark.parametrize("layer", [None, "workqueue"])
+def test_cli_batches_written_while_the_next_maps_on_any_threading_layer(tmp_path, layer):
+    # The SAM of a batch is written on a thread while the next batch maps, both running
+    # Numba's parallel kernels: Numba's workqueue layer (chosen where neither OpenMP nor TBB
+    # loads) aborts a process that launches them from two threads, so there the batches are
+    # written in the mapping thread. Several batches, in a process of their own (the layer is
+    # chosen once a process); the SAM equals the one written batch by batch in this process.
+    first, second, _, _ = simulate_pairs(13, 12)
+    _write_reads(tmp_path / "r1.fq", first)
+    _write_reads(tmp_path / "r2.fq", second)
+    arguments = ["map", str(REFERENCE), str(tmp_path / "r1.fq"), str(tmp_path / "r2.fq"), "-q",
+                 "--backend", "cpu", "-o"]
+    with config.override(MAP_BATCH_READS=12):
+        assert main([*arguments, str(tmp_path / "one.sam")]) == 0
+    script = ("import sys; from gpualign import config; from gpualign.cli import main; "
+              "config.MAP_BATCH_READS = 3; sys.exit(main(sys.argv[1:]))")
+    environment = dict(os.environ)
+    environment.pop("NUMBA_THREADING_LAYER", None)
+    if layer is not None:
+        environment["NUMBA_THREADING_LAYER"] = layer
+    run = subprocess.run([sys.executable, "-c", script, *arguments, str(tmp_path / "four.sam")],
+                         capture_output=True, text=True, env=environment)
+    assert run.returncode == 0, run.stderr
+
+    def records(name: str) -> list[str]:
+        return [line for line in (tmp_path / name).read_text().splitlines()
+                if not line.startswith("@PG")]
+
+    assert records("four.sam") == records("one.sam") and len(records("one.sam")) > 24
 
 
 def _write_named(path: Path, names: list[str], reads: list[str]) -> None:

@@ -115,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
     # The SAM goes to a new file that replaces -o only at the end: a READS or MATES file found
     # bad after the header was written leaves no header-only (or partial) output behind.
     # A batch's records are written on a thread while the next batch maps (the compiled writer
-    # releases the GIL), one batch at a time, in order.
+    # releases the GIL), one batch at a time, in order; in this thread where Numba's threading
+    # layer could not take the two threads' parallel kernels (_overlap_safe).
     with dask_client(args) as client, open_output(args.output) as out, \
             ThreadPoolExecutor(1, thread_name_prefix="gpualign-writer") as writer:
         out.write(sam_header(list(index.reference.names), index.reference.lengths,
@@ -130,7 +131,11 @@ def run(args: argparse.Namespace) -> int:
                 client=client):
             if writing is not None:
                 write_seconds += writing.result()
-            writing = writer.submit(write, result, chunk, mate_chunk)
+                writing = None
+            if _overlap_safe():
+                writing = writer.submit(write, result, chunk, mate_chunk)
+            else:
+                write_seconds += write(result, chunk, mate_chunk)
             reads += int(result.primary.sum())  # one a read; a split read has two records
             mapped += int((result.mapped & result.primary).sum())
             for stage, value in result.stage_seconds.items():
@@ -144,6 +149,19 @@ def run(args: argparse.Namespace) -> int:
                  f"{destination(args)} in {time.perf_counter() - began:.2f} s (index "
                  f"{index_seconds:.2f} s; reads/s by stage: {rates}; {_where(args, backend)})")
     return 0
+
+
+def _overlap_safe() -> bool:
+    """Whether the SAM of a batch may be written on a thread while the next one maps: both run
+    Numba's parallel kernels, which its OpenMP and TBB threading layers take from two threads
+    at once, but its workqueue layer (where neither loads: no libgomp, say) aborts the process
+    on. False until a parallel kernel has run (the layer is chosen then)."""
+    import numba
+
+    try:
+        return numba.threading_layer() != "workqueue"
+    except ValueError:  # no layer chosen yet
+        return False
 
 
 def _index_backend(args: argparse.Namespace) -> str:
