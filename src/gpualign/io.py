@@ -323,10 +323,11 @@ def _is_fastq(path: str) -> bool:
 
 
 def _fastq_blocks(path: str, hash_names: bool,
-                  ) -> Iterator[tuple[list[str], bytes, np.ndarray, bytes,
-                                      np.ndarray | None]]:
-    """Blocks of consecutive records of a FASTQ file: names (not settled), sequences,
-    lengths, qualities (joined as the sequences) and, with ``hash_names``, the names' hashes
+                  ) -> Iterator[tuple[list[str], np.ndarray | bytes, np.ndarray,
+                                      np.ndarray | bytes, np.ndarray | None]]:
+    """Blocks of consecutive records of a FASTQ file: names (not settled), sequences (joined:
+    a uint8 array from the compiled parser, bytes from dnaio), lengths, qualities (joined as
+    the sequences) and, with ``hash_names``, the names' hashes
     sorted (else None); from the compiled FASTQ parser (:func:`_parsed_blocks`), then, from the
     first record it leaves (or a block that does not read), from dnaio, a few thousand records
     at a time."""
@@ -561,25 +562,31 @@ def _parsed_blocks(path: str | os.PathLike, parsed: list[int],
     except (OSError, ValueError, *DECOMPRESSION_ERRORS):
         return False
     with handle:
-        # One buffer for every block, read into after the record the last block cut (kept
-        # at its start): no block-sized copy and allocation a block (a reading thread
-        # holds the GIL while it copies).
-        # Its room to spare takes the carries of most records: they grow it without moving it.
-        data = bytearray(_BLOCK + _BLOCK // 8)
-        kept = 0
+        # One buffer for every block, the record the last block cut kept at its start and the
+        # next block read in after it: no block-sized copy and allocation a block (a reading
+        # thread holds the GIL while it copies). The first block, and one after a short read
+        # (the file's end, as a rule), is read as the file gives it, so that a small file
+        # costs no block-sized buffer.
+        data = bytearray()
+        kept, full = 0, False
         first, final = True, False
         while not final:
             want = kept + _BLOCK
-            if len(data) < want:
-                data.extend(bytes(want - len(data)))
             try:
-                with memoryview(data)[kept:want] as view:
-                    got = handle.readinto(view)
+                if full:
+                    if len(data) < want:  # grows by the carry: a copy once, then room to spare
+                        data.extend(bytes(want - len(data)))
+                    with memoryview(data)[kept:want] as view:
+                        got = handle.readinto(view)
+                    del data[kept + got:]
+                else:
+                    block = handle.read(_BLOCK)
+                    got = len(block)
+                    data[kept:] = block
             except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError,
                     *DECOMPRESSION_ERRORS):
                 return False
-            final = not got
-            del data[kept + got:]
+            final, full = not got, got == _BLOCK
             if first and data and accept is not None and not accept(data):
                 return False
             first = False

@@ -370,26 +370,23 @@ def encode_many(sequences: Sequence[Any], alphabet: str | Alphabet = AUTO, *,
     return codes, offsets
 
 
-def encode_packed(raw: bytes | np.ndarray, offsets: np.ndarray,
-                  alphabet: str | Alphabet = AUTO, *,
+def encode_packed(raw: bytes, offsets: np.ndarray, alphabet: str | Alphabet = AUTO, *,
                   names: Sequence[str] | None = None, first_index: int = 0,
                   invalid: str = "error") -> np.ndarray:
-    """Encode the concatenated bytes ``raw`` (bytes or a uint8 array) of sequences that
-    ``offsets`` delimit (as :func:`gpualign.io.read_packed` gives them): the codes, with
-    :func:`encode`'s errors (``"auto"``: the alphabet of the first symbols,
-    :func:`infer_alphabet`).
+    """Encode the concatenated bytes ``raw`` of sequences that ``offsets`` delimit (as
+    :func:`gpualign.io.read_packed` gives them): the codes, with :func:`encode`'s errors
+    (``"auto"``: the alphabet of the first symbols, :func:`infer_alphabet`).
 
     Examples
     --------
     >>> encode_packed(b"ACGTGG", np.array([0, 4, 6])).tolist()
     [0, 1, 2, 3, 2, 2]
     """
-    alpha = infer_alphabet(bytes(raw[:_SAMPLE_SYMBOLS])) if _is_auto(alphabet) else \
+    alpha = infer_alphabet(raw[:_SAMPLE_SYMBOLS]) if _is_auto(alphabet) else \
         get_alphabet(alphabet)
     codes, position = _translate(raw, alpha, invalid)
     if position >= 0:
-        _raise_at(position, offsets,
-                  lambda number: bytes(raw[offsets[number]:offsets[number + 1]]),
+        _raise_at(position, offsets, lambda number: raw[offsets[number]:offsets[number + 1]],
                   alpha, names, first_index)
     return codes
 
@@ -423,8 +420,7 @@ def code_table(alphabet: Alphabet, invalid: str) -> np.ndarray:
     return np.where(alphabet.lookup < 0, outside, alphabet.lookup).astype(np.uint8)
 
 
-def _translate(raw: bytes | np.ndarray, alphabet: Alphabet,
-               invalid: str) -> tuple[np.ndarray, int]:
+def _translate(raw: bytes, alphabet: Alphabet, invalid: str) -> tuple[np.ndarray, int]:
     """The codes of ``raw`` (writable), symbols outside the alphabet made wildcards when
     ``invalid="wildcard"``; and the position of the first one left (``-1`` for none)."""
     table = code_table(alphabet, invalid)

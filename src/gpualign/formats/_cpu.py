@@ -85,8 +85,8 @@ def parse_fastq_block(raw: bytes, final: bool, hash_names: bool = False,
                                  np.ndarray | None]:
     """The complete FASTQ records of ``raw`` (all of them when ``final``) as ``names,
     sequences, lengths, qualities`` (sequences and qualities joined, each a uint8 array, at
-    the same offsets: not copied to bytes), the bytes they take, whether parsing stopped at a record
-    left to dnaio (:func:`_parse_fastq`), and with ``hash_names`` the hashes of the names,
+    the same offsets: not copied to bytes), the bytes they take, whether parsing stopped at a
+    record left to dnaio (:func:`_parse_fastq`), and with ``hash_names`` the hashes of the names,
     sorted (see :data:`gpualign.formats.NAME_HASH_SEED`; else None), as :func:`parse_block`
     gives FASTA's: one compiled pass over the block (it releases the GIL, so a reading thread
     leaves the others to work)."""

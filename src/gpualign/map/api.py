@@ -1152,8 +1152,12 @@ class ReadsAhead:
 
     def __init__(self, reads: Any, mates: Any = None) -> None:
         self.paired = mates is not None
-        self.batches = reading_ahead(
-            _read_pairs(reads, mates, max(1, int(config.MAP_BATCH_READS))), 1)
+        self.batches = reading_ahead(_read_pairs(reads, mates, _batch_reads()), 1)
+
+
+def _batch_reads() -> int:
+    """Reads (or pairs) a batch: :data:`gpualign.config.MAP_BATCH_READS`, at least 1."""
+    return max(1, int(config.MAP_BATCH_READS))
 
 
 def _map_here(index: Any, batches: Iterator[tuple[ReadBatch, ReadBatch | None, float]],
@@ -1202,20 +1206,17 @@ def iter_mappings(index: Any, reads: Any, mates: Any = None, *, k: int | None = 
         raise ValueError(f"backend={backend!r}: expected one of {', '.join(BACKENDS)}")
     options = {"k": k, "max_candidates": max_candidates}
     insert_size = insert_bounds(insert_size)
+    if isinstance(reads, ReadsAhead) and mates is not None:
+        raise ValueError("iter_mappings: the mates of reads read ahead go to ReadsAhead")
+    if not isinstance(reads, ReadsAhead) and client is None:
+        reads = ReadsAhead(reads, mates)
     if isinstance(reads, ReadsAhead):
-        if mates is not None:
-            raise ValueError("iter_mappings: the mates of reads read ahead go to ReadsAhead")
-        ahead: ReadsAhead | None = reads
-    else:
-        ahead = ReadsAhead(reads, mates) if client is None else None
-    if client is None:
-        mapped = _map_here(index, ahead.batches, insert_size, backend, options)
-    else:
-        batches = ahead.batches if ahead is not None else \
-            _read_pairs(reads, mates, max(1, int(config.MAP_BATCH_READS)))
-        mapped = cluster_mappings(client, map_batch, index, batches, insert_size, backend,
-                                  options, paired=ahead.paired if ahead is not None
-                                  else mates is not None)
+        batches, paired = reads.batches, reads.paired
+    else:  # a cluster's client reads the batches as it hands them out
+        batches, paired = _read_pairs(reads, mates, _batch_reads()), mates is not None
+    mapped = _map_here(index, batches, insert_size, backend, options) if client is None else \
+        cluster_mappings(client, map_batch, index, batches, insert_size, backend, options,
+                         paired=paired)
     with progress_bar(None, progress, "map", "read") as bar:
         for chunk, mate_chunk, result in mapped:
             bar.update(len(chunk))
