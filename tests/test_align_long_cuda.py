@@ -116,6 +116,12 @@ class EmulatedEngine(CudaEngine):
     def device_codes(self, sequences):
         return sequences.q_codes, sequences.t_codes
 
+    def _traced_launch(self, codes, leaves):
+        """The large leaves' bands and walk (long.cu's long_bands with TRACE, trace_walk) are
+        bound to give leaf_paths' paths; on the host, leaf_paths' emulation stands for them
+        (the GPU tests compare the two kernels)."""
+        return self._leaf_launch(codes, leaves)
+
     def _leaf_launch(self, codes, leaves):
         """long.cu's leaf_paths, its warp's lanes step by step: bands of 32 rows, the row
         above a band loaded 32 columns ahead, the hand-offs between lanes as shuffles, the
@@ -494,7 +500,7 @@ class MaskedEmulation(EmulatedEngine):
 
 def _engine(scheme, engine_class=EmulatedEngine):
     """An engine of ``scheme`` and the scheme's alphabet."""
-    scoring, alphabet = SCHEMES[scheme]
+    scoring, alphabet = GPU_SCHEMES[scheme]
     table, _ = scoring.table(alphabet)
     match_codes = get_alphabet(alphabet).match_codes
     return engine_class(table, scoring.gap_open, scoring.gap_extend, match_codes,
@@ -511,7 +517,8 @@ def tiny_tiles(request, monkeypatch):
     monkeypatch.setattr(config, "LONG_ALIGN_TILE_COLUMNS", columns)
     monkeypatch.setattr(config, "LONG_ALIGN_BAND_ROWS_PER_THREAD", BAND_ROWS)
     monkeypatch.setattr(config, "LONG_ALIGN_MIN_CELLS", 1)
-    monkeypatch.setattr(config, "LONG_ALIGN_LEAF_CELLS", 256)  # paths of several levels
+    monkeypatch.setattr(config, "LONG_ALIGN_LEAF_CELLS", 256)  # paths of several levels,
+    monkeypatch.setattr(config, "LONG_ALIGN_TRACE_CELLS", 2048)  # their larger leaves traced
     return request.param
 
 
@@ -680,7 +687,7 @@ def test_pairs_address_the_records_they_index():
 def _problems(scheme, rng, sizes):
     """Random subproblems of ``sizes``: the codes of their pairs and the subproblems, some
     inside longer sequences, every third reversed, every second with top excess 0."""
-    scoring, alphabet = SCHEMES[scheme]
+    scoring, alphabet = GPU_SCHEMES[scheme]
     queries, targets, rows = [], [], []
     for k, (m, n) in enumerate(sizes):
         a, b = (_codes(text, alphabet) for text in _random_pair(rng, m + 3, n + 2, alphabet))
@@ -1026,6 +1033,42 @@ def test_auto_bands_of_every_height_give_the_last_rows_and_splits(monkeypatch, e
 @pytest.mark.parametrize("scheme", list(SCHEMES))
 def test_gpu_leaves_are_the_cpu_engines(scheme):
     _check_leaves(scheme, CudaEngine)
+
+
+#: Traced leaves: band borders at 127/128/129 rows (bands of 128) and 511/512/513 (of 512), the
+#: walk's window (256 steps of 32 threads' 16-bit words, 64 of 64 threads' 32-bit words)
+#: crossed and reloaded, a single column, leaves on both routes (below 1,000 cells: a warp).
+TRACED_SIZES = [(2, 2), (9, 7), (40, 20), (127, 300), (128, 129), (129, 700), (300, 1),
+                (511, 90), (513, 600), (260, 1000)]
+
+
+@cuda
+@needs_gpu
+@pytest.mark.parametrize(("threads", "rows"), [(32, 4), (32, 1), (32, 6), (64, 8)])
+@pytest.mark.parametrize("scheme", list(GPU_SCHEMES))
+@pytest.mark.parametrize("grouped", [False, True])
+def test_gpu_traced_leaves_are_the_cpu_engines(monkeypatch, scheme, threads, rows, grouped):
+    """Large leaves traced in bands over the GPU and walked back by a warp: the CPU engine's
+    paths (its DP, traceback and ties), leaf by leaf, in one group or a group a leaf, beside
+    small leaves on a warp each."""
+    from gpualign.align._cpu import CpuEngine
+
+    monkeypatch.setattr(config, "LONG_ALIGN_THREADS", threads)
+    monkeypatch.setattr(config, "LONG_ALIGN_TRACE_ROWS_PER_THREAD", rows)
+    monkeypatch.setattr(config, "LONG_ALIGN_LEAF_CELLS", 1000)
+    engine, _ = _engine(scheme, CudaEngine)
+    if grouped:
+        monkeypatch.setattr(engine, "_budget", lambda: 1)
+    codes, problems = _problems(scheme, np.random.default_rng(11), TRACED_SIZES)
+    problems.reverse[:] = 0
+    problems.bottom_excess[:] = problems.top_excess[::-1]  # every mix of 0 and the excess
+    traced = _cuda_long.traced_leaves(problems.a_length(), problems.b_length())
+    assert traced.any() and not traced.all()
+    ops, offsets = engine.leaf_paths(codes, problems)
+    cpu = CpuEngine(engine.table, engine.gap_open, engine.gap_extend, engine.match_codes)
+    want_ops, want_offsets = cpu.leaf_paths(codes, problems)
+    assert offsets.tolist() == want_offsets.tolist()
+    assert ops.tolist() == want_ops.tolist()
 
 
 @cuda

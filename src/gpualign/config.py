@@ -219,6 +219,18 @@ LONG_ALIGN_SCHEDULE = "auto"
 #: 13.18 ms with 2^18 against 14.68 with 2^16, the 100 kb pair's 36.02 against 37.26 ms.
 LONG_ALIGN_LEAF_CELLS = 1 << 18
 
+#: Largest subproblem (DP cells) of a CUDA linear-space alignment traced whole over the GPU:
+#: subproblems above ``LONG_ALIGN_LEAF_CELLS`` and up to this many cells are not split further
+#: but run as bands of a warp each that keep a traceback nibble a cell (half a byte a cell on
+#: the device, in groups cut to the memory budget), then walked back by a warp each. 0 (or
+#: anything up to ``LONG_ALIGN_LEAF_CELLS``): every subproblem above the leaves is split.
+LONG_ALIGN_TRACE_CELLS = 1 << 29
+
+#: Query rows each thread of those traced bands keeps (1 to 8; a band has
+#: ``LONG_ALIGN_THREADS`` times as many rows). Up to 4, a thread's nibbles of a column are one
+#: 16-bit word, else one 32-bit word.
+LONG_ALIGN_TRACE_ROWS_PER_THREAD = 4
+
 #: Query rows each lane of the CUDA path kernel (``task="path"``) may keep (2, 4 or multiples
 #: of 8) where warps fill a pair: in bands of 32 lanes x rows, a warp a band, all bands at once
 #: (each a few columns behind the one above). Fewer rows make shorter steps and more bands (a

@@ -68,16 +68,18 @@ SCHEDULES = ("launches", "tickets", "bands", "auto")
 
 
 def kernel_name(threads: int, rows_per_thread: int, dna: bool, floor_zero: bool,
-                track_best: bool, schedule: str) -> str:
+                track_best: bool, schedule: str, trace: bool = False) -> str:
     """The name expression of the kernel of one of :data:`SCHEDULES`: a specialization of
-    ``long_tiles``, or of ``long_bands``.
+    ``long_tiles``, or of ``long_bands`` (which alone writes traceback nibbles: ``trace``).
 
     Examples
     --------
     >>> kernel_name(64, 8, True, False, False, "tickets")
     'long_tiles<64, 8, true, false, false, true>'
     >>> kernel_name(32, 4, True, True, True, "bands")
-    'long_bands<32, 4, true, true, true>'
+    'long_bands<32, 4, true, true, true, false>'
+    >>> kernel_name(32, 4, False, False, False, "bands", trace=True)
+    'long_bands<32, 4, false, false, false, true>'
     """
     def flag(value: bool) -> str:
         return "true" if value else "false"
@@ -85,7 +87,9 @@ def kernel_name(threads: int, rows_per_thread: int, dna: bool, floor_zero: bool,
     shape = (f"{threads}, {rows_per_thread}, {flag(dna)}, {flag(floor_zero)}, "
              f"{flag(track_best)}")
     if schedule == "bands":
-        return f"long_bands<{shape}>"
+        return f"long_bands<{shape}, {flag(trace)}>"
+    if trace:
+        raise ValueError("only long_bands writes traceback nibbles")
     return f"long_tiles<{shape}, {flag(schedule == 'tickets')}>"
 
 
@@ -476,9 +480,12 @@ class TileEngine:
         rows, _, best = self._wavefront(a_codes, b_codes, plan, floor_zero, track_best)
         return rows.get(), best[:plan.layout.slots].get() if track_best else None
 
-    def _wavefront(self, a_codes, b_codes, plan: BatchPlan, floor_zero: bool, track_best: bool):
+    def _wavefront(self, a_codes, b_codes, plan: BatchPlan, floor_zero: bool, track_best: bool,
+                   trace=None):
         """Run the wavefront of one batch; return its borders on the device: ``rows``,
-        ``columns`` and ``best`` (see :meth:`_launches`)."""
+        ``columns`` and ``best`` (see :meth:`_launches`). ``trace``: a batch in bands also
+        writes its traceback nibbles, ``(words, word_base)`` on the device (long.cu's
+        trace_walk lays them out)."""
         import cupy
 
         threads, rows_per_thread, width = plan.shape
@@ -500,7 +507,7 @@ class TileEngine:
             best[:, 1:] = 0
         table = self._device_table()
         name = kernel_name(threads, rows_per_thread, self.dna, floor_zero, track_best,
-                           schedule_name)
+                           schedule_name, trace is not None)
         kernel = get_kernel(KERNEL_FILE, name)
         if launch.block_threads(kernel) != threads:  # the kernel's wavefront needs them all
             raise launch.KernelResourceError(
@@ -516,9 +523,10 @@ class TileEngine:
             band_problem, band_row = band_order(plan.tile_rows)
             problems, band_problem, band_row = upload_together([plan.packed, band_problem,
                                                                 band_row])
+            words, word_base = trace if trace is not None else (_NULL, _NULL)
             kernel(*launch.grid(kernel, len(band_row), items_per_block=1),
                    (a_codes, b_codes, problems, band_problem, band_row, counter,
-                    *scoring, rows, columns, best), shared_mem=shared)
+                    *scoring, rows, columns, best, words, word_base), shared_mem=shared)
             return rows, columns, best
         schedule = plan.schedule(cupy)
         corners = cupy.empty(max(layout.slots, 1), dtype=cupy.int32)
@@ -542,6 +550,9 @@ class TileEngine:
                 run(blocks, d)
         return rows, columns, best
 
+
+#: A null device pointer, for the trace arguments of a band kernel that writes none.
+_NULL = np.uint64(0)
 
 #: Columns of a group of a band's hand-over (long.cu's LINK_GROUP).
 LINK_GROUP = 16
@@ -667,6 +678,72 @@ def leaf_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
     m = np.asarray(m, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
     return leaf_trace_bytes(m, n) + 8 * (n + 1) + 2 * (m + n) + 8 * (6 + 3 + 2) + 4
+
+
+def trace_shape() -> tuple[int, int]:
+    """``(threads, rows_per_thread)`` of the bands that trace large leaves:
+    ``LONG_ALIGN_THREADS`` and ``LONG_ALIGN_TRACE_ROWS_PER_THREAD``, checked (1 to 8: a
+    thread's nibbles of a step fill one word)."""
+    rows = int(config.LONG_ALIGN_TRACE_ROWS_PER_THREAD)
+    if not 1 <= rows <= 8:
+        raise ValueError(f"LONG_ALIGN_TRACE_ROWS_PER_THREAD={rows}: from 1 to 8")
+    return tile_shape()[0], rows
+
+
+def leaf_limit() -> int:
+    """The most cells of a leaf of the CUDA linear-space driver: ``LONG_ALIGN_TRACE_CELLS``
+    (traced over the whole GPU) where it is the larger, else ``LONG_ALIGN_LEAF_CELLS``."""
+    return max(int(config.LONG_ALIGN_LEAF_CELLS), int(config.LONG_ALIGN_TRACE_CELLS))
+
+
+def traced_leaves(m: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Per leaf of ``m`` x ``n`` cells, whether it is traced in bands over the GPU
+    (``long_bands`` writing nibbles, then ``trace_walk``) rather than by a warp: more than
+    ``LONG_ALIGN_LEAF_CELLS`` cells, more than one row, and no more bands than the hand-over
+    tells apart.
+
+    Examples
+    --------
+    >>> traced_leaves(np.array([1, 600, 600]), np.array([10**6, 400, 500])).tolist()
+    [False, False, True]
+    """
+    threads, rows = trace_shape()
+    m = np.asarray(m, dtype=np.int64)
+    n = np.asarray(n, dtype=np.int64)
+    return ((m * n > int(config.LONG_ALIGN_LEAF_CELLS)) & (m > 1)
+            & (-(-m // (threads * rows)) <= BAND_LIMIT))
+
+
+def trace_words(m: np.ndarray, n: np.ndarray, threads: int, rows: int) -> np.ndarray:
+    """Words of each traced leaf's nibbles: ``threads`` a step, ``n + threads - 1`` steps a
+    band of ``threads * rows`` rows (long.cu's trace_walk), rounded up to 32 words so that
+    every leaf's steps start on whole 16-byte blocks.
+
+    Examples
+    --------
+    >>> trace_words(np.array([128, 129]), np.array([10, 10]), 32, 4).tolist()
+    [1312, 2624]
+    """
+    m = np.asarray(m, dtype=np.int64)
+    n = np.asarray(n, dtype=np.int64)
+    words = -(-m // (threads * rows)) * (n + threads - 1) * threads
+    return -(-words // 32) * 32
+
+
+def traced_leaf_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Device bytes of each traced leaf: its nibbles, its batch's borders in bands, its path
+    (as written, and packed), its fields and bases.
+
+    Examples
+    --------
+    >>> int(traced_leaf_bytes(np.array([128]), np.array([10]))[0]) > 128 * 10 // 2
+    True
+    """
+    threads, rows = trace_shape()
+    word = 2 if rows <= 4 else 4
+    return (word * trace_words(m, n, threads, rows)
+            + problem_bytes(m, n, threads * rows, tile_shape()[2])
+            + 2 * (np.asarray(m, dtype=np.int64) + n) + 8 * (6 + 3 + 2) + 4)
 
 
 def problem_fields(sequences: PairCodes, problems: Problems, free_top: bool,
@@ -815,9 +892,12 @@ class CudaEngine(TileEngine):
 
     def leaf_paths(self, sequences: PairCodes, problems: Problems,
                    ) -> tuple[np.ndarray, np.ndarray]:
-        """``(ops, offsets)``: the optimal global path of each small forward subproblem
-        (``leaf_paths`` of long.cu, a warp each: the CPU engine's DP, traceback and ties),
-        ``OP_*`` codes first operation first, concatenated (``offsets``: int64)."""
+        """``(ops, offsets)``: the optimal global path of each forward subproblem with the
+        CPU engine's DP, traceback and ties, ``OP_*`` codes first operation first,
+        concatenated (``offsets``: int64). Small leaves take a warp each (``leaf_paths`` of
+        long.cu), large ones (:func:`traced_leaves`) bands over the GPU that keep a
+        traceback nibble a cell, then a warp's walk (``trace_walk``); groups of either cut to
+        the memory budget."""
         if np.any(problems.reverse):
             raise ValueError("leaf_paths: the driver's leaves run forward")
         m, n = problems.a_length(), problems.b_length()
@@ -825,23 +905,29 @@ class CudaEngine(TileEngine):
             sequences.q_offsets[sequences.q_index[problems.pair]] + problems.a_start,
             sequences.t_offsets[sequences.t_index[problems.pair]] + problems.b_start,
             m, n, problems.top_excess, problems.bottom_excess), axis=1).astype(np.int64)
-        sizes = leaf_bytes(m, n)
+        traced = traced_leaves(m, n)
         budget = self._budget()
         codes = self.device_codes(sequences)
-        parts_ops, parts_counts = [], []
-        lo = 0
-        while lo < len(m):
-            fit = int(np.searchsorted(np.cumsum(sizes[lo:]), budget, side="right"))
-            hi = lo + max(1, fit)
-            ops, counts = self._leaf_launch(codes, leaves[lo:hi])
-            parts_ops.append(ops)
-            parts_counts.append(counts)
-            lo = hi
-        counts = np.concatenate(parts_counts) if parts_counts else np.zeros(0, np.int64)
-        offsets = np.zeros(len(m) + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        ops = np.concatenate(parts_ops) if parts_ops else np.zeros(0, np.uint8)
-        return ops, offsets
+        routes = []  # per route: its leaves' paths one after the other, and their offsets
+        for chosen, sizes, run in ((~traced, leaf_bytes, self._leaf_launch),
+                                   (traced, traced_leaf_bytes, self._traced_launch)):
+            index = np.flatnonzero(chosen)
+            sizes = sizes(m[index], n[index])
+            parts_ops, parts_counts = [], []
+            lo = 0
+            while lo < len(index):
+                fit = int(np.searchsorted(np.cumsum(sizes[lo:]), budget, side="right"))
+                hi = lo + max(1, fit)
+                ops, counts = run(codes, leaves[index[lo:hi]])
+                parts_ops.append(ops)
+                parts_counts.append(counts)
+                lo = hi
+            route_offsets = np.zeros(len(index) + 1, dtype=np.int64)
+            if parts_counts:
+                np.cumsum(np.concatenate(parts_counts), out=route_offsets[1:])
+            routes.append((np.concatenate(parts_ops) if parts_ops else np.zeros(0, np.uint8),
+                           route_offsets))
+        return _merged_routes(traced, routes)
 
     def _leaf_launch(self, codes, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One launch of ``leaf_paths`` over ``leaves`` (rows of its six fields): their paths
@@ -866,13 +952,35 @@ class CudaEngine(TileEngine):
                 cupy.empty((rows, 2), dtype=cupy.int32), row_base_dev,
                 cupy.empty(traces, dtype=cupy.uint8), trace_base_dev, ops, ops_base_dev,
                 counts))
-        ends = cupy.cumsum(counts, dtype=cupy.int64)
-        packed = cupy.empty(room, dtype=cupy.uint8)
-        pack = get_kernel(KERNEL_FILE, "pack_leaf_paths")
-        pack(*launch.grid(pack, 32 * len(m)),  # a warp a leaf
-             (ops, ops_base_dev, leaves_dev, counts, ends - counts, np.int32(len(m)), packed))
-        counts = counts.get().astype(np.int64)
-        return packed[:int(counts.sum())].get(), counts
+        return _packed_paths(ops, ops_base_dev, leaves_dev, counts)
+
+    def _traced_launch(self, codes, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The large ``leaves`` (rows of leaf_paths' six fields) as one batch of problems in
+        bands (``long_bands`` keeping a traceback nibble a cell), then a warp's walk a leaf
+        (``trace_walk``): their paths one after the other and their lengths, as
+        :meth:`_leaf_launch` returns them."""
+        import cupy
+
+        threads, rows = trace_shape()
+        m, n = leaves[:, 2], leaves[:, 3]
+        fields = np.zeros((len(m), 8), dtype=np.int64)
+        fields[:, :4] = leaves[:, :4]  # where a and b start, m, n: forward, column 0 a gap
+        fields[:, 5] = leaves[:, 4]  # top excess
+        plan = BatchPlan.of(fields, threads, rows, tile_shape()[2], "bands")
+        word_base, words = _starts(trace_words(m, n, threads, rows))
+        trace = cupy.empty(words, dtype=cupy.uint16 if rows <= 4 else cupy.uint32)
+        ops_base, room = _starts(m + n)
+        leaves_dev, word_base_dev, row_base_dev, ops_base_dev = upload_together(
+            [leaves, word_base, plan.layout.row_base, ops_base])
+        last_rows, _, _ = self._wavefront(*codes, plan, False, False, (trace, word_base_dev))
+        ops = cupy.empty(room, dtype=cupy.uint8)
+        counts = cupy.empty(len(m), dtype=cupy.int32)
+        walk = get_kernel(KERNEL_FILE, f"trace_walk<{threads}, {rows}>")
+        walk(*launch.grid(walk, len(m), items_per_block=1),  # a warp a leaf
+             (*codes, leaves_dev, trace, word_base_dev, last_rows, row_base_dev,
+              np.int32(self.match_codes), np.int32(self.gap_open), np.int32(self.gap_extend),
+              ops, ops_base_dev, counts))
+        return _packed_paths(ops, ops_base_dev, leaves_dev, counts)
 
     def best_cells(self, sequences: PairCodes, problems: Problems, start_free_top: bool,
                    start_free_left: bool, floor_zero: bool, end_scope: int,
@@ -955,6 +1063,61 @@ class CudaEngine(TileEngine):
         (segments,) = upload_together([np.stack((starts, stops), axis=1).astype(np.int64)])
         kernel(*launch.grid(kernel, count, items_per_block=1), (values, segments, best, at))
         return best.get().astype(np.int64), at.get()
+
+
+def _packed_paths(ops, ops_base, leaves, counts) -> tuple[np.ndarray, np.ndarray]:
+    """The paths that a launch wrote backwards into the device ``ops`` (leaf k's
+    ``counts[k]`` operations ending at ``ops_base[k] + m + n``, ``leaves`` as leaf_paths takes
+    them) packed one after the other on the device (``pack_leaf_paths``, a warp a leaf), and
+    their lengths, on the host."""
+    import cupy
+
+    count = len(counts)
+    ends = cupy.cumsum(counts, dtype=cupy.int64)
+    packed = cupy.empty(len(ops), dtype=cupy.uint8)
+    pack = get_kernel(KERNEL_FILE, "pack_leaf_paths")
+    pack(*launch.grid(pack, 32 * count),  # a warp a leaf
+         (ops, ops_base, leaves, counts, ends - counts, np.int32(count), packed))
+    counts = counts.get().astype(np.int64)
+    return packed[:int(counts.sum())].get(), counts
+
+
+def _merged_routes(second: np.ndarray, routes: list[tuple[np.ndarray, np.ndarray]],
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """``(ops, offsets)`` of leaves whose paths two routes computed: ``routes[1]`` those
+    where ``second``, ``routes[0]`` the others, each ``(ops, offsets)`` in the leaves' order.
+    Copied a run of consecutive leaves of one route at a time (the routes mostly take whole
+    levels: few runs).
+
+    Examples
+    --------
+    >>> first = (np.array([1, 1, 2], np.uint8), np.array([0, 2, 3]))
+    >>> second = (np.array([7, 8, 8, 8], np.uint8), np.array([0, 1, 4]))
+    >>> ops, offsets = _merged_routes(np.array([True, False, True, False]), [first, second])
+    >>> ops.tolist(), offsets.tolist()
+    ([7, 1, 1, 8, 8, 8, 2], [0, 1, 3, 6, 7])
+    """
+    second = np.asarray(second, dtype=bool)
+    count = len(second)
+    rank = np.empty(count, dtype=np.int64)  # each leaf's place in its route
+    for route in (False, True):
+        chosen = second == route
+        rank[chosen] = np.arange(int(chosen.sum()))
+    lengths = np.empty(count, dtype=np.int64)
+    for route, (_, route_offsets) in enumerate(routes):
+        chosen = second == bool(route)
+        lengths[chosen] = np.diff(route_offsets)
+    offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if not second.any() or second.all():
+        return routes[int(second.all()) if count else 0][0], offsets
+    ops = np.empty(int(offsets[-1]), dtype=np.uint8)
+    starts = np.flatnonzero(np.diff(second.astype(np.int8))) + 1
+    for lo, hi in zip(np.r_[0, starts].tolist(), np.r_[starts, count].tolist(), strict=True):
+        route_ops, route_offsets = routes[int(second[lo])]
+        first, last = int(rank[lo]), int(rank[hi - 1]) + 1
+        ops[offsets[lo]:offsets[hi]] = route_ops[route_offsets[first]:route_offsets[last]]
+    return ops, offsets
 
 
 def _records_used(sequences: SequenceSet, index: np.ndarray) -> tuple[SequenceSet, np.ndarray]:

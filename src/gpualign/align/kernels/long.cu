@@ -181,6 +181,24 @@ struct Tile {
     u32 mismatch_bytes;     // DNA: the shifted mismatch in every byte (see byte_score)
 };
 
+// Traceback codes of a cell (leaf_paths' bytes, long_bands' TRACE nibbles): where H came from
+// (the diagonal before E before F, as align/_cpu.py's _fill prefers) and whether E and F
+// opened there (opening preferred to extending).
+enum { FROM_DIAGONAL = 0, FROM_E = 1, FROM_F = 2, E_OPENED = 4, F_OPENED = 8 };
+
+// The nibble of a cell whose diagonal candidate is `diagonal` (H + s), E `e` (the larger of
+// e_extend and e_open) and F `f` (of f_extend and f_open).
+__device__ __forceinline__ u32 trace_code(int diagonal, int e, int f, int e_extend, int e_open,
+                                          int f_extend, int f_open) {
+    const u32 source = diagonal >= max(e, f) ? FROM_DIAGONAL : e >= f ? FROM_E : FROM_F;
+    return source | (e_open >= e_extend ? E_OPENED : 0u) | (f_open >= f_extend ? F_OPENED : 0u);
+}
+
+// long_bands' TRACE words: a thread's RPT nibbles of one step (row r at bits 4r).
+template <bool SHORT> struct TraceWordOf { using type = u32; };
+template <> struct TraceWordOf<true> { using type = u16; };
+template <int RPT> using TraceWord = typename TraceWordOf<(RPT <= 4)>::type;
+
 // How long_bands hands a band's bottom row to the band below, column by column, without flags
 // or fences: the bottom row's cell (H, F) of column j is one 64-bit word at rows[j] (the
 // problem's row, which every band of the problem reuses), written and read as a single relaxed
@@ -319,7 +337,7 @@ constexpr int FULL_TILE = -1, RUNTIME_BOTTOM = -2;
 // it, as a broadcast); that of a band takes the cell above from `links`, and the band's
 // bottom row goes out through them (see Links).
 template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST, int BOTTOM_R,
-          bool LINKS>
+          bool LINKS, bool TRACE = false>
 __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, const int first_j,
                                            const int last_j, const int code_base,
                                            const int code_mask, int& diagonal, int& up_t,
@@ -327,7 +345,8 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
                                            const int (&q)[RPT], const int2* above,
                                            const u8* b_codes, const short* table,
                                            int2* exchange, int2* __restrict__ rows, int& best,
-                                           int& best_i, int& best_j, Links<DNA>* links) {
+                                           int& best_i, int& best_j, Links<DNA>* links,
+                                           TraceWord<RPT>* __restrict__ trace = nullptr) {
     const int thread = threadIdx.x, lane = thread % 32, warp = thread / 32;
     const int row0 = tile.tile_row0 + thread * RPT;
     // The thread and register that hold the tile's last real row (the bottom row).
@@ -370,6 +389,7 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
         if (s + 1 < steps) preload(s + 1, check_next);
         int vt = up_t, vf = up_f, d = diagonal;
         int bottom_h = 0, bottom_f = NEG;
+        u32 codes = 0;  // TRACE: the step's traceback nibbles, row r at bits 4r
 #pragma unroll
         for (int r = 0; r < RPT; ++r) {
             const int e_r = __viaddmax_s32(e[r], neg_extend, t[r]);
@@ -380,6 +400,8 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
                                       : __viaddmax_s32(d, sub, e_r)) - go;
             // The chain down the rows is two instructions a row: F, then t = max(x, F - open).
             const int f = __viaddmax_s32(vf, neg_extend, vt);
+            if (TRACE) codes |= trace_code(d + sub, e_r, f, e[r] + neg_extend, t[r],
+                                           vf + neg_extend, vt) << (4 * r);
             d = t[r];
             const int t_r = __viaddmax_s32(f, neg_open, x);
             if (TRACK_BEST && !outside && t_r + go > best &&
@@ -405,6 +427,7 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
             if (LINKS) links->store(j, bottom_h, bottom_f);
             else rows[j] = make_int2(bottom_h, bottom_f);
         }
+        if (TRACE) trace[(i64)s * THREADS] = (TraceWord<RPT>)codes;  // every thread, every step
         diagonal = outside ? diagonal : up_t;  // row row0 at this column: the next diagonal
         const int out_t = vt, out_f = vf;
         // Hand this thread's last row to the next thread for its next step. Lane 0 gets its
@@ -456,14 +479,14 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
 // which made a problem's last band a fifth slower than the others; being last in its wavefront,
 // it ends the launch.
 template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST, bool LINKS,
-          int R = 0, typename... Args>
+          bool TRACE, int R = 0, typename... Args>
 __device__ __forceinline__ void sweep_last_tile(const int bottom_r, Args&&... args) {
     if constexpr (R < RPT) {
         if (bottom_r == R)
-            sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, R, LINKS>(args...);
+            sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, R, LINKS, TRACE>(args...);
         else
-            sweep_last_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, LINKS, R + 1>(bottom_r,
-                                                                                     args...);
+            sweep_last_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, LINKS, TRACE, R + 1>(
+                bottom_r, args...);
     }
 }
 
@@ -643,15 +666,17 @@ __host__ __device__ constexpr int band_ring() {
     return size;
 }
 
-template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST>
+template <int THREADS, int RPT, bool DNA, bool FLOOR_ZERO, bool TRACK_BEST, bool TRACE = false>
 __global__ void __launch_bounds__(THREADS)
 long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
            const i64* __restrict__ problems, const int* __restrict__ band_problem,
            const int* __restrict__ band_row, int* __restrict__ tickets,
            const short* __restrict__ table, const int n_codes, const int match,
            const int mismatch, const int match_codes, const int gap_open, const int gap_extend,
-           int2* __restrict__ rows, int2* __restrict__ columns, int* __restrict__ best_cells) {
+           int2* __restrict__ rows, int2* __restrict__ columns, int* __restrict__ best_cells,
+           TraceWord<RPT>* __restrict__ trace, const i64* __restrict__ trace_base) {
     static_assert(THREADS % 32 == 0, "whole warps");
+    static_assert(!TRACE || RPT <= 8, "a thread's nibbles of a step fit a word");
     constexpr int TILE_ROWS = THREADS * RPT;
     constexpr int RING = band_ring<THREADS>();
     extern __shared__ int2 shared[];
@@ -718,15 +743,19 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     int up_t = 0, up_f = NEG;
     int best = NEG, best_i = 0, best_j = 0;
     const int steps = p.n + THREADS - 1;
+    // TRACE: this thread's word of step 0 of the band (see trace_walk for the layout).
+    TraceWord<RPT>* band_trace =
+        TRACE ? trace + trace_base[band_problem[band]] + ((i64)I * steps) * THREADS + t
+              : nullptr;
     if (tile.bottom < tile.tile_row0 + TILE_ROWS) {
-        sweep_last_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, true>(
+        sweep_last_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, true, TRACE>(
             (tile.bottom - 1 - tile.tile_row0) % RPT, tile, steps, 1, p.n, 0, RING - 1, diagonal,
             up_t, up_f, t_h, e, q, nullptr, ring, s_table, exchange, p_rows, best, best_i, best_j,
-            &links);
+            &links, band_trace);
     } else {
-        sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, FULL_TILE, true>(
+        sweep_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, FULL_TILE, true, TRACE>(
             tile, steps, 1, p.n, 0, RING - 1, diagonal, up_t, up_f, t_h, e, q, nullptr, ring,
-            s_table, exchange, p_rows, best, best_i, best_j, &links);
+            s_table, exchange, p_rows, best, best_i, best_j, &links, band_trace);
     }
     int2* p_columns = columns + fields[COLUMN_BASE];
 #pragma unroll
@@ -761,7 +790,6 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
 // traceback bytes are stored step-major (trace_index), so that the 32 cells of a step are 32
 // consecutive bytes; lane 0 walks the path back alone.
 enum LeafField { LEAF_A_BASE, LEAF_B_BASE, LEAF_M, LEAF_N, LEAF_TOP, LEAF_BOTTOM, LEAF_FIELDS };
-enum { FROM_DIAGONAL = 0, FROM_E = 1, FROM_F = 2, E_OPENED = 4, F_OPENED = 8 };
 
 // Where the traceback byte of cell (i, j), i, j >= 1, of a leaf with n columns lies: band
 // (i - 1) / 32 holds (n + 31) steps of 32 lanes, cell (i, j) is step j - 1 + lane.
@@ -1033,4 +1061,129 @@ segment_first_max(const int2* __restrict__ values, const i64* __restrict__ segme
         best[blockIdx.x] = value;
         at[blockIdx.x] = where;
     }
+}
+
+// The paths of large leaves whose traceback nibbles long_bands<..., TRACE> wrote (the leaves
+// of leaf_paths, their fields as it takes them, run as problems of a band each THREADS * RPT
+// rows: align/_cuda_long.py's traced leaves). Band I of a leaf holds its steps s = 0 .. n +
+// THREADS - 2, each THREADS words, thread t's word the nibbles of rows I * THREADS * RPT +
+// t * RPT + 1 + r (bits 4r) at column s - t + 1: words trace_base[k] + (I * steps + s) *
+// THREADS + t. The leaf's last row (H, F) is at rows[row_base[k] .. + n] (the corner's
+// bottom_excess, as in leaf_paths). The walk and its ties are leaf_paths', so a leaf's path
+// is the one leaf_paths finds.
+//
+// A warp a leaf. The walk is a chain of dependent steps, so the warp copies the steps of the
+// band around it into shared memory (WALK_WINDOW_BYTES: the steps up to the walk's, which
+// only decrease within a band), and takes a run at a time: a lane a cell of the run (of
+// diagonal steps, of a horizontal gap along the row, or of a vertical gap up the column), and
+// a vote for where it ends. The operations are written backwards from the end of the leaf's
+// room, as leaf_paths writes them.
+constexpr int WALK_WINDOW_BYTES = 16384;
+
+template <int THREADS, int RPT>
+__global__ void __launch_bounds__(32)
+trace_walk(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
+           const i64* __restrict__ leaves, const TraceWord<RPT>* __restrict__ trace,
+           const i64* __restrict__ trace_base, const int2* __restrict__ rows,
+           const i64* __restrict__ row_base, const int match_codes, const int gap_open,
+           const int gap_extend, u8* __restrict__ ops_space, const i64* __restrict__ ops_base,
+           int* __restrict__ op_count) {
+    using Word = TraceWord<RPT>;
+    constexpr int BAND = THREADS * RPT;
+    constexpr int WINDOW = WALK_WINDOW_BYTES / (THREADS * (int)sizeof(Word));  // steps
+    static_assert(WINDOW >= 1 && (THREADS * sizeof(Word)) % 16 == 0, "whole 16-byte steps");
+    __shared__ int4 window4[WALK_WINDOW_BYTES / 16];
+    const Word* window = reinterpret_cast<const Word*>(window4);
+    const int lane = threadIdx.x;
+    const i64* fields = leaves + (i64)blockIdx.x * LEAF_FIELDS;
+    const u8* a = a_codes + fields[LEAF_A_BASE];
+    const u8* b = b_codes + fields[LEAF_B_BASE];
+    const int m = (int)fields[LEAF_M], n = (int)fields[LEAF_N];
+    const int bottom_excess = (int)fields[LEAF_BOTTOM];
+    const int steps = n + THREADS - 1;
+    const Word* codes = trace + trace_base[blockIdx.x];
+    // A vertical gap ending in the corner, charged bottom_excess instead of its opening.
+    const int2 corner = rows[row_base[blockIdx.x] + n];
+    bool corner_gap = corner.y + gap_open - gap_extend - bottom_excess > corner.x;
+    u8* const end = ops_space + ops_base[blockIdx.x] + m + n;
+    u8* ops = end;  // the next operation goes just before it
+    int i = m, j = n, state = 0;  // state 0: H, 1: E (a run of D), 2: F (I)
+    int window_band = -1, window_low = 0, window_high = -1;
+    // The nibble of cell (ci, cj), and whether it lies in the window.
+    auto code_at = [&](const int ci, const int cj, bool& inside) -> int {
+        const int band = (ci - 1) / BAND, within = ci - 1 - band * BAND;
+        const int t = within / RPT, s = cj - 1 + t;
+        inside = band == window_band && s >= window_low && s <= window_high;
+        return inside ? (window[(s - window_low) * THREADS + t] >> (4 * (within - t * RPT))) & 15
+                      : 0;
+    };
+    while (i > 0 && j > 0) {
+        bool inside;
+        int code = code_at(i, j, inside);
+        if (!inside) {  // the steps of (i, j)'s band up to its step, as many as fit
+            window_band = (i - 1) / BAND;
+            window_high = j - 1 + (i - 1 - window_band * BAND) / RPT;
+            window_low = max(0, window_high - WINDOW + 1);
+            const int4* from = reinterpret_cast<const int4*>(
+                codes + ((i64)window_band * steps + window_low) * THREADS);
+            const int count = (window_high - window_low + 1) * THREADS * (int)sizeof(Word) / 16;
+            __syncwarp();  // every lane is done reading the old window
+#pragma unroll 8
+            for (int k = lane; k < count; k += 32) window4[k] = __ldg(from + k);
+            __syncwarp();
+            code = code_at(i, j, inside);
+        }
+        if (state == 0) {
+            const int source = corner_gap ? FROM_F : code & 3;
+            corner_gap = false;
+            if (source != FROM_DIAGONAL) {
+                state = source == FROM_E ? 1 : 2;
+                continue;
+            }
+            // A run of diagonal steps: lane k takes (i - k, j - k), on while its source is
+            // the diagonal (lane 0's is).
+            const int k = lane;
+            bool on = true;
+            if (k > 0) {
+                on = i - k >= 1 && j - k >= 1;
+                if (on) on = (code_at(i - k, j - k, inside) & 3) == FROM_DIAGONAL && inside;
+            }
+            const u32 off = __ballot_sync(FULL_WARP, !on);
+            const int run = off ? __ffs(off) - 1 : 32;
+            if (k < run) {
+                const int x = a[i - 1 - k];
+                ops[-1 - k] = (x == b[j - 1 - k] && x < match_codes) ? OP_MATCH : OP_MISMATCH;
+            }
+            i -= run;
+            j -= run;
+            ops -= run;
+        } else {
+            // A gap's run: lane k takes (i, j - k) (D) or (i - k, j) (I); the gap opens at
+            // the first whose flag says so, after which the walk is back in H.
+            const bool along_row = state == 1;
+            const int k = lane;
+            const int ci = along_row ? i : i - k, cj = along_row ? j - k : j;
+            bool on = ci >= 1 && cj >= 1, opened = false;
+            if (on) {
+                const int c = code_at(ci, cj, inside);
+                on = inside;
+                opened = inside && (c & (along_row ? E_OPENED : F_OPENED));
+            }
+            const u32 stops = __ballot_sync(FULL_WARP, !on || opened);
+            const int first = stops ? __ffs(stops) - 1 : 32;
+            const bool closes = first < 32 && (__ballot_sync(FULL_WARP, opened) >> first & 1);
+            const int run = closes ? first + 1 : first;
+            if (k < run) ops[-1 - k] = along_row ? OP_DELETION : OP_INSERTION;
+            ops -= run;
+            if (along_row) j -= run;
+            else i -= run;
+            if (closes) state = 0;
+        }
+    }
+    // The rest is one gap along the border.
+    for (int k = lane; k < j; k += 32) ops[-1 - k] = OP_DELETION;
+    ops -= j;
+    for (int k = lane; k < i; k += 32) ops[-1 - k] = OP_INSERTION;
+    ops -= i;
+    if (lane == 0) op_count[blockIdx.x] = (int)(end - ops);
 }
