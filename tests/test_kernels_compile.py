@@ -44,9 +44,9 @@ KERNELS = {
         align_long.kernel_name(64, 1, True, False, True, "tickets"),
         align_long.kernel_name(32, 4, True, False, False, "bands"),  # one warp a band, DNA
         align_long.kernel_name(64, 2, False, True, True, "bands"),  # two warps, a table, local
-        align_long.kernel_name(32, 4, True, False, False, "bands", trace=True),  # 16-bit nibbles
-        align_long.kernel_name(64, 6, False, False, False, "bands", trace=True),  # 32-bit
-        "trace_walk<32, 4>", "trace_walk<64, 6>",
+        align_long.kernel_name(32, 4, True, False, False, "bands", trace=True),  # nibbles
+        align_long.kernel_name(64, 8, False, False, False, "bands", trace=True),
+        "trace_walk<32, 4>", "trace_walk<64, 8>",
         "leaf_paths", "pack_leaf_paths", "split_columns",
     ],
     edit_cuda.KERNEL_FILE: [

@@ -226,9 +226,8 @@ LONG_ALIGN_LEAF_CELLS = 1 << 18
 #: anything up to ``LONG_ALIGN_LEAF_CELLS``): every subproblem above the leaves is split.
 LONG_ALIGN_TRACE_CELLS = 1 << 29
 
-#: Query rows each thread of those traced bands keeps (1 to 8; a band has
-#: ``LONG_ALIGN_THREADS`` times as many rows). Up to 4, a thread's nibbles of a column are one
-#: 16-bit word, else one 32-bit word.
+#: Query rows each thread of those traced bands keeps (1, 2, 4 or 8; a band has
+#: ``LONG_ALIGN_THREADS`` times as many rows).
 LONG_ALIGN_TRACE_ROWS_PER_THREAD = 4
 
 #: Query rows each lane of the CUDA path kernel (``task="path"``) may keep (2, 4 or multiples

@@ -682,11 +682,11 @@ def leaf_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 def trace_shape() -> tuple[int, int]:
     """``(threads, rows_per_thread)`` of the bands that trace large leaves:
-    ``LONG_ALIGN_THREADS`` and ``LONG_ALIGN_TRACE_ROWS_PER_THREAD``, checked (1 to 8: a
-    thread's nibbles of a step fill one word)."""
+    ``LONG_ALIGN_THREADS`` and ``LONG_ALIGN_TRACE_ROWS_PER_THREAD``, checked (1, 2, 4 or 8: a
+    thread's nibbles of a step within one word of its chunk, long.cu's store_chunk)."""
     rows = int(config.LONG_ALIGN_TRACE_ROWS_PER_THREAD)
-    if not 1 <= rows <= 8:
-        raise ValueError(f"LONG_ALIGN_TRACE_ROWS_PER_THREAD={rows}: from 1 to 8")
+    if rows not in (1, 2, 4, 8):
+        raise ValueError(f"LONG_ALIGN_TRACE_ROWS_PER_THREAD={rows}: 1, 2, 4 or 8")
     return tile_shape()[0], rows
 
 
@@ -714,19 +714,25 @@ def traced_leaves(m: np.ndarray, n: np.ndarray) -> np.ndarray:
             & (-(-m // (threads * rows)) <= BAND_LIMIT))
 
 
+#: Steps of a band whose nibbles a thread stores at once (long.cu's SWEEP_UNROLL).
+TRACE_BLOCK_STEPS = 8
+
+
 def trace_words(m: np.ndarray, n: np.ndarray, threads: int, rows: int) -> np.ndarray:
-    """Words of each traced leaf's nibbles: ``threads`` a step, ``n + threads - 1`` steps a
-    band of ``threads * rows`` rows (long.cu's trace_walk), rounded up to 32 words so that
-    every leaf's steps start on whole 16-byte blocks.
+    """32-bit words of each traced leaf's nibbles: ``rows`` words a thread and block of
+    :data:`TRACE_BLOCK_STEPS` steps, ``n + threads - 1`` steps (rounded up to whole blocks)
+    a band of ``threads * rows`` rows (long.cu's trace_walk), rounded up to 32 words so that
+    every leaf starts on a whole 128 bytes.
 
     Examples
     --------
     >>> trace_words(np.array([128, 129]), np.array([10, 10]), 32, 4).tolist()
-    [1312, 2624]
+    [768, 1536]
     """
     m = np.asarray(m, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
-    words = -(-m // (threads * rows)) * (n + threads - 1) * threads
+    blocks = -(-(n + threads - 1) // TRACE_BLOCK_STEPS)
+    words = -(-m // (threads * rows)) * blocks * threads * rows
     return -(-words // 32) * 32
 
 
@@ -740,8 +746,7 @@ def traced_leaf_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
     True
     """
     threads, rows = trace_shape()
-    word = 2 if rows <= 4 else 4
-    return (word * trace_words(m, n, threads, rows)
+    return (4 * trace_words(m, n, threads, rows)
             + problem_bytes(m, n, threads * rows, tile_shape()[2])
             + 2 * (np.asarray(m, dtype=np.int64) + n) + 8 * (6 + 3 + 2) + 4)
 
@@ -968,7 +973,7 @@ class CudaEngine(TileEngine):
         fields[:, 5] = leaves[:, 4]  # top excess
         plan = BatchPlan.of(fields, threads, rows, tile_shape()[2], "bands")
         word_base, words = _starts(trace_words(m, n, threads, rows))
-        trace = cupy.empty(words, dtype=cupy.uint16 if rows <= 4 else cupy.uint32)
+        trace = cupy.empty(words, dtype=cupy.uint32)
         ops_base, room = _starts(m + n)
         leaves_dev, word_base_dev, row_base_dev, ops_base_dev = upload_together(
             [leaves, word_base, plan.layout.row_base, ops_base])

@@ -187,17 +187,30 @@ struct Tile {
 enum { FROM_DIAGONAL = 0, FROM_E = 1, FROM_F = 2, E_OPENED = 4, F_OPENED = 8 };
 
 // The nibble of a cell whose diagonal candidate is `diagonal` (H + s), E `e` (the larger of
-// e_extend and e_open) and F `f` (of f_extend and f_open).
-__device__ __forceinline__ u32 trace_code(int diagonal, int e, int f, int e_extend, int e_open,
-                                          int f_extend, int f_open) {
+// extending E and opening from the cell on the left, `e_open`) and F `f` (of extending F and
+// opening from the cell above, `f_open`): a gap opened here where its value is the opening's.
+__device__ __forceinline__ u32 trace_code(int diagonal, int e, int f, int e_open, int f_open) {
     const u32 source = diagonal >= max(e, f) ? FROM_DIAGONAL : e >= f ? FROM_E : FROM_F;
-    return source | (e_open >= e_extend ? E_OPENED : 0u) | (f_open >= f_extend ? F_OPENED : 0u);
+    return source | (e == e_open ? E_OPENED : 0u) | (f == f_open ? F_OPENED : 0u);
 }
 
-// long_bands' TRACE words: a thread's RPT nibbles of one step (row r at bits 4r).
-template <bool SHORT> struct TraceWordOf { using type = u32; };
-template <> struct TraceWordOf<true> { using type = u16; };
-template <int RPT> using TraceWord = typename TraceWordOf<(RPT <= 4)>::type;
+// long_bands' TRACE nibbles go out a block of SWEEP_UNROLL steps at a time: a thread's chunk
+// is RPT words, the nibble of its row r at step k of the block at bit 4 * (k * RPT + r)
+// (trace_walk reads them). One store of up to 16 bytes a block, rather than one a step: the
+// stores of every step took as long as the band's computing.
+template <int RPT>
+__device__ __forceinline__ void store_chunk(u32* at, const u32 (&chunk)[RPT]) {
+    if constexpr (RPT % 4 == 0) {
+#pragma unroll
+        for (int w = 0; w < RPT; w += 4)
+            *reinterpret_cast<uint4*>(at + w) = make_uint4(chunk[w], chunk[w + 1], chunk[w + 2],
+                                                           chunk[w + 3]);
+    } else if constexpr (RPT == 2) {
+        *reinterpret_cast<uint2*>(at) = make_uint2(chunk[0], chunk[1]);
+    } else {
+        *at = chunk[0];
+    }
+}
 
 // How long_bands hands a band's bottom row to the band below, column by column, without flags
 // or fences: the bottom row's cell (H, F) of column j is one 64-bit word at rows[j] (the
@@ -346,7 +359,7 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
                                            const u8* b_codes, const short* table,
                                            int2* exchange, int2* __restrict__ rows, int& best,
                                            int& best_i, int& best_j, Links<DNA>* links,
-                                           TraceWord<RPT>* __restrict__ trace = nullptr) {
+                                           u32* __restrict__ trace = nullptr) {
     const int thread = threadIdx.x, lane = thread % 32, warp = thread / 32;
     const int row0 = tile.tile_row0 + thread * RPT;
     // The thread and register that hold the tile's last real row (the bottom row).
@@ -375,7 +388,7 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
     // each end of a sweep (whole blocks of them) take two and a half times as long.
     // With LINKS thread 0 takes the cell above from `link_above`.
     auto step = [&](const int s, const bool masked, const bool check_next,
-                    const int2 link_above) {
+                    const int2 link_above) -> u32 {
         const int j = tile.c0 + 1 + s - thread;
         const bool outside = masked && (j < first_j || j > last_j);
         const int2 above_s = LINKS ? link_above : next_above;
@@ -400,8 +413,7 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
                                       : __viaddmax_s32(d, sub, e_r)) - go;
             // The chain down the rows is two instructions a row: F, then t = max(x, F - open).
             const int f = __viaddmax_s32(vf, neg_extend, vt);
-            if (TRACE) codes |= trace_code(d + sub, e_r, f, e[r] + neg_extend, t[r],
-                                           vf + neg_extend, vt) << (4 * r);
+            if (TRACE) codes |= trace_code(d + sub, e_r, f, t[r], vt) << (4 * r);
             d = t[r];
             const int t_r = __viaddmax_s32(f, neg_open, x);
             if (TRACK_BEST && !outside && t_r + go > best &&
@@ -427,7 +439,6 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
             if (LINKS) links->store(j, bottom_h, bottom_f);
             else rows[j] = make_int2(bottom_h, bottom_f);
         }
-        if (TRACE) trace[(i64)s * THREADS] = (TraceWord<RPT>)codes;  // every thread, every step
         diagonal = outside ? diagonal : up_t;  // row row0 at this column: the next diagonal
         const int out_t = vt, out_f = vf;
         // Hand this thread's last row to the next thread for its next step. Lane 0 gets its
@@ -445,6 +456,7 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
                 up_f = v.y;
             }
         }
+        return codes;
     };
     // Blocks of SWEEP_UNROLL steps, unrolled; those where some thread's column lies outside
     // first_j .. last_j are masked. LINKS: a block starts with the hand-over
@@ -459,17 +471,26 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
 #pragma unroll
             for (int k = 0; k < SWEEP_UNROLL; ++k) block_above[k] = links->above(s0 + k);
         }
+        u32 chunk[RPT];  // TRACE: the block's nibbles (see store_chunk)
+#pragma unroll
+        for (int w = 0; w < RPT; ++w) chunk[w] = 0;
+        // Step k's nibbles into the chunk (k and RPT known at compile time: no word straddled
+        // where RPT divides 8, which long_bands requires of TRACE).
+        auto keep = [&](const int k, const u32 codes) {
+            if (TRACE) chunk[(4 * k * RPT) / 32] |= codes << ((4 * k * RPT) % 32);
+        };
         if (s0 + SWEEP_UNROLL <= steps && tile.c0 + 1 + s0 - (THREADS - 1) >= first_j &&
             tile.c0 + s0 + SWEEP_UNROLL <= last_j) {
 #pragma unroll
             for (int k = 0; k < SWEEP_UNROLL; ++k)
-                step(s0 + k, false, k == SWEEP_UNROLL - 1, block_above[k]);
+                keep(k, step(s0 + k, false, k == SWEEP_UNROLL - 1, block_above[k]));
         } else {
 #pragma unroll
             for (int k = 0; k < SWEEP_UNROLL; ++k) {
-                if (s0 + k < steps) step(s0 + k, true, true, block_above[k]);  // a uniform branch
+                if (s0 + k < steps) keep(k, step(s0 + k, true, true, block_above[k]));  // uniform
             }
         }
+        if (TRACE) store_chunk<RPT>(trace + (i64)(s0 / SWEEP_UNROLL) * THREADS * RPT, chunk);
     }
 }
 
@@ -674,9 +695,10 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
            const short* __restrict__ table, const int n_codes, const int match,
            const int mismatch, const int match_codes, const int gap_open, const int gap_extend,
            int2* __restrict__ rows, int2* __restrict__ columns, int* __restrict__ best_cells,
-           TraceWord<RPT>* __restrict__ trace, const i64* __restrict__ trace_base) {
+           u32* __restrict__ trace, const i64* __restrict__ trace_base) {
     static_assert(THREADS % 32 == 0, "whole warps");
-    static_assert(!TRACE || RPT <= 8, "a thread's nibbles of a step fit a word");
+    static_assert(!TRACE || (RPT == 1 || RPT == 2 || RPT == 4 || RPT == 8),
+                  "a step's nibbles of a thread within one word of its chunk");
     constexpr int TILE_ROWS = THREADS * RPT;
     constexpr int RING = band_ring<THREADS>();
     extern __shared__ int2 shared[];
@@ -743,9 +765,10 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     int up_t = 0, up_f = NEG;
     int best = NEG, best_i = 0, best_j = 0;
     const int steps = p.n + THREADS - 1;
-    // TRACE: this thread's word of step 0 of the band (see trace_walk for the layout).
-    TraceWord<RPT>* band_trace =
-        TRACE ? trace + trace_base[band_problem[band]] + ((i64)I * steps) * THREADS + t
+    // TRACE: this thread's chunk of the band's first block of steps (see trace_walk).
+    const int blocks = (steps + SWEEP_UNROLL - 1) / SWEEP_UNROLL;
+    u32* band_trace =
+        TRACE ? trace + trace_base[band_problem[band]] + ((i64)I * blocks * THREADS + t) * RPT
               : nullptr;
     if (tile.bottom < tile.tile_row0 + TILE_ROWS) {
         sweep_last_tile<THREADS, RPT, DNA, FLOOR_ZERO, TRACK_BEST, true, TRACE>(
@@ -1065,68 +1088,72 @@ segment_first_max(const int2* __restrict__ values, const i64* __restrict__ segme
 
 // The paths of large leaves whose traceback nibbles long_bands<..., TRACE> wrote (the leaves
 // of leaf_paths, their fields as it takes them, run as problems of a band each THREADS * RPT
-// rows: align/_cuda_long.py's traced leaves). Band I of a leaf holds its steps s = 0 .. n +
-// THREADS - 2, each THREADS words, thread t's word the nibbles of rows I * THREADS * RPT +
-// t * RPT + 1 + r (bits 4r) at column s - t + 1: words trace_base[k] + (I * steps + s) *
-// THREADS + t. The leaf's last row (H, F) is at rows[row_base[k] .. + n] (the corner's
-// bottom_excess, as in leaf_paths). The walk and its ties are leaf_paths', so a leaf's path
-// is the one leaf_paths finds.
+// rows: align/_cuda_long.py's traced leaves). Band I of a leaf runs steps s = 0 .. n +
+// THREADS - 2 in blocks of SWEEP_UNROLL; thread t computes rows I * THREADS * RPT + t * RPT +
+// 1 + r at step s, column s - t + 1, and keeps their nibbles of block b in its chunk of RPT
+// words at trace_base[k] + ((I * blocks + b) * THREADS + t) * RPT (blocks a band: steps
+// rounded up to whole blocks), the nibble of row r at step b * SWEEP_UNROLL + k at bit 4 *
+// (k * RPT + r) (store_chunk). The leaf's last row (H, F) is at rows[row_base[k] .. + n] (for
+// the corner's bottom_excess, as in leaf_paths). The walk and its ties are leaf_paths', so a
+// leaf's path is the one leaf_paths finds.
 //
-// A warp a leaf. The walk is a chain of dependent steps, so the warp copies the steps of the
-// band around it into shared memory (WALK_WINDOW_BYTES: the steps up to the walk's, which
-// only decrease within a band), and takes a run at a time: a lane a cell of the run (of
-// diagonal steps, of a horizontal gap along the row, or of a vertical gap up the column), and
-// a vote for where it ends. The operations are written backwards from the end of the leaf's
-// room, as leaf_paths writes them.
+// A warp a leaf. The walk is a chain of dependent steps, so the warp copies the blocks of
+// the band around it into shared memory (WALK_WINDOW_BYTES: the blocks up to the walk's,
+// whose steps only decrease within a band), and takes a run at a time: a lane a cell of the
+// run (of diagonal steps, of a horizontal gap along the row, or of a vertical gap up the
+// column), and a vote for where it ends. The operations are written backwards from the end of
+// the leaf's room, as leaf_paths writes them.
 constexpr int WALK_WINDOW_BYTES = 16384;
 
 template <int THREADS, int RPT>
 __global__ void __launch_bounds__(32)
 trace_walk(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
-           const i64* __restrict__ leaves, const TraceWord<RPT>* __restrict__ trace,
+           const i64* __restrict__ leaves, const u32* __restrict__ trace,
            const i64* __restrict__ trace_base, const int2* __restrict__ rows,
            const i64* __restrict__ row_base, const int match_codes, const int gap_open,
            const int gap_extend, u8* __restrict__ ops_space, const i64* __restrict__ ops_base,
            int* __restrict__ op_count) {
-    using Word = TraceWord<RPT>;
     constexpr int BAND = THREADS * RPT;
-    constexpr int WINDOW = WALK_WINDOW_BYTES / (THREADS * (int)sizeof(Word));  // steps
-    static_assert(WINDOW >= 1 && (THREADS * sizeof(Word)) % 16 == 0, "whole 16-byte steps");
+    constexpr int BLOCK_WORDS = THREADS * RPT;  // a block of steps of a band
+    constexpr int WINDOW = WALK_WINDOW_BYTES / (4 * BLOCK_WORDS);  // blocks
+    static_assert(WINDOW >= 1 && BLOCK_WORDS % 4 == 0, "whole 16-byte blocks");
     __shared__ int4 window4[WALK_WINDOW_BYTES / 16];
-    const Word* window = reinterpret_cast<const Word*>(window4);
+    const u32* window = reinterpret_cast<const u32*>(window4);
     const int lane = threadIdx.x;
     const i64* fields = leaves + (i64)blockIdx.x * LEAF_FIELDS;
     const u8* a = a_codes + fields[LEAF_A_BASE];
     const u8* b = b_codes + fields[LEAF_B_BASE];
     const int m = (int)fields[LEAF_M], n = (int)fields[LEAF_N];
     const int bottom_excess = (int)fields[LEAF_BOTTOM];
-    const int steps = n + THREADS - 1;
-    const Word* codes = trace + trace_base[blockIdx.x];
+    const int blocks = (n + THREADS - 1 + SWEEP_UNROLL - 1) / SWEEP_UNROLL;
+    const u32* codes = trace + trace_base[blockIdx.x];
     // A vertical gap ending in the corner, charged bottom_excess instead of its opening.
     const int2 corner = rows[row_base[blockIdx.x] + n];
     bool corner_gap = corner.y + gap_open - gap_extend - bottom_excess > corner.x;
     u8* const end = ops_space + ops_base[blockIdx.x] + m + n;
     u8* ops = end;  // the next operation goes just before it
     int i = m, j = n, state = 0;  // state 0: H, 1: E (a run of D), 2: F (I)
-    int window_band = -1, window_low = 0, window_high = -1;
+    int window_band = -1, window_low = 0, window_high = -1;  // blocks low .. high of a band
     // The nibble of cell (ci, cj), and whether it lies in the window.
     auto code_at = [&](const int ci, const int cj, bool& inside) -> int {
         const int band = (ci - 1) / BAND, within = ci - 1 - band * BAND;
-        const int t = within / RPT, s = cj - 1 + t;
-        inside = band == window_band && s >= window_low && s <= window_high;
-        return inside ? (window[(s - window_low) * THREADS + t] >> (4 * (within - t * RPT))) & 15
+        const int t = within / RPT, s = cj - 1 + t, block = s / SWEEP_UNROLL;
+        inside = band == window_band && block >= window_low && block <= window_high;
+        const int bit = 4 * ((s - block * SWEEP_UNROLL) * RPT + within - t * RPT);
+        return inside ? (window[((block - window_low) * THREADS + t) * RPT + bit / 32] >>
+                         (bit % 32)) & 15
                       : 0;
     };
     while (i > 0 && j > 0) {
         bool inside;
         int code = code_at(i, j, inside);
-        if (!inside) {  // the steps of (i, j)'s band up to its step, as many as fit
+        if (!inside) {  // the blocks of (i, j)'s band up to its step's, as many as fit
             window_band = (i - 1) / BAND;
-            window_high = j - 1 + (i - 1 - window_band * BAND) / RPT;
+            window_high = (j - 1 + (i - 1 - window_band * BAND) / RPT) / SWEEP_UNROLL;
             window_low = max(0, window_high - WINDOW + 1);
             const int4* from = reinterpret_cast<const int4*>(
-                codes + ((i64)window_band * steps + window_low) * THREADS);
-            const int count = (window_high - window_low + 1) * THREADS * (int)sizeof(Word) / 16;
+                codes + ((i64)window_band * blocks + window_low) * BLOCK_WORDS);
+            const int count = (window_high - window_low + 1) * BLOCK_WORDS / 4;
             __syncwarp();  // every lane is done reading the old window
 #pragma unroll 8
             for (int k = lane; k < count; k += 32) window4[k] = __ldg(from + k);
