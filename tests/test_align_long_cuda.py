@@ -605,6 +605,31 @@ def test_band_rows_must_be_positive(monkeypatch, choices):
         _cuda_long.batch_schedule(np.array([100]), multiprocessors=2)
 
 
+def test_calls_of_few_bands_trace_their_leaves_whole(monkeypatch):
+    """The leaves of a call's linear-space paths: up to LONG_ALIGN_TRACE_CELLS while its pairs
+    have at most LONG_ALIGN_TRACE_BANDS_PER_SM traced bands an SM (the emulated GPU has 2),
+    else LONG_ALIGN_LEAF_CELLS; never smaller than that."""
+    engine, _ = _engine("dna-affine")
+    monkeypatch.setattr(config, "LONG_ALIGN_THREADS", 32)
+    monkeypatch.setattr(config, "LONG_ALIGN_TRACE_ROWS_PER_THREAD", 4)  # bands of 128 rows
+    monkeypatch.setattr(config, "LONG_ALIGN_TRACE_BANDS_PER_SM", 8)
+    monkeypatch.setattr(config, "LONG_ALIGN_LEAF_CELLS", 100)
+    monkeypatch.setattr(config, "LONG_ALIGN_TRACE_CELLS", 5000)
+    assert engine.leaf_cells(np.array([16 * 128])) == 5000
+    assert engine.leaf_cells(np.array([16 * 128 + 1])) == 100
+    assert engine.leaf_cells(np.array([8 * 128, 7 * 128 + 1])) == 5000
+    assert engine.leaf_cells(np.array([8 * 128, 8 * 128, 1])) == 100
+    monkeypatch.setattr(config, "LONG_ALIGN_TRACE_CELLS", 0)
+    assert engine.leaf_cells(np.array([1])) == 100
+
+
+@pytest.mark.parametrize("rows", [0, 3, 16])
+def test_traced_rows_a_thread_fill_whole_chunks(monkeypatch, rows):
+    monkeypatch.setattr(config, "LONG_ALIGN_TRACE_ROWS_PER_THREAD", rows)
+    with pytest.raises(ValueError, match="LONG_ALIGN_TRACE_ROWS_PER_THREAD"):
+        _cuda_long.trace_shape()
+
+
 def test_problems_of_more_bands_than_the_tags_tell_apart_run_in_tiles(monkeypatch):
     """"bands" takes tickets for a batch with a problem of more than BAND_LIMIT bands (the
     hand-over's tags would repeat), and the results stay the oracle's."""

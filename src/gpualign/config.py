@@ -222,13 +222,29 @@ LONG_ALIGN_LEAF_CELLS = 1 << 18
 #: Largest subproblem (DP cells) of a CUDA linear-space alignment traced whole over the GPU:
 #: subproblems above ``LONG_ALIGN_LEAF_CELLS`` and up to this many cells are not split further
 #: but run as bands of a warp each that keep a traceback nibble a cell (half a byte a cell on
-#: the device, in groups cut to the memory budget), then walked back by a warp each. 0 (or
-#: anything up to ``LONG_ALIGN_LEAF_CELLS``): every subproblem above the leaves is split.
+#: the device), then walked back by a warp each. 0 (or anything up to
+#: ``LONG_ALIGN_LEAF_CELLS``): every subproblem above the leaves is split. On an H100 (one
+#: process alternating, medians of 9): the MT pair's CIGAR 5.0-6.2 ms against 8.4-9.8 ms
+#: split, the 100 kb pair's 23.3-26.0 against 25.0-27.5 ms.
 LONG_ALIGN_TRACE_CELLS = 1 << 29
+
+#: Calls whose pairs have more traced bands than this an SM (their query rows over
+#: ``LONG_ALIGN_THREADS * LONG_ALIGN_TRACE_ROWS_PER_THREAD``) split every subproblem above
+#: ``LONG_ALIGN_LEAF_CELLS`` instead: a wavefront of that many bands an SM no longer waits on
+#: each warp's latency, and tracing gained nothing (H100, the same processes: 2,000 PacBio
+#: reads, 220,000 bands, 0.94-0.96 s against 0.94-0.96 s split, with 47 GiB of GPU memory
+#: against 12; the E. coli genomes, 36,000 bands, 18.35 s against 18.37 s, 40 GiB against 2).
+LONG_ALIGN_TRACE_BANDS_PER_SM = 8
 
 #: Query rows each thread of those traced bands keeps (1, 2, 4 or 8; a band has
 #: ``LONG_ALIGN_THREADS`` times as many rows).
 LONG_ALIGN_TRACE_ROWS_PER_THREAD = 4
+
+#: Most device bytes a group of those traced subproblems takes at once (their traceback
+#: nibbles, borders and paths; also bounded by the batch budget, ``GPU_MEMORY_FRACTION`` and
+#: ``GPU_BATCH_BYTES``); a subproblem larger than this runs alone. The MT and 100 kb CIGARs
+#: take one group either way.
+LONG_ALIGN_TRACE_BYTES = 1 << 30
 
 #: Query rows each lane of the CUDA path kernel (``task="path"``) may keep (2, 4 or multiples
 #: of 8) where warps fill a pair: in bands of 32 lanes x rows, a warp a band, all bands at once

@@ -670,7 +670,6 @@ def _paths(qset, tset, q_index, t_index, table, gap_open, gap_extend, mode, prog
     identity = np.zeros(count, dtype=np.float64)
     chosen = np.flatnonzero(long)
     found = _cuda_long.pair_paths(engine, qset, tset, q_index[chosen], t_index[chosen], mode,
-                                  _cuda_long.leaf_limit(),
                                   progress.cells_done if progress is not None else None)
     for values, computed in zip(results, (found.score, found.query_start, found.query_end,
                                           found.target_start, found.target_end), strict=True):

@@ -690,11 +690,6 @@ def trace_shape() -> tuple[int, int]:
     return tile_shape()[0], rows
 
 
-def leaf_limit() -> int:
-    """The most cells of a leaf of the CUDA linear-space driver: ``LONG_ALIGN_TRACE_CELLS``
-    (traced over the whole GPU) where it is the larger, else ``LONG_ALIGN_LEAF_CELLS``."""
-    return max(int(config.LONG_ALIGN_LEAF_CELLS), int(config.LONG_ALIGN_TRACE_CELLS))
-
 
 def traced_leaves(m: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Per leaf of ``m`` x ``n`` cells, whether it is traced in bands over the GPU
@@ -895,6 +890,18 @@ class CudaEngine(TileEngine):
             rows[at:at + plan.layout.rows] = batch_rows
         return rows, row_base
 
+    def leaf_cells(self, m: np.ndarray) -> int:
+        """The largest leaf of linear-space paths of pairs of ``m`` query rows:
+        ``LONG_ALIGN_TRACE_CELLS`` (traced whole over the GPU) where the pairs' traced bands
+        are at most ``LONG_ALIGN_TRACE_BANDS_PER_SM`` an SM and that is the larger, else
+        ``LONG_ALIGN_LEAF_CELLS``."""
+        threads, rows = trace_shape()
+        bands = int((-(-np.asarray(m, dtype=np.int64) // (threads * rows))).sum())
+        leaf_cells = int(config.LONG_ALIGN_LEAF_CELLS)
+        if bands <= config.LONG_ALIGN_TRACE_BANDS_PER_SM * self._multiprocessors():
+            return max(leaf_cells, int(config.LONG_ALIGN_TRACE_CELLS))
+        return leaf_cells
+
     def leaf_paths(self, sequences: PairCodes, problems: Problems,
                    ) -> tuple[np.ndarray, np.ndarray]:
         """``(ops, offsets)``: the optimal global path of each forward subproblem with the
@@ -902,7 +909,7 @@ class CudaEngine(TileEngine):
         concatenated (``offsets``: int64). Small leaves take a warp each (``leaf_paths`` of
         long.cu), large ones (:func:`traced_leaves`) bands over the GPU that keep a
         traceback nibble a cell, then a warp's walk (``trace_walk``); groups of either cut to
-        the memory budget."""
+        the memory budget (the traced ones also to ``LONG_ALIGN_TRACE_BYTES``)."""
         if np.any(problems.reverse):
             raise ValueError("leaf_paths: the driver's leaves run forward")
         m, n = problems.a_length(), problems.b_length()
@@ -914,14 +921,16 @@ class CudaEngine(TileEngine):
         budget = self._budget()
         codes = self.device_codes(sequences)
         routes = []  # per route: its leaves' paths one after the other, and their offsets
-        for chosen, sizes, run in ((~traced, leaf_bytes, self._leaf_launch),
-                                   (traced, traced_leaf_bytes, self._traced_launch)):
+        for chosen, sizes, run, limit in (
+                (~traced, leaf_bytes, self._leaf_launch, budget),
+                (traced, traced_leaf_bytes, self._traced_launch,
+                 min(budget, int(config.LONG_ALIGN_TRACE_BYTES)))):
             index = np.flatnonzero(chosen)
             sizes = sizes(m[index], n[index])
             parts_ops, parts_counts = [], []
             lo = 0
             while lo < len(index):
-                fit = int(np.searchsorted(np.cumsum(sizes[lo:]), budget, side="right"))
+                fit = int(np.searchsorted(np.cumsum(sizes[lo:]), limit, side="right"))
                 hi = lo + max(1, fit)
                 ops, counts = run(codes, leaves[index[lo:hi]])
                 parts_ops.append(ops)
@@ -1174,10 +1183,12 @@ def pair_ends(engine: CudaEngine, qset: SequenceSet, tset: SequenceSet, q_index:
 
 
 def pair_paths(engine: CudaEngine, qset: SequenceSet, tset: SequenceSet, q_index: np.ndarray,
-               t_index: np.ndarray, mode: int, leaf_cells: int,
+               t_index: np.ndarray, mode: int,
                progress: Callable[[int], object] | None = None) -> LinearPaths:
     """Optimal alignments of whole pairs in ``mode`` in linear space (:func:`._linear.
-    mode_paths` with this engine): scores and ends as the batch kernels report them;
-    ``progress`` is called with the cells done, level by level."""
+    mode_paths` with this engine, its leaves :meth:`CudaEngine.leaf_cells` of the pairs'
+    query lengths): scores and ends as the batch kernels report them; ``progress`` is called
+    with the cells done, level by level."""
+    leaf_cells = engine.leaf_cells(qset.lengths[q_index])
     return mode_paths(_pair_codes(engine, qset, tset, q_index, t_index), engine.gap_open,
                       engine.gap_extend, mode, engine, leaf_cells, progress)
