@@ -623,11 +623,25 @@ def test_calls_of_few_bands_trace_their_leaves_whole(monkeypatch):
     assert engine.leaf_cells(np.array([1])) == 100
 
 
-@pytest.mark.parametrize("rows", [0, 3, 16])
-def test_traced_rows_a_thread_fill_whole_chunks(monkeypatch, rows):
+@pytest.mark.parametrize(("threads", "rows"), [(32, 0), (32, 3), (32, 16), (1024, 8)])
+def test_traced_bands_fill_whole_chunks_and_the_walks_window(monkeypatch, threads, rows):
+    monkeypatch.setattr(config, "LONG_ALIGN_THREADS", threads)
     monkeypatch.setattr(config, "LONG_ALIGN_TRACE_ROWS_PER_THREAD", rows)
     with pytest.raises(ValueError, match="LONG_ALIGN_TRACE_ROWS_PER_THREAD"):
         _cuda_long.trace_shape()
+
+
+def test_leaves_traced_only_within_the_trace_bytes(monkeypatch):
+    """A leaf of a few rows pads them to a whole band: one of 2 x 300,000 cells would take
+    about 22 MB traced, so it goes to a warp under a bound of 16 MB."""
+    monkeypatch.setattr(config, "LONG_ALIGN_THREADS", 32)
+    monkeypatch.setattr(config, "LONG_ALIGN_TRACE_ROWS_PER_THREAD", 4)
+    monkeypatch.setattr(config, "LONG_ALIGN_LEAF_CELLS", 1000)
+    m, n = np.array([2, 600]), np.array([300_000, 1000])
+    assert _cuda_long.traced_leaves(m, n).tolist() == [True, True]
+    monkeypatch.setattr(config, "LONG_ALIGN_TRACE_BYTES", 16 << 20)
+    assert int(_cuda_long.traced_leaf_bytes(m[:1], n[:1])[0]) > 16 << 20
+    assert _cuda_long.traced_leaves(m, n).tolist() == [False, True]
 
 
 def test_problems_of_more_bands_than_the_tags_tell_apart_run_in_tiles(monkeypatch):
@@ -1062,9 +1076,10 @@ def test_gpu_leaves_are_the_cpu_engines(scheme):
 
 #: Traced leaves: band borders at 127/128/129 rows (bands of 128) and 511/512/513 (of 512), the
 #: walk's window (256 steps of bands of 32 threads of 4 rows, 64 of 64 threads of 8 rows)
-#: crossed and reloaded, a single column, leaves on both routes (below 1,000 cells: a warp).
+#: crossed and reloaded, a single column and a few rows traced, leaves on both routes (below
+#: 1,000 cells: a warp).
 TRACED_SIZES = [(2, 2), (9, 7), (40, 20), (127, 300), (128, 129), (129, 700), (300, 1),
-                (511, 90), (513, 600), (260, 1000)]
+                (1200, 1), (3, 400), (511, 90), (513, 600), (260, 1000)]
 
 
 @cuda

@@ -68,13 +68,15 @@ def _pairs(seed: int, lengths: tuple[int, ...]) -> tuple[list[str], list[str], i
 
 @pytest.fixture
 def long_align(backend, monkeypatch):
-    """Pairs of 1,000 cells and more are long on both backends; leaves of 64 cells."""
+    """Pairs of 1,000 cells and more are long on both backends; leaves of 64 cells (none
+    traced whole)."""
     monkeypatch.setattr(config, "ALIGN_LINEAR_MIN_CELLS", 1000)
     monkeypatch.setattr(config, "ALIGN_LINEAR_LEAF_CELLS", 64)
     monkeypatch.setattr(config, "ALIGN_CPU_WAVEFRONT_MIN_CELLS", 1000)
     monkeypatch.setattr(config, "ALIGN_CPU_SCORES", "numba")
     monkeypatch.setattr(config, "LONG_ALIGN_MIN_CELLS", 1000)
     monkeypatch.setattr(config, "LONG_ALIGN_LEAF_CELLS", 64)
+    monkeypatch.setattr(config, "LONG_ALIGN_TRACE_CELLS", 0)  # every level split, on CUDA too
     return backend
 
 

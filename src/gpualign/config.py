@@ -221,8 +221,9 @@ LONG_ALIGN_LEAF_CELLS = 1 << 18
 
 #: Largest subproblem (DP cells) of a CUDA linear-space alignment traced whole over the GPU:
 #: subproblems above ``LONG_ALIGN_LEAF_CELLS`` and up to this many cells are not split further
-#: but run as bands of a warp each that keep a traceback nibble a cell (half a byte a cell on
-#: the device), then walked back by a warp each. 0 (or anything up to
+#: but run as bands of ``LONG_ALIGN_THREADS`` threads that keep a traceback nibble a cell (half
+#: a byte a cell on the device, a band's rows padded to whole bands), then walked back by a
+#: warp each. 0 (or anything up to
 #: ``LONG_ALIGN_LEAF_CELLS``): every subproblem above the leaves is split. On an H100 (one
 #: process alternating, medians of 9): the MT pair's CIGAR 5.0-6.2 ms against 8.4-9.8 ms
 #: split, the 100 kb pair's 23.3-26.0 against 25.0-27.5 ms.

@@ -14,8 +14,9 @@ memory, ``O(m + n)`` per problem. The host plans the order (:func:`tile_schedule
 borders out (:func:`border_layout`), and reads the results from the borders: the last row
 (``last_rows``), the end cells in the last row or column (searched on the device:
 ``segment_first_max``) or the best cell that the kernel kept per tile row (any cell: local
-alignments). The leaves of linear-space paths run a warp each
-with a full traceback (``leaf_paths``).
+alignments). The leaves of linear-space paths run a warp each with a full traceback
+(``leaf_paths``), or, in calls of few bands, large ones as bands that keep a traceback nibble a
+cell and a warp's walk back (``trace_walk``: :meth:`CudaEngine.leaf_paths`).
 
 :class:`CudaEngine` is the engine; :func:`pair_ends` and :func:`pair_paths` serve
 :mod:`._cuda` for pairs of at least ``config.LONG_ALIGN_MIN_CELLS`` cells. Scores are int32 on
@@ -411,7 +412,8 @@ class TileEngine:
         substitution table that fits int16 with ``gap_open`` added (long.cu's shifted scores).
         ``top_excess``: one for every problem, or one each."""
         threads = tile_shape()[0]
-        rows = max(possible_rows_per_thread())  # the tallest tiles pad the most rows
+        # The tallest tiles (or traced bands) pad the most rows.
+        rows = max(*possible_rows_per_thread(), trace_shape()[1])
         m = np.asarray(m, dtype=np.int64)
         n = np.asarray(n, dtype=np.int64)
         return (m > 0) & (n > 0) & self._table_fits & fits_int32(
@@ -513,7 +515,8 @@ class TileEngine:
             raise launch.KernelResourceError(
                 f"{name} runs {launch.block_threads(kernel)} threads a block, not {threads}: "
                 "lower LONG_ALIGN_ROWS_PER_THREAD (LONG_ALIGN_BAND_ROWS_PER_THREAD for bands "
-                "under \"auto\") or LONG_ALIGN_THREADS")
+                "under \"auto\", LONG_ALIGN_TRACE_ROWS_PER_THREAD for traced leaves) or "
+                "LONG_ALIGN_THREADS")
         shared = launch.reserve_shared(kernel, shared_bytes(threads, width, self.n_codes,
                                                             self.dna, bands))
         scoring = (table, np.int32(self.n_codes), np.int32(self.match), np.int32(self.mismatch),
@@ -680,22 +683,36 @@ def leaf_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
     return leaf_trace_bytes(m, n) + 8 * (n + 1) + 2 * (m + n) + 8 * (6 + 3 + 2) + 4
 
 
+#: Steps of a band whose nibbles a thread stores at once (long.cu's SWEEP_UNROLL).
+TRACE_BLOCK_STEPS = 8
+
+#: Bytes of the shared-memory window through which trace_walk reads a band's nibbles
+#: (long.cu's WALK_WINDOW_BYTES).
+TRACE_WINDOW_BYTES = 16384
+
+
 def trace_shape() -> tuple[int, int]:
     """``(threads, rows_per_thread)`` of the bands that trace large leaves:
     ``LONG_ALIGN_THREADS`` and ``LONG_ALIGN_TRACE_ROWS_PER_THREAD``, checked (1, 2, 4 or 8: a
-    thread's nibbles of a step within one word of its chunk, long.cu's store_chunk)."""
+    thread's nibbles of a step within one word of its chunk, long.cu's store_chunk), and
+    bands of at most 4,096 rows (a block of their steps fits the walk's window,
+    :data:`TRACE_WINDOW_BYTES`)."""
     rows = int(config.LONG_ALIGN_TRACE_ROWS_PER_THREAD)
     if rows not in (1, 2, 4, 8):
         raise ValueError(f"LONG_ALIGN_TRACE_ROWS_PER_THREAD={rows}: 1, 2, 4 or 8")
-    return tile_shape()[0], rows
-
+    threads = tile_shape()[0]
+    if 4 * threads * rows > TRACE_WINDOW_BYTES:
+        raise ValueError(f"LONG_ALIGN_THREADS={threads} x LONG_ALIGN_TRACE_ROWS_PER_THREAD="
+                         f"{rows}: traced bands of at most {TRACE_WINDOW_BYTES // 4} rows")
+    return threads, rows
 
 
 def traced_leaves(m: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Per leaf of ``m`` x ``n`` cells, whether it is traced in bands over the GPU
     (``long_bands`` writing nibbles, then ``trace_walk``) rather than by a warp: more than
-    ``LONG_ALIGN_LEAF_CELLS`` cells, more than one row, and no more bands than the hand-over
-    tells apart.
+    ``LONG_ALIGN_LEAF_CELLS`` cells, more than one row, no more bands than the hand-over
+    tells apart, and at most ``LONG_ALIGN_TRACE_BYTES`` on the device (a band pads its rows:
+    a leaf of a few rows and many columns takes far more than half a byte a cell).
 
     Examples
     --------
@@ -706,11 +723,8 @@ def traced_leaves(m: np.ndarray, n: np.ndarray) -> np.ndarray:
     m = np.asarray(m, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
     return ((m * n > int(config.LONG_ALIGN_LEAF_CELLS)) & (m > 1)
-            & (-(-m // (threads * rows)) <= BAND_LIMIT))
-
-
-#: Steps of a band whose nibbles a thread stores at once (long.cu's SWEEP_UNROLL).
-TRACE_BLOCK_STEPS = 8
+            & (-(-m // (threads * rows)) <= BAND_LIMIT)
+            & (traced_leaf_bytes(m, n) <= int(config.LONG_ALIGN_TRACE_BYTES)))
 
 
 def trace_words(m: np.ndarray, n: np.ndarray, threads: int, rows: int) -> np.ndarray:
@@ -921,12 +935,12 @@ class CudaEngine(TileEngine):
         budget = self._budget()
         codes = self.device_codes(sequences)
         routes = []  # per route: its leaves' paths one after the other, and their offsets
-        for chosen, sizes, run, limit in (
+        for chosen, size_of, run, limit in (
                 (~traced, leaf_bytes, self._leaf_launch, budget),
                 (traced, traced_leaf_bytes, self._traced_launch,
                  min(budget, int(config.LONG_ALIGN_TRACE_BYTES)))):
             index = np.flatnonzero(chosen)
-            sizes = sizes(m[index], n[index])
+            sizes = size_of(m[index], n[index])
             parts_ops, parts_counts = [], []
             lo = 0
             while lo < len(index):

@@ -678,8 +678,10 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
 // bytes. At the end the band writes its right column to `columns` (column n, for the
 // last-column end cells) and, TRACK_BEST, its best cell to best_cells[3 * slot]: a thread
 // meets its cells by column, then row, as in a tile, so the ties are those of long_tiles.
-// Dynamic shared memory: the exchange between warps (2 * THREADS / 32 int2), n_codes^2 shorts
-// unless DNA, the ring (band_ring in _cuda_long.py).
+// TRACE (global problems, the traced leaves): the band also keeps its cells' traceback nibbles
+// in `trace`, its problem's from trace_base[problem] (the layout: trace_walk); else both are
+// null. Dynamic shared memory: the exchange between warps (2 * THREADS / 32 int2), n_codes^2
+// shorts unless DNA, the ring (band_ring in _cuda_long.py).
 template <int THREADS>
 __host__ __device__ constexpr int band_ring() {
     int size = 1;
