@@ -910,7 +910,7 @@ class CudaEngine(TileEngine):
         are at most ``LONG_ALIGN_TRACE_BANDS_PER_SM`` an SM and that is the larger, else
         ``LONG_ALIGN_LEAF_CELLS``."""
         threads, rows = trace_shape()
-        bands = int((-(-np.asarray(m, dtype=np.int64) // (threads * rows))).sum())
+        bands = _band_counts(m, [threads * rows])[0]
         leaf_cells = int(config.LONG_ALIGN_LEAF_CELLS)
         if bands <= config.LONG_ALIGN_TRACE_BANDS_PER_SM * self._multiprocessors():
             return max(leaf_cells, int(config.LONG_ALIGN_TRACE_CELLS))
@@ -1127,18 +1127,15 @@ def _merged_routes(second: np.ndarray, routes: list[tuple[np.ndarray, np.ndarray
     """
     second = np.asarray(second, dtype=bool)
     count = len(second)
-    rank = np.empty(count, dtype=np.int64)  # each leaf's place in its route
-    for route in (False, True):
-        chosen = second == route
-        rank[chosen] = np.arange(int(chosen.sum()))
     lengths = np.empty(count, dtype=np.int64)
-    for route, (_, route_offsets) in enumerate(routes):
-        chosen = second == bool(route)
-        lengths[chosen] = np.diff(route_offsets)
+    lengths[~second] = np.diff(routes[0][1])
+    lengths[second] = np.diff(routes[1][1])
     offsets = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    if not second.any() or second.all():
-        return routes[int(second.all()) if count else 0][0], offsets
+    if not second.any() or second.all():  # one route (or no leaf): its paths as they are
+        return routes[int(second.any())][0], offsets
+    # Each leaf's place in its route.
+    rank = np.where(second, np.cumsum(second), np.cumsum(~second)) - 1
     ops = np.empty(int(offsets[-1]), dtype=np.uint8)
     starts = np.flatnonzero(np.diff(second.astype(np.int8))) + 1
     for lo, hi in zip(np.r_[0, starts].tolist(), np.r_[starts, count].tolist(), strict=True):
