@@ -227,13 +227,48 @@ def _border_oracle(a, b, table, gap_open, gap_extend, top_excess, bottom_excess)
 def _border_score(ops, a, b, table, gap_open, gap_extend, top_excess, bottom_excess):
     """Score of a path under the border charges of :func:`_border_oracle`."""
     codes = PairCodes.from_lists([np.asarray(a, np.uint8)], [np.asarray(b, np.uint8)])
-    score = _linear.path_score(codes, 0, ops, table, gap_open, gap_extend)
+    score = int(_linear.path_scores(codes, _linear.JoinedPaths.of([np.asarray(ops, np.uint8)]),
+                                    np.array([0]), table, gap_open, gap_extend)[0])
     excess = gap_open - gap_extend
     vertical = ops == 2
     if vertical.all():
         return score + excess - min(top_excess, bottom_excess)
     return score + (excess - top_excess) * int(vertical[0]) + \
         (excess - bottom_excess) * int(vertical[-1])
+
+
+def test_path_scores_rescore_the_paths():
+    """path_scores (Numba) against the naive rescoring of each path's CIGAR: random pairs,
+    random paths through them (runs of every operation, gaps at both ends, empty and one-symbol
+    sides), a chosen subset of the pairs in a shuffled order."""
+    rng = np.random.default_rng(5)
+    table = np.where(np.eye(5, dtype=bool), 3, -2)
+    table[4, :] = table[:, 4] = -1
+    queries, targets, paths = [], [], []
+    for _ in range(300):
+        m, n = (int(x) for x in rng.integers(0, 40, size=2))
+        a = rng.integers(0, 5, size=m).astype(np.uint8)
+        b = rng.integers(0, 5, size=n).astype(np.uint8)
+        ops, i, j = [], 0, 0
+        while i < m or j < n:
+            op = int(rng.integers(0, 3)) if i < m and j < n else (2 if i < m else 3)
+            if op == 0:  # a diagonal step, labelled as the symbols say
+                op = 0 if a[i] == b[j] and a[i] < 4 else 1
+            elif op == 1:
+                op = 3
+            ops.append(op)
+            i, j = i + (op != 3), j + (op != 2)
+        queries.append(a)
+        targets.append(b)
+        paths.append(np.array(ops, dtype=np.uint8))
+    codes = PairCodes.from_lists(queries, targets)
+    joined = _linear.JoinedPaths.of(paths)
+    chosen = rng.permutation(len(paths))[:200]
+    got = _linear.path_scores(codes, joined, chosen, table, 7, 2)
+    texts = _linear.path_cigars(joined)
+    want = [rescore_alignment(queries[p], targets[p], 0, 0, texts[p], table, 7, 2)[0]
+            for p in chosen.tolist()]
+    assert got.tolist() == want
 
 
 @pytest.mark.parametrize("scoring", SCHEMES + [BLOSUM62], ids=lambda s: s.describe())

@@ -1,7 +1,8 @@
 """Numba kernels of the linear-space driver (``_linear.py``): for engines that return their
 rows to the host (the CPU engine's), the search of the best join of each split in its two
 halves' rows and the gather of kept rows into the pool the next level takes them from; for
-every engine, the paths written from their pieces and their operations counted.
+every engine, the paths written from their pieces, their operations counted and their scores
+computed.
 
 Apart from ``_linear.py`` so that the driver loads Numba only where it runs these.
 """
@@ -11,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["best_joins", "copy_rows", "count_op", "write_pieces"]
+from ..codes import OP_DELETION, OP_MISMATCH
+
+__all__ = ["best_joins", "copy_rows", "count_op", "score_paths", "write_pieces"]
 
 
 @njit(cache=True, parallel=True)
@@ -74,3 +77,30 @@ def count_op(ops, offsets, op):
             count += ops[at] == op
         counts[k] = count
     return counts
+
+
+@njit(cache=True, parallel=True)
+def score_paths(ops, offsets, which, a_codes, a_first, b_codes, b_first, table, gap_open,
+                gap_extend):
+    """The score of each path ``ops[offsets[p]:offsets[p + 1]]``, ``p = which[k]``, over the
+    query codes from ``a_codes[a_first[k]]`` and the target codes from ``b_codes[b_first[k]]``,
+    one path a thread: ``table`` for each match or mismatch, ``gap_open`` for the first
+    operation of a run of insertions or deletions and ``gap_extend`` for each later one."""
+    scores = np.zeros(len(which), dtype=np.int64)
+    for k in prange(len(which)):
+        i, j, score, previous = a_first[k], b_first[k], 0, -1
+        for at in range(offsets[which[k]], offsets[which[k] + 1]):
+            op = ops[at]
+            if op <= OP_MISMATCH:
+                score += table[a_codes[i], b_codes[j]]
+                i += 1
+                j += 1
+            else:
+                score -= gap_extend if op == previous else gap_open
+                if op == OP_DELETION:
+                    j += 1
+                else:
+                    i += 1
+            previous = op
+        scores[k] = score
+    return scores
