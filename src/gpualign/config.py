@@ -223,8 +223,8 @@ LONG_ALIGN_LEAF_CELLS = 1 << 18
 #: subproblems above ``LONG_ALIGN_LEAF_CELLS`` and up to this many cells are not split further
 #: but run as bands of ``LONG_ALIGN_THREADS`` threads that keep a traceback nibble a cell (half
 #: a byte a cell on the device, a band's rows padded to whole bands), then walked back by a
-#: warp each. 0 (or anything up to
-#: ``LONG_ALIGN_LEAF_CELLS``): every subproblem above the leaves is split. On an H100 (one
+#: warp each. 0 (or anything up to ``LONG_ALIGN_LEAF_CELLS``): every subproblem above the
+#: leaves is split. On an H100 (one
 #: process alternating, medians of 9): the MT pair's CIGAR 5.0-6.2 ms against 8.4-9.8 ms
 #: split, the 100 kb pair's 23.3-26.0 against 25.0-27.5 ms.
 LONG_ALIGN_TRACE_CELLS = 1 << 29
@@ -243,8 +243,9 @@ LONG_ALIGN_TRACE_ROWS_PER_THREAD = 4
 
 #: Most device bytes a group of those traced subproblems takes at once (their traceback
 #: nibbles, borders and paths; also bounded by the batch budget, ``GPU_MEMORY_FRACTION`` and
-#: ``GPU_BATCH_BYTES``); a subproblem larger than this runs alone. The MT and 100 kb CIGARs
-#: take one group either way.
+#: ``GPU_BATCH_BYTES``); a subproblem that would take more alone goes to a warp instead, as
+#: the small leaves do (``_cuda_long.traced_leaves``). The MT and 100 kb CIGARs take one group
+#: either way.
 LONG_ALIGN_TRACE_BYTES = 1 << 30
 
 #: Query rows each lane of the CUDA path kernel (``task="path"``) may keep (2, 4 or multiples
