@@ -224,9 +224,8 @@ LONG_ALIGN_LEAF_CELLS = 1 << 18
 #: but run as bands of ``LONG_ALIGN_THREADS`` threads that keep a traceback nibble a cell (half
 #: a byte a cell on the device, a band's rows padded to whole bands), then walked back by a
 #: warp each. 0 (or anything up to ``LONG_ALIGN_LEAF_CELLS``): every subproblem above the
-#: leaves is split. On an H100 (one
-#: process alternating, medians of 9): the MT pair's CIGAR 5.0-6.2 ms against 8.4-9.8 ms
-#: split, the 100 kb pair's 23.3-26.0 against 25.0-27.5 ms.
+#: leaves is split. On an H100 (one process alternating, medians of 9): the MT pair's CIGAR
+#: 5.0-6.2 ms against 8.4-9.8 ms split, the 100 kb pair's 23.3-26.0 against 25.0-27.5 ms.
 LONG_ALIGN_TRACE_CELLS = 1 << 29
 
 #: Calls whose pairs have more traced bands than this an SM (their query rows over
