@@ -557,8 +557,9 @@ class TileEngine:
 #: A null device pointer, for the trace arguments of a band kernel that writes none.
 _NULL = np.uint64(0)
 
-#: Columns of a group of a band's hand-over (long.cu's LINK_GROUP).
-LINK_GROUP = 16
+#: Columns of a group of a score-only band's hand-over (long.cu's link_group(false)), the
+#: largest group (LINK_GROUP_MAX, which sizes the ring); traced bands hand over 16 at a time.
+LINK_GROUP = 32
 
 #: Most bands a problem of the "bands" schedule may have: the hand-over's tags (long.cu's
 #: TAG_MASK) tell that many apart; a batch with a taller problem runs in tiles ("tickets").
@@ -574,7 +575,7 @@ def band_ring(threads: int) -> int:
     Examples
     --------
     >>> band_ring(32), band_ring(64), band_ring(128)
-    (64, 128, 256)
+    (128, 128, 256)
     """
     return 1 << (threads + 2 * LINK_GROUP - 1).bit_length()
 

@@ -223,20 +223,23 @@ __device__ __forceinline__ void store_chunk(u32* at, const u32 (&chunk)[RPT]) {
 // clamped F' = H - D' has F' - extend < H - open), and the host never reads these words: the
 // problem's last band writes its row as plain (H, F) int2 for it.
 //
-// Band I's thread 0 takes the cell above column j at step j - 1. The lanes 0 .. LINK_GROUP - 1
-// of warp 0 hold a group of LINK_GROUP such cells and hand them to thread 0 by shuffles; at the
-// start of each group they check the words they loaded one group earlier (polling again those
-// whose band has not written them yet), load the next group's words, put the next group's
-// target codes (loaded a group earlier) into the ring of target codes, and decode the cells.
-// So a band runs about LINK_GROUP + THREADS + LINK_GROUP columns behind the band above, and
-// waits only when that band is behind.
+// Band I's thread 0 takes the cell above column j at step j - 1. The lanes 0 .. GROUP - 1 of
+// warp 0 hold a group of GROUP such cells and hand them to thread 0 by shuffles; at the start
+// of each group they check the words they loaded one group earlier (polling again those whose
+// band has not written them yet), load the next group's words, put the next group's target
+// codes (loaded a group earlier) into the ring of target codes, and decode the cells. So a band
+// runs about GROUP + THREADS + GROUP columns behind the band above, and waits only when that
+// band is behind. GROUP is link_group(TRACE): larger groups cost fewer steps a hand-over but
+// put each band further behind the one above; the score-only bands run fastest with 32, the
+// traced ones with 16 (measured: benchmarks/results/tuning.md).
 //
 // Tags repeat every TAG_MASK + 1 bands, so a word of band I - TAG_MASK - 1 would pass band
 // I + 1's check; it cannot be there when band I + 1 looks: band I + 1 reaches column j only
 // after band I has taken the words of band I - 1 up to beyond j, which overwrote the older
 // ones. The host runs no more bands a problem than that in this schedule anyway
 // (_cuda_long.BAND_LIMIT).
-constexpr int LINK_GROUP = 16;
+constexpr int link_group(bool trace) { return trace ? 16 : 32; }
+constexpr int LINK_GROUP_MAX = 32;  // the largest link_group (band_ring)
 constexpr u32 TAG_BIT = 0x8000u, TAG_MASK = 0x7fffu;
 
 // Volatile 64-bit accesses: strong system-scope accesses in SASS (LDG/STG.E.64.STRONG.SYS),
@@ -250,11 +253,12 @@ __device__ __forceinline__ void store_link(u64* address, u64 word) {
     *reinterpret_cast<volatile u64*>(address) = word;
 }
 
-// A band's side of the hand-over (see above). Lane l < LINK_GROUP of warp 0 holds column
+// A band's side of the hand-over (see above). Lane l < GROUP of warp 0 holds column
 // group + 1 + l: its cell above (h, f) and, one group ahead, the word and target code of
-// column group + LINK_GROUP + 1 + l.
-template <bool DNA>
+// column group + GROUP + 1 + l.
+template <bool DNA, int GROUP>
 struct Links {
+    static_assert(GROUP <= 32 && (GROUP & (GROUP - 1)) == 0, "a power of two, lanes of a warp");
     Problem p;
     u64* words;          // the problem's rows, column 0 at words[0]
     u8* ring;            // the band's ring of target codes (ring_mask + 1 bytes)
@@ -265,14 +269,14 @@ struct Links {
     u64 next_word;
     u8 next_code;        // unclamped, so that nothing waits for its load before it is stored
 
-    // Before the sweep: the target codes of group 0 (columns 1 .. LINK_GROUP) into the ring,
+    // Before the sweep: the target codes of group 0 (columns 1 .. GROUP) into the ring,
     // group 1's codes and group 0's words loaded. Every thread calls it.
     __device__ __forceinline__ void start() {
         const int n = p.n;
-        if (threadIdx.x < LINK_GROUP) {
+        if (threadIdx.x < GROUP) {
             const int j = 1 + threadIdx.x;
             if (j <= n) ring[j & ring_mask] = target_code<DNA>(p, j);
-            next_code = j + LINK_GROUP <= n ? p.b_code(j + LINK_GROUP) : 0;
+            next_code = j + GROUP <= n ? p.b_code(j + GROUP) : 0;
             next_word = !first && j <= n ? load_link(words + j) : 0;
         }
     }
@@ -283,10 +287,10 @@ struct Links {
     // code), those of the group after it loaded. Every thread of the block calls it.
     __device__ __forceinline__ void advance(int step) {
         const int n = p.n;
-        if (threadIdx.x < LINK_GROUP) {
-            const int j = step + 1 + threadIdx.x, next = j + LINK_GROUP;
+        if (threadIdx.x < GROUP) {
+            const int j = step + 1 + threadIdx.x, next = j + GROUP;
             if (next <= n) ring[next & ring_mask] = clamped_code<DNA>(next_code);
-            next_code = next + LINK_GROUP <= n ? p.b_code(next + LINK_GROUP) : 0;
+            next_code = next + GROUP <= n ? p.b_code(next + GROUP) : 0;
             if (first) {
                 h = j <= n ? p.top(j, gap_open, gap_extend) : 0;
                 f = NEG;
@@ -309,7 +313,7 @@ struct Links {
     // The cell above thread 0's column at `step` of the current group (all lanes of a warp
     // call it: shuffles).
     __device__ __forceinline__ int2 above(int step) const {
-        const int lane = step & (LINK_GROUP - 1);
+        const int lane = step & (GROUP - 1);
         return make_int2(__shfl_sync(FULL_WARP, h, lane), __shfl_sync(FULL_WARP, f, lane));
     }
 
@@ -358,7 +362,8 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
                                            const int (&q)[RPT], const int2* above,
                                            const u8* b_codes, const short* table,
                                            int2* exchange, int2* __restrict__ rows, int& best,
-                                           int& best_i, int& best_j, Links<DNA>* links,
+                                           int& best_i, int& best_j,
+                                           Links<DNA, link_group(TRACE)>* links,
                                            u32* __restrict__ trace = nullptr) {
     const int thread = threadIdx.x, lane = thread % 32, warp = thread / 32;
     const int row0 = tile.tile_row0 + thread * RPT;
@@ -460,14 +465,15 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
     };
     // Blocks of SWEEP_UNROLL steps, unrolled; those where some thread's column lies outside
     // first_j .. last_j are masked. LINKS: a block starts with the hand-over
-    // (a new group every LINK_GROUP steps) and takes thread 0's cells above for all its steps
-    // at once, so that nothing of it breaks the steps' straight line.
-    static_assert(LINK_GROUP % SWEEP_UNROLL == 0, "link groups of whole blocks");
+    // (a new group every link_group(TRACE) steps) and takes thread 0's cells above for all its
+    // steps at once, so that nothing of it breaks the steps' straight line.
+    constexpr int GROUP = link_group(TRACE);
+    static_assert(GROUP % SWEEP_UNROLL == 0, "link groups of whole blocks");
     preload(0, true);
     for (int s0 = 0; s0 < steps; s0 += SWEEP_UNROLL) {
         int2 block_above[SWEEP_UNROLL];
         if constexpr (LINKS) {  // every warp shuffles (only warp 0's thread 0 uses them)
-            if ((s0 & (LINK_GROUP - 1)) == 0) links->advance(s0);
+            if ((s0 & (GROUP - 1)) == 0) links->advance(s0);
 #pragma unroll
             for (int k = 0; k < SWEEP_UNROLL; ++k) block_above[k] = links->above(s0 + k);
         }
@@ -685,7 +691,7 @@ long_tiles(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
 template <int THREADS>
 __host__ __device__ constexpr int band_ring() {
     int size = 1;
-    while (size < THREADS + 2 * LINK_GROUP) size *= 2;  // see Links::advance
+    while (size < THREADS + 2 * LINK_GROUP_MAX) size *= 2;  // see Links::advance
     return size;
 }
 
@@ -730,7 +736,7 @@ long_bands(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     tile.mismatch = mismatch + gap_open;
     tile.mismatch_bytes = (u32)(tile.mismatch & 0xff) * 0x01010101u;
 
-    Links<DNA> links;
+    Links<DNA, link_group(TRACE)> links;
     links.p = p;
     links.words = reinterpret_cast<u64*>(p_rows);
     links.ring = ring;
