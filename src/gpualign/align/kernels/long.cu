@@ -238,7 +238,7 @@ __device__ __forceinline__ void store_chunk(u32* at, const u32 (&chunk)[RPT]) {
 // after band I has taken the words of band I - 1 up to beyond j, which overwrote the older
 // ones. The host runs no more bands a problem than that in this schedule anyway
 // (_cuda_long.BAND_LIMIT).
-constexpr int link_group(bool trace) { return trace ? 16 : 32; }
+__host__ __device__ constexpr int link_group(bool trace) { return trace ? 16 : 32; }
 constexpr int LINK_GROUP_MAX = 32;  // the largest link_group (band_ring)
 constexpr u32 TAG_BIT = 0x8000u, TAG_MASK = 0x7fffu;
 
