@@ -239,7 +239,8 @@ __device__ __forceinline__ void store_chunk(u32* at, const u32 (&chunk)[RPT]) {
 // ones. The host runs no more bands a problem than that in this schedule anyway
 // (_cuda_long.BAND_LIMIT).
 __host__ __device__ constexpr int link_group(bool trace) { return trace ? 16 : 32; }
-constexpr int LINK_GROUP_MAX = 32;  // the largest link_group (band_ring)
+constexpr int LINK_GROUP_MAX =  // the larger of the two (band_ring)
+    link_group(false) > link_group(true) ? link_group(false) : link_group(true);
 constexpr u32 TAG_BIT = 0x8000u, TAG_MASK = 0x7fffu;
 
 // Volatile 64-bit accesses: strong system-scope accesses in SASS (LDG/STG.E.64.STRONG.SYS),
