@@ -809,8 +809,9 @@ def mode_paths(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, 
 def path_scores(sequences: PairCodes, paths: JoinedPaths, pairs: np.ndarray,
                 table: np.ndarray, gap_open: int, gap_extend: int) -> np.ndarray:
     """Scores (int64) of pairs ``pairs`` by their paths (``paths[p]``: pair ``p``'s, from
-    its first cell), by a compiled loop over all of them at once (Numba; a NumPy score took
-    0.3-0.5 ms for the MT pair's path of 17,000 operations on an H100 host).
+    its first cell), by a compiled loop over all of them at once (Numba: a long path scored in
+    NumPy took about a third of the host's work after the kernels; figures in
+    benchmarks/results/tuning.md).
 
     Examples
     --------
