@@ -373,6 +373,9 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
     const int bottom_owner = (tile.bottom - 1 - tile.tile_row0) / RPT;
     const int bottom_r = BOTTOM_R >= 0 ? BOTTOM_R : (tile.bottom - 1 - tile.tile_row0) % RPT;
     const int go = tile.gap_open, neg_open = -tile.gap_open, neg_extend = -tile.gap_extend;
+    // F of the row below, F' = max(F - extend, H - open) with H = max(X, F), is
+    // max(F - min(extend, open), X - open): it waits for F alone, not for H.
+    const int neg_f_step = -min(tile.gap_extend, tile.gap_open);
     // What step s reads from shared memory, loaded a step ahead so that the loads are not on
     // the path from step to step: the target code of this thread's column, and the row above
     // (every thread reads it, thread 0 uses it: a broadcast, not a branch).
@@ -409,6 +412,7 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
         int vt = up_t, vf = up_f, d = diagonal;
         int bottom_h = 0, bottom_f = NEG;
         u32 codes = 0;  // TRACE: the step's traceback nibbles, row r at bits 4r
+        int f = __viaddmax_s32(vf, neg_extend, vt);  // F of the thread's first row
 #pragma unroll
         for (int r = 0; r < RPT; ++r) {
             const int e_r = __viaddmax_s32(e[r], neg_extend, t[r]);
@@ -417,8 +421,6 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
             // What does not wait for the row above: the diagonal and E (and 0), shifted.
             const int x = (FLOOR_ZERO ? __viaddmax_s32_relu(d, sub, e_r)
                                       : __viaddmax_s32(d, sub, e_r)) - go;
-            // The chain down the rows is two instructions a row: F, then t = max(x, F - open).
-            const int f = __viaddmax_s32(vf, neg_extend, vt);
             if (TRACE) codes |= trace_code(d + sub, e_r, f, t[r], vt) << (4 * r);
             d = t[r];
             const int t_r = __viaddmax_s32(f, neg_open, x);
@@ -436,6 +438,8 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
             t[r] = outside ? t[r] : t_r;
             vt = t_r;
             vf = f;
+            // The chain down the rows: one instruction a row, t off it.
+            f = __viaddmax_s32(f, neg_f_step, x);
         }
         if (!LAST) {
             bottom_h = vt + go;
