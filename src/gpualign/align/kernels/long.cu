@@ -186,18 +186,35 @@ struct Tile {
 // opened there (opening preferred to extending).
 enum { FROM_DIAGONAL = 0, FROM_E = 1, FROM_F = 2, E_OPENED = 4, F_OPENED = 8 };
 
-// The nibble of a cell whose diagonal candidate is `diagonal` (H + s), E `e` (the larger of
-// extending E and opening from the cell on the left, `e_open`) and F `f` (of extending F and
-// opening from the cell above, `f_open`): a gap opened here where its value is the opening's.
-__device__ __forceinline__ u32 trace_code(int diagonal, int e, int f, int e_open, int f_open) {
-    const u32 source = diagonal >= max(e, f) ? FROM_DIAGONAL : e >= f ? FROM_E : FROM_F;
-    return source | (e == e_open ? E_OPENED : 0u) | (f == f_open ? F_OPENED : 0u);
+// A cell's nibble is FROM_DIAGONAL, FROM_E or FROM_F (3 reads as FROM_F too: the walks test for
+// FROM_DIAGONAL, then FROM_E) with E_OPENED and F_OPENED: a gap opened here where its value is the
+// opening's (opening preferred to extending). long_bands builds it a bit at a time, each bit the
+// sign of one difference pushed in by a funnel shift (two instructions a bit, no compare or
+// select), from the values of the step: `diagonal` (H + s), `e` (the larger of extending E and
+// opening from the cell on the left, `e_open`), `f` (of extending F and opening from the cell
+// above, `f_open`), `x` (the larger of the diagonal and E, less the opening) and `t` (H less the
+// opening). Pushed in the order F_OPENED, E_OPENED, F wins, E beats the diagonal:
+// - F_OPENED: f == f_open, that is f - f_open - 1 < 0 (f >= f_open);
+// - E_OPENED: e == e_open, that is e - e_open - 1 < 0 (e >= e_open);
+// - F wins (FROM_F): F above the diagonal and E, t > x, that is x - t < 0 (t >= x);
+// - E beats the diagonal (FROM_E unless F wins): diagonal - e < 0.
+// (Every value lies within _VALUE_LIMIT of 0 or near NEG: no difference wraps.)
+__device__ __forceinline__ u32 push_sign(u32 bits, int difference) {
+    return __funnelshift_l((u32)difference, bits, 1);  // bits << 1 | the sign bit
+}
+__device__ __forceinline__ u32 push_code(u32 bits, int diagonal, int e, int f, int e_open,
+                                         int f_open, int x, int t) {
+    bits = push_sign(bits, f - f_open - 1);
+    bits = push_sign(bits, e - e_open - 1);
+    bits = push_sign(bits, x - t);
+    return push_sign(bits, diagonal - e);
 }
 
 // long_bands' TRACE nibbles go out a block of SWEEP_UNROLL steps at a time: a thread's chunk
-// is RPT words, the nibble of its row r at step k of the block at bit 4 * (k * RPT + r)
-// (trace_walk reads them). One store of up to 16 bytes a block, rather than one a step: the
-// stores of every step took as long as the band's computing.
+// is RPT words, filled from the top: the nibble of its row r at step k of the block is number
+// c = k * RPT + r, in word c / 8 at bit 28 - 4 * (c % 8) (trace_walk reads them). One store of
+// up to 16 bytes a block, rather than one a step: the stores of every step took as long as the
+// band's computing.
 template <int RPT>
 __device__ __forceinline__ void store_chunk(u32* at, const u32 (&chunk)[RPT]) {
     if constexpr (RPT % 4 == 0) {
@@ -411,7 +428,7 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
         if (s + 1 < steps) preload(s + 1, check_next);
         int vt = up_t, vf = up_f, d = diagonal;
         int bottom_h = 0, bottom_f = NEG;
-        u32 codes = 0;  // TRACE: the step's traceback nibbles, row r at bits 4r
+        u32 codes = 0;  // TRACE: the step's traceback nibbles, row 0's the highest (push_code)
         int f = __viaddmax_s32(vf, neg_extend, vt);  // F of the thread's first row
 #pragma unroll
         for (int r = 0; r < RPT; ++r) {
@@ -421,9 +438,9 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
             // What does not wait for the row above: the diagonal and E (and 0), shifted.
             const int x = (FLOOR_ZERO ? __viaddmax_s32_relu(d, sub, e_r)
                                       : __viaddmax_s32(d, sub, e_r)) - go;
-            if (TRACE) codes |= trace_code(d + sub, e_r, f, t[r], vt) << (4 * r);
-            d = t[r];
             const int t_r = __viaddmax_s32(f, neg_open, x);
+            if (TRACE) codes = push_code(codes, d + sub, e_r, f, t[r], vt, x, t_r);
+            d = t[r];
             if (TRACK_BEST && !outside && t_r + go > best &&
                 (!LAST || row0 + r < tile.bottom)) {
                 best = t_r + go;
@@ -485,10 +502,15 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
         u32 chunk[RPT];  // TRACE: the block's nibbles (see store_chunk)
 #pragma unroll
         for (int w = 0; w < RPT; ++w) chunk[w] = 0;
-        // Step k's nibbles into the chunk (k and RPT known at compile time: no word straddled
-        // where RPT divides 8, which long_bands requires of TRACE).
+        // Step k's nibbles into the chunk, below the earlier steps' (k and RPT known at
+        // compile time: no word straddled where RPT divides 8, which long_bands requires of
+        // TRACE).
         auto keep = [&](const int k, const u32 codes) {
-            if (TRACE) chunk[(4 * k * RPT) / 32] |= codes << ((4 * k * RPT) % 32);
+            if constexpr (TRACE) {
+                u32& word = chunk[(4 * k * RPT) / 32];
+                if constexpr (4 * RPT < 32) word = word << (4 * RPT) | codes;
+                else word = codes;
+            }
         };
         if (s0 + SWEEP_UNROLL <= steps && tile.c0 + 1 + s0 - (THREADS - 1) >= first_j &&
             tile.c0 + s0 + SWEEP_UNROLL <= last_j) {
@@ -497,8 +519,8 @@ __device__ __forceinline__ void sweep_tile(const Tile& tile, const int steps, co
                 keep(k, step(s0 + k, false, k == SWEEP_UNROLL - 1, block_above[k]));
         } else {
 #pragma unroll
-            for (int k = 0; k < SWEEP_UNROLL; ++k) {
-                if (s0 + k < steps) keep(k, step(s0 + k, true, true, block_above[k]));  // uniform
+            for (int k = 0; k < SWEEP_UNROLL; ++k) {  // (the steps past the last shift too)
+                keep(k, s0 + k < steps ? step(s0 + k, true, true, block_above[k]) : 0u);
             }
         }
         if (TRACE) store_chunk<RPT>(trace + (i64)(s0 / SWEEP_UNROLL) * THREADS * RPT, chunk);
@@ -1152,9 +1174,9 @@ trace_walk(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
         const int band = (ci - 1) / BAND, within = ci - 1 - band * BAND;
         const int t = within / RPT, s = cj - 1 + t, block = s / SWEEP_UNROLL;
         inside = band == window_band && block >= window_low && block <= window_high;
-        const int bit = 4 * ((s - block * SWEEP_UNROLL) * RPT + within - t * RPT);
-        return inside ? (window[((block - window_low) * THREADS + t) * RPT + bit / 32] >>
-                         (bit % 32)) & 15
+        const int c = (s - block * SWEEP_UNROLL) * RPT + within - t * RPT;  // see store_chunk
+        return inside ? (window[((block - window_low) * THREADS + t) * RPT + c / 8] >>
+                         (28 - 4 * (c % 8))) & 15
                       : 0;
     };
     while (i > 0 && j > 0) {
