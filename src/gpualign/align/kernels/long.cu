@@ -1127,17 +1127,60 @@ segment_first_max(const int2* __restrict__ values, const i64* __restrict__ segme
 // THREADS - 2 in blocks of SWEEP_UNROLL; thread t computes rows I * THREADS * RPT + t * RPT +
 // 1 + r at step s, column s - t + 1, and keeps their nibbles of block b in its chunk of RPT
 // words at trace_base[k] + ((I * blocks + b) * THREADS + t) * RPT (blocks a band: steps
-// rounded up to whole blocks), the nibble of row r at step b * SWEEP_UNROLL + k at bit 4 *
-// (k * RPT + r) (store_chunk). The leaf's last row (H, F) is at rows[row_base[k] .. + n] (for
-// the corner's bottom_excess, as in leaf_paths). The walk and its ties are leaf_paths', so a
-// leaf's path is the one leaf_paths finds.
+// rounded up to whole blocks), as store_chunk lays them out. The leaf's last row (H, F) is at
+// rows[row_base[k] .. + n] (for the corner's bottom_excess, as in leaf_paths). The walk and its
+// ties are leaf_paths', so a leaf's path is the one leaf_paths finds.
 //
-// A warp a leaf. The walk is a chain of dependent steps, so the warp copies the blocks of
-// the band around it into shared memory (WALK_WINDOW_BYTES: the blocks up to the walk's,
-// whose steps only decrease within a band), and takes a run at a time: a lane a cell of the
-// run (of diagonal steps, of a horizontal gap along the row, or of a vertical gap up the
-// column), and a vote for where it ends. The operations are written backwards from the end of
-// the leaf's room, as leaf_paths writes them.
+// A warp a leaf. The walk is a chain of dependent steps, so the warp reads the nibbles from a
+// window in shared memory: the blocks of the band around it (WALK_WINDOW_BYTES: the blocks up
+// to the walk's, whose steps only decrease within a band), with the band's query codes and the
+// window's target codes (for = and X). Two windows: while the walk runs through one band, the
+// next band up is already being copied into the other (cp.async), at the columns up to where
+// the walk stands, which the walk leaves the band at or before; the walk waits for a copy only
+// where that guess misses (a gap longer than the window). It takes a run at a time: a lane a
+// cell of the run (of diagonal steps, of a horizontal gap along the row, or of a vertical gap up
+// the column), and a vote for where it ends. The operations are written backwards from the end
+// of the leaf's room, as leaf_paths writes them.
+// Copies from global into shared memory that the warp goes on past (cp.async, sm_80 and
+// later; plain copies before), waited for all at once.
+__device__ __forceinline__ void copy_async16(void* to, const void* from) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n"
+                 :: "r"((u32)__cvta_generic_to_shared(to)), "l"(from));
+#else
+    *static_cast<int4*>(to) = *static_cast<const int4*>(from);
+#endif
+}
+__device__ __forceinline__ void copy_async4(void* to, const void* from) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n"
+                 :: "r"((u32)__cvta_generic_to_shared(to)), "l"(from));
+#else
+    *static_cast<u32*>(to) = *static_cast<const u32*>(from);
+#endif
+}
+__device__ __forceinline__ void copies_issued() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void copies_done() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#endif
+    __syncwarp();
+}
+
+// Codes [lo, hi) of `codes` (a device array of CuPy's pool: whole 512-byte pieces, so the
+// aligned words around them lie in it) into `to` by whole aligned words; returns the index of
+// the code at `to`'s first byte.
+__device__ __forceinline__ int copy_codes(u32* to, const u8* codes, int lo, int hi, int lane) {
+    const int skew = (int)((size_t)(codes + lo) & 3);
+    const u32* from = reinterpret_cast<const u32*>(codes + lo - skew);
+    for (int k = lane; k < (hi - lo + skew + 3) / 4; k += 32) copy_async4(to + k, from + k);
+    return lo - skew;
+}
+
 constexpr int WALK_WINDOW_BYTES = 16384;
 
 template <int THREADS, int RPT>
@@ -1152,8 +1195,10 @@ trace_walk(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     constexpr int BLOCK_WORDS = THREADS * RPT;  // a block of steps of a band
     constexpr int WINDOW = WALK_WINDOW_BYTES / (4 * BLOCK_WORDS);  // blocks
     static_assert(WINDOW >= 1 && BLOCK_WORDS % 4 == 0, "whole 16-byte blocks");
-    __shared__ int4 window4[WALK_WINDOW_BYTES / 16];
-    const u32* window = reinterpret_cast<const u32*>(window4);
+    constexpr int A_WORDS = BAND / 4 + 2;  // a band's query codes, by aligned words
+    constexpr int B_WORDS = (WINDOW * SWEEP_UNROLL + THREADS) / 4 + 2;  // a window's targets'
+    __shared__ int4 windows[2][WALK_WINDOW_BYTES / 16];
+    __shared__ u32 a_windows[2][A_WORDS], b_windows[2][B_WORDS];
     const int lane = threadIdx.x;
     const i64* fields = leaves + (i64)blockIdx.x * LEAF_FIELDS;
     const u8* a = a_codes + fields[LEAF_A_BASE];
@@ -1168,7 +1213,31 @@ trace_walk(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     u8* const end = ops_space + ops_base[blockIdx.x] + m + n;
     u8* ops = end;  // the next operation goes just before it
     int i = m, j = n, state = 0;  // state 0: H, 1: E (a run of D), 2: F (I)
-    int window_band = -1, window_low = 0, window_high = -1;  // blocks low .. high of a band
+    // Window `current`: blocks low .. high of a band, and the first query and target codes
+    // it holds; the other: the copy of the next band's, or none (band -1).
+    int current = 0;
+    int window_band = -1, window_low = 0, window_high = -1, a_first = 0, b_first = 0;
+    int next_band = -1, next_low = 0, next_high = -1, next_a = 0, next_b = 0;
+    const u32* window = reinterpret_cast<const u32*>(windows[0]);
+    const u8* a_window = reinterpret_cast<const u8*>(a_windows[0]);
+    const u8* b_window = reinterpret_cast<const u8*>(b_windows[0]);
+    // Copy blocks low .. high of a band, with their codes, into the window that is not current.
+    auto fetch = [&](const int band, const int low, const int high) {
+        const int slot = 1 - current;
+        const int4* from = reinterpret_cast<const int4*>(
+            codes + ((i64)band * blocks + low) * BLOCK_WORDS);
+        const int count = (high - low + 1) * BLOCK_WORDS / 4;
+#pragma unroll 8
+        for (int k = lane; k < count; k += 32) copy_async16(&windows[slot][k], from + k);
+        next_a = copy_codes(a_windows[slot], a, band * BAND, min(m, band * BAND + BAND), lane);
+        // Step s of thread t is column s + 1 - t: the columns of the blocks' steps.
+        next_b = copy_codes(b_windows[slot], b, max(0, low * SWEEP_UNROLL - (THREADS - 1)),
+                            min(n, (high + 1) * SWEEP_UNROLL), lane);
+        copies_issued();
+        next_band = band;
+        next_low = low;
+        next_high = high;
+    };
     // The nibble of cell (ci, cj), and whether it lies in the window.
     auto code_at = [&](const int ci, const int cj, bool& inside) -> int {
         const int band = (ci - 1) / BAND, within = ci - 1 - band * BAND;
@@ -1183,16 +1252,30 @@ trace_walk(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
         bool inside;
         int code = code_at(i, j, inside);
         if (!inside) {  // the blocks of (i, j)'s band up to its step's, as many as fit
-            window_band = (i - 1) / BAND;
-            window_high = (j - 1 + (i - 1 - window_band * BAND) / RPT) / SWEEP_UNROLL;
-            window_low = max(0, window_high - WINDOW + 1);
-            const int4* from = reinterpret_cast<const int4*>(
-                codes + ((i64)window_band * blocks + window_low) * BLOCK_WORDS);
-            const int count = (window_high - window_low + 1) * BLOCK_WORDS / 4;
-            __syncwarp();  // every lane is done reading the old window
-#pragma unroll 8
-            for (int k = lane; k < count; k += 32) window4[k] = __ldg(from + k);
-            __syncwarp();
+            const int band = (i - 1) / BAND;
+            const int high = (j - 1 + (i - 1 - band * BAND) / RPT) / SWEEP_UNROLL;
+            __syncwarp();  // every lane is done reading the current window
+            if (band != next_band || high < next_low || high > next_high) {
+                copies_done();  // (a copy into the other window, not the one needed)
+                fetch(band, max(0, high - WINDOW + 1), high);
+            }
+            copies_done();
+            current = 1 - current;
+            window = reinterpret_cast<const u32*>(windows[current]);
+            a_window = reinterpret_cast<const u8*>(a_windows[current]);
+            b_window = reinterpret_cast<const u8*>(b_windows[current]);
+            window_band = next_band;
+            window_low = next_low;
+            window_high = next_high;
+            a_first = next_a;
+            b_first = next_b;
+            next_band = -1;
+            // The band above, where the walk leaves this band: its last row's thread (THREADS
+            // - 1) at a column no greater than j.
+            if (band > 0) {
+                const int above = min(blocks - 1, (j + THREADS - 2) / SWEEP_UNROLL);
+                fetch(band - 1, max(0, above - WINDOW + 1), above);
+            }
             code = code_at(i, j, inside);
         }
         if (state == 0) {
@@ -1212,9 +1295,10 @@ trace_walk(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
             }
             const u32 off = __ballot_sync(FULL_WARP, !on);
             const int run = off ? __ffs(off) - 1 : 32;
-            if (k < run) {
-                const int x = a[i - 1 - k];
-                ops[-1 - k] = (x == b[j - 1 - k] && x < match_codes) ? OP_MATCH : OP_MISMATCH;
+            if (k < run) {  // (the run's cells lie in the window: so do their codes)
+                const int x = a_window[i - 1 - k - a_first];
+                ops[-1 - k] = (x == b_window[j - 1 - k - b_first] && x < match_codes)
+                                  ? OP_MATCH : OP_MISMATCH;
             }
             i -= run;
             j -= run;
@@ -1242,6 +1326,7 @@ trace_walk(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
             if (closes) state = 0;
         }
     }
+    copies_done();  // (a copy of a band above that the walk no longer needs)
     // The rest is one gap along the border.
     for (int k = lane; k < j; k += 32) ops[-1 - k] = OP_DELETION;
     ops -= j;
