@@ -238,7 +238,7 @@ LONG_ALIGN_TRACE_BANDS_PER_SM = 8
 
 #: Query rows each thread of those traced bands keeps (1, 2, 4 or 8; a band has
 #: ``LONG_ALIGN_THREADS`` times as many rows).
-LONG_ALIGN_TRACE_ROWS_PER_THREAD = 2
+LONG_ALIGN_TRACE_ROWS_PER_THREAD = 4
 
 #: Most device bytes a group of those traced subproblems takes at once (their traceback
 #: nibbles, borders and paths; also bounded by the batch budget, ``GPU_MEMORY_FRACTION`` and
