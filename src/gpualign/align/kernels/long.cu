@@ -1121,6 +1121,44 @@ segment_first_max(const int2* __restrict__ values, const i64* __restrict__ segme
     }
 }
 
+// Copies from global into shared memory that the warp goes on past (cp.async, sm_80 and
+// later; plain copies before), waited for all at once.
+template <int BYTES>  // 16 (nibbles, read once: past L1) or 4 (codes)
+__device__ __forceinline__ void copy_async(void* to, const void* from) {
+#if __CUDA_ARCH__ >= 800
+    const u32 shared = (u32)__cvta_generic_to_shared(to);
+    if constexpr (BYTES == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(shared), "l"(from));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"(shared), "l"(from));
+#else
+    if constexpr (BYTES == 16) *static_cast<int4*>(to) = *static_cast<const int4*>(from);
+    else *static_cast<u32*>(to) = *static_cast<const u32*>(from);
+#endif
+}
+__device__ __forceinline__ void copies_issued() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void copies_done() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#endif
+    __syncwarp();
+}
+
+// Codes [lo, hi) of `codes` into `to` by whole aligned words; returns the index of the code at
+// `to`'s first byte. The words around them lie in the codes' allocation: a set's device copy
+// ends in zero padding (SequenceSet.to_device), other copies come from CuPy's pool, which
+// hands out whole 512-byte pieces.
+__device__ __forceinline__ int copy_codes(u32* to, const u8* codes, int lo, int hi, int lane) {
+    const int skew = (int)((size_t)(codes + lo) & 3);
+    const u32* from = reinterpret_cast<const u32*>(codes + lo - skew);
+    for (int k = lane; k < (hi - lo + skew + 3) / 4; k += 32) copy_async<4>(to + k, from + k);
+    return lo - skew;
+}
+
 // The paths of large leaves whose traceback nibbles long_bands<..., TRACE> wrote (the leaves
 // of leaf_paths, their fields as it takes them, run as problems of a band each THREADS * RPT
 // rows: align/_cuda_long.py's traced leaves). Band I of a leaf runs steps s = 0 .. n +
@@ -1141,46 +1179,6 @@ segment_first_max(const int2* __restrict__ values, const i64* __restrict__ segme
 // cell of the run (of diagonal steps, of a horizontal gap along the row, or of a vertical gap up
 // the column), and a vote for where it ends. The operations are written backwards from the end
 // of the leaf's room, as leaf_paths writes them.
-// Copies from global into shared memory that the warp goes on past (cp.async, sm_80 and
-// later; plain copies before), waited for all at once.
-__device__ __forceinline__ void copy_async16(void* to, const void* from) {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n"
-                 :: "r"((u32)__cvta_generic_to_shared(to)), "l"(from));
-#else
-    *static_cast<int4*>(to) = *static_cast<const int4*>(from);
-#endif
-}
-__device__ __forceinline__ void copy_async4(void* to, const void* from) {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n"
-                 :: "r"((u32)__cvta_generic_to_shared(to)), "l"(from));
-#else
-    *static_cast<u32*>(to) = *static_cast<const u32*>(from);
-#endif
-}
-__device__ __forceinline__ void copies_issued() {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void copies_done() {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-#endif
-    __syncwarp();
-}
-
-// Codes [lo, hi) of `codes` (a device array of CuPy's pool: whole 512-byte pieces, so the
-// aligned words around them lie in it) into `to` by whole aligned words; returns the index of
-// the code at `to`'s first byte.
-__device__ __forceinline__ int copy_codes(u32* to, const u8* codes, int lo, int hi, int lane) {
-    const int skew = (int)((size_t)(codes + lo) & 3);
-    const u32* from = reinterpret_cast<const u32*>(codes + lo - skew);
-    for (int k = lane; k < (hi - lo + skew + 3) / 4; k += 32) copy_async4(to + k, from + k);
-    return lo - skew;
-}
-
 constexpr int WALK_WINDOW_BYTES = 16384;
 
 template <int THREADS, int RPT>
@@ -1228,7 +1226,7 @@ trace_walk(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
             codes + ((i64)band * blocks + low) * BLOCK_WORDS);
         const int count = (high - low + 1) * BLOCK_WORDS / 4;
 #pragma unroll 8
-        for (int k = lane; k < count; k += 32) copy_async16(&windows[slot][k], from + k);
+        for (int k = lane; k < count; k += 32) copy_async<16>(&windows[slot][k], from + k);
         next_a = copy_codes(a_windows[slot], a, band * BAND, min(m, band * BAND + BAND), lane);
         // Step s of thread t is column s + 1 - t: the columns of the blocks' steps.
         next_b = copy_codes(b_windows[slot], b, max(0, low * SWEEP_UNROLL - (THREADS - 1)),
