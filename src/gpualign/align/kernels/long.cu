@@ -186,14 +186,12 @@ struct Tile {
 // opened there (opening preferred to extending).
 enum { FROM_DIAGONAL = 0, FROM_E = 1, FROM_F = 2, E_OPENED = 4, F_OPENED = 8 };
 
-// A cell's nibble is FROM_DIAGONAL, FROM_E or FROM_F (3 reads as FROM_F too: the walks test for
-// FROM_DIAGONAL, then FROM_E) with E_OPENED and F_OPENED: a gap opened here where its value is the
-// opening's (opening preferred to extending). long_bands builds it a bit at a time, each bit the
-// sign of one difference pushed in by a funnel shift (two instructions a bit, no compare or
-// select), from the values of the step: `diagonal` (H + s), `e` (the larger of extending E and
-// opening from the cell on the left, `e_open`), `f` (of extending F and opening from the cell
-// above, `f_open`), `x` (the larger of the diagonal and E, less the opening) and `t` (H less the
-// opening). Pushed in the order F_OPENED, E_OPENED, F wins, E beats the diagonal:
+// long_bands builds a cell's nibble of those codes (its source 3 reads as FROM_F: the walks test
+// for FROM_DIAGONAL, then FROM_E) a bit at a time, each bit the sign of one difference pushed in
+// by a funnel shift (two instructions a bit, no compare or select), from the values of the
+// step: `diagonal` (H + s), `e` (the larger of extending E and opening from the cell on the
+// left, `e_open`), `f` (of extending F and opening from the cell above, `f_open`), `x` (the
+// larger of the diagonal and E, less the opening) and `t` (H less the opening). Pushed in the order F_OPENED, E_OPENED, F wins, E beats the diagonal:
 // - F_OPENED: f == f_open, that is f - f_open - 1 < 0 (f >= f_open);
 // - E_OPENED: e == e_open, that is e - e_open - 1 < 0 (e >= e_open);
 // - F wins (FROM_F): F above the diagonal and E, t > x, that is x - t < 0 (t >= x);
