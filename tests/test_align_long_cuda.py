@@ -116,7 +116,7 @@ class EmulatedEngine(CudaEngine):
     def device_codes(self, sequences):
         return sequences.q_codes, sequences.t_codes
 
-    def _traced_launch(self, codes, leaves):
+    def _traced_launch(self, codes, leaves, rows):
         """The large leaves' bands and walk (long.cu's long_bands with TRACE, trace_walk) are
         bound to give leaf_paths' paths; on the host, leaf_paths' emulation stands for them
         (the GPU tests compare the two kernels)."""
@@ -611,7 +611,7 @@ def test_calls_of_few_bands_trace_their_leaves_whole(monkeypatch):
     else LONG_ALIGN_LEAF_CELLS; never smaller than that."""
     engine, _ = _engine("dna-affine")
     monkeypatch.setattr(config, "LONG_ALIGN_THREADS", 32)
-    monkeypatch.setattr(config, "LONG_ALIGN_TRACE_ROWS_PER_THREAD", 4)  # bands of 128 rows
+    monkeypatch.setattr(config, "LONG_ALIGN_TRACE_ROWS_PER_THREAD", (4,))  # bands of 128 rows
     monkeypatch.setattr(config, "LONG_ALIGN_TRACE_BANDS_PER_SM", 8)
     monkeypatch.setattr(config, "LONG_ALIGN_LEAF_CELLS", 100)
     monkeypatch.setattr(config, "LONG_ALIGN_TRACE_CELLS", 5000)
@@ -623,25 +623,39 @@ def test_calls_of_few_bands_trace_their_leaves_whole(monkeypatch):
     assert engine.leaf_cells(np.array([1])) == 100
 
 
-@pytest.mark.parametrize(("threads", "rows"), [(32, 0), (32, 3), (32, 16), (1024, 8)])
+def test_calls_take_the_fewest_traced_rows_that_keep_their_bands_few(monkeypatch):
+    """Each call's traced bands take the first of LONG_ALIGN_TRACE_ROWS_PER_THREAD at which
+    its pairs have at most LONG_ALIGN_TRACE_BANDS_PER_SM bands an SM (the emulated GPU has
+    2): bands of 64 rows, else 128, else none (split instead)."""
+    engine, _ = _engine("dna-affine")
+    monkeypatch.setattr(config, "LONG_ALIGN_THREADS", 32)
+    monkeypatch.setattr(config, "LONG_ALIGN_TRACE_ROWS_PER_THREAD", (2, 4))
+    monkeypatch.setattr(config, "LONG_ALIGN_TRACE_BANDS_PER_SM", 8)
+    assert engine.trace_rows(np.array([16 * 64])) == 2
+    assert engine.trace_rows(np.array([8 * 64, 8 * 64 + 1])) == 4
+    assert engine.trace_rows(np.array([16 * 128])) == 4
+    assert engine.trace_rows(np.array([16 * 128 + 1])) is None
+
+
+@pytest.mark.parametrize(("threads", "rows"),
+                         [(32, ()), (32, (0,)), (32, (2, 3)), (32, (16,)), (1024, (2, 8))])
 def test_traced_bands_fill_whole_chunks_and_the_walks_window(monkeypatch, threads, rows):
     monkeypatch.setattr(config, "LONG_ALIGN_THREADS", threads)
     monkeypatch.setattr(config, "LONG_ALIGN_TRACE_ROWS_PER_THREAD", rows)
     with pytest.raises(ValueError, match="LONG_ALIGN_TRACE_ROWS_PER_THREAD"):
-        _cuda_long.trace_shape()
+        _cuda_long.trace_rows_choices()
 
 
 def test_leaves_traced_only_within_the_trace_bytes(monkeypatch):
     """A leaf of a few rows pads them to a whole band: one of 2 x 300,000 cells would take
     about 22 MB traced, so it goes to a warp under a bound of 16 MB."""
     monkeypatch.setattr(config, "LONG_ALIGN_THREADS", 32)
-    monkeypatch.setattr(config, "LONG_ALIGN_TRACE_ROWS_PER_THREAD", 4)
     monkeypatch.setattr(config, "LONG_ALIGN_LEAF_CELLS", 1000)
     m, n = np.array([2, 600]), np.array([300_000, 1000])
-    assert _cuda_long.traced_leaves(m, n).tolist() == [True, True]
+    assert _cuda_long.traced_leaves(m, n, 4).tolist() == [True, True]
     monkeypatch.setattr(config, "LONG_ALIGN_TRACE_BYTES", 16 << 20)
-    assert int(_cuda_long.traced_leaf_bytes(m[:1], n[:1])[0]) > 16 << 20
-    assert _cuda_long.traced_leaves(m, n).tolist() == [False, True]
+    assert int(_cuda_long.traced_leaf_bytes(m[:1], n[:1], 4)[0]) > 16 << 20
+    assert _cuda_long.traced_leaves(m, n, 4).tolist() == [False, True]
 
 
 def test_problems_of_more_bands_than_the_tags_tell_apart_run_in_tiles(monkeypatch):
@@ -1094,7 +1108,7 @@ def test_gpu_traced_leaves_are_the_cpu_engines(monkeypatch, scheme, threads, row
     from gpualign.align._cpu import CpuEngine
 
     monkeypatch.setattr(config, "LONG_ALIGN_THREADS", threads)
-    monkeypatch.setattr(config, "LONG_ALIGN_TRACE_ROWS_PER_THREAD", rows)
+    monkeypatch.setattr(config, "LONG_ALIGN_TRACE_ROWS_PER_THREAD", (rows,))
     monkeypatch.setattr(config, "LONG_ALIGN_LEAF_CELLS", 1000)
     engine, _ = _engine(scheme, CudaEngine)
     if grouped:
@@ -1102,7 +1116,7 @@ def test_gpu_traced_leaves_are_the_cpu_engines(monkeypatch, scheme, threads, row
     codes, problems = _problems(scheme, np.random.default_rng(11), TRACED_SIZES)
     problems.reverse[:] = 0
     problems.bottom_excess[:] = problems.top_excess[::-1]  # every mix of 0 and the excess
-    traced = _cuda_long.traced_leaves(problems.a_length(), problems.b_length())
+    traced = _cuda_long.traced_leaves(problems.a_length(), problems.b_length(), rows)
     assert traced.any() and not traced.all()
     ops, offsets = engine.leaf_paths(codes, problems)
     cpu = CpuEngine(engine.table, engine.gap_open, engine.gap_extend, engine.match_codes)

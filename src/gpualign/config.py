@@ -229,16 +229,21 @@ LONG_ALIGN_LEAF_CELLS = 1 << 18
 LONG_ALIGN_TRACE_CELLS = 1 << 29
 
 #: Calls whose pairs have more traced bands than this an SM (their query rows over
-#: ``LONG_ALIGN_THREADS * LONG_ALIGN_TRACE_ROWS_PER_THREAD``) split every subproblem above
-#: ``LONG_ALIGN_LEAF_CELLS`` instead: a wavefront of that many bands an SM no longer waits on
-#: each warp's latency, and tracing gained nothing (H100, the same processes: 2,000 PacBio
-#: reads, 220,000 bands, 0.94-0.96 s against 0.94-0.96 s split, with 47 GiB of GPU memory
-#: against 12; the E. coli genomes, 36,000 bands, 18.35 s against 18.37 s, 40 GiB against 2).
+#: ``LONG_ALIGN_THREADS`` times each of ``LONG_ALIGN_TRACE_ROWS_PER_THREAD``) split every
+#: subproblem above ``LONG_ALIGN_LEAF_CELLS`` instead: a wavefront of that many bands an SM no
+#: longer waits on each warp's latency, and tracing gained nothing (H100, the same processes:
+#: 2,000 PacBio reads, 220,000 bands, 0.94-0.96 s against 0.94-0.96 s split, with 47 GiB of
+#: GPU memory against 12; the E. coli genomes, 36,000 bands, 18.35 s against 18.37 s, 40 GiB
+#: against 2).
 LONG_ALIGN_TRACE_BANDS_PER_SM = 8
 
-#: Query rows each thread of those traced bands keeps (1, 2, 4 or 8; a band has
-#: ``LONG_ALIGN_THREADS`` times as many rows).
-LONG_ALIGN_TRACE_ROWS_PER_THREAD = 4
+#: Query rows each thread of those traced bands may keep (each 1, 2, 4 or 8; a band has
+#: ``LONG_ALIGN_THREADS`` times as many rows), fewest first: a call takes the first at which
+#: its pairs have at most ``LONG_ALIGN_TRACE_BANDS_PER_SM`` traced bands an SM. Fewer rows make
+#: shorter steps and more bands side by side; past the limit, more rows keep a call traced
+#: (H100, CUDA events: the MT pair's traced bands 2.32-2.34 ms with 2 rows, 2.66-2.68 with 4,
+#: 3.28 with 1; the 100 kb pair's leaves have too many bands at 2 and take 4).
+LONG_ALIGN_TRACE_ROWS_PER_THREAD: tuple[int, ...] = (2, 4)
 
 #: Most device bytes a group of those traced subproblems takes at once (their traceback
 #: nibbles, borders and paths; also bounded by the batch budget, ``GPU_MEMORY_FRACTION`` and

@@ -26,6 +26,7 @@ Nothing here imports Numba.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -413,7 +414,7 @@ class TileEngine:
         ``top_excess``: one for every problem, or one each."""
         threads = tile_shape()[0]
         # The tallest tiles (or traced bands) pad the most rows.
-        rows = max(*possible_rows_per_thread(), trace_shape()[1])
+        rows = max(*possible_rows_per_thread(), *trace_rows_choices())
         m = np.asarray(m, dtype=np.int64)
         n = np.asarray(n, dtype=np.int64)
         return (m > 0) & (n > 0) & self._table_fits & fits_int32(
@@ -692,40 +693,41 @@ TRACE_BLOCK_STEPS = 8
 TRACE_WINDOW_BYTES = 16384
 
 
-def trace_shape() -> tuple[int, int]:
-    """``(threads, rows_per_thread)`` of the bands that trace large leaves:
-    ``LONG_ALIGN_THREADS`` and ``LONG_ALIGN_TRACE_ROWS_PER_THREAD``, checked (1, 2, 4 or 8: a
-    thread's nibbles of a step within one word of its chunk, long.cu's store_chunk), and
-    bands of at most 4,096 rows (a block of their steps fits the walk's window,
-    :data:`TRACE_WINDOW_BYTES`)."""
-    rows = int(config.LONG_ALIGN_TRACE_ROWS_PER_THREAD)
-    if rows not in (1, 2, 4, 8):
-        raise ValueError(f"LONG_ALIGN_TRACE_ROWS_PER_THREAD={rows}: 1, 2, 4 or 8")
+def trace_rows_choices() -> tuple[int, ...]:
+    """``config.LONG_ALIGN_TRACE_ROWS_PER_THREAD``, checked: each 1, 2, 4 or 8 (a thread's
+    nibbles of a step within one word of its chunk, long.cu's store_chunk), and bands of at
+    most 4,096 rows of ``LONG_ALIGN_THREADS`` threads (a block of their steps fits the walk's
+    window, :data:`TRACE_WINDOW_BYTES`)."""
+    choices = tuple(int(rows) for rows in config.LONG_ALIGN_TRACE_ROWS_PER_THREAD)
+    if not choices or not set(choices) <= {1, 2, 4, 8}:
+        raise ValueError(f"LONG_ALIGN_TRACE_ROWS_PER_THREAD={choices}: each 1, 2, 4 or 8")
     threads = tile_shape()[0]
-    if 4 * threads * rows > TRACE_WINDOW_BYTES:
+    if 4 * threads * max(choices) > TRACE_WINDOW_BYTES:
         raise ValueError(f"LONG_ALIGN_THREADS={threads} x LONG_ALIGN_TRACE_ROWS_PER_THREAD="
-                         f"{rows}: traced bands of at most {TRACE_WINDOW_BYTES // 4} rows")
-    return threads, rows
+                         f"{max(choices)}: traced bands of at most "
+                         f"{TRACE_WINDOW_BYTES // 4} rows")
+    return choices
 
 
-def traced_leaves(m: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Per leaf of ``m`` x ``n`` cells, whether it is traced in bands over the GPU
-    (``long_bands`` writing nibbles, then ``trace_walk``) rather than by a warp: more than
+def traced_leaves(m: np.ndarray, n: np.ndarray, rows: int) -> np.ndarray:
+    """Per leaf of ``m`` x ``n`` cells, whether it is traced in bands of ``rows`` rows a
+    thread over the GPU (``long_bands`` writing nibbles, then ``trace_walk``) rather than by
+    a warp: more than
     ``LONG_ALIGN_LEAF_CELLS`` cells, more than one row, no more bands than the hand-over
     tells apart, and at most ``LONG_ALIGN_TRACE_BYTES`` on the device (a band pads its rows:
     a leaf of a few rows and many columns takes far more than half a byte a cell).
 
     Examples
     --------
-    >>> traced_leaves(np.array([1, 600, 600]), np.array([10**6, 400, 500])).tolist()
+    >>> traced_leaves(np.array([1, 600, 600]), np.array([10**6, 400, 500]), 4).tolist()
     [False, False, True]
     """
-    threads, rows = trace_shape()
+    threads = tile_shape()[0]
     m = np.asarray(m, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
     return ((m * n > int(config.LONG_ALIGN_LEAF_CELLS)) & (m > 1)
             & (-(-m // (threads * rows)) <= BAND_LIMIT)
-            & (traced_leaf_bytes(m, n) <= int(config.LONG_ALIGN_TRACE_BYTES)))
+            & (traced_leaf_bytes(m, n, rows) <= int(config.LONG_ALIGN_TRACE_BYTES)))
 
 
 def trace_words(m: np.ndarray, n: np.ndarray, threads: int, rows: int) -> np.ndarray:
@@ -746,16 +748,16 @@ def trace_words(m: np.ndarray, n: np.ndarray, threads: int, rows: int) -> np.nda
     return -(-words // 32) * 32
 
 
-def traced_leaf_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Device bytes of each traced leaf: its nibbles, its batch's borders in bands, its path
-    (as written, and packed), its fields and bases.
+def traced_leaf_bytes(m: np.ndarray, n: np.ndarray, rows: int) -> np.ndarray:
+    """Device bytes of each leaf traced in bands of ``rows`` rows a thread: its nibbles, its
+    batch's borders in bands, its path (as written, and packed), its fields and bases.
 
     Examples
     --------
-    >>> int(traced_leaf_bytes(np.array([128]), np.array([10]))[0]) > 128 * 10 // 2
+    >>> int(traced_leaf_bytes(np.array([128]), np.array([10]), 4)[0]) > 128 * 10 // 2
     True
     """
-    threads, rows = trace_shape()
+    threads = tile_shape()[0]
     return (4 * trace_words(m, n, threads, rows)
             + problem_bytes(m, n, threads * rows, tile_shape()[2])
             + 2 * (np.asarray(m, dtype=np.int64) + n) + 8 * (6 + 3 + 2) + 4)
@@ -905,15 +907,24 @@ class CudaEngine(TileEngine):
             rows[at:at + plan.layout.rows] = batch_rows
         return rows, row_base
 
+    def trace_rows(self, m: np.ndarray) -> int | None:
+        """The rows a thread of the traced bands of problems of ``m`` query rows: the first of
+        ``LONG_ALIGN_TRACE_ROWS_PER_THREAD`` at which they make at most
+        ``LONG_ALIGN_TRACE_BANDS_PER_SM`` bands an SM (a wavefront of more no longer waits on
+        each warp's latency), None where none does."""
+        choices = trace_rows_choices()
+        threads = tile_shape()[0]
+        limit = config.LONG_ALIGN_TRACE_BANDS_PER_SM * self._multiprocessors()
+        bands = _band_counts(m, [threads * rows for rows in choices])
+        return next((rows for rows, count in zip(choices, bands, strict=True)
+                     if count <= limit), None)
+
     def leaf_cells(self, m: np.ndarray) -> int:
         """The largest leaf of linear-space paths of pairs of ``m`` query rows:
-        ``LONG_ALIGN_TRACE_CELLS`` (traced whole over the GPU) where the pairs' traced bands
-        are at most ``LONG_ALIGN_TRACE_BANDS_PER_SM`` an SM and that is the larger, else
-        ``LONG_ALIGN_LEAF_CELLS``."""
-        threads, rows = trace_shape()
-        bands = _band_counts(m, [threads * rows])[0]
+        ``LONG_ALIGN_TRACE_CELLS`` (traced whole over the GPU) where the pairs have
+        :meth:`trace_rows` and that is the larger, else ``LONG_ALIGN_LEAF_CELLS``."""
         leaf_cells = int(config.LONG_ALIGN_LEAF_CELLS)
-        if bands <= config.LONG_ALIGN_TRACE_BANDS_PER_SM * self._multiprocessors():
+        if self.trace_rows(m) is not None:
             return max(leaf_cells, int(config.LONG_ALIGN_TRACE_CELLS))
         return leaf_cells
 
@@ -932,13 +943,19 @@ class CudaEngine(TileEngine):
             sequences.q_offsets[sequences.q_index[problems.pair]] + problems.a_start,
             sequences.t_offsets[sequences.t_index[problems.pair]] + problems.b_start,
             m, n, problems.top_excess, problems.bottom_excess), axis=1).astype(np.int64)
-        traced = traced_leaves(m, n)
+        # The rows of the call's traced bands, from the leaves that may be traced (the
+        # fewest bands where even the last choice makes too many: leaf_cells, from the
+        # pairs' rows, let leaves this large through).
+        large = (m * n > int(config.LONG_ALIGN_LEAF_CELLS)) & (m > 1)
+        rows = self.trace_rows(m[large]) or trace_rows_choices()[-1]
+        traced = traced_leaves(m, n, rows)
         budget = self._budget()
         codes = self.device_codes(sequences)
         routes = []  # per route: its leaves' paths one after the other, and their offsets
         for chosen, size_of, run, limit in (
                 (~traced, leaf_bytes, self._leaf_launch, budget),
-                (traced, traced_leaf_bytes, self._traced_launch,
+                (traced, functools.partial(traced_leaf_bytes, rows=rows),
+                 functools.partial(self._traced_launch, rows=rows),
                  min(budget, int(config.LONG_ALIGN_TRACE_BYTES)))):
             index = np.flatnonzero(chosen)
             sizes = size_of(m[index], n[index])
@@ -983,14 +1000,15 @@ class CudaEngine(TileEngine):
                 counts))
         return _packed_paths(ops, ops_base_dev, leaves_dev, counts)
 
-    def _traced_launch(self, codes, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _traced_launch(self, codes, leaves: np.ndarray, rows: int,
+                       ) -> tuple[np.ndarray, np.ndarray]:
         """The large ``leaves`` (rows of leaf_paths' six fields) as one batch of problems in
-        bands (``long_bands`` keeping a traceback nibble a cell), then a warp's walk a leaf
-        (``trace_walk``): their paths one after the other and their lengths, as
-        :meth:`_leaf_launch` returns them."""
+        bands of ``rows`` rows a thread (``long_bands`` keeping a traceback nibble a cell),
+        then a warp's walk a leaf (``trace_walk``): their paths one after the other and their
+        lengths, as :meth:`_leaf_launch` returns them."""
         import cupy
 
-        threads, rows = trace_shape()
+        threads = tile_shape()[0]
         m, n = leaves[:, 2], leaves[:, 3]
         fields = np.zeros((len(m), 8), dtype=np.int64)
         fields[:, :4] = leaves[:, :4]  # where a and b start, m, n: forward, column 0 a gap
