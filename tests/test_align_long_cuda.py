@@ -1096,15 +1096,49 @@ TRACED_SIZES = [(2, 2), (9, 7), (40, 20), (127, 300), (128, 129), (129, 700), (3
                 (1200, 1), (3, 400), (511, 90), (513, 600), (260, 1000)]
 
 
+def leaf_path_score(a, b, ops, top_excess, bottom_excess, table, gap_open, gap_extend,
+                    match_codes):
+    """The score of a leaf's path ``ops`` (``OP_*`` codes, first operation first) with
+    leaf_paths' boundaries: a vertical gap down column 0 costs ``top_excess + L * gap_extend``,
+    one that ends in the bottom-right corner ``bottom_excess + L * gap_extend``, any other gap
+    ``gap_open + (L - 1) * gap_extend``. Asserts that the path runs from corner to corner and
+    that its = and X are the codes'."""
+    excess = gap_open - gap_extend
+    i = j = score = k = 0
+    ops = [int(op) for op in ops]
+    while k < len(ops):
+        op, run = ops[k], 1
+        while k + run < len(ops) and ops[k + run] == op:
+            run += 1
+        if op in (OP_MATCH, OP_MISMATCH):
+            for x, y in zip(a[i:i + run], b[j:j + run], strict=True):
+                assert (op == OP_MATCH) == (x == y and x < match_codes)
+                score += int(table[x, y])
+            i, j = i + run, j + run
+        elif op == OP_INSERTION:
+            corner = k + run == len(ops) and j == len(b)
+            score -= (top_excess if j == 0 else bottom_excess if corner else excess)
+            score -= run * gap_extend
+            i += run
+        else:
+            assert op == OP_DELETION
+            score -= excess + run * gap_extend
+            j += run
+        k += run
+    assert (i, j) == (len(a), len(b))
+    return score
+
+
 @cuda
 @needs_gpu
 @pytest.mark.parametrize(("threads", "rows"), [(32, 4), (32, 1), (32, 2), (64, 8)])
 @pytest.mark.parametrize("scheme", list(GPU_SCHEMES))
 @pytest.mark.parametrize("grouped", [False, True])
-def test_gpu_traced_leaves_are_the_cpu_engines(monkeypatch, scheme, threads, rows, grouped):
-    """Large leaves traced in bands over the GPU and walked back by a warp: the CPU engine's
-    paths (its DP, traceback and ties), leaf by leaf, in one group or a group a leaf, beside
-    small leaves on a warp each."""
+def test_gpu_traced_leaves_are_optimal(monkeypatch, scheme, threads, rows, grouped):
+    """Large leaves traced in halves over the GPU, each half walked by a warp from where the
+    path crosses the middle row: optimal paths (the score of the CPU engine's), leaf by leaf,
+    in one group or a group a leaf; the small leaves beside them, on a warp each, are the CPU
+    engine's paths (its DP, traceback and ties)."""
     from gpualign.align._cpu import CpuEngine
 
     monkeypatch.setattr(config, "LONG_ALIGN_THREADS", threads)
@@ -1121,8 +1155,16 @@ def test_gpu_traced_leaves_are_the_cpu_engines(monkeypatch, scheme, threads, row
     ops, offsets = engine.leaf_paths(codes, problems)
     cpu = CpuEngine(engine.table, engine.gap_open, engine.gap_extend, engine.match_codes)
     want_ops, want_offsets = cpu.leaf_paths(codes, problems)
-    assert offsets.tolist() == want_offsets.tolist()
-    assert ops.tolist() == want_ops.tolist()
+    for k in range(len(problems)):
+        got, want = (o[at[k]:at[k + 1]] for o, at in ((ops, offsets), (want_ops, want_offsets)))
+        if not traced[k]:
+            assert got.tolist() == want.tolist()
+            continue
+        a, b = _oriented(codes, problems, k)
+        scores = [leaf_path_score(a, b, path, problems.top_excess[k], problems.bottom_excess[k],
+                                  engine.table, engine.gap_open, engine.gap_extend,
+                                  engine.match_codes) for path in (got, want)]
+        assert scores[0] == scores[1], (k, scores)
 
 
 @cuda

@@ -1183,10 +1183,9 @@ template <int THREADS, int RPT>
 __global__ void __launch_bounds__(32)
 trace_walk(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
            const i64* __restrict__ leaves, const u32* __restrict__ trace,
-           const i64* __restrict__ trace_base, const int2* __restrict__ rows,
-           const i64* __restrict__ row_base, const int match_codes, const int gap_open,
-           const int gap_extend, u8* __restrict__ ops_space, const i64* __restrict__ ops_base,
-           int* __restrict__ op_count) {
+           const i64* __restrict__ trace_base, const i64* __restrict__ found,
+           const int match_codes, u8* __restrict__ ops_space, const i64* __restrict__ ops_base,
+           i64* __restrict__ spans) {
     constexpr int BAND = THREADS * RPT;
     constexpr int BLOCK_WORDS = THREADS * RPT;  // a block of steps of a band
     constexpr int WINDOW = WALK_WINDOW_BYTES / (4 * BLOCK_WORDS);  // blocks
@@ -1196,19 +1195,28 @@ trace_walk(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     __shared__ int4 windows[2][WALK_WINDOW_BYTES / 16];
     __shared__ u32 a_windows[2][A_WORDS], b_windows[2][B_WORDS];
     const int lane = threadIdx.x;
-    const i64* fields = leaves + (i64)blockIdx.x * LEAF_FIELDS;
-    const u8* a = a_codes + fields[LEAF_A_BASE];
+    const int count = gridDim.x / 2, leaf = blockIdx.x % count;
+    const bool reverse = blockIdx.x >= count;  // the bottom half
+    const i64* fields = leaves + (i64)leaf * LEAF_FIELDS;
+    const int middle = (int)fields[LEAF_M] / 2, n = (int)fields[LEAF_N];
+    const int m = reverse ? (int)fields[LEAF_M] - middle : middle;
+    const u8* a = a_codes + fields[LEAF_A_BASE] + (reverse ? middle : 0);
     const u8* b = b_codes + fields[LEAF_B_BASE];
-    const int m = (int)fields[LEAF_M], n = (int)fields[LEAF_N];
-    const int bottom_excess = (int)fields[LEAF_BOTTOM];
     const int blocks = (n + THREADS - 1 + SWEEP_UNROLL - 1) / SWEEP_UNROLL;
     const u32* codes = trace + trace_base[blockIdx.x];
-    // A vertical gap ending in the corner, charged bottom_excess instead of its opening.
-    const int2 corner = rows[row_base[blockIdx.x] + n];
-    bool corner_gap = corner.y + gap_open - gap_extend - bottom_excess > corner.x;
-    u8* const end = ops_space + ops_base[blockIdx.x] + m + n;
-    u8* ops = end;  // the next operation goes just before it
-    int i = m, j = n, state = 0;  // state 0: H, 1: E (a run of D), 2: F (I)
+    const int crossing = (int)found[leaf];
+    u8* const pivot = ops_space + ops_base[leaf] + middle + crossing;
+    int written = 0;  // operations so far: before the pivot (forward) or after it (reversed)
+    auto put = [&](const int k, const u8 op) {
+        if (reverse) pivot[written + k] = op;
+        else pivot[-1 - written - k] = op;
+    };
+    // Row i's query code is a[i - 1] (a[m - i] reversed), column j's target code b[j - 1]
+    // (b[n - j]); codes [lo, hi) of the DP's order are those of these indices.
+    auto a_index = [&](const int i) { return reverse ? m - i : i - 1; };
+    auto b_index = [&](const int j) { return reverse ? n - j : j - 1; };
+    int i = m, j = reverse ? n - crossing : crossing;
+    int state = found[count + leaf] ? 2 : 0;  // 0: H, 1: E (a run of D), 2: F (I)
     // Window `current`: blocks low .. high of a band, and the first query and target codes
     // it holds; the other: the copy of the next band's, or none (band -1).
     int current = 0;
@@ -1222,13 +1230,18 @@ trace_walk(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
         const int slot = 1 - current;
         const int4* from = reinterpret_cast<const int4*>(
             codes + ((i64)band * blocks + low) * BLOCK_WORDS);
-        const int count = (high - low + 1) * BLOCK_WORDS / 4;
+        const int pieces = (high - low + 1) * BLOCK_WORDS / 4;
 #pragma unroll 8
-        for (int k = lane; k < count; k += 32) copy_async<16>(&windows[slot][k], from + k);
-        next_a = copy_codes(a_windows[slot], a, band * BAND, min(m, band * BAND + BAND), lane);
-        // Step s of thread t is column s + 1 - t: the columns of the blocks' steps.
-        next_b = copy_codes(b_windows[slot], b, max(0, low * SWEEP_UNROLL - (THREADS - 1)),
-                            min(n, (high + 1) * SWEEP_UNROLL), lane);
+        for (int k = lane; k < pieces; k += 32) copy_async<16>(&windows[slot][k], from + k);
+        // The band's rows, and the columns of the blocks' steps (step s of thread t is column
+        // s + 1 - t), as code indices.
+        const int rows_lo = band * BAND, rows_hi = min(m, band * BAND + BAND);
+        const int columns_lo = max(0, low * SWEEP_UNROLL - (THREADS - 1));
+        const int columns_hi = min(n, (high + 1) * SWEEP_UNROLL);
+        next_a = reverse ? copy_codes(a_windows[slot], a, m - rows_hi, m - rows_lo, lane)
+                         : copy_codes(a_windows[slot], a, rows_lo, rows_hi, lane);
+        next_b = reverse ? copy_codes(b_windows[slot], b, n - columns_hi, n - columns_lo, lane)
+                         : copy_codes(b_windows[slot], b, columns_lo, columns_hi, lane);
         copies_issued();
         next_band = band;
         next_low = low;
@@ -1275,8 +1288,7 @@ trace_walk(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
             code = code_at(i, j, inside);
         }
         if (state == 0) {
-            const int source = corner_gap ? FROM_F : code & 3;
-            corner_gap = false;
+            const int source = code & 3;
             if (source != FROM_DIAGONAL) {
                 state = source == FROM_E ? 1 : 2;
                 continue;
@@ -1292,13 +1304,13 @@ trace_walk(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
             const u32 off = __ballot_sync(FULL_WARP, !on);
             const int run = off ? __ffs(off) - 1 : 32;
             if (k < run) {  // (the run's cells lie in the window: so do their codes)
-                const int x = a_window[i - 1 - k - a_first];
-                ops[-1 - k] = (x == b_window[j - 1 - k - b_first] && x < match_codes)
-                                  ? OP_MATCH : OP_MISMATCH;
+                const int x = a_window[a_index(i - k) - a_first];
+                put(k, (x == b_window[b_index(j - k) - b_first] && x < match_codes)
+                           ? OP_MATCH : OP_MISMATCH);
             }
             i -= run;
             j -= run;
-            ops -= run;
+            written += run;
         } else {
             // A gap's run: lane k takes (i, j - k) (D) or (i - k, j) (I); the gap opens at
             // the first whose flag says so, after which the walk is back in H.
@@ -1315,8 +1327,8 @@ trace_walk(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
             const int first = stops ? __ffs(stops) - 1 : 32;
             const bool closes = first < 32 && (__ballot_sync(FULL_WARP, opened) >> first & 1);
             const int run = closes ? first + 1 : first;
-            if (k < run) ops[-1 - k] = along_row ? OP_DELETION : OP_INSERTION;
-            ops -= run;
+            if (k < run) put(k, along_row ? OP_DELETION : OP_INSERTION);
+            written += run;
             if (along_row) j -= run;
             else i -= run;
             if (closes) state = 0;
@@ -1324,9 +1336,9 @@ trace_walk(const u8* __restrict__ a_codes, const u8* __restrict__ b_codes,
     }
     copies_done();  // (a copy of a band above that the walk no longer needs)
     // The rest is one gap along the border.
-    for (int k = lane; k < j; k += 32) ops[-1 - k] = OP_DELETION;
-    ops -= j;
-    for (int k = lane; k < i; k += 32) ops[-1 - k] = OP_INSERTION;
-    ops -= i;
-    if (lane == 0) op_count[blockIdx.x] = (int)(end - ops);
+    for (int k = lane; k < j; k += 32) put(k, OP_DELETION);
+    written += j;
+    for (int k = lane; k < i; k += 32) put(k, OP_INSERTION);
+    written += i;
+    if (lane == 0) spans[blockIdx.x] = pivot - ops_space + (reverse ? written : -written);
 }
