@@ -652,10 +652,10 @@ def test_leaves_traced_only_within_the_trace_bytes(monkeypatch):
     monkeypatch.setattr(config, "LONG_ALIGN_THREADS", 32)
     monkeypatch.setattr(config, "LONG_ALIGN_LEAF_CELLS", 1000)
     m, n = np.array([2, 600]), np.array([300_000, 1000])
-    assert _cuda_long.traced_leaves(m, n, 4).tolist() == [True, True]
+    assert (_cuda_long.traced_leaf_sizes(m, n, 4) > 0).tolist() == [True, True]
     monkeypatch.setattr(config, "LONG_ALIGN_TRACE_BYTES", 16 << 20)
     assert int(_cuda_long.traced_leaf_bytes(m[:1], n[:1], 4)[0]) > 16 << 20
-    assert _cuda_long.traced_leaves(m, n, 4).tolist() == [False, True]
+    assert (_cuda_long.traced_leaf_sizes(m, n, 4) > 0).tolist() == [False, True]
 
 
 def test_problems_of_more_bands_than_the_tags_tell_apart_run_in_tiles(monkeypatch):
@@ -1150,7 +1150,7 @@ def test_gpu_traced_leaves_are_optimal(monkeypatch, scheme, threads, rows, group
     codes, problems = _problems(scheme, np.random.default_rng(11), TRACED_SIZES)
     problems.reverse[:] = 0
     problems.bottom_excess[:] = problems.top_excess[::-1]  # every mix of 0 and the excess
-    traced = _cuda_long.traced_leaves(problems.a_length(), problems.b_length(), rows)
+    traced = _cuda_long.traced_leaf_sizes(problems.a_length(), problems.b_length(), rows) > 0
     assert traced.any() and not traced.all()
     ops, offsets = engine.leaf_paths(codes, problems)
     cpu = CpuEngine(engine.table, engine.gap_open, engine.gap_extend, engine.match_codes)

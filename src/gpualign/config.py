@@ -174,6 +174,12 @@ ALIGN_WARP_MIN_CELLS = 1 << 22
 #: kernels).
 ALIGN_WARP_MIN_RATIO = 16.0
 
+#: Paths (or pairs) under this many are counted, scored and written as CIGARs one at a time on
+#: one core, not by the compiled loops over all cores: starting their threads costs more than
+#: a long pair's work (an H100 host, the MT pair's CIGAR: written in 250 us on one core against
+#: 280 us across 16; its matches counted in NumPy in a few us against 30-290 us).
+HOST_SERIAL_PATHS = 8
+
 #: Pairs of at least this many DP cells (query x target length) run on the CUDA long-alignment
 #: engine (``align/kernels/long.cu``): a wavefront of tiles over every SM for one pair, instead
 #: of a thread or a warp per pair (every mode; scores and end cells).
@@ -248,8 +254,8 @@ LONG_ALIGN_TRACE_ROWS_PER_THREAD: tuple[int, ...] = (2, 4)
 #: Most device bytes a group of those traced subproblems takes at once (their traceback
 #: nibbles, borders and paths; also bounded by the batch budget, ``GPU_MEMORY_FRACTION`` and
 #: ``GPU_BATCH_BYTES``); a subproblem that would take more alone goes to a warp instead, as
-#: the small leaves do (``_cuda_long.traced_leaves``). The MT and 100 kb CIGARs take one group
-#: either way.
+#: the small leaves do (``_cuda_long.traced_leaf_sizes``). The MT and 100 kb CIGARs take one
+#: group either way.
 LONG_ALIGN_TRACE_BYTES = 1 << 30
 
 #: Query rows each lane of the CUDA path kernel (``task="path"``) may keep (2, 4 or multiples

@@ -709,25 +709,29 @@ def trace_rows_choices() -> tuple[int, ...]:
     return choices
 
 
-def traced_leaves(m: np.ndarray, n: np.ndarray, rows: int) -> np.ndarray:
-    """Per leaf of ``m`` x ``n`` cells, whether it is traced in bands of ``rows`` rows a
-    thread over the GPU (``long_bands`` writing nibbles, then ``trace_walk``) rather than by
-    a warp: more than
-    ``LONG_ALIGN_LEAF_CELLS`` cells, more than one row, no more bands than the hand-over
-    tells apart, and at most ``LONG_ALIGN_TRACE_BYTES`` on the device (a band pads its rows:
-    a leaf of a few rows and many columns takes far more than half a byte a cell).
+def traced_leaf_sizes(m: np.ndarray, n: np.ndarray, rows: int) -> np.ndarray:
+    """Per leaf of ``m`` x ``n`` cells, the device bytes it takes traced in halves in bands of
+    ``rows`` rows a thread over the GPU (:func:`traced_leaf_bytes`), or 0 where a warp takes
+    it instead: where it has at most ``LONG_ALIGN_LEAF_CELLS`` cells, one row, more bands than
+    the hand-over tells apart, or more than ``LONG_ALIGN_TRACE_BYTES`` traced (a band pads its
+    rows: a leaf of a few rows and many columns takes far more than half a byte a cell).
 
     Examples
     --------
-    >>> traced_leaves(np.array([1, 600, 600]), np.array([10**6, 400, 500]), 4).tolist()
+    >>> sizes = traced_leaf_sizes(np.array([1, 600, 600]), np.array([10**6, 400, 500]), 4)
+    >>> (sizes > 0).tolist()
     [False, False, True]
     """
     threads = tile_shape()[0]
     m = np.asarray(m, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
-    return ((m * n > int(config.LONG_ALIGN_LEAF_CELLS)) & (m > 1)
-            & (-(-m // (threads * rows)) <= BAND_LIMIT)
-            & (traced_leaf_bytes(m, n, rows) <= int(config.LONG_ALIGN_TRACE_BYTES)))
+    sizes = np.zeros(len(m), dtype=np.int64)
+    candidates = np.flatnonzero((m * n > int(config.LONG_ALIGN_LEAF_CELLS)) & (m > 1)
+                                & (-(-m // (threads * rows)) <= BAND_LIMIT))
+    if len(candidates):
+        traced = traced_leaf_bytes(m[candidates], n[candidates], rows)
+        sizes[candidates] = np.where(traced <= int(config.LONG_ALIGN_TRACE_BYTES), traced, 0)
+    return sizes
 
 
 def trace_words(m: np.ndarray, n: np.ndarray, threads: int, rows: int) -> np.ndarray:
@@ -968,12 +972,12 @@ class CudaEngine(TileEngine):
 
     def leaf_paths(self, sequences: PairCodes, problems: Problems,
                    ) -> tuple[np.ndarray, np.ndarray]:
-        """``(ops, offsets)``: the optimal global path of each forward subproblem with the
-        CPU engine's DP, traceback and ties, ``OP_*`` codes first operation first,
-        concatenated (``offsets``: int64). Small leaves take a warp each (``leaf_paths`` of
-        long.cu), large ones (:func:`traced_leaves`) bands over the GPU that keep a
-        traceback nibble a cell, then a warp's walk (``trace_walk``); groups of either cut to
-        the memory budget (the traced ones also to ``LONG_ALIGN_TRACE_BYTES``)."""
+        """``(ops, offsets)``: an optimal global path of each forward subproblem, ``OP_*``
+        codes first operation first, concatenated (``offsets``: int64). Small leaves take a
+        warp each (``leaf_paths`` of long.cu: the CPU engine's DP, traceback and ties), large
+        ones (:func:`traced_leaf_sizes`) bands over the GPU that keep a traceback nibble a cell,
+        then a warp's walk a half (:meth:`_traced_launch`); groups of either cut to the memory
+        budget (the traced ones also to ``LONG_ALIGN_TRACE_BYTES``)."""
         if np.any(problems.reverse):
             raise ValueError("leaf_paths: the driver's leaves run forward")
         m, n = problems.a_length(), problems.b_length()
@@ -985,18 +989,21 @@ class CudaEngine(TileEngine):
         # fewest bands where even the last choice makes too many: leaf_cells, from the
         # pairs' rows, let leaves this large through).
         large = (m * n > int(config.LONG_ALIGN_LEAF_CELLS)) & (m > 1)
-        rows = self.trace_rows(m[large]) or trace_rows_choices()[-1]
-        traced = traced_leaves(m, n, rows)
+        rows = (self.trace_rows(m[large]) if large.any() else None) or trace_rows_choices()[-1]
+        traced_sizes = traced_leaf_sizes(m, n, rows)
+        traced = traced_sizes > 0
         budget = self._budget()
         codes = self.device_codes(sequences)
         routes = []  # per route: its leaves' paths one after the other, and their offsets
-        for chosen, size_of, run, limit in (
-                (~traced, leaf_bytes, self._leaf_launch, budget),
-                (traced, functools.partial(traced_leaf_bytes, rows=rows),
-                 functools.partial(self._traced_launch, rows=rows),
+        for chosen, leaf_sizes, run, limit in (
+                (~traced, leaf_bytes(m, n), self._leaf_launch, budget),
+                (traced, traced_sizes, functools.partial(self._traced_launch, rows=rows),
                  min(budget, int(config.LONG_ALIGN_TRACE_BYTES)))):
             index = np.flatnonzero(chosen)
-            sizes = size_of(m[index], n[index])
+            if not len(index):
+                routes.append((np.zeros(0, np.uint8), np.zeros(1, np.int64)))
+                continue
+            sizes = leaf_sizes[index]
             parts_ops, parts_counts = [], []
             lo = 0
             while lo < len(index):
@@ -1196,14 +1203,14 @@ def _merged_routes(second: np.ndarray, routes: list[tuple[np.ndarray, np.ndarray
     ([7, 1, 1, 8, 8, 8, 2], [0, 1, 3, 6, 7])
     """
     second = np.asarray(second, dtype=bool)
+    if not second.any() or second.all():  # one route (or no leaf): its paths as they are
+        return routes[int(second.any())]
     count = len(second)
     lengths = np.empty(count, dtype=np.int64)
     lengths[~second] = np.diff(routes[0][1])
     lengths[second] = np.diff(routes[1][1])
     offsets = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    if not second.any() or second.all():  # one route (or no leaf): its paths as they are
-        return routes[int(second.any())][0], offsets
     # Each leaf's place in its route.
     rank = np.where(second, np.cumsum(second), np.cumsum(~second)) - 1
     ops = np.empty(int(offsets[-1]), dtype=np.uint8)

@@ -540,6 +540,10 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
                          np.zeros_like(middle), joined, split.bottom_excess)
         open_ = Problems.concat([upper, lower])
         root = np.concatenate([root, root])
+    if len(leaves) == 1 and len(leaves[0]) == len(roots):  # every root a leaf, in order
+        leaf_ops, offsets = engine.leaf_paths(sequences, roots)
+        portion.finish()
+        return JoinedPaths(np.asarray(leaf_ops, dtype=np.uint8), offsets)
     every_leaf = Problems.concat(leaves) if leaves else None
     leaf_ops = np.zeros(0, dtype=np.uint8)
     if every_leaf is not None and len(every_leaf):
@@ -608,6 +612,11 @@ class JoinedPaths(Sequence):
 
     def op_counts(self, op: int) -> np.ndarray:
         """How many operations of each path are ``op`` (int64, a path each)."""
+        if len(self) < config.HOST_SERIAL_PATHS:  # a few: NumPy, a path at a time
+            bounds = self.offsets.tolist()
+            return np.array([np.count_nonzero(self.ops[lo:hi] == op)
+                             for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)],
+                            dtype=np.int64)
         from ._cpu_joins import count_op  # Numba
 
         return count_op(self.ops, self.offsets, op)
@@ -822,13 +831,20 @@ def path_scores(sequences: PairCodes, paths: JoinedPaths, pairs: np.ndarray,
     ...             table, 5, 2).tolist()
     [-1]
     """
-    from ._cpu_joins import score_paths  # Numba
+    from ._cpu_joins import score_path, score_paths  # Numba
 
     pairs = np.asarray(pairs, dtype=np.int64)
-    return score_paths(paths.ops, paths.offsets, pairs, sequences.q_codes,
-                       sequences.q_offsets[sequences.q_index[pairs]], sequences.t_codes,
-                       sequences.t_offsets[sequences.t_index[pairs]],
-                       np.asarray(table, dtype=np.int64), gap_open, gap_extend)
+    a_first = sequences.q_offsets[sequences.q_index[pairs]]
+    b_first = sequences.t_offsets[sequences.t_index[pairs]]
+    table = np.asarray(table, dtype=np.int64)
+    if len(pairs) < config.HOST_SERIAL_PATHS:  # a few: one at a time, on this core
+        bounds = paths.offsets.tolist()
+        return np.array([score_path(paths.ops, bounds[p], bounds[p + 1], sequences.q_codes, i,
+                                    sequences.t_codes, j, table, gap_open, gap_extend)
+                         for p, i, j in zip(pairs.tolist(), a_first.tolist(), b_first.tolist(),
+                                            strict=True)], dtype=np.int64)
+    return score_paths(paths.ops, paths.offsets, pairs, sequences.q_codes, a_first,
+                       sequences.t_codes, b_first, table, gap_open, gap_extend)
 
 
 def path_cigars(paths: JoinedPaths, packed: bool = False) -> list[str] | PackedCigars:
