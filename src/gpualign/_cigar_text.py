@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from . import config
 from .cigar import PackedCigars, offsets_of_counts
 from .codes import CIGAR_OPS
 
@@ -152,15 +151,9 @@ def path_texts(ops: np.ndarray, room: np.ndarray, counts: np.ndarray) -> list[st
     ['2=1X', '1D', '']
     """
     counts = np.asarray(counts, dtype=np.int64)
-    room = np.asarray(room, dtype=np.int64)
     offsets = text_offsets(counts)
     text = np.empty(int(offsets[-1]), dtype=np.uint8)
-    if len(counts) < config.HOST_SERIAL_PATHS:  # a few: one at a time, on this core
-        written = np.array([write_cigar(ops[at:], count, text[lo:hi]) for at, count, lo, hi
-                            in zip(room.tolist(), counts.tolist(), offsets[:-1].tolist(),
-                                   offsets[1:].tolist(), strict=True)], dtype=np.int64)
-    else:
-        written = _write_path_texts(ops, room, counts, offsets, text)
+    written = _write_path_texts(ops, np.asarray(room, dtype=np.int64), counts, offsets, text)
     return decode_cigars(text, offsets[:-1], written)
 
 

@@ -174,11 +174,10 @@ ALIGN_WARP_MIN_CELLS = 1 << 22
 #: kernels).
 ALIGN_WARP_MIN_RATIO = 16.0
 
-#: Paths (or pairs) under this many are counted, scored and written as CIGARs one at a time on
-#: one core, not by the compiled loops over all cores: starting their threads costs more than
-#: a long pair's work (an H100 host, the MT pair's CIGAR: written in 250 us on one core against
-#: 280 us across 16; its matches counted in NumPy in a few us against 30-290 us).
-HOST_SERIAL_PATHS = 8
+#: The operations of fewer paths than this are counted by NumPy, a path at a time, instead of
+#: the compiled loop over all cores, whose threads take longer to start than a long path takes
+#: to count (an H100 host, one path of 33,000 operations: 8-10 us against 44-56 us).
+HOST_NUMPY_PATHS = 8
 
 #: Pairs of at least this many DP cells (query x target length) run on the CUDA long-alignment
 #: engine (``align/kernels/long.cu``): a wavefront of tiles over every SM for one pair, instead

@@ -14,7 +14,7 @@ from numba import njit, prange
 
 from ..codes import OP_DELETION, OP_MISMATCH
 
-__all__ = ["best_joins", "copy_rows", "count_op", "score_path", "score_paths", "write_pieces"]
+__all__ = ["best_joins", "copy_rows", "count_op", "score_paths", "write_pieces"]
 
 
 @njit(cache=True, parallel=True)
@@ -79,36 +79,28 @@ def count_op(ops, offsets, op):
     return counts
 
 
-@njit(cache=True, nogil=True)
-def score_path(ops, start, stop, a_codes, i, b_codes, j, table, gap_open, gap_extend):
-    """The score of the path ``ops[start:stop]`` over the query codes from ``a_codes[i]`` and
-    the target codes from ``b_codes[j]``: ``table`` for each match or mismatch, ``gap_open``
-    for the first operation of a run of insertions or deletions and ``gap_extend`` for each
-    later one."""
-    score, previous = 0, -1
-    for at in range(start, stop):
-        op = ops[at]
-        if op <= OP_MISMATCH:
-            score += table[a_codes[i], b_codes[j]]
-            i += 1
-            j += 1
-        else:
-            score -= gap_extend if op == previous else gap_open
-            if op == OP_DELETION:
-                j += 1
-            else:
-                i += 1
-        previous = op
-    return score
-
-
 @njit(cache=True, parallel=True)
 def score_paths(ops, offsets, which, a_codes, a_first, b_codes, b_first, table, gap_open,
                 gap_extend):
-    """:func:`score_path` of each path ``ops[offsets[p]:offsets[p + 1]]``, ``p = which[k]``,
-    from ``a_codes[a_first[k]]`` and ``b_codes[b_first[k]]``, one path a thread."""
+    """The score of each path ``ops[offsets[p]:offsets[p + 1]]``, ``p = which[k]``, over the
+    query codes from ``a_codes[a_first[k]]`` and the target codes from ``b_codes[b_first[k]]``,
+    one path a thread: ``table`` for each match or mismatch, ``gap_open`` for the first
+    operation of a run of insertions or deletions and ``gap_extend`` for each later one."""
     scores = np.zeros(len(which), dtype=np.int64)
     for k in prange(len(which)):
-        scores[k] = score_path(ops, offsets[which[k]], offsets[which[k] + 1], a_codes,
-                               a_first[k], b_codes, b_first[k], table, gap_open, gap_extend)
+        i, j, score, previous = a_first[k], b_first[k], 0, -1
+        for at in range(offsets[which[k]], offsets[which[k] + 1]):
+            op = ops[at]
+            if op <= OP_MISMATCH:
+                score += table[a_codes[i], b_codes[j]]
+                i += 1
+                j += 1
+            else:
+                score -= gap_extend if op == previous else gap_open
+                if op == OP_DELETION:
+                    j += 1
+                else:
+                    i += 1
+            previous = op
+        scores[k] = score
     return scores

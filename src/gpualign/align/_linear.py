@@ -612,7 +612,7 @@ class JoinedPaths(Sequence):
 
     def op_counts(self, op: int) -> np.ndarray:
         """How many operations of each path are ``op`` (int64, a path each)."""
-        if len(self) < config.HOST_SERIAL_PATHS:  # a few: NumPy, a path at a time
+        if len(self) < config.HOST_NUMPY_PATHS:  # a few: NumPy, a path at a time
             bounds = self.offsets.tolist()
             return np.array([np.count_nonzero(self.ops[lo:hi] == op)
                              for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)],
@@ -831,20 +831,13 @@ def path_scores(sequences: PairCodes, paths: JoinedPaths, pairs: np.ndarray,
     ...             table, 5, 2).tolist()
     [-1]
     """
-    from ._cpu_joins import score_path, score_paths  # Numba
+    from ._cpu_joins import score_paths  # Numba
 
     pairs = np.asarray(pairs, dtype=np.int64)
-    a_first = sequences.q_offsets[sequences.q_index[pairs]]
-    b_first = sequences.t_offsets[sequences.t_index[pairs]]
-    table = np.asarray(table, dtype=np.int64)
-    if len(pairs) < config.HOST_SERIAL_PATHS:  # a few: one at a time, on this core
-        bounds = paths.offsets.tolist()
-        return np.array([score_path(paths.ops, bounds[p], bounds[p + 1], sequences.q_codes, i,
-                                    sequences.t_codes, j, table, gap_open, gap_extend)
-                         for p, i, j in zip(pairs.tolist(), a_first.tolist(), b_first.tolist(),
-                                            strict=True)], dtype=np.int64)
-    return score_paths(paths.ops, paths.offsets, pairs, sequences.q_codes, a_first,
-                       sequences.t_codes, b_first, table, gap_open, gap_extend)
+    return score_paths(paths.ops, paths.offsets, pairs, sequences.q_codes,
+                       sequences.q_offsets[sequences.q_index[pairs]], sequences.t_codes,
+                       sequences.t_offsets[sequences.t_index[pairs]],
+                       np.asarray(table, dtype=np.int64), gap_open, gap_extend)
 
 
 def path_cigars(paths: JoinedPaths, packed: bool = False) -> list[str] | PackedCigars:
