@@ -484,11 +484,12 @@ class TileEngine:
         return rows.get(), best[:plan.layout.slots].get() if track_best else None
 
     def _wavefront(self, a_codes, b_codes, plan: BatchPlan, floor_zero: bool, track_best: bool,
-                   trace=None):
+                   trace=None, bands_on_device=None):
         """Run the wavefront of one batch; return its borders on the device: ``rows``,
         ``columns`` and ``best`` (see :meth:`_launches`). ``trace``: a batch in bands also
         writes its traceback nibbles, ``(words, word_base)`` on the device (long.cu's
-        trace_walk lays them out)."""
+        trace_walk lays them out). ``bands_on_device``: a batch in bands whose
+        :meth:`BatchPlan.band_arrays` the caller copied to the device (with its own)."""
         import cupy
 
         threads, rows_per_thread, width = plan.shape
@@ -524,9 +525,8 @@ class TileEngine:
                    np.int32(self.match_codes), np.int32(self.gap_open),
                    np.int32(self.gap_extend))
         if bands:
-            band_problem, band_row = band_order(plan.tile_rows)
-            problems, band_problem, band_row = upload_together([plan.packed, band_problem,
-                                                                band_row])
+            problems, band_problem, band_row = (bands_on_device if bands_on_device is not None
+                                                else upload_together(plan.band_arrays()))
             words, word_base = trace if trace is not None else (_NULL, _NULL)
             kernel(*launch.grid(kernel, len(band_row), items_per_block=1),
                    (a_codes, b_codes, problems, band_problem, band_row, counter,
@@ -633,6 +633,11 @@ class BatchPlan:
              layout.slot_base[:, None]), axis=1))
         return cls(fields, packed, layout, tile_rows, (threads, rows_per_thread, tile_columns),
                    schedule_name)
+
+    def band_arrays(self) -> list[np.ndarray]:
+        """What a batch in bands takes to the device: its packed problems and
+        :func:`band_order`."""
+        return [self.packed, *band_order(self.tile_rows)]
 
     def collect(self, borders, gap_extend: int, first: int, results: TileResults) -> None:
         """Put what the batch's ``borders`` (:meth:`TileEngine._launches`) hold into
@@ -1071,9 +1076,10 @@ class CudaEngine(TileEngine):
         row_base = plan.layout.row_base
         splits = np.stack((row_base[:count], row_base[count:], leaves[:, 3], left[:count],
                            left[count:]), axis=1)
-        leaves_dev, word_base_dev, ops_base_dev, splits_dev = upload_together(
-            [leaves, word_base, ops_base, splits])
-        last_rows, _, _ = self._wavefront(*codes, plan, False, False, (trace, word_base_dev))
+        *bands_dev, leaves_dev, word_base_dev, ops_base_dev, splits_dev = upload_together(
+            [*plan.band_arrays(), leaves, word_base, ops_base, splits])
+        last_rows, _, _ = self._wavefront(*codes, plan, False, False, (trace, word_base_dev),
+                                          bands_dev)
         found = self._split_search(last_rows, splits_dev, count,
                                    self.gap_open - self.gap_extend)
         out = cupy.empty(room + 16 * count, dtype=cupy.uint8)

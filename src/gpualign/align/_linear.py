@@ -492,6 +492,11 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
     # roots' cells in all (about 1.5 times with kept rows: progress then moves slower than the
     # work and catches up at the end).
     portion = Portion(progress, root_cells if share is None else share, 2 * root_cells)
+    if _leaves(roots.a_length(), roots.b_length(), leaf_cells).all():
+        # Every root a leaf: its path as the engine gives it, nothing to split or assemble.
+        leaf_ops, offsets = engine.leaf_paths(sequences, roots)
+        portion.finish()
+        return JoinedPaths(np.asarray(leaf_ops, dtype=np.uint8), offsets)
     open_ = roots
     root = np.arange(len(roots), dtype=np.int64)
     depth = config.ALIGN_LINEAR_KEPT_ROWS
@@ -509,7 +514,7 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
         index = np.flatnonzero(empty & (rows + columns > 0))
         add(root[index], open_.a_start[index], open_.b_start[index],
             rows[index] + columns[index], np.where(rows[index] > 0, OP_INSERTION, OP_DELETION))
-        leaf = ~empty & ((rows <= 1) | (rows * columns <= leaf_cells))
+        leaf = _leaves(rows, columns, leaf_cells)
         index = np.flatnonzero(leaf)
         leaves.append(open_.take(index))
         leaf_roots.append(root[index])
@@ -540,10 +545,6 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
                          np.zeros_like(middle), joined, split.bottom_excess)
         open_ = Problems.concat([upper, lower])
         root = np.concatenate([root, root])
-    if len(leaves) == 1 and len(leaves[0]) == len(roots):  # every root a leaf, in order
-        leaf_ops, offsets = engine.leaf_paths(sequences, roots)
-        portion.finish()
-        return JoinedPaths(np.asarray(leaf_ops, dtype=np.uint8), offsets)
     every_leaf = Problems.concat(leaves) if leaves else None
     leaf_ops = np.zeros(0, dtype=np.uint8)
     if every_leaf is not None and len(every_leaf):
@@ -552,6 +553,12 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
             np.diff(offsets), -1, offsets[:-1])
     portion.finish()
     return _assemble(pieces, len(roots), np.asarray(leaf_ops, dtype=np.uint8))
+
+
+def _leaves(rows: np.ndarray, columns: np.ndarray, leaf_cells: int) -> np.ndarray:
+    """Which subproblems of ``rows`` x ``columns`` :func:`global_paths` hands to the engine's
+    ``leaf_paths``: both sides non-empty, and one row or at most ``leaf_cells`` cells."""
+    return (rows > 0) & (columns > 0) & ((rows <= 1) | (rows * columns <= leaf_cells))
 
 
 def _assemble(pieces: list[tuple[np.ndarray, ...]], count: int, leaf_ops: np.ndarray,
