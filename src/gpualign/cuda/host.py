@@ -19,12 +19,9 @@ __all__ = ["HostBuffers", "PinnedStaging", "device_constant", "is_page_locked", 
            "upload_together"]
 
 
-#: Per thread: the page-locked memory of :func:`thread_buffers`, the event that ends the
-#: last copy from each buffer of :func:`upload_together` (by name), and the buffer it took last.
+#: Per thread: the page-locked memory of :func:`thread_buffers`, and the event that ends the
+#: last copy from each buffer of :func:`upload_together` (by name).
 _TOGETHER = threading.local()
-
-#: Page-locked buffers that :func:`upload_together` takes in turn (per thread and device).
-UPLOAD_BUFFERS = 4
 
 
 def pinned_empty(count: int, dtype: Any) -> tuple[np.ndarray, bool]:
@@ -188,13 +185,10 @@ def upload_together(arrays: list[np.ndarray], stream: Any = None) -> list[Any]:
     for array in arrays:  # each array starts 16-byte aligned
         starts.append(starts[-1] + -(-array.nbytes // 16) * 16)
     total = starts[-1]
+    name = f"upload together {cupy.cuda.Device().id}"
     copied = getattr(_TOGETHER, "copied", None)
     if copied is None:
         copied = _TOGETHER.copied = {}
-    # The calls take UPLOAD_BUFFERS buffers in turn, so that one right after another need
-    # not wait for the copy before it.
-    turn = _TOGETHER.turn = (getattr(_TOGETHER, "turn", -1) + 1) % UPLOAD_BUFFERS
-    name = f"upload together {cupy.cuda.Device().id} {turn}"
     if name in copied:
         copied[name].synchronize()  # the buffer's last copy has read it
     buffer = thread_buffers().get(name, total, np.uint8)
