@@ -246,8 +246,9 @@ LONG_ALIGN_TRACE_BANDS_PER_SM = 8
 #: ``LONG_ALIGN_THREADS`` times as many rows), fewest first: a call takes the first at which
 #: its pairs have at most ``LONG_ALIGN_TRACE_BANDS_PER_SM`` traced bands an SM. Fewer rows make
 #: shorter steps and more bands side by side; past the limit, more rows keep a call traced
-#: (H100, CUDA events: the MT pair's traced bands 2.32-2.34 ms with 2 rows, 2.66-2.68 with 4,
-#: 3.28 with 1; the 100 kb pair's leaves have too many bands at 2 and take 4).
+#: (H100, CUDA events: the MT pair's traced bands, in halves, 1.71-1.73 ms with 2 rows, 2.34
+#: with 4, 2.17 with 1; whole, 2.32-2.34, 2.66-2.68 and 3.28 ms; the 100 kb pair's leaves have
+#: too many bands at 2 and take 4).
 LONG_ALIGN_TRACE_ROWS_PER_THREAD: tuple[int, ...] = (2, 4)
 
 #: Most device bytes a group of those traced subproblems takes at once (their traceback
