@@ -759,7 +759,8 @@ def trace_words(m: np.ndarray, n: np.ndarray, threads: int, rows: int) -> np.nda
 
 def traced_halves(leaves: np.ndarray) -> np.ndarray:
     """The halves of traced ``leaves`` (rows of leaf_paths' six fields) as problems (the first
-    eight :data:`PROBLEM_FIELDS`): a leaf of m rows splits at row m // 2; the top halves run
+    eight :data:`PROBLEM_FIELDS`): a leaf of m rows splits at row m // 2, as ``_linear._halves``
+    splits a subproblem (here on the leaves' fields, the codes' bases in them); the top halves run
     forward from its top-left corner, the bottom halves reversed from its bottom-right one
     (column 0's gap there charged the leaf's bottom excess), all the top halves first.
 

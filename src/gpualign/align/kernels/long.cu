@@ -191,7 +191,8 @@ enum { FROM_DIAGONAL = 0, FROM_E = 1, FROM_F = 2, E_OPENED = 4, F_OPENED = 8 };
 // by a funnel shift (two instructions a bit, no compare or select), from the values of the
 // step: `diagonal` (H + s), `e` (the larger of extending E and opening from the cell on the
 // left, `e_open`), `f` (of extending F and opening from the cell above, `f_open`), `x` (the
-// larger of the diagonal and E, less the opening) and `t` (H less the opening). Pushed in the order F_OPENED, E_OPENED, F wins, E beats the diagonal:
+// larger of the diagonal and E, less the opening) and `t` (H less the opening). Pushed in the
+// order F_OPENED, E_OPENED, F wins, E beats the diagonal:
 // - F_OPENED: f == f_open, that is f - f_open - 1 < 0 (f >= f_open);
 // - E_OPENED: e == e_open, that is e - e_open - 1 < 0 (e >= e_open);
 // - F wins (FROM_F): F above the diagonal and E, t > x, that is x - t < 0 (t >= x);
@@ -1157,26 +1158,32 @@ __device__ __forceinline__ int copy_codes(u32* to, const u8* codes, int lo, int 
     return lo - skew;
 }
 
-// The paths of large leaves whose traceback nibbles long_bands<..., TRACE> wrote (the leaves
-// of leaf_paths, their fields as it takes them, run as problems of a band each THREADS * RPT
-// rows: align/_cuda_long.py's traced leaves). Band I of a leaf runs steps s = 0 .. n +
-// THREADS - 2 in blocks of SWEEP_UNROLL; thread t computes rows I * THREADS * RPT + t * RPT +
-// 1 + r at step s, column s - t + 1, and keeps their nibbles of block b in its chunk of RPT
-// words at trace_base[k] + ((I * blocks + b) * THREADS + t) * RPT (blocks a band: steps
-// rounded up to whole blocks), as store_chunk lays them out. The leaf's last row (H, F) is at
-// rows[row_base[k] .. + n] (for the corner's bottom_excess, as in leaf_paths). The walk and its
-// ties are leaf_paths', so a leaf's path is the one leaf_paths finds.
+// The paths of large leaves from their halves' traceback nibbles, which long_bands<..., TRACE>
+// wrote (the leaves of leaf_paths, their fields as it takes them: align/_cuda_long.py's traced
+// leaves). Leaf k of count splits at its middle row, m / 2: its top half ran forward as problem
+// k, its bottom half reversed as problem count + k, each in bands of THREADS * RPT rows, and
+// split_columns found where the leaf's path crosses the middle row: column found[k], through a
+// vertical gap where found[count + k]. Band I of a half runs steps s = 0 .. n + THREADS - 2 in
+// blocks of SWEEP_UNROLL; thread t computes rows I * THREADS * RPT + t * RPT + 1 + r at step
+// s, column s - t + 1, and keeps their nibbles of block b in its chunk of RPT words at
+// trace_base[p] + ((I * blocks + b) * THREADS + t) * RPT (blocks a band: steps rounded up to
+// whole blocks), as store_chunk lays them out.
 //
-// A warp a leaf. The walk is a chain of dependent steps, so the warp reads the nibbles from a
-// window in shared memory: the blocks of the band around it (WALK_WINDOW_BYTES: the blocks up
-// to the walk's, whose steps only decrease within a band), with the band's query codes and the
-// window's target codes (for = and X). Two windows: while the walk runs through one band, the
-// next band up is already being copied into the other (cp.async), at the columns up to where
-// the walk stands, which the walk leaves the band at or before; the walk waits for a copy only
-// where that guess misses (a gap longer than the window). It takes a run at a time: a lane a
-// cell of the run (of diagonal steps, of a horizontal gap along the row, or of a vertical gap up
-// the column), and a vote for where it ends. The operations are written backwards from the end
-// of the leaf's room, as leaf_paths writes them.
+// A warp a half walks from the crossing back to its half's start: the top half's walk to the
+// leaf's top-left corner, the bottom half's (in its reversed coordinates) to the leaf's
+// bottom-right corner. The walk is a chain of dependent steps, so the warp reads the nibbles
+// from a window in shared memory: the blocks of the band around it (WALK_WINDOW_BYTES: the
+// blocks up to the walk's, whose steps only decrease within a band), with the band's query
+// codes and the window's target codes (for = and X). Two windows: while the walk runs through
+// one band, the next band up is already being copied into the other (cp.async), at the columns
+// up to where the walk stands, which the walk leaves the band at or before; the walk waits for
+// a copy only where that guess misses (a gap longer than the window). It takes a run at a time:
+// a lane a cell of the run (of diagonal steps, of a horizontal gap along the row, or of a
+// vertical gap up the column), and a vote for where it ends. Both halves write the leaf's path
+// in its room, ops_space from ops_base[k] (m + n bytes), around the crossing at ops_base[k] +
+// m / 2 + found[k]: the top half's operations backwards before it, the bottom half's (which the
+// reversed walk meets in the leaf's order) forwards from it, so that the path lies in one
+// piece, from spans[k] to spans[count + k].
 constexpr int WALK_WINDOW_BYTES = 16384;
 
 template <int THREADS, int RPT>
