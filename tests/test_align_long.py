@@ -311,8 +311,8 @@ class _BothHalves:
     def last_rows(self, sequences, problems):
         return self.engine.last_rows(sequences, problems)
 
-    def leaf_paths(self, sequences, problems):
-        return self.engine.leaf_paths(sequences, problems)
+    def leaf_paths(self, sequences, problems, scores=None):
+        return self.engine.leaf_paths(sequences, problems, scores)
 
 
 def test_kept_rows_spare_passes_and_paths_stay_optimal(monkeypatch):

@@ -118,9 +118,17 @@ class EmulatedEngine(CudaEngine):
 
     def _traced_launch(self, codes, leaves, rows):
         """The large leaves' bands and walk (long.cu's long_bands with TRACE, trace_walk) are
-        bound to give leaf_paths' paths; on the host, leaf_paths' emulation stands for them
-        (the GPU tests compare the two kernels)."""
-        return self._leaf_launch(codes, leaves)
+        bound to give optimal paths and their scores (split_columns' best joins); on the
+        host, leaf_paths' emulation stands for the paths and their scores for the joins (the
+        GPU tests check both)."""
+        ops, counts, _ = self._leaf_launch(codes, leaves)
+        starts = np.cumsum(counts) - counts
+        scores = [leaf_path_score(codes[0][a_base:a_base + m], codes[1][b_base:b_base + n],
+                                  ops[start:start + count], top, bottom, self.table,
+                                  self.gap_open, self.gap_extend, self.match_codes)
+                  for (a_base, b_base, m, n, top, bottom), start, count
+                  in zip(leaves.tolist(), starts.tolist(), counts.tolist(), strict=True)]
+        return ops, counts, np.array(scores, dtype=np.int64)
 
     def _leaf_launch(self, codes, leaves):
         """long.cu's leaf_paths, its warp's lanes step by step: bands of 32 rows, the row
@@ -199,7 +207,7 @@ class EmulatedEngine(CudaEngine):
             ops += [OP_DELETION] * j + [OP_INSERTION] * i
             paths.append(ops[::-1])
         counts = np.array([len(p) for p in paths], dtype=np.int64)
-        return np.array([op for p in paths for op in p], dtype=np.uint8), counts
+        return np.array([op for p in paths for op in p], dtype=np.uint8), counts, None
 
     def _device_rows(self, a_codes, b_codes, fields, budget=None):
         """The last rows through the emulated wavefront, cell 0 garbage as on the device."""
@@ -1152,19 +1160,22 @@ def test_gpu_traced_leaves_are_optimal(monkeypatch, scheme, threads, rows, group
     problems.bottom_excess[:] = problems.top_excess[::-1]  # every mix of 0 and the excess
     traced = _cuda_long.traced_leaf_sizes(problems.a_length(), problems.b_length(), rows) > 0
     assert traced.any() and not traced.all()
-    ops, offsets = engine.leaf_paths(codes, problems)
+    unset = np.iinfo(np.int64).min
+    found = np.full(len(problems), unset, dtype=np.int64)
+    ops, offsets = engine.leaf_paths(codes, problems, found)
     cpu = CpuEngine(engine.table, engine.gap_open, engine.gap_extend, engine.match_codes)
     want_ops, want_offsets = cpu.leaf_paths(codes, problems)
     for k in range(len(problems)):
         got, want = (o[at[k]:at[k + 1]] for o, at in ((ops, offsets), (want_ops, want_offsets)))
         if not traced[k]:
             assert got.tolist() == want.tolist()
+            assert found[k] == unset  # a warp's leaf: scored by the driver
             continue
         a, b = _oriented(codes, problems, k)
         scores = [leaf_path_score(a, b, path, problems.top_excess[k], problems.bottom_excess[k],
                                   engine.table, engine.gap_open, engine.gap_extend,
                                   engine.match_codes) for path in (got, want)]
-        assert scores[0] == scores[1], (k, scores)
+        assert scores[0] == scores[1] == found[k], (k, scores, found[k])
 
 
 @cuda

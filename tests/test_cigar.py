@@ -377,7 +377,9 @@ def test_packed_cigars_from_ops_is_the_run_length_code(streams):
     for p, stream in enumerate(streams):
         buffer[start[p]:start[p] + len(stream)] = stream[::-1]
     lengths = np.array([len(stream) for stream in streams], dtype=np.int64)
-    assert path_texts(buffer, start, lengths) == want
+    for serial in (0, len(streams) + 1):  # the loop over all cores, and a path at a time
+        with gpualign.config.override(HOST_SERIAL_PATHS=serial):
+            assert path_texts(buffer, start, lengths) == want
     runs = path_runs(buffer, start, lengths)
     assert runs == want and runs == PackedCigars.from_ops(ops, offsets)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from . import config
 from .cigar import PackedCigars, offsets_of_counts
 from .codes import CIGAR_OPS
 
@@ -151,6 +152,12 @@ def path_texts(ops: np.ndarray, room: np.ndarray, counts: np.ndarray) -> list[st
     ['2=1X', '1D', '']
     """
     counts = np.asarray(counts, dtype=np.int64)
+    if len(counts) < config.HOST_SERIAL_PATHS:  # a few: a path at a time on this thread
+        texts = []
+        for start, count in zip(np.asarray(room).tolist(), counts.tolist(), strict=True):
+            text = np.empty(2 * count, dtype=np.uint8)
+            texts.append(text[:write_cigar(ops[start:], count, text)].tobytes().decode("ascii"))
+        return texts
     offsets = text_offsets(counts)
     text = np.empty(int(offsets[-1]), dtype=np.uint8)
     written = _write_path_texts(ops, np.asarray(room, dtype=np.int64), counts, offsets, text)

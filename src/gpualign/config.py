@@ -174,10 +174,12 @@ ALIGN_WARP_MIN_CELLS = 1 << 22
 #: kernels).
 ALIGN_WARP_MIN_RATIO = 16.0
 
-#: The operations of fewer paths than this are counted by NumPy, a path at a time, instead of
-#: the compiled loop over all cores, whose threads take longer to start than a long path takes
-#: to count (an H100 host, one path of 33,000 operations: 8-10 us against 44-56 us).
-HOST_NUMPY_PATHS = 8
+#: The operations of fewer paths than this are counted (by NumPy) and written as CIGARs a path
+#: at a time on the calling thread, instead of by the compiled loops over all cores, whose
+#: threads take longer to start than a long path takes (an H100 host, one path of 33,000
+#: operations counted in 8-10 us against 44-56 us; the MT pair's path of 17,140 written in
+#: FIGURE).
+HOST_SERIAL_PATHS = 8
 
 #: Pairs of at least this many DP cells (query x target length) run on the CUDA long-alignment
 #: engine (``align/kernels/long.cu``): a wavefront of tiles over every SM for one pair, instead

@@ -406,8 +406,9 @@ class CpuEngine:
                               near)
 
     def leaf_paths(self, sequences: PairCodes, problems: Problems,
-                   ) -> tuple[np.ndarray, np.ndarray]:
-        """Optimal global paths of small subproblems: ``(ops, offsets)``."""
+                   scores: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Optimal global paths of small subproblems: ``(ops, offsets)``. ``scores`` is left
+        as it is: the driver scores these paths itself."""
         room = offsets_of_counts(problems.a_length() + problems.b_length())
         ops = np.empty(int(room[-1]), dtype=np.uint8)
         count = np.empty(len(problems), dtype=np.int64)

@@ -289,6 +289,23 @@ class BorderLayout:
     slots: int
 
 
+def _groups(sizes: np.ndarray, budget: int):
+    """Yield ``(lo, hi)``: consecutive items of ``sizes`` bytes in groups of at most
+    ``budget`` bytes, each of at least one item.
+
+    Examples
+    --------
+    >>> list(_groups(np.array([3, 3, 9, 1]), 6))
+    [(0, 2), (2, 3), (3, 4)]
+    """
+    lo = 0
+    while lo < len(sizes):
+        fit = int(np.searchsorted(np.cumsum(sizes[lo:]), budget, side="right"))
+        hi = lo + max(1, fit)
+        yield lo, hi
+        lo = hi
+
+
 def _starts(sizes: np.ndarray) -> tuple[np.ndarray, int]:
     """Exclusive cumulative sums of ``sizes`` and their total."""
     ends = np.cumsum(sizes, dtype=np.int64)
@@ -327,24 +344,25 @@ def problem_bytes(m: np.ndarray, n: np.ndarray, tile_height: int | np.ndarray,
             + 8 * len(PROBLEM_FIELDS) + 80 * (tile_rows + tile_columns) + 16)
 
 
-def fits_int32(m: np.ndarray, n: np.ndarray, top_excess: np.ndarray | int, table: np.ndarray,
-               gap_open: int, gap_extend: int, tile_height: int) -> np.ndarray:
+def fits_int32(m: np.ndarray, n: np.ndarray, top_excess: np.ndarray | int,
+               table_range: tuple[int, int], gap_open: int, gap_extend: int,
+               tile_height: int) -> np.ndarray:
     """Per problem, whether every value of the tiled DP fits long.cu's int32 lanes with room
     below NEG: no alignment of prefixes scores above ``max(s, 0) * min(m, n)``, none of the
     global ones below all gaps, and each of the padding rows of the last tile row (up to
     ``tile_height - 1``) adds at most the best substitution score or loses at most a gap.
+    ``table_range``: the lowest and highest substitution scores.
 
     Examples
     --------
-    >>> table = np.array([[1, -1], [-1, 1]])
-    >>> fits_int32(np.array([10, 1 << 29]), np.array([10, 10]), np.array([2, 2]), table,
+    >>> fits_int32(np.array([10, 1 << 29]), np.array([10, 10]), np.array([2, 2]), (-1, 1),
     ...            3, 1, 64).tolist()
     [True, False]
     """
     m = np.asarray(m, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
-    top = max(int(np.max(table)), 0)
-    worst = max(-int(np.min(table)), 0)
+    top = max(int(table_range[1]), 0)
+    worst = max(-int(table_range[0]), 0)
     pad = tile_height - 1
     high = top * (np.minimum(m, n) + pad)
     low = (np.asarray(top_excess, dtype=np.int64) + 2 * gap_open + (m + n + pad) * gap_extend
@@ -399,6 +417,7 @@ class TileEngine:
         self.gap_open, self.gap_extend = int(gap_open), int(gap_extend)
         self.match_codes = int(match_codes)
         lowest, highest = int(self.table.min()), int(self.table.max())
+        self._table_range = (lowest, highest)
         self.dna = bool(dna and -128 <= lowest + self.gap_open
                         and highest + self.gap_open <= 127)
         # and a band's hand-over keeps gap_open - gap_extend + 1 in 16 bits (long.cu's Links)
@@ -418,7 +437,7 @@ class TileEngine:
         m = np.asarray(m, dtype=np.int64)
         n = np.asarray(n, dtype=np.int64)
         return (m > 0) & (n > 0) & self._table_fits & fits_int32(
-            m, n, top_excess, self.table, self.gap_open, self.gap_extend, threads * rows)
+            m, n, top_excess, self._table_range, self.gap_open, self.gap_extend, threads * rows)
 
     def run(self, a_codes, b_codes, fields: np.ndarray, floor_zero: bool,
             track_best: bool) -> TileResults:
@@ -451,13 +470,9 @@ class TileEngine:
         sizes = problem_bytes(m, n, heights[:, None], width).max(axis=0)
         budget = self._budget() if budget is None else budget
         multiprocessors = self._multiprocessors() if long_schedule() == "auto" else 0
-        lo = 0
-        while lo < len(m):
-            fit = int(np.searchsorted(np.cumsum(sizes[lo:]), budget, side="right"))
-            hi = lo + max(1, fit)
+        for lo, hi in _groups(sizes, budget):
             schedule, rows = batch_schedule(m[lo:hi], multiprocessors)
             yield lo, BatchPlan.of(fields[lo:hi], threads, rows, width, schedule)
-            lo = hi
 
     def _multiprocessors(self) -> int:
         """SMs of the current GPU."""
@@ -730,13 +745,10 @@ def traced_leaf_sizes(m: np.ndarray, n: np.ndarray, rows: int) -> np.ndarray:
     threads = tile_shape()[0]
     m = np.asarray(m, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
-    sizes = np.zeros(len(m), dtype=np.int64)
-    candidates = np.flatnonzero((m * n > int(config.LONG_ALIGN_LEAF_CELLS)) & (m > 1)
-                                & (-(-m // (threads * rows)) <= BAND_LIMIT))
-    if len(candidates):
-        traced = traced_leaf_bytes(m[candidates], n[candidates], rows)
-        sizes[candidates] = np.where(traced <= int(config.LONG_ALIGN_TRACE_BYTES), traced, 0)
-    return sizes
+    traced = traced_leaf_bytes(m, n, rows)
+    return np.where((m * n > int(config.LONG_ALIGN_LEAF_CELLS)) & (m > 1)
+                    & (-(-m // (threads * rows)) <= BAND_LIMIT)
+                    & (traced <= int(config.LONG_ALIGN_TRACE_BYTES)), traced, 0)
 
 
 def trace_words(m: np.ndarray, n: np.ndarray, threads: int, rows: int) -> np.ndarray:
@@ -792,15 +804,15 @@ def traced_leaf_bytes(m: np.ndarray, n: np.ndarray, rows: int) -> np.ndarray:
     >>> int(traced_leaf_bytes(np.array([128]), np.array([10]), 4)[0]) > 128 * 10 // 2
     True
     """
-    threads = tile_shape()[0]
+    threads, _, width = tile_shape()
     m = np.asarray(m, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
-    halves = np.stack((m // 2, m - m // 2))
-    return (4 * trace_words(halves, n, threads, rows).sum(axis=0)
-            + problem_bytes(halves, n, threads * rows, tile_shape()[2]).sum(axis=0)
-            # the path's room; six fields, two trace bases, a path base, five split fields,
-            # the split found and two spans
-            + m + n + 8 * (6 + 2 + 1 + 5 + 3 + 2))
+    halves = np.array((m // 2, m - m // 2))
+    bands = 4 * trace_words(halves, n, threads, rows) + problem_bytes(halves, n, threads * rows,
+                                                                      width)
+    # the path's room; six fields, two trace bases, a path base, five split fields, the split
+    # found and two spans
+    return bands[0] + bands[1] + m + n + 8 * (6 + 2 + 1 + 5 + 3 + 2)
 
 
 def problem_fields(sequences: PairCodes, problems: Problems, free_top: bool,
@@ -894,11 +906,7 @@ class CudaEngine(TileEngine):
         through_gap = np.empty(count, dtype=bool)
         score = np.empty(count, dtype=np.int64)
         whole_budget = self._budget()
-        budget = whole_budget // 4
-        lo = 0
-        while lo < count:
-            fit = int(np.searchsorted(np.cumsum(sizes[lo:]), budget, side="right"))
-            hi = lo + max(1, fit)
+        for lo, hi in _groups(sizes, whole_budget // 4):
             # the group's top halves, then bottoms
             group = np.concatenate((np.arange(lo, hi), np.arange(count + lo, count + hi)))
             # The budget asked above holds for the first group; later ones ask again (the
@@ -910,7 +918,6 @@ class CudaEngine(TileEngine):
                                left[count + lo:count + hi]), axis=1)
             column[lo:hi], through_gap[lo:hi], score[lo:hi] = self._split_launch(rows, splits,
                                                                                  excess)
-            lo = hi
         return column, through_gap, score
 
     def _split_launch(self, rows, splits: np.ndarray, excess: int,
@@ -923,15 +930,16 @@ class CudaEngine(TileEngine):
                                                         excess).get()
         return column, through_gap.astype(bool), score
 
-    def _split_search(self, rows, splits, count: int, excess: int):
+    def _split_search(self, rows, splits, count: int, excess: int, found=None):
         """``split_columns`` (long.cu) of ``count`` splits over the device ``rows``, a block a
         split (device ``splits``: its ``SplitField`` columns; ``excess``: gap open minus
         extend): a device array of their columns, through-gap flags and scores, ``(3,
-        count)`` int64."""
+        count)`` int64 (``found``, where the caller gives one)."""
         import cupy
 
         kernel = get_kernel(KERNEL_FILE, "split_columns")
-        found = cupy.empty((3, count), dtype=cupy.int64)
+        if found is None:
+            found = cupy.empty((3, count), dtype=cupy.int64)
         kernel(*launch.grid(kernel, count, items_per_block=1),
                (rows, splits, np.int32(excess), found))
         return found
@@ -977,13 +985,16 @@ class CudaEngine(TileEngine):
         return leaf_cells
 
     def leaf_paths(self, sequences: PairCodes, problems: Problems,
-                   ) -> tuple[np.ndarray, np.ndarray]:
+                   scores: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(ops, offsets)``: an optimal global path of each forward subproblem, ``OP_*``
         codes first operation first, concatenated (``offsets``: int64). Small leaves take a
         warp each (``leaf_paths`` of long.cu: the CPU engine's DP, traceback and ties), large
         ones (:func:`traced_leaf_sizes`) bands over the GPU that keep a traceback nibble a cell,
         then a warp's walk a half (:meth:`_traced_launch`); groups of either cut to the memory
-        budget (the traced ones also to ``LONG_ALIGN_TRACE_BYTES``)."""
+        budget (the traced ones also to ``LONG_ALIGN_TRACE_BYTES``; the budget is asked only
+        where a route has more than one leaf, since a group holds at least one). ``scores``
+        (optional, a slot per subproblem): the traced leaves' scores are written there (their
+        best join at the middle row), the others' left as they are."""
         if np.any(problems.reverse):
             raise ValueError("leaf_paths: the driver's leaves run forward")
         m, n = problems.a_length(), problems.b_length()
@@ -998,27 +1009,33 @@ class CudaEngine(TileEngine):
         rows = (self.trace_rows(m[large]) if large.any() else None) or trace_rows_choices()[-1]
         traced_sizes = traced_leaf_sizes(m, n, rows)
         traced = traced_sizes > 0
-        budget = self._budget()
+        budget = None
         codes = self.device_codes(sequences)
         routes = []  # per route: its leaves' paths one after the other, and their offsets
-        for chosen, leaf_sizes, run, limit in (
-                (~traced, leaf_bytes(m, n), self._leaf_launch, budget),
-                (traced, traced_sizes, functools.partial(self._traced_launch, rows=rows),
-                 min(budget, int(config.LONG_ALIGN_TRACE_BYTES)))):
+        # Per route: its leaves, their device bytes (asked only of a route of several leaves,
+        # to group them), its launch and its own bound on a group's bytes.
+        for chosen, sizes_of, run, limit in (
+                (~traced, lambda index: leaf_bytes(m[index], n[index]), self._leaf_launch,
+                 None),
+                (traced, traced_sizes.__getitem__,
+                 functools.partial(self._traced_launch, rows=rows),
+                 int(config.LONG_ALIGN_TRACE_BYTES))):
             index = np.flatnonzero(chosen)
             if not len(index):
                 routes.append((np.zeros(0, np.uint8), np.zeros(1, np.int64)))
                 continue
-            sizes = leaf_sizes[index]
             parts_ops, parts_counts = [], []
-            lo = 0
-            while lo < len(index):
-                fit = int(np.searchsorted(np.cumsum(sizes[lo:]), limit, side="right"))
-                hi = lo + max(1, fit)
-                ops, counts = run(codes, leaves[index[lo:hi]])
+            groups = [(0, 1)]
+            if len(index) > 1:
+                budget = self._budget() if budget is None else budget
+                groups = _groups(sizes_of(index), budget if limit is None
+                                 else min(budget, limit))
+            for lo, hi in groups:
+                ops, counts, known = run(codes, leaves[index[lo:hi]])
+                if scores is not None and known is not None:
+                    scores[index[lo:hi]] = known
                 parts_ops.append(ops)
                 parts_counts.append(counts)
-                lo = hi
             route_offsets = np.zeros(len(index) + 1, dtype=np.int64)
             if parts_counts:
                 np.cumsum(np.concatenate(parts_counts), out=route_offsets[1:])
@@ -1026,11 +1043,12 @@ class CudaEngine(TileEngine):
                            route_offsets))
         return _merged_routes(traced, routes)
 
-    def _leaf_launch(self, codes, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _leaf_launch(self, codes, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray, None]:
         """One launch of ``leaf_paths`` over ``leaves`` (rows of its six fields): their paths
-        one after the other and their lengths (packed on the device by ``pack_leaf_paths``, so
+        one after the other, their lengths (packed on the device by ``pack_leaf_paths``, so
         that only the paths come back: 2,000 PacBio reads' 75,000 leaves took 32 ms on an H100
-        and their packing on the host 0.2 s)."""
+        and their packing on the host 0.2 s), and None for their scores (the warps keep
+        none)."""
         import cupy
 
         m, n = leaves[:, 2], leaves[:, 3]
@@ -1049,19 +1067,19 @@ class CudaEngine(TileEngine):
                 cupy.empty((rows, 2), dtype=cupy.int32), row_base_dev,
                 cupy.empty(traces, dtype=cupy.uint8), trace_base_dev, ops, ops_base_dev,
                 counts))
-        return _packed_paths(ops, ops_base_dev, leaves_dev, counts)
+        return (*_packed_paths(ops, ops_base_dev, leaves_dev, counts), None)
 
     def _traced_launch(self, codes, leaves: np.ndarray, rows: int,
-                       ) -> tuple[np.ndarray, np.ndarray]:
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The large ``leaves`` (rows of leaf_paths' six fields), each split at its middle row
         (:func:`traced_halves`): their halves as one batch of problems in bands of ``rows``
         rows a thread that keep a traceback nibble a cell (``long_bands``), the column where
         each leaf's path crosses its middle row found in the halves' last rows
         (``split_columns``), then a warp's walk a half from there (``trace_walk``): the
         leaves' paths one after the other and their lengths, as :meth:`_leaf_launch` returns
-        them. Two wavefronts of half the rows take less time than one of all of them: its
-        bands start one after the other (on an H100 the MT pair's halves, side by side, took
-        1.72 ms against 2.32 for the whole pair)."""
+        them, and their scores (the best joins). Two wavefronts of half the rows take less
+        time than one of all of them: its bands start one after the other (on an H100 the MT
+        pair's halves, side by side, took 1.72 ms against 2.32 for the whole pair)."""
         import cupy
 
         threads = tile_shape()[0]
@@ -1070,7 +1088,8 @@ class CudaEngine(TileEngine):
         plan = BatchPlan.of(halves, threads, rows, tile_shape()[2], "bands")
         word_base, words = _starts(trace_words(halves[:, 2], halves[:, 3], threads, rows))
         trace = cupy.empty(words, dtype=cupy.uint32)
-        # Each leaf's room for its path, then the spans of the paths (int64, 8-byte aligned).
+        # Each leaf's room for its path, then the spans of the paths and the splits found
+        # (int64, 8-byte aligned): one copy brings them all back.
         ops_base, room = _starts(leaves[:, 2] + leaves[:, 3])
         room = -(-room // 8) * 8
         left = -(halves[:, 5] + halves[:, 2] * self.gap_extend)  # cell 0 of a last row
@@ -1081,18 +1100,22 @@ class CudaEngine(TileEngine):
             [*plan.band_arrays(), leaves, word_base, ops_base, splits])
         last_rows, _, _ = self._wavefront(*codes, plan, False, False, (trace, word_base_dev),
                                           bands_dev)
+        out = cupy.empty(room + 40 * count, dtype=cupy.uint8)
+        tail = out[room:].view(cupy.int64)
         found = self._split_search(last_rows, splits_dev, count,
-                                   self.gap_open - self.gap_extend)
-        out = cupy.empty(room + 16 * count, dtype=cupy.uint8)
+                                   self.gap_open - self.gap_extend,
+                                   tail[2 * count:].reshape(3, count))
         walk = get_kernel(KERNEL_FILE, f"trace_walk<{threads}, {rows}>")
         walk(*launch.grid(walk, 2 * count, items_per_block=1),  # a warp a half
              (*codes, leaves_dev, trace, word_base_dev, found, np.int32(self.match_codes), out,
-              ops_base_dev, out[room:].view(cupy.int64)))
-        written = out.get()  # the paths and their spans in one copy
-        spans = written[room:].view(np.int64).tolist()
-        ops = [written[start:end] for start, end in zip(spans[:count], spans[count:],
+              ops_base_dev, tail))
+        written = out.get()
+        spans = written[room:].view(np.int64)
+        ops = [written[start:end] for start, end in zip(spans[:count].tolist(),
+                                                         spans[count:2 * count].tolist(),
                                                          strict=True)]
-        return np.concatenate(ops), np.array([len(path) for path in ops], dtype=np.int64)
+        return (np.concatenate(ops), np.array([len(path) for path in ops], dtype=np.int64),
+                spans[4 * count:].copy())
 
     def best_cells(self, sequences: PairCodes, problems: Problems, start_free_top: bool,
                    start_free_left: bool, floor_zero: bool, end_scope: int,

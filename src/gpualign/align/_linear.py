@@ -209,12 +209,15 @@ class Engine(Protocol):
         ``F[0] = H[0]``).
         Memory ``O(b_length)`` per subproblem."""
 
-    def leaf_paths(self, sequences: PairCodes, problems: Problems) -> tuple[np.ndarray, np.ndarray]:
+    def leaf_paths(self, sequences: PairCodes, problems: Problems,
+                   scores: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(ops, offsets)``: an optimal global path of each subproblem honouring
         ``top_excess`` and ``bottom_excess``, ``OP_*`` codes (uint8) from the top-left corner,
         concatenated (``offsets``: int64, ``len(problems) + 1``). ``=`` for equal codes below
         ``match_codes``, else ``X``. A subproblem has at most ``leaf_cells`` cells or a single
-        row (of any length: a full traceback of it takes ``2 * (n + 1)`` bytes)."""
+        row (of any length: a full traceback of it takes ``2 * (n + 1)`` bytes). Where
+        ``scores`` is given (int64, a slot per subproblem), the engine may write there the
+        scores of the paths that it finds on the way; it leaves the other slots as they are."""
 
     def best_cells(self, sequences: PairCodes, problems: Problems, start_free_top: bool,
                    start_free_left: bool, floor_zero: bool, end_scope: int,
@@ -454,8 +457,8 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
         What ``progress`` receives in all (default: the roots' cells).
     scores : np.ndarray of int64, optional
         Filled with the optimal score of each root that the first level splits (its best join
-        at the middle row); the entries of roots solved at once (leaves, gaps) are left as
-        they are.
+        at the middle row), and of each root solved at once whose score the engine's
+        ``leaf_paths`` gives; the others' entries are left as they are.
 
     Returns
     -------
@@ -493,8 +496,9 @@ def global_paths(sequences: PairCodes, roots: Problems, gap_open: int, gap_exten
     # work and catches up at the end).
     portion = Portion(progress, root_cells if share is None else share, 2 * root_cells)
     if _leaves(roots.a_length(), roots.b_length(), leaf_cells).all():
-        # Every root a leaf: its path as the engine gives it, nothing to split or assemble.
-        leaf_ops, offsets = engine.leaf_paths(sequences, roots)
+        # Every root a leaf: its path (and, where the engine finds it, its score) as the
+        # engine gives it, nothing to split or assemble.
+        leaf_ops, offsets = engine.leaf_paths(sequences, roots, scores)
         portion.finish()
         return JoinedPaths(np.asarray(leaf_ops, dtype=np.uint8), offsets)
     open_ = roots
@@ -619,7 +623,7 @@ class JoinedPaths(Sequence):
 
     def op_counts(self, op: int) -> np.ndarray:
         """How many operations of each path are ``op`` (int64, a path each)."""
-        if len(self) < config.HOST_NUMPY_PATHS:  # a few: NumPy, a path at a time
+        if len(self) < config.HOST_SERIAL_PATHS:  # a few: NumPy, a path at a time
             bounds = self.offsets.tolist()
             return np.array([np.count_nonzero(self.ops[lo:hi] == op)
                              for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)],
@@ -670,8 +674,12 @@ def _whole(sequences: PairCodes, excess: int) -> Problems:
     a_lengths, b_lengths = sequences.a_lengths(), sequences.b_lengths()
     if not (a_lengths.all() and b_lengths.all()):
         raise ValueError("linear-space alignment: every pair needs two non-empty sequences")
-    return Problems.of(pair=np.arange(len(a_lengths)), a_start=0, a_end=a_lengths, b_start=0,
-                       b_end=b_lengths, reverse=0, top_excess=excess, bottom_excess=excess)
+    count = len(a_lengths)
+    # Made directly (twice as fast as Problems.of): every call of a long pair comes here.
+    starts = np.zeros((3, count), dtype=np.int64)  # a_start, b_start, reverse
+    excesses = np.full((2, count), excess, dtype=np.int64)
+    return Problems(np.arange(count, dtype=np.int64), starts[0], a_lengths, starts[1],
+                    b_lengths, starts[2], excesses[0], excesses[1])
 
 
 def mode_ends(sequences: PairCodes, gap_open: int, gap_extend: int, mode: int, engine: Engine,
