@@ -176,9 +176,9 @@ ALIGN_WARP_MIN_RATIO = 16.0
 
 #: The operations of fewer paths than this are counted (by NumPy) and written as CIGARs a path
 #: at a time on the calling thread, instead of by the compiled loops over all cores, whose
-#: threads take longer to start than a long path takes (an H100 host, one path of 33,000
+#: threads take longer to start than a long path takes (an H100 host: one path of 33,000
 #: operations counted in 8-10 us against 44-56 us; the MT pair's path of 17,140 written in
-#: FIGURE).
+#: 46-47 us against 71-74 us).
 HOST_SERIAL_PATHS = 8
 
 #: Pairs of at least this many DP cells (query x target length) run on the CUDA long-alignment
