@@ -1017,7 +1017,7 @@ class CudaEngine(TileEngine):
         for chosen, sizes_of, run, limit in (
                 (~traced, lambda index: leaf_bytes(m[index], n[index]), self._leaf_launch,
                  None),
-                (traced, traced_sizes.__getitem__,
+                (traced, lambda index: traced_sizes[index],
                  functools.partial(self._traced_launch, rows=rows),
                  int(config.LONG_ALIGN_TRACE_BYTES))):
             index = np.flatnonzero(chosen)
